@@ -1,0 +1,1 @@
+"""Mephisto crowdsourcing tasks, launched with `dialeval launch TASK`."""

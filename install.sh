@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Creates .venv/ in the repository root and installs everything parlai_dialeval needs.
+# Order matters: torch first (the local CPU wheel; any other version would download a CUDA build),
+# then Mephisto with its own pins, then ParlAI without its impossible pins plus what it really needs,
+# then this project in editable mode. See README.md "Install".
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+"$PY" -m venv .venv
+PIP=".venv/bin/python -m pip"
+$PIP install --quiet --upgrade "pip<26"
+# Never let a resolver pick torch: requirements/constraints.txt pins it for every later step too.
+$PIP install --quiet torch==2.13.0
+$PIP install --quiet -c requirements/constraints.txt mephisto==1.1.1
+$PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
+$PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
+$PIP install --quiet -c requirements/constraints.txt -e ".[test]"
+.venv/bin/python -W ignore -c "from parlai_dialeval import compat; compat.check()"
+echo "installed: $(.venv/bin/dialeval --version 2>/dev/null || echo dialeval)"

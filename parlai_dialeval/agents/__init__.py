@@ -1,0 +1,1 @@
+"""ParlAI agents, used as -m dialeval:NAME."""

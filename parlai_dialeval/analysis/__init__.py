@@ -1,0 +1,1 @@
+"""Statistics: pure functions, DataFrames or arrays in, results out; no I/O."""

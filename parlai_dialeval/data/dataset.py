@@ -1,0 +1,174 @@
+"""EvalData: the canonical data loaded as pandas DataFrames, plus reading and writing JSON Lines."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.data import schema
+from parlai_dialeval.data.validate import check_criteria, validate_frame
+from parlai_dialeval.errors import DataError
+from parlai_dialeval.utils.atomic import atomic_open
+
+FRAME_TYPES = ("conversation", "rating", "comparison")
+
+
+def _empty(record_type: str) -> pd.DataFrame:
+    return pd.DataFrame(columns=schema.columns_of(record_type))
+
+
+@dataclass
+class EvalData:
+    """Studies as dicts; conversations, ratings and comparisons as DataFrames with schema columns.
+
+    Each frame may also carry ``_file`` and ``_line`` (where a record came from) for error messages.
+    """
+
+    studies: list[dict] = field(default_factory=list)
+    conversations: pd.DataFrame = field(default_factory=lambda: _empty("conversation"))
+    ratings: pd.DataFrame = field(default_factory=lambda: _empty("rating"))
+    comparisons: pd.DataFrame = field(default_factory=lambda: _empty("comparison"))
+
+    def frame(self, record_type: str) -> pd.DataFrame:
+        return {"conversation": self.conversations, "rating": self.ratings,
+                "comparison": self.comparisons}[record_type]
+
+    def counts(self) -> dict[str, int]:
+        return {"study": len(self.studies), "conversation": len(self.conversations),
+                "rating": len(self.ratings), "comparison": len(self.comparisons)}
+
+    def criteria(self) -> dict[str, dict]:
+        """Criterion name -> its declaration (positive, scale, min, max ...), merged over studies."""
+        merged: dict[str, dict] = {}
+        for study in self.studies:
+            for criterion in study.get("criteria") or []:
+                merged.setdefault(criterion["name"], criterion)
+        return merged
+
+    def qc_models(self) -> set[str]:
+        return {m for s in self.studies for m in s.get("qc_models") or []}
+
+    def records(self) -> Iterator[dict]:
+        """Every record as a dict in canonical form (null fields and provenance columns dropped)."""
+        for study in self.studies:
+            yield {"type": "study", **study}
+        for record_type in FRAME_TYPES:
+            frame = self.frame(record_type)
+            columns = [c for c in frame.columns if not c.startswith("_") and c != "type"]
+            for row in frame[columns].itertuples(index=False, name=None):
+                yield {"type": record_type, **{k: _plain(v) for k, v in zip(columns, row) if not _missing(v)}}
+
+    def save(self, path: str | os.PathLike) -> int:
+        return write_jsonl(self.records(), path)
+
+    def concat(self, other: "EvalData") -> "EvalData":
+        def cat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+            if a.empty:
+                return b
+            return a if b.empty else pd.concat([a, b], ignore_index=True)
+
+        return EvalData(self.studies + [s for s in other.studies if s not in self.studies],
+                        cat(self.conversations, other.conversations), cat(self.ratings, other.ratings),
+                        cat(self.comparisons, other.comparisons))
+
+    def turns(self) -> pd.DataFrame:
+        """One row per turn: conversation_id, turn_index, speaker, text, time."""
+        rows = [(cid, i, t.get("speaker"), t.get("text"), t.get("time"))
+                for cid, turns in zip(self.conversations["id"], self.conversations["turns"])
+                for i, t in enumerate(turns)]
+        return pd.DataFrame(rows, columns=["conversation_id", "turn_index", "speaker", "text", "time"])
+
+
+def _missing(value) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, float) and np.isnan(value)
+
+
+def _plain(value):
+    """numpy scalars to Python scalars so json can write them."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def from_records(records: Iterable[dict], source: str = "<records>", validate: bool = True) -> EvalData:
+    """Build EvalData from canonical record dicts (e.g. an importer's output), validating them."""
+    buckets: dict[str, list[dict]] = {t: [] for t in schema.RECORD_TYPES}
+    for line, record in enumerate(records, start=1):
+        _add(buckets, record, source, line)
+    return _assemble(buckets, validate)
+
+
+def _add(buckets: dict[str, list[dict]], record, path, line: int) -> None:
+    if not isinstance(record, dict):
+        raise DataError(path, "record is not a JSON object", line=line, expected="{...}", got=record)
+    record_type = record.get("type")
+    if record_type not in buckets:
+        raise DataError(path, "unknown record type", line=line, field="type",
+                        expected="one of " + ", ".join(schema.RECORD_TYPES), got=record_type)
+    version = record.get("format_version")
+    if version is not None and str(version).split(".")[0] != schema.FORMAT_VERSION.split(".")[0]:
+        raise DataError(path, "unsupported format version", line=line, field="format_version",
+                        expected=schema.FORMAT_VERSION, got=version)
+    record["_file"], record["_line"] = str(path), line
+    buckets[record_type].append(record)
+
+
+def _assemble(buckets: dict[str, list[dict]], validate: bool) -> EvalData:
+    frames = {}
+    for record_type in FRAME_TYPES:
+        rows = buckets[record_type]
+        frame = pd.DataFrame.from_records(rows) if rows else _empty(record_type)
+        if validate:
+            validate_frame(record_type, frame)
+        for column in schema.columns_of(record_type):
+            if column not in frame.columns:
+                frame[column] = None
+        frames[record_type] = frame.drop(columns=["type"], errors="ignore")
+    studies = []
+    if validate:
+        validate_frame("study", pd.DataFrame.from_records(buckets["study"]) if buckets["study"] else
+                       _empty("study"))
+    for study in buckets["study"]:
+        studies.append({k: v for k, v in study.items() if k not in ("type", "_file", "_line", "format_version")})
+    if validate:
+        check_criteria(frames["rating"], studies)
+    return EvalData(studies, frames["conversation"], frames["rating"], frames["comparison"])
+
+
+def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> EvalData:
+    """Load canonical JSON Lines files; raises DataError naming file, line and field on bad input."""
+    buckets: dict[str, list[dict]] = {t: [] for t in schema.RECORD_TYPES}
+    for path in paths:
+        path = Path(path)
+        count = 0
+        with open(path, encoding="utf-8") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise DataError(path, f"not valid JSON ({error.msg} at column {error.colno})",
+                                    line=line_number, expected="one JSON object per line") from None
+                _add(buckets, record, path, line_number)
+                count += 1
+        if count == 0:
+            raise DataError(path, "file holds no records", expected="at least one JSON Lines record")
+    return _assemble(buckets, validate)
+
+
+def write_jsonl(records: Iterable[dict], path: str | os.PathLike) -> int:
+    """Write records atomically, stamping the format version; returns how many were written."""
+    count = 0
+    with atomic_open(path) as handle:
+        for record in records:
+            record = {k: v for k, v in record.items() if not k.startswith("_")}
+            record.setdefault("format_version", schema.FORMAT_VERSION)
+            handle.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,119 @@
+"""The canonical evaluation data model: record types, their fields and the rules a valid file obeys.
+
+Every collection task exports to this model and every analysis reads it. A file is JSON Lines; each
+line is one record whose ``type`` is ``study``, ``conversation``, ``rating`` or ``comparison``.
+docs/data_model.md is the human-readable version of this module; keep them in step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FORMAT_VERSION = "1.0"
+RECORD_TYPES = ("study", "conversation", "rating", "comparison")
+SCALE_TYPES = ("continuous", "likert", "binary", "magnitude", "best_worst", "count")
+CHOICES = ("a", "b", "tie")
+CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
+
+# JSON types a field may hold; "number" admits ints and floats but not booleans.
+STR, NUM, INT, BOOL, LIST, DICT, STR_OR_LIST = "str", "number", "int", "bool", "list", "dict", "str|list"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str
+    required: bool = False
+    help: str = ""
+
+
+COMMON_FIELDS = (
+    Field("type", STR, True, "record type"),
+    Field("format_version", STR, False, f"data model version, currently {FORMAT_VERSION}"),
+    Field("study", STR, False, "name of the study (run) the record belongs to"),
+    Field("meta", DICT, False, "anything else the source held, kept verbatim"),
+)
+
+FIELDS: dict[str, tuple[Field, ...]] = {
+    "study": (
+        Field("name", STR, True, "study name; other records point at it with `study`"),
+        Field("criteria", LIST, False,
+              "list of {name, positive (bool), scale, min, max, question, label}: drives reversal of "
+              "negatively worded statements and quality control"),
+        Field("qc_models", LIST, False, "model names of quality-control (degraded) bots"),
+        Field("description", STR, False, "free text"),
+    ),
+    "conversation": (
+        Field("id", STR, True, "unique conversation id"),
+        Field("models", LIST, True, "model name(s) that took part; one for human-model chats"),
+        Field("worker_id", STR, False, "crowd worker (absent for self-chats)"),
+        Field("assignment_id", STR, False, "the worker's unit of work (an MTurk assignment / HIT)"),
+        Field("hit_id", STR, False, "the task item the assignment answered"),
+        Field("slot", INT, False, "position of this conversation within its assignment (0-based)"),
+        Field("task", STR, False, "collection task, e.g. live_chat_da, sm_eval, self_chat, fed"),
+        Field("turns", LIST, True,
+              "list of {speaker, text, time?, meta?}; speaker is 'human' for the worker, "
+              "else the model name (or 'bot' when unknown)"),
+        Field("topic", STR, False, "opening topic"),
+        Field("topic_attitude", STR, False, "like | ambivalent | dislike"),
+        Field("personas", DICT, False, "speaker -> list of persona sentences"),
+        Field("duration", NUM, False, "seconds the conversation took"),
+        Field("assignment_duration", NUM, False, "seconds the whole assignment took"),
+        Field("status", STR, False, "complete (default) | incomplete | returned | failed | onboarding"),
+        Field("feedback", STR, False, "worker's free-text feedback"),
+    ),
+    "rating": (
+        Field("conversation_id", STR, True, "conversation (or item) rated"),
+        Field("worker_id", STR, True, "rater"),
+        Field("model", STR, True, "model whose output is rated"),
+        Field("criterion", STR, True, "what is rated, e.g. interesting, engaging, overall"),
+        Field("scale", STR, True, "continuous | likert | binary | magnitude | best_worst | count"),
+        Field("scale_min", NUM, False, "lowest value of the scale"),
+        Field("scale_max", NUM, False, "highest value of the scale"),
+        Field("value", NUM, True, "the rating"),
+        Field("turn_index", INT, False, "turn rated, for per-turn ratings (index into turns)"),
+        Field("reference_value", NUM, False, "value of the reference item (magnitude estimation)"),
+        Field("assignment_id", STR, False, "the worker's unit of work"),
+        Field("duration", NUM, False, "seconds spent on this rating"),
+    ),
+    "comparison": (
+        Field("item_id", STR, True, "the compared item (prompt, conversation pair, turn)"),
+        Field("worker_id", STR, True, "annotator"),
+        Field("model_a", STR, True, "model shown as option A"),
+        Field("model_b", STR, True, "model shown as option B"),
+        Field("choice", STR, True, "a | b | tie"),
+        Field("turn_index", INT, False, "turn compared, for per-turn comparisons"),
+        Field("question", STR, False, "the question answered, e.g. 'Who would you prefer to talk to?'"),
+        Field("justification", STR, False, "annotator's reason"),
+        Field("context", STR_OR_LIST, False, "prompt or dialogue history (string or list of turns)"),
+        Field("response_a", STR, False, "model A's response text"),
+        Field("response_b", STR, False, "model B's response text"),
+        Field("conversation_a", STR, False, "conversation id shown for model A (PW-Dialog)"),
+        Field("conversation_b", STR, False, "conversation id shown for model B (PW-Dialog)"),
+        Field("automatic", BOOL, False, "true for ties decided without a worker (identical responses)"),
+        Field("assignment_id", STR, False, "the worker's unit of work"),
+        Field("duration", NUM, False, "seconds spent on this comparison"),
+        Field("onboarding", BOOL, False, "true for onboarding/attention-check items"),
+    ),
+}
+
+TURN_FIELDS = (
+    Field("speaker", STR, True),
+    Field("text", STR, True),
+    Field("time", NUM, False),
+    Field("meta", DICT, False),
+)
+
+ENUMS = {
+    ("comparison", "choice"): CHOICES,
+    ("rating", "scale"): SCALE_TYPES,
+    ("conversation", "status"): CONVERSATION_STATUSES,
+}
+
+
+def fields_of(record_type: str) -> tuple[Field, ...]:
+    return COMMON_FIELDS + FIELDS[record_type]
+
+
+def columns_of(record_type: str) -> list[str]:
+    """DataFrame columns for a record type, in schema order (``type`` dropped)."""
+    return [f.name for f in fields_of(record_type) if f.name != "type"]

@@ -1,0 +1,120 @@
+"""Importers turn other formats into canonical records; every analysis loads data through ``load``.
+
+An importer is a function ``(paths) -> ImportReport`` registered with ``@register_importer`` under a
+format name, with a ``detect(path) -> bool`` that recognises its files or folders.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from parlai_dialeval.data import EvalData, from_records, read_jsonl
+from parlai_dialeval.errors import DataError, DialevalError
+
+CANONICAL = "canonical"
+
+
+@dataclass
+class ImportReport:
+    """What an importer produced, and an account of everything it read but did not keep."""
+
+    format: str
+    records: list[dict] = field(default_factory=list)
+    read: int = 0
+    kept: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
+
+    def skip(self, where: str, why: str) -> None:
+        self.skipped.append((where, why))
+
+    def summary(self) -> str:
+        lines = [f"{self.format}: read {self.read}, kept {self.kept}, skipped {len(self.skipped)}"]
+        lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str
+    load: Callable[[Sequence[Path]], ImportReport]
+    detect: Callable[[Path], bool]
+    help: str
+
+
+IMPORTERS: dict[str, Importer] = {}
+
+
+def register_importer(name: str, detect: Callable[[Path], bool], help: str):
+    def wrap(function):
+        IMPORTERS[name] = Importer(name, function, detect, help)
+        return function
+
+    return wrap
+
+
+def _is_canonical(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    first = json.loads(line)
+                except json.JSONDecodeError:
+                    return path.suffix == ".jsonl"  # let the canonical reader name the bad line
+                return isinstance(first, dict) and "type" in first and "format_version" in first
+    return path.suffix == ".jsonl"
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(path, "no such file or folder", expected="an existing path")
+    if _is_canonical(path):
+        return CANONICAL
+    _ensure_importers()
+    for importer in IMPORTERS.values():
+        if importer.detect(path):
+            return importer.name
+    raise DataError(path, "format not recognised",
+                    expected="canonical JSON Lines or one of: " + ", ".join(sorted(IMPORTERS))
+                    + " (force one with --from)")
+
+
+def _ensure_importers() -> None:
+    # Importer modules register themselves on import; load them lazily to keep start-up fast.
+    import parlai_dialeval.importers.formats  # noqa: F401
+
+
+def import_paths(paths: Sequence[str | os.PathLike], fmt: str) -> ImportReport:
+    _ensure_importers()
+    if fmt not in IMPORTERS:
+        raise DialevalError(f"unknown format '{fmt}'; known: {', '.join(sorted(IMPORTERS))}")
+    return IMPORTERS[fmt].load([Path(p) for p in paths])
+
+
+def load(paths: Iterable[str | os.PathLike], fmt: str | None = None, log=print) -> EvalData:
+    """Load any mix of canonical files and importable sources, detecting each one's format.
+
+    ``log`` receives each importer's read/kept/skipped report, so nothing is dropped silently.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise DialevalError("no data given (--data PATH ...)")
+    groups: dict[str, list[Path]] = {}
+    for path in paths:
+        groups.setdefault(fmt or detect_format(path), []).append(path)
+    data = EvalData()
+    for name, group in groups.items():
+        if name == CANONICAL:
+            part = read_jsonl(group)
+        else:
+            report = import_paths(group, name)
+            if log is not None:
+                log(report.summary())
+            part = from_records(report.records, source=f"{name} import of {', '.join(map(str, group))}")
+        data = data.concat(part)
+    return data

@@ -1,0 +1,1 @@
+"""Command-line scripts; each module registers itself with ParlAI's @register_script."""

@@ -1,0 +1,30 @@
+"""Outputs appear complete or not at all: write to a temporary file beside the target, then rename."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path in the target's folder; on success it replaces ``path`` atomically."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
+    """Like ``open(path, mode)`` for writing, but the file appears only once the block succeeds."""
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **({"encoding": "utf-8"} if "b" not in mode else {}) | kwargs) as handle:
+            yield handle

@@ -1,0 +1,47 @@
+"""Command-line pieces shared by the analysis scripts: --data/--from/--out and loading."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from parlai_dialeval.utils.atomic import atomic_open
+
+
+def add_data_args(parser, out: str | None = "DIR") -> None:
+    """--data PATH... (any supported format, detected), --from FORMAT to force one, --out."""
+    group = parser.add_argument_group("Input and output")
+    group.add_argument("--data", nargs="+", required=True, metavar="PATH",
+                       help="canonical JSON Lines files or any importable source (format detected)")
+    group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
+                       help="force the input format (see `dialeval convert --help` for the list)")
+    if out is not None:
+        group.add_argument("--out", required=True, metavar=out, help="output " + out.lower())
+
+
+def load_data(opt, log=print):
+    from parlai_dialeval.importers import load
+
+    return load(opt["data"], fmt=opt.get("data_format"), log=log)
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path, **kwargs) -> Path:
+    with atomic_open(path, newline="") as handle:
+        frame.to_csv(handle, index=False, **kwargs)
+    return Path(path)
+
+
+def write_json(obj, path: str | Path) -> Path:
+    with atomic_open(path) as handle:
+        json.dump(obj, handle, indent=2, default=_jsonable)
+        handle.write("\n")
+    return Path(path)
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,48 @@
+"""parlai_dialeval: a ParlAI plugin for reliable human and automatic evaluation of chatbots.
+
+ParlAI 1.7.2 and Mephisto 1.1.1 are deliberately not in install_requires: ParlAI must be installed
+with --no-deps (its pins cannot be met on Python 3.11) and torch must come from the local CPU wheel.
+install.sh does all of that in the right order; see README.md.
+"""
+from setuptools import find_packages, setup
+
+ROOTS = {"parlai_dialeval": "parlai_dialeval", "parlai_dialeval.tasks": "tasks",
+         "parlai_dialeval.crowdsourcing": "crowdsourcing"}
+PACKAGES = [name for prefix, folder in ROOTS.items()
+            for name in [prefix] + [f"{prefix}.{sub}" for sub in find_packages(folder)]]
+
+setup(
+    name="parlai_dialeval",
+    version="0.1.0",
+    description="Reliable human evaluation of open-domain chatbots on ParlAI and Mephisto",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    # tasks/ and crowdsourcing/ live at the top of the repository (the design card's layout) but are
+    # installed as subpackages, never as top-level packages named `tasks` or `crowdsourcing`.
+    package_dir=ROOTS,
+    packages=PACKAGES,
+    include_package_data=True,
+    package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js"]},
+    install_requires=[
+        "numpy",
+        "pandas",
+        "scipy",
+        "statsmodels",
+        "pingouin",
+        "choix",
+        "trueskill",
+        "krippendorff",
+        "matplotlib",
+        "tqdm",
+        "transformers",
+        "tokenizers",
+        "sacrebleu",
+        "rouge-score",
+        "nltk",
+        "textstat",
+        "chatterbot-corpus",
+    ],
+    extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
+    entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
+)

@@ -1,0 +1,1 @@
+"""ParlAI teachers, used as -t dialeval:NAME."""
