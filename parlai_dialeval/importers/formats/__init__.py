@@ -1,0 +1,1 @@
+"""Importer modules; importing each registers its formats with the importer registry."""
