@@ -146,14 +146,20 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
     for path in paths:
         path = Path(path)
         count = 0
-        with open(path, encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
+        # Binary mode and per-line decoding, so an encoding error names its exact line.
+        with open(path, "rb") as handle:
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise DataError(path, "not UTF-8 text", line=line_number,
+                                    expected="UTF-8 encoded JSON Lines") from None
                 if not line.strip():
                     continue
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise DataError(path, f"not valid JSON ({error.msg} at column {error.colno})",
+                    raise DataError(path, f"not valid JSON: {error.msg} (column {error.colno})",
                                     line=line_number, expected="one JSON object per line") from None
                 _add(buckets, record, path, line_number)
                 count += 1

@@ -75,7 +75,7 @@ def detect_format(path: str | os.PathLike) -> str:
         raise DataError(path, "no such file or folder", expected="an existing path")
     if _is_canonical(path):
         return CANONICAL
-    _ensure_importers()
+    load_importer_modules()
     for importer in IMPORTERS.values():
         if importer.detect(path):
             return importer.name
@@ -84,13 +84,13 @@ def detect_format(path: str | os.PathLike) -> str:
                     + " (force one with --from)")
 
 
-def _ensure_importers() -> None:
+def load_importer_modules() -> None:
     # Importer modules register themselves on import; load them lazily to keep start-up fast.
     import parlai_dialeval.importers.formats  # noqa: F401
 
 
 def import_paths(paths: Sequence[str | os.PathLike], fmt: str) -> ImportReport:
-    _ensure_importers()
+    load_importer_modules()
     if fmt not in IMPORTERS:
         raise DialevalError(f"unknown format '{fmt}'; known: {', '.join(sorted(IMPORTERS))}")
     return IMPORTERS[fmt].load([Path(p) for p in paths])
