@@ -26,6 +26,7 @@ setup(
     package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js"]},
     install_requires=[
         "numpy",
+        "orjson",
         "pandas",
         "scipy",
         "statsmodels",

@@ -1,13 +1,13 @@
 """EvalData: the canonical data loaded as pandas DataFrames, plus reading and writing JSON Lines."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from parlai_dialeval.data import schema
@@ -16,6 +16,7 @@ from parlai_dialeval.errors import DataError
 from parlai_dialeval.utils.atomic import atomic_open
 
 FRAME_TYPES = ("conversation", "rating", "comparison")
+_ORJSON_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
 
 
 def _empty(record_type: str) -> pd.DataFrame:
@@ -146,21 +147,16 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
     for path in paths:
         path = Path(path)
         count = 0
-        # Binary mode and per-line decoding, so an encoding error names its exact line.
+        # orjson parses each line's bytes directly (several times faster than json for the
+        # million-rating studies we analyse); per-line parsing keeps exact line numbers in errors.
         with open(path, "rb") as handle:
             for line_number, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise DataError(path, "not UTF-8 text", line=line_number,
-                                    expected="UTF-8 encoded JSON Lines") from None
-                if not line.strip():
+                if not raw.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise DataError(path, f"not valid JSON: {error.msg} (column {error.colno})",
-                                    line=line_number, expected="one JSON object per line") from None
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError as error:
+                    raise _parse_error(path, line_number, raw, error) from None
                 _add(buckets, record, path, line_number)
                 count += 1
         if count == 0:
@@ -168,13 +164,21 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
     return _assemble(buckets, validate)
 
 
+def _parse_error(path, line_number: int, raw: bytes, error: Exception) -> DataError:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return DataError(path, "not UTF-8 text", line=line_number, expected="UTF-8 encoded JSON Lines")
+    return DataError(path, f"not valid JSON: {error}", line=line_number, expected="one JSON object per line")
+
+
 def write_jsonl(records: Iterable[dict], path: str | os.PathLike) -> int:
     """Write records atomically, stamping the format version; returns how many were written."""
     count = 0
-    with atomic_open(path) as handle:
+    with atomic_open(path, "wb") as handle:
         for record in records:
             record = {k: v for k, v in record.items() if not k.startswith("_")}
             record.setdefault("format_version", schema.FORMAT_VERSION)
-            handle.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")
+            handle.write(orjson.dumps(record, option=_ORJSON_OPTIONS, default=_plain))
             count += 1
     return count

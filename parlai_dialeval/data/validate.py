@@ -26,6 +26,14 @@ _EXPECTED = {
     schema.LIST: "a list", schema.DICT: "an object", schema.STR_OR_LIST: "a string or a list",
 }
 
+# pandas' C-level type inference settles most columns at once; only the others are checked cell by cell.
+_FAST_OK = {
+    schema.STR: ("string", "empty"),
+    schema.NUM: ("integer", "floating", "mixed-integer-float", "empty"),
+    schema.INT: ("integer", "empty"),
+    schema.BOOL: ("boolean", "empty"),
+}
+
 
 def _type_ok(kind: str):
     allowed = _PY_TYPES[kind]
@@ -75,7 +83,10 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
         if field.required:
             _fail(frame, column.isna().to_numpy(), "missing required field", field=field.name,
                   expected=_EXPECTED[field.kind])
-        bad = ~column.map(_type_ok(field.kind)).to_numpy(dtype=bool)
+        if pd.api.types.infer_dtype(column, skipna=True) in _FAST_OK.get(field.kind, ()):
+            bad = np.zeros(len(column), bool)  # the whole column already has an allowed type
+        else:
+            bad = ~column.map(_type_ok(field.kind)).to_numpy(dtype=bool)
         _fail(frame, bad, "wrong type", field=field.name, expected=_EXPECTED[field.kind],
               value_column=field.name)
         allowed = schema.ENUMS.get((record_type, field.name))
