@@ -17,4 +17,11 @@ $PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
 $PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
 $PIP install --quiet -c requirements/constraints.txt -e ".[test]"
 .venv/bin/python -W ignore -c "from parlai_dialeval import compat; compat.check()"
+# Worker pages of every crowdsourcing task (docs/crowdsourcing.md): exact packages from the committed
+# lockfile, then one webpack bundle per task in crowdsourcing/frontend/build/. Safe to re-run.
+if command -v npm >/dev/null; then
+  (cd crowdsourcing/frontend && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+else
+  echo "npm not found: crowdsourcing tasks cannot run until you install Node.js >= 18 and re-run install.sh" >&2
+fi
 echo "installed: $(.venv/bin/dialeval --version 2>/dev/null || echo dialeval)"

@@ -1,0 +1,1 @@
+"""ab_next_utterance crowdsourcing task (docs/crowdsourcing_protocols.md)."""

@@ -1,0 +1,37 @@
+"""A/B unit data -> canonical comparisons; automatic ties -> comparisons with automatic: true."""
+from __future__ import annotations
+
+from parlai_dialeval.crowdsourcing.ab_next_utterance.protocol import CHOICES, QUESTION, ABItem
+
+TASK = "ab_next_utterance"
+AUTOMATIC_WORKER = "automatic"
+
+
+def study_record(study: str) -> dict:
+    return {"type": "study", "name": study, "description": f"A/B next utterance (ChatEval): {QUESTION}"}
+
+
+def unit_records(hit: list[dict], answers: dict[str, dict], *, study: str, worker_id: str,
+                 assignment_id: str) -> list[dict]:
+    """``answers``: item_id -> {"choice": a|b|tie, "duration"?: seconds}; every shown item must be answered."""
+    records = []
+    for pair in hit:
+        answer = answers.get(pair["item_id"])
+        if answer is None or answer.get("choice") not in CHOICES:
+            raise ValueError(f"item {pair['item_id']}: choice must be one of {CHOICES}, got {answer!r}")
+        record = {"type": "comparison", "study": study, "item_id": pair["item_id"], "worker_id": worker_id,
+                  "assignment_id": assignment_id, "model_a": pair["model_a"], "model_b": pair["model_b"],
+                  "choice": answer["choice"], "question": QUESTION, "context": list(pair["context"]),
+                  "response_a": pair["response_a"], "response_b": pair["response_b"], "meta": {"task": TASK}}
+        if answer.get("duration") is not None:
+            record["duration"] = float(answer["duration"])
+        records.append(record)
+    return records
+
+
+def automatic_tie_records(ties: list[ABItem], *, study: str) -> list[dict]:
+    """One tie per identical-response item, worker_id 'automatic' (no worker saw it)."""
+    return [{"type": "comparison", "study": study, "item_id": t.item_id, "worker_id": AUTOMATIC_WORKER,
+             "model_a": t.model_x, "model_b": t.model_y, "choice": "tie", "automatic": True,
+             "question": QUESTION, "context": list(t.context), "response_a": t.response_x,
+             "response_b": t.response_y, "meta": {"task": TASK}} for t in ties]

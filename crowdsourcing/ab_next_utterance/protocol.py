@@ -1,0 +1,75 @@
+"""A/B next-utterance test (ChatEval; Lee et al. 2020, section 2.1 and Appendix A) as plain Python.
+
+Each item is a prompt (one or more context turns) and the next utterance of two models. The worker
+answers A, B or tie; 10 comparisons per HIT; which model is shown as A is randomised. Items whose two
+responses are identical (after whitespace and case normalisation) are automatic ties: never shown,
+exported with ``automatic: true``.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+PER_HIT = 10
+QUESTION = "Which response is the better next utterance in this conversation?"
+CHOICES = ("a", "b", "tie")
+
+
+@dataclass(frozen=True)
+class ABItem:
+    item_id: str
+    context: list[str]
+    model_x: str
+    model_y: str
+    response_x: str
+    response_y: str
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def is_identical(item: ABItem) -> bool:
+    return _norm(item.response_x) == _norm(item.response_y)
+
+
+def items_from_responses(contexts: list[list[str]], responses: dict[str, list[str]],
+                         model_pair: tuple[str, str], id_prefix: str = "item") -> list[ABItem]:
+    """Items for one model pair from aligned lists (``responses[model][i]`` answers ``contexts[i]``)."""
+    x, y = model_pair
+    for model in model_pair:
+        if len(responses[model]) != len(contexts):
+            raise ValueError(f"model {model}: {len(responses[model])} responses for {len(contexts)} contexts")
+    return [ABItem(f"{id_prefix}_{i}", list(ctx), x, y, responses[x][i], responses[y][i])
+            for i, ctx in enumerate(contexts)]
+
+
+def generate_responses(contexts: list[list[str]], agent) -> list[str]:
+    """A ParlAI agent's next utterance for each context (reset between contexts; turns joined by newline)."""
+    out = []
+    for ctx in contexts:
+        agent.reset()
+        agent.observe({"id": "context", "text": "\n".join(ctx), "episode_done": False})
+        out.append(str(agent.act().get("text", "")))
+    return out
+
+
+def make_hits(items: list[ABItem], rng: random.Random, per_hit: int = PER_HIT) -> tuple[list[list[dict]], list[ABItem]]:
+    """Split off automatic ties, shuffle the rest into HITs of ``per_hit`` with random A/B order."""
+    ties = [item for item in items if is_identical(item)]
+    shown = [item for item in items if not is_identical(item)]
+    rng.shuffle(shown)
+    pairs = []
+    for item in shown:
+        flip = rng.random() < 0.5
+        a, b = (item.model_y, item.model_x) if flip else (item.model_x, item.model_y)
+        ra, rb = (item.response_y, item.response_x) if flip else (item.response_x, item.response_y)
+        pairs.append({"item_id": item.item_id, "context": item.context, "model_a": a, "model_b": b,
+                      "response_a": ra, "response_b": rb})
+    return [pairs[i:i + per_hit] for i in range(0, len(pairs), per_hit)], ties
+
+
+def public_view(hit: list[dict]) -> list[dict]:
+    """What the browser receives: no model names."""
+    return [{"item_id": p["item_id"], "context": p["context"], "response_a": p["response_a"],
+             "response_b": p["response_b"]} for p in hit]

@@ -1,0 +1,1 @@
+"""acute crowdsourcing task (docs/crowdsourcing_protocols.md)."""

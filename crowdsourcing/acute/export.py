@@ -1,0 +1,58 @@
+"""ACUTE unit data -> canonical records: one comparison per pair (model_a = left speaker) plus the
+conversation records of every compared dialogue (once each)."""
+from __future__ import annotations
+
+from parlai_dialeval.crowdsourcing.acute.protocol import CRITERION, question_text
+
+TASK = "acute"
+SIDE = {"left": "a", "right": "b"}
+
+
+def study_record(study: str, question: str) -> dict:
+    return {"type": "study", "name": study, "description": f"PW-Dialog / ACUTE ({question}): {question_text(question)}"}
+
+
+def _conversation(conv: dict, study: str) -> dict:
+    return {"type": "conversation", "study": study, **{k: v for k, v in conv.items() if k != "type"}}
+
+
+def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study: str, worker_id: str,
+                 assignment_id: str, onboarding: bool = False) -> list[dict]:
+    """``answers[i]`` = {"choice": "left"|"right", "justification": str, "duration"?: seconds} for ``pairs[i]``."""
+    if len(answers) != len(pairs):
+        raise ValueError(f"unit has {len(pairs)} pairs but {len(answers)} answers")
+    text = question_text(question)
+    records, seen = [], set()
+    for pair, answer in zip(pairs, answers):
+        if answer.get("choice") not in SIDE:
+            raise ValueError(f"pair {pair['pair_id']}: choice must be left or right, got {answer.get('choice')!r}")
+        for side in ("left", "right"):
+            conv = pair[side]["conversation"]
+            if conv["id"] not in seen and not onboarding:
+                seen.add(conv["id"])
+                records.append(_conversation(conv, study))
+        record = {"type": "comparison", "study": study, "item_id": pair["pair_id"], "worker_id": worker_id,
+                  "assignment_id": assignment_id, "model_a": pair["left"]["model"],
+                  "model_b": pair["right"]["model"], "choice": SIDE[answer["choice"]], "question": text,
+                  "justification": answer.get("justification", ""),
+                  "conversation_a": pair["left"]["conversation"]["id"],
+                  "conversation_b": pair["right"]["conversation"]["id"],
+                  "meta": {"criterion": CRITERION[question]}}
+        if answer.get("duration") is not None:
+            record["duration"] = float(answer["duration"])
+        if onboarding:
+            record["onboarding"] = True
+        records.append(record)
+    return records
+
+
+def dedupe_conversations(records: list[dict]) -> list[dict]:
+    """Keep the first record of each conversation id (several units may show the same dialogue)."""
+    seen, kept = set(), []
+    for record in records:
+        if record["type"] == "conversation":
+            if record["id"] in seen:
+                continue
+            seen.add(record["id"])
+        kept.append(record)
+    return kept

@@ -1,0 +1,9 @@
+// Shared worker-page components: import from "../../components" in src/tasks/<task>/index.jsx.
+import "bootstrap/dist/css/bootstrap.min.css";
+import "bootstrap-chat/styles.css";
+import "./styles.css";
+
+export { useLiveTask } from "./useLiveTask";
+export { ChatLog } from "./ChatLog";
+export { ContinuousSlider } from "./ContinuousSlider";
+export { TaskShell, SubmitPanel } from "./TaskShell";

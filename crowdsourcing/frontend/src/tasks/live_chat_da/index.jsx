@@ -1,0 +1,219 @@
+// Live-chat direct assessment (Ji et al. 2022): topic entry, chat, seven 0-100 statements per
+// chatbot, feedback at the end. The world (crowdsourcing/live_chat_da/worlds.py) drives the
+// phases through task_data; this page only renders them and sends the worker's actions back.
+import React from "react";
+import ReactDOM from "react-dom";
+import { useLiveTask, ChatLog, ContinuousSlider, TaskShell, SubmitPanel } from "../../components";
+import { Instructions } from "./Instructions.jsx";
+
+const ATTITUDES = [
+  ["like", "I like this topic"],
+  ["ambivalent", "I am ambivalent about it"],
+  ["dislike", "I dislike this topic"],
+];
+
+function TopicForm({ state, sendAction }) {
+  const [topic, setTopic] = React.useState("");
+  const [attitude, setAttitude] = React.useState(null);
+  const fixedTopic = state.ice_breaker ? state.persona : null;
+  const ready = (fixedTopic || topic.trim()) && attitude;
+  return (
+    <div data-testid="topic-form">
+      <h5>
+        Chatbot {state.slot + 1} of {state.num_slots}
+      </h5>
+      {fixedTopic ? (
+        <p>
+          Topic of this conversation: <b data-testid="ice-breaker">{fixedTopic}</b>
+        </p>
+      ) : (
+        <div className="form-group">
+          <label htmlFor="topic-input">What topic would you like to talk about with this chatbot?</label>
+          <input id="topic-input" className="form-control" value={topic} onChange={(e) => setTopic(e.target.value)} />
+        </div>
+      )}
+      <div className="form-group">
+        {ATTITUDES.map(([value, label]) => (
+          <div className="form-check" key={value}>
+            <input
+              className="form-check-input"
+              type="radio"
+              name="attitude"
+              id={"attitude-" + value}
+              checked={attitude === value}
+              onChange={() => setAttitude(value)}
+            />
+            <label className="form-check-label" htmlFor={"attitude-" + value}>
+              {label}
+            </label>
+          </div>
+        ))}
+      </div>
+      <button
+        className="btn btn-primary"
+        data-testid="start-chat"
+        disabled={!ready}
+        onClick={() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude })}
+      >
+        Start conversation
+      </button>
+    </div>
+  );
+}
+
+function ChatPanel({ state, messages, agentId, sendAction }) {
+  const [text, setText] = React.useState("");
+  const [changingTopic, setChangingTopic] = React.useState(false);
+  const [newTopic, setNewTopic] = React.useState("");
+  const [warning, setWarning] = React.useState(null);
+  const inputs = messages.filter((m) => m.id === agentId).length;
+  const minInputs = state.min_inputs || 0;
+  const send = () => {
+    if (!text.trim()) return;
+    sendAction({ action: "message" }, text);
+    setText("");
+    setWarning(null);
+  };
+  return (
+    <div data-testid="chat-panel">
+      <div className="dialeval-topic-bar">
+        <span>
+          Chatbot {state.slot + 1} of {state.num_slots}. Topic: <b data-testid="current-topic">{state.topic}</b>
+        </span>
+        <span className="text-muted" data-testid="input-count">
+          Your inputs: {inputs} (minimum {minInputs})
+        </span>
+      </div>
+      <ChatLog messages={messages} selfId={agentId} />
+      {state.bot_typing ? <p className="text-muted">The chatbot is typing...</p> : null}
+      {warning || state.warning ? (
+        <div className="alert alert-warning" data-testid="warning">
+          {warning || state.warning}
+        </div>
+      ) : null}
+      <div className="dialeval-input-row">
+        <input
+          className="form-control response-text-input"
+          value={text}
+          placeholder="Type your message"
+          onChange={(e) => setText(e.target.value)}
+          onKeyDown={(e) => e.key === "Enter" && send()}
+        />
+        <button className="btn btn-primary submit-response" onClick={send}>
+          Send
+        </button>
+      </div>
+      <div className="dialeval-input-row" style={{ marginTop: 8 }}>
+        <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
+          Topic
+        </button>
+        <button
+          className="btn btn-outline-success"
+          data-testid="next-chatbot"
+          onClick={() => {
+            if (inputs < minInputs) {
+              setWarning(`Please type at least ${minInputs} inputs before moving on (you have typed ${inputs}).`);
+            } else {
+              sendAction({ action: "next" });
+            }
+          }}
+        >
+          Next chatbot
+        </button>
+      </div>
+      {changingTopic ? (
+        <div className="dialeval-input-row" style={{ marginTop: 8 }} data-testid="topic-change-form">
+          <input className="form-control" placeholder="New topic" value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
+          <button
+            className="btn btn-secondary"
+            disabled={!newTopic.trim()}
+            onClick={() => {
+              sendAction({ action: "topic_change", topic: newTopic.trim() });
+              setNewTopic("");
+              setChangingTopic(false);
+            }}
+          >
+            Update topic
+          </button>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+function RatingForm({ state, sendAction }) {
+  const statements = state.statements || [];
+  const [values, setValues] = React.useState(statements.map(() => null));
+  const done = values.every((v) => v !== null);
+  return (
+    <div data-testid="rating-form">
+      <h5>How much do you agree with each statement about the chatbot you just talked to?</h5>
+      {statements.map((statement, idx) => (
+        <ContinuousSlider
+          key={state.slot + "-" + idx}
+          name={String(idx)}
+          statement={statement}
+          value={values[idx]}
+          onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
+        />
+      ))}
+      {done ? null : <p className="text-muted">Please move every slider.</p>}
+      <button className="btn btn-primary" data-testid="submit-ratings" disabled={!done} onClick={() => sendAction({ action: "rating", values })}>
+        Next
+      </button>
+    </div>
+  );
+}
+
+function FailedPanel({ state, sendAction }) {
+  return (
+    <div data-testid="failed-panel">
+      <div className="alert alert-danger">{state.failure_text}</div>
+      <button className="btn btn-primary" data-testid="next-after-failure" onClick={() => sendAction({ action: "next" })}>
+        Continue
+      </button>
+    </div>
+  );
+}
+
+function FeedbackForm({ sendAction }) {
+  const [feedback, setFeedback] = React.useState("");
+  return (
+    <div data-testid="feedback-form">
+      <label htmlFor="feedback">Any problems or comments? (optional)</label>
+      <textarea id="feedback" className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
+      <button className="btn btn-primary" style={{ marginTop: 8 }} data-testid="send-feedback" onClick={() => sendAction({ action: "feedback", feedback })}>
+        Finish
+      </button>
+    </div>
+  );
+}
+
+function LiveChatApp() {
+  const live = useLiveTask();
+  const { state, messages, agentId, sendAction, handleSubmit, taskConfig } = live;
+  let body;
+  if (state.task_done) {
+    body = <SubmitPanel handleSubmit={handleSubmit} />;
+  } else if (state.phase === "topic") {
+    body = <TopicForm key={state.slot} state={state} sendAction={sendAction} />;
+  } else if (state.phase === "chat") {
+    body = <ChatPanel key={state.slot} state={state} messages={messages} agentId={agentId} sendAction={sendAction} />;
+  } else if (state.phase === "rate") {
+    body = <RatingForm key={state.slot} state={state} sendAction={sendAction} />;
+  } else if (state.phase === "failed") {
+    body = <FailedPanel state={state} sendAction={sendAction} />;
+  } else if (state.phase === "feedback") {
+    body = <FeedbackForm sendAction={sendAction} />;
+  } else {
+    body = <div className="alert alert-secondary">Connecting to the chatbots...</div>;
+  }
+  const numSlots = state.num_slots || (taskConfig && taskConfig.frontend_task_opts && taskConfig.frontend_task_opts.num_slots) || 6;
+  return (
+    <TaskShell mephisto={live} title="Chat with chatbots" instructions={<Instructions numSlots={numSlots} minInputs={state.min_inputs || 10} />}>
+      {body}
+    </TaskShell>
+  );
+}
+
+ReactDOM.render(<LiveChatApp />, document.getElementById("app"));

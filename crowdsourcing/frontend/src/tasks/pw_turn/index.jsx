@@ -1,0 +1,164 @@
+// PW-Turn (Smith et al. 2022, 3.1.2 + Appendix A). The world (crowdsourcing/pw_turn/worlds.py) sends
+// task_data.phase: onboarding -> onboarding_done, then chat <-> choose until task_done. The page shows
+// the dialogue, the two candidate replies (left/right already randomised by the world), and sends
+// {action: "choose", choice, justification} or a chat message back.
+import React from "react";
+import ReactDOM from "react-dom";
+import { useLiveTask, TaskShell, SubmitPanel } from "../../components";
+
+function History({ history }) {
+  return (
+    <div className="dialeval-chat-log" data-testid="history">
+      {(history || []).map((turn, idx) => (
+        <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
+          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function Option({ side, text, chosen, onChoose }) {
+  return (
+    <label className={"dialeval-option card p-2 mb-2" + (chosen ? " border-primary" : "")} data-testid={"option-" + side}>
+      <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} />{" "}
+      <span data-testid={"text-" + side}>{text}</span>
+    </label>
+  );
+}
+
+function ChoosePanel({ state, sendAction }) {
+  const [choice, setChoice] = React.useState(null);
+  const [why, setWhy] = React.useState("");
+  return (
+    <div data-testid="choose-panel">
+      <p>
+        Turn {state.turn} of {state.num_turns}. <b data-testid="question">{state.question}</b>
+      </p>
+      <Option side="left" text={state.left} chosen={choice === "left"} onChoose={() => setChoice("left")} />
+      <Option side="right" text={state.right} chosen={choice === "right"} onChoose={() => setChoice("right")} />
+      <label htmlFor="justification">Why is that response better?</label>
+      <input id="justification" className="form-control" data-testid="justification" value={why} onChange={(e) => setWhy(e.target.value)} />
+      <button
+        className="btn btn-primary mt-2"
+        data-testid="submit-choice"
+        disabled={!choice || !why.trim()}
+        onClick={() => sendAction({ action: "choose", choice, justification: why.trim() })}
+      >
+        Continue with this response
+      </button>
+    </div>
+  );
+}
+
+function ChatInput({ sendAction }) {
+  const [text, setText] = React.useState("");
+  const send = () => {
+    if (text.trim()) {
+      sendAction({ action: "message" }, text.trim());
+      setText("");
+    }
+  };
+  return (
+    <div className="dialeval-input-row">
+      <input
+        className="form-control response-text-input"
+        placeholder="Type your reply"
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => e.key === "Enter" && send()}
+      />
+      <button className="btn btn-primary submit-response" onClick={send}>
+        Send
+      </button>
+    </div>
+  );
+}
+
+function Onboarding({ state, sendAction }) {
+  const pairs = state.pairs || [];
+  const [choices, setChoices] = React.useState(pairs.map(() => null));
+  return (
+    <div data-testid="onboarding">
+      <p>
+        Practice (try {state.try} of {state.max_tries}): for each turn, pick the response that is clearly better.
+      </p>
+      {pairs.map((pair, idx) => (
+        <div key={state.try + "-" + idx} className="mb-3" data-testid="onboarding-pair">
+          <div>
+            <b>You:</b> {pair.human}
+          </div>
+          {["left", "right"].map((side) => (
+            <label key={side} className="card p-2 mb-1">
+              <input
+                type="radio"
+                name={"onb-" + idx}
+                data-testid={"onboarding-" + idx + "-" + side}
+                checked={choices[idx] === side}
+                onChange={() => setChoices(choices.map((c, i) => (i === idx ? side : c)))}
+              />{" "}
+              {pair[side]}
+            </label>
+          ))}
+        </div>
+      ))}
+      <button
+        className="btn btn-primary"
+        data-testid="submit-onboarding"
+        disabled={choices.some((c) => c === null)}
+        onClick={() => sendAction({ action: "onboarding", choices })}
+      >
+        Check my answers
+      </button>
+    </div>
+  );
+}
+
+function PairwiseTurnApp() {
+  const live = useLiveTask();
+  const { state, sendAction, handleSubmit } = live;
+  const warning = state.warning ? (
+    <div className="alert alert-warning" data-testid="warning">
+      {state.warning}
+    </div>
+  ) : null;
+  let body;
+  if (state.phase === "onboarding_done") {
+    body = (
+      <div data-testid="onboarding-done">
+        <p>{state.passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
+        <button className="btn btn-success" data-testid="finish-onboarding" onClick={() => handleSubmit({ passed: state.passed })}>
+          Continue
+        </button>
+      </div>
+    );
+  } else if (state.task_done) {
+    body = <SubmitPanel handleSubmit={handleSubmit} />;
+  } else if (state.phase === "onboarding") {
+    body = <Onboarding key={state.try} state={state} sendAction={sendAction} />;
+  } else if (state.phase === "choose") {
+    body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} />;
+  } else if (state.phase === "chat") {
+    body = <ChatInput sendAction={sendAction} />;
+  } else {
+    body = <div className="alert alert-secondary">Connecting...</div>;
+  }
+  const instructions = (
+    <div>
+      <p>You will chat with a partner for {state.num_turns || 6} turns. Your first message is already sent: "Hi!".</p>
+      <p>
+        After each of your messages you will see two possible replies. Choose the better one for the question shown and
+        say why in a few words; the chosen reply becomes your partner's answer and the conversation continues from it.
+      </p>
+    </div>
+  );
+  return (
+    <TaskShell mephisto={live} title="Pick the better reply" instructions={instructions}>
+      {state.phase !== "onboarding" ? <History history={state.history} /> : null}
+      {warning}
+      {body}
+    </TaskShell>
+  );
+}
+
+ReactDOM.render(<PairwiseTurnApp />, document.getElementById("app"));

@@ -1,0 +1,169 @@
+// SM-Turn + SM-Dialog (Smith et al. 2022, 3.1.4, Figure 4). The world (crowdsourcing/sm_eval/worlds.py)
+// sends task_data.phase: annotate (tick the latest partner message) -> chat -> ... -> rate, then
+// task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
+import React from "react";
+import ReactDOM from "react-dom";
+import { useLiveTask, TaskShell, SubmitPanel } from "../../components";
+
+const QUALITIES = ["engaging", "humanlike", "interesting"];
+
+function History({ history }) {
+  return (
+    <div className="dialeval-chat-log" data-testid="history">
+      {(history || []).map((turn, idx) => (
+        <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
+          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function Annotate({ state, sendAction }) {
+  const [checked, setChecked] = React.useState([]);
+  const labels = state.labels || {};
+  const toggle = (name) => {
+    if (name === "none") {
+      setChecked(checked.includes("none") ? [] : ["none"]);
+    } else {
+      const rest = checked.filter((c) => c !== "none" && c !== name);
+      setChecked(checked.includes(name) ? rest : [...rest, name]);
+    }
+  };
+  return (
+    <div data-testid="annotate">
+      <p>Your partner's last message was (tick all that apply):</p>
+      {[...QUALITIES, "none"].map((name) => (
+        <div className="form-check form-check-inline" key={name}>
+          <input
+            className="form-check-input"
+            type="checkbox"
+            id={"mark-" + name}
+            data-testid={"mark-" + name}
+            checked={checked.includes(name)}
+            onChange={() => toggle(name)}
+          />
+          <label className="form-check-label" htmlFor={"mark-" + name}>
+            {labels[name] || name}
+          </label>
+        </div>
+      ))}
+      <div>
+        <button className="btn btn-primary mt-2" data-testid="submit-marks" disabled={checked.length === 0} onClick={() => sendAction({ checked })}>
+          Continue
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function ChatInput({ sendAction }) {
+  const [text, setText] = React.useState("");
+  const send = () => {
+    if (text.trim()) {
+      sendAction({ action: "message" }, text.trim());
+      setText("");
+    }
+  };
+  return (
+    <div className="dialeval-input-row">
+      <input
+        className="form-control response-text-input"
+        placeholder="Type your reply"
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => e.key === "Enter" && send()}
+      />
+      <button className="btn btn-primary submit-response" onClick={send}>
+        Send
+      </button>
+    </div>
+  );
+}
+
+function Rate({ state, sendAction }) {
+  const questions = state.questions || [];
+  const [ratings, setRatings] = React.useState({});
+  const scale = [];
+  for (let v = state.min || 1; v <= (state.max || 5); v += 1) scale.push(v);
+  return (
+    <div data-testid="rate">
+      <p>{state.prompt}</p>
+      {questions.map((q) => (
+        <div key={q.criterion} className="mb-2" data-testid={"likert-" + q.criterion}>
+          <div>{q.question}</div>
+          {scale.map((v) => (
+            <label key={v} className="mr-3">
+              <input
+                type="radio"
+                name={"likert-" + q.criterion}
+                data-testid={"likert-" + q.criterion + "-" + v}
+                checked={ratings[q.criterion] === v}
+                onChange={() => setRatings({ ...ratings, [q.criterion]: v })}
+              />{" "}
+              {v}
+            </label>
+          ))}
+        </div>
+      ))}
+      <button
+        className="btn btn-primary"
+        data-testid="submit-ratings"
+        disabled={questions.some((q) => !ratings[q.criterion])}
+        onClick={() => sendAction({ ratings })}
+      >
+        Finish
+      </button>
+    </div>
+  );
+}
+
+function SingleModelApp() {
+  const live = useLiveTask();
+  const { state, sendAction, handleSubmit } = live;
+  let body;
+  if (state.task_done) {
+    body = <SubmitPanel handleSubmit={handleSubmit} />;
+  } else if (state.phase === "annotate") {
+    body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} />;
+  } else if (state.phase === "chat") {
+    body = <ChatInput sendAction={sendAction} />;
+  } else if (state.phase === "rate") {
+    body = <Rate state={state} sendAction={sendAction} />;
+  } else {
+    body = <div className="alert alert-secondary">Connecting...</div>;
+  }
+  const persona = state.persona && state.persona.length ? (
+    <div data-testid="persona">
+      <p>Play this character in the conversation:</p>
+      <ul>
+        {state.persona.map((s, i) => (
+          <li key={i}>{s}</li>
+        ))}
+      </ul>
+    </div>
+  ) : null;
+  const instructions = (
+    <div>
+      <p>
+        Chat with your partner for {state.num_turns || 6} turns; your first message "Hi!" is already sent. After each of
+        your partner's messages, tick whether it was engaging, human-like and/or interesting (or none of these). At the
+        end, rate your partner on three questions.
+      </p>
+      {persona}
+    </div>
+  );
+  return (
+    <TaskShell mephisto={live} title="Chat and rate your partner" instructions={instructions}>
+      <History history={state.history} />
+      {state.warning ? (
+        <div className="alert alert-warning" data-testid="warning">
+          {state.warning}
+        </div>
+      ) : null}
+      {body}
+    </TaskShell>
+  );
+}
+
+ReactDOM.render(<SingleModelApp />, document.getElementById("app"));

@@ -1,0 +1,73 @@
+"""Live-chat DA units -> canonical records: one study, a conversation per chat, seven ratings each.
+
+Read by ``dialeval analyze_live_chat`` unchanged. A conversation's status: ``failed`` (its bot
+crashed), ``complete`` (rated), else ``returned`` when the worker returned the HIT, else
+``incomplete`` (disconnected, timed out, or the worker stopped before rating it).
+"""
+from __future__ import annotations
+
+from parlai_dialeval.crowdsourcing.live_chat_da.criteria import SCALE_MAX, SCALE_MIN, study_criteria
+from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE, TASK_TYPE
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, UnitData
+
+
+def export_units(units: list[UnitData], task_name: str) -> ExportReport:
+    records: list[dict] = []
+    notes: list[str] = []
+    qc_models: set[str] = set()
+    for unit in units:
+        world = unit.files.get(RECORD_FILE)
+        if world is None:
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, agent status {unit.agent_status}): "
+                         "no conversation was started, nothing to export")
+            continue
+        qc_models.update(world.get("qc_models") or [])
+        records.extend(_unit_records(unit, world, task_name))
+    study = {"type": "study", "name": task_name, "criteria": study_criteria(), "qc_models": sorted(qc_models),
+             "description": "Live-chat direct assessment (Ji et al., 2022) collected with dialeval launch live_chat_da"}
+    return ExportReport(records=[study, *records], notes=notes)
+
+
+def _conversation_status(conv: dict, unit: UnitData) -> str:
+    if conv["status"] in ("failed", "complete"):
+        return conv["status"]
+    return "returned" if unit.status == "returned" else "incomplete"
+
+
+def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
+    end = world.get("ended") or world.get("last_event")
+    assignment_duration = end - world["started"] if end else None
+    out = []
+    for conv in world["conversations"]:
+        conv_id = f"{task_name}-{unit.unit_id}-{conv['slot']}"
+        status = _conversation_status(conv, unit)
+        record = {
+            "type": "conversation", "study": task_name, "id": conv_id, "task": TASK_TYPE,
+            "models": [conv["model"]], "worker_id": unit.worker_id, "assignment_id": unit.unit_id,
+            "hit_id": unit.assignment_id, "slot": conv["slot"], "turns": conv["turns"],
+            "topic": conv["topic"], "topic_attitude": conv["topic_attitude"], "status": status,
+            "feedback": world.get("feedback"),
+            "meta": {"topic_changes": conv["topic_changes"], "persona": conv["persona"],
+                     "ice_breaker": world.get("ice_breaker", False), "qc": conv["qc"],
+                     "error": conv.get("error"), "reached": conv["status"] != "pending",
+                     "agent_status": unit.agent_status, "mephisto_worker_id": unit.mephisto_worker_id,
+                     "task_run_id": unit.task_run_id, "min_inputs": world.get("min_inputs")},
+        }
+        duration = _span(conv.get("started"), conv.get("ended"))
+        if duration is not None:
+            record["duration"] = duration
+        if assignment_duration is not None:
+            record["assignment_duration"] = assignment_duration
+        out.append({k: v for k, v in record.items() if v is not None})
+        rating_duration = _span(conv.get("rating_started"), conv.get("rating_ended"))
+        for criterion, value in (conv.get("ratings") or {}).items():
+            rating = {"type": "rating", "study": task_name, "conversation_id": conv_id,
+                      "worker_id": unit.worker_id, "model": conv["model"], "criterion": criterion,
+                      "scale": "continuous", "scale_min": SCALE_MIN, "scale_max": SCALE_MAX, "value": value,
+                      "assignment_id": unit.unit_id, "duration": rating_duration}
+            out.append({k: v for k, v in rating.items() if v is not None})
+    return out
+
+
+def _span(start, end):
+    return end - start if start is not None and end is not None else None

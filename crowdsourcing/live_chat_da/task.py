@@ -1,0 +1,65 @@
+"""Registration of the live-chat DA task with the platform (``dialeval launch live_chat_da``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from mephisto.operations.hydra_config import TaskConfig
+
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+
+
+@dataclass
+class LiveChatArgs:
+    num_slots: int = field(default=6, metadata={
+        "help": "conversations per HIT: num_slots - 1 genuine models plus one QC bot (never first or last)"})
+    min_inputs: int = field(default=10, metadata={
+        "help": "worker inputs required in each conversation before 'Next chatbot' is accepted"})
+    ice_breaker: bool = field(default=False, metadata={
+        "help": "show a persona statement of the model as the topic instead of letting the worker choose"})
+    ice_breakers: List[str] = field(default_factory=list, metadata={
+        "help": "fallback ice-breaker statements for models configured without a persona"})
+    turn_timeout: int = field(default=1200, metadata={
+        "help": "seconds a worker may stay idle before the HIT is ended as timed out (partial data kept)"})
+    models: Dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "name -> {opt: {ParlAI agent opt: model/model_file/...}, persona: [sentences]}"})
+    qc_models: List[str] = field(default_factory=list, metadata={
+        "help": "names (among `models`) of quality-control bots; one per HIT"})
+    seed: Optional[int] = field(default=None, metadata={"help": "seed for the order of models (None: random)"})
+    allow_zoo: bool = field(default=False, metadata={
+        "help": "allow zoo: model files (they download from parl.ai); off by default"})
+
+
+@dataclass
+class LiveChatConfig(TaskConfig):
+    live_chat: LiveChatArgs = field(default_factory=LiveChatArgs)
+
+
+def shared_state(cfg):
+    from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
+    from omegaconf import OmegaConf
+
+    from parlai_dialeval.crowdsourcing.live_chat_da import worlds
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+
+    args = cfg.live_chat
+    pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
+                   allow_zoo=args.allow_zoo)
+    world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
+                 "ice_breaker": args.ice_breaker, "ice_breakers": list(args.ice_breakers),
+                 "turn_timeout": args.turn_timeout}
+    return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
+                                 frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs})
+
+
+def _export(units, task_name):
+    from parlai_dialeval.crowdsourcing.live_chat_da.export import export_units
+
+    return export_units(units, task_name)
+
+
+TASK = TaskSpec(
+    name="live_chat_da", config_class=LiveChatConfig, default_conf="example", shared_state=shared_state,
+    export=_export, description="Live-chat direct assessment (Ji et al., 2022)",
+    extra={"export_files": ("dialeval_live_chat.json",)},
+)

@@ -1,0 +1,41 @@
+"""Hydra run configs per task: ``crowdsourcing/<task>/conf/<name>.yaml`` over the task's dataclass.
+
+``compose(spec, overrides)`` is what ``dialeval launch TASK [overrides]`` runs: Hydra's compose API
+(no working-directory change, no Hydra logging setup), so it works the same from tests and the CLI.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+
+# Mephisto's own TaskConfig defaults ask for a hydra/job_logging file its wheel omits; compose never
+# configures logging, so our defaults list leaves that override out.
+
+
+def task_config(conf_default: str, base: type) -> type:
+    """A TaskConfig subclass whose defaults list picks ``conf/<conf_default>.yaml``."""
+
+    @dataclass
+    class Config(base):
+        defaults: list[Any] = field(default_factory=lambda: ["_self_", {"conf": conf_default}])
+
+    Config.__name__ = Config.__qualname__ = f"{base.__name__}WithDefaults"
+    return Config
+
+
+def compose(spec: TaskSpec, overrides: list[str] | None = None):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.global_hydra import GlobalHydra
+    from mephisto.operations.hydra_config import initialize_named_configs
+
+    initialize_named_configs()
+    config_name = f"dialeval_{spec.name}"
+    ConfigStore.instance().store(name=config_name, node=task_config(spec.default_conf, spec.config_class))
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(spec.task_dir), version_base="1.1"):
+        return hydra_compose(config_name=config_name,
+                             overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])

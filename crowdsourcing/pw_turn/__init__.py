@@ -1,0 +1,1 @@
+"""pw_turn crowdsourcing task (docs/crowdsourcing_protocols.md)."""

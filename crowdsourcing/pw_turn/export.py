@@ -1,0 +1,54 @@
+"""PW-Turn unit data -> canonical records (docs/data_model.md): the continued conversation + one
+comparison per bot turn (model_a = the response shown on the left)."""
+from __future__ import annotations
+
+from parlai_dialeval.analysis.worker_checks import check_messages, worker_messages
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION, ONBOARDING_CONVERSATION, question_text
+
+TASK = "pw_turn"
+SIDE = {"left": "a", "right": "b"}
+
+
+def study_record(study: str, question: str) -> dict:
+    return {"type": "study", "name": study, "description": f"PW-Turn ({question}): {question_text(question)}"}
+
+
+def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str, conversation_id: str,
+                 status: str = "complete") -> list[dict]:
+    """Records of one unit: ``state`` is ``PairwiseTurnSession.state()`` as saved with the unit."""
+    question = question_text(state["question"])
+    turns = [{k: v for k, v in t.items() if k in ("speaker", "text", "time", "meta")} for t in state["turns"]]
+    checks = check_messages(worker_messages(turns))
+    records = [{"type": "conversation", "study": study, "id": conversation_id, "models": list(state["models"]),
+                "worker_id": worker_id, "assignment_id": assignment_id, "task": TASK, "turns": turns,
+                "status": status, "meta": {"question": state["question"], "worker_checks": checks}}]
+    for choice in state["choices"]:
+        left, right = choice["left"], choice["right"]
+        records.append({
+            "type": "comparison", "study": study, "item_id": conversation_id, "worker_id": worker_id,
+            "assignment_id": assignment_id, "turn_index": choice["turn_index"], "model_a": left,
+            "model_b": right, "choice": SIDE[choice["choice"]], "question": question,
+            "justification": choice["justification"], "response_a": choice["responses"][left],
+            "response_b": choice["responses"][right],
+            "context": [{"speaker": t["speaker"], "text": t["text"]} for t in choice["context"]],
+            "duration": choice["duration"],
+            "meta": {"criterion": CRITERION[state["question"]], "observed": choice["observed"]},
+        })
+    return records
+
+
+def onboarding_records(onboarding: dict, *, study: str, worker_id: str, assignment_id: str) -> list[dict]:
+    """One comparison per onboarding pair per try, ``onboarding: true``; model names say which was good."""
+    records = []
+    for attempt, choices in enumerate(onboarding["tries"]):
+        for index, ((human, _pair), answer, chosen) in enumerate(
+                zip(ONBOARDING_CONVERSATION, onboarding["answers"], choices)):
+            shown = onboarding["pairs"][index]
+            good_left = answer == "left"
+            records.append({
+                "type": "comparison", "study": study, "item_id": f"onboarding_{index}", "worker_id": worker_id,
+                "assignment_id": assignment_id, "model_a": "onboarding_good" if good_left else "onboarding_bad",
+                "model_b": "onboarding_bad" if good_left else "onboarding_good", "choice": SIDE[chosen],
+                "context": human, "response_a": shown["left"], "response_b": shown["right"],
+                "onboarding": True, "meta": {"try": attempt + 1, "correct": chosen == answer}})
+    return records

@@ -1,0 +1,76 @@
+"""PW-Turn declared to the platform: ``dialeval launch pw_turn`` / ``dialeval export``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from mephisto.operations.hydra_config import TaskConfig
+
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import QUESTIONS
+from parlai_dialeval.crowdsourcing.pw_turn.worlds import RECORD_FILE
+
+
+@dataclass
+class PwTurnArgs:
+    question: str = field(default="preference", metadata={
+        "help": f"what the worker is asked at every turn: {' | '.join(QUESTIONS)} (Smith et al. 2022, 3.1.2)"})
+    num_turns: int = field(default=6, metadata={"help": "bot turns per conversation (the worker's first "
+                                                        "message is fixed to 'Hi!')"})
+    models: dict = field(default_factory=dict, metadata={
+        "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
+    seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
+    turn_timeout: Optional[float] = field(default=None, metadata={"help": "seconds to wait for the worker"})
+    onboarding_tries: int = field(default=2, metadata={"help": "tries at the onboarding conversation"})
+    block_on_worker_checks: bool = field(default=False, metadata={
+        "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
+                "worker checks (docs/crowdsourcing_protocols.md)"})
+    study: str = field(default="pw_turn", metadata={"help": "study name written into the export"})
+
+
+@dataclass
+class PwTurnConfig(TaskConfig):
+    pw_turn: PwTurnArgs = field(default_factory=PwTurnArgs)
+
+
+def shared_state(cfg) -> Any:
+    from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
+
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+    from parlai_dialeval.crowdsourcing.pw_turn import worlds
+
+    args = cfg.pw_turn
+    if len(args.models) < 2:
+        raise ValueError("pw_turn needs at least two models under pw_turn.models")
+    pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
+    world_opt = {"pool": pool, "question": args.question, "num_turns": args.num_turns,
+                 "turn_timeout": args.turn_timeout, "block_on_worker_checks": args.block_on_worker_checks,
+                 "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
+    # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
+    # under the one module name `worlds`, so two tasks in one process would share the first one
+    return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
+                                 onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries})
+
+
+def export(units, task_name: str, study: str | None = None) -> ExportReport:
+    study = study or task_name
+    records, notes, question = [], [], None
+    for unit in units:
+        record = unit.files.get(RECORD_FILE)
+        if record is None:
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no PW-Turn record")
+            continue
+        question = record["question"]
+        status = unit.status if record["status"] == "complete" else "incomplete"
+        records += pw_export.unit_records(record, study=study, worker_id=unit.worker_id,
+                                          assignment_id=unit.assignment_id,
+                                          conversation_id=f"{task_name}_{unit.unit_id}_{unit.agent_id}", status=status)
+    head = [pw_export.study_record(study, question)] if question else []
+    return ExportReport(records=head + records, notes=notes)
+
+
+TASK = TaskSpec(name="pw_turn", config_class=PwTurnConfig, shared_state=shared_state, export=export,
+                description="PW-Turn: per-turn pairwise comparison of two models (Smith et al. 2022)",
+                extra={"export_files": (RECORD_FILE,)})

@@ -1,0 +1,1 @@
+"""scale_designs crowdsourcing task (docs/crowdsourcing_protocols.md)."""

@@ -1,0 +1,52 @@
+"""Scale-design unit data -> canonical ratings (one per item x response x criterion)."""
+from __future__ import annotations
+
+from parlai_dialeval.crowdsourcing.scale_designs.protocol import (CRITERIA, CRITERION_QUESTIONS,
+                                                                   PRIOR_EXPERIENCE_QUESTIONS, ScaleItem,
+                                                                   reference_value, scale_of, validate_answer)
+
+TASK = "scale_designs"
+
+
+def study_record(study: str, design: str) -> dict:
+    scale, low, high = scale_of(design)
+    return {"type": "study", "name": study, "description": f"Santhanam & Shaikh 2020 rating design: {design}",
+            "criteria": [{"name": c, "positive": True, "scale": scale, "min": low, "max": high,
+                          "question": CRITERION_QUESTIONS[c]} for c in CRITERIA]}
+
+
+def unit_records(items: list[ScaleItem], answers: dict, *, design: str, study: str, worker_id: str,
+                 assignment_id: str) -> list[dict]:
+    """``answers`` = {"ratings": {item_id: {criterion: answer}}, "prior_experience": {question: bool},
+    "duration": seconds for the whole unit, "item_durations"?: {item_id: seconds}}."""
+    scale, low, high = scale_of(design)
+    prior = answers.get("prior_experience") or {}
+    missing = set(PRIOR_EXPERIENCE_QUESTIONS) - set(prior)
+    if missing:
+        raise ValueError(f"prior-experience answers missing: {sorted(missing)}")
+    meta = {"design": design, **{k: bool(prior[k]) for k in PRIOR_EXPERIENCE_QUESTIONS},
+            "task_duration": float(answers["duration"])}
+    records = []
+    for item in items:
+        per_item = answers["ratings"].get(item.item_id)
+        if per_item is None:
+            raise ValueError(f"item {item.item_id} has no answer")
+        item_duration = (answers.get("item_durations") or {}).get(item.item_id)
+        # spread the item's time over its ratings so that a worker's durations sum to their total time
+        duration = None if item_duration is None else item_duration / (len(CRITERIA) * len(item.responses))
+        for criterion in CRITERIA:
+            values = validate_answer(design, item, criterion, per_item[criterion])
+            ref = reference_value(item, design, criterion)
+            for model, value in values.items():
+                record = {"type": "rating", "study": study, "conversation_id": item.item_id,
+                          "worker_id": worker_id, "assignment_id": assignment_id, "model": model,
+                          "criterion": criterion, "scale": scale, "scale_min": low, "scale_max": high,
+                          "value": value, "meta": dict(meta)}
+                if ref is not None:
+                    record["reference_value"] = ref
+                if scale == "best_worst":
+                    record["meta"]["tuple_id"] = f"{item.item_id}:{criterion}"
+                if duration is not None:
+                    record["duration"] = float(duration)
+                records.append(record)
+    return records

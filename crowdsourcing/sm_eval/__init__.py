@@ -1,0 +1,1 @@
+"""sm_eval crowdsourcing task (docs/crowdsourcing_protocols.md)."""

@@ -1,0 +1,38 @@
+"""SM-Turn + SM-Dialog unit data -> canonical records: the conversation, binary per-turn ratings
+(turn_index = the bot turn) and 1-5 Likert per-dialogue ratings."""
+from __future__ import annotations
+
+from parlai_dialeval.analysis.worker_checks import check_messages, worker_messages
+from parlai_dialeval.crowdsourcing.sm_eval.protocol import CRITERIA, LIKERT_MAX, LIKERT_MIN, LIKERT_QUESTIONS, TURN_LABELS
+
+TASK = "sm_eval"
+
+
+def study_record(study: str) -> dict:
+    # SM-Turn and SM-Dialog share criterion names; their scales differ per record (binary vs likert).
+    criteria = [{"name": c, "positive": True, "scale": "likert", "min": LIKERT_MIN, "max": LIKERT_MAX,
+                 "question": LIKERT_QUESTIONS[c], "label": TURN_LABELS[c]} for c in CRITERIA]
+    return {"type": "study", "name": study, "criteria": criteria,
+            "description": "SM-Turn (per bot turn, binary) + SM-Dialog (end of dialogue, 1-5 Likert)"}
+
+
+def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str, conversation_id: str,
+                 duration: float | None = None, status: str = "complete") -> list[dict]:
+    model = state["model"]
+    turns = [{k: v for k, v in t.items() if k in ("speaker", "text", "time", "meta")} for t in state["turns"]]
+    conversation = {"type": "conversation", "study": study, "id": conversation_id, "models": [model],
+                    "worker_id": worker_id, "assignment_id": assignment_id, "task": TASK, "turns": turns,
+                    "status": status, "meta": {"worker_checks": check_messages(worker_messages(turns))}}
+    if state.get("persona"):
+        conversation["personas"] = {"human": list(state["persona"])}
+    if duration is not None:
+        conversation["duration"] = duration
+    common = {"type": "rating", "study": study, "conversation_id": conversation_id, "worker_id": worker_id,
+              "model": model, "assignment_id": assignment_id}
+    records = [conversation]
+    for turn_index, marks in sorted(state["annotations"].items(), key=lambda kv: int(kv[0])):
+        records += [{**common, "criterion": c, "scale": "binary", "scale_min": 0, "scale_max": 1,
+                     "value": marks[c], "turn_index": int(turn_index)} for c in CRITERIA]
+    records += [{**common, "criterion": c, "scale": "likert", "scale_min": LIKERT_MIN, "scale_max": LIKERT_MAX,
+                 "value": state["final_ratings"][c]} for c in CRITERIA if c in state["final_ratings"]]
+    return records

@@ -1,0 +1,96 @@
+"""SM-Turn + SM-Dialog (Smith et al. 2022, section 3.1.4) as plain Python, driven by the Mephisto world.
+
+The worker chats with one model; the first human message is fixed to "Hi!"; after every bot message
+the worker ticks engaging / human-like / interesting or "none of the above"; after 6 turns each the
+worker gives three 1-5 Likert ratings with the section 3.1.2 wordings, phrased for the whole dialogue.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+FIXED_OPENING = "Hi!"
+CRITERIA = ("engaging", "humanlike", "interesting")
+# Labels of the per-turn check boxes (Figure 4 of the paper).
+TURN_LABELS = {"engaging": "Engaging", "humanlike": "Human-like", "interesting": "Interesting",
+               "none": "None of the above"}
+# End-of-dialogue Likert questions (1-5): the paper's per-dialogue wordings of the three metrics
+# (Smith 3.1.3), asked about the worker's one partner; docs/single_model_analysis.md uses the same.
+LIKERT_QUESTIONS = {
+    "engaging": "Who would you prefer to talk to for a long conversation?",
+    "humanlike": "Which speaker sounds more human?",
+    "interesting": ("If you had to say one of these speakers is interesting and one is boring, "
+                    "who would you say is more interesting?"),
+}
+LIKERT_PROMPT = "Rate your partner from 1 (not at all) to 5 (very much):"
+LIKERT_MIN, LIKERT_MAX = 1, 5
+
+
+def parse_annotation(checked: list[str]) -> dict[str, int]:
+    """Ticked boxes -> {criterion: 0/1}; 'none' must stand alone and at least one box is required."""
+    unknown = set(checked) - set(TURN_LABELS)
+    if unknown:
+        raise ValueError(f"unknown annotation {sorted(unknown)} (expected {', '.join(TURN_LABELS)})")
+    if not checked:
+        raise ValueError("tick at least one box (or 'none of the above') for every bot message")
+    if "none" in checked and len(checked) > 1:
+        raise ValueError("'none of the above' cannot be ticked together with a quality")
+    return {c: int(c in checked) for c in CRITERIA}
+
+
+@dataclass
+class SingleModelSession:
+    """One worker's conversation with one model (a ParlAI agent); ``persona``: the worker's sentences."""
+
+    agent: object
+    model: str
+    num_turns: int = 6
+    persona: list[str] = field(default_factory=list)
+    turns: list[dict] = field(default_factory=list)
+    annotations: dict[int, dict[str, int]] = field(default_factory=dict)
+    final_ratings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bot_turns(self) -> list[int]:
+        return [i for i, t in enumerate(self.turns) if t["speaker"] == self.model]
+
+    @property
+    def chat_done(self) -> bool:
+        return len(self.bot_turns) >= self.num_turns
+
+    def start(self) -> dict:
+        """The fixed "Hi!" and the bot's first answer."""
+        return self.human_says(FIXED_OPENING, fixed=True)
+
+    def human_says(self, text: str, fixed: bool = False) -> dict:
+        if self.chat_done:
+            raise RuntimeError(f"the conversation already has {self.num_turns} bot turns")
+        unannotated = [i for i in self.bot_turns if i not in self.annotations]
+        if unannotated:
+            raise RuntimeError(f"annotate bot turn {unannotated[0]} before sending the next message")
+        self.turns.append({"speaker": "human", "text": text, "time": time.time(),
+                           **({"meta": {"fixed": True}} if fixed else {})})
+        self.agent.observe({"id": "human", "text": text, "episode_done": False})
+        reply = {"speaker": self.model, "text": str(self.agent.act().get("text", "")), "time": time.time()}
+        self.turns.append(reply)
+        return {"turn_index": len(self.turns) - 1, **reply}
+
+    def annotate(self, turn_index: int, checked: list[str]) -> None:
+        if turn_index not in self.bot_turns:
+            raise ValueError(f"turn {turn_index} is not a bot turn of this conversation")
+        self.annotations[turn_index] = parse_annotation(checked)
+
+    def rate(self, ratings: dict[str, int]) -> None:
+        if not self.chat_done or len(self.annotations) < self.num_turns:
+            raise RuntimeError("final ratings come after all bot turns are annotated")
+        if set(ratings) != set(CRITERIA):
+            raise ValueError(f"final ratings need exactly {', '.join(CRITERIA)}, got {sorted(ratings)}")
+        for name, value in ratings.items():
+            if not (isinstance(value, int) and LIKERT_MIN <= value <= LIKERT_MAX):
+                raise ValueError(f"rating {name}={value!r} is not an integer in {LIKERT_MIN}..{LIKERT_MAX}")
+        self.final_ratings = dict(ratings)
+
+    def state(self) -> dict:
+        return {"model": self.model, "persona": self.persona, "turns": self.turns,
+                "annotations": {str(k): v for k, v in self.annotations.items()},
+                "final_ratings": self.final_ratings}

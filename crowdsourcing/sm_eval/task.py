@@ -1,0 +1,69 @@
+"""SM-Turn + SM-Dialog declared to the platform: ``dialeval launch sm_eval`` / ``dialeval export``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from mephisto.operations.hydra_config import TaskConfig
+
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
+from parlai_dialeval.crowdsourcing.sm_eval.worlds import RECORD_FILE
+
+
+@dataclass
+class SmEvalArgs:
+    num_turns: int = field(default=6, metadata={"help": "bot turns per conversation (the worker's first "
+                                                        "message is fixed to 'Hi!')"})
+    models: dict = field(default_factory=dict, metadata={
+        "help": "model name -> {opt: {ParlAI opt}}; each HIT chats with one, balanced over HITs"})
+    worker_personas: list = field(default_factory=list, metadata={
+        "help": "optional persona sentence lists; each worker gets one at random to play"})
+    seed: Optional[int] = field(default=None, metadata={"help": "seed of model and persona assignment"})
+    turn_timeout: Optional[float] = field(default=None, metadata={"help": "seconds to wait for the worker"})
+    block_on_worker_checks: bool = field(default=False, metadata={
+        "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
+                "worker checks (docs/crowdsourcing_protocols.md)"})
+
+
+@dataclass
+class SmEvalConfig(TaskConfig):
+    sm_eval: SmEvalArgs = field(default_factory=SmEvalArgs)
+
+
+def shared_state(cfg) -> Any:
+    from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
+
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+    from parlai_dialeval.crowdsourcing.sm_eval import worlds
+
+    args = cfg.sm_eval
+    pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
+    # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
+    return SharedParlAITaskState(world_module=worlds, world_opt={
+        "pool": pool, "num_turns": args.num_turns, "turn_timeout": args.turn_timeout,
+        "worker_personas": [list(p) for p in args.worker_personas],
+        "block_on_worker_checks": args.block_on_worker_checks,
+        "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
+
+
+def export(units, task_name: str) -> ExportReport:
+    records, notes = [sm_export.study_record(task_name)], []
+    for unit in units:
+        record = unit.files.get(RECORD_FILE)
+        if record is None:
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no SM-Eval record")
+            continue
+        ended = record.get("ended")
+        records += sm_export.unit_records(
+            record, study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
+            conversation_id=f"{task_name}_{unit.unit_id}_{unit.agent_id}",
+            duration=(ended - record["started"]) if ended else None,
+            status=unit.status if record["status"] == "complete" else "incomplete")
+    return ExportReport(records=records, notes=notes)
+
+
+TASK = TaskSpec(name="sm_eval", config_class=SmEvalConfig, shared_state=shared_state, export=export,
+                description="SM-Turn + SM-Dialog: per-turn checks and end-of-dialogue Likert (Smith et al. 2022)",
+                extra={"export_files": (RECORD_FILE,)})

@@ -1,0 +1,1 @@
+"""``-m dialeval:fed``: an agent that scores the dialogues it observes with the FED metric."""

@@ -1,0 +1,71 @@
+"""``-m dialeval:hf_lm``: any Hugging Face causal LM folder as a ParlAI agent, offline.
+
+The prompt is the user's last message followed by ``<|sep|>`` when the tokenizer has that token
+(models trained by ``build_offline_bots``), else by a newline; generation is greedy (deterministic)
+up to ``--hf-max-new-tokens`` or the end-of-text token. With ``--model-file F`` the model is the
+folder F itself (``build_offline_bots`` writes ``F`` and ``F.opt``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from parlai.core.agents import Agent
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from parlai_dialeval.agents.hf_lm.train import SEP
+from parlai_dialeval.errors import DialevalError
+
+DEFAULTS = {"hf_model_path": None, "hf_max_new_tokens": 40}
+
+
+class HfLmAgent(Agent):
+    @classmethod
+    def add_cmdline_args(cls, parser, partial_opt=None):
+        group = parser.add_argument_group("Hugging Face causal LM bot")
+        group.add_argument("--hf-model-path", type=str, default=None,
+                           help="local folder of a causal LM and its tokenizer (default: --model-file)")
+        group.add_argument("--hf-max-new-tokens", type=int, default=DEFAULTS["hf_max_new_tokens"],
+                           help="longest reply, in tokens")
+        return parser
+
+    def __init__(self, opt, shared=None):
+        opt = Opt({**DEFAULTS, **opt})  # create_agent(dict) gets no parser defaults
+        super().__init__(opt, shared)
+        self.id = "HfLm"
+        if shared is None:
+            path = opt.get("hf_model_path") or opt.get("model_file")
+            if not path or not Path(path).is_dir():
+                raise DialevalError(f"hf_lm: no model folder at {path!r}: run `dialeval build_offline_bots` "
+                                    "(writes data/offline_bots/hf_lm/model) or pass --hf-model-path FOLDER")
+            # local_files_only: never reach the Hugging Face hub.
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+            self.lm = {"tokenizer": tokenizer, "model": model}
+        else:
+            self.lm = shared["lm"]
+
+    def share(self):
+        shared = super().share()
+        shared["lm"] = self.lm
+        return shared
+
+    def respond_to(self, text: str) -> Message:
+        tokenizer, model = self.lm["tokenizer"], self.lm["model"]
+        separator = SEP if SEP in tokenizer.get_vocab() else "\n"
+        limit = model.config.n_positions if hasattr(model.config, "n_positions") else 512
+        budget = max(1, limit - self.opt["hf_max_new_tokens"])
+        ids = tokenizer.encode((text or "") + separator)[-budget:]
+        with torch.no_grad():
+            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones((1, len(ids)), dtype=torch.long),
+                                 max_new_tokens=self.opt["hf_max_new_tokens"], do_sample=False,
+                                 no_repeat_ngram_size=3, eos_token_id=tokenizer.eos_token_id,
+                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+        reply = tokenizer.decode(out[0, len(ids):], skip_special_tokens=True).strip()
+        return Message({"id": self.id, "text": reply, "episode_done": False})
+
+    def act(self):
+        observation = self.observation or {}
+        return self.respond_to(observation.get("text", ""))

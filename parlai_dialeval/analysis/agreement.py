@@ -1,0 +1,131 @@
+"""Agreement among pairwise annotators (Lee et al. 2020, 5.1-5.2): Fleiss' kappa (statsmodels),
+Krippendorff's alpha (krippendorff, for items with unequal numbers of votes), weak agreement
+(allagree, A/Bdis, onedis, alldis), each annotator's correlation with the others, and item-total
+correlation per prompt (prompt validity). Automatic ties carry no judgement and are left out.
+"""
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss
+
+CATEGORIES = ("a", "b", "tie")
+SCORE = {"a": 1.0, "tie": 0.0, "b": -1.0}
+WEAK = ("allagree", "A/Bdis", "onedis", "alldis")
+
+
+def worker_votes(comparisons: pd.DataFrame) -> pd.DataFrame:
+    if "automatic" in comparisons:
+        return comparisons[~comparisons["automatic"].eq(True)]
+    return comparisons
+
+
+def item_table(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Items x categories (a, b, tie): how many workers chose each, per (item_id, turn_index)."""
+    votes = worker_votes(comparisons)
+    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
+    table = pd.crosstab([votes[k] for k in keys], votes["choice"].astype(str))
+    return table.reindex(columns=list(CATEGORIES), fill_value=0)
+
+
+def fleiss_kappa(comparisons: pd.DataFrame) -> dict:
+    """Fleiss' kappa over items with the most common number of votes (Fleiss' kappa needs a constant
+    number per item), plus Krippendorff's alpha (nominal) over every item with two or more votes."""
+    table = item_table(comparisons)
+    n = table.sum(axis=1)
+    table = table[n >= 2]
+    if table.empty:
+        return {"fleiss_kappa": np.nan, "items": 0, "votes_per_item": 0, "items_left_out": int(len(n)),
+                "krippendorff_alpha": np.nan}
+    modal = int(table.sum(axis=1).mode().max())
+    equal = table[table.sum(axis=1) == modal]
+    kappa = _fleiss(equal.to_numpy()) if len(equal) > 1 else np.nan
+    return {"fleiss_kappa": float(kappa), "items": int(len(equal)), "votes_per_item": modal,
+            "items_left_out": int(len(n) - len(equal)), "krippendorff_alpha": _alpha(comparisons)}
+
+
+def _alpha(comparisons: pd.DataFrame) -> float:
+    votes = worker_votes(comparisons)
+    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
+    item = votes[keys].astype(str).agg("|".join, axis=1)
+    # Krippendorff's reliability data is raters x units; one row per vote slot within an item keeps
+    # repeat votes by the same worker on the same item (ChatEval has them) instead of overwriting them.
+    slot = item.groupby(item).cumcount()
+    codes = votes["choice"].astype(str).map({c: i for i, c in enumerate(CATEGORIES)})
+    matrix = pd.DataFrame({"slot": slot, "item": item, "code": codes}).pivot(index="slot", columns="item",
+                                                                             values="code")
+    if matrix.shape[1] < 2 or matrix.notna().sum().max() < 2:
+        return float("nan")
+    try:
+        return float(krippendorff.alpha(reliability_data=matrix.to_numpy(dtype=float),
+                                        level_of_measurement="nominal"))
+    except ValueError:
+        return float("nan")
+
+
+def weak_agreement(comparisons: pd.DataFrame) -> dict:
+    """Lee 5.1 / DeVault et al. 2011 per item with two or more worker votes: allagree (one category),
+    A/Bdis (votes for A and B, no tie), onedis (a tie and exactly one of A or B), alldis (A, B and tie)."""
+    table = item_table(comparisons)
+    table = table[table.sum(axis=1) >= 2]
+    has = table > 0
+    kinds = has.sum(axis=1)
+    counts = {
+        "allagree": int((kinds == 1).sum()),
+        "A/Bdis": int((has["a"] & has["b"] & ~has["tie"]).sum()),
+        "onedis": int((has["tie"] & (has["a"] ^ has["b"])).sum()),
+        "alldis": int((kinds == 3).sum()),
+    }
+    counts["items"] = int(len(table))
+    return counts
+
+
+def annotator_correlations(comparisons: pd.DataFrame, min_items: int = 5) -> pd.DataFrame:
+    """Per worker: Spearman rho between their choices (+1 A, 0 tie, -1 B) and the mean choice of the
+    other workers on the same items (Lee Figure 1); ``negative`` flags rho < 0. Workers with fewer than
+    ``min_items`` shared items get rho nan."""
+    votes = worker_votes(comparisons)
+    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
+    frame = votes[keys + ["worker_id"]].copy()
+    frame["score"] = votes["choice"].astype(str).map(SCORE).to_numpy()
+    group = frame.groupby(keys, dropna=False)["score"]
+    total, count = group.transform("sum"), group.transform("count")
+    frame["others"] = (total - frame["score"]) / (count - 1).where(count > 1)
+    frame = frame.dropna(subset=["others"])
+    rows = []
+    for worker, part in frame.groupby("worker_id"):
+        enough = len(part) >= min_items and part["score"].nunique() > 1 and part["others"].nunique() > 1
+        rho = stats.spearmanr(part["score"], part["others"]).statistic if enough else np.nan
+        rows.append({"worker_id": worker, "items": len(part), "spearman": rho,
+                     "negative": bool(rho < 0) if enough else False})
+    return pd.DataFrame(rows, columns=["worker_id", "items", "spearman", "negative"])
+
+
+def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "context",
+                            group_columns: tuple[str, ...] = ("study", "model_a", "model_b")) -> pd.DataFrame:
+    """Prompt validity (Lee 5.2, Henrysson 1963): each prompt's corrected item-total correlation. A
+    "test taker" is one comparison (one group of ``group_columns``), an item is a prompt scored by the
+    mean worker choice (+1 A, 0 tie, -1 B); the total is the mean over the group's other prompts.
+    Hand-written: pingouin/statsmodels offer Cronbach's alpha but not per-item total correlations."""
+    votes = worker_votes(comparisons)
+    prompt = votes[prompt_column] if prompt_column in votes and votes[prompt_column].notna().any() \
+        else votes["item_id"]
+    groups = [c for c in group_columns if c in votes and votes[c].notna().any()]
+    frame = pd.DataFrame({"prompt": prompt.astype(str).to_numpy(),
+                          "group": votes[groups].astype(str).agg(" | ".join, axis=1).to_numpy(),
+                          "score": votes["choice"].astype(str).map(SCORE).to_numpy()})
+    matrix = frame.pivot_table(index="group", columns="prompt", values="score", aggfunc="mean")
+    total, count = matrix.sum(axis=1), matrix.notna().sum(axis=1)
+    rows = []
+    for prompt_name in matrix.columns:
+        item = matrix[prompt_name]
+        present = item.notna() & (count > 1)
+        rest = (total[present] - item[present]) / (count[present] - 1)
+        ok = present.sum() >= 3 and item[present].nunique() > 1 and rest.nunique() > 1
+        r = stats.pearsonr(item[present], rest).statistic if ok else np.nan
+        rows.append({"prompt": prompt_name, "comparisons": int(present.sum()),
+                     "mean_score": float(item[present].mean()) if present.any() else np.nan,
+                     "item_total_r": r})
+    return pd.DataFrame(rows, columns=["prompt", "comparisons", "mean_score", "item_total_r"])

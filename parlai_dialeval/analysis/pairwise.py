@@ -1,0 +1,211 @@
+"""Pairwise (A/B) comparison statistics: win counts, win rates with Wilson intervals and binomial
+tests, per-conversation squared and winner-takes-all win rates (Smith et al. 2022, 4.2), win rate per
+turn (Figure 5 / Table 4), WMT major/distinct scores and system win counts (Lee et al. 2020, 2.2) and
+response diversity per model (Lee 5.4). Pure functions: DataFrames in, DataFrames out.
+
+Conventions: a model pair is oriented as it first appears in the data (model_a = the first model
+shown as option A); ``wins_a``/``wins_b`` count worker choices, ``ties`` worker ties and
+``automatic_ties`` ties decided without a worker (identical responses), which never enter win rates or
+tests. The binomial test excludes ties (TIE_POLICY).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from parlai_dialeval.metrics.distinct import distinct_n, tokenize
+
+TIE_POLICY = ("ties (worker and automatic) are excluded from win rates, Wilson intervals and the "
+              "two-sided binomial test (p = 0.5 over wins_a + wins_b); they are reported as counts")
+
+
+def wilson_ci(successes, n, alpha: float = 0.05):
+    """Wilson score interval(s) for successes out of n; nan where n is 0. Arrays or scalars."""
+    successes, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
+    safe = np.where(n > 0, n, 1)
+    low, high = proportion_confint(successes, safe, alpha=alpha, method="wilson")
+    return np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
+
+
+def binomial_p(wins, losses) -> float:
+    """Two-sided exact binomial test of wins vs losses against p = 0.5 (ties already excluded)."""
+    wins, losses = int(wins), int(losses)
+    if wins + losses == 0:
+        return float("nan")
+    return float(stats.binomtest(wins, wins + losses, 0.5, alternative="two-sided").pvalue)
+
+
+def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """(comparisons without onboarding items, how many onboarding comparisons were set aside)."""
+    onboarding = comparisons["onboarding"].eq(True) if "onboarding" in comparisons else None
+    if onboarding is None or not onboarding.any():
+        return comparisons, 0
+    return comparisons[~onboarding], int(onboarding.sum())
+
+
+def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+    """Comparisons with ``first``/``second`` (the pair in first-seen orientation, per group of ``by``),
+    ``score`` (+1 when ``first`` was chosen, -1 for ``second``, 0 for a tie) and a boolean ``auto``."""
+    frame = comparisons.reset_index(drop=True)
+    a, b = frame["model_a"].astype(str), frame["model_b"].astype(str)
+    group = frame[by].astype(str).agg("|".join, axis=1) if by else pd.Series("", index=frame.index)
+    keys = [(g, frozenset(pair)) for g, pair in zip(group, zip(a, b))]
+    seen: dict[tuple, tuple[str, str]] = {}
+    for key, pair in zip(keys, zip(a, b)):
+        seen.setdefault(key, pair)
+    first = np.array([seen[key][0] for key in keys], dtype=object)
+    flipped = (a.to_numpy(dtype=object) != first)
+    choice = frame["choice"].astype(str).to_numpy()
+    score = np.select([choice == "a", choice == "b"], [1, -1], 0)
+    score = np.where(flipped, -score, score)
+    second = np.where(flipped, a.to_numpy(dtype=object), b.to_numpy(dtype=object))
+    auto = frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.zeros(len(frame), bool)
+    return frame.assign(first=first, second=second, score=score, auto=auto)
+
+
+def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    worker = ~frame["auto"]
+    counts = frame.assign(
+        wins_a=(worker & (frame["score"] > 0)).astype(int), wins_b=(worker & (frame["score"] < 0)).astype(int),
+        ties=(worker & (frame["score"] == 0)).astype(int), automatic_ties=frame["auto"].astype(int),
+    ).groupby(keys, sort=False)[["wins_a", "wins_b", "ties", "automatic_ties"]].sum().reset_index()
+    return counts.rename(columns={"first": "model_a", "second": "model_b"})
+
+
+def add_rates(counts: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Linear win rate of model_a, Wilson CI, binomial p, and Lee's WMT major/distinct scores."""
+    counts = counts.copy()
+    decided = counts["wins_a"] + counts["wins_b"]
+    all_ties = counts["ties"] + counts["automatic_ties"]
+    counts["win_rate_a"] = np.where(decided > 0, counts["wins_a"] / decided.where(decided > 0), np.nan)
+    counts["ci_low"], counts["ci_high"] = wilson_ci(counts["wins_a"], decided, alpha)
+    counts["p_value"] = [binomial_p(w, l) for w, l in zip(counts["wins_a"], counts["wins_b"])]
+    total = decided + all_ties
+    counts["distinct_a"] = counts["wins_a"] / total.where(total > 0)
+    counts["distinct_b"] = counts["wins_b"] / total.where(total > 0)
+    return counts
+
+
+def win_rates(comparisons: pd.DataFrame, by: list[str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model pair (and per ``by`` columns, e.g. ``["study"]``): wins_a, wins_b, ties,
+    automatic_ties, win_rate_a (linear: wins_a / (wins_a + wins_b); = Lee's major score), Wilson
+    ci_low/ci_high, two-sided binomial p_value (ties excluded), distinct_a/distinct_b (Lee's distinct
+    scores, ties included)."""
+    frame = oriented(comparisons, by)
+    return add_rates(_count_table(frame, (by or []) + ["first", "second"]), alpha)
+
+
+def turn_numbers(frame: pd.DataFrame) -> pd.Series:
+    """1-based position of each comparison's turn among the compared turns of its conversation (Smith's
+    "Bot Speaker turn"), from the order of ``turn_index`` within ``item_id``."""
+    return frame.groupby("item_id")["turn_index"].rank(method="dense").astype(int)
+
+
+def _select_turns(frame: pd.DataFrame, turns: tuple[int, int] | None) -> pd.DataFrame:
+    frame = frame[frame["turn_index"].notna()].copy()
+    frame["turn_number"] = turn_numbers(frame) if len(frame) else pd.Series(dtype=int)
+    if turns is not None:
+        frame = frame[frame["turn_number"].between(*turns)]
+    return frame
+
+
+def conversation_win_rates(comparisons: pd.DataFrame, turns: tuple[int, int] | None = None) -> pd.DataFrame:
+    """PW-Turn aggregates per model pair over conversations (Smith et al. 2022, Table 1): with x and y
+    the turns model_a and model_b won in a conversation, ``linear`` = sum x / sum (x + y),
+    ``squared`` = mean x^2/(x^2+y^2) and ``wta`` = mean of 1 (x > y), 0.5 (x = y), 0 (x < y), the limit
+    of x^p/(x^p+y^p); conversations with no decided turn are left out of squared and wta.
+    ``turns`` (inclusive, 1-based Bot Speaker turns) restricts the turns used, e.g. (2, 6)."""
+    frame = _select_turns(oriented(comparisons), turns)
+    frame = frame[~frame["auto"]]
+    per_conv = frame.assign(x=(frame["score"] > 0).astype(int), y=(frame["score"] < 0).astype(int)).groupby(
+        ["first", "second", "item_id"], sort=False)[["x", "y"]].sum().reset_index()
+    per_conv = per_conv[(per_conv["x"] + per_conv["y"]) > 0]
+    x, y = per_conv["x"].to_numpy(float), per_conv["y"].to_numpy(float)
+    per_conv["squared"] = x ** 2 / (x ** 2 + y ** 2)
+    per_conv["wta"] = np.sign(x - y) / 2 + 0.5
+    out = per_conv.groupby(["first", "second"], sort=False).agg(
+        conversations=("item_id", "size"), x=("x", "sum"), y=("y", "sum"), squared=("squared", "mean"),
+        wta=("wta", "mean")).reset_index()
+    out["linear"] = out["x"] / (out["x"] + out["y"])
+    return out.rename(columns={"first": "model_a", "second": "model_b", "x": "wins_a", "y": "wins_b"})[
+        ["model_a", "model_b", "conversations", "wins_a", "wins_b", "linear", "squared", "wta"]]
+
+
+def win_rate_by_turn(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Win rate of model_a per Bot Speaker turn number (Smith et al. 2022, Figure 5 / Table 4)."""
+    frame = _select_turns(oriented(comparisons), None)
+    if frame.empty:
+        return pd.DataFrame(columns=["model_a", "model_b", "turn_number", "wins_a", "wins_b", "ties",
+                                     "automatic_ties", "win_rate_a", "ci_low", "ci_high", "p_value"])
+    counts = _count_table(frame, ["first", "second", "turn_number"])
+    return add_rates(counts, alpha).drop(columns=["distinct_a", "distinct_b"])
+
+
+def wmt_scores(rates: pd.DataFrame) -> pd.DataFrame:
+    """Per ordered (model, opponent): Lee 2.2's major and distinct scores for wins and losses, both
+    orientations of every pair, from a ``win_rates`` table."""
+    rows = []
+    for r in rates.itertuples(index=False):
+        total = r.wins_a + r.wins_b + r.ties + r.automatic_ties
+        decided = r.wins_a + r.wins_b
+        for model, opponent, win, loss in ((r.model_a, r.model_b, r.wins_a, r.wins_b),
+                                           (r.model_b, r.model_a, r.wins_b, r.wins_a)):
+            rows.append({"model": model, "opponent": opponent, "wins": win, "losses": loss,
+                         "ties": r.ties + r.automatic_ties,
+                         "major_win": win / decided if decided else np.nan,
+                         "major_loss": loss / decided if decided else np.nan,
+                         "distinct_win": win / total if total else np.nan,
+                         "distinct_loss": loss / total if total else np.nan})
+    return pd.DataFrame(rows)
+
+
+def system_win_counts(wmt: pd.DataFrame) -> pd.Series:
+    """Lee 2.2: a system's win count is the number of opponents it beats (major score above 0.5)."""
+    wins = wmt.assign(beat=wmt["major_win"] > 0.5).groupby("model")["beat"].sum().astype(int)
+    return wins.sort_values(ascending=False, kind="stable")
+
+
+def heatmap_matrices(wmt: pd.DataFrame, order: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(major, distinct) win-score matrices, rows = winner, columns = loser (Lee Figure 2)."""
+    order = order or list(system_win_counts(wmt).index)
+    major = wmt.pivot_table(index="model", columns="opponent", values="major_win").reindex(index=order,
+                                                                                          columns=order)
+    distinct = wmt.pivot_table(index="model", columns="opponent", values="distinct_win").reindex(
+        index=order, columns=order)
+    return major, distinct
+
+
+def lee_distinct(texts: list[str], n: int) -> float:
+    """Lee 5.4's distinct-n: unique n-grams divided by the total number of tokens (not of n-grams)."""
+    tokens = sum(len(tokenize(t)) for t in texts)
+    grams = sum(max(len(tokenize(t)) - n + 1, 0) for t in texts)
+    return distinct_n(texts, n) * grams / tokens if tokens else float("nan")
+
+
+def response_stats(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per model: distinct-1, distinct-2 (Lee's per-token definition, see lee_distinct) and mean length
+    in tokens of its responses (Lee 5.4), each response counted once per prompt (the same response is
+    shown to several workers)."""
+    rows = []
+    for side in ("a", "b"):
+        if f"response_{side}" not in comparisons:
+            continue
+        part = comparisons[comparisons[f"response_{side}"].notna()]
+        prompt = part["item_id"].astype(str)
+        if "context" in part:
+            prompt = part["context"].astype(str).where(part["context"].notna(), prompt)
+        rows.append(pd.DataFrame({"model": part[f"model_{side}"].astype(str), "prompt": prompt,
+                                  "text": part[f"response_{side}"].astype(str)}))
+    columns = ["model", "responses", "distinct_1", "distinct_2", "mean_length"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    texts = pd.concat(rows).drop_duplicates(["model", "prompt"])
+    out = []
+    for model, part in texts.groupby("model"):
+        text = list(part["text"])
+        out.append({"model": model, "responses": len(text), "distinct_1": lee_distinct(text, 1),
+                    "distinct_2": lee_distinct(text, 2),
+                    "mean_length": float(np.mean([len(tokenize(t)) for t in text]))})
+    return pd.DataFrame(out, columns=columns)

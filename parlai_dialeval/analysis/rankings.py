@@ -1,0 +1,107 @@
+"""Rankings from pairwise votes: Bradley-Terry strengths with bootstrap intervals (choix) and
+TrueSkill mu/sigma (trueskill), as Lee et al. 2020 (2.2) use them.
+
+Tie policy (TIE_POLICY): a worker tie counts as half a win for each model in Bradley-Terry and as a
+draw in TrueSkill; automatic ties (identical responses, no worker judgement) are left out of both.
+
+Speed: votes are deduplicated into counts of unique (a, b, outcome) rows, and each bootstrap round
+resamples those counts from a multinomial instead of resampling millions of rows (the idea behind
+FastChat's rating_systems.py); each round then fits a models x models win matrix.
+"""
+from __future__ import annotations
+
+import choix
+import numpy as np
+import pandas as pd
+import trueskill
+from tqdm import tqdm
+
+TIE_POLICY = ("Bradley-Terry: a worker tie is half a win for each model; TrueSkill: a worker tie is a "
+              "draw; automatic ties (identical responses) are excluded from both")
+# A little regularisation keeps strengths finite when a model never wins (or never loses).
+BT_ALPHA = 1e-3
+
+
+def encode(comparisons: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Worker votes as (models, a index, b index, outcome) with outcome 1 = a won, 0 = b won, 0.5 = tie."""
+    votes = comparisons
+    if "automatic" in votes:
+        votes = votes[~votes["automatic"].eq(True)]
+    models = sorted(set(votes["model_a"].astype(str)) | set(votes["model_b"].astype(str)))
+    index = {m: i for i, m in enumerate(models)}
+    a = votes["model_a"].astype(str).map(index).to_numpy(dtype=np.int64)
+    b = votes["model_b"].astype(str).map(index).to_numpy(dtype=np.int64)
+    outcome = votes["choice"].astype(str).map({"a": 1.0, "b": 0.0, "tie": 0.5}).to_numpy(dtype=float)
+    return models, a, b, outcome
+
+
+def deduplicate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique (a, b, outcome) rows (shape k x 3) and how often each occurs."""
+    rows = np.column_stack([a, b, outcome])
+    unique, counts = np.unique(rows, axis=0, return_counts=True)
+    return unique, counts
+
+
+def win_matrix(unique: np.ndarray, counts: np.ndarray, n_models: int) -> np.ndarray:
+    """m[i, j] = (possibly fractional) wins of i over j; a tie adds half to each side."""
+    a, b, outcome = unique[:, 0].astype(int), unique[:, 1].astype(int), unique[:, 2]
+    matrix = np.zeros((n_models, n_models))
+    np.add.at(matrix, (a, b), counts * outcome)
+    np.add.at(matrix, (b, a), counts * (1 - outcome))
+    return matrix
+
+
+def fit_bt(matrix: np.ndarray, alpha: float = BT_ALPHA) -> np.ndarray:
+    """Bradley-Terry log-strengths (mean 0) from a win matrix (choix's I-LSR)."""
+    return choix.ilsr_pairwise_dense(matrix, alpha=alpha)
+
+
+def bradley_terry(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, rounds: int = 1000,
+                  ci: float = 0.95, seed: int = 0, progress: bool = False):
+    """(strengths, ci_low, ci_high): maximum-likelihood log-strengths (mean 0) and percentile bootstrap
+    intervals over ``rounds`` resamples of the votes (multinomial over deduplicated rows)."""
+    unique, counts = deduplicate(a, b, outcome)
+    strengths = fit_bt(win_matrix(unique, counts, n_models))
+    if rounds <= 0:
+        nan = np.full(n_models, np.nan)
+        return strengths, nan, nan
+    rng = np.random.default_rng(seed)
+    total = int(counts.sum())
+    samples = rng.multinomial(total, counts / total, size=rounds)
+    boot = np.empty((rounds, n_models))
+    for r in tqdm(range(rounds), desc="Bradley-Terry bootstrap", disable=not progress):
+        boot[r] = fit_bt(win_matrix(unique, samples[r], n_models), alpha=BT_ALPHA)
+    tail = (1 - ci) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail], axis=0)
+    return strengths, low, high
+
+
+def trueskill_ratings(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
+                      progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """TrueSkill (mu, sigma) per model after rating every vote as a 1-vs-1 game in data order; the
+    environment's draw probability is the observed tie share."""
+    ties = float(np.mean(outcome == 0.5)) if len(outcome) else 0.0
+    env = trueskill.TrueSkill(draw_probability=min(max(ties, 1e-6), 0.99))
+    ratings = [env.create_rating() for _ in range(n_models)]
+    for i, j, o in tqdm(zip(a, b, outcome), total=len(a), desc="TrueSkill", disable=not progress):
+        if o == 0.0:
+            i, j = j, i
+        ratings[i], ratings[j] = trueskill.rate_1vs1(ratings[i], ratings[j], drawn=bool(o == 0.5), env=env)
+    return np.array([r.mu for r in ratings]), np.array([r.sigma for r in ratings])
+
+
+def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_counts: pd.Series | None = None,
+             progress: bool = False) -> pd.DataFrame:
+    """model, bt_score, bt_ci_low, bt_ci_high, trueskill_mu, trueskill_sigma, win_count, sorted by
+    bt_score (win_count: Lee's system win count, passed in from pairwise.system_win_counts)."""
+    models, a, b, outcome = encode(comparisons)
+    columns = ["model", "bt_score", "bt_ci_low", "bt_ci_high", "trueskill_mu", "trueskill_sigma", "win_count"]
+    if len(models) < 2:
+        return pd.DataFrame(columns=columns)
+    strength, low, high = bradley_terry(a, b, outcome, len(models), rounds=rounds, seed=seed, progress=progress)
+    mu, sigma = trueskill_ratings(a, b, outcome, len(models), progress=progress)
+    frame = pd.DataFrame({"model": models, "bt_score": strength, "bt_ci_low": low, "bt_ci_high": high,
+                          "trueskill_mu": mu, "trueskill_sigma": sigma})
+    counts = win_counts if win_counts is not None else pd.Series(dtype=int)
+    frame["win_count"] = frame["model"].map(counts).fillna(0).astype(int)
+    return frame.sort_values("bt_score", ascending=False, ignore_index=True)[columns]

@@ -1,0 +1,120 @@
+"""Rating-scale designs (Santhanam et al. 2020): Likert, rank-based and biased magnitude estimation
+(RME, BME) and best-worst scaling (BWS); scores, ICC consistency / agreement and Spearman between
+criteria. Record conventions: docs/single_model_analysis.md.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pingouin
+from scipy import stats
+
+DESIGN_SCALES = ("likert", "magnitude", "best_worst")
+PRIOR_EXPERIENCE_KEYS = ("prior_experience_evaluating", "prior_experience_agents")
+
+
+def design_name(ratings: pd.DataFrame) -> str:
+    """Likert, RME (every magnitude rating's reference is 100), BME (any other reference) or BWS."""
+    scales = set(ratings["scale"])
+    if len(scales) != 1 or not scales <= set(DESIGN_SCALES):
+        raise ValueError(f"a design holds one scale out of {DESIGN_SCALES}, got {sorted(scales)}")
+    scale = scales.pop()
+    if scale == "magnitude":
+        return "RME" if (ratings["reference_value"] == 100).all() else "BME"
+    return {"likert": "Likert", "best_worst": "BWS"}[scale]
+
+
+def log_normalise(value, reference) -> np.ndarray:
+    """Magnitude estimates on a log scale relative to the reference (Bard et al. 1996, as Santhanam
+    et al. do): log10((value + 1) / (reference + 1)); the +1 keeps the scale's allowed 0 finite."""
+    value, reference = np.asarray(value, float), np.asarray(reference, float)
+    if np.any(np.isnan(reference)) or np.any(reference <= -1):
+        raise ValueError("magnitude ratings need a reference_value above -1 for log normalisation")
+    return np.log10((value + 1) / (reference + 1))
+
+
+def normalised(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Ratings with ``score``: the value, log-normalised for magnitude estimation."""
+    frame = ratings.copy()
+    frame["score"] = frame["value"].astype(float)
+    magnitude = (frame["scale"] == "magnitude").to_numpy()
+    if magnitude.any():
+        frame.loc[magnitude, "score"] = log_normalise(frame.loc[magnitude, "value"],
+                                                      frame.loc[magnitude, "reference_value"])
+    return frame
+
+
+def bws_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> pd.DataFrame:
+    """Best-worst counting scores (Kiritchenko and Mohammad 2017): (#best - #worst) / #appearances."""
+    frame = ratings.assign(best=ratings["value"] == 1, worst=ratings["value"] == -1)
+    counts = frame.groupby(list(by)).agg(best=("best", "sum"), worst=("worst", "sum"), appearances=("value", "size"))
+    counts["score"] = (counts["best"] - counts["worst"]) / counts["appearances"]
+    return counts.reset_index()
+
+
+def item_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> pd.DataFrame:
+    """Per item (or model) and criterion: mean normalised score for Likert / ME, counting score for BWS."""
+    if (ratings["scale"] == "best_worst").all():
+        return bws_scores(ratings, by)[list(by) + ["score", "appearances"]].rename(columns={"appearances": "n"})
+    frame = normalised(ratings)
+    return frame.groupby(list(by))["score"].agg(score="mean", sd="std", n="size").reset_index()
+
+
+def icc(ratings: pd.DataFrame) -> dict:
+    """ICC over items (targets) and workers (raters) with pingouin:
+    agreement = ICC(A) (two-way random, absolute; Shrout-Fleiss ICC2), single-rater and average-of-raters
+    forms; consistency = ICC(C) (two-way mixed; ICC3).
+
+    pingouin needs a complete items x workers table, so items some worker did not rate are left out;
+    ``n_items`` and ``n_items_dropped`` say how many.
+    """
+    frame = normalised(ratings)
+    table = frame.pivot_table(index="conversation_id", columns="worker_id", values="score", aggfunc="mean")
+    complete = table.dropna()
+    result = {"n_items": len(complete), "n_items_dropped": len(table) - len(complete), "n_raters": table.shape[1]}
+    if len(complete) < 2 or table.shape[1] < 2:
+        return result | {k: np.nan for k in ("icc_c", "icc_c_p", "icc_a", "icc_a_p", "icc_ck", "icc_ak")}
+    long = complete.reset_index().melt(id_vars="conversation_id", var_name="worker_id", value_name="score")
+    out = pingouin.intraclass_corr(long, targets="conversation_id", raters="worker_id", ratings="score")
+    out = out.set_index("Type")
+    return result | {"icc_c": out.loc["ICC(C,1)", "ICC"], "icc_c_p": out.loc["ICC(C,1)", "pval"],
+                     "icc_a": out.loc["ICC(A,1)", "ICC"], "icc_a_p": out.loc["ICC(A,1)", "pval"],
+                     "icc_ck": out.loc["ICC(C,k)", "ICC"], "icc_ak": out.loc["ICC(A,k)", "ICC"]}
+
+
+def criteria_spearman(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Spearman rho between every two criteria, over each worker's ratings of the same item (Santhanam
+    Table 9) and over the items' mean scores."""
+    frame = normalised(ratings)
+    per_rating = frame.pivot_table(index=["conversation_id", "worker_id"], columns="criterion", values="score",
+                                   aggfunc="mean")
+    per_item = frame.pivot_table(index="conversation_id", columns="criterion", values="score", aggfunc="mean")
+    rows = []
+    for a, b in itertools.combinations(sorted(per_rating.columns), 2):
+        for level, table in (("rating", per_rating), ("item", per_item)):
+            pair = table[[a, b]].dropna()
+            rho, p = stats.spearmanr(pair[a], pair[b]) if len(pair) > 2 else (np.nan, np.nan)
+            rows.append({"criterion_a": a, "criterion_b": b, "level": level, "rho": rho, "p": p, "n": len(pair)})
+    return pd.DataFrame(rows, columns=["criterion_a", "criterion_b", "level", "rho", "p", "n"])
+
+
+def worker_groups(ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per worker: total time (sum of rating durations, else meta.task_duration), whether it is
+    above the design's average, and the prior-experience answers found in rating meta."""
+    frame = ratings.copy()
+    meta = frame["meta"].map(lambda m: m if isinstance(m, dict) else {})
+    frame["_task_duration"] = meta.map(lambda m: m.get("task_duration"))
+    for key in PRIOR_EXPERIENCE_KEYS:
+        frame[key] = meta.map(lambda m, k=key: m.get(k))
+    grouped = frame.groupby("worker_id")
+    out = pd.DataFrame({"time_s": grouped["duration"].sum(min_count=1)})
+    out["time_s"] = out["time_s"].fillna(grouped["_task_duration"].max())
+    if out["time_s"].notna().any():
+        out["above_average_time"] = out["time_s"] > out["time_s"].mean()
+    for key in PRIOR_EXPERIENCE_KEYS:
+        answers = grouped[key].first()
+        if answers.notna().any():
+            out[key] = answers
+    return out.reset_index()

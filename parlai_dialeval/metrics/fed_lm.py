@@ -1,0 +1,227 @@
+"""Token log-likelihoods of many texts that share a prefix, with one causal-LM pass over the prefix.
+
+FED scores one dialogue against dozens of follow-up utterances. A token's loss depends only on the
+tokens before it, so the dialogue's token losses are the same whatever follow-up comes after: this
+module runs the shared prefix once (batched across dialogues, its key/value cache kept) and then only
+the follow-up tokens (batched across follow-ups and dialogues, the cache rows gathered per row).
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from parlai_dialeval.errors import DialevalError
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class SequenceLoss:
+    """Summed token NLL of one text: ``total`` over every predicted token (positions 1..L-1, as
+    ``model(ids, labels=ids).loss`` averages), ``tail`` over the tokens from ``tail_start`` on."""
+
+    total: float
+    count: int
+    tail: float
+    tail_count: int
+    truncated: int = 0
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_causal_lm(name: str, device=None, dtype: str | None = None):
+    """(model, tokenizer) for a Hugging Face causal LM name or local path, in eval mode on ``device``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype not in (None, "auto") and dtype not in DTYPES:
+        raise DialevalError(f"unknown dtype '{dtype}'; choose auto, {', '.join(DTYPES)}")
+    kwargs = {"dtype": DTYPES[dtype]} if dtype in DTYPES else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForCausalLM.from_pretrained(name, **kwargs)
+    except OSError as error:
+        raise DialevalError(f"cannot load the language model '{name}': {error}") from None
+    model.to(pick_device(device)).eval()
+    return model, tokenizer
+
+
+def max_length(model) -> int:
+    config = model.config
+    for key in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return 1 << 30
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return ids.to(device), mask.to(device)
+
+
+def build_trie(suffixes: Sequence[Sequence[int]]):
+    """Token trie of the suffixes: (tokens, parents, depths, paths); -1 is the prefix's end."""
+    tokens, parents, depths, paths, index = [], [], [], [], {}
+    for suffix in suffixes:
+        parent, path = -1, []
+        for token in suffix:
+            node = index.get((parent, token))
+            if node is None:
+                node = index[(parent, token)] = len(tokens)
+                tokens.append(token)
+                parents.append(parent)
+                depths.append(0 if parent < 0 else depths[parent] + 1)
+            parent = node
+            path.append(node)
+        paths.append(path)
+    return tokens, parents, depths, paths
+
+
+class PrefixLM:
+    """Scores groups of token sequences; every sequence of a group shares that group's first tokens.
+
+    Per group: one pass over the shared prefix (its key/value cache kept), then one pass over the
+    token trie of the suffixes (follow-ups sharing first words share nodes), each node attending to
+    the prefix and its own ancestors through a 4D attention mask ("tree attention"), at position
+    prefix length + depth. Groups are batched (right-padded) up to ``batch_size`` rows and
+    ``max_tokens`` rows x width, which bounds the rows x width x vocabulary logits of one pass.
+    """
+
+    def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048):
+        self.model = model
+        self.batch_size = max(1, batch_size)
+        self.max_tokens = max_tokens
+        self.limit = max_length(model)
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.warned = False
+
+    @torch.inference_mode()
+    def score(self, groups: Sequence[Sequence[Sequence[int]]], tail_starts: Sequence[Sequence[int]],
+              progress=None) -> list[list[SequenceLoss]]:
+        """``groups[g][k]``: token ids of text k of group g; ``tail_starts[g][k]``: first tail position."""
+        plans = [self._plan(group, starts) for group, starts in zip(groups, tail_starts)]
+        results: list[list[SequenceLoss]] = [[] for _ in groups]
+        for batch in self._batches(plans):
+            self._run(batch, plans, results)
+            if progress is not None:
+                progress.update(len(batch))
+        return results
+
+    def _plan(self, group, starts):
+        if not group:
+            return None
+        common = min(len(seq) for seq in group) - 1
+        first = group[0]
+        for seq in group[1:]:
+            n = 0
+            while n < common and seq[n] == first[n]:
+                n += 1
+            common = n
+        # The prefix never reaches into a tail, so the tail's sum is read from suffix positions alone.
+        split = max(1, min([common] + list(starts)))
+        tokens, parents, depths, paths = build_trie([seq[split:] for seq in group])
+        overflow = split + max(depths) + 1 - self.limit
+        drop = 0
+        if overflow > 0:
+            if overflow >= split:
+                raise DialevalError(f"a follow-up of {max(depths) + 1} tokens does not fit the model's "
+                                    f"maximum length of {self.limit} tokens")
+            drop = overflow
+            if not self.warned:
+                warnings.warn(f"dialogue longer than the model's maximum length ({self.limit} tokens): its "
+                              f"oldest tokens are dropped (further truncations are not warned about)",
+                              stacklevel=4)
+                self.warned = True
+        return {"prefix": list(first[drop:split]), "drop": drop, "tokens": tokens, "parents": parents,
+                "depths": depths, "paths": paths, "starts": [s - split for s in starts]}
+
+    def _batches(self, plans):
+        batch, width = [], 0
+        for g, plan in enumerate(plans):
+            if plan is None:
+                continue
+            new_width = max(width, len(plan["prefix"]), len(plan["tokens"]))
+            if batch and (len(batch) >= self.batch_size or new_width * (len(batch) + 1) > self.max_tokens):
+                yield batch
+                new_width = max(len(plan["prefix"]), len(plan["tokens"]))
+                batch = []
+            batch.append(g)
+            width = new_width
+        if batch:
+            yield batch
+
+    def _run(self, batch, plans, results):
+        model, device = self.model, self.device
+        prefixes = [plans[g]["prefix"] for g in batch]
+        ids, mask = _pad(prefixes, 0, device)
+        out = model(input_ids=ids, attention_mask=mask, use_cache=True)
+        cache = out.past_key_values
+        lse = torch.logsumexp(out.logits.float(), dim=-1)
+        picked = out.logits.float().gather(2, ids[:, 1:, None].clamp(min=0)).squeeze(2)
+        prefix_sum, last_lse, last_logits = [], [], []
+        for row, prefix in enumerate(prefixes):
+            n = len(prefix)
+            prefix_sum.append(float((lse[row, : n - 1] - picked[row, : n - 1]).sum()))
+            last_lse.append(lse[row, n - 1])
+            last_logits.append(out.logits[row, n - 1].float())
+        del out, lse, picked
+        tree_ids, tree_mask = _pad([plans[g]["tokens"] for g in batch], 0, device)
+        width = tree_ids.shape[1]
+        lengths = mask.sum(dim=1)
+        positions = torch.zeros_like(tree_ids)
+        allowed = torch.zeros((len(batch), width, mask.shape[1] + width), dtype=torch.bool)
+        for row, g in enumerate(batch):
+            plan = plans[g]
+            n = len(plan["tokens"])
+            positions[row, :n] = lengths[row] + torch.tensor(plan["depths"], device=device)
+            allowed[row, :, : mask.shape[1]] = mask[row].bool().cpu()
+            tree = allowed[row, :, mask.shape[1]:]
+            for node, parent in enumerate(plan["parents"]):
+                if parent >= 0:
+                    tree[node] = tree[parent]
+                tree[node, node] = True
+            for pad in range(n, width):
+                tree[pad, pad] = True
+        bias = torch.zeros(allowed.shape, dtype=self.dtype)
+        bias.masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        # Logits only where a node has children: a leaf predicts nothing that is scored.
+        needed = sorted({p for g in batch for p in plans[g]["parents"] if p >= 0})
+        out = model(input_ids=tree_ids, past_key_values=cache, attention_mask=bias[:, None].to(device),
+                    position_ids=positions, use_cache=True,
+                    logits_to_keep=torch.tensor(needed or [0], device=device))
+        column = {node: i for i, node in enumerate(needed)}
+        logits = out.logits.float()
+        node_lse = torch.logsumexp(logits, dim=-1)
+        for row, g in enumerate(batch):
+            plan = plans[g]
+            tokens = torch.tensor(plan["tokens"], device=device)
+            parents = torch.tensor(plan["parents"], device=device)
+            inner = parents >= 0
+            cols = torch.tensor([column[p] for p in plan["parents"] if p >= 0], dtype=torch.long, device=device)
+            nll = torch.empty(len(tokens), device=device)
+            nll[~inner] = last_lse[row] - last_logits[row][tokens[~inner]]
+            nll[inner] = node_lse[row, cols] - logits[row, cols, tokens[inner]]
+            nll = nll.tolist()
+            results[g] = []
+            for path, start in zip(plan["paths"], plan["starts"]):
+                along = [nll[node] for node in path]
+                results[g].append(SequenceLoss(
+                    total=prefix_sum[row] + sum(along), count=len(plan["prefix"]) - 1 + len(path),
+                    tail=sum(along[start:]), tail_count=len(path) - start, truncated=plan["drop"]))

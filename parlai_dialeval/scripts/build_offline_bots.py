@@ -1,0 +1,110 @@
+"""dialeval build_offline_bots: build and cache the offline bots (QC bot, TF-IDF retrieval, tiny LM).
+
+Writes, under --out (default data/offline_bots/ in the repository, gitignored):
+``qc_bot/model``, ``retrieval/model`` (the corpus, JSON), ``hf_lm/model/`` (a GPT-2 and its byte-level
+BPE tokenizer, trained here on CPU), each with ParlAI's ``model.opt`` beside it, and
+``quality.json`` (each bot scored on the corpus's held-out test split). A trained model whose
+``build.json`` matches the corpus and settings is reused (--force retrains).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from parlai_dialeval.agents.hf_lm.train import TrainConfig, train
+from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
+from parlai_dialeval.utils.atomic import atomic_open
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "data" / "offline_bots"
+
+
+def message_pairs(corpus: Corpus) -> list[tuple[str, str]]:
+    """(the turn answered, the response) for every response that answers something."""
+    return [(context.split("\n")[-1], response) for context, response, _ in corpus.pairs() if context]
+
+
+def _write_json(path: Path, value) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=1)
+
+
+def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig(), force: bool = False,
+          evaluate: bool = True, eval_limit: int | None = None) -> dict:
+    """Build all three bots under ``out``; returns {"paths", "training", "quality"}."""
+    corpus = load_corpus(task, datatype="train")
+    paths = {}
+    for name, model, extra in [("qc_bot", "dialeval:qc_bot", {"qc_seed": 0, "qc_distort": True}),
+                               ("retrieval", "dialeval:tfidf_retrieval", {})]:
+        save(corpus, out / name / "model")
+        _write_json(out / name / "model.opt", {"model": model, **extra})
+        paths[name] = str(out / name / "model")
+
+    lm_dir = out / "hf_lm" / "model"
+    stamp = {"corpus_sha256": hashlib.sha256(json.dumps(corpus.dialogues).encode()).hexdigest(),
+             "task": task, "config": asdict(config)}
+    stamp_file = out / "hf_lm" / "build.json"
+    cached = (not force and stamp_file.is_file() and (lm_dir / "config.json").is_file()
+              and json.loads(stamp_file.read_text())["stamp"] == stamp)
+    if cached:
+        training = json.loads(stamp_file.read_text())["training"] | {"cached": True}
+    else:
+        started = time.monotonic()
+        training = train(message_pairs(corpus), lm_dir, config)
+        training["seconds"] = round(time.monotonic() - started, 1)
+        _write_json(stamp_file, {"stamp": stamp, "training": training})
+    _write_json(out / "hf_lm" / "model.opt", {"model": "dialeval:hf_lm", "hf_max_new_tokens": 40})
+    paths["hf_lm"] = str(lm_dir)
+
+    quality = None
+    if evaluate:
+        quality = measure(paths, load_corpus(task, datatype="test"), eval_limit)
+        _write_json(out / "quality.json", quality)
+    return {"paths": paths, "training": training, "quality": quality}
+
+
+def measure(paths: dict[str, str], test_corpus: Corpus, limit: int | None = None) -> dict:
+    from parlai.core.agents import create_agent_from_model_file
+
+    from parlai_dialeval.agents.quality_levels import compare
+
+    pairs = message_pairs(test_corpus)[:limit]
+    agents = {name: create_agent_from_model_file(path) for name, path in paths.items()}
+    return {"test_source": test_corpus.source, "scores": compare(agents, pairs)}
+
+
+@register_script("build_offline_bots")
+class BuildOfflineBots(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "Build and cache the offline bots (QC bot, TF-IDF retrieval, "
+                                            "a tiny GPT-2 trained on CPU) and measure their quality levels")
+        parser.add_argument("--out", default=str(DEFAULT_OUT),
+                            help="folder for the bots (default: data/offline_bots in the repository)")
+        parser.add_argument("--corpus-task", default=DEFAULT_TASK,
+                            help="ParlAI teacher whose train split is the bots' corpus and whose test split "
+                                 "measures them")
+        parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="LM training epochs")
+        parser.add_argument("--max-steps", type=int, default=None, help="stop LM training after this many steps")
+        parser.add_argument("--force", type="bool", default=False, help="retrain even if a matching model is cached")
+        parser.add_argument("--evaluate", type="bool", default=True,
+                            help="score the bots on the test split (writes quality.json)")
+        parser.add_argument("--eval-limit", type=int, default=None, help="score on at most this many test pairs")
+        return parser
+
+    def run(self):
+        config = TrainConfig(epochs=self.opt["epochs"], max_steps=self.opt["max_steps"])
+        result = build(Path(self.opt["out"]), self.opt["corpus_task"], config, self.opt["force"],
+                       self.opt["evaluate"], self.opt["eval_limit"])
+        for name, path in result["paths"].items():
+            print(f"{name}: {path}")
+        print(f"hf_lm training: {result['training']}")
+        if result["quality"]:
+            for name, scores in result["quality"]["scores"].items():
+                print(f"{name}: {scores}")
+        return result

@@ -1,0 +1,181 @@
+"""dialeval significance_time: crowdsourcing time needed for a significant difference, per technique,
+metric and model pair (Smith et al. 2022, 4.4.3, App. E, F, G, Table 3 "PW combo", Figures 7-9, 11-13).
+
+CLI glue only: the statistics live in parlai_dialeval.analysis.significance_time. See
+docs/single_model_analysis.md.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+from tqdm import tqdm
+
+from parlai_dialeval.analysis import significance_time as st
+from parlai_dialeval.analysis import single_model as sm
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.report import Report
+from parlai_dialeval.scripts.analyze_single_model import _weights_text, parse_turns, parse_weights
+from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
+
+
+def _ratio(text: str) -> tuple[int, int]:
+    try:
+        turn, dialog = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise DialevalError(f"--combo-ratio '{text}': expected TURN:DIALOG, e.g. 1:5") from None
+    return turn, dialog
+
+
+def _win_rate(sample: st.Sample, n_boot: int = 200, seed: int = 0) -> float:
+    if sample.b is None:
+        decided = sample.a.values[~np.isnan(sample.a.values)]
+        return float(decided.mean()) if len(decided) else np.nan
+    return sm.effective_win_rate(sample.a.values, sample.b.values, n_boot, seed)
+
+
+def _chunk_rate(sample: st.Sample):
+    if sample.b is None:
+        return None  # default: binomial win rate of the chunk
+
+    def rate(chunk):
+        a = chunk.loc[chunk["model"] == sample.model_a, "value"].to_numpy(float)
+        b = chunk.loc[chunk["model"] == sample.model_b, "value"].to_numpy(float)
+        return sm.effective_win_rate(a, b, 200, 0) if len(a) and len(b) else np.nan
+
+    return rate
+
+
+def analyze(data, out: Path, pw_turns=(2, 6), sm_turns=(3, 6), power=0.8, alpha=0.05, trials=400,
+            max_multiple=4.0, chunk_minutes=45.0, onboarding=0.0, combo_ratio=(1, 5),
+            weights=sm.DEFAULT_WEIGHTS, reference=None, seed=0) -> dict:
+    samples = (st.pairwise_samples(data, pw_turns, onboarding)
+               + st.single_model_samples(data, sm_turns, onboarding))
+    if reference is not None:
+        samples = [s for s in samples if reference in (s.model_a, s.model_b)]
+    if not samples:
+        raise DialevalError("no comparisons or SM ratings to resample (see docs/single_model_analysis.md)")
+    combos = []
+    by_key = {(s.technique, s.metric, s.model_a, s.model_b): s for s in samples}
+    for (technique, metric, a, b), turn in by_key.items():
+        dialog = by_key.get(("pw_dialog_self", metric, a, b))
+        if technique == "pw_turn" and dialog is not None:
+            units = st.combo_units(turn.a, dialog.a, combo_ratio, seed=seed)
+            combos.append(st.Sample(f"pw_combo {combo_ratio[0]}:{combo_ratio[1]}", metric, a, b, units, None,
+                                    pd.DataFrame(columns=["order", "cost", "value"])))
+    combination = st.combination_samples(data, weights, sm_turns, onboarding)
+    if reference is not None:
+        combination = [s for s in combination if reference in (s.model_a, s.model_b)]
+    rows, curves, chunk_rows = [], [], []
+    for sample in tqdm(samples + combos + combination, desc="resampling", unit="sample"):
+        curve = st.power_curve(sample.a, sample.b, trials=trials, alpha=alpha, seed=seed, max_multiple=max_multiple)
+        estimate = st.time_to_significance(curve, power)
+        key = {"technique": sample.technique, "metric": sample.metric, "model_a": sample.model_a,
+               "model_b": sample.model_b}
+        available = len(sample.a) if sample.b is None else min(len(sample.a), len(sample.b))
+        rows.append({**key, "test": sample.test, "win_rate_a": _win_rate(sample, seed=seed), "n_available": available,
+                     "n_needed": estimate["n"], "hours_needed": estimate["time_s"] / 3600,
+                     "reached": estimate["reached"], "extrapolated": estimate["extrapolated"],
+                     "durations_known": bool(np.isfinite(sample.a.cost).all()
+                                             and (sample.b is None or np.isfinite(sample.b.cost).all()))})
+        curves.append(curve.assign(**key))
+        if len(sample.chunks) and sample.chunks["cost"].notna().all() and sample.chunks["cost"].sum() > 0:
+            chunks = st.chunk_win_rates(sample.chunks, chunk_minutes * 60, _chunk_rate(sample))
+            chunk_rows.append(chunks.assign(**key))
+    table = pd.DataFrame(rows)
+    chunk_table = pd.concat(chunk_rows) if chunk_rows else pd.DataFrame(
+        columns=["chunk", "n", "time_s", "win_rate", "technique", "metric", "model_a", "model_b"])
+    variability = (chunk_table.groupby(["technique", "metric", "model_a", "model_b"])["win_rate"]
+                   .agg(sd="std", chunks="size").reset_index())
+    results = {"time_to_significance": table, "power_curves": pd.concat(curves), "chunk_win_rates": chunk_table,
+               "chunk_variability": variability}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, frame in results.items():
+        write_csv(frame, out / f"{name}.csv")
+    _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights)
+    return results
+
+
+def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights) -> None:
+    table = results["time_to_significance"]
+    report = Report("Crowdsourcing time needed for significance", out)
+    report.text(f"Each technique's ratings are resampled ({trials} resamples per size) at growing sizes; the time "
+                f"needed is the worker time at which {power:.0%} of resamples are significant at p < {alpha} "
+                "(two-sided binomial test for pairwise techniques, ties excluded; two-sided independent t-test for "
+                f"single-model ones). PW-Turn uses Bot Speaker turns {pw_turns}, SM-Turn {sm_turns} (Smith App. F). "
+                f"Onboarding is charged once per distinct worker (default {onboarding:g} s when records do not say). "
+                "'extrapolated' marks sizes beyond the collected data (bootstrap).", note=True)
+    if not table["durations_known"].all():
+        report.text("Some techniques have records without a duration (and no conversation duration to share): "
+                    "their hours are unknown (blank); sizes are still reported.", note=True)
+    report.heading("Time needed per technique (Smith Figures 7-9)")
+    main = table[~table["technique"].str.startswith("sm_combo")]
+    report.table(main)
+    for (a, b), part in main.groupby(["model_a", "model_b"]):
+        pivot = part.pivot_table(index="technique", columns="metric", values="hours_needed", aggfunc="first")
+        if pivot.notna().any().any():
+            fig, ax = plt.subplots(figsize=(7, 3.5))
+            pivot.plot.barh(ax=ax)
+            ax.set_xlabel("worker hours to significance")
+            ax.set_title(f"{a} vs {b}")
+            report.figure(fig, f"time_{a}_vs_{b}".replace("/", "_").replace(" ", "_"),
+                          f"Time needed for significance, {a} vs {b}")
+    combo = table[table["technique"].str.startswith("sm_combo")]
+    if len(combo):
+        report.heading("SM-Turn + SM-Dialog weighted combination (Smith App. G, Figures 11-13)")
+        report.text(f"Weightings SM-Turn:SM-Dialog {_weights_text(weights)}; per-conversation score, cost = the "
+                    "conversation's duration.")
+        report.table(combo)
+        for (a, b), part in combo.groupby(["model_a", "model_b"]):
+            pivot = part.pivot_table(index="technique", columns="metric", values="hours_needed", aggfunc="first")
+            if pivot.notna().any().any():
+                fig, ax = plt.subplots(figsize=(7, 3.5))
+                pivot.plot.barh(ax=ax)
+                ax.set_xlabel("worker hours to significance")
+                ax.set_title(f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
+                report.figure(fig, f"combination_{a}_vs_{b}".replace("/", "_").replace(" ", "_"),
+                              f"Weighted SM combination, {a} vs {b}")
+    report.heading(f"Win-rate variability across {chunk_minutes:g}-minute chunks (Smith App. E, Table 8)")
+    report.table(results["chunk_variability"])
+    report.write()
+
+
+@register_script("significance_time")
+class SignificanceTime(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "Crowdsourcing time needed for significance (Smith et al. 2022)")
+        add_data_args(parser)
+        group = parser.add_argument_group("Time to significance")
+        group.add_argument("--pw-turns", default="2-6", help="PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)")
+        group.add_argument("--sm-turns", default="3-6", help="SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)")
+        group.add_argument("--power", type=float, default=0.8, help="fraction of resamples that must be significant")
+        group.add_argument("--alpha", type=float, default=0.05, help="significance level")
+        group.add_argument("--trials", type=int, default=400, help="resamples per sample size")
+        group.add_argument("--max-multiple", type=float, default=4.0,
+                           help="largest sample size tried, as a multiple of the collected data")
+        group.add_argument("--chunk-minutes", type=float, default=45.0, help="chunk length for App. E variability")
+        group.add_argument("--onboarding-seconds", type=float, default=0.0,
+                           help="onboarding time per worker when neither records nor the study say")
+        group.add_argument("--combo-ratio", default="1:5", help="PW-Turn:PW-Dialog(self-chat) ratio of PW combo")
+        group.add_argument("--weights", default=_weights_text(sm.DEFAULT_WEIGHTS),
+                           help="SM-Turn:SM-Dialog weightings for the App. G combination")
+        group.add_argument("--reference", default=None, help="only pairs involving this model")
+        group.add_argument("--seed", type=int, default=0, help="random seed")
+        return parser
+
+    def run(self):
+        opt = self.opt
+        data = load_data(opt)
+        out = Path(opt["out"])
+        if not 0 < opt["power"] < 1 or not 0 < opt["alpha"] < 1:
+            raise DialevalError("--power and --alpha must lie between 0 and 1")
+        analyze(data, out, parse_turns(opt["pw_turns"]), parse_turns(opt["sm_turns"]), opt["power"], opt["alpha"],
+                opt["trials"], opt["max_multiple"], opt["chunk_minutes"], opt["onboarding_seconds"],
+                _ratio(opt["combo_ratio"]), parse_weights(opt["weights"]), opt["reference"], opt["seed"])
+        print(f"wrote time_to_significance, power_curves, chunk_win_rates, chunk_variability (.csv) and "
+              f"report.html to {out}")

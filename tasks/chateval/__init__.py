@@ -1,0 +1,1 @@
+"""``-t dialeval:chateval:SET``: ChatEval evaluation prompt sets."""

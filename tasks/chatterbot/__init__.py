@@ -1,0 +1,1 @@
+"""``-t dialeval:chatterbot``: the chatterbot-corpus package's English conversations."""

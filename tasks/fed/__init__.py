@@ -1,0 +1,1 @@
+"""``-t dialeval:fed``: the FED dataset (Mehri and Eskenazi 2020)."""

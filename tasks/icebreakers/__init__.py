@@ -1,0 +1,1 @@
+"""``-t dialeval:icebreakers``: ice-breaker topics drawn from model personas (Ji et al. 2022, section 6)."""

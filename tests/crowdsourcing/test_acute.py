@@ -1,0 +1,65 @@
+"""PW-Dialog / ACUTE world logic (Smith et al. 2022, 3.1.3) and canonical export."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.acute import export, protocol
+from parlai_dialeval.data import from_records
+
+
+def convs(model, n):
+    return [{"id": f"{model}_{i}", "models": [model], "task": "self_chat",
+             "turns": [{"speaker": model, "text": f"hello from {model} {i}"},
+                       {"speaker": model, "text": "nice to meet you"}]} for i in range(n)]
+
+
+CONVS = convs("m1", 3) + convs("m2", 3) + convs("m3", 2)
+
+
+def test_pairs_per_model_pair_and_random_sides():
+    pairs = protocol.make_pairs(CONVS, matchups_per_pair=20, rng=random.Random(0))
+    assert len(pairs) == 60  # 3 model pairs x 20
+    for pair in pairs:
+        assert pair["left"]["conversation"]["models"] == [pair["left"]["model"]]
+        assert pair["left"]["model"] != pair["right"]["model"]
+    m1_left = sum(p["left"]["model"] == "m1" for p in pairs if "m1" in p["pair_id"].split("__")[:2])
+    assert 8 < m1_left < 32  # binomial(40, 0.5) for m1's two pairs; outside has p < 0.002
+    only = protocol.make_pairs(CONVS, model_pairs=[("m1", "m3")], matchups_per_pair=4, rng=random.Random(1))
+    assert {frozenset((p["left"]["model"], p["right"]["model"])) for p in only} == {frozenset(("m1", "m3"))}
+    with pytest.raises(ValueError, match="no conversations of model"):
+        protocol.make_pairs(CONVS, model_pairs=[("m1", "m9")], rng=random.Random(0))
+
+
+def test_units_hold_subtasks_per_unit():
+    pairs = protocol.make_pairs(CONVS, matchups_per_pair=3, rng=random.Random(0))
+    units = protocol.make_units(pairs, 4, random.Random(0))
+    assert [len(u) for u in units] == [4, 4, 1]
+    assert sorted(p["pair_id"] for u in units for p in u) == sorted(p["pair_id"] for p in pairs)
+
+
+def test_onboarding_pass_and_fail_with_threshold():
+    shown, answers = protocol.onboarding_pairs(protocol.DEFAULT_ONBOARDING, random.Random(2))
+    for pair, answer in zip(shown, answers):
+        assert pair[answer]["model"] == "onboarding_good"
+    wrong = ["right" if a == "left" else "left" for a in answers]
+    assert protocol.onboarding_passed(answers, answers, threshold=1.0)
+    assert not protocol.onboarding_passed(answers, [answers[0], wrong[1]], threshold=1.0)
+    assert protocol.onboarding_passed(answers, [answers[0], wrong[1]], threshold=0.5)
+
+
+def test_export_has_conversations_and_comparisons():
+    pairs = protocol.make_pairs(CONVS, matchups_per_pair=2, rng=random.Random(0))
+    answers = [{"choice": "left" if i % 2 else "right", "justification": "more fluent", "duration": 12}
+               for i in range(len(pairs))]
+    records = [export.study_record("s", "preference")] + export.unit_records(
+        pairs, answers, question="preference", study="s", worker_id="w", assignment_id="a")
+    data = from_records(records)
+    assert len(data.comparisons) == 6
+    shown_ids = {p[s]["conversation"]["id"] for p in pairs for s in ("left", "right")}
+    assert set(data.conversations["id"]) == shown_ids
+    for row, pair, answer in zip(data.comparisons.itertuples(), pairs, answers):
+        assert (row.model_a, row.conversation_a) == (pair["left"]["model"], pair["left"]["conversation"]["id"])
+        assert row.choice == {"left": "a", "right": "b"}[answer["choice"]]
+    assert data.comparisons["question"].iloc[0] == "Who would you prefer to talk to for a long conversation?"

@@ -1,0 +1,98 @@
+"""PW-Turn through Mephisto (MockArchitect + MockProvider, in-process): onboarding pass and fail,
+soft block of failed workers, identical histories for both models, the chosen reply continuing the
+dialogue, and the export of the unit into canonical records."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
+from parlai_dialeval.data import from_records
+
+from .protocol_harness import MockRun
+
+pytestmark = pytest.mark.slow
+GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
+
+
+@pytest.fixture
+def run(tmp_path):
+    run = MockRun("pw_turn", tmp_path, port=3210, overrides=[
+        "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=3",
+        "pw_turn.models.echo.opt.model=repeat_query", "pw_turn.models.parrot.opt.model=repeat_label"])
+    yield run
+    run.shutdown()
+
+
+def answer_onboarding(run, agent, correct: bool) -> None:
+    data = run.last_task_data(agent)
+    choices = [("left" if pair["left"] in GOOD else "right") for pair in data["pairs"]]
+    if not correct:
+        choices = [{"left": "right", "right": "left"}[c] for c in choices]
+    run.act(agent, {"action": "onboarding", "choices": choices})
+
+
+def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
+    # worker 1 fails both tries: Mephisto gives them the failed-onboarding qualification (soft block)
+    run.register("W1", "REG_1")
+    onboarding = run.onboarding_agent("W1")
+    answer_onboarding(run, onboarding, correct=False)
+    retry = run.last_task_data(onboarding, after=run.message_count(onboarding) - 1)
+    assert retry["try"] == 2 and "last try" in retry["warning"]
+    answer_onboarding(run, onboarding, correct=False)
+    assert run.last_task_data(onboarding, key="passed")["passed"] is False
+    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+    run.settle()
+    worker = onboarding.get_worker()
+    run.wait(lambda: worker.is_disqualified("dialeval_pw_turn_onboarded"), what="failed-onboarding qualification")
+    assert not any(a.get_worker().worker_name == "W1_sandbox" for a in run.db.find_agents())
+
+    # worker 2 passes on the first try and chats
+    run.register("W2", "REG_2")
+    onboarding = run.onboarding_agent("W2")
+    answer_onboarding(run, onboarding, correct=True)
+    assert run.last_task_data(onboarding, key="passed")["passed"] is True
+    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+    run.settle()
+    agent = run.unit_agent("W2")
+
+    seen = 0
+    messages = ["I like to go hiking on weekends", "Do you have any pets at home?"]
+    for turn in range(3):
+        shown = run.last_task_data(agent, after=seen)
+        assert shown["phase"] == "choose" and shown["turn"] == turn + 1
+        assert shown["question"] == "Which next response from your partner would you prefer in a long conversation?"
+        side = "left" if turn % 2 == 0 else "right"
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "choose", "choice": side, "justification": f"reason {turn}"})
+        if turn < 2:
+            after_choice = run.last_task_data(agent, after=seen)
+            assert after_choice["phase"] == "chat"
+            assert after_choice["history"][-1] == {"speaker": "bot", "text": shown[side]}
+            seen = run.message_count(agent)
+            run.act(agent, {"action": "message"}, text=messages[turn])
+    run.last_task_data(agent, key="task_done")
+    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+    run.settle()
+
+    report = run.spec.export(_units(run), "pw_turn")
+    data = from_records(report.records)
+    conv = data.conversations.iloc[0]
+    assert conv["worker_id"] == "W2_sandbox" and len(conv["turns"]) == 6
+    assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == ["Hi!", *messages]
+    comps = data.comparisons.sort_values("turn_index")
+    assert list(comps["justification"]) == ["reason 0", "reason 1", "reason 2"]
+    for row in comps.itertuples():
+        # both models observed exactly the same history, and the dialogue continued with the chosen reply
+        observed = row.meta["observed"]
+        assert observed[row.model_a] == observed[row.model_b] == "\n".join(
+            t["text"] for t in conv["turns"][: row.turn_index])
+        chosen = row.response_a if row.choice == "a" else row.response_b
+        assert conv["turns"][row.turn_index]["text"] == chosen
+        assert conv["turns"][row.turn_index]["speaker"] == (row.model_a if row.choice == "a" else row.model_b)
+    assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "parrot"}
+
+
+def _units(run):
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    return read_units(run.db, "pw_turn", run.spec.extra["export_files"])

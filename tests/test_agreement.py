@@ -1,0 +1,73 @@
+"""Agreement statistics of pairwise votes against hand-worked examples."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from parlai_dialeval.analysis import agreement
+
+
+def votes(items: dict[str, list[str]], workers: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    rows = []
+    for item, choices in items.items():
+        names = (workers or {}).get(item) or [f"w{k}" for k in range(len(choices))]
+        rows += [{"item_id": item, "worker_id": w, "choice": c, "model_a": "A", "model_b": "B",
+                  "turn_index": None, "automatic": None} for w, c in zip(names, choices)]
+    return pd.DataFrame(rows)
+
+
+def test_fleiss_kappa_by_hand():
+    items = {"i1": ["a", "a", "a"], "i2": ["a", "a", "b"], "i3": ["b", "b", "tie"], "i4": ["tie", "tie", "tie"]}
+    # Hand computation (Fleiss 1971): P_i = (sum n_ij^2 - n) / (n (n - 1)) with n = 3.
+    p_i = [(9 - 3) / 6, (4 + 1 - 3) / 6, (4 + 1 - 3) / 6, (9 - 3) / 6]
+    p_bar = np.mean(p_i)
+    shares = np.array([5, 3, 4]) / 12  # a, b, tie over 12 votes
+    p_e = (shares ** 2).sum()
+    result = agreement.fleiss_kappa(votes(items))
+    assert result["fleiss_kappa"] == pytest.approx((p_bar - p_e) / (1 - p_e))
+    assert result["items"] == 4 and result["votes_per_item"] == 3 and result["items_left_out"] == 0
+
+
+def test_fleiss_kappa_leaves_out_items_with_other_vote_counts_and_automatic_ties():
+    frame = votes({"i1": ["a", "a", "a"], "i2": ["a", "b", "b"], "i3": ["b", "a"], "i4": ["a", "b", "a"]})
+    frame = pd.concat([frame, pd.DataFrame([{"item_id": "i5", "worker_id": "automatic", "choice": "tie",
+                                             "model_a": "A", "model_b": "B", "automatic": True}])])
+    result = agreement.fleiss_kappa(frame)
+    assert result["items"] == 3 and result["items_left_out"] == 1
+
+
+def test_weak_agreement_categories():
+    items = {"all": ["a", "a", "a"], "ab": ["a", "b", "a"], "one": ["b", "tie", "b"], "alld": ["a", "b", "tie"],
+             "single": ["a"]}
+    result = agreement.weak_agreement(votes(items))
+    assert result == {"allagree": 1, "A/Bdis": 1, "onedis": 1, "alldis": 1, "items": 4}
+
+
+def test_negatively_correlated_annotator_is_flagged():
+    rng = np.random.default_rng(0)
+    items, workers = {}, {}
+    for i in range(30):
+        truth = rng.choice(["a", "b"])
+        contrary = "b" if truth == "a" else "a"
+        items[f"i{i}"] = [truth, truth, truth, contrary]
+        workers[f"i{i}"] = ["good1", "good2", "good3", "contrarian"]
+    table = agreement.annotator_correlations(votes(items, workers)).set_index("worker_id")
+    assert table.loc["contrarian", "negative"] and table.loc["contrarian", "spearman"] == pytest.approx(-1)
+    assert not table.loc["good1", "negative"] and table.loc["good1", "spearman"] > 0
+
+
+def test_item_total_correlation_finds_an_invalid_prompt():
+    # Five comparisons (model pairs) of different true margins over four prompts; prompt p3 is answered
+    # against the margin, so its corrected item-total correlation is negative.
+    rows = []
+    margins = [1.0, 0.5, 0.0, -0.5, -1.0]
+    for g, margin in enumerate(margins):
+        for p in range(4):
+            score = -margin if p == 3 else margin
+            choice = "a" if score > 0 else "b" if score < 0 else "tie"
+            rows.append({"item_id": f"g{g}/p{p}", "worker_id": "w", "choice": choice, "model_a": f"A{g}",
+                         "model_b": f"B{g}", "context": f"p{p}", "automatic": None, "turn_index": None})
+    table = agreement.item_total_correlations(pd.DataFrame(rows)).set_index("prompt")
+    assert table.loc["p3", "item_total_r"] == pytest.approx(-1)
+    assert table.loc["p0", "item_total_r"] == pytest.approx(1)

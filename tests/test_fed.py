@@ -1,0 +1,210 @@
+"""FED scorer: reference mode against a literal per-utterance implementation of the reference's
+algorithm (../shared/specs/fed_followups.json, from github Shikib/fed fed.py), conditional mode
+against log-likelihoods read off full-sequence logits, batching, truncation, caching, CLI, agent."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.metrics.fed import (FOLLOWUPS_FILE, SEPARATOR, FedScorer, ScoreCache, join_turns,
+                                         load_followups, normalise, select_qualities)
+from tiny_lm import build_gpt2
+
+CONVERSATIONS = [
+    "Hi! How are you doing today? <|endoftext|> I'm good, thanks. What about you?",
+    "<|endoftext|> Tell me more about your favourite movie. <|endoftext|> Wow that is really interesting.",
+    # ends in spaces and digits: BPE pieces next to the separator must split exactly as in the full text
+    "Let's change the topic.  <|endoftext|> 1234  ",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory):
+    return build_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=96)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(tiny_path).eval(), AutoTokenizer.from_pretrained(tiny_path)
+
+
+def _ids(tokenizer, text):
+    return torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
+
+
+def naive_reference(model, tokenizer, conversation, followups, qualities):
+    """The reference's evaluate(): one model(ids, labels=ids).loss per follow-up, per quality."""
+    conversation = normalise(conversation)
+    out = {}
+    with torch.no_grad():
+        for name in qualities:
+            q = followups[name]
+            loss = [model(ids, labels=ids).loss.item()
+                     for ids in (_ids(tokenizer, conversation + SEPARATOR + m) for m in q.positive + q.negative)]
+            pos, neg = loss[: len(q.positive)], loss[len(q.positive):]
+            out[name] = sum(neg) / max(len(neg), 1) - sum(pos) / max(len(pos), 1)
+    return out
+
+
+def naive_conditional(model, tokenizer, conversation, followups, qualities):
+    """Paper eq. (1): summed log P(follow-up tokens | dialogue), positives minus negatives."""
+    conversation = normalise(conversation)
+
+    def loglik(m):
+        context = tokenizer(conversation + SEPARATOR.rstrip(), add_special_tokens=False)["input_ids"]
+        ids = _ids(tokenizer, conversation + SEPARATOR + m)
+        assert ids[0, : len(context)].tolist() == context  # the separator token ends every context
+        logp = torch.log_softmax(model(ids).logits[0, :-1], dim=-1)
+        targets = ids[0, 1:]
+        return logp[torch.arange(len(targets)), targets][len(context) - 1:].sum().item()
+
+    with torch.no_grad():
+        return {name: sum(map(loglik, followups[name].positive)) - sum(map(loglik, followups[name].negative))
+                for name in qualities}
+
+
+def test_shipped_followups_equal_the_spec(shared_data):
+    spec = shared_data.parent / "specs" / "fed_followups.json"
+    if not spec.is_file():
+        pytest.skip(f"spec not found at {spec}")
+    assert json.loads(FOLLOWUPS_FILE.read_text()) == json.loads(spec.read_text())
+
+
+def test_followup_sets_match_the_paper():
+    followups = load_followups()
+    reference = select_qualities(followups)
+    assert len(reference) == 18  # Mehri & Eskenazi: eighteen fine-grained qualities
+    # spec: 73 forward passes per call of the reference's evaluate()
+    assert sum(len(followups[q].positive) + len(followups[q].negative) for q in reference) == 73
+    assert select_qualities(followups, "ji2022") == ["fun", "robotic"]
+    assert len(select_qualities(followups, "all")) == 20
+    with pytest.raises(DialevalError, match="unknown FED quality 'nope'"):
+        select_qualities(followups, ["nope"])
+
+
+def test_reference_mode_equals_the_naive_loop(tiny, tiny_path):
+    model, tokenizer = tiny
+    scorer = FedScorer(tiny_path, mode="reference", qualities="all", batch_size=4)
+    got = scorer.score(CONVERSATIONS)
+    for conversation, scores in zip(CONVERSATIONS, got):
+        expected = naive_reference(model, tokenizer, conversation, scorer.followups, scorer.qualities)
+        assert set(scores) == set(expected)
+        for q in expected:
+            assert scores[q] == pytest.approx(expected[q], abs=1e-5), q
+
+
+def test_conditional_mode_equals_follow_up_log_likelihoods(tiny, tiny_path):
+    model, tokenizer = tiny
+    scorer = FedScorer(tiny_path, mode="conditional", qualities="all", batch_size=3)
+    for conversation, scores in zip(CONVERSATIONS[1:], scorer.score(CONVERSATIONS[1:])):
+        expected = naive_conditional(model, tokenizer, conversation, scorer.followups, scorer.qualities)
+        for q in expected:
+            assert scores[q] == pytest.approx(expected[q], abs=1e-4), q
+
+
+@pytest.mark.parametrize("mode", ["reference", "conditional"])
+def test_batched_equals_unbatched(tiny_path, mode):
+    one = FedScorer(tiny_path, mode=mode, batch_size=1).score(CONVERSATIONS)
+    many = FedScorer(tiny_path, mode=mode, batch_size=8).score(CONVERSATIONS)
+    tight = FedScorer(tiny_path, mode=mode, batch_size=8, max_tokens=64).score(CONVERSATIONS)
+    for a, b, c in zip(one, many, tight):
+        for q in a:
+            assert b[q] == pytest.approx(a[q], abs=1e-4)
+            assert c[q] == pytest.approx(a[q], abs=1e-4)
+
+
+def test_long_context_is_truncated_with_a_warning(tiny_path):
+    scorer = FedScorer(tiny_path, qualities=["interesting"])
+    long = join_turns(["Tell me more about your favourite movie."] * 40)  # far beyond 96 positions
+    with pytest.warns(UserWarning, match="maximum length"):
+        scores = scorer.score([long, CONVERSATIONS[0]])
+    assert all(torch.isfinite(torch.tensor(s["interesting"])) for s in scores)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FedScorer(tiny_path, qualities=["interesting"]).score([CONVERSATIONS[0]])
+
+
+def test_custom_followups_from_a_file(tmp_path, tiny, tiny_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"polite": {"positive": ["Thank you!"], "negative": ["How rude."]}}))
+    scorer = FedScorer(tiny_path, followups=path)
+    assert scorer.qualities == ["polite"]
+    expected = naive_reference(*tiny, CONVERSATIONS[0], scorer.followups, ["polite"])
+    assert scorer.score([CONVERSATIONS[0]])[0]["polite"] == pytest.approx(expected["polite"], abs=1e-5)
+    path.write_text(json.dumps({"polite": {"positive": "Thank you!"}}))
+    with pytest.raises(DataError, match="'positive' and 'negative'"):
+        load_followups(path)
+
+
+def test_cache_serves_repeated_texts(tmp_path, tiny_path, monkeypatch):
+    cache_file = tmp_path / "cache.jsonl"
+    first = FedScorer(tiny_path, cache=ScoreCache(cache_file)).score(CONVERSATIONS[:2])
+    again = FedScorer(tiny_path, cache=ScoreCache(cache_file))
+    monkeypatch.setattr(again.lm, "score", lambda *a, **k: pytest.fail("cached texts were recomputed"))
+    assert again.score(CONVERSATIONS[:2]) == first
+    conditional = FedScorer(tiny_path, mode="conditional", cache=ScoreCache(cache_file))
+    assert conditional.score(CONVERSATIONS[:1])[0] != first[0]  # the key includes the mode
+
+
+def test_cli_scores_text_and_canonical_data(tmp_path, tiny_path):
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import write_jsonl
+
+    text = tmp_path / "convs.txt"
+    text.write_text("\n".join(CONVERSATIONS[:2]) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["fed", "--data", str(text), "--data-format", "fed-text", "--out", str(out),
+                 "--lm", str(tiny_path), "--device", "cpu"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    expected = FedScorer(tiny_path).score(CONVERSATIONS[:2])
+    assert [r["id"] for r in rows] == ["convs.txt:1", "convs.txt:2"]
+    for row, scores in zip(rows, expected):
+        assert row["scores"] == pytest.approx(scores, abs=1e-6)
+
+    canonical = tmp_path / "data.jsonl"
+    turns = [{"speaker": "human", "text": "Hi! How are you doing today?"},
+             {"speaker": "bot", "text": "I'm good, thanks. What about you?"},
+             {"speaker": "human", "text": "Tell me more."}, {"speaker": "bot", "text": "That makes sense!"}]
+    write_jsonl([{"type": "conversation", "id": "c1", "models": ["bot"], "turns": turns}], canonical)
+    out = tmp_path / "turns.jsonl"
+    assert main(["fed", "--data", str(canonical), "--out", str(out), "--lm", str(tiny_path),
+                 "--per-turn", "true", "--qualities", "turn,fun"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["turn_index"] for r in rows] == [1, 3]
+    assert rows[0]["input"] == normalise(CONVERSATIONS[0])
+    assert set(rows[1]["scores"]) == set(select_qualities(load_followups(), ["turn", "fun"]))
+
+
+def test_cli_reports_a_blank_line(tmp_path, tiny_path, capsys):
+    from parlai_dialeval.cli import main
+
+    text = tmp_path / "convs.txt"
+    text.write_text("Hi!\n\nHello\n")
+    assert main(["fed", "--data", str(text), "--data-format", "fed-text", "--out", str(tmp_path / "o.jsonl"),
+                 "--lm", str(tiny_path)]) == 2
+    assert "convs.txt:2: empty line" in capsys.readouterr().err
+
+
+def test_agent_scores_observed_episodes(tiny_path):
+    from parlai.core.params import ParlaiParser
+
+    from parlai_dialeval.agents.fed.fed import FedAgent
+
+    parser = ParlaiParser(False, False)
+    FedAgent.add_cmdline_args(parser)
+    opt = parser.parse_args(["--fed-lm", str(tiny_path), "--fed-qualities", "turn"])
+    agent = FedAgent(opt)
+    agent.observe({"text": "Hi! How are you doing today?", "eval_labels": ["I'm good, thanks. What about you?"],
+                   "episode_done": True})
+    reply = agent.act()
+    expected = FedScorer(tiny_path, qualities="turn").score([CONVERSATIONS[0]])[0]
+    assert reply["fed_scores"] == pytest.approx(expected, abs=1e-6)
+    assert agent.report()["fed_interesting"].value() == pytest.approx(expected["interesting"], abs=1e-6)
+    agent.observe({"text": "Tell me more.", "episode_done": False})
+    assert "fed_scores" not in agent.act()

@@ -1,0 +1,175 @@
+"""Pairwise win rates: closed forms on synthetic PW-Turn data, ChatEval 2018 counts against results.txt,
+Lee et al. 2020 Figure 5 response statistics, and the analyze_pairwise command."""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.analysis import pairwise
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.importers import load
+from parlai_dialeval.scripts.analyze_pairwise import WIN_RATE_COLUMNS, analyze, parse_turns
+
+
+def test_wilson_interval_matches_the_formula():
+    # Wilson (1927): (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n).
+    k, n, z = 37, 60, stats.norm.ppf(0.975)
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low, high = pairwise.wilson_ci(k, n)
+    assert low == pytest.approx((centre - half) / (1 + z * z / n))
+    assert high == pytest.approx((centre + half) / (1 + z * z / n))
+    assert np.isnan(pairwise.wilson_ci(0, 0)[0])
+
+
+def test_binomial_p_value_by_enumeration():
+    wins, losses = 14, 5
+    n = wins + losses
+    pmf = [math.comb(n, k) / 2 ** n for k in range(n + 1)]
+    expected = sum(q for q in pmf if q <= pmf[wins] * (1 + 1e-9))
+    assert pairwise.binomial_p(wins, losses) == pytest.approx(expected)
+    assert np.isnan(pairwise.binomial_p(0, 0))
+
+
+def pw_turn(p_of_turn, conversations, turns=6, seed=0, tie_share=0.0):
+    """Synthetic PW-Turn votes: model X beats Y at turn t with probability p_of_turn(t) (t 1-based)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in range(conversations):
+        for t in range(1, turns + 1):
+            u = rng.random()
+            choice = "tie" if u < tie_share else ("a" if rng.random() < p_of_turn(t) else "b")
+            flip = rng.random() < 0.5  # X shown as option A or B at random
+            rows.append({"item_id": f"conv{c}", "turn_index": 2 * t - 1, "worker_id": f"w{c % 7}",
+                         "model_a": "Y" if flip else "X", "model_b": "X" if flip else "Y",
+                         "choice": {"a": "b", "b": "a", "tie": "tie"}[choice] if flip else choice})
+    return pd.DataFrame(rows)
+
+
+def closed_forms(p, n):
+    """Expected per-conversation linear, squared and winner-takes-all win rates for n Bernoulli(p) turns."""
+    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+    squared = sum(q * k * k / (k * k + (n - k) ** 2) for k, q in enumerate(pmf))
+    wta = sum(q * (1.0 if 2 * k > n else 0.5 if 2 * k == n else 0.0) for k, q in enumerate(pmf))
+    return p, squared, wta
+
+
+@pytest.mark.parametrize("turns", [None, (2, 6)])
+def test_conversation_win_rates_match_closed_forms(turns):
+    p, conversations = 0.6, 6000
+    frame = pw_turn(lambda t: p, conversations, seed=1)
+    result = pairwise.conversation_win_rates(frame, turns=turns).iloc[0]
+    n = 6 if turns is None else 5
+    linear, squared, wta = closed_forms(p, n)
+    sign = 1 if result["model_a"] == "X" else -1  # orientation is first-seen; express for X
+    got = {k: result[k] if sign > 0 else 1 - result[k] for k in ("linear", "squared", "wta")}
+    se = 0.5 / math.sqrt(conversations)
+    assert got["linear"] == pytest.approx(linear, abs=4 * se / math.sqrt(n))
+    assert got["squared"] == pytest.approx(squared, abs=4 * se)
+    assert got["wta"] == pytest.approx(wta, abs=4 * se)
+    assert result["conversations"] == conversations
+
+
+def test_win_rate_per_turn_follows_the_turn_curve():
+    curve = {t: 0.45 + 0.05 * t for t in range(1, 7)}
+    frame = pw_turn(curve.get, 3000, seed=2, tie_share=0.1)
+    table = pairwise.win_rate_by_turn(frame)
+    assert list(table["turn_number"]) == [1, 2, 3, 4, 5, 6]
+    for row in table.itertuples():
+        rate = row.win_rate_a if row.model_a == "X" else 1 - row.win_rate_a
+        assert rate == pytest.approx(curve[row.turn_number], abs=0.04)
+    assert table["ties"].sum() == (frame["choice"] == "tie").sum()
+
+
+def test_onboarding_excluded_and_automatic_ties_apart():
+    frame = pd.DataFrame({"item_id": ["i1", "i2", "i3", "i4", "i5"], "worker_id": ["w", "w", "w", "auto", "w"],
+                          "model_a": "A", "model_b": "B", "choice": ["a", "a", "tie", "tie", "b"],
+                          "automatic": [None, None, None, True, None],
+                          "onboarding": [None, None, None, None, True]})
+    kept, onboarding = pairwise.split_onboarding(frame)
+    assert onboarding == 1
+    row = pairwise.win_rates(kept).iloc[0]
+    assert (row["wins_a"], row["wins_b"], row["ties"], row["automatic_ties"]) == (2, 0, 1, 1)
+    assert row["win_rate_a"] == 1.0 and row["distinct_a"] == pytest.approx(2 / 4)
+
+
+def test_parse_turns():
+    assert parse_turns("2-6") == (2, 6) and parse_turns("3") == (3, 3) and parse_turns(None) is None
+    for bad in ("6-2", "x", "0-3"):
+        with pytest.raises(DialevalError, match="--turns"):
+            parse_turns(bad)
+
+
+@pytest.fixture(scope="module")
+def chateval(shared_data):
+    root = shared_data / "chateval" / "amt_ab_2018"
+    return root, load([root], log=None)
+
+
+def count_results(folder):
+    """Independent count of a results.txt: wins of A, wins of B, worker ties, identical-response items."""
+    wins_a = wins_b = ties = identical = 0
+    for line in folder.joinpath("results.txt").read_text(encoding="utf-8").splitlines():
+        if line.startswith("Winner is....:"):
+            value = line.split(":", 1)[1].strip()
+            if value.startswith("It's a tie"):
+                identical += 1
+                continue
+            votes = ast.literal_eval(value)
+            wins_a, wins_b, ties = wins_a + votes.count(0), wins_b + votes.count(1), ties + votes.count(-1)
+    return wins_a, wins_b, ties, identical
+
+
+def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
+    root, data = chateval
+    result = analyze(data.comparisons, tmp_path, rounds=50, log=lambda *_: None)
+    by_study = result["by_study"].set_index("study")
+    assert len(by_study) == 20
+    for folder in sorted(p for p in root.iterdir() if p.name.startswith("AMT_")):
+        row = by_study.loc[f"chateval-ab-2018/{folder.name}"]
+        assert (row["wins_a"], row["wins_b"], row["ties"], row["automatic_ties"]) == count_results(folder)
+        assert -1 < row["fleiss_kappa"] < 1
+    html = (tmp_path / "report.html").read_text()
+    assert "fleiss_kappa" in html and "bt_score" in html and "Tie policy" in html
+    ranks = pd.read_csv(tmp_path / "rankings.csv")
+    assert list(ranks.columns) == ["model", "bt_score", "bt_ci_low", "bt_ci_high", "trueskill_mu",
+                                   "trueskill_sigma", "win_count"]
+    assert len(ranks) == 12
+
+
+def test_chateval_response_stats_match_lee_figure5(chateval):
+    # Lee et al. 2020 Figure 5 (NCME): Human 1 distinct-1 0.31, distinct-2 0.42, length 2.9;
+    # Human 2 0.36, 0.68, 5.4. The paper's tokeniser is unknown, hence the tolerance.
+    _, data = chateval
+    table = pairwise.response_stats(data.comparisons).set_index("model")
+    for model, (d1, d2, length) in {"Human1": (0.31, 0.42, 2.9), "Human2": (0.36, 0.68, 5.4)}.items():
+        assert table.loc[model, "distinct_1"] == pytest.approx(d1, abs=0.01)
+        assert table.loc[model, "distinct_2"] == pytest.approx(d2, abs=0.01)
+        assert table.loc[model, "mean_length"] == pytest.approx(length, abs=0.05)
+
+
+def test_analyze_pairwise_command(chateval, tmp_path):
+    root, _ = chateval
+    out = tmp_path / "out"
+    folders = [str(root / "AMT_NCM_Test_NCM_Human1"), str(root / "AMT_NCM_Test_Human1_Human2")]
+    run = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "analyze_pairwise", "--data", *folders,
+                          "--out", str(out), "--bootstrap-rounds", "20"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    for name in ("win_rates.csv", "rankings.csv", "agreement.json", "annotators.csv", "items.csv",
+                 "report.html"):
+        assert (out / name).is_file(), name
+    rates = pd.read_csv(out / "win_rates.csv")
+    assert list(rates.columns[:len(WIN_RATE_COLUMNS)]) == WIN_RATE_COLUMNS
+    row = rates[(rates["model_a"] == "NCM") & (rates["model_b"] == "Human1")].iloc[0]
+    assert (row["wins_a"], row["wins_b"], row["ties"]) == count_results(root / "AMT_NCM_Test_NCM_Human1")[:3]
+    summary = json.loads((out / "agreement.json").read_text())
+    assert "excluded" in summary["tie_policy"]["win_rates"] and summary["weak_agreement"]["items"] > 0

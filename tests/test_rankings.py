@@ -1,0 +1,69 @@
+"""Bradley-Terry and TrueSkill rankings on synthetic data with known truth."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from parlai_dialeval.analysis import rankings
+
+
+def simulate(strengths, n_votes, tie_share=0.0, seed=1):
+    """Votes from a Bradley-Terry model: P(i beats j) = e^s_i / (e^s_i + e^s_j); some random ties."""
+    rng = np.random.default_rng(seed)
+    k = len(strengths)
+    a = rng.integers(0, k, n_votes)
+    b = (a + rng.integers(1, k, n_votes)) % k
+    p = 1 / (1 + np.exp(-(np.asarray(strengths)[a] - np.asarray(strengths)[b])))
+    win = rng.random(n_votes) < p
+    choice = np.where(win, "a", "b")
+    choice = np.where(rng.random(n_votes) < tie_share, "tie", choice)
+    names = [f"m{i}" for i in range(k)]
+    return pd.DataFrame({"model_a": np.array(names)[a], "model_b": np.array(names)[b], "choice": choice})
+
+
+def test_bradley_terry_recovers_known_strengths():
+    truth = np.array([1.0, 0.5, 0.0, -0.3, -1.2])
+    truth = truth - truth.mean()
+    votes = simulate(truth, 20000)
+    table = rankings.rankings(votes, rounds=200).set_index("model")
+    order = [f"m{i}" for i in np.argsort(-truth)]
+    assert list(table.index) == order
+    for i, value in enumerate(truth):
+        row = table.loc[f"m{i}"]
+        assert row["bt_ci_low"] <= value <= row["bt_ci_high"], (i, value, row.to_dict())
+        assert row["bt_ci_high"] - row["bt_ci_low"] < 0.2
+
+
+def test_multinomial_bootstrap_matches_row_resampling_in_spread():
+    # The count bootstrap must behave like resampling vote rows: same CI widths within noise.
+    truth = np.array([0.4, 0.0, -0.4])
+    votes = simulate(truth, 3000, tie_share=0.1, seed=3)
+    models, a, b, outcome = rankings.encode(votes)
+    _, low, high = rankings.bradley_terry(a, b, outcome, len(models), rounds=300, seed=5)
+    rng = np.random.default_rng(7)
+    naive = []
+    for _ in range(300):
+        idx = rng.integers(0, len(a), len(a))
+        unique, counts = rankings.deduplicate(a[idx], b[idx], outcome[idx])
+        naive.append(rankings.fit_bt(rankings.win_matrix(unique, counts, len(models))))
+    naive_low, naive_high = np.percentile(naive, [2.5, 97.5], axis=0)
+    np.testing.assert_allclose(high - low, naive_high - naive_low, rtol=0.25)
+
+
+def test_ties_count_half_and_automatic_ties_are_ignored():
+    votes = pd.DataFrame({"model_a": ["x"] * 4 + ["y"], "model_b": ["y"] * 4 + ["x"],
+                          "choice": ["a", "b", "tie", "tie", "tie"], "automatic": [None] * 4 + [True]})
+    models, a, b, outcome = rankings.encode(votes)
+    assert len(a) == 4
+    matrix = rankings.win_matrix(*rankings.deduplicate(a, b, outcome), len(models))
+    np.testing.assert_allclose(matrix, [[0, 2], [2, 0]])
+    strengths, _, _ = rankings.bradley_terry(a, b, outcome, len(models), rounds=0)
+    assert strengths[0] == pytest.approx(strengths[1], abs=1e-6)
+
+
+def test_trueskill_orders_a_dominant_model_first():
+    votes = simulate([2.0, 0.0, -2.0], 600, seed=11)
+    table = rankings.rankings(votes, rounds=20)
+    assert list(table.sort_values("trueskill_mu", ascending=False)["model"]) == ["m0", "m1", "m2"]
+    assert (table["trueskill_sigma"] < 25 / 3).all()

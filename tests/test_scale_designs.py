@@ -1,0 +1,150 @@
+"""Rating-scale designs (Santhanam et al. 2020) on small hand-checkable data."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.analysis.scale_designs import (
+    bws_scores, criteria_spearman, design_name, icc, item_scores, log_normalise, worker_groups)
+
+# 4 items x 3 raters (Shrout and Fleiss 1979 layout): rows items, columns raters.
+TABLE = np.array([[9, 2, 5], [6, 1, 3], [8, 4, 6], [7, 1, 2]], float)
+
+
+def _ratings(table, scale="likert", criterion="readability", reference=None):
+    rows = []
+    for i, row in enumerate(table):
+        for j, value in enumerate(row):
+            rows.append({"conversation_id": f"item{i}", "worker_id": f"w{j}", "model": "m", "criterion": criterion,
+                         "scale": scale, "value": float(value), "reference_value": reference,
+                         "duration": None, "meta": None})
+    return pd.DataFrame(rows)
+
+
+def _shrout_fleiss(table):
+    """ICC(3,1) and ICC(2,1) from the two-way ANOVA mean squares (Shrout and Fleiss 1979, Table 2)."""
+    n, k = table.shape
+    grand = table.mean()
+    ms_rows = k * ((table.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+    ms_cols = n * ((table.mean(axis=0) - grand) ** 2).sum() / (k - 1)
+    ss_err = ((table - table.mean(axis=1, keepdims=True) - table.mean(axis=0, keepdims=True) + grand) ** 2).sum()
+    ms_err = ss_err / ((n - 1) * (k - 1))
+    icc3 = (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err)
+    icc2 = (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err + k * (ms_cols - ms_err) / n)
+    return icc3, icc2
+
+
+def test_icc_matches_shrout_fleiss_by_hand():
+    icc3, icc2 = _shrout_fleiss(TABLE)
+    result = icc(_ratings(TABLE))
+    assert result["icc_c"] == pytest.approx(icc3) and result["icc_a"] == pytest.approx(icc2)
+    assert result["n_items"] == 4 and result["n_raters"] == 3 and result["n_items_dropped"] == 0
+    # Consistency ignores a rater's constant offset; agreement does not.
+    shifted = TABLE + np.array([0, 3, 0])
+    assert icc(_ratings(shifted))["icc_c"] == pytest.approx(icc3)
+    assert icc(_ratings(shifted))["icc_a"] != pytest.approx(icc2)
+
+
+def test_icc_leaves_out_incomplete_items_and_says_so():
+    frame = _ratings(TABLE).iloc[1:]  # item0 lost one rater's rating
+    result = icc(frame)
+    assert result["n_items"] == 3 and result["n_items_dropped"] == 1
+    assert result["icc_c"] == pytest.approx(_shrout_fleiss(TABLE[1:])[0])
+
+
+def test_log_normalisation_rme_and_bme():
+    # RME: reference 100; a rating of 999 is log10(1000/101), 99 is log10(100/101), 0 stays finite.
+    assert log_normalise([999, 99, 0], [100, 100, 100]) == pytest.approx(
+        [math.log10(1000 / 101), math.log10(100 / 101), math.log10(1 / 101)])
+    with pytest.raises(ValueError, match="reference_value"):
+        log_normalise([50], [-5])
+    bme = _ratings(np.array([[39.0, 79.0]]), scale="magnitude", reference=39.0)
+    assert design_name(bme) == "BME"
+    scores = item_scores(bme)
+    assert scores["score"].iloc[0] == pytest.approx((0 + math.log10(2)) / 2)
+    assert design_name(_ratings(np.array([[5.0]]), scale="magnitude", reference=100.0)) == "RME"
+
+
+def test_best_worst_counting_scores():
+    # Two tuples of three items: A best in both, C worst in the first, B worst in the second.
+    rows = [("t1", "A", 1), ("t1", "B", 0), ("t1", "C", -1), ("t2", "A", 1), ("t2", "B", -1), ("t2", "D", 0)]
+    frame = pd.DataFrame([{"conversation_id": item, "worker_id": "w", "criterion": "coherence", "scale": "best_worst",
+                           "value": float(v), "meta": {"tuple_id": t}} for t, item, v in rows])
+    scores = bws_scores(frame).set_index("conversation_id")["score"]
+    # (#best - #worst) / #appearances by hand: A 2/2, B -1/2, C -1/1, D 0/1.
+    assert scores.to_dict() == {"A": 1.0, "B": -0.5, "C": -1.0, "D": 0.0}
+    assert design_name(frame) == "BWS"
+
+
+def test_spearman_between_criteria():
+    read = _ratings(TABLE, criterion="readability")
+    coh = _ratings(TABLE[::-1] * 0.5, criterion="coherence")
+    result = criteria_spearman(pd.concat([read, coh])).set_index("level")
+    paired_read = TABLE.ravel()
+    paired_coh = (TABLE[::-1] * 0.5).ravel()
+    assert result.loc["rating", "rho"] == pytest.approx(stats.spearmanr(paired_read, paired_coh)[0])
+    assert result.loc["item", "rho"] == pytest.approx(
+        stats.spearmanr(TABLE.mean(axis=1), (TABLE[::-1] * 0.5).mean(axis=1))[0])
+    assert result.loc["rating", "n"] == 12
+
+
+def test_worker_groups_time_and_experience():
+    frame = _ratings(TABLE)
+    frame["duration"] = [10.0, 20.0, 30.0] * 4  # per-worker totals 40, 80, 120; mean 80
+    frame["meta"] = [{"prior_experience_evaluating": j == 0} for j in range(3)] * 4
+    groups = worker_groups(frame).set_index("worker_id")
+    assert groups["time_s"].to_dict() == {"w0": 40.0, "w1": 80.0, "w2": 120.0}
+    assert groups["above_average_time"].to_dict() == {"w0": False, "w1": False, "w2": True}
+    assert groups["prior_experience_evaluating"].to_dict() == {"w0": True, "w1": False, "w2": False}
+
+
+def test_analyze_scales_cli(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from parlai_dialeval.data import write_jsonl
+
+    rng = np.random.default_rng(0)
+    quality = rng.normal(size=6)  # six items of two models, rated by four workers in each design
+    records = []
+    for study, scale, low, high in (("likert", "likert", 1, 6), ("rme", "magnitude", 0, 999)):
+        records.append({"type": "study", "name": study, "criteria": [
+            {"name": c, "scale": scale, "min": low, "max": high} for c in ("readability", "coherence")]})
+        for w in range(4):
+            for i, q in enumerate(quality):
+                for criterion in ("readability", "coherence"):
+                    if scale == "likert":
+                        value = int(np.clip(round(3.5 + q + rng.normal(0, 0.5)), 1, 6))
+                    else:
+                        value = int(np.clip(round(100 * 2 ** (q + rng.normal(0, 0.3))), 0, 999))
+                    record = {"type": "rating", "study": study, "conversation_id": f"i{i}", "worker_id": f"{study}{w}",
+                              "model": f"m{i % 2}", "criterion": criterion, "scale": scale, "scale_min": low,
+                              "scale_max": high, "value": value, "duration": 10.0 * (w + 1),
+                              "meta": {"prior_experience_evaluating": w < 2}}
+                    if scale == "magnitude":
+                        record["reference_value"] = 100
+                    records.append(record)
+    path = tmp_path / "scales.jsonl"
+    write_jsonl(records, path)
+    out = tmp_path / "out"
+    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_scales", "--data", str(path),
+                             "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    icc_table = pd.read_csv(out / "icc.csv")
+    assert set(icc_table["design"]) == {"Likert", "RME"}
+    assert set(icc_table["workers"]) >= {"all", "above-average time", "below-average time",
+                                         "prior_experience_evaluating=yes", "prior_experience_evaluating=no"}
+    # the Likert/readability ICC equals Shrout and Fleiss computed here on the items x workers table
+    frame = pd.DataFrame([r for r in records if r["type"] == "rating" and r["study"] == "likert"
+                          and r["criterion"] == "readability"])
+    table = frame.pivot(index="conversation_id", columns="worker_id", values="value").to_numpy(float)
+    row = icc_table[(icc_table["design"] == "Likert") & (icc_table["criterion"] == "readability")
+                    & (icc_table["workers"] == "all")].iloc[0]
+    assert row["icc_c"] == pytest.approx(_shrout_fleiss(table)[0]) and row["icc_a"] == pytest.approx(
+        _shrout_fleiss(table)[1])
+    assert (out / "report.html").exists() and (out / "icc.png").exists()

@@ -1,0 +1,148 @@
+"""Time to significance (Smith et al. 2022, 4.4.3 / App. F) against statsmodels' power calculations."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.power import NormalIndPower, TTestIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+
+from parlai_dialeval.analysis.significance_time import (
+    Units, binomial_p, chunk_win_rates, combo_units, power_curve, time_to_significance)
+
+SECONDS_PER_RATING = 30.0
+
+
+def _units(values, workers=None, onboarding=0.0):
+    workers = np.arange(len(values)) if workers is None else workers
+    return Units.build(values, np.full(len(values), SECONDS_PER_RATING), workers, onboarding)
+
+
+def test_binomial_time_matches_statsmodels_power():
+    # Known truth: the first model wins exactly 60% of decided comparisons; 10% ties never count.
+    rng = np.random.default_rng(1)
+    outcome = rng.permutation(np.r_[np.ones(10800), np.zeros(7200), np.full(2000, np.nan)])
+    units = _units(outcome)
+    # statsmodels: one-sample (ratio=0) arcsine power for p=0.6 vs 0.5; ties inflate the count by 1/0.9.
+    decided_needed = NormalIndPower().solve_power(proportion_effectsize(0.6, 0.5), alpha=0.05, power=0.8, ratio=0)
+    expected_time = decided_needed / 0.9 * SECONDS_PER_RATING
+    curve = power_curve(units, sizes=np.arange(150, 301, 10), trials=2000, seed=3)
+    estimate = time_to_significance(curve, power=0.8)
+    assert estimate["reached"] and not estimate["extrapolated"]
+    assert estimate["time_s"] == pytest.approx(expected_time, rel=0.15)
+
+
+def test_ttest_time_matches_statsmodels_power():
+    rng = np.random.default_rng(2)
+    d = 0.5  # known standardised effect size: both samples standardised exactly
+    a = _units(stats.zscore(rng.normal(size=5000)) + d)
+    b = _units(stats.zscore(rng.normal(size=5000)))
+    per_group = TTestIndPower().solve_power(d, alpha=0.05, power=0.8, ratio=1.0)  # about 64
+    curve = power_curve(a, b, sizes=np.arange(40, 101, 4), trials=2000, seed=4)
+    estimate = time_to_significance(curve, power=0.8)
+    assert estimate["n"] == pytest.approx(per_group, rel=0.15)
+    assert estimate["time_s"] == pytest.approx(2 * per_group * SECONDS_PER_RATING, rel=0.15)
+
+
+def test_onboarding_charged_once_per_distinct_worker():
+    # One worker did everything: every resample pays onboarding exactly once.
+    units = _units(np.ones(50), workers=["w"] * 50, onboarding=600.0)
+    curve = power_curve(units, sizes=[10, 20], trials=20, seed=0)
+    assert curve["time_s"].tolist() == [10 * SECONDS_PER_RATING + 600, 20 * SECONDS_PER_RATING + 600]
+    # Each unit its own worker with 60 s onboarding: cost is n * (30 + 60) when draws are distinct.
+    distinct = _units(np.ones(5), workers=list("abcde"), onboarding=60.0)
+    one = power_curve(distinct, sizes=[1], trials=10, seed=0)
+    assert one["time_s"].iloc[0] == SECONDS_PER_RATING + 60
+
+
+def test_never_significant_reports_not_reached():
+    units = _units(np.array([1.0, 0.0] * 20))
+    estimate = time_to_significance(power_curve(units, sizes=[10, 20, 40], trials=50, seed=0))
+    assert not estimate["reached"] and np.isnan(estimate["time_s"])
+
+
+def test_interpolation_between_sizes():
+    curve = pd.DataFrame({"n": [10, 20], "power": [0.6, 1.0], "time_s": [100.0, 200.0],
+                          "extrapolated": [False, False]})
+    # Power 0.8 lies halfway between the two sizes.
+    assert time_to_significance(curve, 0.8) == {"n": 15.0, "time_s": 150.0, "reached": True,
+                                                "extrapolated": False}
+
+
+def test_chunks_of_45_minutes():
+    # 12 units of 15 minutes each = 4 chunks of 45 minutes; win rates computed by hand.
+    frame = pd.DataFrame({"order": range(12), "cost": [900.0] * 12,
+                          "value": [1, 1, 0, 1, np.nan, 1, 0, 0, 0, 1, 1, 1]})
+    chunks = chunk_win_rates(frame)
+    assert chunks["n"].tolist() == [3, 3, 3, 3]
+    assert chunks["win_rate"].tolist() == pytest.approx([2 / 3, 1.0, 0.0, 1.0])
+
+
+def test_combo_ratio():
+    turn = _units(np.ones(100))
+    dialog = _units(np.zeros(100))
+    pool = combo_units(turn, dialog, ratio=(1, 5), size=600, seed=0)
+    # 1:5 ratio: 100 of 600 units come from PW-Turn (all wins), so the pooled win rate is 1/6.
+    assert len(pool) == 600 and np.nanmean(pool.values) == pytest.approx(1 / 6)
+
+
+def test_vectorised_binomial_p_equals_scipy_binomtest():
+    wins, decided = np.meshgrid(np.arange(0, 31), np.arange(0, 31))
+    ok = wins <= decided
+    expected = [stats.binomtest(int(w), int(n), 0.5).pvalue if n else 1.0 for w, n in zip(wins[ok], decided[ok])]
+    assert binomial_p(wins[ok], decided[ok]) == pytest.approx(expected, rel=1e-9)
+
+
+def _synthetic_data():
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.data import from_records
+
+    return from_records(synthetic_records())
+
+
+def test_samples_from_canonical_data():
+    from parlai_dialeval.analysis.significance_time import pairwise_samples, single_model_samples
+
+    data = _synthetic_data()
+    pw = {(s.technique, s.metric): s for s in pairwise_samples(data, turns=(2, 6))}
+    assert set(pw) == {("pw_turn", "engaging"), ("pw_dialog_self", "engaging")}
+    turn = pw[("pw_turn", "engaging")]
+    # 20 conversations x bot turns 2..6 = 100 comparisons of 30 s each; pair sorted: 'bad' first.
+    assert (turn.model_a, turn.model_b, len(turn.a)) == ("bad", "good", 100)
+    assert set(turn.a.cost) == {30.0} and np.nanmean(turn.a.values) < 0.5
+    dialog = pw[("pw_dialog_self", "engaging")]
+    assert len(dialog.a) == 60 and set(dialog.a.cost) == {60.0}  # self-chats cost no conversation time
+    sm = {(s.technique, s.metric): s for s in single_model_samples(data, turns=(3, 6))}
+    sm_turn = sm[("sm_turn", "humanlike")]
+    # 600 s conversations shared by the 4 rated turns (3..6) of a criterion: 150 s per rating.
+    assert len(sm_turn.a) == 20 * 4 and set(sm_turn.a.cost) == {150.0}
+    # onboarding from conversation meta: 300 s per worker
+    assert set(sm_turn.a.onboarding) == {300.0}
+    assert set(sm[("sm_dialog", "engaging")].a.cost) == {600.0}
+
+
+def test_significance_time_cli(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.data import write_jsonl
+
+    data_path = tmp_path / "study.jsonl"
+    write_jsonl(synthetic_records(), data_path)
+    out = tmp_path / "out"
+    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "significance_time", "--data",
+                             str(data_path), "--out", str(out), "--trials", "60", "--weights", "1:0,1:5,0:1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    table = pd.read_csv(out / "time_to_significance.csv")
+    assert {"pw_turn", "pw_dialog_self", "pw_combo 1:5", "sm_turn", "sm_dialog", "sm_combo 1:5"} <= set(
+        table["technique"])
+    assert table["durations_known"].all()
+    variability = pd.read_csv(out / "chunk_variability.csv")
+    assert "pw_turn" in set(variability["technique"])
+    assert (out / "report.html").exists() and list(out.glob("time_bad_vs_good.png"))

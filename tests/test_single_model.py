@@ -1,0 +1,169 @@
+"""SM-Turn / SM-Dialog analysis (Smith et al. 2022) on small data whose answers are worked out by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.analysis.single_model import (
+    combined_scores, effective_win_rate, likert_summary, model_pairs, per_conversation_success, per_turn_table,
+    select_turns, sm_dialog_ratings, sm_turn_ratings, success_rates, ttests)
+
+# Two conversations of model X and one of Y; bot messages at odd turn indices 1, 3, 5, 7.
+# Engaging ticks per bot turn (1-based bot turns 1..4):
+TICKS = {("c1", "X"): [0, 1, 1, 0], ("c2", "X"): [0, 0, 1, 0], ("c3", "Y"): [1, 1, 1, 1]}
+LIKERT = {("c1", "X"): 4, ("c2", "X"): 2, ("c3", "Y"): 5}
+
+
+def _ratings():
+    rows = []
+    for (conv, model), ticks in TICKS.items():
+        for k, tick in enumerate(ticks):
+            rows.append({"conversation_id": conv, "worker_id": "w" + conv, "model": model, "criterion": "engaging",
+                         "scale": "binary", "value": tick, "turn_index": 2 * k + 1})
+            # the other criteria: all zero ("none" ticked)
+            for criterion in ("humanlike", "interesting"):
+                rows.append({"conversation_id": conv, "worker_id": "w" + conv, "model": model,
+                             "criterion": criterion, "scale": "binary", "value": 0, "turn_index": 2 * k + 1})
+        rows.append({"conversation_id": conv, "worker_id": "w" + conv, "model": model, "criterion": "engaging",
+                     "scale": "likert", "value": LIKERT[(conv, model)], "turn_index": None})
+    rows.append({"conversation_id": "c1", "worker_id": "wc1", "model": "X", "criterion": "overall",
+                 "scale": "likert", "value": 3, "turn_index": None})  # not an SM criterion: ignored
+    return pd.DataFrame(rows)
+
+
+def _engaging(frame):
+    return frame[frame["criterion"] == "engaging"]
+
+
+def test_bot_turns_are_ranks_of_rated_messages():
+    turns = sm_turn_ratings(_ratings())
+    assert sorted(turns.loc[turns["conversation_id"] == "c1", "bot_turn"].unique()) == [1, 2, 3, 4]
+    assert len(select_turns(turns, (3, 4))) == 3 * 3 * 2
+
+
+def test_linear_and_winner_takes_all_rates():
+    rates = success_rates(_engaging(sm_turn_ratings(_ratings()))).set_index("model")
+    # Linear: X has 3 successes out of 8 responses; Y 4 of 4.
+    assert rates.loc["X", "lin"] == pytest.approx(3 / 8) and rates.loc["Y", "lin"] == 1.0
+    # WTA: c1 has 2/4 >= half -> win; c2 has 1/4 -> loss; so X wins 1 of 2 conversations.
+    assert rates.loc["X", "wta"] == 0.5 and rates.loc["X", "n_conversations"] == 2
+    # Turns 3-4 only: c1 1/2 (win), c2 1/2 (win) -> WTA 1.0; linear 2/4.
+    subset = success_rates(_engaging(select_turns(sm_turn_ratings(_ratings()), (3, 4)))).set_index("model")
+    assert subset.loc["X", "wta"] == 1.0 and subset.loc["X", "lin"] == 0.5
+
+
+def test_per_turn_table():
+    table = per_turn_table(_engaging(sm_turn_ratings(_ratings()))).set_index("model")
+    # X's turn 2: c1 ticked, c2 not -> 50%; turn 3: both -> 100%.
+    assert table.loc["X", ["turn_1", "turn_2", "turn_3", "turn_4"]].tolist() == [0.0, 50.0, 100.0, 0.0]
+
+
+def test_likert_summary_and_ttest():
+    dialog = sm_dialog_ratings(_ratings())
+    assert set(dialog["criterion"]) == {"engaging"}
+    summary = likert_summary(dialog).set_index("model")
+    assert summary.loc["X", "mean"] == 3.0 and summary.loc["X", "sd"] == pytest.approx(np.std([4, 2], ddof=1))
+    per_conv = per_conversation_success(_engaging(sm_turn_ratings(_ratings())))
+    # X's per-conversation success 0.5 (c1) and 0.25 (c2) against Y's 1.0 (c3) plus two more Y conversations.
+    extra = pd.DataFrame({"model": "Y", "conversation_id": ["c8", "c9"], "criterion": "engaging",
+                          "success": [0.5, 0.75]})
+    tests = ttests(pd.concat([per_conv, extra]), [("X", "Y")], value="success")
+    expected = stats.ttest_ind([0.5, 0.25], [1.0, 0.5, 0.75])
+    assert tests["p"].iloc[0] == pytest.approx(expected.pvalue)
+
+
+def test_effective_win_rate_extremes_and_symmetry():
+    assert effective_win_rate([1, 1, 1], [0, 0], n_boot=200, rng=0) == 1.0
+    assert effective_win_rate([1, 0], [1, 0], n_boot=2000, rng=0) == pytest.approx(0.5, abs=0.03)
+    # Against a constant 0.5, win probability = P(bootstrap mean of [0, 1] x 4 > 0.5) computed from the binomial.
+    x = [0, 1, 0, 1]
+    exact = stats.binom.sf(2, 4, 0.5) + 0.5 * stats.binom.pmf(2, 4, 0.5)
+    assert effective_win_rate(x, [0.5], n_boot=20000, rng=1) == pytest.approx(exact, abs=0.01)
+
+
+def test_weighted_combination_appendix_g():
+    turns = _engaging(sm_turn_ratings(_ratings()))
+    dialog = sm_dialog_ratings(_ratings())
+    combined = combined_scores(turns, dialog, w_turn=1, w_dialog=5).set_index("conversation_id")["value"]
+    # c1: WTA 1, Likert 4 -> 0.75: (1*1 + 5*0.75)/6; c2: WTA 0, Likert 2 -> 0.25: (0 + 5*0.25)/6.
+    assert combined["c1"] == pytest.approx((1 + 5 * 0.75) / 6)
+    assert combined["c2"] == pytest.approx(5 * 0.25 / 6)
+
+
+def test_model_pairs():
+    assert model_pairs(["b", "a", "c"]) == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert model_pairs(["b", "a", "c"], reference="b") == [("b", "a"), ("b", "c")]
+
+
+def synthetic_records(seed: int = 0, conversations: int = 20, p_good: float = 0.7, p_bad: float = 0.4):
+    """A small canonical study with known truth: model 'good' succeeds on each SM-Turn tick with p_good,
+    'bad' with p_bad; SM-Dialog Likert 4 vs 3 on average; PW-Turn and self-chat PW-Dialog comparisons
+    that 'good' wins with probability 0.7. Durations everywhere; onboarding 300 s per worker in meta."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for model, p in (("good", p_good), ("bad", p_bad)):
+        for c in range(conversations):
+            conv_id, worker = f"sm-{model}-{c}", f"w{c % 5}"
+            turns = [{"speaker": "human" if i % 2 == 0 else model, "text": f"t{i}"} for i in range(12)]
+            records.append({"type": "conversation", "id": conv_id, "models": [model], "worker_id": worker,
+                            "turns": turns, "duration": 600.0, "task": "sm_eval",
+                            "meta": {"onboarding_duration": 300.0}})
+            for i in range(1, 12, 2):
+                for criterion in ("engaging", "humanlike", "interesting"):
+                    records.append({"type": "rating", "conversation_id": conv_id, "worker_id": worker, "model": model,
+                                    "criterion": criterion, "scale": "binary", "scale_min": 0, "scale_max": 1,
+                                    "value": int(rng.random() < p), "turn_index": i})
+            for criterion in ("engaging", "humanlike", "interesting"):
+                likert = int(np.clip(round(rng.normal(4 if model == "good" else 3, 0.8)), 1, 5))
+                records.append({"type": "rating", "conversation_id": conv_id, "worker_id": worker, "model": model,
+                                "criterion": criterion, "scale": "likert", "scale_min": 1, "scale_max": 5,
+                                "value": likert})
+    question = "Which next response from your partner would you prefer in a long conversation?"
+    for c in range(conversations):
+        records.append({"type": "conversation", "id": f"pw-{c}", "models": ["good", "bad"], "worker_id": f"p{c % 4}",
+                        "turns": [{"speaker": "human", "text": "x"}] * 12, "duration": 360.0})
+        for i in range(1, 12, 2):
+            records.append({"type": "comparison", "item_id": f"pw-{c}", "worker_id": f"p{c % 4}", "model_a": "good",
+                            "model_b": "bad", "choice": "a" if rng.random() < 0.7 else "b", "turn_index": i,
+                            "question": question, "duration": 30.0})
+    for m in ("good", "bad"):
+        records.append({"type": "conversation", "id": f"self-{m}", "models": [m], "task": "self_chat",
+                        "turns": [{"speaker": m, "text": "x"}]})
+    for k in range(60):
+        records.append({"type": "comparison", "item_id": f"d{k}", "worker_id": f"q{k % 6}", "model_a": "bad",
+                        "model_b": "good", "choice": "b" if rng.random() < 0.7 else "a", "duration": 60.0,
+                        "conversation_a": "self-bad", "conversation_b": "self-good",
+                        "question": "Who would you prefer to talk to for a long conversation?"})
+    return records
+
+
+def test_analyze_single_model_end_to_end(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from parlai_dialeval.data import write_jsonl
+
+    data_path = tmp_path / "study.jsonl"
+    write_jsonl(synthetic_records(), data_path)
+    out = tmp_path / "out"
+    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_single_model", "--data",
+                             str(data_path), "--out", str(out), "--n-boot", "200"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rates = pd.read_csv(out / "success_rates.csv")
+    # 20 conversations x 6 turns per model; 'all' pools every turn, '3-6' the last four.
+    assert set(rates["n_ratings"]) == {120, 80} and set(rates["turns"]) == {"all", "3-6"}
+    good = rates[(rates["model"] == "good") & (rates["turns"] == "all")]
+    assert good["lin"].between(0.55, 0.85).all()
+    wins = pd.read_csv(out / "effective_win_rates.csv")
+    assert (wins["model_a"] == "bad").all() and (wins["win_rate_a"] < 0.5).all()  # pairs sorted: bad vs good
+    combination = pd.read_csv(out / "combination.csv")
+    assert set(combination["weights"]) == {"1:0", "10:1", "5:1", "2:1", "1:1", "1:2", "1:5", "1:10", "0:1"}
+    assert (out / "report.html").exists() and (out / "success_by_turn.png").exists()
+    bad = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_single_model", "--data",
+                          str(data_path), "--out", str(out), "--sm-turns", "6-3"], capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode == 2 and "turn range '6-3'" in bad.stderr
