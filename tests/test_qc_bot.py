@@ -117,3 +117,15 @@ def test_default_corpus_is_the_chatterbot_package_train_split():
     # chatterbot-corpus 1.3.3 English: 2,026 conversations (shared/data README); one is malformed
     # (a single string) and skipped; 8 in 10 of the rest are train.
     assert 1500 < len(corpus.dialogues) < 1700
+
+
+def test_interactive_chat_with_the_qc_bot(corpus_file, monkeypatch, capsys):
+    from parlai_dialeval.cli import main as dialeval
+
+    path, _ = corpus_file
+    typed = iter(["hello there", "how are you?", "[EXIT]"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(typed))
+    assert dialeval(["interactive", "-m", "dialeval:qc_bot", "--qc-file", str(path), "--qc-seed", "2"]) == 0
+    expected = [m["text"] for m in chat(make(path, qc_seed=2), 2)]
+    shown = capsys.readouterr().out
+    assert all(f"[QcBot]: {text}" in shown for text in expected)

@@ -72,9 +72,9 @@ def test_log_normalisation_rme_and_bme():
 def test_best_worst_counting_scores():
     # Two tuples of three items: A best in both, C worst in the first, B worst in the second.
     rows = [("t1", "A", 1), ("t1", "B", 0), ("t1", "C", -1), ("t2", "A", 1), ("t2", "B", -1), ("t2", "D", 0)]
-    frame = pd.DataFrame([{"conversation_id": item, "worker_id": "w", "criterion": "coherence", "scale": "best_worst",
-                           "value": float(v), "meta": {"tuple_id": t}} for t, item, v in rows])
-    scores = bws_scores(frame).set_index("conversation_id")["score"]
+    frame = pd.DataFrame([{"conversation_id": "ctx", "model": item, "worker_id": "w", "criterion": "coherence",
+                           "scale": "best_worst", "value": float(v), "meta": {"tuple_id": t}} for t, item, v in rows])
+    scores = bws_scores(frame).set_index("model")["score"]
     # (#best - #worst) / #appearances by hand: A 2/2, B -1/2, C -1/1, D 0/1.
     assert scores.to_dict() == {"A": 1.0, "B": -0.5, "C": -1.0, "D": 0.0}
     assert design_name(frame) == "BWS"
@@ -122,8 +122,9 @@ def test_analyze_scales_cli(tmp_path):
                         value = int(np.clip(round(3.5 + q + rng.normal(0, 0.5)), 1, 6))
                     else:
                         value = int(np.clip(round(100 * 2 ** (q + rng.normal(0, 0.3))), 0, 999))
-                    record = {"type": "rating", "study": study, "conversation_id": f"i{i}", "worker_id": f"{study}{w}",
-                              "model": f"m{i % 2}", "criterion": criterion, "scale": scale, "scale_min": low,
+                    # three items (contexts), each answered by two models: six rated responses
+                    record = {"type": "rating", "study": study, "conversation_id": f"i{i // 2}",
+                              "worker_id": f"{study}{w}", "model": f"m{i % 2}", "criterion": criterion, "scale": scale, "scale_min": low,
                               "scale_max": high, "value": value, "duration": 10.0 * (w + 1),
                               "meta": {"prior_experience_evaluating": w < 2}}
                     if scale == "magnitude":
@@ -142,7 +143,8 @@ def test_analyze_scales_cli(tmp_path):
     # the Likert/readability ICC equals Shrout and Fleiss computed here on the items x workers table
     frame = pd.DataFrame([r for r in records if r["type"] == "rating" and r["study"] == "likert"
                           and r["criterion"] == "readability"])
-    table = frame.pivot(index="conversation_id", columns="worker_id", values="value").to_numpy(float)
+    table = frame.pivot(index=["conversation_id", "model"], columns="worker_id", values="value").to_numpy(float)
+    assert table.shape == (6, 4)
     row = icc_table[(icc_table["design"] == "Likert") & (icc_table["criterion"] == "readability")
                     & (icc_table["workers"] == "all")].iloc[0]
     assert row["icc_c"] == pytest.approx(_shrout_fleiss(table)[0]) and row["icc_a"] == pytest.approx(

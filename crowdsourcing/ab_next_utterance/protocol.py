@@ -44,6 +44,24 @@ def items_from_responses(contexts: list[list[str]], responses: dict[str, list[st
             for i, ctx in enumerate(contexts)]
 
 
+def contexts_from_teacher(task: str, max_items: int | None = None, **opt) -> list[list[str]]:
+    """Every episode's first context of a ParlAI teacher (e.g. ``dialeval:chateval:ncm``), turns split
+    on newlines, as ParlAI joins multi-turn contexts."""
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    full_opt = ParlaiParser(True, False).parse_kwargs(task=task, datatype="valid", **opt)
+    teacher = create_task_agent_from_taskname(full_opt)[0]
+    contexts = []
+    while not teacher.epoch_done() and (max_items is None or len(contexts) < max_items):
+        message = teacher.act()
+        if message.get("text") is not None:
+            contexts.append(message["text"].split("\n"))
+        while not message.get("episode_done", True) and not teacher.epoch_done():
+            message = teacher.act()
+    return contexts
+
+
 def generate_responses(contexts: list[list[str]], agent) -> list[str]:
     """A ParlAI agent's next utterance for each context (reset between contexts; turns joined by newline)."""
     out = []

@@ -56,6 +56,14 @@ def make_pairs(conversations: list[dict], *, model_pairs: list[tuple[str, str]] 
     return pairs
 
 
+def public_pair(pair: dict) -> dict:
+    """What the browser shows of a pair: turns with the evaluated speaker marked, no model names."""
+    def side(entry: dict) -> list[dict]:
+        return [{"text": t["text"], "evaluated": t["speaker"] == entry["model"]}
+                for t in entry["conversation"]["turns"]]
+    return {"pair_id": pair["pair_id"], "left": side(pair["left"]), "right": side(pair["right"])}
+
+
 def make_units(pairs: list[dict], subtasks_per_unit: int, rng: random.Random) -> list[list[dict]]:
     """Shuffle the pairs and cut them into units of ``subtasks_per_unit`` (the last may be shorter)."""
     if subtasks_per_unit < 1:

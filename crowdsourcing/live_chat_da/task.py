@@ -25,6 +25,8 @@ class LiveChatArgs:
         "help": "name -> {opt: {ParlAI agent opt: model/model_file/...}, persona: [sentences]}"})
     qc_models: List[str] = field(default_factory=list, metadata={
         "help": "names (among `models`) of quality-control bots; one per HIT"})
+    bots_dir: str = field(default="${task_dir}/../../data/offline_bots", metadata={
+        "help": "folder written by `dialeval build_offline_bots`; confs refer to it as ${live_chat.bots_dir}"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed for the order of models (None: random)"})
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
@@ -58,8 +60,14 @@ def _export(units, task_name):
     return export_units(units, task_name)
 
 
+def _worker_checks(records, alpha):
+    from parlai_dialeval.crowdsourcing.live_chat_da.quality import worker_checks
+
+    return worker_checks(records, alpha)
+
+
 TASK = TaskSpec(
     name="live_chat_da", config_class=LiveChatConfig, default_conf="example", shared_state=shared_state,
-    export=_export, description="Live-chat direct assessment (Ji et al., 2022)",
+    export=_export, worker_checks=_worker_checks, description="Live-chat direct assessment (Ji et al., 2022)",
     extra={"export_files": ("dialeval_live_chat.json",)},
 )

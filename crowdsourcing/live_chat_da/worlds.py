@@ -117,7 +117,8 @@ class LiveChatWorld:
             self._abandon()
 
     def prep_save_data(self, agents) -> dict:
-        return {"dialeval_record": self.record}
+        # Mephisto sends this to the worker's page too: name the record file, never the models in it.
+        return {"dialeval_record_file": RECORD_FILE}
 
     # ---------------------------------------------------------------- phases
     def _on_topic(self, action, text, data) -> None:

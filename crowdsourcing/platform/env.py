@@ -26,6 +26,11 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     import mephisto.utils.dirs as dirs
 
     dirs.loaded_data_dir = str(path)
+    # LocalArchitect builds its server in site-packages/tmp/local_server_<run id>; run ids restart at 1
+    # in every database, so two launches (tests, several projects) would collide there.
+    import mephisto.abstractions.architects.local_architect as local_architect
+
+    local_architect.get_mephisto_tmp_dir = lambda: str(path / "tmp")
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers dialeval_chat)
 
     return path

@@ -102,11 +102,10 @@ def task_type_of(db, task_name: str) -> str | None:
     return None
 
 
-def export_task(task_name: str, out: str | Path, data_dir: str | Path | None = None,
-                task_type: str | None = None) -> ExportReport:
+def collect(task_name: str, data_dir: str | Path | None = None, task_type: str | None = None):
+    """(ExportReport, MephistoDB) for a task, read but not written anywhere."""
     from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
     from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
-    from parlai_dialeval.data import from_records, write_jsonl
 
     data_dir = prepare_mephisto(data_dir)
     db_file = database_path(data_dir)
@@ -126,6 +125,14 @@ def export_task(task_name: str, out: str | Path, data_dir: str | Path | None = N
     report.units = len(units)
     for unit in units:
         report.by_status[unit.agent_status] = report.by_status.get(unit.agent_status, 0) + 1
+    return report, db, spec
+
+
+def export_task(task_name: str, out: str | Path, data_dir: str | Path | None = None,
+                task_type: str | None = None) -> ExportReport:
+    from parlai_dialeval.data import from_records, write_jsonl
+
+    report, _, _ = collect(task_name, data_dir, task_type)
     from_records([dict(r) for r in report.records], source=f"mephisto task {task_name}")  # validates
     write_jsonl(report.records, out)
     return report

@@ -41,10 +41,11 @@ def validate_onboarding(data: dict) -> bool:
     return False
 
 
-def save_record(agent, record: dict) -> None:
+def save_record(agent, record: dict, name: str = RECORD_FILE) -> None:
+    """Write ``record`` as JSON file ``name`` in the worker's Mephisto data folder (read back by export)."""
     mephisto_agent = getattr(agent, "mephisto_agent", None)
     if mephisto_agent is not None:
-        mephisto_agent.db.write_dict(f"{mephisto_agent.get_data_dir()}/{RECORD_FILE}", record)
+        mephisto_agent.db.write_dict(f"{mephisto_agent.get_data_dir()}/{name}", record)
 
 
 class OnboardingWorld:

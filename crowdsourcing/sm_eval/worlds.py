@@ -54,7 +54,7 @@ class SingleModelWorld:
             state.update(prompt=LIKERT_PROMPT, questions=[{"criterion": c, "question": LIKERT_QUESTIONS[c]}
                                                           for c in CRITERIA], min=LIKERT_MIN, max=LIKERT_MAX)
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
-        save_record(self.agent, self.record())
+        save_record(self.agent, self.record(), RECORD_FILE)
 
     def parley(self) -> None:
         try:
@@ -102,4 +102,4 @@ class SingleModelWorld:
             self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
             if self.blocked:
                 soft_block(self.agent, self.opt["block_qualification"])
-        save_record(self.agent, self.record())
+        save_record(self.agent, self.record(), RECORD_FILE)

@@ -28,7 +28,9 @@ their samples hold ties, and each group is one vectorised call.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -293,6 +295,7 @@ def grouped_test(values: np.ndarray, groups: np.ndarray, first: np.ndarray, n_gr
     """
     p = np.full(n_groups, np.nan)
     values = np.asarray(values, dtype=float)
+    groups = np.asarray(groups, dtype=np.int64)
     first = np.asarray(first, dtype=bool)
     order = np.lexsort((~first, groups))  # by group, "first" rows before the others
     g, f, v = groups[order], first[order], values[order]
@@ -307,7 +310,8 @@ def grouped_test(values: np.ndarray, groups: np.ndarray, first: np.ndarray, n_gr
         matrix = v[index]
         x, y = matrix[:, :a], matrix[:, a:]
         if test == "ttest":
-            with np.errstate(invalid="ignore", divide="ignore"):
+            with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # constant samples: p is nan, said below
                 result = stats.ttest_ind(x, y, axis=1, equal_var=False, alternative=alternative)
             p[members] = result.pvalue
             continue
@@ -360,10 +364,13 @@ def quality_control(frame: pd.DataFrame, settings: Settings, extra_workers: dict
     """Per worker: n_hits, n_ratings, p_value, passed. ``extra_workers`` maps worker -> HITs with no
     ratings (empty submissions), who are listed as failing: there is nothing to test."""
     config = settings.config
-    workers, codes = np.unique(frame["worker_id"].to_numpy(), return_inverse=True)
+    codes, workers = pd.factorize(frame["worker_id"])
+    workers = np.asarray(workers, dtype=object)
     n = len(workers)
     n_ratings = np.bincount(codes, minlength=n)
-    hits = frame.groupby("worker_id")["assignment_id"].nunique().reindex(workers).to_numpy()
+    assignment_codes, _ = pd.factorize(frame["assignment_id"])
+    first_of_hit = ~pd.Series(assignment_codes).duplicated().to_numpy()
+    hits = np.bincount(codes[first_of_hit], minlength=n)
     note = np.array([""] * n, dtype=object)
     if config.qc_test == "none":
         p = np.full(n, np.nan)
@@ -456,13 +463,23 @@ def rater_agreement(conversations: pd.DataFrame, passed_workers: set, by: str = 
     that held the same models (``by="models"``, the authors' grouping) or share a hit_id (``by="hit"``);
     conversations are matched by model. Pairs are formed among passing and among failing workers."""
     frame = conversations.sort_values(["assignment_id", "model", "conversation_id"], kind="stable")
-    per_assignment = frame.groupby("assignment_id", sort=False)
-    hit = per_assignment.agg(key=("model", "|".join), worker_id=("worker_id", "first"), width=("model", "size"))
-    hit["offset"] = np.concatenate([[0], np.cumsum(hit["width"].to_numpy())[:-1]])
+    assignment, assignments = pd.factorize(frame["assignment_id"], sort=True)
+    model, _ = pd.factorize(frame["model"], sort=True)
+    width = np.bincount(assignment)
+    offset = np.concatenate([[0], np.cumsum(width)[:-1]])
+    # the key of a HIT: its sorted models (padded with -1), as one row of a matrix
+    models = np.full((len(width), width.max()), -1, dtype=np.int64)
+    position = np.arange(len(frame)) - offset[assignment]
+    models[assignment, position] = model
     if by == "hit":
         if hits is None:
             raise DialevalError("--agreement_by hit needs hit_id on the conversations")
-        hit["key"] = hits.reindex(hit.index).astype(str).to_numpy() + "#" + hit["key"]
+        hit_code, _ = pd.factorize(hits.reindex(assignments).astype(str))
+        models = np.column_stack([hit_code, models])
+    _, key = np.unique(models, axis=0, return_inverse=True)
+    worker = frame["worker_id"].to_numpy()[offset]
+    hit = pd.DataFrame({"key": key.ravel(), "worker_id": worker, "width": width, "offset": offset},
+                       index=assignments)
     hit["passed"] = hit["worker_id"].isin(passed_workers)
     values = frame["overall_z"].to_numpy()
     result = {"by": by, "sampled": False}
@@ -563,34 +580,35 @@ def input_lengths(conversations: pd.DataFrame, passed_workers: set, speaker: str
     conversation, for passing and failing workers."""
     if "turns" not in conversations.columns or conversations.empty:
         return None
-    chars_in, words_in, chars_conv, words_conv, owner = [], [], [], [], []
-    for turns, passed in zip(conversations["turns"], conversations["worker_id"].isin(passed_workers)):
-        if not isinstance(turns, list):
-            continue
-        texts = [t.get("text") or "" for t in turns if isinstance(t, dict) and t.get("speaker") == speaker]
-        if not texts:
-            continue
-        c = [len(t) for t in texts]
-        w = [len(t.split()) for t in texts]
-        chars_in.append(c)
-        words_in.append(w)
-        chars_conv.append(sum(c))
-        words_conv.append(sum(w))
-        owner.append(passed)
-    if not owner:
+    # turns are validated on load: a list of {speaker, text, ...}
+    per_conversation = [[t["text"] for t in turns if t["speaker"] == speaker] if isinstance(turns, list) else []
+                        for turns in conversations["turns"].tolist()]
+    counts = np.fromiter(map(len, per_conversation), dtype=np.int64, count=len(per_conversation))
+    texts = list(itertools.chain.from_iterable(per_conversation))
+    if not texts:
         return None
-    owner = np.asarray(owner)
+    owner = np.repeat(np.arange(len(per_conversation)), counts)
+    chars = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    words = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
+    n = len(conversations)
+    has_input = np.bincount(owner, minlength=n) > 0
+    chars_conv = np.bincount(owner, weights=chars, minlength=n)
+    words_conv = np.bincount(owner, weights=words, minlength=n)
+    passed_conv = conversations["worker_id"].isin(passed_workers).to_numpy()
     rows = []
-    for label, mask in (("passed", owner), ("failed", ~owner), ("all", np.ones_like(owner))):
-        idx = np.flatnonzero(mask)
-        flat_c = np.concatenate([chars_in[i] for i in idx]) if len(idx) else np.array([])
-        flat_w = np.concatenate([words_in[i] for i in idx]) if len(idx) else np.array([])
-        rows.append({"workers": label, "conversations": len(idx), "inputs": len(flat_c),
-                     "median_chars_per_input": np.median(flat_c) if len(flat_c) else np.nan,
-                     "median_chars_per_conversation": np.median(np.asarray(chars_conv)[idx]) if len(idx) else np.nan,
-                     "median_words_per_input": np.median(flat_w) if len(flat_w) else np.nan,
-                     "median_words_per_conversation": np.median(np.asarray(words_conv)[idx]) if len(idx) else np.nan})
+    for label, mask in (("passed", passed_conv), ("failed", ~passed_conv), ("all", np.ones(n, bool))):
+        conv = mask & has_input
+        inputs = mask[owner]
+        rows.append({"workers": label, "conversations": int(conv.sum()), "inputs": int(inputs.sum()),
+                     "median_chars_per_input": _median(chars[inputs]),
+                     "median_chars_per_conversation": _median(chars_conv[conv]),
+                     "median_words_per_input": _median(words[inputs]),
+                     "median_words_per_conversation": _median(words_conv[conv])})
     return pd.DataFrame(rows)
+
+
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if len(values) else np.nan
 
 
 # ------------------------------------------------------------------------------------------------

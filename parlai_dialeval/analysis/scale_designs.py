@@ -13,6 +13,8 @@ from scipy import stats
 
 DESIGN_SCALES = ("likert", "magnitude", "best_worst")
 PRIOR_EXPERIENCE_KEYS = ("prior_experience_evaluating", "prior_experience_agents")
+# A rated target is one model's response to one item (context): several models answer the same item.
+TARGET = ["conversation_id", "model"]
 
 
 def design_name(ratings: pd.DataFrame) -> str:
@@ -46,7 +48,7 @@ def normalised(ratings: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def bws_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> pd.DataFrame:
+def bws_scores(ratings: pd.DataFrame, by=("conversation_id", "model", "criterion")) -> pd.DataFrame:
     """Best-worst counting scores (Kiritchenko and Mohammad 2017): (#best - #worst) / #appearances."""
     frame = ratings.assign(best=ratings["value"] == 1, worst=ratings["value"] == -1)
     counts = frame.groupby(list(by)).agg(best=("best", "sum"), worst=("worst", "sum"), appearances=("value", "size"))
@@ -54,8 +56,8 @@ def bws_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> pd
     return counts.reset_index()
 
 
-def item_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> pd.DataFrame:
-    """Per item (or model) and criterion: mean normalised score for Likert / ME, counting score for BWS."""
+def item_scores(ratings: pd.DataFrame, by=("conversation_id", "model", "criterion")) -> pd.DataFrame:
+    """Per rated response (or per model) and criterion: mean normalised score for Likert / ME, counting score for BWS."""
     if (ratings["scale"] == "best_worst").all():
         return bws_scores(ratings, by)[list(by) + ["score", "appearances"]].rename(columns={"appearances": "n"})
     frame = normalised(ratings)
@@ -63,7 +65,7 @@ def item_scores(ratings: pd.DataFrame, by=("conversation_id", "criterion")) -> p
 
 
 def icc(ratings: pd.DataFrame) -> dict:
-    """ICC over items (targets) and workers (raters) with pingouin:
+    """ICC over rated responses (targets: item and model) and workers (raters) with pingouin:
     agreement = ICC(A) (two-way random, absolute; Shrout-Fleiss ICC2), single-rater and average-of-raters
     forms; consistency = ICC(C) (two-way mixed; ICC3).
 
@@ -71,13 +73,14 @@ def icc(ratings: pd.DataFrame) -> dict:
     ``n_items`` and ``n_items_dropped`` say how many.
     """
     frame = normalised(ratings)
-    table = frame.pivot_table(index="conversation_id", columns="worker_id", values="score", aggfunc="mean")
+    frame["_target"] = frame[TARGET].astype(str).agg(" / ".join, axis=1)
+    table = frame.pivot_table(index="_target", columns="worker_id", values="score", aggfunc="mean")
     complete = table.dropna()
     result = {"n_items": len(complete), "n_items_dropped": len(table) - len(complete), "n_raters": table.shape[1]}
     if len(complete) < 2 or table.shape[1] < 2:
         return result | {k: np.nan for k in ("icc_c", "icc_c_p", "icc_a", "icc_a_p", "icc_ck", "icc_ak")}
-    long = complete.reset_index().melt(id_vars="conversation_id", var_name="worker_id", value_name="score")
-    out = pingouin.intraclass_corr(long, targets="conversation_id", raters="worker_id", ratings="score")
+    long = complete.reset_index().melt(id_vars="_target", var_name="worker_id", value_name="score")
+    out = pingouin.intraclass_corr(long, targets="_target", raters="worker_id", ratings="score")
     out = out.set_index("Type")
     return result | {"icc_c": out.loc["ICC(C,1)", "ICC"], "icc_c_p": out.loc["ICC(C,1)", "pval"],
                      "icc_a": out.loc["ICC(A,1)", "ICC"], "icc_a_p": out.loc["ICC(A,1)", "pval"],
@@ -85,12 +88,12 @@ def icc(ratings: pd.DataFrame) -> dict:
 
 
 def criteria_spearman(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Spearman rho between every two criteria, over each worker's ratings of the same item (Santhanam
-    Table 9) and over the items' mean scores."""
+    """Spearman rho between every two criteria, over each worker's ratings of the same response (Santhanam
+    Table 9) and over the responses' mean scores."""
     frame = normalised(ratings)
-    per_rating = frame.pivot_table(index=["conversation_id", "worker_id"], columns="criterion", values="score",
+    per_rating = frame.pivot_table(index=TARGET + ["worker_id"], columns="criterion", values="score",
                                    aggfunc="mean")
-    per_item = frame.pivot_table(index="conversation_id", columns="criterion", values="score", aggfunc="mean")
+    per_item = frame.pivot_table(index=TARGET, columns="criterion", values="score", aggfunc="mean")
     rows = []
     for a, b in itertools.combinations(sorted(per_rating.columns), 2):
         for level, table in (("rating", per_rating), ("item", per_item)):

@@ -40,7 +40,7 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
     corpus = load_corpus(task, datatype="train")
     paths = {}
     for name, model, extra in [("qc_bot", "dialeval:qc_bot", {"qc_seed": 0, "qc_distort": True}),
-                               ("retrieval", "dialeval:tfidf_retrieval", {})]:
+                               ("retrieval", "dialeval:tfidf_retrieval", {"retrieval_match": "response"})]:
         save(corpus, out / name / "model")
         _write_json(out / name / "model.opt", {"model": model, **extra})
         paths[name] = str(out / name / "model")
@@ -75,7 +75,12 @@ def measure(paths: dict[str, str], test_corpus: Corpus, limit: int | None = None
 
     pairs = message_pairs(test_corpus)[:limit]
     agents = {name: create_agent_from_model_file(path) for name, path in paths.items()}
-    return {"test_source": test_corpus.source, "scores": compare(agents, pairs)}
+    scores = compare(agents, pairs)
+    result = {"test_source": test_corpus.source, "scores": scores}
+    if {"qc_bot", "retrieval", "hf_lm"} <= scores.keys():
+        result["expected_order_holds"] = all(scores["qc_bot"][m] < scores["retrieval"][m] < scores["hf_lm"][m]
+                                             for m in ("f1", "tfidf_similarity"))
+    return result
 
 
 @register_script("build_offline_bots")
@@ -107,4 +112,6 @@ class BuildOfflineBots(ParlaiScript):
         if result["quality"]:
             for name, scores in result["quality"]["scores"].items():
                 print(f"{name}: {scores}")
+            holds = result["quality"]["expected_order_holds"]
+            print(f"qc_bot < retrieval < hf_lm on both measures: {'yes' if holds else 'NO'}")
         return result

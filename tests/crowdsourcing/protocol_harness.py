@@ -1,9 +1,15 @@
-"""Runs one of this project's crowdsourcing tasks in-process with MockArchitect + MockProvider
-(no node, npm or browser), for the protocol tests: register scripted workers, send their acts,
-read what the world showed them, export. See the notes on Mephisto 1.1.1 in docs/crowdsourcing_protocols.md.
+"""Test harness of the protocol tasks: ``MockRun`` runs a task in-process with MockArchitect +
+MockProvider (no node, npm or browser) to drive its world with scripted workers; ``CliRun`` and
+``chromium_page`` run it for real (`dialeval launch`, node router, headless Chromium).
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -79,3 +85,78 @@ class MockRun:
             self.operator.force_shutdown(timeout=5)
         finally:
             self.server.shutdown_mock()
+
+
+# ---------------------------------------------------------------- real-browser runs
+CHROMIUM = "/usr/bin/chromium"
+DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
+
+
+def require_chromium() -> None:
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium to run the browser tests")
+
+
+class CliRun:
+    """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider)."""
+
+    def __init__(self, task: str, tmp_path: Path, overrides: list[str]):
+        self.tmp_path, self.data_dir = tmp_path, tmp_path / "mephisto"
+        self.log_path = tmp_path / "launch.log"
+        self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
+                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.url, self.router_pid, end = None, None, time.time() + 180
+        while time.time() < end and (self.url is None or self.router_pid is None):
+            text = self.log_path.read_text()
+            self.url = self.url or (re.search(r"Open (http://\S+) in your browser", text) or [None, None])[1]
+            pid = re.search(r"Server running locally with pid (\d+)", text)
+            self.router_pid = self.router_pid or (int(pid[1]) if pid else None)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        if self.url is None:
+            self.stop()
+            raise AssertionError("launch printed no worker URL:\n" + self.log_path.read_text()[-3000:])
+
+    def worker_url(self, worker: str) -> str:
+        return self.url.replace("worker_1", worker)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.router_pid:  # the node router runs in its own process group and outlives the task
+            try:
+                os.kill(self.router_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def dialeval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    done = subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"dialeval {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@contextlib.contextmanager
+def chromium_page(tmp_path: Path):
+    """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert()."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: dialog.accept())
+        try:
+            yield page
+        finally:
+            browser.close()

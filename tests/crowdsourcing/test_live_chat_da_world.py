@@ -21,14 +21,14 @@ ECHO = {"opt": {"model": "repeat_query"}}
 CRASH = {"opt": {"model": "parlai_dialeval.crowdsourcing.platform.diagnostic_bots:CrashingAgent", "crash_after": 1}}
 
 
-def launch(tmp_path, port, models, qc=("qc",), num_slots=4, min_inputs=2, seed=0, task_name="lcda_test"):
+def launch(tmp_path, port, models, qc=("qc",), num_slots=4, min_inputs=2, seed=0, task_name="lcda_test", **extra):
     return runner.start("live_chat_da", [
         "mephisto/architect=mock", "mephisto.architect.should_run_server=true", f"mephisto.architect.port={port}",
         f"mephisto.task.task_name={task_name}", "mephisto.blueprint.num_conversations=6",
         "mephisto.task.maximum_units_per_worker=0",
     ], data_dir=tmp_path / "mephisto", update={
         "live_chat.models": models, "live_chat.qc_models": list(qc), "live_chat.num_slots": num_slots,
-        "live_chat.min_inputs": min_inputs, "live_chat.seed": seed})
+        "live_chat.min_inputs": min_inputs, "live_chat.seed": seed, **{f"live_chat.{k}": v for k, v in extra.items()}})
 
 
 class MockWorker:
@@ -179,3 +179,66 @@ def test_bot_failure_and_disconnect_keep_partial_data(tmp_path):
     assert "feedback" not in convs[2]
     # ratings only for the rated conversation
     assert set(data.ratings["conversation_id"]) == {convs[1]["id"]}
+
+
+def test_qc_workers_flags_the_worker_who_rates_the_qc_bot_highest_and_soft_blocks(tmp_path):
+    from scipy.stats import mannwhitneyu
+
+    from parlai_dialeval.crowdsourcing.platform.quality import check_workers, soft_block
+
+    run = launch(tmp_path, 3103, {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}, min_inputs=1, seed=3)
+    given = {}
+    try:
+        for name, good in (("GOOD", True), ("BAD", False)):
+            worker = MockWorker(run, name)
+            plan = [c["model"] for c in worker.record()["conversations"]]
+            for slot, model in enumerate(plan):
+                worker.chat(slot, 1)
+                # GOOD: genuine bots 70-94, QC bot 5-11; BAD: the reverse
+                high = [70 + 4 * k + slot for k in range(7)]
+                low = [5 + k for k in range(7)]
+                values = (low if model == "qc" else high) if good else (high if model == "qc" else low)
+                given[(name, model)] = values
+                worker.rate(slot, values)
+            worker.wait_phase("feedback")
+            worker.send({"action": "feedback", "feedback": ""})
+            worker._wait(lambda: worker.record()["finished"])
+            worker.server.submit_mock_unit(worker.agent_id, {"final_data": {}})
+            worker._wait(lambda: worker.agent.get_status() == "completed")
+        table, db = check_workers("lcda_test", run.data_dir)
+        granted = soft_block(db, table.loc[~table["passed"], "worker_id"].tolist())
+    finally:
+        run.shutdown()
+    result = table.set_index("worker_id")
+    assert bool(result.loc["GOOD_sandbox", "passed"]) and not bool(result.loc["BAD_sandbox", "passed"])
+    # independent check: per-worker z scores keep each worker's ranks, so a one-sided Mann-Whitney U on
+    # the raw positive-statement values (robotic and repetitive are statements 0 and 5) decides the same
+    positive = [1, 2, 3, 4, 6]
+    for name in ("GOOD", "BAD"):
+        qc = [given[(name, "qc")][k] for k in positive]
+        genuine = [given[(name, m)][k] for m in "abc" for k in positive]
+        p = mannwhitneyu(qc, genuine, alternative="less").pvalue
+        assert (p < 0.05) == bool(result.loc[f"{name}_sandbox", "passed"])
+    assert granted == ["BAD_sandbox"]
+    worker = db.find_workers(worker_name="BAD_sandbox")[0]
+    assert worker.get_granted_qualification("dialeval_qc_failed") is not None
+    assert db.find_workers(worker_name="GOOD_sandbox")[0].get_granted_qualification("dialeval_qc_failed") is None
+
+
+def test_ice_breaker_mode_prescribes_a_persona_statement_as_the_topic(tmp_path):
+    personas = {"a": ["I have two dogs."], "b": ["I grew up in Dublin."], "c": ["I play the violin."]}
+    models = {"qc": {**ECHO, "persona": ["I am a robot."]}, **{m: {**ECHO, "persona": p} for m, p in personas.items()}}
+    run = launch(tmp_path, 3104, models, num_slots=3, min_inputs=1, ice_breaker=True)
+    try:
+        worker = MockWorker(run, "W3")
+        model = worker.record()["conversations"][0]["model"]
+        shown = worker.wait_phase("topic", 0)
+        assert shown["ice_breaker"] is True and shown["persona"] == models[model]["persona"][0]
+        worker.send({"action": "topic", "topic": "something else", "attitude": "ambivalent"})
+        worker.wait_phase("chat", 0)
+        conv = worker.record()["conversations"][0]
+    finally:
+        run.shutdown()
+    # the prescribed statement is the topic, whatever the page sent
+    assert conv["topic"] == models[model]["persona"][0] and conv["persona"] == conv["topic"]
+    assert conv["topic_attitude"] == "ambivalent"

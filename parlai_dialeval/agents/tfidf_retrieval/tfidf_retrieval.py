@@ -1,10 +1,10 @@
 """``-m dialeval:tfidf_retrieval``: reply with the best-matching response of a corpus.
 
-The user's last message is compared (TF-IDF cosine, scikit-learn) with the turn each training
-response answered (``--retrieval-match message``, the default: a nearest-neighbour chatbot) or with
-the responses themselves (``response``, as ParlAI's IR baseline ranks candidates; measured no better
-than the QC bot on chatterbot, see docs/bots_and_teachers.md); the best match's response is
-returned (ties: the first in corpus order), so the bot is deterministic. ``retrieval_audit`` on each reply names the match and its similarity.
+The user's last message is compared (TF-IDF cosine, scikit-learn) with every training response
+(``--retrieval-match response``, the default, ranking candidates as ParlAI's IR baseline does) or
+with the turn each response answered (``message``: a nearest-neighbour chatbot, which on chatterbot
+scores above the tiny trained LM, so no longer the middle quality level; docs/bots_and_teachers.md);
+the best match's response is returned (ties: the first in corpus order), so the bot is deterministic. ``retrieval_audit`` on each reply names the match and its similarity.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, corpus_from_opt
 
-DEFAULTS = {"retrieval_task": DEFAULT_TASK, "retrieval_file": None, "retrieval_match": "message"}
+DEFAULTS = {"retrieval_task": DEFAULT_TASK, "retrieval_file": None, "retrieval_match": "response"}
 
 
 class TfidfRetrievalAgent(Agent):

@@ -196,14 +196,21 @@ def _pairs(text: str | None) -> list[tuple[int, str]]:
     return [(int(r), value) for r, value in _PAIR.findall(text or "")]
 
 
+def _align(items: list[tuple[int, str]], extra: list[tuple[int, str]]) -> list[str | None]:
+    """The ``extra`` value for each item: by position when the rounds line up (a round may repeat,
+    e.g. two topic changes in one round), else by round."""
+    if [r for r, _ in items] == [r for r, _ in extra]:
+        return [value for _, value in extra]
+    by_round = dict(extra)
+    return [by_round.get(r) for r, _ in items]
+
+
 def _topic_meta(topics: list[tuple[int, str]], attitudes: list[tuple[int, str]],
                 changes: list[tuple[int, str]], chatbot: list[tuple[int, str]]) -> tuple[list, list]:
-    attitude_of = dict(attitudes)
-    topic_list = [{"round": r, "topic": t, **({"attitude": attitude_of[r]} if r in attitude_of else {})}
-                  for r, t in topics]
-    chatbot_of = dict(chatbot)
-    change_list = [{"round": r, "change": c, **({"attitude": chatbot_of[r]} if r in chatbot_of else {})}
-                   for r, c in changes]
+    topic_list = [{"round": r, "topic": t, **({"attitude": a} if a is not None else {})}
+                  for (r, t), a in zip(topics, _align(topics, attitudes))]
+    change_list = [{"round": r, "change": c, **({"attitude": a} if a is not None else {})}
+                   for (r, c), a in zip(changes, _align(changes, chatbot))]
     return topic_list, change_list
 
 

@@ -1,0 +1,112 @@
+"""A/B next-utterance (ChatEval) declared to the platform: ``dialeval launch ab_next_utterance``.
+
+A static task: items are built at launch, either from a JSONL file of ready pairs or from a ParlAI
+teacher's prompts (e.g. ``dialeval:chateval:ncm``) answered by two configured models. Identical
+responses become automatic ties (never shown; every unit carries them, the export keeps one each).
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from mephisto.operations.hydra_config import TaskConfig
+
+from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
+from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+from parlai_dialeval.errors import DataError, DialevalError
+
+ITEM_FIELDS = ("item_id", "context", "model_a", "model_b", "response_a", "response_b")
+
+
+@dataclass
+class AbArgs:
+    items_file: Optional[str] = field(default=None, metadata={
+        "help": "JSONL of ready items: item_id, context (string or list of turns), model_a, model_b, "
+                "response_a, response_b (A/B here is only the file's order; display order is randomised)"})
+    teacher: Optional[str] = field(default=None, metadata={
+        "help": "ParlAI task whose prompts are answered by the two models, e.g. dialeval:chateval:ncm"})
+    teacher_opt: dict = field(default_factory=dict, metadata={"help": "extra ParlAI options of the teacher"})
+    max_items: Optional[int] = field(default=None, metadata={"help": "at most this many teacher prompts"})
+    models: dict = field(default_factory=dict, metadata={
+        "help": "exactly two models (name -> {opt: {ParlAI opt}}) answering the teacher's prompts"})
+    per_hit: int = field(default=protocol.PER_HIT, metadata={"help": "comparisons per HIT (ChatEval: 10)"})
+    seed: Optional[int] = field(default=None, metadata={"help": "seed of HIT composition and A/B order"})
+
+
+@dataclass
+class AbConfig(TaskConfig):
+    ab: AbArgs = field(default_factory=AbArgs)
+
+
+def read_items(path: str) -> list[protocol.ABItem]:
+    items = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataError(path, f"not JSON: {error}", line=line_no) from error
+            for name in ITEM_FIELDS:
+                if name not in row:
+                    raise DataError(path, "missing field", line=line_no, field=name)
+            context = row["context"] if isinstance(row["context"], list) else [row["context"]]
+            items.append(protocol.ABItem(str(row["item_id"]), [str(t) for t in context], row["model_a"],
+                                         row["model_b"], str(row["response_a"]), str(row["response_b"])))
+    return items
+
+
+def build_items(args) -> list[protocol.ABItem]:
+    if args.items_file:
+        return read_items(args.items_file)
+    if not args.teacher or len(args.models) != 2:
+        raise DialevalError("ab_next_utterance needs ab.items_file, or ab.teacher with exactly two ab.models")
+    from parlai_dialeval.crowdsourcing.platform.bots import load_agent
+
+    contexts = protocol.contexts_from_teacher(args.teacher, args.max_items, **dict(args.teacher_opt))
+    responses = {name: protocol.generate_responses(contexts, load_agent(name, dict(spec.get("opt") or {})))
+                 for name, spec in args.models.items()}
+    return protocol.items_from_responses(contexts, responses, tuple(args.models), id_prefix=Path(
+        args.teacher.replace(":", "_")).name)
+
+
+def tie_dict(item: protocol.ABItem) -> dict:
+    return {"item_id": item.item_id, "context": item.context, "model_x": item.model_x, "model_y": item.model_y,
+            "response_x": item.response_x, "response_y": item.response_y}
+
+
+def shared_state(cfg) -> Any:
+    from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
+
+    args = cfg.ab
+    hits, ties = protocol.make_hits(build_items(args), random.Random(args.seed), args.per_hit)
+    if not hits:
+        raise DialevalError(f"all {len(ties)} items have identical responses: nothing to show workers")
+    data = [{"pairs": hit, "shown": protocol.public_view(hit), "question": protocol.QUESTION,
+             "automatic_ties": [tie_dict(t) for t in ties]} for hit in hits]
+    return SharedStaticTaskState(static_task_data=data)
+
+
+def export(units, task_name: str) -> ExportReport:
+    records, notes, ties = [ab_export.study_record(task_name)], [], {}
+    for unit in units:
+        inputs, outputs = unit.state.get("inputs") or {}, unit.state.get("outputs") or {}
+        for tie in inputs.get("automatic_ties") or []:
+            ties.setdefault(tie["item_id"], protocol.ABItem(**tie))
+        if not outputs.get("answers"):
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
+            continue
+        records += ab_export.unit_records(inputs["pairs"], outputs["answers"], study=task_name,
+                                          worker_id=unit.worker_id, assignment_id=unit.assignment_id)
+    records += ab_export.automatic_tie_records(list(ties.values()), study=task_name)
+    return ExportReport(records=records, notes=notes)
+
+
+TASK = TaskSpec(name="ab_next_utterance", config_class=AbConfig, shared_state=shared_state, export=export,
+                description="A/B next-utterance comparisons with ties (ChatEval, Lee et al. 2020)")

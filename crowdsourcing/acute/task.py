@@ -1,0 +1,96 @@
+"""PW-Dialog / ACUTE-Eval declared to the platform: ``dialeval launch acute`` / ``dialeval export``.
+
+A static task (Mephisto's StaticReactBlueprint): each unit is ``subtasks_per_unit`` conversation pairs
+built at launch from canonical conversation files (our own human-model exports, or self-chats from
+``dialeval self_chat`` read through the importers); onboarding pairs with known answers come first.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from mephisto.operations.hydra_config import TaskConfig
+
+from parlai_dialeval.crowdsourcing.acute import export as acute_export
+from parlai_dialeval.crowdsourcing.acute import protocol
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+from parlai_dialeval.errors import DialevalError
+
+
+@dataclass
+class AcuteArgs:
+    conversations: list = field(default_factory=list, metadata={
+        "help": "files of conversations to compare (canonical JSONL or any format `dialeval convert` reads, "
+                "e.g. `dialeval self_chat` output); conversations with one model each"})
+    question: str = field(default="preference", metadata={
+        "help": f"what the worker is asked: {' | '.join(protocol.QUESTIONS)} (Smith et al. 2022, 3.1.3)"})
+    model_pairs: list = field(default_factory=list, metadata={
+        "help": "model pairs to compare, as [a, b] lists; empty = every pair of models found"})
+    matchups_per_pair: int = field(default=10, metadata={"help": "conversation pairs per model pair"})
+    subtasks_per_unit: int = field(default=5, metadata={"help": "conversation pairs per unit (HIT)"})
+    onboarding_threshold: float = field(default=1.0, metadata={
+        "help": "share of onboarding pairs a worker must get right (0..1); fail = soft block"})
+    seed: Optional[int] = field(default=None, metadata={"help": "seed of pairing, unit split and sides"})
+
+
+@dataclass
+class AcuteConfig(TaskConfig):
+    acute: AcuteArgs = field(default_factory=AcuteArgs)
+
+
+def _load_conversations(paths: list[str]) -> list[dict]:
+    from parlai_dialeval.importers.registry import load
+
+    if not paths:
+        raise DialevalError("acute.conversations is empty: give files of conversations to compare")
+    data = load([str(p) for p in paths])
+    return [r for r in data.records() if r["type"] == "conversation"]
+
+
+def build_units(args, rng: random.Random) -> list[dict]:
+    """Unit init data: the pairs (model names kept for the export; the page shows ``shown`` only)."""
+    pairs = protocol.make_pairs(_load_conversations(list(args.conversations)),
+                                model_pairs=[tuple(p) for p in args.model_pairs] or None,
+                                matchups_per_pair=args.matchups_per_pair, rng=rng)
+    return [{"question": protocol.question_text(args.question), "question_key": args.question, "pairs": unit,
+             "shown": [protocol.public_pair(p) for p in unit]}
+            for unit in protocol.make_units(pairs, args.subtasks_per_unit, rng)]
+
+
+def shared_state(cfg) -> Any:
+    from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
+
+    args = cfg.acute
+    rng = random.Random(args.seed)
+    shown, answers = protocol.onboarding_pairs(protocol.DEFAULT_ONBOARDING, rng)
+
+    def validate_onboarding(data: dict) -> bool:
+        choices = [a.get("choice") for a in ((data.get("outputs") or {}).get("answers") or [])]
+        return len(choices) == len(answers) and protocol.onboarding_passed(answers, choices,
+                                                                             args.onboarding_threshold)
+
+    onboarding = {"question": protocol.question_text(args.question), "onboarding": True,
+                  "shown": [protocol.public_pair(p) for p in shown]}
+    return SharedStaticTaskState(static_task_data=build_units(args, rng), onboarding_data=onboarding,
+                                 validate_onboarding=validate_onboarding)
+
+
+def export(units, task_name: str) -> ExportReport:
+    records, notes, question = [], [], None
+    for unit in units:
+        inputs, outputs = unit.state.get("inputs") or {}, unit.state.get("outputs") or {}
+        if not outputs.get("answers"):
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
+            continue
+        question = inputs["question_key"]
+        records += acute_export.unit_records(inputs["pairs"], outputs["answers"], question=question,
+                                             study=task_name, worker_id=unit.worker_id,
+                                             assignment_id=unit.assignment_id)
+    head = [acute_export.study_record(task_name, question)] if question else []
+    return ExportReport(records=head + acute_export.dedupe_conversations(records), notes=notes)
+
+
+TASK = TaskSpec(name="acute", config_class=AcuteConfig, shared_state=shared_state, export=export,
+                description="PW-Dialog / ACUTE-Eval: which speaker of two conversations is better")

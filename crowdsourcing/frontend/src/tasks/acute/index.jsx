@@ -1,0 +1,116 @@
+// PW-Dialog / ACUTE-Eval (Smith et al. 2022, 3.1.3; Li et al. 2019): a static task. initialTaskData
+// holds the question and `shown` pairs of conversations (left/right already randomised, evaluated
+// speaker marked); the worker picks the better speaker of each pair and says why; the answers are
+// submitted once: {answers: [{pair_id, choice, justification, duration}]}. Onboarding uses the same page.
+import React from "react";
+import ReactDOM from "react-dom";
+import { useMephistoTask } from "mephisto-task";
+import { TaskShell } from "../../components";
+
+function Conversation({ turns, label, testid }) {
+  return (
+    <div className="col-md-6" data-testid={testid}>
+      <h6>{label}</h6>
+      <div className="dialeval-chat-log">
+        {turns.map((turn, idx) => (
+          <div key={idx} className={turn.evaluated ? "dialeval-msg-other font-weight-bold" : "dialeval-msg-self text-muted"}>
+            {turn.evaluated ? label : "Partner"}: {turn.text}
+          </div>
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function PairView({ pair, question, index, total, onAnswer }) {
+  const [choice, setChoice] = React.useState(null);
+  const [why, setWhy] = React.useState("");
+  const started = React.useRef(Date.now());
+  return (
+    <div data-testid="pair">
+      <p>
+        Pair {index + 1} of {total}. <b data-testid="question">{question}</b>
+      </p>
+      <div className="row">
+        <Conversation turns={pair.left} label="Speaker 1" testid="conversation-left" />
+        <Conversation turns={pair.right} label="Speaker 2" testid="conversation-right" />
+      </div>
+      {[
+        ["left", "Speaker 1"],
+        ["right", "Speaker 2"],
+      ].map(([side, label]) => (
+        <label key={side} className="mr-3">
+          <input type="radio" name="acute-choice" data-testid={"choose-" + side} checked={choice === side} onChange={() => setChoice(side)} />{" "}
+          {label}
+        </label>
+      ))}
+      <input
+        className="form-control"
+        placeholder="Please explain your choice"
+        data-testid="justification"
+        value={why}
+        onChange={(e) => setWhy(e.target.value)}
+      />
+      <button
+        className="btn btn-primary mt-2"
+        data-testid="next-pair"
+        disabled={!choice || !why.trim()}
+        onClick={() =>
+          onAnswer({ pair_id: pair.pair_id, choice, justification: why.trim(), duration: (Date.now() - started.current) / 1000 })
+        }
+      >
+        {index + 1 < total ? "Next pair" : "Submit"}
+      </button>
+    </div>
+  );
+}
+
+function AcuteApp() {
+  const mephisto = useMephistoTask();
+  const { initialTaskData, handleSubmit } = mephisto;
+  const [answers, setAnswers] = React.useState([]);
+  const [submitted, setSubmitted] = React.useState(false);
+  const shown = (initialTaskData && initialTaskData.shown) || [];
+  let body;
+  if (submitted) {
+    body = <div className="alert alert-success" data-testid="done">Thank you, your answers were submitted.</div>;
+  } else if (!initialTaskData) {
+    body = <div className="alert alert-secondary">Loading...</div>;
+  } else {
+    const index = answers.length;
+    body = (
+      <PairView
+        key={index}
+        pair={shown[index]}
+        question={initialTaskData.question}
+        index={index}
+        total={shown.length}
+        onAnswer={(answer) => {
+          const all = [...answers, answer];
+          if (all.length === shown.length) {
+            setSubmitted(true);
+            handleSubmit({ answers: all });
+          } else {
+            setAnswers(all);
+          }
+        }}
+      />
+    );
+  }
+  const instructions = (
+    <div>
+      {initialTaskData && initialTaskData.onboarding ? <p className="text-info">Practice round: one speaker is clearly better.</p> : null}
+      <p>
+        Read both conversations and judge the highlighted speaker in each (Speaker 1 on the left, Speaker 2 on the right).
+        Answer the question and explain your choice briefly.
+      </p>
+    </div>
+  );
+  return (
+    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title="Which speaker is better?" instructions={instructions}>
+      {body}
+    </TaskShell>
+  );
+}
+
+ReactDOM.render(<AcuteApp />, document.getElementById("app"));

@@ -1,0 +1,182 @@
+// Rating-scale designs (Santhanam & Shaikh 2020, section 4): a static task, one design per launch.
+// initialTaskData: design, scale {kind, min, max}, criteria, prior_questions and `shown` items
+// (context, reference with its anchor value for magnitude estimation, responses under neutral keys).
+// Submits {ratings: {item_id: {criterion: {values: {key: n}} | {best, worst}}}, prior_experience,
+// duration, item_durations}.
+import React from "react";
+import ReactDOM from "react-dom";
+import { useMephistoTask } from "mephisto-task";
+import { TaskShell } from "../../components";
+
+function ValueInput({ kind, min, max, value, onChange, testid }) {
+  if (kind === "likert") {
+    const points = [];
+    for (let v = min; v <= max; v += 1) points.push(v);
+    return (
+      <span>
+        {points.map((v) => (
+          <label key={v} className="mr-2">
+            <input type="radio" name={testid} data-testid={testid + "-" + v} checked={value === v} onChange={() => onChange(v)} /> {v}
+          </label>
+        ))}
+      </span>
+    );
+  }
+  return (
+    <input
+      type="number"
+      min={min}
+      max={max}
+      className="form-control d-inline-block"
+      style={{ width: 120 }}
+      data-testid={testid}
+      value={value === undefined ? "" : value}
+      onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))}
+    />
+  );
+}
+
+function ItemForm({ data, item, index, onDone }) {
+  const started = React.useRef(Date.now());
+  const [answers, setAnswers] = React.useState({});
+  const { kind, min, max } = data.scale;
+  const keys = item.responses.map((r) => r.key);
+  const set = (criterion, update) => setAnswers({ ...answers, [criterion]: { ...(answers[criterion] || {}), ...update } });
+  const valid = (value) => typeof value === "number" && value >= min && value <= max;
+  const complete = data.criteria.every(({ name }) => {
+    const a = answers[name] || {};
+    if (kind === "best_worst") return a.best && a.worst && a.best !== a.worst;
+    return keys.every((k) => valid((a.values || {})[k]));
+  });
+  return (
+    <div data-testid="scale-item">
+      <p className="text-muted">
+        Item {index + 1} of {data.shown.length}
+      </p>
+      {item.context.map((turn, i) => (
+        <div key={i}>{turn}</div>
+      ))}
+      <div className="mt-2">
+        <b>Reference reply:</b> {item.reference}
+      </div>
+      {data.criteria.map(({ name, question }) => {
+        const anchor = item.reference_values[name];
+        const a = answers[name] || {};
+        return (
+          <div key={name} className="card p-2 mt-2" data-testid={"criterion-" + name}>
+            <b>{question}</b>
+            {anchor !== null && anchor !== undefined ? (
+              <div data-testid={"anchor-" + name}>
+                The reference reply scores {anchor}. Score each reply relative to it ({min} to {max}).
+              </div>
+            ) : null}
+            {item.responses.map((r, i) => (
+              <div key={r.key} className="mt-1">
+                <span data-testid={"response-" + i}>{r.text}</span>{" "}
+                {kind === "best_worst" ? (
+                  <span>
+                    <label className="mr-2">
+                      <input type="radio" name={name + "-best"} data-testid={name + "-best-" + i} checked={a.best === r.key} onChange={() => set(name, { best: r.key })} /> best
+                    </label>
+                    <label>
+                      <input type="radio" name={name + "-worst"} data-testid={name + "-worst-" + i} checked={a.worst === r.key} onChange={() => set(name, { worst: r.key })} /> worst
+                    </label>
+                  </span>
+                ) : (
+                  <ValueInput
+                    kind={kind}
+                    min={min}
+                    max={max}
+                    testid={name + "-value-" + i}
+                    value={(a.values || {})[r.key]}
+                    onChange={(v) => set(name, { values: { ...(a.values || {}), [r.key]: v } })}
+                  />
+                )}
+              </div>
+            ))}
+          </div>
+        );
+      })}
+      <button className="btn btn-primary mt-2" data-testid="next-item" disabled={!complete} onClick={() => onDone(answers, (Date.now() - started.current) / 1000)}>
+        Next
+      </button>
+    </div>
+  );
+}
+
+function PriorQuestions({ questions, onDone }) {
+  const [values, setValues] = React.useState({});
+  const names = Object.keys(questions);
+  return (
+    <div data-testid="prior-questions">
+      {names.map((name) => (
+        <div key={name}>
+          {questions[name]}{" "}
+          {[
+            [true, "Yes"],
+            [false, "No"],
+          ].map(([v, label]) => (
+            <label key={label} className="mr-2">
+              <input type="radio" name={name} data-testid={name + "-" + label.toLowerCase()} checked={values[name] === v} onChange={() => setValues({ ...values, [name]: v })} /> {label}
+            </label>
+          ))}
+        </div>
+      ))}
+      <button className="btn btn-primary mt-2" data-testid="submit-scales" disabled={names.some((n) => values[n] === undefined)} onClick={() => onDone(values)}>
+        Submit
+      </button>
+    </div>
+  );
+}
+
+function ScaleApp() {
+  const mephisto = useMephistoTask();
+  const { initialTaskData: data, handleSubmit } = mephisto;
+  const started = React.useRef(Date.now());
+  const [ratings, setRatings] = React.useState({});
+  const [durations, setDurations] = React.useState({});
+  const [submitted, setSubmitted] = React.useState(false);
+  let body;
+  if (submitted) {
+    body = <div className="alert alert-success" data-testid="done">Thank you, your ratings were submitted.</div>;
+  } else if (!data) {
+    body = <div className="alert alert-secondary">Loading...</div>;
+  } else {
+    const index = Object.keys(ratings).length;
+    body =
+      index < data.shown.length ? (
+        <ItemForm
+          key={index}
+          data={data}
+          item={data.shown[index]}
+          index={index}
+          onDone={(answers, seconds) => {
+            const id = data.shown[index].item_id;
+            setDurations({ ...durations, [id]: seconds });
+            setRatings({ ...ratings, [id]: answers });
+          }}
+        />
+      ) : (
+        <PriorQuestions
+          questions={data.prior_questions}
+          onDone={(prior) => {
+            setSubmitted(true);
+            handleSubmit({ ratings, prior_experience: prior, duration: (Date.now() - started.current) / 1000, item_durations: durations });
+          }}
+        />
+      );
+  }
+  const instructions = (
+    <div>
+      <p>Each item shows a conversation, a reference reply and several chatbot replies.</p>
+      <p>Readability: how easy the reply is to read and understand. Coherence: how well the reply fits the conversation.</p>
+    </div>
+  );
+  return (
+    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title="Rate chatbot replies" instructions={instructions}>
+      {body}
+    </TaskShell>
+  );
+}
+
+ReactDOM.render(<ScaleApp />, document.getElementById("app"));

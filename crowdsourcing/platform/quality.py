@@ -1,0 +1,39 @@
+"""Worker quality control shared by tasks: run a task's worker check, soft-block those who fail.
+
+Soft-blocking grants the Mephisto qualification every task's conf names in
+``mephisto.blueprint.block_qualification`` (default ``dialeval_qc_failed``): Mephisto then keeps those
+workers out of later HITs (on MTurk too) without rejecting any work they did.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from parlai_dialeval.errors import DialevalError
+
+DEFAULT_BLOCK_QUALIFICATION = "dialeval_qc_failed"
+
+
+def check_workers(task_name: str, data_dir: str | Path | None = None, task_type: str | None = None,
+                  alpha: float = 0.05) -> tuple[pd.DataFrame, object]:
+    """(one row per finished worker: worker_id, passed, p_value, ..., the Mephisto database)."""
+    from parlai_dialeval.crowdsourcing.platform.export import collect
+
+    report, db, spec = collect(task_name, data_dir, task_type)
+    if spec.worker_checks is None:
+        raise DialevalError(f"task {spec.name!r} has no worker quality check")
+    return spec.worker_checks(report.records, alpha), db
+
+
+def soft_block(db, worker_names: list[str], qualification: str = DEFAULT_BLOCK_QUALIFICATION) -> list[str]:
+    """Grant ``qualification`` to each worker (by provider worker name); returns those granted."""
+    from mephisto.utils.qualifications import find_or_create_qualification
+
+    find_or_create_qualification(db, qualification)
+    granted = []
+    for name in worker_names:
+        for worker in db.find_workers(worker_name=name):
+            worker.grant_qualification(qualification, 1)
+            granted.append(name)
+    return granted

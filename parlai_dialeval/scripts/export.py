@@ -1,0 +1,29 @@
+"""dialeval export TASK_NAME --out FILE.jsonl: a Mephisto task's data in the canonical data model."""
+from __future__ import annotations
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+
+@register_script("export")
+class Export(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "Export everything a crowdsourcing task collected (incomplete and "
+                              "returned work included, marked) to canonical JSON Lines")
+        parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
+        parser.add_argument("--out", required=True, metavar="FILE.jsonl", help="canonical JSON Lines output")
+        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
+                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+        parser.add_argument("--task-type", default=None, metavar="TASK",
+                            help="crowdsourcing task that produced TASK_NAME, when it cannot be told from the run")
+        return parser
+
+    def run(self):
+        from parlai_dialeval.crowdsourcing.platform.export import export_task
+
+        report = export_task(self.opt["task_name"], self.opt["out"], data_dir=self.opt["mephisto_data"],
+                             task_type=self.opt["task_type"])
+        print(report.summary())
+        print(f"wrote {self.opt['out']}")
+        return report

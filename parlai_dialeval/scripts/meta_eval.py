@@ -1,0 +1,198 @@
+"""dialeval meta_eval: correlations between automatic metric scores and human scores.
+
+Item level (Mehri & Eskenazi 2020, Table 6): ``--data`` holds the human ratings (canonical data or
+the FED dataset), ``--scores`` the metric's per-item scores; each item's human score is the mean
+of its ratings per criterion. System level (Ji et al. 2022, Tables 5-6): ``--human`` is the
+live-chat analysis output ``system_scores.csv`` (model, n, overall, <criteria>), ``--scores`` has
+one row per model (a CSV with a ``model`` column) or per dialogue (averaged per model).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from parlai_dialeval.analysis.meta_eval import correlation_table, item_human_scores
+from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.utils.script_args import write_csv
+
+# FED dataset annotation names that differ from the FED metric's quality names.
+ALIASES = {"understanding": "understand"}
+REPLICATION_LEVELS = {"Turn-level": "turn", "Dialog-level": "dialog"}
+
+
+def _json_objects(path: Path) -> list[dict]:
+    """JSON Lines, or concatenated (pretty-printed) JSON objects as the FED replication writes them."""
+    text, decoder, position, objects = path.read_text(encoding="utf-8"), json.JSONDecoder(), 0, []
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            return objects
+        try:
+            obj, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise DataError(path, f"not JSON ({error.msg})", line=text.count("\n", 0, position) + 1) from None
+        if not isinstance(obj, dict):
+            raise DataError(path, "not a JSON object", line=text.count("\n", 0, position) + 1, got=obj)
+        objects.append(obj)
+
+
+def read_scores(path: Path, data=None) -> pd.DataFrame:
+    """Metric scores as a frame with ``id``/``model``/``level`` key columns and one column per metric.
+
+    Accepted: a CSV with an ``id`` or ``model`` column; ``dialeval fed`` output (JSON Lines of
+    ``{id, model, level, scores}``); the FED replication's ``*_FU_scores.jsonl`` (``{idx, level, input,
+    score}``, matched to the FED items of ``data`` in order within each level, checked by text).
+    """
+    if path.suffix == ".csv":
+        frame = pd.read_csv(path)
+        if "id" not in frame and "model" not in frame:
+            raise DataError(path, "no key column", field="id/model", expected="an 'id' or 'model' column")
+        return frame
+    objects = _json_objects(path)
+    if objects and all("scores" in o for o in objects):
+        return pd.DataFrame([{k: o.get(k) for k in ("id", "model", "level")} | o["scores"] for o in objects])
+    if objects and all({"score", "level", "input"} <= set(o) for o in objects):
+        return _replication(path, objects, data)
+    raise DataError(path, "unrecognised score file",
+                    expected="CSV with id/model, dialeval fed JSON Lines, or FED replication output")
+
+
+def _replication(path: Path, objects: list[dict], data) -> pd.DataFrame:
+    from parlai_dialeval.metrics.fed import join_turns
+
+    if data is None:
+        raise DialevalError(f"{path}: FED replication scores need the FED items (--data fed_data.json)")
+    conversations = data.conversations
+    levels = conversations["meta"].map(lambda m: m.get("level") if isinstance(m, dict) else None)
+    order = conversations.assign(_level=levels, _index=conversations["meta"].map(
+        lambda m: m.get("index") if isinstance(m, dict) else None)).sort_values("_index")
+    queues = {level: list(order[order["_level"] == level].itertuples()) for level in ("turn", "dialog")}
+    rows = []
+    for k, obj in enumerate(objects, 1):
+        level = REPLICATION_LEVELS.get(obj["level"])
+        if level is None:
+            raise DataError(path, f"object {k}: unknown level", field="level", expected="Turn-level or Dialog-level",
+                            got=obj["level"])
+        if not queues[level]:
+            raise DataError(path, f"object {k}: more {level}-level scores than FED items in --data")
+        item = queues[level].pop(0)
+        # Whitespace aside: importers strip utterances, the reference keeps their trailing spaces.
+        if join_turns([t["text"] for t in item.turns]).split() != str(obj["input"]).split():
+            raise DataError(path, f"object {k}: its input is not the text of FED item {item.id}", field="input")
+        rows.append({"id": item.id, "model": item.models[0], "level": level} | obj["score"])
+    return pd.DataFrame(rows)
+
+
+def add_fed_overall(scores: pd.DataFrame) -> pd.DataFrame:
+    """FED's overall impression: the mean of the item's level's quality scores (Mehri & Eskenazi, §5)."""
+    from parlai_dialeval.metrics.fed import load_followups
+
+    if "overall" in scores or "level" not in scores:
+        return scores
+    followups = load_followups()
+    overall = pd.Series(float("nan"), index=scores.index)
+    for level in ("turn", "dialog"):
+        columns = [q.name for q in followups.values() if q.level == level and q.name in scores]
+        rows = scores["level"] == level
+        if columns and rows.any():
+            overall[rows] = scores.loc[rows, columns].mean(axis=1)
+    return scores.assign(overall=overall) if overall.notna().any() else scores
+
+
+def default_pairs(human_columns, metric_columns, against: str | None) -> list[tuple[str, str]]:
+    if against:
+        return [(against, m) for m in metric_columns]
+    return [(h, ALIASES.get(h, h) if ALIASES.get(h, h) in metric_columns else h) for h in human_columns
+            if h in metric_columns or ALIASES.get(h) in metric_columns]
+
+
+def parse_pairs(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        human, _, metric = part.partition("=")
+        if not metric:
+            raise DialevalError(f"--pairs: '{part}' is not HUMAN=METRIC")
+        pairs.append((human.strip(), metric.strip()))
+    return pairs
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c not in ("id", "model", "level", "turn_index", "n", "input")
+            and pd.api.types.is_numeric_dtype(frame[c])]
+
+
+@register_script("meta_eval")
+class MetaEval(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "Correlate metric scores with human scores (see docs/metrics.md)")
+        group = parser.add_argument_group("Inputs and output")
+        group.add_argument("--scores", nargs="+", required=True, metavar="FILE",
+                           help="metric scores: CSV (id or model column), dialeval fed output, or FED "
+                                "replication *_FU_scores.jsonl")
+        group.add_argument("--data", nargs="+", default=None, metavar="PATH",
+                           help="item level: human ratings (canonical data or the FED dataset)")
+        group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
+                           help="force the --data format")
+        group.add_argument("--human", default=None, metavar="system_scores.csv",
+                           help="system level: per-model human scores (model, n, overall, <criteria>)")
+        group.add_argument("--out", required=True, metavar="FILE.csv", help="correlation table")
+        options = parser.add_argument_group("Correlations")
+        options.add_argument("--pairs", default=None, metavar="HUMAN=METRIC,...",
+                             help="criterion/metric pairs (default: same names; FED understanding=understand)")
+        options.add_argument("--against", default=None, metavar="CRITERION",
+                             help="correlate every metric column with this human criterion (e.g. overall)")
+        options.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
+        options.add_argument("--confidence", type=float, default=0.95)
+        options.add_argument("--seed", type=int, default=0)
+        return parser
+
+    def run(self):
+        opt = self.opt
+        if bool(opt["data"]) == bool(opt["human"]):
+            raise DialevalError("give --data (item level) or --human (system level), not both or neither")
+        human, metric, groups = self._system() if opt["human"] else self._items()
+        pairs = parse_pairs(opt["pairs"]) if opt["pairs"] else \
+            default_pairs(list(human.columns), metric_columns(metric), opt["against"])
+        if not pairs:
+            raise DialevalError("no human criterion matches a metric column; name them with --pairs or --against")
+        table = correlation_table(human, metric[metric_columns(metric)], pairs, groups=groups,
+                                  n_resamples=opt["bootstrap"], confidence=opt["confidence"], seed=opt["seed"])
+        if table.empty:
+            raise DialevalError("no keys (items or models) common to the human and metric scores")
+        write_csv(table, opt["out"])
+        shown = [c for c in ("group", "human", "metric", "n", "pearson", "spearman", "spearman_p",
+                             "spearman_lo", "spearman_hi", "kendall") if c in table]
+        print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"wrote {len(table)} correlations to {opt['out']}")
+        return table
+
+    def _items(self):
+        from parlai_dialeval.utils.script_args import load_data
+
+        data = load_data(self.opt)
+        human = item_human_scores(data.ratings)
+        levels = data.conversations.set_index("id")["meta"].map(
+            lambda m: m.get("level") if isinstance(m, dict) else None)
+        scores = pd.concat([read_scores(Path(p), data) for p in self.opt["scores"]], ignore_index=True)
+        if "id" not in scores:
+            raise DialevalError("item-level scores need an 'id' column (the conversation id)")
+        scores = add_fed_overall(scores)
+        metric = scores.groupby("id")[metric_columns(scores)].mean()
+        return human, metric, levels if levels.notna().any() else None
+
+    def _system(self):
+        path = Path(self.opt["human"])
+        human = pd.read_csv(path)
+        if "model" not in human:
+            raise DataError(path, "no model column", field="model", expected="model,n,overall,<criteria>")
+        human = human.set_index("model").drop(columns=["n"], errors="ignore")
+        scores = pd.concat([read_scores(Path(p)) for p in self.opt["scores"]], ignore_index=True)
+        if "model" not in scores:
+            raise DialevalError("system-level scores need a 'model' column")
+        return human, scores.groupby("model")[metric_columns(scores)].mean(), None

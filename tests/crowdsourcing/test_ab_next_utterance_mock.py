@@ -1,0 +1,65 @@
+"""A/B next-utterance through Mephisto (MockArchitect + MockProvider, in-process): HITs of 10 with
+random A/B order, identical responses never shown and exported as automatic ties, worker ties kept."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlai_dialeval.data import from_records
+
+from .protocol_harness import MockRun
+
+pytestmark = pytest.mark.slow
+
+
+def write_items(path):
+    rows = []
+    for i in range(12):
+        same = i in (4, 9)
+        rows.append({"item_id": f"p{i}", "context": ["Hello there", f"What is {i} plus {i}?"], "model_a": "x",
+                     "model_b": "y", "response_a": f"x says {2 * i}", "response_b": f"x says {2 * i}" if same
+                     else f"y says {i}{i}"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def run(tmp_path):
+    items = tmp_path / "items.jsonl"
+    write_items(items)
+    run = MockRun("ab_next_utterance", tmp_path / "mephisto", port=3241, overrides=[
+        f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1"])
+    yield run
+    run.shutdown()
+
+
+def test_hits_ties_and_export(run):
+    run.register("W1", "REG_1")
+    agent = run.unit_agent("W1")
+    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    shown = inputs["shown"]
+    assert len(shown) == 10 and {s["item_id"] for s in shown}.isdisjoint({"p4", "p9"})
+    assert "model_a" not in shown[0]
+    # answer: A when A is x's response, B otherwise, tie on the first item
+    answers = {}
+    for n, item in enumerate(shown):
+        choice = "tie" if n == 0 else ("a" if item["response_a"].startswith("x") else "b")
+        answers[item["item_id"]] = {"choice": choice, "duration": 2.0}
+    run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
+    run.settle()
+    run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
+
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    report = run.spec.export(read_units(run.db, "ab_next_utterance"), "ab_next_utterance")
+    comps = from_records(report.records).comparisons
+    auto = comps[comps["automatic"] == True]  # noqa: E712  (True or null)
+    assert sorted(auto["item_id"]) == ["p4", "p9"] and set(auto["choice"]) == {"tie"}
+    worker = comps[comps["worker_id"] == "W1_sandbox"]
+    assert len(worker) == 10
+    # x won every non-tie item whichever side it was shown on
+    for row in worker.itertuples():
+        if row.choice != "tie":
+            assert (row.model_a if row.choice == "a" else row.model_b) == "x"
+    assert (worker["choice"] == "tie").sum() == 1
+    assert 1 <= (worker["model_a"] == "x").sum() <= 9  # both orders occur (seeded)

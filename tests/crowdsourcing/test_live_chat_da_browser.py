@@ -1,0 +1,170 @@
+"""End to end in a real browser: `dialeval launch` (LocalArchitect + node router + MockProvider), a
+worker driven through a whole live-chat HIT in headless Chromium, `dialeval export`, then
+`dialeval analyze_live_chat` on the export. Offline bots only: `dialeval build_offline_bots` (QC bot,
+TF-IDF retrieval, a tiny GPT-2 trained for 30 steps on CPU) into the test's folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(420)
+
+CHROMIUM = "/usr/bin/chromium"
+DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
+PORT = 3110
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def _launch(tmp_path: Path):
+    bots = tmp_path / "bots"
+    built = subprocess.run(DIALEVAL + ["build_offline_bots", "--out", str(bots), "--max-steps", "30",
+                                       "--evaluate", "false"], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    log = open(tmp_path / "launch.log", "w")
+    proc = subprocess.Popen(DIALEVAL + [
+        "launch", "live_chat_da", "conf=offline_trained", f"live_chat.bots_dir={bots}", f"mephisto.architect.port={PORT}",
+        "mephisto.task.task_name=lcda_e2e", "mephisto.blueprint.num_conversations=1", "live_chat.seed=0",
+        "--mephisto-data", str(tmp_path / "mephisto")],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url, router_pid, end = None, None, time.time() + 180
+    while time.time() < end and (url is None or router_pid is None):
+        text = (tmp_path / "launch.log").read_text()
+        url = url or (re.search(r"Open (http://\S+) in your browser", text) or [None, None])[1]
+        router_pid = router_pid or (re.search(r"Server running locally with pid (\d+)", text) or [None, None])[1]
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    if url is None:
+        proc.kill()
+        raise AssertionError("launch printed no worker URL:\n" + (tmp_path / "launch.log").read_text()[-3000:])
+    return proc, url.replace("worker_1", "e2e_worker"), int(router_pid) if router_pid else None
+
+
+def _stop(proc, router_pid):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if router_pid:  # the node router runs in its own process group and outlives a killed task
+        try:
+            os.kill(router_pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def _set_slider(slider, value):
+    # React listens to the native value setter + input event; fill() on a range input is not portable.
+    slider.evaluate("""(el, v) => {
+        const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+        setter.call(el, String(v));
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+    }""", value)
+
+
+def _chat(page, slot, n, start=0):
+    log = page.locator("[data-testid=chat-log]")
+    for i in range(start, start + n):
+        text = XSS if (slot == 0 and i == 0) else f"slot {slot} message {i}: I like reading books"
+        before = page.locator(".dialeval-msg-other").count()
+        page.fill(".response-text-input", text)
+        page.click(".submit-response")
+        page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
+        if slot == 0 and i == 0:
+            assert XSS in log.inner_text()  # shown literally...
+            assert log.locator("img").count() == 0  # ...and never turned into an element
+
+
+def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium to run the browser test")
+    from playwright.sync_api import sync_playwright
+
+    proc, url, router_pid = _launch(tmp_path)
+    dialogs = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch_persistent_context(
+                str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, args=[
+                    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--no-first-run"])
+            page = browser.new_page()
+
+            def on_dialog(dialog):
+                dialogs.append(dialog.message)
+                dialog.accept()
+
+            page.on("dialog", on_dialog)
+            page.goto(url)
+            assert "strongly" not in page.locator("[data-testid=instructions]").inner_text(timeout=60000)
+            for slot in range(3):
+                page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                page.fill("#topic-input", "books" if slot != 1 else "football")
+                page.check("#attitude-like" if slot != 2 else "#attitude-dislike")
+                page.click("[data-testid=start-chat]")
+                page.wait_for_selector("[data-testid=chat-panel]")
+                _chat(page, slot, 9)
+                if slot == 0:
+                    page.click("[data-testid=next-chatbot]")  # 9 < 10 inputs: refused with a warning
+                    assert "at least 10 inputs" in page.locator("[data-testid=warning]").inner_text()
+                    page.click("[data-testid=topic-button]")
+                    page.fill("[data-testid=topic-change-form] input", "films")
+                    page.click("[data-testid=topic-change-form] button")
+                    page.wait_for_function("document.querySelector('[data-testid=current-topic]').textContent === 'films'")
+                _chat(page, slot, 1, start=9)
+                page.click("[data-testid=next-chatbot]")
+                page.wait_for_selector("[data-testid=rating-form]")
+                form_text = page.locator("[data-testid=rating-form]").inner_text()
+                assert "strongly disagree" in form_text and "strongly agree" in form_text
+                assert not re.search(r"\b(Robotic|Interesting|Fluent|Repetitive)\b", form_text)  # labels hidden
+                sliders = page.locator("[data-testid=rating-form] input[type=range]")
+                assert sliders.count() == 7
+                for k in range(7):
+                    _set_slider(sliders.nth(k), 10 * slot + k + 1)
+                page.click("[data-testid=submit-ratings]")
+            page.wait_for_selector("[data-testid=feedback-form]")
+            page.fill("#feedback", "Fine, thanks. " + XSS)
+            page.click("[data-testid=send-feedback]")
+            page.click("[data-testid=submit-hit]", timeout=30000)
+            page.wait_for_timeout(1500)
+            browser.close()
+        assert not any(d == "1" for d in dialogs), f"a script ran in the worker page: {dialogs}"
+        proc.wait(120)  # one unit: the run ends by itself once it is submitted
+    finally:
+        _stop(proc, router_pid)
+
+    out = tmp_path / "lcda_e2e.jsonl"
+    done = subprocess.run(DIALEVAL + ["export", "lcda_e2e", "--out", str(out), "--mephisto-data",
+                                      str(tmp_path / "mephisto")], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 unit(s) read (1 completed)" in done.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    convs = sorted((r for r in records if r["type"] == "conversation"), key=lambda r: r["slot"])
+    assert [c["status"] for c in convs] == ["complete"] * 3 and convs[1]["models"] == ["qc"]
+    assert sorted(c["models"][0] for c in convs) == ["lm", "qc", "retrieval"]
+    assert [c["topic"] for c in convs] == ["books", "football", "books"]
+    assert [c["topic_attitude"] for c in convs] == ["like", "like", "dislike"]
+    assert convs[0]["meta"]["topic_changes"][0]["topic"] == "films"
+    assert all(sum(t["speaker"] == "human" for t in c["turns"]) >= 10 for c in convs)
+    assert convs[0]["turns"][0]["text"] == XSS and convs[0]["feedback"] == "Fine, thanks. " + XSS
+    ratings = {(r["conversation_id"], r["criterion"]): r["value"] for r in records if r["type"] == "rating"}
+    assert len(ratings) == 21
+    # the page lists statements in the order of Figure 1 (robotic first, topic last): values 10*slot + k + 1
+    assert ratings[(convs[2]["id"], "robotic")] == 21 and ratings[(convs[2]["id"], "topic")] == 27
+
+    report = tmp_path / "report"
+    done = subprocess.run(DIALEVAL + ["analyze_live_chat", "--data", str(out), "--out", str(report)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (report / "report.html").is_file()

@@ -1,0 +1,72 @@
+"""PW-Turn end to end in a real browser: `dialeval launch pw_turn` (LocalArchitect + node router +
+MockProvider), a scripted worker in headless Chromium passes onboarding on the second try and chats,
+`dialeval export` writes a valid canonical file, `dialeval analyze_pairwise` reports on it."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
+from parlai_dialeval.data import read_jsonl
+
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
+
+
+def onboarding(page, correct: bool) -> None:
+    pairs = page.locator("[data-testid=onboarding-pair]")
+    for i in range(pairs.count()):
+        left_good = page.locator(f"[data-testid=onboarding-pair] >> nth={i}").inner_text().split("\n")[1].strip() in GOOD
+        side = "left" if left_good == correct else "right"
+        page.check(f"[data-testid=onboarding-{i}-{side}]")
+    page.click("[data-testid=submit-onboarding]")
+
+
+def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
+    require_chromium()
+    run = CliRun("pw_turn", tmp_path, ["mephisto.architect.port=3260", "mephisto.task.task_name=pwt_e2e",
+                                       "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0",
+                                       "pw_turn.num_turns=3", "pw_turn.question=humanness"])
+    chosen = []
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("e2e_worker"))
+            page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
+            onboarding(page, correct=False)
+            page.wait_for_function("document.querySelector('[data-testid=warning]') && "
+                                   "document.querySelector('[data-testid=warning]').textContent.includes('last try')")
+            onboarding(page, correct=True)
+            page.click("[data-testid=finish-onboarding]", timeout=30000)
+            for turn in range(3):
+                page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
+                assert page.inner_text("[data-testid=question]") == "Which next response from your partner sounds more human?"
+                side = ("left", "right", "left")[turn]
+                chosen.append(page.inner_text(f"[data-testid=text-{side}]"))
+                page.check(f"[data-testid=choose-{side}]")
+                page.fill("[data-testid=justification]", f"sounds natural {turn}")
+                page.click("[data-testid=submit-choice]")
+                if turn < 2:
+                    page.wait_for_selector(".response-text-input", timeout=30000)
+                    # the chosen reply is now the partner's last message
+                    assert page.locator("[data-testid=history-turn]").last.inner_text() == chosen[-1]
+                    page.fill(".response-text-input", f"tell me more about topic {turn}")
+                    page.click(".submit-response")
+            page.click("[data-testid=submit-hit]", timeout=60000)
+            page.wait_for_timeout(1500)
+        run.proc.wait(120)  # one unit: the run ends once it is submitted
+    finally:
+        run.stop()
+
+    out = tmp_path / "pwt.jsonl"
+    dialeval("export", "pwt_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    data = read_jsonl([out])  # validates every record
+    conv = data.conversations.iloc[0]
+    comps = data.comparisons.sort_values("turn_index")
+    assert list(comps["justification"]) == ["sounds natural 0", "sounds natural 1", "sounds natural 2"]
+    assert [conv["turns"][i]["text"] for i in comps["turn_index"]] == chosen
+    for row in comps.itertuples():
+        assert row.meta["observed"][row.model_a] == row.meta["observed"][row.model_b]
+    report = tmp_path / "analysis"
+    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report))
+    assert (report / "report.html").is_file() and (report / "win_rate_by_turn.csv").is_file()

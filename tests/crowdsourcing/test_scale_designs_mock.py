@@ -1,0 +1,58 @@
+"""Rating-scale designs through Mephisto (MockArchitect + MockProvider, in-process): neutral response
+keys mapped back to models, BME anchors from the items' automatic scores, time and prior experience."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlai_dialeval.data import from_records
+
+from .protocol_harness import MockRun
+
+pytestmark = pytest.mark.slow
+RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
+
+
+@pytest.fixture
+def run(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({
+        "item_id": f"i{n}", "context": ["How was your day?"], "reference": "It was great, thanks.",
+        "responses": RESPONSES, "reference_metrics": {"readability": 80 + n, "coherence": 40}}) + "\n"
+        for n in range(2)))
+    run = MockRun("scale_designs", tmp_path / "mephisto", port=3251, overrides=[
+        f"scale_designs.items_file={items}", "scale_designs.design=bme", "scale_designs.seed=2",
+        "mephisto.blueprint.units_per_assignment=1"])
+    yield run
+    run.shutdown()
+
+
+def test_bme_unit_and_export(run):
+    run.register("W1", "REG_1")
+    agent = run.unit_agent("W1")
+    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    assert inputs["scale"] == {"kind": "magnitude", "min": 0, "max": 999}
+    ratings = {}
+    for item in inputs["shown"]:
+        assert item["reference_values"]["coherence"] == 40.0
+        # rate by text so the mapping back to models is checked: hred 300, vhred 100, s2s 5
+        by_text = {"Good, I went hiking by the lake.": 300, "Fine.": 100, "i i i": 5}
+        values = {r["key"]: by_text[r["text"]] for r in item["responses"]}
+        ratings[item["item_id"]] = {"readability": {"values": values}, "coherence": {"values": values}}
+    run.server.submit_mock_unit(agent.get_agent_id(), {
+        "ratings": ratings, "prior_experience": {"prior_experience_evaluating": True, "prior_experience_agents": False},
+        "duration": 61.0, "item_durations": {"i0": 30.0, "i1": 24.0}})
+    run.settle()
+    run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
+
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    data = from_records(run.spec.export(read_units(run.db, "scale_designs"), "scale_designs").records)
+    ratings = data.ratings
+    assert len(ratings) == 12
+    assert ratings.groupby("model")["value"].first().to_dict() == {"hred": 300, "s2s": 5, "vhred": 100}
+    read = ratings[ratings["criterion"] == "readability"].groupby("conversation_id")["reference_value"].first()
+    assert read.to_dict() == {"i0": 80.0, "i1": 81.0}
+    assert ratings["duration"].sum() == pytest.approx(54.0)
+    assert all(m["prior_experience_evaluating"] is True and m["task_duration"] == 61.0 for m in ratings["meta"])

@@ -1,0 +1,58 @@
+"""SM-Turn + SM-Dialog end to end in a real browser: `dialeval launch sm_eval`, a scripted worker in
+headless Chromium chats, ticks every partner message and rates; `dialeval export` writes a valid
+canonical file; `dialeval analyze_single_model` reports on it."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.data import read_jsonl
+
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
+
+
+def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
+    require_chromium()
+    run = CliRun("sm_eval", tmp_path, ["mephisto.architect.port=3270", "mephisto.task.task_name=sm_e2e",
+                                       "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
+                                       "sm_eval.num_turns=3", "~sm_eval.models.parrot"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("e2e_worker"))
+            for turn, marks in enumerate(MARKS):
+                page.wait_for_selector("[data-testid=annotate]", timeout=60000)
+                assert page.locator("[data-testid=persona] li").count() == 2  # a persona to play
+                for mark in marks:
+                    page.check(f"[data-testid=mark-{mark}]")
+                page.click("[data-testid=submit-marks]")
+                if turn < 2:
+                    page.wait_for_selector(".response-text-input", timeout=30000)
+                    page.fill(".response-text-input", f"I really enjoy cooking pasta dish {turn}")
+                    page.click(".submit-response")
+            page.wait_for_selector("[data-testid=rate]", timeout=30000)
+            assert "Who would you prefer to talk to for a long conversation?" in page.inner_text("[data-testid=rate]")
+            for criterion, value in (("engaging", 4), ("humanlike", 2), ("interesting", 5)):
+                page.check(f"[data-testid=likert-{criterion}-{value}]")
+            page.click("[data-testid=submit-ratings]")
+            page.click("[data-testid=submit-hit]", timeout=60000)
+            page.wait_for_timeout(1500)
+        run.proc.wait(120)
+    finally:
+        run.stop()
+
+    out = tmp_path / "sm.jsonl"
+    dialeval("export", "sm_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    data = read_jsonl([out])
+    conv = data.conversations.iloc[0]
+    # repeat_query echoes: Hi! Hi! then each typed message twice
+    assert [t["text"] for t in conv["turns"]][:2] == ["Hi!", "Hi!"] and len(conv["turns"]) == 6
+    assert conv["personas"]["human"] and conv["duration"] > 0
+    binary = data.ratings[data.ratings["scale"] == "binary"]
+    assert binary.groupby("turn_index")["value"].sum().to_dict() == {1: 1, 3: 0, 5: 2}
+    likert = data.ratings[data.ratings["scale"] == "likert"].set_index("criterion")["value"].to_dict()
+    assert likert == {"engaging": 4, "humanlike": 2, "interesting": 5}
+    report = tmp_path / "analysis"
+    dialeval("analyze_single_model", "--data", str(out), "--out", str(report), "--n-boot", "50")
+    assert (report / "report.html").is_file()

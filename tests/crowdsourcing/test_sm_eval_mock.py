@@ -1,0 +1,69 @@
+"""SM-Turn + SM-Dialog through Mephisto (MockArchitect + MockProvider, in-process): a scripted worker
+chats six turns, ticks every bot message, rates at the end; the export is canonical and matches."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.data import from_records
+
+from .protocol_harness import MockRun
+
+pytestmark = pytest.mark.slow
+MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
+MESSAGES = ["I LOVE PIZZA SO MUCH", "I LOVE PIZZA SO MUCH"]  # trips all_caps and repeated_first
+
+
+@pytest.fixture
+def run(tmp_path):
+    run = MockRun("sm_eval", tmp_path, port=3221, overrides=[
+        "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
+        "sm_eval.block_on_worker_checks=true", "~sm_eval.models.parrot"])
+    yield run
+    run.shutdown()
+
+
+def test_chat_annotate_rate_export_and_block(run):
+    run.register("W1", "REG_1")
+    agent = run.unit_agent("W1")
+    seen = 0
+    for turn, marks in enumerate(MARKS):
+        shown = run.last_task_data(agent, after=seen)
+        assert shown["phase"] == "annotate" and shown["history"][-1]["speaker"] == "bot"
+        seen = run.message_count(agent)
+        run.act(agent, {"checked": ["none", "engaging"]})  # rejected: 'none' must stand alone
+        assert "none of the above" in run.last_task_data(agent, after=seen)["warning"]
+        seen = run.message_count(agent)
+        run.act(agent, {"checked": marks})
+        shown = run.last_task_data(agent, after=seen)
+        if turn < len(MESSAGES):
+            assert shown["phase"] == "chat"
+            seen = run.message_count(agent)
+            run.act(agent, {"action": "message"}, text=MESSAGES[turn])
+    assert shown["phase"] == "rate" and [q["criterion"] for q in shown["questions"]] == [
+        "engaging", "humanlike", "interesting"]
+    run.act(agent, {"ratings": {"engaging": 2, "humanlike": 3, "interesting": 4}})
+    run.last_task_data(agent, key="task_done")
+    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+    run.settle()
+
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    report = run.spec.export(read_units(run.db, "sm_eval", run.spec.extra["export_files"]), "sm_eval")
+    assert not report.notes
+    data = from_records(report.records)
+    conv = data.conversations.iloc[0]
+    # repeat_query echoes the worker, so the turns are predictable
+    assert [t["text"] for t in conv["turns"]] == ["Hi!", "Hi!", *[m for m in MESSAGES for _ in (0, 1)]]
+    assert conv["models"] == ["echo"] and conv["worker_id"] == "W1_sandbox" and conv["duration"] > 0
+    binary = data.ratings[data.ratings["scale"] == "binary"]
+    by_turn = binary.pivot_table(index="turn_index", columns="criterion", values="value")
+    assert by_turn.to_dict("index") == {
+        1: {"engaging": 1, "humanlike": 0, "interesting": 0},
+        3: {"engaging": 0, "humanlike": 0, "interesting": 0},
+        5: {"engaging": 0, "humanlike": 1, "interesting": 1}}
+    likert = data.ratings[data.ratings["scale"] == "likert"].set_index("criterion")["value"].to_dict()
+    assert likert == {"engaging": 2, "humanlike": 3, "interesting": 4}
+    checks = conv["meta"]["worker_checks"]
+    assert checks["all_caps"] and checks["repeated_first"] and not checks["offensive"]
+    # block_on_worker_checks: the worker now holds the run's block qualification
+    assert run.db.find_workers(worker_name="W1_sandbox")[0].get_granted_qualification("dialeval_sm_eval_blocked")

@@ -1,0 +1,409 @@
+"""dialeval analyze_live_chat: Ji et al. (2022) reproduced from the released raw MTurk data, the
+statistics checked against scipy one worker at a time, every option exercised on small synthetic
+studies, and data exported by this project's own live-chat task analysed without conversion."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from parlai_dialeval.analysis import live_chat
+from parlai_dialeval.analysis.live_chat import LiveChatConfig, analyze
+from parlai_dialeval.data import from_records, write_jsonl
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.importers import load
+from parlai_dialeval.scripts.analyze_live_chat import run_analysis
+
+DIALEVAL = Path(sys.executable).with_name("dialeval")
+RUN1 = "ji2022/raw_mturk_csv/FreeTopicRound1"
+STATEMENTS = ["interesting", "fun", "consistent", "fluent", "topic", "robotic", "repetitive"]
+# The paper's labels (Table 3 caption: A=Bi-Encoder, B=Poly-Encoder, C=KV-MemNN, D=Seq2Seq, E=LSTM LM;
+# p = with a persona) -> the importer's model names (ParlAI name, _p for the persona variant).
+LABEL = {"A": "biencoder", "B": "polyencoder", "C": "kvmemnn", "D": "seq2seq", "E": "lan_model"}
+
+
+def model(label: str) -> str:
+    return LABEL[label[0]] + ("_p" if label.endswith("p") else "")
+
+
+# Ji et al. 2022, Table 3 (Free run 1): n, overall, interesting, fun, consistent, fluent, topic, robotic,
+# repetitive (z scores, robotic and repetitive reversed), in the paper's order. The first row (model A)
+# is lost from our text copy of the paper (../shared/papers/ji2022_*.txt); its n follows from Table 1
+# (1,075 passing dialogues x 7 = 7,525 ratings, minus the nine rows below = 798), and its raw scores are
+# covered by the Table 8 check, which correlates all ten models.
+TABLE_3 = {
+    "B": (798, 0.419, 0.474, 0.481, 0.614, 0.875, 0.994, -0.431, -0.075),
+    "Ap": (707, 0.318, 0.399, 0.372, 0.443, 0.821, 0.404, -0.330, 0.116),
+    "C": (791, 0.262, 0.491, 0.379, 0.028, 0.636, -0.066, -0.316, 0.680),
+    "Cp": (714, 0.189, 0.409, 0.373, 0.159, 0.672, -0.114, -0.521, 0.349),
+    "Bp": (707, 0.173, 0.230, 0.197, 0.369, 0.673, 0.320, -0.395, -0.187),
+    "D": (707, -0.087, -0.190, -0.208, 0.166, 0.311, 0.401, -0.637, -0.449),
+    "Dp": (798, -0.201, -0.308, -0.234, 0.092, 0.312, 0.025, -0.625, -0.669),
+    "Ep": (763, -0.217, -0.181, -0.201, -0.196, 0.380, -0.455, -0.605, -0.264),
+    "E": (742, -0.243, -0.165, -0.160, -0.142, 0.329, -0.407, -0.745, -0.411),
+}
+# Ji et al. 2022, Table 10, Free run 1 rows: average raw scores (reversed), same columns.
+TABLE_10 = {
+    "B": (798, 50.41, 51.39, 51.68, 56.37, 64.50, 67.84, 25.63, 35.45),
+    "Ap": (707, 45.53, 47.38, 46.23, 48.52, 60.17, 47.50, 28.30, 40.62),
+    "C": (791, 43.96, 50.50, 47.53, 35.85, 55.73, 33.98, 27.35, 56.76),
+    "Cp": (714, 41.21, 47.13, 46.26, 39.25, 55.05, 32.07, 21.85, 46.84),
+    "Bp": (707, 39.93, 41.35, 40.06, 44.93, 53.74, 43.72, 25.25, 30.49),
+    "D": (707, 33.71, 30.28, 29.95, 41.72, 45.92, 49.07, 17.30, 21.72),
+    "Dp": (798, 29.38, 26.19, 27.97, 37.53, 44.19, 35.26, 17.46, 17.06),
+    "E": (742, 28.99, 30.75, 30.65, 31.27, 46.42, 23.60, 15.10, 25.13),
+    "Ep": (763, 28.65, 29.34, 28.50, 29.13, 47.07, 21.30, 17.82, 27.41),
+}
+# Ji et al. 2022, Table 8 (run 1): rows/columns overall, interesting, fun, consistent, fluent, topic,
+# robotic, repetitive; Pearson above the diagonal, Spearman below. It is computed on the raw (reversed)
+# system scores of the ten models: the z-score version differs in the second decimal.
+TABLE_8 = [
+    [None, 0.959, 0.976, 0.861, 0.966, 0.796, 0.916, 0.674],
+    [0.927, None, 0.992, 0.691, 0.949, 0.599, 0.875, 0.840],
+    [0.903, 0.988, None, 0.753, 0.961, 0.660, 0.889, 0.783],
+    [0.842, 0.673, 0.636, None, 0.811, 0.969, 0.770, 0.210],
+    [0.879, 0.939, 0.915, 0.648, None, 0.724, 0.857, 0.667],
+    [0.745, 0.552, 0.503, 0.915, 0.503, None, 0.676, 0.122],
+    [0.867, 0.830, 0.782, 0.648, 0.867, 0.491, None, 0.642],
+    [0.673, 0.770, 0.782, 0.261, 0.770, 0.055, 0.758, None],
+]
+
+
+@pytest.fixture(scope="module")
+def run1(shared_data):
+    return analyze(load([shared_data / RUN1], log=None))
+
+
+def test_table1_counts_of_free_run1(run1):
+    """Ji et al. 2022, Table 1, Free Run 1: 249 workers, 173 passed (69.5%); 1,075 passing dialogues of
+    1,525 (70.5%); average minutes per dialogue 6.53 passed, 7.04 failed, 6.68 all."""
+    s = run1.summary
+    assert (s["n_workers"], s["n_workers_passed"]) == (249, 173)
+    assert round(100 * s["worker_pass_rate"], 1) == 69.5
+    assert s["n_dialogues_passed"] == 1075
+    # 305 assignments, one an empty submission: 1,520 dialogues were held; the paper's 1,525 counts the
+    # empty submission's five genuine-model slots too.
+    assert (s["n_assignments"], s["n_assignments_empty"]) == (305, 1)
+    assert (s["n_dialogues"], s["n_dialogues_incl_empty_submissions"]) == (1520, 1525)
+    assert round(100 * s["n_dialogues_passed"] / s["n_dialogues_incl_empty_submissions"], 1) == 70.5
+    minutes = run1.durations.set_index("workers")["mean_minutes_per_conversation"].round(2).to_dict()
+    assert minutes == {"passed": 6.53, "failed": 7.04, "all": 6.68}
+
+
+def test_table3_system_scores_of_free_run1(run1):
+    scores = run1.system_scores.set_index("model")
+    assert list(scores.columns) == ["n", "overall", *STATEMENTS]
+    for label, row in TABLE_3.items():
+        got = scores.loc[model(label)]
+        assert int(got["n"]) == row[0], label
+        assert [round(v, 3) for v in got.iloc[1:].tolist()] == list(row[1:]), label
+    assert int(scores.loc["biencoder", "n"]) == 7525 - sum(r[0] for r in TABLE_3.values()) == 798
+    # the paper orders models by overall z: A, B, Ap, C, Cp, Bp, D, Dp, Ep, E
+    assert scores.index.tolist() == [model(x) for x in ["A", "B", "Ap", "C", "Cp", "Bp", "D", "Dp", "Ep", "E"]]
+
+
+def test_table10_raw_scores_of_free_run1(run1):
+    raw = run1.system_scores_raw.set_index("model")
+    for label, row in TABLE_10.items():
+        got = raw.loc[model(label)]
+        assert int(got["n"]) == row[0]
+        assert [round(v, 2) for v in got.iloc[1:].tolist()] == list(row[1:]), label
+
+
+def test_table8_correlation_between_statements(run1):
+    got = run1.correlations_raw
+    assert got.index.tolist() == ["overall", *STATEMENTS[:5], "robotic", "repetitive"]
+    for i, row in enumerate(TABLE_8):
+        for j, value in enumerate(row):
+            if value is not None:
+                assert round(got.iloc[i, j], 3) == value, (got.index[i], got.columns[j])
+
+
+def test_table2_topic_attitudes(run1):
+    """Table 2, Free run 1: passed like 83.9, ambivalent 7.4, dislike 8.7; failed 88.6, 3.8, 7.7. The
+    failing workers' ambivalent share computes to 3.745% (20 of 534 conversations), printed as 3.8."""
+    table = run1.topics.set_index("attitude")
+    assert table["passed"].round(1).loc[["like", "ambivalent", "dislike"]].tolist() == [83.9, 7.4, 8.7]
+    assert table["failed"].round(1).loc[["like", "dislike"]].tolist() == [88.6, 7.7]
+    assert table.loc["ambivalent", "failed"] == pytest.approx(3.8, abs=0.06)
+
+
+def test_released_z_scores_and_pass_fail_split_are_reproduced(shared_data, run1):
+    """The released dialogue JSON carries the authors' z scores and pass/fail outcome per worker."""
+    released = {}
+    outcome = {}
+    for result in ("pass", "fail"):
+        path = shared_data / "ji2022" / "dialogue_data" / f"{result}_free(run1).json"
+        for hit in json.loads(path.read_text()):
+            outcome[hit["WorkerId"]] = result == "pass"
+            for slot, item in enumerate(hit["data"]):
+                for criterion, z in item["z scores"].items():
+                    released[(f"{hit['AssignmentId']}_{slot}", criterion)] = z
+    ours = run1.ratings.set_index(["conversation_id", "criterion"])["z"]
+    assert len(ours) == len(released) == 12768
+    # one worker rated everything 50: the release has no z for them (SD 0); ours is 0, as the formula
+    # with + 1e-6 gives; they fail quality control either way
+    constant = [k for k, z in released.items() if z is None]
+    assert len(constant) == 2 * 6 * 7 and (ours.loc[constant] == 0).all()
+    known = [k for k, z in released.items() if z is not None]
+    np.testing.assert_allclose(ours.loc[known].to_numpy(), [released[k] for k in known], atol=1e-9)
+    workers = run1.workers.set_index("worker_id")
+    assert {w: bool(workers.loc[w, "passed"]) for w in outcome} == outcome
+
+
+def test_figure2_agreement_of_passing_workers_peaks_high(run1):
+    """Figure 2: passing workers' pairs peak between r = 0.6 and 0.7; failing pairs spread near 0."""
+    passed, failed = run1.agreement["passed"], run1.agreement["failed"]
+    counts, edges = np.histogram(passed, bins=np.linspace(-1, 1, 21))
+    assert edges[np.argmax(counts)] == pytest.approx(0.6)
+    assert np.median(passed) > 0.3 > abs(np.median(failed))
+
+
+def test_significance_matches_scipy_per_pair(run1):
+    conv = run1.conversations
+    conv = conv[conv["passed"] & ~conv["qc"]]
+    sig = run1.significance.set_index(["model_a", "model_b"])["p_value"]
+    assert len(sig) == 90
+    for a, b in [("biencoder", "polyencoder"), ("seq2seq_p", "lan_model")]:
+        za = conv.loc[conv["model"] == a, "overall_z"]
+        zb = conv.loc[conv["model"] == b, "overall_z"]
+        assert sig[(a, b)] == pytest.approx(stats.mannwhitneyu(za, zb, alternative="greater").pvalue)
+
+
+# ------------------------------------------------------------------------------------------------
+# The batched tests equal one scipy call per worker
+# ------------------------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 30), st.integers(1, 40)), min_size=1, max_size=12),
+       st.integers(0, 2**31 - 1), st.sampled_from(["mannwhitney", "ttest"]))
+def test_grouped_test_equals_scipy_per_group(groups, seed, test):
+    rng = np.random.default_rng(seed)
+    values, codes, first = [], [], []
+    for code, (n1, n2, levels) in enumerate(groups):
+        # few distinct levels make ties; many make tie-free samples (the exact method)
+        values += list(rng.integers(0, levels, n1 + n2).astype(float))
+        codes += [code] * (n1 + n2)
+        first += [True] * n1 + [False] * n2
+    order = rng.permutation(len(values))
+    values = np.asarray(values, dtype=float)[order]
+    codes = np.asarray(codes, dtype=int)[order]
+    first = np.asarray(first, dtype=bool)[order]
+    got = live_chat.grouped_test(values, codes, first, len(groups), test=test)
+    for code in range(len(groups)):
+        x, y = values[(codes == code) & first], values[(codes == code) & ~first]
+        if len(x) == 0 or len(y) == 0:
+            assert np.isnan(got[code])
+            continue
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if test == "ttest":
+                expected = stats.ttest_ind(x, y, equal_var=False, alternative="less").pvalue
+            else:
+                expected = stats.mannwhitneyu(x, y, alternative="less", method="auto").pvalue
+        np.testing.assert_allclose(got[code], expected, rtol=1e-10, equal_nan=True)
+
+
+def test_standardise_uses_ddof_and_epsilon():
+    x = np.array([1.0, 2.0, 3.0, 10.0, 10.0])
+    groups = np.array([0, 0, 0, 1, 1])
+    z = live_chat.standardise(x, groups, ddof=1, epsilon=1e-6)
+    np.testing.assert_allclose(z[:3], (x[:3] - 2) / (1 + 1e-6))
+    assert (z[3:] == 0).all()  # a constant worker: SD 0, z 0 thanks to epsilon
+
+
+# ------------------------------------------------------------------------------------------------
+# Small synthetic studies in the canonical shape of this project's live-chat task
+# ------------------------------------------------------------------------------------------------
+
+CRITERIA = [{"name": n, "positive": n not in ("robotic", "repetitive"), "scale": "continuous", "min": 0,
+             "max": 100, "question": n} for n in ["robotic", "interesting", "fun", "consistent", "fluent",
+                                                   "repetitive", "topic"]]
+QUALITY = {"good": 70, "fair": 55, "poor": 40}
+
+
+def synthetic(workers: int = 12, hits: int = 1, bad_workers: tuple = (), seed: int = 0, qc: str = "degraded"):
+    """Good workers rate by model quality (QC bot lowest); 'bad' workers rate at random."""
+    rng = random.Random(seed)
+    records = [{"type": "study", "name": "demo", "criteria": CRITERIA, "qc_models": [qc]}]
+    for w in range(workers):
+        worker = f"W{w}"
+        for h in range(hits):
+            assignment = f"{worker}-A{h}"
+            for slot, name in enumerate(["good", "fair", qc, "poor"]):
+                cid = f"{assignment}-{slot}"
+                records.append({"type": "conversation", "study": "demo", "id": cid, "models": [name],
+                                "worker_id": worker, "assignment_id": assignment, "hit_id": f"H{h}",
+                                "slot": slot, "task": "live_chat_da", "topic_attitude": "like",
+                                "assignment_duration": 600.0, "duration": 120.0,
+                                "turns": [{"speaker": "human", "text": "hello there friend"},
+                                          {"speaker": name, "text": "hi"}]})
+                for c in CRITERIA:
+                    level = QUALITY.get(name, 10)
+                    value = rng.uniform(0, 100) if w in bad_workers else min(100, max(0, rng.gauss(level, 8)))
+                    if not c["positive"]:
+                        value = 100 - value  # negatively worded: a good bot gets a low rating
+                    records.append({"type": "rating", "study": "demo", "conversation_id": cid, "worker_id": worker,
+                                    "model": name, "criterion": c["name"], "scale": "continuous",
+                                    "scale_min": 0, "scale_max": 100, "value": round(value, 1),
+                                    "assignment_id": assignment})
+    return records
+
+
+def test_failing_workers_are_removed_whole_and_models_ranked():
+    result = analyze(from_records(synthetic(bad_workers=(0, 1))), LiveChatConfig(seed=1))
+    workers = result.workers.set_index("worker_id")
+    assert not workers.loc["W0", "passed"] and not workers.loc["W1", "passed"]
+    assert workers["passed"].sum() == 10
+    assert result.system_scores["model"].tolist() == ["good", "fair", "poor"]
+    assert (result.system_scores["n"] == 10 * 7).all()  # failing workers' ratings all gone
+    assert list(result.system_scores.columns[3:]) == ["interesting", "fun", "consistent", "fluent", "topic",
+                                                      "robotic", "repetitive"]
+    # reversal: the good model's reversed robotic score is high, like its positive statements
+    raw = result.system_scores_raw.set_index("model")
+    assert raw.loc["good", "robotic"] > 60 and raw.loc["poor", "robotic"] < 50
+
+
+def test_options_change_each_step():
+    data = from_records(synthetic(bad_workers=(0,)))
+    off = analyze(data, LiveChatConfig(qc_test="none"))
+    assert off.summary["n_workers_passed"] == 12
+    strict = analyze(data, LiveChatConfig(qc_alpha=1e-12))
+    assert strict.summary["n_workers_passed"] < 12
+    unreversed = analyze(data, LiveChatConfig(reverse=False)).system_scores_raw.set_index("model")
+    assert unreversed.loc["good", "robotic"] < 40
+    only = analyze(data, LiveChatConfig(criteria=["fun", "robotic"], negative=[]))
+    assert list(only.system_scores.columns) == ["model", "n", "overall", "fun", "robotic"]
+    raw = analyze(data, LiveChatConfig(standardise=False)).system_scores.set_index("model")
+    assert 60 < raw.loc["good", "overall"] < 80
+    ordered = analyze(data, LiveChatConfig(order=["poor", "good"]))
+    assert ordered.system_scores["model"].tolist() == ["poor", "good", "fair"]
+    corrected = analyze(data, LiveChatConfig(correction="holm"))
+    assert (corrected.significance["p_adjusted"] >= corrected.significance["p_value"]).all()
+    welch = analyze(data, LiveChatConfig(qc_test="ttest", sig_test="ttest"))
+    assert welch.summary["n_workers_passed"] >= 10
+    by_hit = analyze(data, LiveChatConfig(agreement_by="hit"))
+    assert by_hit.agreement["stats"].set_index("workers").loc["passed", "pairs"] == 11 * 10 // 2
+
+
+def test_clear_errors_for_missing_qc_bot_and_several_studies():
+    records = [r for r in synthetic() if r.get("model") != "degraded"]
+    with pytest.raises(DialevalError, match="no ratings of the quality-control model"):
+        analyze(from_records(records))
+    assert analyze(from_records(records), LiveChatConfig(qc_test="none")).summary["n_workers_passed"] == 12
+    other = [dict(r, study="other") if r["type"] != "study" else dict(r, name="other") for r in synthetic()]
+    with pytest.raises(DialevalError, match="several studies"):
+        analyze(from_records(synthetic() + other))
+    assert analyze(from_records(synthetic() + other), LiveChatConfig(study="other")).summary["study"] == "other"
+
+
+def test_incomplete_conversations_are_left_out_and_counted():
+    records = synthetic()
+    for record in records:
+        if record["type"] == "conversation" and record["id"] == "W3-A0-0":
+            record["status"] = "incomplete"
+    result = analyze(from_records(records))
+    assert result.summary["n_dialogues"] == 12 * 3 - 1
+    assert any("not complete" in note for note in result.notes)
+
+
+def _live_chat_units(workers: int = 10, bad: tuple = (0,), seed: int = 0):
+    """Units as this project's live-chat task records them (crowdsourcing/live_chat_da/worlds.py)."""
+    from parlai_dialeval.crowdsourcing.live_chat_da.criteria import CRITERION_NAMES
+    from parlai_dialeval.crowdsourcing.platform.export import UnitData
+
+    rng = random.Random(seed)
+    units = []
+    names = list(CRITERION_NAMES)
+    for w in range(workers):
+        conversations = []
+        for slot, (model_name, qc) in enumerate([("blender", False), ("tfidf", False), ("qc_bot", True),
+                                                 ("hf_lm", False)]):
+            level = {"blender": 75, "tfidf": 50, "hf_lm": 35, "qc_bot": 10}[model_name]
+            turns = []
+            for i in range(10):
+                turns += [{"speaker": "human", "text": f"message number {i} from me", "time": 1000.0 + i},
+                          {"speaker": model_name, "text": "a reply", "time": 1000.5 + i}]
+            ratings = {}
+            for name in names:
+                value = rng.uniform(0, 100) if w in bad else min(100.0, max(0.0, rng.gauss(level, 8)))
+                ratings[name] = 100 - value if name in ("robotic", "repetitive") else value
+            conversations.append({"slot": slot, "model": model_name, "qc": qc, "status": "complete", "turns": turns,
+                                  "topic": "dogs", "topic_attitude": rng.choice(["like", "dislike"]),
+                                  "persona": None, "topic_changes": [], "started": 0.0, "ended": 300.0,
+                                  "ratings": ratings, "rating_started": 300.0, "rating_ended": 330.0, "error": None})
+        # the last worker returned the HIT after two conversations
+        if w == workers - 1:
+            for conv in conversations[2:]:
+                conv.update(status="incomplete", ratings=None)
+        world = {"dialeval_task": "live_chat_da", "started": 0.0, "ended": 1500.0, "qc_models": ["qc_bot"],
+                 "feedback": "fine", "conversations": conversations, "min_inputs": 10}
+        units.append(UnitData(worker_id=f"worker{w}", mephisto_worker_id=str(w), unit_id=f"u{w}",
+                              assignment_id=f"a{w}", task_run_id="1", agent_id=str(w), agent_status="completed",
+                              state={}, task_start=0.0, task_end=1500.0, files={"dialeval_live_chat.json": world}))
+    return units
+
+
+def test_export_of_this_projects_live_chat_task_is_analysed_without_conversion(tmp_path):
+    from parlai_dialeval.crowdsourcing.live_chat_da.export import export_units
+
+    records = export_units(_live_chat_units(), "live_chat_pilot").records
+    path = tmp_path / "export.jsonl"
+    write_jsonl(records, path)
+    out = tmp_path / "out"
+    summary = run_analysis({"data": [str(path)], "out": str(out)}, log=lambda *_: None)
+    assert summary["study"] == "live_chat_pilot"
+    # worker0 rated at random; worker9 returned the HIT before reaching the QC bot: nothing to test
+    assert summary["n_workers"] == 10 and summary["n_workers_passed"] == 8
+    workers = pd.read_csv(out / "workers.csv").set_index("worker_id")
+    assert not workers.loc["worker0", "passed"] and not workers.loc["worker9", "passed"]
+    assert summary["n_dialogues"] == 9 * 3 + 2
+    scores = pd.read_csv(out / "system_scores.csv")
+    assert scores["model"].tolist() == ["blender", "tfidf", "hf_lm"]
+    assert list(scores.columns) == ["model", "n", "overall", "interesting", "fun", "consistent", "fluent", "topic",
+                                    "robotic", "repetitive"]
+    assert json.loads((out / "summary.json").read_text())["durations"][0]["mean_minutes_per_conversation_measured"] == 5
+
+
+def test_outputs_and_report(shared_data, tmp_path):
+    out = tmp_path / "run1"
+    summary = run_analysis({"data": [str(shared_data / RUN1)], "out": str(out)}, log=lambda *_: None)
+    for name in ("system_scores.csv", "system_scores_raw.csv", "workers.csv", "significance.csv", "summary.json",
+                 "report.html", "significance.png", "rater_agreement.png"):
+        assert (out / name).is_file(), name
+    assert pd.read_csv(out / "system_scores.csv").columns.tolist() == ["model", "n", "overall", *STATEMENTS]
+    workers = pd.read_csv(out / "workers.csv")
+    assert workers.columns.tolist() == ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
+    assert len(workers) == 249 and workers["passed"].sum() == 173
+    assert pd.read_csv(out / "significance.csv").columns.tolist() == ["model_a", "model_b", "p_value"]
+    saved = json.loads((out / "summary.json").read_text())
+    for key in ("n_assignments", "n_workers", "n_workers_passed", "n_dialogues", "n_dialogues_passed"):
+        assert saved[key] == summary[key]
+    html = (out / "report.html").read_text()
+    assert '<img src="significance.png"' in html and '<img src="rater_agreement.png"' in html
+    assert "Table 3" in html and "Ap" in html and "empty submission" in html
+
+
+@pytest.mark.slow
+def test_cli_on_canonical_jsonl(shared_data, tmp_path):
+    """The command on canonical JSON Lines (here the converted MTurk CSV) gives the same scores."""
+    data = load([shared_data / RUN1], log=None)
+    path = tmp_path / "run1.jsonl"
+    data.save(path)
+    out = tmp_path / "out"
+    result = subprocess.run([str(DIALEVAL), "analyze_live_chat", "--data", str(path), "--out", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = pd.read_csv(out / "system_scores.csv").set_index("model")
+    assert round(scores.loc["polyencoder", "overall"], 3) == 0.419
+    assert json.loads((out / "summary.json").read_text())["n_workers"] == 249

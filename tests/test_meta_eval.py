@@ -1,0 +1,96 @@
+"""dialeval meta_eval: item level on the FED dataset with the FED replication's score file, and
+system level on a per-model table; every expected correlation is computed here independently."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.analysis.meta_eval import correlate
+from parlai_dialeval.cli import main
+
+
+def _objects(path):
+    decoder, text, position, out = json.JSONDecoder(), path.read_text(), 0, []
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return out
+        obj, position = decoder.raw_decode(text, position)
+        out.append(obj)
+
+
+def test_item_level_fed_reproduces_independent_spearman(shared_data, tmp_path):
+    fed = shared_data / "fed"
+    items = json.loads((fed / "fed_data.json").read_text())
+    turn_scores = _objects(fed / "replication_outputs" / "turn_level_FU_scores.jsonl")
+    dialog_scores = _objects(fed / "replication_outputs" / "dialog_level_FU_scores.jsonl")
+    # Mehri & Eskenazi 2020 Table 6: Spearman of the metric against the mean of the numeric labels.
+    turn_items = [item for item in items if "response" in item]
+    dialog_items = [item for item in items if "response" not in item]
+
+    def mean_label(item, quality):
+        return np.mean([v for v in item["annotations"][quality] if isinstance(v, int)])
+
+    expected_interesting = stats.spearmanr([mean_label(i, "Interesting") for i in turn_items],
+                                           [s["score"]["interesting"] for s in turn_scores]).statistic
+    expected_understanding = stats.spearmanr([mean_label(i, "Understanding") for i in dialog_items],
+                                             [s["score"]["understand"] for s in dialog_scores]).statistic
+    dialog_quality_names = ["coherent", "error recovery", "consistent", "diverse", "depth", "likeable",
+                            "understand", "flexible", "informative", "inquisitive"]
+    expected_overall = stats.spearmanr([mean_label(i, "Overall") for i in dialog_items],
+                                       [np.mean([s["score"][q] for q in dialog_quality_names])
+                                        for s in dialog_scores]).statistic
+
+    out = tmp_path / "corr.csv"
+    assert main(["meta_eval", "--data", str(fed / "fed_data.json"), "--scores",
+                 str(fed / "replication_outputs" / "turn_level_FU_scores.jsonl"),
+                 str(fed / "replication_outputs" / "dialog_level_FU_scores.jsonl"),
+                 "--out", str(out), "--bootstrap", "0"]) == 0
+    table = pd.read_csv(out).set_index(["group", "human"])
+    assert table.loc[("turn", "interesting"), "spearman"] == pytest.approx(expected_interesting, abs=1e-9)
+    assert table.loc[("dialog", "understanding"), "metric"] == "understand"
+    assert table.loc[("dialog", "understanding"), "spearman"] == pytest.approx(expected_understanding, abs=1e-9)
+    assert table.loc[("dialog", "overall"), "spearman"] == pytest.approx(expected_overall, abs=1e-9)
+    assert table.loc[("turn", "interesting"), "n"] == 375
+
+
+def test_system_level_correlations(tmp_path):
+    models = ["a", "b", "c", "d", "e", "f"]
+    overall = [60.0, 55.0, 40.0, 35.0, 70.0, 20.0]
+    human = tmp_path / "system_scores.csv"
+    pd.DataFrame({"model": models, "n": [10] * 6, "overall": overall,
+                  "fun": [50, 52, 31, 30, 66, 10]}).to_csv(human, index=False)
+    metric = tmp_path / "metric.csv"
+    bleu = [1.0, 2.0, 3.0, 4.5, 0.5, 6.0]
+    pd.DataFrame({"model": models[::-1], "bleu4": bleu[::-1]}).to_csv(metric, index=False)
+    out = tmp_path / "corr.csv"
+    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out), "--bootstrap", "200"]) == 0
+    row = pd.read_csv(out).iloc[0]
+    assert (row["human"], row["metric"], row["n"]) == ("overall", "bleu4", 6)
+    assert row["pearson"] == pytest.approx(np.corrcoef(overall, bleu)[0, 1])
+    ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731  (no ties here)
+    assert row["spearman"] == pytest.approx(np.corrcoef(ranks(overall), ranks(bleu))[0, 1])
+    assert row["pearson_lo"] <= row["pearson"] <= row["pearson_hi"]
+
+
+def test_correlate_edge_cases():
+    result = correlate([1, 2, np.nan, 4], [2, 4, 5, 8], n_resamples=0)
+    assert result["n"] == 3 and result["pearson"] == pytest.approx(1.0)
+    assert np.isnan(correlate([1, 1, 1], [1, 2, 3])["spearman"])
+    a = correlate([1, 2, 3, 4, 5, 7], [2, 1, 4, 3, 6, 5], n_resamples=100, seed=3)
+    assert a == correlate([1, 2, 3, 4, 5, 7], [2, 1, 4, 3, 6, 5], n_resamples=100, seed=3)
+
+
+def test_bad_inputs_are_reported(tmp_path, capsys):
+    scores = tmp_path / "s.csv"
+    pd.DataFrame({"x": [1]}).to_csv(scores, index=False)
+    assert main(["meta_eval", "--human", str(scores), "--scores", str(scores), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "s.csv: field 'model': no model column" in capsys.readouterr().err
+    assert main(["meta_eval", "--scores", str(scores), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "give --data (item level) or --human (system level)" in capsys.readouterr().err

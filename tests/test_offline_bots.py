@@ -1,0 +1,93 @@
+"""Offline bots: built locally, loaded from model files, shared across copies, chatting with each
+other through `dialeval self_chat`, and the result importable as canonical data."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import parlai_dialeval  # noqa: F401  (registers the dialeval: prefix)
+from parlai.core.agents import create_agent_from_model_file, create_agent_from_shared
+
+from parlai_dialeval.agents.hf_lm.train import TrainConfig
+from parlai_dialeval.agents.qc_bot.corpus import load_corpus
+from parlai_dialeval.cli import main as dialeval
+from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.agents.quality_levels import compare
+from parlai_dialeval.scripts.build_offline_bots import build, measure, message_pairs
+
+QUICK = TrainConfig(epochs=1, max_steps=15, n_layer=1, n_embd=64, vocab_size=500)
+
+
+@pytest.fixture(scope="module")
+def bots(tmp_path_factory):
+    out = tmp_path_factory.mktemp("offline_bots")
+    return out, build(out, config=QUICK, evaluate=False)
+
+
+def reply(agent, text):
+    agent.reset()
+    agent.observe({"text": text, "episode_done": False})
+    return agent.act()
+
+
+def test_build_writes_model_files_and_reuses_the_trained_model(bots):
+    out, result = bots
+    for name in ("qc_bot", "retrieval", "hf_lm"):
+        assert json.loads((out / name / "model.opt").read_text())["model"].startswith("dialeval:")
+    assert result["training"]["steps"] == 15
+    assert build(out, config=QUICK, evaluate=False)["training"]["cached"] is True
+
+
+def test_bots_load_from_model_files_and_copies_share_their_model(bots):
+    _, result = bots
+    lm = create_agent_from_model_file(result["paths"]["hf_lm"])
+    copy = create_agent_from_shared(lm.share())
+    assert copy.lm is lm.lm
+    assert reply(lm, "do you like pizza?")["text"] == reply(copy, "do you like pizza?")["text"]
+    retrieval = create_agent_from_model_file(result["paths"]["retrieval"])
+    assert create_agent_from_shared(retrieval.share()).index is retrieval.index
+    # response matching returns a response sharing the message's rarest word
+    assert "squirrels" in reply(retrieval, "squirrels")["text"].lower()
+    neighbour = create_agent_from_model_file(result["paths"]["retrieval"], {"retrieval_match": "message"})
+    # "Tell me a joke" is a chatterbot prompt: the nearest neighbour is that very prompt
+    assert reply(neighbour, "tell me a joke")["retrieval_audit"]["matched"].lower() == "tell me a joke"
+    qc = create_agent_from_model_file(result["paths"]["qc_bot"])
+    assert "qc_audit" in reply(qc, "hi")
+
+
+def test_retrieval_is_measurably_better_than_the_qc_bot(bots):
+    # All held-out chatterbot test pairs; the full three-level ordering (with the LM trained for the
+    # full schedule) is measured by `dialeval build_offline_bots` (docs/bots_and_teachers.md).
+    # Both bots are deterministic (fixed seed), so the scores are too.
+    _, result = bots
+    test = load_corpus(datatype="test")
+    scores = measure({name: result["paths"][name] for name in ("qc_bot", "retrieval")}, test)["scores"]
+    assert scores["qc_bot"]["f1"] < scores["retrieval"]["f1"]
+    assert scores["qc_bot"]["tfidf_similarity"] < scores["retrieval"]["tfidf_similarity"]
+    neighbour = create_agent_from_model_file(result["paths"]["retrieval"], {"retrieval_match": "message"})
+    assert compare({"neighbour": neighbour}, message_pairs(test))["neighbour"]["f1"] > scores["qc_bot"]["f1"] + 0.3
+
+
+def test_self_chat_qc_bot_with_retrieval_converts_to_canonical_data(bots, tmp_path):
+    _, result = bots
+    log = tmp_path / "selfchat"
+    assert dialeval(["self_chat", "-m", "dialeval:qc_bot", "--qc-seed", "5",
+                     "--partner-model-file", result["paths"]["retrieval"], "--num-self-chats", "2",
+                     "--selfchat-max-turns", "3", "--outfile", str(log), "--save-format", "conversations",
+                     "--display-examples", "false"]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "selfchat.jsonl").read_text().splitlines()]
+    assert len(lines) == 2
+    for conversation in lines:
+        qc_turns = [turn for exchange in conversation["dialog"] for turn in exchange if "qc_audit" in turn]
+        # each exchange: the QC bot speaks, the retrieval bot answers
+        assert len(qc_turns) == len(conversation["dialog"]) >= 2
+        assert all(exchange[1]["id"].startswith("TfidfRetrieval") for exchange in conversation["dialog"])
+        assert all(turn["qc_audit"]["distorted"] for turn in qc_turns)
+    canonical = tmp_path / "canonical.jsonl"
+    assert dialeval(["convert", "--data", str(tmp_path / "selfchat.jsonl"), "--out", str(canonical)]) == 0
+    assert dialeval(["validate", "--data", str(canonical)]) == 0
+    data = read_jsonl([canonical])
+    assert len(data.conversations) == 2
+    texts = [turn["text"] for turns in data.conversations["turns"] for turn in turns]
+    assert texts == [turn["text"] for c in lines for exchange in c["dialog"] for turn in exchange]
