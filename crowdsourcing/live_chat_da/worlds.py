@@ -161,7 +161,7 @@ class LiveChatWorld:
             self.bot.observe({"id": "human", "text": text, "episode_done": False})
             reply = self.bot.act()
             reply_text = (reply or {}).get("text")
-            if not isinstance(reply_text, str) or not reply_text.strip():
+            if not isinstance(reply_text, str):
                 raise RuntimeError(f"the bot returned no text: {reply!r}")
         except Exception as error:  # any bot failure ends this conversation, never the HIT
             self._fail(error)
@@ -170,7 +170,8 @@ class LiveChatWorld:
         if isinstance(reply, dict) and reply.get("qc_audit"):
             turn["meta"] = {"qc_audit": reply["qc_audit"]}
         conv["turns"].append(turn)
-        self.agent.observe({"id": BOT_ID, "text": reply_text})
+        # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
+        self.agent.observe({"id": BOT_ID, "text": reply_text if reply_text.strip() else " "})
 
     def _on_rate(self, action, text, data) -> None:
         values = data.get("values")

@@ -2,12 +2,11 @@
 
 FED scores one dialogue against dozens of follow-up utterances. A token's loss depends only on the
 tokens before it, so the dialogue's token losses are the same whatever follow-up comes after: this
-module runs the shared prefix once (batched across dialogues, its key/value cache kept) and then only
-the follow-up tokens (batched across follow-ups and dialogues, the cache rows gathered per row).
+module runs the shared prefix once (batched across dialogues, its key/value cache kept) and then
+all follow-ups of the dialogue at once as a token trie with tree attention (see ``PrefixLM``).
 """
 from __future__ import annotations
 
-import logging
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -17,21 +16,18 @@ import torch.nn.functional as F
 
 from parlai_dialeval.errors import DialevalError
 
-log = logging.getLogger(__name__)
-
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
 class SequenceLoss:
-    """Summed token NLL of one text: ``total`` over every predicted token (positions 1..L-1, as
-    ``model(ids, labels=ids).loss`` averages), ``tail`` over the tokens from ``tail_start`` on."""
+    """Summed token NLL of one text: ``total`` over its ``count`` predicted tokens (positions
+    1..L-1, as ``model(ids, labels=ids).loss`` averages), ``tail`` over the tokens from its tail
+    start on (the follow-up)."""
 
     total: float
     count: int
     tail: float
-    tail_count: int
-    truncated: int = 0
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -149,7 +145,7 @@ class PrefixLM:
                               f"oldest tokens are dropped (further truncations are not warned about)",
                               stacklevel=4)
                 self.warned = True
-        return {"prefix": list(first[drop:split]), "drop": drop, "tokens": tokens, "parents": parents,
+        return {"prefix": list(first[drop:split]), "tokens": tokens, "parents": parents,
                 "depths": depths, "paths": paths, "starts": [s - split for s in starts]}
 
     def _batches(self, plans):
@@ -224,4 +220,4 @@ class PrefixLM:
                 along = [nll[node] for node in path]
                 results[g].append(SequenceLoss(
                     total=prefix_sum[row] + sum(along), count=len(plan["prefix"]) - 1 + len(path),
-                    tail=sum(along[start:]), tail_count=len(path) - start, truncated=plan["drop"]))
+                    tail=sum(along[start:])))

@@ -9,15 +9,23 @@ import pandas as pd
 from parlai_dialeval.utils.atomic import atomic_open
 
 
-def add_data_args(parser, out: str | None = "DIR") -> None:
+def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -> None:
     """--data PATH... (any supported format, detected), --from FORMAT to force one, --out."""
     group = parser.add_argument_group("Input and output")
     group.add_argument("--data", nargs="+", required=True, metavar="PATH",
                        help="canonical JSON Lines files or any importable source (format detected)")
     group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
-                       help="force the input format (see `dialeval convert --help` for the list)")
+                       help="force the input format; detected when omitted. "
+                       + (_formats_help() if formats_help else "See `dialeval convert --help` for the list."))
     if out is not None:
         group.add_argument("--out", required=True, metavar=out, help="output " + out.lower())
+
+
+def _formats_help() -> str:
+    from parlai_dialeval.importers.registry import IMPORTERS, load_importer_modules
+
+    load_importer_modules()
+    return "Formats: " + "; ".join(f"{name}: {imp.help}" for name, imp in sorted(IMPORTERS.items()))
 
 
 def load_data(opt, log=print):

@@ -1,7 +1,9 @@
-"""A/B next-utterance end to end in a real browser: `dialeval launch ab_next_utterance` with prompts from
-a teacher file answered by two ParlAI agents, a scripted worker in headless Chromium answers a HIT of 10,
+"""A/B next-utterance end to end in a real browser: `dialeval launch ab_next_utterance` with a file of
+12 response pairs (2 identical), a scripted worker in headless Chromium answers the HIT of 10,
 `dialeval export` writes a valid file with the automatic ties, `dialeval analyze_pairwise` reports."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -14,17 +16,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 
 def test_ab_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
-    # ParlAI's fromfile teacher: 12 two-turn prompts; repeat_query answers with the last turn and
-    # repeat_label with the label, so the two agree exactly where the label equals that last turn
-    prompts = tmp_path / "prompts.txt"
-    lines = []
-    for i in range(12):
-        label = f"second line {i}" if i in (2, 7) else f"the answer is {i}"
-        lines.append(f"text:first line {i}\\nsecond line {i}\tlabels:{label}\tepisode_done:True")
-    prompts.write_text("\n".join(lines) + "\n")
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({
+        "item_id": f"q{i}", "context": [f"first line {i}", f"second line {i}"], "model_a": "parrot",
+        "model_b": "echo", "response_a": f"second line {i}" if i in (2, 7) else f"the answer is {i}",
+        "response_b": f"second line {i}"}) + "\n" for i in range(12)))
     run = CliRun("ab_next_utterance", tmp_path, [
         "mephisto.architect.port=3280", "mephisto.task.task_name=ab_e2e", "mephisto.blueprint.units_per_assignment=1",
-        "ab.teacher=fromfile:parlaiformat", f"+ab.teacher_opt.fromfile_datapath={prompts}", "ab.seed=1"])
+        f"ab.items_file={items}", "ab.seed=1"])
     try:
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("e2e_worker"))
@@ -42,14 +41,16 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
         run.stop()
 
     out = tmp_path / "ab.jsonl"
-    dialeval("export", "ab_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    # static tasks have no frontend_entry for export to recognise them by: name the task type
+    dialeval("export", "ab_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir),
+             "--task-type", "ab_next_utterance")
     comps = read_jsonl([out]).comparisons
     auto = comps[comps["automatic"] == True]  # noqa: E712  (True or null)
     assert len(auto) == 2 and set(auto["choice"]) == {"tie"}
-    worker = comps[comps["worker_id"] == "e2e_worker"]
+    worker = comps[comps["worker_id"] == "e2e_worker_sandbox"]
     assert len(worker) == 10 and (worker["choice"] == "tie").sum() == 1
     for row in worker[worker["choice"] != "tie"].itertuples():
-        assert (row.model_a if row.choice == "a" else row.model_b) == "parrot"  # repeat_label gave "the answer"
+        assert (row.model_a if row.choice == "a" else row.model_b) == "parrot"  # the worker always picked "the answer ..."
     report = tmp_path / "analysis"
     dialeval("analyze_pairwise", "--data", str(out), "--out", str(report))
     rates = (report / "win_rates.csv").read_text()

@@ -18,7 +18,7 @@ GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
 def run(tmp_path):
     run = MockRun("pw_turn", tmp_path, port=3210, overrides=[
         "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=3",
-        "pw_turn.models.echo.opt.model=repeat_query", "pw_turn.models.parrot.opt.model=repeat_label"])
+        "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
     yield run
     run.shutdown()
 

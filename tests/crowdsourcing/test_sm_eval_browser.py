@@ -17,7 +17,7 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
     run = CliRun("sm_eval", tmp_path, ["mephisto.architect.port=3270", "mephisto.task.task_name=sm_e2e",
                                        "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
-                                       "sm_eval.num_turns=3", "~sm_eval.models.parrot"])
+                                       "sm_eval.num_turns=3", "~sm_eval.models.retrieval"])
     try:
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("e2e_worker"))

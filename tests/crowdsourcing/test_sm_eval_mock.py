@@ -17,7 +17,7 @@ MESSAGES = ["I LOVE PIZZA SO MUCH", "I LOVE PIZZA SO MUCH"]  # trips all_caps an
 def run(tmp_path):
     run = MockRun("sm_eval", tmp_path, port=3221, overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
-        "sm_eval.block_on_worker_checks=true", "~sm_eval.models.parrot"])
+        "sm_eval.block_on_worker_checks=true", "~sm_eval.models.retrieval"])
     yield run
     run.shutdown()
 
