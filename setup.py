@@ -43,6 +43,8 @@ setup(
         "nltk",
         "textstat",
         "chatterbot-corpus",
+        "scikit-learn",
+        "pyyaml",
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},

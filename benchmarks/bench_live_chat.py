@@ -99,19 +99,22 @@ def make_study(path: Path, scale: int, seed: int = 0) -> dict:
 
 
 IN_PROCESS = r"""
-import json, resource, sys, time
+import gc, json, resource, sys, time
 from parlai_dialeval.utils.script_args import load_data
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.scripts.analyze_live_chat import config_from_opt, write_outputs
 opt = {"data": [sys.argv[1]], "out": sys.argv[2]}
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 data = load_data(opt, log=None)
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
+gc.freeze()  # as run_analysis does
 result = live_chat.analyze(data, config_from_opt(opt))
-t2 = time.perf_counter()
+gc.unfreeze()
+t2, c2 = time.perf_counter(), time.process_time()
 write_outputs(result, __import__("pathlib").Path(opt["out"]))
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 print(json.dumps({"load": t1 - t0, "analyse": t2 - t1, "write": t3 - t2, "total": t3 - t0,
+                  "cpu_load": c1 - c0, "cpu_analyse": c2 - c1, "cpu_write": c3 - c2, "cpu_total": c3 - c0,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "workers": result.summary["n_workers"], "passed": result.summary["n_workers_passed"],
                   "ranking": result.system_scores["model"].tolist()}))
@@ -136,23 +139,29 @@ def main():
     result = subprocess.run([sys.executable, "-c", IN_PROCESS, str(data), str(out / "in_process")],
                             capture_output=True, text=True, check=True)
     numbers = json.loads(result.stdout.strip().splitlines()[-1])
-    print(f"in-process: load {numbers['load']:.1f} s + analyse {numbers['analyse']:.1f} s + write "
-          f"{numbers['write']:.1f} s = {numbers['total']:.1f} s; peak memory {numbers['peak_rss_mb']:,.0f} MB; "
+    print(f"load average before: {os.getloadavg()[0]:.1f} (the machine is shared: wall time above CPU time "
+          "means other jobs took the cores)")
+    print(f"in-process wall: load {numbers['load']:.1f} s + analyse {numbers['analyse']:.1f} s + write "
+          f"{numbers['write']:.1f} s = {numbers['total']:.1f} s; peak memory {numbers['peak_rss_mb']:,.0f} MiB; "
           f"{numbers['passed']:,} of {numbers['workers']:,} workers passed")
+    print(f"in-process CPU:  load {numbers['cpu_load']:.1f} s + analyse {numbers['cpu_analyse']:.1f} s + write "
+          f"{numbers['cpu_write']:.1f} s = {numbers['cpu_total']:.1f} s")
     report = out / "in_process" / "report.html"
     print(f"report.html: {report.stat().st_size / 1024:.0f} KB, "
           f"{sum(p.stat().st_size for p in report.parent.glob('*.png')) / 1024:.0f} KB of PNG")
     if not args.skip_cli:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_live_chat", "--data", str(data),
                         "--out", str(out / "cli")], check=True, capture_output=True, text=True)
         wall = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        print(f"CLI dialeval analyze_live_chat: {wall:.1f} s wall, peak memory "
-              f"{max(peak, before) / 1024:,.0f} MB (largest child so far)")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        print(f"CLI dialeval analyze_live_chat: {wall:.1f} s wall, {cpu:.1f} s CPU, peak memory "
+              f"{after.ru_maxrss / 1024:,.0f} MiB (largest child process so far)")
     ok = numbers["total"] < 60 and numbers["peak_rss_mb"] < 4096
-    print("target (< 60 s, < 4 GB):", "met" if ok else "NOT met")
+    print("target (< 60 s wall, < 4 GB):", "met" if ok else "NOT met",
+          f"(CPU {numbers['cpu_total']:.1f} s: the wall time on an idle 2-core machine)")
 
 
 if __name__ == "__main__":

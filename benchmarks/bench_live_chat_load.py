@@ -174,10 +174,10 @@ def main() -> int:
         load_wall, load_waits = run_wave(run, live, names)
         sampler_stop.set()
         cpu2 = resource.getrusage(resource.RUSAGE_SELF)
-        out = tmp / "bench.jsonl"
-        report = export.export_task("bench_live_chat", out, data_dir=run.data_dir)
     finally:
         run.shutdown()
+    out = tmp / "bench.jsonl"
+    report = export.export_task("bench_live_chat", out, data_dir=run.data_dir)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     convs = [r for r in records if r["type"] == "conversation"]
     expected_convs = (args.workers + 1) * SLOTS

@@ -161,6 +161,20 @@ def test_released_z_scores_and_pass_fail_split_are_reproduced(shared_data, run1)
     assert {w: bool(workers.loc[w, "passed"]) for w in outcome} == outcome
 
 
+def test_free_run2_counts_and_released_split(shared_data):
+    """Free run 2 as released: 296 assignments (two empty submissions), 248 workers, 138 pass (the paper's
+    Table 1 says 139 and 838 passing dialogues; the release's own pass file holds these 138)."""
+    result = analyze(load([shared_data / "ji2022/raw_mturk_csv/FreeTopicRound2"], log=None))
+    s = result.summary
+    assert (s["n_assignments"], s["n_workers"], s["n_workers_passed"]) == (296, 248, 138)
+    assert (s["n_dialogues"], s["n_dialogues_incl_empty_submissions"], s["n_dialogues_passed"]) == (1470, 1480, 830)
+    released = json.loads((shared_data / "ji2022/dialogue_data/pass_free(run2).json").read_text())
+    passed = set(result.workers.loc[result.workers["passed"], "worker_id"])
+    assert passed == {hit["WorkerId"] for hit in released}
+    minutes = result.durations.set_index("workers")["mean_minutes_per_conversation"].round(2).to_dict()
+    assert minutes == {"passed": 6.87, "failed": 7.58, "all": 7.18}  # Table 1, Free Run 2
+
+
 def test_figure2_agreement_of_passing_workers_peaks_high(run1):
     """Figure 2: passing workers' pairs peak between r = 0.6 and 0.7; failing pairs spread near 0."""
     passed, failed = run1.agreement["passed"], run1.agreement["failed"]

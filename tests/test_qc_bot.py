@@ -11,6 +11,7 @@ from parlai.core.agents import create_agent, create_agent_from_shared
 
 from parlai_dialeval.agents.qc_bot.corpus import load_corpus
 from parlai_dialeval.agents.qc_bot.distortion import distort, replacement_length
+from parlai_dialeval.errors import DataError, DialevalError
 
 # Ji et al. (2022) Appendix A.1, transcribed bullet by bullet (independent of the code's branches).
 PAPER_TABLE = [(1, 3, lambda n: 1), (4, 5, lambda n: 2), (6, 8, lambda n: 3), (9, 15, lambda n: 4),
@@ -129,3 +130,14 @@ def test_interactive_chat_with_the_qc_bot(corpus_file, monkeypatch, capsys):
     expected = [m["text"] for m in chat(make(path, qc_seed=2), 2)]
     shown = capsys.readouterr().out
     assert all(f"[QcBot]: {text}" in shown for text in expected)
+
+
+def test_bad_corpus_files_are_reported_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('["a", "b"]\n{"turns": []}\n')
+    with pytest.raises(DataError, match=r"bad\.jsonl:2"):
+        load_corpus(path=str(bad))
+    one = tmp_path / "one.txt"
+    one.write_text("only\none dialogue\n")
+    with pytest.raises(DialevalError, match="at least 2"):
+        load_corpus(path=str(one))

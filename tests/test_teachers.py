@@ -2,10 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +9,8 @@ import parlai_dialeval  # noqa: F401  (registers the dialeval: prefix)
 from parlai.core.params import ParlaiParser
 from parlai.core.teachers import create_task_agent_from_taskname
 
+from parlai_dialeval.cli import main as dialeval
 from parlai_dialeval.errors import DialevalError
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def examples(task: str, *args: str, datatype: str = "valid") -> list[dict]:
@@ -31,26 +26,29 @@ def examples(task: str, *args: str, datatype: str = "valid") -> list[dict]:
     return out
 
 
-def display(task: str, *args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "display_data", "-t", task, "-n", "2",
-                           *args], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env={**os.environ, **(env or {})})
+def display(capsys, task: str, *args: str) -> tuple[int, str, str]:
+    """`dialeval display_data -t task -n 2 ...`, in-process: (exit status, stdout, stderr)."""
+    status = dialeval(["display_data", "-t", task, "-n", "2", *args])
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
-def test_display_data_fed_and_ji2022(shared_data):
-    fed = display("dialeval:fed", "--fed-datafile", str(shared_data / "fed" / "fed_data.json"))
-    assert fed.returncode == 0, fed.stderr[-2000:]
+def test_display_data_fed_and_ji2022(shared_data, capsys):
+    status, out, err = display(capsys, "dialeval:fed", "--fed-datafile", str(shared_data / "fed" / "fed_data.json"))
+    assert status == 0, err[-2000:]
     # first FED item (fed_data.json[0]) opens with "User: Hi!" / "System: Hi! What's up?"
-    assert "human: Hi!" in fed.stdout and "Meena: Hi! What's up?" in fed.stdout
-    ji = display("dialeval:ji2022", "--ji2022-datapath", str(shared_data / "ji2022" / "dialogue_data"))
-    assert ji.returncode == 0, ji.stderr[-2000:]
-    assert "- - - NEW EPISODE: ji2022 - - -" in ji.stdout
+    assert "human: Hi!" in out and "Meena: Hi! What's up?" in out
+    status, out, err = display(capsys, "dialeval:ji2022",
+                               "--ji2022-datapath", str(shared_data / "ji2022" / "dialogue_data"))
+    assert status == 0, err[-2000:]
+    assert "- - - NEW EPISODE: ji2022 - - -" in out
 
 
-def test_missing_data_says_where_to_get_it_and_which_option(tmp_path):
-    result = display("dialeval:fed", env={"DIALEVAL_SHARED_DATA": str(tmp_path)})
-    assert result.returncode == 2
-    assert "--fed-datafile" in result.stderr and "FED_Replication" in result.stderr
+def test_missing_data_says_where_to_get_it_and_which_option(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DIALEVAL_SHARED_DATA", str(tmp_path))
+    status, _, err = display(capsys, "dialeval:fed")
+    assert status == 2
+    assert "--fed-datafile" in err and "FED_Replication" in err
     with pytest.raises(DialevalError, match="--ji2022-datapath"):
         examples("dialeval:ji2022", "--ji2022-datapath", str(tmp_path / "absent"))
 

@@ -50,7 +50,8 @@ def make_pairs(conversations: list[dict], *, model_pairs: list[tuple[str, str]] 
                 raise ValueError(f"no conversations of model {name!r} (have: {', '.join(sorted(grouped))})")
         for matchup in range(matchups_per_pair):
             left, right = (model_x, model_y) if rng.random() < 0.5 else (model_y, model_x)
-            pairs.append({"pair_id": f"{model_x}__{model_y}__{matchup}",
+            # opaque id: the page sees it, and must not learn model names from it
+            pairs.append({"pair_id": f"pair_{len(pairs)}",
                           "left": {"model": left, "conversation": rng.choice(grouped[left])},
                           "right": {"model": right, "conversation": rng.choice(grouped[right])}})
     return pairs
@@ -62,6 +63,21 @@ def public_pair(pair: dict) -> dict:
         return [{"text": t["text"], "evaluated": t["speaker"] == entry["model"]}
                 for t in entry["conversation"]["turns"]]
     return {"pair_id": pair["pair_id"], "left": side(pair["left"]), "right": side(pair["right"])}
+
+
+def self_chat(agents: tuple, model: str, opening: str, num_turns: int, conversation_id: str) -> dict:
+    """A self-chat of one model: two copies alternate, the first answering ``opening`` (kept in
+    ``meta.context``, not a turn); ``num_turns`` messages each. Canonical conversation record."""
+    for agent in agents:
+        agent.reset()
+    turns, message = [], opening
+    for index in range(2 * num_turns):
+        agent = agents[index % 2]
+        agent.observe({"id": "partner", "text": message, "episode_done": False})
+        message = str(agent.act().get("text", ""))
+        turns.append({"speaker": model, "text": message})
+    return {"type": "conversation", "id": conversation_id, "models": [model], "task": "self_chat",
+            "turns": turns, "meta": {"context": opening}}
 
 
 def make_units(pairs: list[dict], subtasks_per_unit: int, rng: random.Random) -> list[list[dict]]:

@@ -18,6 +18,9 @@ from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DialevalError
 
+SELF_CHAT_OPENINGS = ("Hi! How are you today?", "What do you like to do for fun?", "Do you have any pets?",
+                      "What kind of music do you listen to?", "Where would you like to travel next?")
+
 
 @dataclass
 class AcuteArgs:
@@ -33,6 +36,15 @@ class AcuteArgs:
     onboarding_threshold: float = field(default=1.0, metadata={
         "help": "share of onboarding pairs a worker must get right (0..1); fail = soft block"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of pairing, unit split and sides"})
+    self_chat_models: dict = field(default_factory=dict, metadata={
+        "help": "fast path: model name -> {opt: {ParlAI opt}}; self-chats of these models are generated at "
+                "launch and compared (added to `conversations`)"})
+    self_chats_per_model: int = field(default=10, metadata={"help": "self-chats generated per model"})
+    self_chat_turns: int = field(default=6, metadata={"help": "messages per speaker in each self-chat"})
+    self_chat_openings: list = field(default_factory=lambda: list(SELF_CHAT_OPENINGS), metadata={
+        "help": "opening lines the self-chats start from (cycled)"})
+    self_chat_out: Optional[str] = field(default=None, metadata={
+        "help": "also write the generated self-chats here (canonical JSONL) for reuse"})
 
 
 @dataclass
@@ -43,15 +55,38 @@ class AcuteConfig(TaskConfig):
 def _load_conversations(paths: list[str]) -> list[dict]:
     from parlai_dialeval.importers.registry import load
 
-    if not paths:
-        raise DialevalError("acute.conversations is empty: give files of conversations to compare")
     data = load([str(p) for p in paths])
     return [r for r in data.records() if r["type"] == "conversation"]
 
 
+def generate_self_chats(args) -> list[dict]:
+    """The fast path: self-chats of every ``self_chat_models`` model, written to ``self_chat_out`` if set."""
+    from parlai.core.agents import create_agent_from_shared
+    from tqdm import tqdm
+
+    from parlai_dialeval.crowdsourcing.platform.bots import load_agent
+    from parlai_dialeval.data import write_jsonl
+
+    openings = list(args.self_chat_openings) or list(SELF_CHAT_OPENINGS)
+    chats = []
+    for name, spec in args.self_chat_models.items():
+        shared = load_agent(name, dict(spec.get("opt") or {})).share()
+        pair = (create_agent_from_shared(shared), create_agent_from_shared(shared))
+        for i in tqdm(range(args.self_chats_per_model), desc=f"self-chats of {name}"):
+            chats.append(protocol.self_chat(pair, name, openings[i % len(openings)], args.self_chat_turns,
+                                            f"self_chat_{name}_{i}"))
+    if args.self_chat_out:
+        write_jsonl(chats, args.self_chat_out)
+    return chats
+
+
 def build_units(args, rng: random.Random) -> list[dict]:
     """Unit init data: the pairs (model names kept for the export; the page shows ``shown`` only)."""
-    pairs = protocol.make_pairs(_load_conversations(list(args.conversations)),
+    if not args.conversations and not args.self_chat_models:
+        raise DialevalError("give acute.conversations (files) or acute.self_chat_models (fast path)")
+    conversations = _load_conversations(list(args.conversations)) if args.conversations else []
+    conversations += generate_self_chats(args) if args.self_chat_models else []
+    pairs = protocol.make_pairs(conversations,
                                 model_pairs=[tuple(p) for p in args.model_pairs] or None,
                                 matchups_per_pair=args.matchups_per_pair, rng=rng)
     return [{"question": protocol.question_text(args.question), "question_key": args.question, "pairs": unit,

@@ -7,12 +7,15 @@ their partial data behind, and ``export.py`` turns it into canonical records mar
 """
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES, STATEMENTS
+from parlai_dialeval.utils.atomic import atomic_open
 
 TASK_TYPE = "live_chat_da"
 RECORD_FILE = "dialeval_live_chat.json"
@@ -81,8 +84,11 @@ class LiveChatWorld:
         self.record["last_event"] = time.time()
         mephisto_agent = getattr(self.agent, "mephisto_agent", None)
         if mephisto_agent is not None:
-            path = f"{mephisto_agent.get_data_dir()}/{RECORD_FILE}"
-            mephisto_agent.db.write_dict(path, self.record)
+            # atomic: Mephisto's own state.json is rewritten in place and can be read half-written
+            path = Path(mephisto_agent.get_data_dir()) / RECORD_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_open(path) as handle:
+                json.dump(self.record, handle)
 
     def _start_slot(self) -> None:
         self.phase = "topic"
@@ -129,8 +135,12 @@ class LiveChatWorld:
             self._send_state(warning="Please enter a topic and say how you feel about it.")
             return
         conv.update(topic=topic, topic_attitude=attitude, started=time.time(), status="chatting")
-        self.bot = self.pool.new_bot(conv["model"])
         self.phase = "chat"
+        try:
+            self.bot = self.pool.new_bot(conv["model"])
+        except Exception as error:  # a model that cannot even start fails its conversation only
+            self._fail(error)
+            return
         self._send_state(topic=topic)
 
     def _on_chat(self, action, text, data) -> None:

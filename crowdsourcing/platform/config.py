@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ def compose(spec: TaskSpec, overrides: list[str] | None = None):
     config_name = f"dialeval_{spec.name}"
     ConfigStore.instance().store(name=config_name, node=task_config(spec.default_conf, spec.config_class))
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(spec.task_dir), version_base="1.1"):
-        return hydra_compose(config_name=config_name,
-                             overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
+    # Mephisto 1.1.1's configs are written for Hydra 1.1 semantics; silence only the migration notice.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*version_base")
+        with initialize_config_dir(config_dir=str(spec.task_dir), version_base="1.1"):
+            return hydra_compose(config_name=config_name,
+                                 overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])

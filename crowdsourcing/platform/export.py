@@ -41,6 +41,7 @@ class UnitData:
     task_start: float | None
     task_end: float | None
     files: dict[str, Any] = field(default_factory=dict)  # extra JSON files the task wrote for this agent
+    problems: list[str] = field(default_factory=list)  # what could not be read (reported by export)
 
     @property
     def status(self) -> str:
@@ -72,18 +73,28 @@ def read_units(db, task_name: str, extra_files: tuple[str, ...] = ()) -> list[Un
         raise DialevalError(f"no Mephisto task named {task_name!r} in {db.db_path}; known: {', '.join(known) or 'none'}")
     units = []
     for agent in db.find_agents(task_id=tasks[0].db_id):
-        state = agent.state
+        problems = []
         files = {}
         for name in extra_files:
             path = f"{agent.get_data_dir()}/{name}"
             if db.key_exists(path):
-                files[name] = db.read_dict(path)
+                try:
+                    files[name] = db.read_dict(path)
+                except ValueError as error:
+                    problems.append(f"{name} unreadable ({error})")
+        try:
+            state = agent.state
+            state_data, start, end = state.get_data(), state.get_task_start(), state.get_task_end()
+        except ValueError as error:
+            # Mephisto 1.1.1 rewrites state.json in place from two threads; under load it can be left corrupt
+            problems.append(f"Mephisto's state.json unreadable ({error})")
+            state_data, start, end = {}, None, None
         worker = agent.get_worker()
         units.append(UnitData(
             worker_id=worker.worker_name, mephisto_worker_id=agent.worker_id, unit_id=agent.unit_id,
             assignment_id=agent.assignment_id, task_run_id=agent.task_run_id, agent_id=agent.db_id,
-            agent_status=agent.get_status(), state=state.get_data(),
-            task_start=state.get_task_start(), task_end=state.get_task_end(), files=files))
+            agent_status=agent.get_status(), state=state_data, task_start=start, task_end=end, files=files,
+            problems=problems))
     return sorted(units, key=lambda u: (int(u.unit_id) if u.unit_id.isdigit() else u.unit_id, u.agent_id))
 
 
@@ -122,6 +133,7 @@ def collect(task_name: str, data_dir: str | Path | None = None, task_type: str |
     spec = get_task(task_type)
     units = read_units(db, task_name, tuple(spec.extra.get("export_files", ())))
     report = spec.export(units, task_name)
+    report.notes += [f"unit {u.unit_id} (worker {u.worker_id}): {p}" for u in units for p in u.problems]
     report.units = len(units)
     for unit in units:
         report.by_status[unit.agent_status] = report.by_status.get(unit.agent_status, 0) + 1

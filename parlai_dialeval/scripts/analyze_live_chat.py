@@ -6,6 +6,7 @@ analysis.live_chat_plots. See docs/live_chat_analysis.md.
 """
 from __future__ import annotations
 
+import gc
 import math
 import time
 from pathlib import Path
@@ -76,7 +77,8 @@ def add_args(parser) -> None:
     group.add_argument("--agreement-by", default=d.agreement_by, choices=live_chat.AGREEMENT_BY,
                        help="rater agreement pairs HITs that held the same models (paper) or share a hit_id")
     group.add_argument("--agreement-max-pairs", type=int, default=d.agreement_max_pairs,
-                       help="sample this many worker pairs at most for rater agreement")
+                       help="rater agreement: above this many candidate pairs among passing (or failing) "
+                            "workers, use a seeded random sample of this many")
     group.add_argument("--seed", type=int, default=d.seed, help="random seed (pair sampling)")
     group.add_argument("--sig-plot-threshold", type=float, default=0.1,
                        help="heatmap colours cells with p below this (the paper's Figure 3: 0.1)")
@@ -252,7 +254,13 @@ def run_analysis(opt, log=print) -> dict:
     started = time.perf_counter()
     data = load_data(opt, log=log)
     loaded = time.perf_counter()
-    result = live_chat.analyze(data, config_from_opt(opt))
+    # the loaded records live until the end: keep the garbage collector from rescanning millions of
+    # them during the analysis (about 15% of its time on 1.3M ratings)
+    gc.freeze()
+    try:
+        result = live_chat.analyze(data, config_from_opt(opt))
+    finally:
+        gc.unfreeze()
     analysed = time.perf_counter()
     summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
                             {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)})

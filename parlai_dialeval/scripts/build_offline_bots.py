@@ -22,6 +22,7 @@ from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corp
 from parlai_dialeval.utils.atomic import atomic_open
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "data" / "offline_bots"
+TRAINING_VERSION = 2  # bump when training code changes, so cached models are rebuilt
 
 
 def message_pairs(corpus: Corpus) -> list[tuple[str, str]]:
@@ -47,7 +48,7 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
 
     lm_dir = out / "hf_lm" / "model"
     stamp = {"corpus_sha256": hashlib.sha256(json.dumps(corpus.dialogues).encode()).hexdigest(),
-             "task": task, "config": asdict(config)}
+             "task": task, "config": asdict(config), "training_version": TRAINING_VERSION}
     stamp_file = out / "hf_lm" / "build.json"
     cached = (not force and stamp_file.is_file() and (lm_dir / "config.json").is_file()
               and json.loads(stamp_file.read_text())["stamp"] == stamp)

@@ -37,10 +37,8 @@ class Launch(ParlaiScript):
         if cfg.mephisto.provider._provider_type == "mock":
             print(f"Open {launched.worker_url('worker_1')} in your browser; use a new worker_id for each "
                   "further worker.")
-        print(f"When done, press Ctrl-C, then: dialeval export {cfg.mephisto.task.task_name} --out FILE.jsonl\n",
-              flush=True)
-        try:
-            launched.wait()
-        except KeyboardInterrupt:
-            launched.shutdown()
+        print("The run ends by itself once every unit is done. To stop it earlier press Ctrl-C, then Ctrl-C "
+              "once more when Mephisto says it is waiting on task runs (work saved so far is kept).")
+        print(f"Then: dialeval export {cfg.mephisto.task.task_name} --out FILE.jsonl\n", flush=True)
+        launched.wait()  # Mephisto handles Ctrl-C itself (expire units, then force quit)
         return None

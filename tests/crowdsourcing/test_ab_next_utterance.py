@@ -52,3 +52,14 @@ def test_export_worker_and_automatic_ties():
     worker = comps[comps["worker_id"] == "w1"]
     assert list(worker["choice"]) == [("a", "b", "tie")[i % 3] for i in range(10)]
     assert worker["automatic"].isna().all()
+
+
+def test_contexts_from_a_parlai_teacher(tmp_path):
+    # ParlAI's fromfile teacher over a 3-episode file: first contexts, multi-turn text split on newlines
+    path = tmp_path / "prompts.txt"
+    path.write_text("text:Hello\\nHow are you?\tlabels:Fine\tepisode_done:True\n"
+                    "text:Is the sky blue?\tlabels:Yes\tepisode_done:True\n"
+                    "text:Bye\tlabels:Bye\tepisode_done:True\n")
+    contexts = protocol.contexts_from_teacher("fromfile:parlaiformat", fromfile_datapath=str(path))
+    assert contexts == [["Hello", "How are you?"], ["Is the sky blue?"], ["Bye"]]
+    assert protocol.contexts_from_teacher("fromfile:parlaiformat", 2, fromfile_datapath=str(path)) == contexts[:2]

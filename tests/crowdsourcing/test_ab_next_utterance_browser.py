@@ -28,10 +28,10 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=ab-item]", timeout=60000)
-            items = page.locator("[data-testid=ab-item]")
-            assert items.count() == 10  # 12 prompts, 2 automatic ties never shown
+            shown = page.locator("[data-testid=ab-item]")
+            assert shown.count() == 10  # 12 pairs, 2 automatic ties never shown
             for i in range(10):
-                a_text = items.nth(i).locator("[data-testid=response-a]").inner_text()
+                a_text = shown.nth(i).locator("[data-testid=response-a]").inner_text()
                 choice = "tie" if i == 0 else ("a" if a_text.startswith("the answer") else "b")
                 page.check(f"[data-testid=ab-{i}-{choice}]")
             page.click("[data-testid=submit-ab]")
@@ -52,6 +52,6 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
     for row in worker[worker["choice"] != "tie"].itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "parrot"  # the worker always picked "the answer ..."
     report = tmp_path / "analysis"
-    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report))
+    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
     rates = (report / "win_rates.csv").read_text()
     assert "parrot" in rates and (report / "report.html").is_file()

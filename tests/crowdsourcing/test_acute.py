@@ -24,7 +24,7 @@ def test_pairs_per_model_pair_and_random_sides():
     for pair in pairs:
         assert pair["left"]["conversation"]["models"] == [pair["left"]["model"]]
         assert pair["left"]["model"] != pair["right"]["model"]
-    m1_left = sum(p["left"]["model"] == "m1" for p in pairs if "m1" in p["pair_id"].split("__")[:2])
+    m1_left = sum(p["left"]["model"] == "m1" for p in pairs if "m1" in (p["left"]["model"], p["right"]["model"]))
     assert 8 < m1_left < 32  # binomial(40, 0.5) for m1's two pairs; outside has p < 0.002
     only = protocol.make_pairs(CONVS, model_pairs=[("m1", "m3")], matchups_per_pair=4, rng=random.Random(1))
     assert {frozenset((p["left"]["model"], p["right"]["model"])) for p in only} == {frozenset(("m1", "m3"))}
@@ -63,3 +63,26 @@ def test_export_has_conversations_and_comparisons():
         assert (row.model_a, row.conversation_a) == (pair["left"]["model"], pair["left"]["conversation"]["id"])
         assert row.choice == {"left": "a", "right": "b"}[answer["choice"]]
     assert data.comparisons["question"].iloc[0] == "Who would you prefer to talk to for a long conversation?"
+
+
+def test_self_chat_fast_path_builds_units(tmp_path):
+    from types import SimpleNamespace
+
+    from parlai_dialeval.crowdsourcing.acute.task import build_units
+    from parlai_dialeval.data import read_jsonl
+
+    out = tmp_path / "self_chats.jsonl"
+    args = SimpleNamespace(
+        conversations=[], self_chat_models={"echo": {"opt": {"model": "repeat_query"}},
+                                            "parrot": {"opt": {"model": "repeat_label"}}},
+        self_chats_per_model=3, self_chat_turns=2, self_chat_openings=["Hello there"], self_chat_out=str(out),
+        model_pairs=[], matchups_per_pair=4, subtasks_per_unit=3, question="humanness")
+    units = build_units(args, random.Random(0))
+    assert [len(u["pairs"]) for u in units] == [3, 1]
+    chats = read_jsonl([out]).conversations
+    assert len(chats) == 6 and set(chats["task"]) == {"self_chat"}
+    echo = chats[chats["models"].map(lambda m: m == ["echo"])].iloc[0]
+    # repeat_query repeats what it observed: the opening travels through all 4 messages
+    assert [t["text"] for t in echo["turns"]] == ["Hello there"] * 4
+    assert units[0]["question"] == "Which speaker sounds more human?"
+    assert "echo" not in str(units[0]["shown"])  # the page never sees model names

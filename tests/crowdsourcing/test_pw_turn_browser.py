@@ -69,5 +69,5 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     for row in comps.itertuples():
         assert row.meta["observed"][row.model_a] == row.meta["observed"][row.model_b]
     report = tmp_path / "analysis"
-    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report))
+    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
     assert (report / "report.html").is_file() and (report / "win_rate_by_turn.csv").is_file()

@@ -55,7 +55,7 @@ class HfLmAgent(Agent):
     def respond_to(self, text: str) -> Message:
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
         separator = SEP if SEP in tokenizer.get_vocab() else "\n"
-        limit = model.config.n_positions if hasattr(model.config, "n_positions") else 512
+        limit = getattr(model.config, "n_positions", None) or getattr(model.config, "max_position_embeddings", 512)
         budget = max(1, limit - self.opt["hf_max_new_tokens"])
         ids = tokenizer.encode((text or "") + separator)[-budget:]
         with torch.no_grad():

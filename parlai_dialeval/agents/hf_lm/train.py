@@ -49,7 +49,8 @@ def encode_pair(tokenizer, message: str, response: str, max_len: int) -> tuple[l
 
 
 def train(pairs: list[tuple[str, str]], out_dir: Path, config: TrainConfig = TrainConfig()) -> dict:
-    """Train and save model + tokenizer to ``out_dir``; returns {"steps", "final_loss"}."""
+    """Train and save model + tokenizer to ``out_dir``; returns {"steps", "last_epoch_loss"} (the
+    mean training loss over the last epoch's worth of steps)."""
     torch.manual_seed(config.seed)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -74,14 +75,13 @@ def _train(pairs: list[tuple[str, str]], out_dir: Path, config: TrainConfig) -> 
         total = min(total, config.max_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / max(total, 1))
     model.train()
-    step, loss_value = 0, float("nan")
+    step, losses = 0, []
     with tqdm(total=total, desc="training hf_lm", unit="step") as bar:
         while step < total:
-            rng.shuffle(examples)
-            for start in range(0, len(examples), config.batch_size):
+            for batch in _batches(examples, config.batch_size, rng):
                 if step >= total:
                     break
-                ids, labels, mask = _pad(examples[start:start + config.batch_size], tokenizer.pad_token_id)
+                ids, labels, mask = _pad(batch, tokenizer.pad_token_id)
                 loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -89,14 +89,29 @@ def _train(pairs: list[tuple[str, str]], out_dir: Path, config: TrainConfig) -> 
                 scheduler.step()
                 optimizer.zero_grad()
                 step += 1
-                loss_value = loss.item()
+                losses.append(loss.item())
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}")
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
     model.eval()
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    return {"steps": step, "final_loss": loss_value}
+    last_epoch = losses[-batches_per_epoch:]
+    return {"steps": step, "last_epoch_loss": round(sum(last_epoch) / max(len(last_epoch), 1), 4)}
+
+
+def _batches(examples: list, size: int, rng: random.Random) -> list[list]:
+    """Shuffled batches of similar length: sorting within pools of 20 batches cuts padding (and
+    CPU time) about threefold while keeping batches random."""
+    examples = examples[:]
+    rng.shuffle(examples)
+    pool = size * 20
+    batches = []
+    for start in range(0, len(examples), pool):
+        chunk = sorted(examples[start:start + pool], key=lambda example: len(example[0]))
+        batches += [chunk[i:i + size] for i in range(0, len(chunk), size)]
+    rng.shuffle(batches)
+    return batches
 
 
 def _pad(batch, pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -55,7 +55,7 @@ class QcBotAgent(Agent):
         shared["qc_state"] = self.shared_state
         return shared
 
-    def respond(self) -> Message:
+    def act(self) -> Message:
         dialogues = self.corpus.dialogues
         d, t = self.rng.choice(self.shared_state["responses"])
         original = dialogues[d][t]
@@ -69,6 +69,3 @@ class QcBotAgent(Agent):
             text = " ".join(words)
             audit.update(distorted=True, donor_dialogue=donor_index, **change.to_dict())
         return Message({"id": self.id, "text": text, "episode_done": False, "qc_audit": audit})
-
-    def act(self):
-        return self.respond()

@@ -4,7 +4,8 @@ The user's last message is compared (TF-IDF cosine, scikit-learn) with every tra
 (``--retrieval-match response``, the default, ranking candidates as ParlAI's IR baseline does) or
 with the turn each response answered (``message``: a nearest-neighbour chatbot, which on chatterbot
 scores above the tiny trained LM, so no longer the middle quality level; docs/bots_and_teachers.md);
-the best match's response is returned (ties: the first in corpus order), so the bot is deterministic. ``retrieval_audit`` on each reply names the match and its similarity.
+the best match's response is returned (ties: the first in corpus order), so the bot is
+deterministic. ``retrieval_audit`` on each reply names the match and its similarity.
 """
 from __future__ import annotations
 

@@ -70,6 +70,11 @@ function AcuteApp() {
   const { initialTaskData, handleSubmit } = mephisto;
   const [answers, setAnswers] = React.useState([]);
   const [submitted, setSubmitted] = React.useState(false);
+  // after onboarding is submitted the same page receives the unit's data: start afresh
+  React.useEffect(() => {
+    setAnswers([]);
+    setSubmitted(false);
+  }, [initialTaskData]);
   const shown = (initialTaskData && initialTaskData.shown) || [];
   let body;
   if (submitted) {

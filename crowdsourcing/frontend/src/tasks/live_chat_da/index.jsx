@@ -49,6 +49,7 @@ function TopicForm({ state, sendAction }) {
           </div>
         ))}
       </div>
+      {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button
         className="btn btn-primary"
         data-testid="start-chat"
@@ -158,6 +159,7 @@ function RatingForm({ state, sendAction }) {
         />
       ))}
       {done ? null : <p className="text-muted">Please move every slider.</p>}
+      {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button className="btn btn-primary" data-testid="submit-ratings" disabled={!done} onClick={() => sendAction({ action: "rating", values })}>
         Next
       </button>

@@ -1,0 +1,74 @@
+"""ACUTE-Eval end to end in a real browser: `dialeval launch acute` over a file of self-chats, a scripted
+worker in headless Chromium passes onboarding and judges a unit of pairs, `dialeval export` writes a
+valid file with the compared conversations, `dialeval analyze_pairwise` reports on it."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.data import read_jsonl, write_jsonl
+
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+GOOD_TEXT = "I love talking about books, what are you reading?"
+
+
+def self_chats(path):
+    rows = []
+    for model, text in (("good_bot", GOOD_TEXT), ("bad_bot", "no.")):
+        for i in range(3):
+            rows.append({"type": "conversation", "id": f"{model}_{i}", "models": [model], "task": "self_chat",
+                         "turns": [{"speaker": model, "text": f"Hi number {i}"}, {"speaker": model, "text": text}]})
+    write_jsonl(rows, path)
+
+
+GOOD_MARKERS = ("Yes, I have two cats", "I baked bread", GOOD_TEXT)  # onboarding pairs 0 and 1, then ours
+
+
+def judge(page) -> None:
+    """Pick the side whose conversation holds a good speaker's line, for every pair shown; submit."""
+    while True:
+        page.wait_for_selector("[data-testid=pair]", timeout=60000)
+        left = page.inner_text("[data-testid=conversation-left]")
+        good_left = any(marker in left for marker in GOOD_MARKERS)
+        page.check("[data-testid=choose-left]" if good_left else "[data-testid=choose-right]")
+        page.fill("[data-testid=justification]", "more engaging")
+        last = page.inner_text("[data-testid=next-pair]") == "Submit"
+        page.click("[data-testid=next-pair]")
+        if last:
+            return
+        page.wait_for_timeout(200)
+
+
+def test_acute_in_chromium_then_export_and_analyze(tmp_path):
+    require_chromium()
+    convs = tmp_path / "self_chats.jsonl"
+    self_chats(convs)
+    run = CliRun("acute", tmp_path, ["mephisto.architect.port=3290", "mephisto.task.task_name=acute_e2e",
+                                     f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
+                                     "acute.subtasks_per_unit=3"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("e2e_worker"))
+            page.wait_for_selector("[data-testid=pair]", timeout=60000)
+            assert "Practice round" in page.inner_text("body")
+            judge(page)  # onboarding, all right: the unit follows on the same page
+            page.wait_for_function("!document.body.innerText.includes('Practice round')", timeout=60000)
+            judge(page)
+            page.wait_for_selector("[data-testid=done]", timeout=30000)
+            page.wait_for_timeout(1500)
+        run.proc.wait(120)
+    finally:
+        run.stop()
+
+    out = tmp_path / "acute.jsonl"
+    dialeval("export", "acute_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir), "--task-type", "acute")
+    data = read_jsonl([out])
+    comps = data.comparisons
+    assert len(comps) == 3 and set(comps["worker_id"]) == {"e2e_worker_sandbox"}
+    for row in comps.itertuples():
+        assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"
+    assert set(comps["conversation_a"]) | set(comps["conversation_b"]) <= set(data.conversations["id"])
+    report = tmp_path / "analysis"
+    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
+    assert "good_bot" in (report / "win_rates.csv").read_text()

@@ -1,0 +1,60 @@
+"""Rating-scale designs end to end in a real browser: `dialeval launch scale_designs` (the RME design;
+the others are covered without a browser), a scripted worker in headless Chromium rates the items and answers the prior-experience
+questions, `dialeval export` writes a valid file, `dialeval analyze_scales` reports on it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlai_dialeval.data import read_jsonl
+
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
+RME_VALUE = {"Good, I went hiking by the lake.": 250, "Fine.": 90, "i i i": 3}
+
+
+def test_rme_in_chromium_then_export_and_analyze(tmp_path):
+    require_chromium()
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"i{n}", "context": ["How was your day?"],
+                                         "reference": "It was great, thanks.", "responses": RESPONSES}) + "\n"
+                             for n in range(2)))
+    run = CliRun("scale_designs", tmp_path, [
+        "mephisto.architect.port=3295", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
+        f"scale_designs.items_file={items}", "scale_designs.design=rme", "scale_designs.seed=0"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("e2e_worker"))
+            for _ in range(2):
+                page.wait_for_selector("[data-testid=scale-item]", timeout=60000)
+                assert "scores 100" in page.inner_text("[data-testid=anchor-readability]")
+                for criterion in ("readability", "coherence"):
+                    box = f"[data-testid=criterion-{criterion}]"
+                    for i in range(3):
+                        text = page.inner_text(f"{box} [data-testid=response-{i}]")
+                        page.fill(f"[data-testid={criterion}-value-{i}]", str(RME_VALUE[text]))
+                page.click("[data-testid=next-item]")
+            page.wait_for_selector("[data-testid=prior-questions]")
+            page.check("[data-testid=prior_experience_evaluating-no]")
+            page.check("[data-testid=prior_experience_agents-yes]")
+            page.click("[data-testid=submit-scales]")
+            page.wait_for_selector("[data-testid=done]", timeout=30000)
+            page.wait_for_timeout(1500)
+        run.proc.wait(120)
+    finally:
+        run.stop()
+
+    out = tmp_path / "sd.jsonl"
+    dialeval("export", "sd_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir), "--task-type", "scale_designs")
+    ratings = read_jsonl([out]).ratings
+    assert len(ratings) == 12 and set(ratings["reference_value"]) == {100}
+    assert ratings.groupby("model")["value"].agg(set).to_dict() == {"hred": {250}, "s2s": {3}, "vhred": {90}}
+    meta = ratings["meta"].iloc[0]
+    assert meta["prior_experience_evaluating"] is False and meta["prior_experience_agents"] is True
+    assert meta["task_duration"] > 0 and ratings["duration"].sum() > 0
+    report = tmp_path / "analysis"
+    dialeval("analyze_scales", "--data", str(out), "--out", str(report))
+    assert (report / "report.html").is_file()
