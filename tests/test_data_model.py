@@ -125,3 +125,13 @@ def test_encoding_error_names_its_line(tmp_path):
     path.write_bytes(json.dumps(STUDY).encode() + b"\n" + b'{"type": "rating", "worker_id": "J\xe9r\xf4me"}\n')
     with pytest.raises(DataError, match=r"latin.jsonl:2: not UTF-8 text"):
         read_jsonl([path])
+
+
+def test_outputs_get_ordinary_permissions(tmp_path):
+    import os
+
+    path = tmp_path / "perm.jsonl"
+    write_jsonl([RATING], path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
