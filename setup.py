@@ -42,6 +42,7 @@ setup(
         "rouge-score",
         "nltk",
         "textstat",
+        "pyphen",
         "chatterbot-corpus",
         "scikit-learn",
         "pyyaml",

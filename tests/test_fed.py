@@ -192,10 +192,10 @@ def test_cli_reports_a_blank_line(tmp_path, tiny_path, capsys):
 
 
 def test_agent_scores_observed_episodes(tiny_path):
+    from parlai.core.loader import load_agent_module
     from parlai.core.params import ParlaiParser
 
-    from parlai_dialeval.agents.fed.fed import FedAgent
-
+    FedAgent = load_agent_module("dialeval:fed")  # what -m dialeval:fed resolves to
     parser = ParlaiParser(False, False)
     FedAgent.add_cmdline_args(parser)
     opt = parser.parse_args(["--fed-lm", str(tiny_path), "--fed-qualities", "turn"])

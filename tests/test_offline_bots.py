@@ -62,7 +62,7 @@ def test_retrieval_is_measurably_better_than_the_qc_bot(bots):
     # Both bots are deterministic (fixed seed), so the scores are too.
     _, result = bots
     test = load_corpus(datatype="test")
-    scores = measure({name: result["paths"][name] for name in ("qc_bot", "retrieval")}, test)["scores"]
+    scores = measure({name: result["paths"][name] for name in ("qc_bot", "retrieval")}, test)["all"]["scores"]
     assert scores["qc_bot"]["f1"] < scores["retrieval"]["f1"]
     assert scores["qc_bot"]["tfidf_similarity"] < scores["retrieval"]["tfidf_similarity"]
     neighbour = create_agent_from_model_file(result["paths"]["retrieval"], {"retrieval_match": "message"})

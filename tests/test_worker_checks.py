@@ -93,3 +93,11 @@ def test_apply_drops_every_evaluation_of_a_failed_worker():
 @pytest.mark.parametrize("name", wc.CHECKS)
 def test_every_check_is_reported(name):
     assert name in wc.check_messages(GOOD)
+
+
+def test_worker_report_is_the_qc_workers_table():
+    records = [_conv("c1", "good", GOOD), _conv("c2", "bad", ["HELLO THERE FRIEND", "I LIKE CATS A LOT"])]
+    table = wc.worker_report(records).set_index("worker_id")
+    assert bool(table.loc["good", "passed"]) and not bool(table.loc["bad", "passed"])
+    # "HELLO THERE FRIEND": a greeting first and, with the second message, two all-caps messages
+    assert (table.loc["bad", "greeting_first"], table.loc["bad", "all_caps"]) == (1, 1)

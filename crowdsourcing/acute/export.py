@@ -2,7 +2,8 @@
 conversation records of every compared dialogue (once each)."""
 from __future__ import annotations
 
-from parlai_dialeval.crowdsourcing.acute.protocol import CRITERION, question_text
+from parlai_dialeval.crowdsourcing.acute.protocol import question_text
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION  # the same three metrics
 
 TASK = "acute"
 SIDE = {"left": "a", "right": "b"}

@@ -10,8 +10,6 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION  # noqa: F401  (same three metrics)
-
 QUESTIONS = {
     "preference": "Who would you prefer to talk to for a long conversation?",
     "humanness": "Which speaker sounds more human?",

@@ -3,7 +3,7 @@ comparison per bot turn (model_a = the response shown on the left)."""
 from __future__ import annotations
 
 from parlai_dialeval.analysis.worker_checks import check_messages, worker_messages
-from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION, ONBOARDING_CONVERSATION, question_text
+from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION, question_text
 
 TASK = "pw_turn"
 SIDE = {"left": "a", "right": "b"}
@@ -36,19 +36,3 @@ def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str,
         })
     return records
 
-
-def onboarding_records(onboarding: dict, *, study: str, worker_id: str, assignment_id: str) -> list[dict]:
-    """One comparison per onboarding pair per try, ``onboarding: true``; model names say which was good."""
-    records = []
-    for attempt, choices in enumerate(onboarding["tries"]):
-        for index, ((human, _pair), answer, chosen) in enumerate(
-                zip(ONBOARDING_CONVERSATION, onboarding["answers"], choices)):
-            shown = onboarding["pairs"][index]
-            good_left = answer == "left"
-            records.append({
-                "type": "comparison", "study": study, "item_id": f"onboarding_{index}", "worker_id": worker_id,
-                "assignment_id": assignment_id, "model_a": "onboarding_good" if good_left else "onboarding_bad",
-                "model_b": "onboarding_bad" if good_left else "onboarding_good", "choice": SIDE[chosen],
-                "context": human, "response_a": shown["left"], "response_b": shown["right"],
-                "onboarding": True, "meta": {"try": attempt + 1, "correct": chosen == answer}})
-    return records

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
@@ -22,7 +23,6 @@ class PwTurnArgs:
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
-    turn_timeout: Optional[float] = field(default=None, metadata={"help": "seconds to wait for the worker"})
     onboarding_tries: int = field(default=2, metadata={"help": "tries at the onboarding conversation"})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
@@ -46,7 +46,7 @@ def shared_state(cfg) -> Any:
         raise ValueError("pw_turn needs at least two models under pw_turn.models")
     pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
     world_opt = {"pool": pool, "question": args.question, "num_turns": args.num_turns,
-                 "turn_timeout": args.turn_timeout, "block_on_worker_checks": args.block_on_worker_checks,
+                 "block_on_worker_checks": args.block_on_worker_checks,
                  "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
     # under the one module name `worlds`, so two tasks in one process would share the first one
@@ -73,4 +73,5 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
 
 TASK = TaskSpec(name="pw_turn", config_class=PwTurnConfig, shared_state=shared_state, export=export,
                 description="PW-Turn: per-turn pairwise comparison of two models (Smith et al. 2022)",
+                worker_checks=lambda records, alpha=None: worker_report(records),
                 extra={"export_files": (RECORD_FILE,)})

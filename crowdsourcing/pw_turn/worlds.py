@@ -18,6 +18,9 @@ from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, Onboa
 
 RECORD_FILE = "dialeval_pw_turn.json"
 SYSTEM_ID = "System"
+# act() without a timeout returns at once when the worker has not answered, and Mephisto calls
+# parley() in a tight loop: waiting up to this long per call keeps an idle HIT off the CPU.
+POLL_SECONDS = 1.0
 
 
 def get_world_params() -> dict:
@@ -64,7 +67,7 @@ class OnboardingWorld:
             "max_tries": self.grader.max_tries, "warning": warning}})
 
     def parley(self) -> None:
-        act = self.agent.act(timeout=None)
+        act = self.agent.act(timeout=POLL_SECONDS)
         if act is None:
             return
         data = act.get("task_data") or {}
@@ -98,7 +101,6 @@ class PairwiseTurnWorld:
         self.opt = opt
         self.agent = agent
         self.pool = opt["pool"]
-        self.timeout = opt.get("turn_timeout")
         self.models = self.pool.reserve(2)
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
@@ -128,7 +130,7 @@ class PairwiseTurnWorld:
     # ---------------------------------------------------------------- ParlAI world API
     def parley(self) -> None:
         try:
-            act = self.agent.act(timeout=self.timeout)
+            act = self.agent.act(timeout=POLL_SECONDS)
         except AbsentAgentError:
             self._finish("incomplete")
             raise
@@ -176,15 +178,14 @@ class PairwiseTurnWorld:
         elif self.opt.get("block_on_worker_checks"):
             self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
             if self.blocked:
-                soft_block(self.agent, self.opt["block_qualification"])
+                block_worker(self.agent, self.opt["block_qualification"])
         save_record(self.agent, self.record())
 
 
-def soft_block(agent, qualification: str) -> None:
+def block_worker(agent, qualification: str) -> None:
     """Soft block: grant the run's block qualification, which Mephisto refuses on later units."""
-    from mephisto.utils.qualifications import find_or_create_qualification
+    from parlai_dialeval.crowdsourcing.platform.quality import soft_block
 
     mephisto_agent = getattr(agent, "mephisto_agent", None)
     if mephisto_agent is not None:
-        find_or_create_qualification(mephisto_agent.db, qualification)
-        mephisto_agent.get_worker().grant_qualification(qualification, 1)
+        soft_block(mephisto_agent.db, [mephisto_agent.get_worker().worker_name], qualification)

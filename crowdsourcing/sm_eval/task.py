@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
@@ -21,7 +22,6 @@ class SmEvalArgs:
     worker_personas: list = field(default_factory=list, metadata={
         "help": "optional persona sentence lists; each worker gets one at random to play"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model and persona assignment"})
-    turn_timeout: Optional[float] = field(default=None, metadata={"help": "seconds to wait for the worker"})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})
@@ -42,7 +42,7 @@ def shared_state(cfg) -> Any:
     pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
     # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
     return SharedParlAITaskState(world_module=worlds, world_opt={
-        "pool": pool, "num_turns": args.num_turns, "turn_timeout": args.turn_timeout,
+        "pool": pool, "num_turns": args.num_turns,
         "worker_personas": [list(p) for p in args.worker_personas],
         "block_on_worker_checks": args.block_on_worker_checks,
         "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
@@ -66,4 +66,5 @@ def export(units, task_name: str) -> ExportReport:
 
 TASK = TaskSpec(name="sm_eval", config_class=SmEvalConfig, shared_state=shared_state, export=export,
                 description="SM-Turn + SM-Dialog: per-turn checks and end-of-dialogue Likert (Smith et al. 2022)",
+                worker_checks=lambda records, alpha=None: worker_report(records),
                 extra={"export_files": (RECORD_FILE,)})

@@ -11,7 +11,7 @@ import time
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
-from parlai_dialeval.crowdsourcing.pw_turn.worlds import save_record, soft_block
+from parlai_dialeval.crowdsourcing.pw_turn.worlds import POLL_SECONDS, block_worker, save_record
 from parlai_dialeval.crowdsourcing.sm_eval.protocol import (CRITERIA, LIKERT_MAX, LIKERT_MIN, LIKERT_PROMPT,
                                                             LIKERT_QUESTIONS, TURN_LABELS, SingleModelSession)
 
@@ -32,7 +32,6 @@ class SingleModelWorld:
         self.opt = opt
         self.agent = agent
         self.pool = opt["pool"]
-        self.timeout = opt.get("turn_timeout")
         self.model = self.pool.reserve(1)[0]
         personas = opt.get("worker_personas") or []
         persona = list(self.pool.choice(personas)) if personas else []
@@ -58,7 +57,7 @@ class SingleModelWorld:
 
     def parley(self) -> None:
         try:
-            act = self.agent.act(timeout=self.timeout)
+            act = self.agent.act(timeout=POLL_SECONDS)
         except AbsentAgentError:
             self._finish("incomplete")
             raise
@@ -101,5 +100,5 @@ class SingleModelWorld:
         elif self.opt.get("block_on_worker_checks"):
             self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
             if self.blocked:
-                soft_block(self.agent, self.opt["block_qualification"])
+                block_worker(self.agent, self.opt["block_qualification"])
         save_record(self.agent, self.record(), RECORD_FILE)

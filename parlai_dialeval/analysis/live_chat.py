@@ -104,7 +104,7 @@ class Settings:
 @dataclass
 class LiveChatResult:
     settings: Settings
-    ratings: pd.DataFrame          # one row per analysed rating: worker_id, conversation_id, model, criterion, value, x, z
+    ratings: pd.DataFrame          # per analysed rating: worker_id, conversation_id, model, criterion, value, x, z
     conversations: pd.DataFrame    # one row per rated conversation: overall z / raw, passed, qc
     workers: pd.DataFrame          # worker_id, n_hits, n_ratings, p_value, passed (+ note)
     system_scores: pd.DataFrame    # model, n, overall, <criteria> (z)
@@ -474,7 +474,11 @@ def rater_agreement(conversations: pd.DataFrame, passed_workers: set, by: str = 
     if by == "hit":
         if hits is None:
             raise DialevalError("--agreement_by hit needs hit_id on the conversations")
-        hit_code, _ = pd.factorize(hits.reindex(assignments).astype(str))
+        hit_ids = hits.reindex(assignments)
+        # a HIT without a hit_id is its own item
+        own = "assignment:" + pd.Series(assignments, index=hit_ids.index).astype(str)
+        hit_ids = hit_ids.where(hit_ids.notna(), own)
+        hit_code, _ = pd.factorize(hit_ids.astype(str))
         models = np.column_stack([hit_code, models])
     _, key = np.unique(models, axis=0, return_inverse=True)
     worker = frame["worker_id"].to_numpy()[offset]
@@ -665,10 +669,9 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     if agreement["sampled"]:
         notes.append(f"rater agreement: more than {config.agreement_max_pairs:,} candidate pairs, so a seeded "
                      "random sample of pairs was used")
-    rated_conversations = conv_meta
-    table_durations = durations(rated_conversations, passed_workers)
-    topics = topic_attitudes(rated_conversations, passed_workers)
-    inputs = input_lengths(rated_conversations, passed_workers)
+    table_durations = durations(conv_meta, passed_workers)
+    topics = topic_attitudes(conv_meta, passed_workers)
+    inputs = input_lengths(conv_meta, passed_workers)
 
     summary = _summary(settings, frame, conv, workers, empty, notes)
     table1 = _table1(summary, table_durations)

@@ -119,6 +119,16 @@ def summarise_workers(checks: pd.DataFrame) -> pd.DataFrame:
     return summary.astype(int).reset_index()
 
 
+def worker_report(records: list[dict], settings: CheckSettings = CheckSettings()) -> pd.DataFrame:
+    """The ``dialeval qc_workers`` table of a per-turn task: per worker ``passed`` (no failed
+    conversation) and the counts of ``summarise_workers``."""
+    from parlai_dialeval.data import from_records
+
+    summary = summarise_workers(check_conversations(from_records(records).conversations, settings))
+    summary.insert(1, "passed", summary["failed"] == 0)
+    return summary
+
+
 def apply_worker_checks(data, settings: CheckSettings = CheckSettings(),
                         fixed_opening: str | None = FIXED_OPENING):
     """Drop every conversation, rating and comparison of workers with a failed conversation.

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from parlai_dialeval.errors import DialevalError
 

@@ -144,6 +144,33 @@ def _percent(x) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
 
+TEST_NAMES = {"mannwhitney": "Mann-Whitney U", "ttest": "Welch t"}
+
+
+def _method_text(s: live_chat.Settings) -> str:
+    """The method actually applied, in one paragraph."""
+    config = s.config
+    parts = []
+    if s.negative and config.reverse:
+        parts.append(f"negative statements ({', '.join(s.negative)}) reversed as max - x")
+    else:
+        parts.append("no reversal")
+    if config.standardise:
+        parts.append(f"per-worker z = (x - mean) / (SD(ddof={config.ddof}) + {config.epsilon:g}) over all the "
+                     "worker's ratings, QC included")
+    else:
+        parts.append("no standardisation (raw values)")
+    if config.qc_test != "none":
+        parts.append(f"quality control: one-sided {TEST_NAMES[config.qc_test]} test that the QC bot was rated lower "
+                     f"than the genuine models on {', '.join(s.qc_criteria)}, pooled over each worker's HITs; pass "
+                     f"when p < {config.qc_alpha:g}; failing workers removed whole")
+    else:
+        parts.append("quality control off")
+    parts.append(f"pairwise significance: one-sided {TEST_NAMES[config.sig_test]} on per-conversation overall z, "
+                 f"correction: {config.correction}")
+    return "Method: " + "; ".join(parts) + "."
+
+
 def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1) -> Path:
     s, summary, config = result.settings, result.summary, result.settings.config
     labels = s.labels
@@ -157,15 +184,7 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
         f"({summary['n_ratings_passed_genuine']:,} ratings). Best overall: "
         f"{models[0] if models else 'none'}.")
-    method = (f"Method: {'negative statements (' + ', '.join(s.negative) + ') reversed as max - x; ' if s.negative and config.reverse else 'no reversal; '}"
-              f"{'per-worker z = (x - mean) / (SD(ddof=' + str(config.ddof) + ') + ' + format(config.epsilon, 'g') + ') over all the worker' + chr(39) + 's ratings, QC included; ' if config.standardise else 'no standardisation (raw values); '}"
-              + (f"quality control: one-sided {'Mann-Whitney U' if config.qc_test == 'mannwhitney' else 'Welch t'} test "
-                 f"that the QC bot was rated lower than the genuine models on {', '.join(s.qc_criteria)}, pooled "
-                 f"over each worker's HITs; pass when p < {config.qc_alpha:g}; failing workers removed whole. "
-                 if config.qc_test != "none" else "quality control off. ")
-              + f"Pairwise significance: one-sided {'Mann-Whitney U' if config.sig_test == 'mannwhitney' else 'Welch t'} "
-                f"on per-conversation overall z, correction: {config.correction}.")
-    report.text(method)
+    report.text(_method_text(s))
     for note in summary.get("notes", []):
         report.text(note, note=True)
 
@@ -195,7 +214,8 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     if len(models) > 1:
         report.figure(live_chat_plots.significance_heatmap(matrix, labels, sig_threshold),
                       "significance", f"A coloured cell: the row's model scored significantly higher than the "
-                      f"column's (one-sided, p < {sig_threshold:g}{', ' + config.correction + '-corrected' if column == 'p_adjusted' else ''}).")
+                      f"column's (one-sided, p < {sig_threshold:g}"
+                      + (f", {config.correction}-corrected" if column == "p_adjusted" else "") + ").")
         shown = matrix.copy()
         shown.index = [labels.get(m, m) for m in shown.index]
         shown.columns = [labels.get(m, m) for m in shown.columns]

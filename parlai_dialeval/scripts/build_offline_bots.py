@@ -3,8 +3,9 @@
 Writes, under --out (default data/offline_bots/ in the repository, gitignored):
 ``qc_bot/model``, ``retrieval/model`` (the corpus, JSON), ``hf_lm/model/`` (a GPT-2 and its byte-level
 BPE tokenizer, trained here on CPU), each with ParlAI's ``model.opt`` beside it, and
-``quality.json`` (each bot scored on the corpus's held-out test split). A trained model whose
-``build.json`` matches the corpus and settings is reused (--force retrains).
+``quality.json`` (each bot scored on the corpus's held-out test split, all pairs and those with a
+message never seen in training). A trained model whose ``build.json`` matches the corpus, settings
+and training code version is reused (--force retrains).
 """
 from __future__ import annotations
 
@@ -64,23 +65,31 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
 
     quality = None
     if evaluate:
-        quality = measure(paths, load_corpus(task, datatype="test"), eval_limit)
+        quality = measure(paths, load_corpus(task, datatype="test"), eval_limit, corpus)
         _write_json(out / "quality.json", quality)
     return {"paths": paths, "training": training, "quality": quality}
 
 
-def measure(paths: dict[str, str], test_corpus: Corpus, limit: int | None = None) -> dict:
+def measure(paths: dict[str, str], test_corpus: Corpus, limit: int | None = None,
+            train_corpus: Corpus | None = None) -> dict:
+    """Scores on the test pairs ("all") and, given ``train_corpus``, on those whose message never
+    occurs in training ("novel": nothing to look up or memorise). Fresh agents per subset."""
     from parlai.core.agents import create_agent_from_model_file
 
     from parlai_dialeval.agents.quality_levels import compare
 
-    pairs = message_pairs(test_corpus)[:limit]
-    agents = {name: create_agent_from_model_file(path) for name, path in paths.items()}
-    scores = compare(agents, pairs)
-    result = {"test_source": test_corpus.source, "scores": scores}
-    if {"qc_bot", "retrieval", "hf_lm"} <= scores.keys():
-        result["expected_order_holds"] = all(scores["qc_bot"][m] < scores["retrieval"][m] < scores["hf_lm"][m]
-                                             for m in ("f1", "tfidf_similarity"))
+    subsets = {"all": message_pairs(test_corpus)[:limit]}
+    if train_corpus is not None:
+        seen = {message.lower().strip() for message, _ in message_pairs(train_corpus)}
+        subsets["novel"] = [pair for pair in subsets["all"] if pair[0].lower().strip() not in seen]
+    result = {"test_source": test_corpus.source}
+    for subset, pairs in subsets.items():
+        agents = {name: create_agent_from_model_file(path) for name, path in paths.items()}
+        scores = compare(agents, pairs)
+        result[subset] = {"scores": scores}
+        if {"qc_bot", "retrieval", "hf_lm"} <= scores.keys():
+            result[subset]["expected_order_holds"] = all(
+                scores["qc_bot"][m] < scores["retrieval"][m] < scores["hf_lm"][m] for m in ("f1", "tfidf_similarity"))
     return result
 
 
@@ -110,9 +119,11 @@ class BuildOfflineBots(ParlaiScript):
         for name, path in result["paths"].items():
             print(f"{name}: {path}")
         print(f"hf_lm training: {result['training']}")
-        if result["quality"]:
-            for name, scores in result["quality"]["scores"].items():
-                print(f"{name}: {scores}")
-            holds = result["quality"]["expected_order_holds"]
-            print(f"qc_bot < retrieval < hf_lm on both measures: {'yes' if holds else 'NO'}")
+        for subset in ("all", "novel"):
+            if result["quality"] and subset in result["quality"]:
+                part = result["quality"][subset]
+                for name, scores in part["scores"].items():
+                    print(f"{subset} test pairs, {name}: {scores}")
+                holds = "yes" if part["expected_order_holds"] else "NO"
+                print(f"{subset} test pairs: qc_bot < retrieval < hf_lm on both measures: {holds}")
         return result

@@ -29,7 +29,8 @@ def read_run(folder: str | Path) -> dict:
     if not folder.is_dir():
         raise DataError(folder, "no such folder", expected="an output folder of dialeval analyze_live_chat")
     run = {"path": str(folder)}
-    for name, required in (("system_scores", ("model", "n", "overall")), ("significance", ("model_a", "model_b", "p_value"))):
+    expected = {"system_scores": ("model", "n", "overall"), "significance": ("model_a", "model_b", "p_value")}
+    for name, required in expected.items():
         path = folder / f"{name}.csv"
         if not path.is_file():
             raise DataError(path, "file missing", expected=f"{name}.csv written by dialeval analyze_live_chat")

@@ -65,5 +65,7 @@ def test_chat_annotate_rate_export_and_block(run):
     assert likert == {"engaging": 2, "humanlike": 3, "interesting": 4}
     checks = conv["meta"]["worker_checks"]
     assert checks["all_caps"] and checks["repeated_first"] and not checks["offensive"]
+    table = run.spec.worker_checks(report.records)  # what `dialeval qc_workers sm_eval` prints
+    assert table.set_index("worker_id").loc["W1_sandbox", "passed"] == False  # noqa: E712
     # block_on_worker_checks: the worker now holds the run's block qualification
     assert run.db.find_workers(worker_name="W1_sandbox")[0].get_granted_qualification("dialeval_sm_eval_blocked")
