@@ -3,6 +3,7 @@ other through `dialeval self_chat`, and the result importable as canonical data.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,9 @@ def test_self_chat_qc_bot_with_retrieval_converts_to_canonical_data(bots, tmp_pa
     assert len(data.conversations) == 2
     texts = [turn["text"] for turns in data.conversations["turns"] for turn in turns]
     assert texts == [turn["text"] for c in lines for exchange in c["dialog"] for turn in exchange]
+    # each bot is named by its own model, and the QC bot's audit survives in the turn's meta
+    retrieval_name = Path(result["paths"]["retrieval"]).parent.name
+    for turns, models in zip(data.conversations["turns"], data.conversations["models"]):
+        assert models == ["dialeval:qc_bot", retrieval_name]
+        assert [t["speaker"] for t in turns[:2]] == ["dialeval:qc_bot", retrieval_name]
+        assert turns[0]["meta"]["qc_audit"]["distorted"]

@@ -148,10 +148,12 @@ class PrefixLM:
                 "depths": depths, "paths": paths, "starts": [s - split for s in starts]}
 
     def _batches(self, plans):
+        # Dialogues of similar length share a batch, so little of a batch is padding.
+        order = sorted((g for g, plan in enumerate(plans) if plan is not None),
+                       key=lambda g: (len(plans[g]["prefix"]), len(plans[g]["tokens"])))
         batch, width = [], 0
-        for g, plan in enumerate(plans):
-            if plan is None:
-                continue
+        for g in order:
+            plan = plans[g]
             new_width = max(width, len(plan["prefix"]), len(plan["tokens"]))
             if batch and (len(batch) >= self.batch_size or new_width * (len(batch) + 1) > self.max_tokens):
                 yield batch
