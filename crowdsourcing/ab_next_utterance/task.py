@@ -16,6 +16,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
+from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DataError, DialevalError
@@ -88,21 +89,22 @@ def shared_state(cfg) -> Any:
     hits, ties = protocol.make_hits(build_items(args), random.Random(args.seed), args.per_hit)
     if not hits:
         raise DialevalError(f"all {len(ties)} items have identical responses: nothing to show workers")
-    data = [{"pairs": hit, "shown": protocol.public_view(hit), "question": protocol.QUESTION,
-             "automatic_ties": [tie_dict(t) for t in ties]} for hit in hits]
+    # the page gets `shown` (no model names); pairs and automatic ties stay server-side (dialeval_static)
+    data = [{"shown": protocol.public_view(hit), "question": protocol.QUESTION,
+             SERVER_KEY: {"pairs": hit, "automatic_ties": [tie_dict(t) for t in ties]}} for hit in hits]
     return SharedStaticTaskState(static_task_data=data)
 
 
 def export(units, task_name: str) -> ExportReport:
     records, notes, ties = [ab_export.study_record(task_name)], [], {}
     for unit in units:
-        inputs, outputs = unit.state.get("inputs") or {}, unit.state.get("outputs") or {}
-        for tie in inputs.get("automatic_ties") or []:
+        outputs = unit.state.get("outputs") or {}
+        for tie in unit.server.get("automatic_ties") or []:
             ties.setdefault(tie["item_id"], protocol.ABItem(**tie))
         if not outputs.get("answers"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
-        records += ab_export.unit_records(inputs["pairs"], outputs["answers"], study=task_name,
+        records += ab_export.unit_records(unit.server["pairs"], outputs["answers"], study=task_name,
                                           worker_id=unit.worker_id, assignment_id=unit.assignment_id)
     records += ab_export.automatic_tie_records(list(ties.values()), study=task_name)
     return ExportReport(records=records, notes=notes)

@@ -33,7 +33,7 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
                 seen.add(conv["id"])
                 records.append(_conversation(conv, study))
         record = {"type": "comparison", "study": study, "item_id": pair["pair_id"], "worker_id": worker_id,
-                  "assignment_id": assignment_id, "model_a": pair["left"]["model"],
+                  **({"assignment_id": assignment_id} if assignment_id else {}), "model_a": pair["left"]["model"],
                   "model_b": pair["right"]["model"], "choice": SIDE[answer["choice"]], "question": text,
                   "justification": answer.get("justification", ""),
                   "conversation_a": pair["left"]["conversation"]["id"],

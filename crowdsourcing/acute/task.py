@@ -14,6 +14,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
+from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DialevalError
@@ -81,7 +82,8 @@ def generate_self_chats(args) -> list[dict]:
 
 
 def build_units(args, rng: random.Random) -> list[dict]:
-    """Unit init data: the pairs (model names kept for the export; the page shows ``shown`` only)."""
+    """Unit data: the page receives ``shown`` (no model names); the pairs with their models stay on the
+    server (``server``, dialeval_static) for the export."""
     if not args.conversations and not args.self_chat_models:
         raise DialevalError("give acute.conversations (files) or acute.self_chat_models (fast path)")
     conversations = _load_conversations(list(args.conversations)) if args.conversations else []
@@ -89,8 +91,8 @@ def build_units(args, rng: random.Random) -> list[dict]:
     pairs = protocol.make_pairs(conversations,
                                 model_pairs=[tuple(p) for p in args.model_pairs] or None,
                                 matchups_per_pair=args.matchups_per_pair, rng=rng)
-    return [{"question": protocol.question_text(args.question), "question_key": args.question, "pairs": unit,
-             "shown": [protocol.public_pair(p) for p in unit]}
+    return [{"question": protocol.question_text(args.question), "question_key": args.question,
+             "shown": [protocol.public_pair(p) for p in unit], SERVER_KEY: {"pairs": unit}}
             for unit in protocol.make_units(pairs, args.subtasks_per_unit, rng)]
 
 
@@ -107,7 +109,8 @@ def shared_state(cfg) -> Any:
                                                                              args.onboarding_threshold)
 
     onboarding = {"question": protocol.question_text(args.question), "onboarding": True,
-                  "shown": [protocol.public_pair(p) for p in shown]}
+                  "shown": [protocol.public_pair(p) for p in shown],
+                  SERVER_KEY: {"pairs": shown, "question_key": args.question}}
     return SharedStaticTaskState(static_task_data=build_units(args, rng), onboarding_data=onboarding,
                                  validate_onboarding=validate_onboarding)
 
@@ -120,12 +123,32 @@ def export(units, task_name: str) -> ExportReport:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
         question = inputs["question_key"]
-        records += acute_export.unit_records(inputs["pairs"], outputs["answers"], question=question,
+        records += acute_export.unit_records(unit.server["pairs"], outputs["answers"], question=question,
                                              study=task_name, worker_id=unit.worker_id,
                                              assignment_id=unit.assignment_id)
     head = [acute_export.study_record(task_name, question)] if question else []
     return ExportReport(records=head + acute_export.dedupe_conversations(records), notes=notes)
 
 
+def export_onboarding(attempts, task_name: str) -> ExportReport:
+    """Each submitted onboarding attempt: one comparison per known-answer pair, ``onboarding: true``."""
+    records, notes = [], []
+    for attempt in attempts:
+        answers = (attempt.state.get("outputs") or {}).get("answers")
+        if not answers:
+            notes.append(f"onboarding attempt {attempt.agent_id} (worker {attempt.worker_id}, "
+                         f"{attempt.agent_status}): no answers submitted")
+            continue
+        if "pairs" not in attempt.server:
+            notes.append(f"onboarding attempt {attempt.agent_id} (worker {attempt.worker_id}): the run kept no "
+                         "server-side onboarding pairs (launched before they were recorded)")
+            continue
+        records += acute_export.unit_records(attempt.server["pairs"], answers,
+                                             question=attempt.server["question_key"], study=task_name,
+                                             worker_id=attempt.worker_id, assignment_id="", onboarding=True)
+    return ExportReport(records=records, notes=notes)
+
+
 TASK = TaskSpec(name="acute", config_class=AcuteConfig, shared_state=shared_state, export=export,
+                export_onboarding=export_onboarding,
                 description="PW-Dialog / ACUTE-Eval: which speaker of two conversations is better")

@@ -1,8 +1,14 @@
-"""``dialeval_chat``: Mephisto's ParlAI-chat blueprint serving our prebuilt frontend bundle.
+"""Our two Mephisto blueprints, both naming their frontend entry (so ``dialeval export`` can tell the task).
 
-The stock builder runs ``npm install`` inside site-packages when it finds no build and serves an
-index.html that loads CSS from a CDN; ours copies ``crowdsourcing/frontend/build/<entry>/bundle.js``
-and our CDN-free index.html instead, and never builds anything at launch time.
+``dialeval_chat``: Mephisto's ParlAI-chat blueprint serving our prebuilt frontend bundle. The stock
+builder runs ``npm install`` inside site-packages when it finds no build and serves an index.html that
+loads CSS from a CDN; ours copies ``crowdsourcing/frontend/build/<entry>/bundle.js`` and our CDN-free
+index.html instead, and never builds anything at launch time.
+
+``dialeval_static``: Mephisto's static React blueprint whose task data keeps a server-side part: the
+``server`` entry of each unit's data (and of the onboarding data) is never sent to the worker's browser.
+Units keep it in their assignment's ``unit_data`` (Mephisto's ``assign_data.json``), the onboarding's
+goes to ``ONBOARDING_SERVER_FILE`` in the run's folder; ``platform.export`` hands it to the task's export.
 """
 from __future__ import annotations
 
@@ -15,12 +21,21 @@ from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import (
     ParlAIChatBlueprintArgs,
 )
 from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_task_builder import ParlAIChatTaskBuilder
+from mephisto.abstractions.blueprints.static_react_task.static_react_blueprint import (
+    StaticReactBlueprint,
+    StaticReactBlueprintArgs,
+)
+from mephisto.data_model.assignment import InitializationData
 from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
 from parlai_dialeval.crowdsourcing.platform import frontend
 
 BLUEPRINT_TYPE_DIALEVAL_CHAT = "dialeval_chat"
+BLUEPRINT_TYPE_DIALEVAL_STATIC = "dialeval_static"
+SERVER_KEY = "server"  # the part of a static task's unit / onboarding data that stays on the server
+ONBOARDING_SERVER_FILE = "dialeval_onboarding_server.json"
+FRONTEND_ENTRY_HELP = "name of the frontend entry: crowdsourcing/frontend/src/tasks/<entry>/index.jsx"
 
 
 class DialevalChatTaskBuilder(ParlAIChatTaskBuilder):
@@ -39,7 +54,7 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
     _group: str = field(default="DialevalChatBlueprint", metadata={
         "help": "A ParlAI-chat task whose worker page is a prebuilt entry of crowdsourcing/frontend"})
     frontend_entry: str = field(default=MISSING, metadata={
-        "help": "name of the frontend entry: crowdsourcing/frontend/src/tasks/<entry>/index.jsx", "required": True})
+        "help": FRONTEND_ENTRY_HELP, "required": True})
 
 
 @register_mephisto_abstraction()
@@ -47,3 +62,38 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
     TaskBuilderClass = DialevalChatTaskBuilder
     ArgsClass = DialevalChatBlueprintArgs
     BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_CHAT
+
+
+def onboarding_server_path(task_run) -> str:
+    return f"{task_run.get_run_dir()}/{ONBOARDING_SERVER_FILE}"
+
+
+def split_server(data: dict) -> tuple[dict, dict]:
+    """(what the browser receives, what stays on the server) of one unit's or the onboarding's data."""
+    public = {key: value for key, value in data.items() if key != SERVER_KEY}
+    return public, dict(data.get(SERVER_KEY) or {})
+
+
+@dataclass
+class DialevalStaticBlueprintArgs(StaticReactBlueprintArgs):
+    _blueprint_type: str = BLUEPRINT_TYPE_DIALEVAL_STATIC
+    _group: str = field(default="DialevalStaticBlueprint", metadata={
+        "help": "A static React task of crowdsourcing/frontend whose unit data keeps a server-only part"})
+    frontend_entry: str = field(default=MISSING, metadata={"help": FRONTEND_ENTRY_HELP, "required": True})
+
+
+@register_mephisto_abstraction()
+class DialevalStaticBlueprint(StaticReactBlueprint):
+    ArgsClass = DialevalStaticBlueprintArgs
+    BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_STATIC
+
+    def __init__(self, task_run, args, shared_state):
+        super().__init__(task_run, args, shared_state)
+        if self.onboarding_data:
+            self.onboarding_data, server = split_server(self.onboarding_data)
+            task_run.db.write_dict(onboarding_server_path(task_run), server)
+
+    def get_initialization_data(self):
+        count = self.args.blueprint.units_per_assignment
+        return [InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
+                for public, server in map(split_server, self._initialization_data_dicts)]

@@ -1,8 +1,10 @@
 """Everything a task collected in Mephisto's database -> canonical records (docs/data_model.md).
 
 Every agent that ever worked on a unit of the task is read, whatever its status: finished, returned,
-disconnected, timed out or still working. The task's export function turns them into records; what
-it cannot turn into records is listed in the report with the reason, never dropped silently.
+disconnected, timed out or still working; so is every onboarding attempt. The task's export functions
+turn them into records (onboarding ones marked: comparisons ``onboarding: true``, conversations
+``status: onboarding``); what they cannot turn into records is listed in the report with the reason,
+never dropped silently.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ class UnitData:
     task_end: float | None
     files: dict[str, Any] = field(default_factory=dict)  # extra JSON files the task wrote for this agent
     problems: list[str] = field(default_factory=list)  # what could not be read (reported by export)
+    server: dict[str, Any] = field(default_factory=dict)  # server-only unit data (dialeval_static's `server`)
+    onboarding: bool = False  # an onboarding attempt (unit_id and assignment_id are then empty)
 
     @property
     def status(self) -> str:
@@ -54,52 +58,96 @@ class ExportReport:
     units: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # units that produced no record, and why
+    onboarding_by_status: dict[str, int] = field(default_factory=dict)  # onboarding attempts read
 
     def summary(self) -> str:
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.by_status.items()))
+        def counts(by_status: dict[str, int]) -> str:
+            return ", ".join(f"{n} {s}" for s, n in sorted(by_status.items())) or "none"
+
         kinds: dict[str, int] = {}
         for record in self.records:
             kinds[record["type"]] = kinds.get(record["type"], 0) + 1
-        lines = [f"{self.units} unit(s) read ({counts or 'none'}); wrote "
-                 + ", ".join(f"{n} {k}" for k, n in kinds.items())]
+        onboarding = sum(1 for r in self.records if r.get("onboarding") or r.get("status") == "onboarding")
+        lines = [f"{self.units} unit(s) read ({counts(self.by_status)}); "
+                 f"{sum(self.onboarding_by_status.values())} onboarding attempt(s) read "
+                 f"({counts(self.onboarding_by_status)}); wrote "
+                 + ", ".join(f"{n} {k}" for k, n in kinds.items())
+                 + f" ({onboarding} of them onboarding)"]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
+def _read_agent(db, agent, extra_files: tuple[str, ...], **fields) -> UnitData:
+    """One (unit or onboarding) agent's saved work; what cannot be read goes to ``problems``."""
+    problems, files = list(fields.pop("problems", [])), {}
+    for name in extra_files:
+        path = f"{agent.get_data_dir()}/{name}"
+        if db.key_exists(path):
+            try:
+                files[name] = db.read_dict(path)
+            except ValueError as error:
+                problems.append(f"{name} unreadable ({error})")
+    try:
+        state = agent.state
+        state_data, start, end = state.get_data(), state.get_task_start(), state.get_task_end()
+    except ValueError as error:
+        # Mephisto 1.1.1 rewrites state.json in place from two threads; under load it can be left corrupt
+        problems.append(f"Mephisto's state.json unreadable ({error})")
+        state_data, start, end = {}, None, None
+    return UnitData(worker_id=agent.get_worker().worker_name, mephisto_worker_id=agent.worker_id,
+                    task_run_id=agent.task_run_id, agent_id=agent.db_id, agent_status=agent.get_status(),
+                    state=state_data, task_start=start, task_end=end, files=files, problems=problems, **fields)
+
+
+def _unit_server_data(agent) -> tuple[dict, list[str]]:
+    """The unit's server-only data (its entry of the assignment's ``unit_data``), and what went wrong."""
+    from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+
+    try:
+        unit = agent.get_unit()
+        return dict(unit.get_assignment_data().unit_data[unit.unit_index].get(SERVER_KEY) or {}), []
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        return {}, [f"assignment data unreadable ({error!r})"]
+
+
 def read_units(db, task_name: str, extra_files: tuple[str, ...] = ()) -> list[UnitData]:
+    """Every unit agent of the task (onboarding attempts: ``read_onboarding``)."""
+    units = []
+    for agent in db.find_agents(task_id=_task(db, task_name).db_id):
+        server, problems = _unit_server_data(agent)
+        units.append(_read_agent(db, agent, extra_files, unit_id=agent.unit_id, assignment_id=agent.assignment_id,
+                                 server=server, problems=problems))
+    return sorted(units, key=lambda u: (int(u.unit_id) if u.unit_id.isdigit() else u.unit_id, u.agent_id))
+
+
+def read_onboarding(db, task_name: str, extra_files: tuple[str, ...] = ()) -> list[UnitData]:
+    """Every onboarding attempt of the task, passed, failed or abandoned (``onboarding=True``); ``server``
+    is the run's server-only onboarding data (dialeval_static)."""
+    from mephisto.data_model.task_run import TaskRun
+
+    from parlai_dialeval.crowdsourcing.platform.blueprint import onboarding_server_path
+
+    attempts, server_of_run = [], {}
+    for agent in db.find_onboarding_agents(task_id=_task(db, task_name).db_id):
+        if agent.task_run_id not in server_of_run:
+            path = onboarding_server_path(TaskRun.get(db, agent.task_run_id))
+            server_of_run[agent.task_run_id] = db.read_dict(path) if db.key_exists(path) else {}
+        attempts.append(_read_agent(db, agent, extra_files, unit_id="", assignment_id="", onboarding=True,
+                                    server=server_of_run[agent.task_run_id]))
+    return sorted(attempts, key=lambda u: int(u.agent_id) if u.agent_id.isdigit() else u.agent_id)
+
+
+def _task(db, task_name: str):
     tasks = db.find_tasks(task_name=task_name)
     if not tasks:
         known = sorted(t.task_name for t in db.find_tasks())
         raise DialevalError(f"no Mephisto task named {task_name!r} in {db.db_path}; known: {', '.join(known) or 'none'}")
-    units = []
-    for agent in db.find_agents(task_id=tasks[0].db_id):
-        problems = []
-        files = {}
-        for name in extra_files:
-            path = f"{agent.get_data_dir()}/{name}"
-            if db.key_exists(path):
-                try:
-                    files[name] = db.read_dict(path)
-                except ValueError as error:
-                    problems.append(f"{name} unreadable ({error})")
-        try:
-            state = agent.state
-            state_data, start, end = state.get_data(), state.get_task_start(), state.get_task_end()
-        except ValueError as error:
-            # Mephisto 1.1.1 rewrites state.json in place from two threads; under load it can be left corrupt
-            problems.append(f"Mephisto's state.json unreadable ({error})")
-            state_data, start, end = {}, None, None
-        worker = agent.get_worker()
-        units.append(UnitData(
-            worker_id=worker.worker_name, mephisto_worker_id=agent.worker_id, unit_id=agent.unit_id,
-            assignment_id=agent.assignment_id, task_run_id=agent.task_run_id, agent_id=agent.db_id,
-            agent_status=agent.get_status(), state=state_data, task_start=start, task_end=end, files=files,
-            problems=problems))
-    return sorted(units, key=lambda u: (int(u.unit_id) if u.unit_id.isdigit() else u.unit_id, u.agent_id))
+    return tasks[0]
 
 
 def task_type_of(db, task_name: str) -> str | None:
-    """The crowdsourcing task folder a Mephisto task was launched from (its frontend entry)."""
+    """The crowdsourcing task folder a Mephisto task was launched from: the ``frontend_entry`` that our
+    blueprints (dialeval_chat, dialeval_static) record in the run's args."""
     import json
 
     from omegaconf import OmegaConf
@@ -114,9 +162,8 @@ def task_type_of(db, task_name: str) -> str | None:
 
 
 def collect(task_name: str, data_dir: str | Path | None = None, task_type: str | None = None):
-    """(ExportReport, MephistoDB) for a task, read but not written anywhere."""
+    """(ExportReport, MephistoDB, TaskSpec) for a task, read but not written anywhere."""
     from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
-    from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
 
     data_dir = prepare_mephisto(data_dir)
     db_file = database_path(data_dir)
@@ -125,19 +172,40 @@ def collect(task_name: str, data_dir: str | Path | None = None, task_type: str |
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
 
     db = LocalMephistoDB(database_path=str(db_file))
+    report, spec = collect_from_db(db, task_name, task_type)
+    return report, db, spec
+
+
+def collect_from_db(db, task_name: str, task_type: str | None = None):
+    """(ExportReport, TaskSpec): every unit and onboarding attempt of ``task_name`` through its task's export.
+    The task is ``task_type``, else the one recorded in the run (its blueprint's ``frontend_entry``)."""
+    from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
+
     if task_type is None:
-        task_type = task_name if task_name in available_tasks() else task_type_of(db, task_name)
+        task_type = task_type_of(db, task_name) or (task_name if task_name in available_tasks() else None)
     if task_type is None:
-        raise DialevalError(f"cannot tell which crowdsourcing task {task_name!r} ran; give --task-type "
-                            f"(one of {', '.join(available_tasks())})")
+        raise DialevalError(f"cannot tell which crowdsourcing task {task_name!r} ran (a run of Mephisto's stock "
+                            f"blueprints records none); give --task-type (one of {', '.join(available_tasks())})")
     spec = get_task(task_type)
-    units = read_units(db, task_name, tuple(spec.extra.get("export_files", ())))
+    extra_files = tuple(spec.extra.get("export_files", ()))
+    units = read_units(db, task_name, extra_files)
+    attempts = read_onboarding(db, task_name, extra_files)
     report = spec.export(units, task_name)
-    report.notes += [f"unit {u.unit_id} (worker {u.worker_id}): {p}" for u in units for p in u.problems]
+    if spec.export_onboarding is not None:
+        onboarding = spec.export_onboarding(attempts, task_name)
+        report.records += onboarding.records
+        report.notes += onboarding.notes
+    else:
+        report.notes += [f"onboarding attempt {u.agent_id} (worker {u.worker_id}, {u.agent_status}): task "
+                         f"{task_type} exports no onboarding records" for u in attempts]
+    report.notes += [f"{'onboarding attempt ' + u.agent_id if u.onboarding else 'unit ' + u.unit_id} "
+                     f"(worker {u.worker_id}): {p}" for u in units + attempts for p in u.problems]
     report.units = len(units)
     for unit in units:
         report.by_status[unit.agent_status] = report.by_status.get(unit.agent_status, 0) + 1
-    return report, db, spec
+    for attempt in attempts:
+        report.onboarding_by_status[attempt.agent_status] = report.onboarding_by_status.get(attempt.agent_status, 0) + 1
+    return report, spec
 
 
 def export_task(task_name: str, out: str | Path, data_dir: str | Path | None = None,

@@ -24,15 +24,20 @@ class TaskSpec:
         ``metadata={"help": ...}``); its defaults list picks ``conf/<default_conf>.yaml``.
     default_conf: the YAML in ``crowdsourcing/<task>/conf/`` used when no ``conf=NAME`` override is given.
     shared_state: ``fn(cfg) -> SharedTaskState`` built once per launch (load bots here, once).
-    export: ``fn(units: list[UnitData], cfg_or_None, task_name) -> list[dict]`` canonical records.
+    export: ``fn(units: list[UnitData], task_name) -> ExportReport`` (platform/export.py): canonical
+        records of the unit agents, and a note for every unit that yields none.
+    export_onboarding: optional ``fn(attempts: list[UnitData], task_name) -> ExportReport`` for the
+        onboarding attempts (``UnitData.onboarding``), marked ``onboarding: true`` (comparisons) or
+        ``status: onboarding`` (conversations); without it each attempt becomes a note.
     worker_checks: optional ``fn(records) -> DataFrame`` with columns worker_id, passed, ... (qc_workers).
     """
 
     name: str
     config_class: type
     shared_state: Callable[[Any], Any]
-    export: Callable[..., list[dict]]
+    export: Callable[..., Any]
     default_conf: str = "example"
+    export_onboarding: Callable[..., Any] | None = None
     worker_checks: Callable[..., Any] | None = None
     description: str = ""
     extra: dict = field(default_factory=dict)

@@ -36,3 +36,23 @@ def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str,
         })
     return records
 
+
+
+def onboarding_records(saved: dict, *, study: str, worker_id: str, item_prefix: str) -> list[dict]:
+    """One comparison per reply pair per try of an onboarding attempt, ``onboarding: true``; ``saved`` is
+    ``OnboardingWorld.prep_save_data()["onboarding"]``. The known-better reply's side is model
+    ``onboarding_good``, the other ``onboarding_bad``; ``meta`` keeps the try and the outcome."""
+    records = []
+    for number, choices in enumerate(saved["tries"], 1):
+        for index, (pair, answer, choice) in enumerate(zip(saved["pairs"], saved["answers"], choices)):
+            left, right = ("onboarding_good", "onboarding_bad") if answer == "left" else ("onboarding_bad",
+                                                                                        "onboarding_good")
+            record = {"type": "comparison", "study": study, "item_id": f"{item_prefix}_pair{index}",
+                      "worker_id": worker_id, "model_a": left, "model_b": right, "choice": SIDE[choice],
+                      "context": [pair["human"]], "response_a": pair["left"], "response_b": pair["right"],
+                      "onboarding": True, "meta": {"try": number, "passed": bool(saved["passed"])}}
+            if saved.get("question"):
+                record["question"] = question_text(saved["question"])
+                record["meta"]["criterion"] = CRITERION[saved["question"]]
+            records.append(record)
+    return records

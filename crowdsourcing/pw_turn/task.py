@@ -11,7 +11,7 @@ from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import QUESTIONS
-from parlai_dialeval.crowdsourcing.pw_turn.worlds import RECORD_FILE
+from parlai_dialeval.crowdsourcing.pw_turn.worlds import RECORD_FILE, onboarding_result
 
 
 @dataclass
@@ -51,7 +51,8 @@ def shared_state(cfg) -> Any:
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
     # under the one module name `worlds`, so two tasks in one process would share the first one
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
-                                 onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries})
+                                 onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
+                                                       "question": args.question})
 
 
 def export(units, task_name: str, study: str | None = None) -> ExportReport:
@@ -71,7 +72,22 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
     return ExportReport(records=head + records, notes=notes)
 
 
+def export_onboarding(attempts, task_name: str, study: str | None = None) -> ExportReport:
+    """Every finished onboarding attempt: one ``onboarding: true`` comparison per reply pair per try."""
+    records, notes = [], []
+    for attempt in attempts:
+        saved = onboarding_result(attempt.state)
+        if saved is None:
+            notes.append(f"onboarding attempt {attempt.agent_id} (worker {attempt.worker_id}, "
+                         f"{attempt.agent_status}): left before finishing, no answers saved")
+            continue
+        records += pw_export.onboarding_records(saved, study=study or task_name, worker_id=attempt.worker_id,
+                                                item_prefix=f"{task_name}_onboarding_{attempt.agent_id}")
+    return ExportReport(records=records, notes=notes)
+
+
 TASK = TaskSpec(name="pw_turn", config_class=PwTurnConfig, shared_state=shared_state, export=export,
                 description="PW-Turn: per-turn pairwise comparison of two models (Smith et al. 2022)",
+                export_onboarding=export_onboarding,
                 worker_checks=lambda records, alpha=None: worker_report(records),
                 extra={"export_files": (RECORD_FILE,)})

@@ -35,13 +35,19 @@ def make_onboarding_world(opt: dict, agent, initialization_data=None) -> "Onboar
     return OnboardingWorld(opt, agent)
 
 
-def validate_onboarding(data: dict) -> bool:
-    """Mephisto calls this with the onboarding agent's state; True lets the worker in."""
-    for message in reversed(data.get("outputs", {}).get("messages", [])):
+def onboarding_result(data: dict) -> dict | None:
+    """What ``OnboardingWorld.prep_save_data`` saved in an onboarding agent's state (None: never finished)."""
+    for message in reversed((data.get("outputs") or {}).get("messages") or []):
         world_data = message.get("WORLD_DATA")
         if world_data and "onboarding" in world_data:
-            return bool(world_data["onboarding"]["passed"])
-    return False
+            return world_data["onboarding"]
+    return None
+
+
+def validate_onboarding(data: dict) -> bool:
+    """Mephisto calls this with the onboarding agent's state; True lets the worker in."""
+    result = onboarding_result(data)
+    return bool(result and result["passed"])
 
 
 def save_record(agent, record: dict, name: str = RECORD_FILE) -> None:
@@ -56,6 +62,7 @@ class OnboardingWorld:
 
     def __init__(self, opt: dict, agent):
         self.agent = agent
+        self.question = opt.get("question")
         self.task = onboarding_task(random.Random(opt.get("seed")))
         self.grader = OnboardingGrader(self.task["answers"], max_tries=int(opt.get("onboarding_tries", 2)))
         self.passed: bool | None = None
@@ -93,7 +100,7 @@ class OnboardingWorld:
 
     def prep_save_data(self, agents) -> dict:
         return {"onboarding": {"passed": bool(self.passed), "answers": self.task["answers"],
-                               "pairs": self.task["pairs"], "tries": self.grader.tries}}
+                               "pairs": self.task["pairs"], "tries": self.grader.tries, "question": self.question}}
 
 
 class PairwiseTurnWorld:

@@ -3,7 +3,8 @@
 A static task; one launch runs one design (the designs are between-subject). Items come from a JSONL
 file: item_id, context (string or list), reference (the gold response), responses {model: text},
 and for ``bme`` reference_metrics {readability: score, coherence: score}. The page never sees model
-names: responses are shown in random order under neutral keys mapped back at export.
+names: responses are shown in random order under neutral keys; the key -> model map and the items stay
+server-side (dialeval_static's ``server`` data) and are mapped back at export.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.scale_designs import export as sd_export
@@ -85,8 +87,8 @@ def shared_state(cfg) -> Any:
         units.append({"design": args.design, "scale": {"kind": scale, "min": low, "max": high},
                       "criteria": [{"name": c, "question": protocol.CRITERION_QUESTIONS[c]} for c in protocol.CRITERIA],
                       "prior_questions": protocol.PRIOR_EXPERIENCE_QUESTIONS, "shown": list(shown),
-                      "keys": {item.item_id: k for item, k in zip(chunk, keys)},
-                      "items": [item.__dict__ for item in chunk]})
+                      SERVER_KEY: {"keys": {item.item_id: k for item, k in zip(chunk, keys)},
+                                   "items": [item.__dict__ for item in chunk]}})
     return SharedStaticTaskState(static_task_data=units)
 
 
@@ -105,8 +107,8 @@ def export(units, task_name: str) -> ExportReport:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no ratings submitted")
             continue
         design = inputs["design"]
-        items = [protocol.ScaleItem(**item) for item in inputs["items"]]
-        ratings = {item_id: {c: _to_models(a, inputs["keys"][item_id]) for c, a in per_item.items()}
+        items = [protocol.ScaleItem(**item) for item in unit.server["items"]]
+        ratings = {item_id: {c: _to_models(a, unit.server["keys"][item_id]) for c, a in per_item.items()}
                    for item_id, per_item in outputs["ratings"].items()}
         records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design, study=task_name,
                                           worker_id=unit.worker_id, assignment_id=unit.assignment_id)

@@ -10,13 +10,14 @@ class Export(ParlaiScript):
     @classmethod
     def setup_args(cls):
         parser = ParlaiParser(False, False, "Export everything a crowdsourcing task collected (incomplete and "
-                              "returned work included, marked) to canonical JSON Lines")
+                              "returned work and onboarding attempts included, marked) to canonical JSON Lines")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         parser.add_argument("--out", required=True, metavar="FILE.jsonl", help="canonical JSON Lines output")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
                             help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
         parser.add_argument("--task-type", default=None, metavar="TASK",
-                            help="crowdsourcing task that produced TASK_NAME, when it cannot be told from the run")
+                            help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
+                                 "recorded in the run at launch)")
         return parser
 
     def run(self):

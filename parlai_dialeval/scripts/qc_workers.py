@@ -15,7 +15,8 @@ class QcWorkers(ParlaiScript):
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
                             help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
         parser.add_argument("--task-type", default=None, metavar="TASK",
-                            help="crowdsourcing task that produced TASK_NAME, when it cannot be told from the run")
+                            help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
+                                 "recorded in the run at launch)")
         parser.add_argument("--alpha", type=float, default=0.05,
                             help="a worker passes when p < alpha (one-sided Mann-Whitney U, QC bot rated lower)")
         parser.add_argument("--soft-block", type="bool", default=False,

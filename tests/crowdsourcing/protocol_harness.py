@@ -5,6 +5,7 @@ MockProvider (no node, npm or browser) to drive its world with scripted workers;
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -35,6 +36,7 @@ class MockRun:
         self.operator.launch_task_run(self.config.mephisto, shared_state=self.spec.shared_state(self.config))
         self.live_run = list(self.operator.get_running_task_runs().values())[0]
         self.server = self.live_run.architect.server
+        self._record_agent_details()
 
     def wait(self, condition, timeout: float = 10.0, what: str = "condition") -> None:
         assert self.operator._run_loop_until(condition, timeout), f"timed out waiting for {what}"
@@ -58,6 +60,23 @@ class MockRun:
         self.wait(lambda: any(a.get_worker().worker_name == name for a in self.db.find_agents()),
                   what=f"unit agent of {worker}")
         return [a for a in self.db.find_agents() if a.get_worker().worker_name == name][-1]
+
+    def _record_agent_details(self) -> None:
+        """Keep every agent-details payload Mephisto queues for a worker's browser (the router forwards
+        them as they are: the init data of units and onboarding included)."""
+        client_io = self.live_run.client_io
+        send = client_io.enqueue_agent_details
+
+        def record(request_id, details):
+            self.sent_details.append(details)
+            return send(request_id, details)
+
+        self.sent_details: list[dict] = []
+        client_io.enqueue_agent_details = record
+
+    def sent_init_data(self) -> list:
+        """The ``init_task_data`` of every agent-details payload sent towards browsers so far."""
+        return [d["init_task_data"] for d in self.sent_details if d.get("init_task_data") is not None]
 
     def live_agent(self, agent):
         """The operator's own copy of an agent: a copy read from the database keeps a stale state."""
@@ -85,6 +104,13 @@ class MockRun:
             self.operator.force_shutdown(timeout=5)
         finally:
             self.server.shutdown_mock()
+
+
+def assert_blind(payload, model_names) -> None:
+    """Nothing the worker's browser receives may name a model (blind evaluation)."""
+    text = json.dumps(payload)
+    leaked = sorted(name for name in model_names if name in text)
+    assert not leaked, f"model names {leaked} reach the worker's browser: {text[:500]}"
 
 
 # ---------------------------------------------------------------- real-browser runs

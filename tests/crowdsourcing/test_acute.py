@@ -78,11 +78,12 @@ def test_self_chat_fast_path_builds_units(tmp_path):
         self_chats_per_model=3, self_chat_turns=2, self_chat_openings=["Hello there"], self_chat_out=str(out),
         model_pairs=[], matchups_per_pair=4, subtasks_per_unit=3, question="humanness")
     units = build_units(args, random.Random(0))
-    assert [len(u["pairs"]) for u in units] == [3, 1]
+    assert [len(u["server"]["pairs"]) for u in units] == [3, 1]
     chats = read_jsonl([out]).conversations
     assert len(chats) == 6 and set(chats["task"]) == {"self_chat"}
     echo = chats[chats["models"].map(lambda m: m == ["echo"])].iloc[0]
     # repeat_query repeats what it observed: the opening travels through all 4 messages
     assert [t["text"] for t in echo["turns"]] == ["Hello there"] * 4
     assert units[0]["question"] == "Which speaker sounds more human?"
-    assert "echo" not in str(units[0]["shown"])  # the page never sees model names
+    # the page gets everything but the server-side part, and that holds no model name
+    assert "echo" not in str({k: v for k, v in units[0].items() if k != "server"})

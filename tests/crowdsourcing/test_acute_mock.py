@@ -1,14 +1,17 @@
 """ACUTE-Eval through Mephisto (MockArchitect + MockProvider, in-process): onboarding with known answers
-(fail -> soft block; pass -> units), random sides, and the export with the compared conversations."""
+(fail -> soft block; pass -> units), random sides, no model name in what the worker's browser receives,
+and the export (task told from the run) with the compared conversations and the onboarding attempts."""
 from __future__ import annotations
 
 import pytest
 
 from parlai_dialeval.data import from_records, write_jsonl
 
-from .protocol_harness import MockRun
+from .protocol_harness import MockRun, assert_blind
 
 pytestmark = pytest.mark.slow
+STUDY = "acute_study_1"  # not a task folder name: export must read the task type from the run
+MODELS = ("good_bot", "bad_bot", "onboarding_good", "onboarding_bad")
 
 
 def write_conversations(path):
@@ -26,7 +29,8 @@ def run(tmp_path):
     convs = tmp_path / "convs.jsonl"
     write_conversations(convs)
     run = MockRun("acute", tmp_path / "mephisto", port=3231, overrides=[
-        f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=4", "acute.subtasks_per_unit=2"])
+        f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=4", "acute.subtasks_per_unit=2",
+        f"mephisto.task.task_name={STUDY}"])
     yield run
     run.shutdown()
 
@@ -45,6 +49,7 @@ def test_onboarding_then_units_and_export(run):
     run.register("W1", "REG_1")
     onboarding = run.onboarding_agent("W1")
     data = run.live_agent(onboarding).state.get_data()["inputs"]
+    assert run.sent_init_data() == [data]  # the onboarding page's data, as Mephisto sent it
     run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
                                                     {"answers": onboarding_choices(data, correct=False)})
     run.settle()
@@ -58,6 +63,8 @@ def test_onboarding_then_units_and_export(run):
     run.settle()
     agent = run.unit_agent("W2")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
+    assert inputs in run.sent_init_data() and len(run.sent_init_data()) == 3
+    assert_blind(run.sent_init_data(), MODELS)  # two onboardings and one unit
     assert len(inputs["shown"]) == 2
     answers = []
     for pair in inputs["shown"]:
@@ -68,11 +75,21 @@ def test_onboarding_then_units_and_export(run):
     run.settle()
     run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
 
-    from parlai_dialeval.crowdsourcing.platform.export import read_units
+    from parlai_dialeval.analysis.pairwise import split_onboarding
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 
-    report = run.spec.export(read_units(run.db, "acute"), "acute")
+    report, spec = collect_from_db(run.db, STUDY)  # no task type given: recorded in the run
+    assert spec.name == "acute"
     data = from_records(report.records)
-    comps = data.comparisons
+    comps, onboarding_count = split_onboarding(data.comparisons)  # what analyze_pairwise sets aside
+    assert onboarding_count == 4
+    onboarding = data.comparisons[data.comparisons["onboarding"].eq(True)]
+    assert sorted(onboarding["worker_id"]) == ["W1_sandbox"] * 2 + ["W2_sandbox"] * 2
+    for row in onboarding.itertuples():  # W1 picked the bad speaker every time, W2 the good one
+        picked = row.model_a if row.choice == "a" else row.model_b
+        assert picked == ("onboarding_bad" if row.worker_id == "W1_sandbox" else "onboarding_good")
+    assert sum(report.onboarding_by_status.values()) == 2
+    assert "2 onboarding attempt(s) read" in report.summary() and "(4 of them onboarding)" in report.summary()
     assert len(comps) == 2 and set(comps["worker_id"]) == {"W2_sandbox"}
     for row in comps.itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"

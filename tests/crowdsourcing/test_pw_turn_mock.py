@@ -1,6 +1,6 @@
 """PW-Turn through Mephisto (MockArchitect + MockProvider, in-process): onboarding pass and fail,
 soft block of failed workers, identical histories for both models, the chosen reply continuing the
-dialogue, and the export of the unit into canonical records."""
+dialogue, and the export of the unit and of both onboarding attempts into canonical records."""
 from __future__ import annotations
 
 import pytest
@@ -74,8 +74,23 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
     run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
     run.settle()
 
-    report = run.spec.export(_units(run), "pw_turn")
+    from parlai_dialeval.analysis.pairwise import split_onboarding
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+
+    report, _ = collect_from_db(run.db, "pw_turn")
     data = from_records(report.records)
+    # onboarding: W1 tried twice with every pair wrong, W2 once with every pair right (4 pairs a try)
+    onboarding = data.comparisons[data.comparisons["onboarding"].eq(True)]
+    assert sorted(onboarding["worker_id"]) == ["W1_sandbox"] * 8 + ["W2_sandbox"] * 4
+    for row in onboarding.itertuples():
+        picked = row.model_a if row.choice == "a" else row.model_b
+        assert picked == ("onboarding_bad" if row.worker_id == "W1_sandbox" else "onboarding_good")
+        assert (row.response_a if row.choice == "a" else row.response_b) in GOOD or row.worker_id == "W1_sandbox"
+    assert sorted(m["try"] for m in onboarding[onboarding["worker_id"] == "W1_sandbox"]["meta"]) == [1] * 4 + [2] * 4
+    assert sum(report.onboarding_by_status.values()) == 2 and "(12 of them onboarding)" in report.summary()
+    worker_comps, excluded = split_onboarding(data.comparisons)  # what analyze_pairwise sets aside
+    assert excluded == 12
+    data.comparisons = worker_comps.astype({"turn_index": int})  # onboarding rows had none
     conv = data.conversations.iloc[0]
     assert conv["worker_id"] == "W2_sandbox" and len(conv["turns"]) == 6
     assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == ["Hi!", *messages]
@@ -90,9 +105,3 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
         assert conv["turns"][row.turn_index]["text"] == chosen
         assert conv["turns"][row.turn_index]["speaker"] == (row.model_a if row.choice == "a" else row.model_b)
     assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "parrot"}
-
-
-def _units(run):
-    from parlai_dialeval.crowdsourcing.platform.export import read_units
-
-    return read_units(run.db, "pw_turn", run.spec.extra["export_files"])

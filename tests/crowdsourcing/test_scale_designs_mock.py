@@ -1,5 +1,6 @@
 """Rating-scale designs through Mephisto (MockArchitect + MockProvider, in-process): neutral response
-keys mapped back to models, BME anchors from the items' automatic scores, time and prior experience."""
+keys mapped back to models (the key map kept server-side: no model name reaches the browser), BME anchors
+from the items' automatic scores, time and prior experience, the task told from the run at export."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 
 from parlai_dialeval.data import from_records
 
-from .protocol_harness import MockRun
+from .protocol_harness import MockRun, assert_blind
 
 pytestmark = pytest.mark.slow
 RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
@@ -23,7 +24,8 @@ def run(tmp_path):
         for n in range(2)))
     run = MockRun("scale_designs", tmp_path / "mephisto", port=3251, overrides=[
         f"scale_designs.items_file={items}", "scale_designs.design=bme", "scale_designs.seed=2",
-        "mephisto.blueprint.units_per_assignment=1"])
+        "mephisto.blueprint.units_per_assignment=1",
+        "mephisto.task.task_name=sd_study_1"])
     yield run
     run.shutdown()
 
@@ -33,6 +35,8 @@ def test_bme_unit_and_export(run):
     agent = run.unit_agent("W1")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     assert inputs["scale"] == {"kind": "magnitude", "min": 0, "max": 999}
+    assert run.sent_init_data() == [inputs]
+    assert_blind(run.sent_init_data(), RESPONSES)
     ratings = {}
     for item in inputs["shown"]:
         assert item["reference_values"]["coherence"] == 40.0
@@ -46,9 +50,11 @@ def test_bme_unit_and_export(run):
     run.settle()
     run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
 
-    from parlai_dialeval.crowdsourcing.platform.export import read_units
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 
-    data = from_records(run.spec.export(read_units(run.db, "scale_designs"), "scale_designs").records)
+    report, spec = collect_from_db(run.db, "sd_study_1")  # no task type given: recorded in the run
+    assert spec.name == "scale_designs"
+    data = from_records(report.records)
     ratings = data.ratings
     assert len(ratings) == 12
     assert ratings.groupby("model")["value"].first().to_dict() == {"hred": 300, "s2s": 5, "vhred": 100}
