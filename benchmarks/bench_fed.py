@@ -6,7 +6,8 @@ output layer) with random weights and a byte-level BPE trained on the FED datase
     .venv/bin/python benchmarks/bench_fed.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3]
 
 Each variant runs in its own process so its peak memory (max RSS) is its own; the script prints
-seconds, items per second per level, peak memory, the speed-up and the largest score difference.
+seconds, items per second and tokens fed to the model per level, peak memory, the speed-up and the
+largest score difference.
 """
 from __future__ import annotations
 
@@ -81,10 +82,17 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
         score = scorer.score
     loaded_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = {"loaded_rss_mib": loaded_rss / 1024}
+    tokens = []  # tokens fed to the model (padding included): the work both variants do
+    model = model if variant == "naive" else scorer.model
+    model.register_forward_pre_hook(
+        lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
+        with_kwargs=True)
     for level in ("turn", "dialog"):
         start = time.perf_counter()
         result[f"{level}_scores"] = score(items[level])
         result[f"{level}_seconds"] = time.perf_counter() - start
+        result[f"{level}_tokens"] = sum(tokens)
+        tokens.clear()
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(out_path).write_text(json.dumps(result))
 
@@ -129,11 +137,11 @@ def _report(results, items) -> str:
     fed, naive = results["fed"], results["naive"]
     worst = max(abs(a[q] - b[q]) for level in ("turn", "dialog")
                 for a, b in zip(fed[f"{level}_scores"], naive[f"{level}_scores"]) for q in a)
-    lines = ["variant  level   items  seconds  items/s"]
+    lines = ["variant  level   items  seconds  items/s   tokens"]
     for name, res in (("naive", naive), ("fed", fed)):
         for level in ("turn", "dialog"):
             n, sec = len(items[level]), res[f"{level}_seconds"]
-            lines.append(f"{name:8} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f}")
+            lines.append(f"{name:8} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {res[f'{level}_tokens']:8d}")
         lines.append(f"{name:8} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
                      f"{res['loaded_rss_mib']:.0f} MiB)")
     total = {k: res["turn_seconds"] + res["dialog_seconds"] for k, res in results.items()}

@@ -208,3 +208,69 @@ def test_agent_scores_observed_episodes(tiny_path):
     assert agent.report()["fed_interesting"].value() == pytest.approx(expected["interesting"], abs=1e-6)
     agent.observe({"text": "Tell me more.", "episode_done": False})
     assert "fed_scores" not in agent.act()
+
+
+# One dialogue scored turn by turn, as FED's turn-level items and per-turn scores of a chat are: each
+# item's context + response starts the next. The last item ends in digits that the next string
+# extends ("1234" -> "12345"), so its text is a string prefix but not a token prefix of the next.
+DIALOGUE = ["Hi! How are you doing today?", "I'm good, thanks. What about you?", "That's really interesting!",
+            "Tell me more about your favourite movie.", "I don't understand what you're saying. 1234"]
+GROWING = [join_turns(DIALOGUE[:k]) for k in range(1, len(DIALOGUE) + 1)] + [join_turns(DIALOGUE) + "5 ok"]
+
+
+def _count_tokens(model):
+    """Tokens fed to the model, counted by a forward hook (independent of the scorer's bookkeeping)."""
+    seen = []
+
+    def hook(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        seen.append(ids.numel())
+
+    return seen, model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("mode", ["reference", "conditional"])
+def test_growing_conversations_reuse_their_shared_prefix(tiny, tiny_path, mode):
+    model, tokenizer = tiny
+    together = FedScorer(model, tokenizer=tokenizer, mode=mode, qualities="turn", batch_size=4)
+    seen, handle = _count_tokens(model)
+    try:
+        got = together.score(GROWING[::-1])[::-1]  # order of the call does not matter
+        with_reuse = sum(seen)
+        seen.clear()
+        alone = [FedScorer(model, tokenizer=tokenizer, mode=mode, qualities="turn").score([c])[0]
+                 for c in GROWING]
+        without = sum(seen)
+    finally:
+        handle.remove()
+    for a, b in zip(got, alone):
+        for q in a:
+            assert a[q] == pytest.approx(b[q], abs=1e-5), q
+    if mode == "reference":
+        for conversation, scores in zip(GROWING, got):
+            expected = naive_reference(model, tokenizer, conversation, together.followups, together.qualities)
+            for q in expected:
+                assert scores[q] == pytest.approx(expected[q], abs=1e-5), q
+    # Each item's prefix (context + separator) shares its first tokens with the previous one; all but
+    # the last shared token (rerun for its logits) and the first are saved.
+    prefixes = [tokenizer(normalise(c) + SEPARATOR.rstrip(), add_special_tokens=False)["input_ids"]
+                for c in GROWING]
+    shared = [next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+              for a, b in zip(prefixes, prefixes[1:])]
+    assert shared[-1] < len(prefixes[-2])  # "1234" -> "12345": the BPE boundary moved
+    assert with_reuse <= without - sum(n - 2 for n in shared)
+
+
+def test_truncated_conversations_do_not_reuse_a_shifted_window(tiny_path):
+    # Beyond 96 positions the window slides: the longer items share a string prefix with the others
+    # but not a token window from position 0 (the first three fit, 31 to 70 tokens; the rest do not).
+    turns = DIALOGUE * 2
+    items = [join_turns(turns[:k]) for k in range(3, 11)]
+    with pytest.warns(UserWarning, match="maximum length"):
+        got = FedScorer(tiny_path, qualities=["interesting", "engaging"], batch_size=4).score(items)
+    for conversation, scores in zip(items, got):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # only the longer items are truncated
+            alone = FedScorer(tiny_path, qualities=["interesting", "engaging"]).score([conversation])[0]
+        for q in alone:
+            assert scores[q] == pytest.approx(alone[q], abs=1e-5), q

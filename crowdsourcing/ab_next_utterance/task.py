@@ -99,12 +99,14 @@ def export(units, task_name: str) -> ExportReport:
     records, notes, ties = [ab_export.study_record(task_name)], [], {}
     for unit in units:
         outputs = unit.state.get("outputs") or {}
-        for tie in unit.server.get("automatic_ties") or []:
+        # runs launched before dialeval_static sent these to the page
+        server = unit.server or unit.state.get("inputs") or {}
+        for tie in server.get("automatic_ties") or []:
             ties.setdefault(tie["item_id"], protocol.ABItem(**tie))
         if not outputs.get("answers"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
-        records += ab_export.unit_records(unit.server["pairs"], outputs["answers"], study=task_name,
+        records += ab_export.unit_records(server["pairs"], outputs["answers"], study=task_name,
                                           worker_id=unit.worker_id, assignment_id=unit.assignment_id)
     records += ab_export.automatic_tie_records(list(ties.values()), study=task_name)
     return ExportReport(records=records, notes=notes)

@@ -123,7 +123,8 @@ def export(units, task_name: str) -> ExportReport:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
         question = inputs["question_key"]
-        records += acute_export.unit_records(unit.server["pairs"], outputs["answers"], question=question,
+        pairs = (unit.server or inputs)["pairs"]  # runs launched before dialeval_static sent these to the page
+        records += acute_export.unit_records(pairs, outputs["answers"], question=question,
                                              study=task_name, worker_id=unit.worker_id,
                                              assignment_id=unit.assignment_id)
     head = [acute_export.study_record(task_name, question)] if question else []

@@ -3,7 +3,8 @@
 - ``env``: Mephisto's data directory and the Python 3.11 fix, set before Mephisto loads.
 - ``registry``: how a task folder declares itself (``TaskSpec`` in ``crowdsourcing/<task>/task.py``).
 - ``config``: Hydra run configs per task (``crowdsourcing/<task>/conf/*.yaml``) composed with overrides.
-- ``blueprint``: ``dialeval_chat``, Mephisto's ParlAI-chat blueprint serving our prebuilt frontend.
+- ``blueprint``: ``dialeval_chat`` (ParlAI chat) and ``dialeval_static`` (static React, server-side unit data),
+  both serving our prebuilt frontend and recording the task's frontend entry in the run.
 - ``frontend``: where the shared frontend package puts each task's bundle.
 - ``runner``: launching a task (LocalArchitect + MockProvider by default, MTurk through config).
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.

@@ -31,7 +31,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     import mephisto.abstractions.architects.local_architect as local_architect
 
     local_architect.get_mephisto_tmp_dir = lambda: str(path / "tmp")
-    from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers dialeval_chat)
+    from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path
 

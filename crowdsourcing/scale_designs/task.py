@@ -107,8 +107,9 @@ def export(units, task_name: str) -> ExportReport:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no ratings submitted")
             continue
         design = inputs["design"]
-        items = [protocol.ScaleItem(**item) for item in unit.server["items"]]
-        ratings = {item_id: {c: _to_models(a, unit.server["keys"][item_id]) for c, a in per_item.items()}
+        server = unit.server or inputs  # runs launched before dialeval_static sent these to the page
+        items = [protocol.ScaleItem(**item) for item in server["items"]]
+        ratings = {item_id: {c: _to_models(a, server["keys"][item_id]) for c, a in per_item.items()}
                    for item_id, per_item in outputs["ratings"].items()}
         records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design, study=task_name,
                                           worker_id=unit.worker_id, assignment_id=unit.assignment_id)

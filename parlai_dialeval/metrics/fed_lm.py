@@ -4,6 +4,8 @@ FED scores one dialogue against dozens of follow-up utterances. A token's loss d
 tokens before it, so the dialogue's token losses are the same whatever follow-up comes after: this
 module runs the shared prefix once (batched across dialogues, its key/value cache kept) and then
 all follow-ups of the dialogue at once as a token trie with tree attention (see ``PrefixLM``).
+Dialogues that extend one another (FED's turn-level items of one conversation, per-turn scores of a
+chat) also share their common token prefix: it runs once, and each dialogue runs only its new tokens.
 """
 from __future__ import annotations
 
@@ -88,6 +90,22 @@ def build_trie(suffixes: Sequence[Sequence[int]]):
     return tokens, parents, depths, paths
 
 
+def common_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token id sequences."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _crop(cache, length: int) -> None:
+    # A negative argument removes that many tokens in every transformers version that has crop().
+    if cache.get_seq_length() > length:
+        cache.crop(length - cache.get_seq_length())
+
+
 class PrefixLM:
     """Scores groups of token sequences; every sequence of a group shares that group's first tokens.
 
@@ -96,10 +114,17 @@ class PrefixLM:
     the prefix and its own ancestors through a 4D attention mask ("tree attention"), at position
     prefix length + depth. Groups are batched (right-padded) up to ``batch_size`` rows and
     ``max_tokens`` rows x width, which bounds the rows x width x vocabulary logits of one pass.
+
+    Groups whose prefixes share their first ``min_shared`` tokens with another group's (compared as
+    the token ids fed to the model from position 0, so neither a BPE merge across the boundary nor
+    the shifted window of a truncated dialogue can fool it) run one at a time, in token order, along
+    a chain: the previous prefix's key/value cache and per-token losses are cut back to the common
+    part and only the new tokens run. Only the current chain's cache is kept.
     """
 
-    def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048):
+    def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048, min_shared: int = 8):
         self.model = model
+        self.min_shared = min_shared
         self.batch_size = max(1, batch_size)
         self.max_tokens = max_tokens
         self.limit = max_length(model)
@@ -113,11 +138,55 @@ class PrefixLM:
         """``groups[g][k]``: token ids of text k of group g; ``tail_starts[g][k]``: first tail position."""
         plans = [self._plan(group, starts) for group, starts in zip(groups, tail_starts)]
         results: list[list[SequenceLoss]] = [[] for _ in groups]
-        for batch in self._batches(plans):
+        chain = self._chained(plans)
+        self._run_chain(chain, plans, results, progress)
+        batched = set(chain)
+        for batch in self._batches([None if g in batched else plan for g, plan in enumerate(plans)]):
             self._run(batch, plans, results)
             if progress is not None:
                 progress.update(len(batch))
         return results
+
+    def _chained(self, plans) -> list[int]:
+        """Groups whose model input shares its first ``min_shared`` tokens with another's, in token order."""
+        order = sorted((g for g, plan in enumerate(plans) if plan is not None),
+                       key=lambda g: plans[g]["prefix"])
+        chained: set[int] = set()
+        for a, b in zip(order, order[1:]):
+            if common_length(plans[a]["prefix"], plans[b]["prefix"]) >= max(self.min_shared, 2):
+                chained.update((a, b))
+        return [g for g in order if g in chained]
+
+    def _run_chain(self, order, plans, results, progress) -> None:
+        ids: list[int] = []  # the prefix whose key/value cache is held
+        nll: list[float] = []  # nll[i]: loss of ids[i + 1]
+        cache = None
+        for g in order:
+            prefix = plans[g]["prefix"]
+            # The token after the common part needs the logits of the last common position: rerun it.
+            keep = min(common_length(ids, prefix), len(prefix) - 1) - 1
+            if cache is None or keep < 1:
+                keep, cache = 0, None
+            else:
+                _crop(cache, keep)
+            del nll[keep:]
+            for start in range(keep, len(prefix), self.max_tokens):
+                chunk = torch.tensor([prefix[start: start + self.max_tokens]], device=self.device)
+                out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True)
+                cache = out.past_key_values
+                logits = out.logits[0].float()
+                targets = prefix[start + 1: start + 1 + chunk.shape[1]]
+                lse = torch.logsumexp(logits, dim=-1)
+                picked = logits[torch.arange(len(targets), device=self.device),
+                                torch.tensor(targets, dtype=torch.long, device=self.device)]
+                nll += (lse[: len(targets)] - picked).tolist()
+            ids = list(prefix)
+            mask = torch.ones((1, len(prefix)), dtype=torch.long, device=self.device)
+            self._tree([g], plans, results, cache, mask, [sum(nll)], [lse[-1]], [logits[-1]])
+            _crop(cache, len(prefix))  # drop the trie's keys and values again
+            del out, logits, lse
+            if progress is not None:
+                progress.update(1)
 
     def _plan(self, group, starts):
         if not group:
@@ -179,7 +248,12 @@ class PrefixLM:
             last_lse.append(lse[row, n - 1])
             last_logits.append(out.logits[row, n - 1].float())
         del out, lse, picked
-        tree_ids, tree_mask = _pad([plans[g]["tokens"] for g in batch], 0, device)
+        self._tree(batch, plans, results, cache, mask, prefix_sum, last_lse, last_logits)
+
+    def _tree(self, batch, plans, results, cache, mask, prefix_sum, last_lse, last_logits):
+        """Every group's follow-up trie after its prefix (``cache``, valid where ``mask`` is 1)."""
+        model, device = self.model, self.device
+        tree_ids, _ = _pad([plans[g]["tokens"] for g in batch], 0, device)
         width = tree_ids.shape[1]
         lengths = mask.sum(dim=1)
         positions = torch.zeros_like(tree_ids)

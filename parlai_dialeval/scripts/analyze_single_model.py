@@ -12,6 +12,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.analysis import single_model as sm
+from parlai_dialeval.analysis.worker_checks import apply_worker_checks
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import Report
 from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
@@ -45,8 +46,23 @@ def _weights_text(weights) -> str:
     return ",".join(f"{a:g}:{b:g}" for a, b in weights)
 
 
+WORKER_CHECK_MODES = ("off", "report", "apply")
+
+
+def run_worker_checks(data, mode: str):
+    """(data to analyse, per-worker summary or None): Smith App. B checks; ``apply`` drops flagged workers."""
+    if mode not in WORKER_CHECK_MODES:
+        raise DialevalError(f"--worker-checks {mode!r}: expected one of {', '.join(WORKER_CHECK_MODES)}")
+    if mode == "off":
+        return data, None
+    filtered, summary = apply_worker_checks(data)
+    summary = summary.rename(columns={"dropped": "flagged"})
+    return (filtered if mode == "apply" else data), summary
+
+
 def analyze(data, out: Path, turns=sm.DEFAULT_SM_TURNS, reference=None, n_boot=1000, seed=0,
-            weights=sm.DEFAULT_WEIGHTS) -> dict:
+            weights=sm.DEFAULT_WEIGHTS, worker_checks="report") -> dict:
+    data, checks = run_worker_checks(data, worker_checks)
     turn = sm.sm_turn_ratings(data.ratings)
     dialog = sm.sm_dialog_ratings(data.ratings)
     if turn.empty and dialog.empty:
@@ -82,19 +98,33 @@ def analyze(data, out: Path, turns=sm.DEFAULT_SM_TURNS, reference=None, n_boot=1
                                  on=["criterion", "model_a", "model_b"], how="outer")
             combos.append(merged.assign(weights=f"{w_turn:g}:{w_dialog:g}"))
     results["combination"] = pd.concat(combos) if combos else pd.DataFrame()
+    if checks is not None:
+        results["worker_checks"] = checks
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in results.items():
         write_csv(frame, out / f"{name}.csv")
-    _report(results, out, turn, dialog, label, n_boot, weights)
+    _report(results, out, turn, dialog, label, n_boot, weights, worker_checks)
     return results
 
 
-def _report(results, out, turn, dialog, label, n_boot, weights) -> None:
+def worker_checks_text(checks: pd.DataFrame, mode: str) -> str:
+    flagged = sorted(checks.loc[checks["flagged"], "worker_id"])
+    action = "their records were dropped" if mode == "apply" else "kept (--worker-checks apply drops them)"
+    return (f"Worker checks (Smith App. B) on {len(checks)} worker(s): {len(flagged)} flagged"
+            + (f" ({', '.join(flagged)}); {action}." if flagged else "."))
+
+
+def _report(results, out, turn, dialog, label, n_boot, weights, worker_checks) -> None:
     report = Report("Single-model evaluation (SM-Turn, SM-Dialog)", out)
     report.text(f"{turn['conversation_id'].nunique()} conversations with SM-Turn ratings ({len(turn)} ratings), "
                 f"{dialog['conversation_id'].nunique()} with SM-Dialog ratings ({len(dialog)}). Turn subset: Bot "
                 f"Speaker turns {label}. WTA: a conversation succeeds when at least half of its rated responses "
                 "were marked successful (Smith Table 2).", note=True)
+    if "worker_checks" in results:
+        report.heading("Worker checks (Smith App. B)")
+        report.text(worker_checks_text(results["worker_checks"], worker_checks) + " A worker is flagged when "
+                    "at least one of their conversations fails a check (docs/crowdsourcing_protocols.md).")
+        report.table(results["worker_checks"])
     report.heading("SM-Turn success rates and SM-Dialog Likert scores (Smith Table 2)")
     report.table(results["success_rates"])
     report.table(results["likert"], caption="SM-Dialog Likert mean and SD")
@@ -140,12 +170,21 @@ class AnalyzeSingleModel(ParlaiScript):
         group.add_argument("--seed", type=int, default=0, help="random seed")
         group.add_argument("--weights", default=_weights_text(sm.DEFAULT_WEIGHTS),
                            help="SM-Turn:SM-Dialog weightings for the App. G combination, comma separated")
+        group.add_argument("--worker-checks", default="report", choices=WORKER_CHECK_MODES,
+                           help="Smith App. B worker checks on the conversations' typed messages: off; report "
+                                "(print the per-worker summary and add it to the report; default); apply (also "
+                                "drop every record of a flagged worker, as Smith et al. did)")
         return parser
 
     def run(self):
         data = load_data(self.opt)
         out = Path(self.opt["out"])
-        analyze(data, out, parse_turns(self.opt["sm_turns"]), self.opt["reference"], self.opt["n_boot"],
-                self.opt["seed"], parse_weights(self.opt["weights"]))
+        results = analyze(data, out, parse_turns(self.opt["sm_turns"]), self.opt["reference"], self.opt["n_boot"],
+                          self.opt["seed"], parse_weights(self.opt["weights"]), self.opt["worker_checks"])
+        if "worker_checks" in results:
+            checks = results["worker_checks"]
+            print(worker_checks_text(checks, self.opt["worker_checks"]))
+            if len(checks):
+                print(checks.to_string(index=False))
         print(f"wrote success_rates, per_turn, likert, ttests, effective_win_rates, combination (.csv) and "
               f"report.html to {out}")

@@ -63,3 +63,27 @@ def test_contexts_from_a_parlai_teacher(tmp_path):
     contexts = protocol.contexts_from_teacher("fromfile:parlaiformat", fromfile_datapath=str(path))
     assert contexts == [["Hello", "How are you?"], ["Is the sky blue?"], ["Bye"]]
     assert protocol.contexts_from_teacher("fromfile:parlaiformat", 2, fromfile_datapath=str(path)) == contexts[:2]
+
+
+def test_task_export_reads_pairs_server_side_and_from_runs_before_dialeval_static():
+    from parlai_dialeval.crowdsourcing.ab_next_utterance.task import export as task_export
+    from parlai_dialeval.crowdsourcing.ab_next_utterance.task import tie_dict
+    from parlai_dialeval.crowdsourcing.platform.export import UnitData
+
+    hits, ties = protocol.make_hits(items(), random.Random(0))
+    answers = {p["item_id"]: {"choice": "a"} for p in hits[0]}
+    server = {"pairs": hits[0], "automatic_ties": [tie_dict(t) for t in ties]}
+    public = {"shown": protocol.public_view(hits[0]), "question": protocol.QUESTION}
+
+    def unit(inputs, server_data, worker):
+        return UnitData(worker_id=worker, mephisto_worker_id="1", unit_id="1", assignment_id="1", task_run_id="1",
+                        agent_id=worker, agent_status="completed", state={"inputs": inputs, "outputs": {
+                            "answers": answers}}, task_start=None, task_end=None, server=server_data)
+
+    # now: the page's inputs hold no model; before dialeval_static the pairs travelled in the inputs
+    report = task_export([unit(public, server, "now"), unit({**public, **server}, {}, "before")], "s")
+    comps = from_records(report.records).comparisons
+    for worker in ("now", "before"):
+        mine = comps[comps["worker_id"] == worker].set_index("item_id")
+        assert [mine.loc[p["item_id"], "model_a"] for p in hits[0]] == [p["model_a"] for p in hits[0]]
+    assert comps["automatic"].eq(True).sum() == 2

@@ -41,9 +41,7 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
         run.stop()
 
     out = tmp_path / "ab.jsonl"
-    # static tasks have no frontend_entry for export to recognise them by: name the task type
-    dialeval("export", "ab_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir),
-             "--task-type", "ab_next_utterance")
+    dialeval("export", "ab_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))  # task read from the run
     comps = read_jsonl([out]).comparisons
     auto = comps[comps["automatic"] == True]  # noqa: E712  (True or null)
     assert len(auto) == 2 and set(auto["choice"]) == {"tie"}

@@ -1,13 +1,14 @@
 """ACUTE-Eval end to end in a real browser: `dialeval launch acute` over a file of self-chats, a scripted
-worker in headless Chromium passes onboarding and judges a unit of pairs, `dialeval export` writes a
-valid file with the compared conversations, `dialeval analyze_pairwise` reports on it."""
+worker in headless Chromium passes onboarding and judges a unit of pairs (the browser receives no model
+name), `dialeval export` (task read from the run) writes a valid file with the compared conversations and
+the onboarding attempt, `dialeval analyze_pairwise` reports on it, onboarding set aside."""
 from __future__ import annotations
 
 import pytest
 
 from parlai_dialeval.data import read_jsonl, write_jsonl
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD_TEXT = "I love talking about books, what are you reading?"
@@ -49,6 +50,10 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path):
                                      "acute.subtasks_per_unit=3"])
     try:
         with chromium_page(tmp_path) as page:
+            # the router's answers that carry init data: the onboarding's, then the unit's
+            answers = []
+            page.on("response", lambda r: answers.append(r) if r.url.endswith(("/request_agent",
+                                                                              "/submit_onboarding")) else None)
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=pair]", timeout=60000)
             assert "Practice round" in page.inner_text("body")
@@ -57,18 +62,27 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path):
             judge(page)
             page.wait_for_selector("[data-testid=done]", timeout=30000)
             page.wait_for_timeout(1500)
+            received = [r.text() for r in answers]
+        assert len(received) == 2 and all("init_task_data" in text for text in received), received
+        assert_blind(received, ("good_bot", "bad_bot", "onboarding_good", "onboarding_bad"))
         run.proc.wait(120)
     finally:
         run.stop()
 
     out = tmp_path / "acute.jsonl"
-    dialeval("export", "acute_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir), "--task-type", "acute")
+    exported = dialeval("export", "acute_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    assert "1 onboarding attempt(s) read" in exported.stdout
     data = read_jsonl([out])
-    comps = data.comparisons
+    onboarding = data.comparisons["onboarding"].eq(True)
+    assert onboarding.sum() == 2  # the two known-answer pairs, both right
+    for row in data.comparisons[onboarding].itertuples():
+        assert (row.model_a if row.choice == "a" else row.model_b) == "onboarding_good"
+    comps = data.comparisons[~onboarding]
     assert len(comps) == 3 and set(comps["worker_id"]) == {"e2e_worker_sandbox"}
     for row in comps.itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"
     assert set(comps["conversation_a"]) | set(comps["conversation_b"]) <= set(data.conversations["id"])
     report = tmp_path / "analysis"
-    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
+    analysed = dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
+    assert "2 onboarding excluded" in analysed.stdout + analysed.stderr
     assert "good_bot" in (report / "win_rates.csv").read_text()

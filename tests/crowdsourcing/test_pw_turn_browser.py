@@ -1,6 +1,7 @@
 """PW-Turn end to end in a real browser: `dialeval launch pw_turn` (LocalArchitect + node router +
 MockProvider), a scripted worker in headless Chromium passes onboarding on the second try and chats,
-`dialeval export` writes a valid canonical file, `dialeval analyze_pairwise` reports on it."""
+`dialeval export` writes a valid canonical file (both onboarding tries included, marked), `dialeval
+analyze_pairwise` reports on it with the onboarding set aside."""
 from __future__ import annotations
 
 import pytest
@@ -62,12 +63,19 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     dialeval("export", "pwt_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
     data = read_jsonl([out])  # validates every record
     conv = data.conversations.iloc[0]
-    comps = data.comparisons.sort_values("turn_index")
+    is_onboarding = data.comparisons["onboarding"].eq(True)
+    tries = data.comparisons[is_onboarding]
+    assert sorted(m["try"] for m in tries["meta"]) == [1] * 4 + [2] * 4
+    assert all(m["passed"] is True for m in tries["meta"])  # the attempt's outcome
+    picked = [r.model_a if r.choice == "a" else r.model_b for r in tries.itertuples() if r.meta["try"] == 2]
+    assert picked == ["onboarding_good"] * 4  # the second try was all right
+    comps = data.comparisons[~is_onboarding].astype({"turn_index": int}).sort_values("turn_index")
     assert list(comps["justification"]) == ["sounds natural 0", "sounds natural 1", "sounds natural 2"]
     assert [conv["turns"][i]["text"] for i in comps["turn_index"]] == chosen
     assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "retrieval"}
     for row in comps.itertuples():
         assert row.meta["observed"][row.model_a] == row.meta["observed"][row.model_b]
     report = tmp_path / "analysis"
-    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
+    analysed = dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
+    assert "8 onboarding excluded" in analysed.stdout + analysed.stderr
     assert (report / "report.html").is_file() and (report / "win_rate_by_turn.csv").is_file()

@@ -48,7 +48,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
         run.stop()
 
     out = tmp_path / "sd.jsonl"
-    dialeval("export", "sd_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir), "--task-type", "scale_designs")
+    dialeval("export", "sd_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))  # task read from the run
     ratings = read_jsonl([out]).ratings
     assert len(ratings) == 12 and set(ratings["reference_value"]) == {100}
     assert ratings.groupby("model")["value"].agg(set).to_dict() == {"hred": {250}, "s2s": {3}, "vhred": {90}}
