@@ -274,3 +274,20 @@ def test_truncated_conversations_do_not_reuse_a_shifted_window(tiny_path):
             alone = FedScorer(tiny_path, qualities=["interesting", "engaging"]).score([conversation])[0]
         for q in alone:
             assert scores[q] == pytest.approx(alone[q], abs=1e-5), q
+
+
+def test_follow_ups_of_one_token_each(tiny):
+    from parlai_dialeval.metrics.fed_lm import PrefixLM
+
+    model, _ = tiny
+    # After the shared [0, 5] only leaves remain: nothing past the prefix runs through the model.
+    group = [[0, 5, 6], [0, 5, 7], [0, 5, 6, 8]]
+    got = PrefixLM(model).score([group], [[2, 2, 2]])[0]
+    with torch.no_grad():
+        for ids, loss in zip(group, got):
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0, :-1], dim=-1)
+            nll = -logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+            assert loss.count == len(ids) - 1
+            assert loss.total == pytest.approx(nll.sum().item(), abs=1e-5)
+            assert loss.tail == pytest.approx(nll[1:].sum().item(), abs=1e-5)
+    assert PrefixLM(model).score([group[:2]], [[2, 2]])[0][1].total == pytest.approx(got[1].total, abs=1e-5)

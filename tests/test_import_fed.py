@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +75,13 @@ def test_scales_and_workers(data):
     assert (ratings["value"] <= ratings["scale_max"]).all() and (ratings["scale_min"] == 0).all()
     declared = {c["name"] for c in data.studies[0]["criteria"]}
     assert set(ratings["criterion"]) == declared
+
+
+def test_convert_cli(fed_file, tmp_path):
+    out = tmp_path / "fed.jsonl"
+    result = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "convert", "--data", str(fed_file),
+                             "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    kinds = [json.loads(line)["type"] for line in out.read_text().splitlines()]
+    assert kinds.count("conversation") == 500 and kinds.count("study") == 1
+    assert "skipped 167" in result.stdout

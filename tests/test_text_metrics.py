@@ -97,4 +97,4 @@ def test_reference_for_an_unknown_turn_is_an_error(tmp_path, data, capsys):
     assert not out.exists()
     refs.write_text('{"id": "c1", "turn_index": 1}\n')
     assert main(["text_metrics", "--data", str(data), "--out", str(out), "--references", str(refs)]) == 2
-    assert "line 1" in capsys.readouterr().err
+    assert "refs.jsonl:1: reference entry needs id, turn_index and reference" in capsys.readouterr().err

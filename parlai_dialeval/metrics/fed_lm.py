@@ -110,10 +110,11 @@ class PrefixLM:
     """Scores groups of token sequences; every sequence of a group shares that group's first tokens.
 
     Per group: one pass over the shared prefix (its key/value cache kept), then one pass over the
-    token trie of the suffixes (follow-ups sharing first words share nodes), each node attending to
-    the prefix and its own ancestors through a 4D attention mask ("tree attention"), at position
-    prefix length + depth. Groups are batched (right-padded) up to ``batch_size`` rows and
-    ``max_tokens`` rows x width, which bounds the rows x width x vocabulary logits of one pass.
+    token trie of the suffixes (follow-ups sharing first words share nodes; leaves, predicted by
+    their parents' logits, do not run), each node attending to the prefix and its own ancestors
+    through a 4D attention mask ("tree attention"), at position prefix length + depth. Groups are
+    batched (right-padded) up to ``batch_size`` rows and ``max_tokens`` rows x width, which bounds
+    the rows x width x vocabulary logits of one pass.
 
     Groups whose prefixes share their first ``min_shared`` tokens with another group's (compared as
     the token ids fed to the model from position 0, so neither a BPE merge across the boundary nor
@@ -213,8 +214,15 @@ class PrefixLM:
                               f"oldest tokens are dropped (further truncations are not warned about)",
                               stacklevel=4)
                 self.warned = True
-        return {"prefix": list(first[drop:split]), "tokens": tokens, "parents": parents,
-                "depths": depths, "paths": paths, "starts": [s - split for s in starts]}
+        # Only nodes with children run: a leaf's loss comes from its parent's logits and nothing
+        # attends to it. Parents precede children, and a node with children has a parent with them.
+        inner = sorted({parent for parent in parents if parent >= 0})
+        fed = {node: i for i, node in enumerate(inner)}
+        fed[-1] = -1
+        return {"prefix": list(first[drop:split]), "tokens": [tokens[n] for n in inner],
+                "parents": [fed[parents[n]] for n in inner], "depths": [depths[n] for n in inner],
+                "nodes": tokens, "node_parents": [fed[parent] for parent in parents], "paths": paths,
+                "starts": [s - split for s in starts]}
 
     def _batches(self, plans):
         # Dialogues of similar length share a batch, so little of a batch is padding.
@@ -252,7 +260,7 @@ class PrefixLM:
 
     def _tree(self, batch, plans, results, cache, mask, prefix_sum, last_lse, last_logits):
         """Every group's follow-up trie after its prefix (``cache``, valid where ``mask`` is 1)."""
-        model, device = self.model, self.device
+        device = self.device
         tree_ids, _ = _pad([plans[g]["tokens"] for g in batch], 0, device)
         width = tree_ids.shape[1]
         lengths = mask.sum(dim=1)
@@ -272,23 +280,19 @@ class PrefixLM:
                 tree[pad, pad] = True
         bias = torch.zeros(allowed.shape, dtype=self.dtype)
         bias.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        # Logits only where a node has children: a leaf predicts nothing that is scored.
-        needed = sorted({p for g in batch for p in plans[g]["parents"] if p >= 0})
-        out = model(input_ids=tree_ids, past_key_values=cache, attention_mask=bias[:, None].to(device),
-                    position_ids=positions, use_cache=True,
-                    logits_to_keep=torch.tensor(needed or [0], device=device))
-        column = {node: i for i, node in enumerate(needed)}
-        logits = out.logits.float()
-        node_lse = torch.logsumexp(logits, dim=-1)
+        if width:  # follow-ups of one token each leave nothing to run
+            logits = self.model(input_ids=tree_ids, past_key_values=cache, position_ids=positions,
+                                attention_mask=bias[:, None].to(device), use_cache=True).logits.float()
+            node_lse = torch.logsumexp(logits, dim=-1)
         for row, g in enumerate(batch):
             plan = plans[g]
-            tokens = torch.tensor(plan["tokens"], device=device)
-            parents = torch.tensor(plan["parents"], device=device)
+            tokens = torch.tensor(plan["nodes"], device=device)
+            parents = torch.tensor(plan["node_parents"], dtype=torch.long, device=device)
             inner = parents >= 0
-            cols = torch.tensor([column[p] for p in plan["parents"] if p >= 0], dtype=torch.long, device=device)
             nll = torch.empty(len(tokens), device=device)
             nll[~inner] = last_lse[row] - last_logits[row][tokens[~inner]]
-            nll[inner] = node_lse[row, cols] - logits[row, cols, tokens[inner]]
+            if inner.any():
+                nll[inner] = node_lse[row, parents[inner]] - logits[row, parents[inner], tokens[inner]]
             nll = nll.tolist()
             results[g] = []
             for path, start in zip(plan["paths"], plan["starts"]):
