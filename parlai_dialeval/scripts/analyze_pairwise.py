@@ -20,6 +20,8 @@ from parlai_dialeval.analysis import agreement, pairwise, rankings  # noqa: E402
 from parlai_dialeval.errors import DialevalError  # noqa: E402
 from parlai_dialeval.report import Report  # noqa: E402
 from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv, write_json  # noqa: E402
+from parlai_dialeval.utils.worker_check_option import (add_worker_checks_arg, report_worker_checks,  # noqa: E402
+                                                       run_worker_checks, worker_checks_text)
 
 WIN_RATE_COLUMNS = ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
                     "p_value"]
@@ -39,7 +41,8 @@ def parse_turns(text: str | None) -> tuple[int, int] | None:
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, turns=None, rounds: int = 1000, seed: int = 0,
-            alpha: float = 0.05, min_items: int = 5, log=print) -> dict:
+            alpha: float = 0.05, min_items: int = 5, log=print, worker_checks: pd.DataFrame | None = None,
+            worker_check_mode: str = "report") -> dict:
     """Compute everything, write the CSV/JSON outputs and report.html into ``out``; returns the tables."""
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
@@ -92,22 +95,28 @@ def analyze(comparisons: pd.DataFrame, out: Path, turns=None, rounds: int = 1000
         "per_study": ({s: {"fleiss_kappa": k} for s, k in zip(by_study["study"], by_study["fleiss_kappa"])}
                       if by_study is not None else {}),
     }
+    if worker_checks is not None:
+        summary["worker_checks"] = {"mode": worker_check_mode, "workers": len(worker_checks),
+                                    "flagged": int(worker_checks["flagged"].sum())}
+        write_csv(worker_checks, out / "worker_checks.csv")
     write_json(summary, out / "agreement.json")
     _report(out, rates, by_study, ranks, wmt, win_counts, per_conversation, per_turn, turns, summary,
-            annotators, items, texts)
+            annotators, items, texts, worker_checks, worker_check_mode)
     return {"win_rates": rates, "rankings": ranks, "by_study": by_study, "agreement": summary,
             "annotators": annotators, "items": items, "conversation_win_rates": per_conversation,
             "win_rate_by_turn": per_turn, "responses": texts}
 
 
 def _report(out, rates, by_study, ranks, wmt, win_counts, per_conversation, per_turn, turns, summary,
-            annotators, items, texts) -> None:
+            annotators, items, texts, worker_checks, worker_check_mode) -> None:
     report = Report("Pairwise analysis", out)
     report.text(f"{summary['comparisons']} comparisons, of which {summary['automatic_ties']} automatic ties "
                 f"(identical responses, reported apart); {summary['onboarding_excluded']} onboarding "
                 "comparisons excluded.")
     report.text("Tie policy. Win rates and binomial tests: " + pairwise.TIE_POLICY + ". Rankings: "
                 + rankings.TIE_POLICY + ".", note=True)
+    if worker_checks is not None:
+        report_worker_checks(report, worker_checks, worker_check_mode)
     report.heading("Win rates per model pair")
     report.table(rates[WIN_RATE_COLUMNS + ["automatic_ties"]],
                  caption="win_rate_a = wins_a / (wins_a + wins_b) (= WMT major score) with 95% Wilson CI; "
@@ -218,14 +227,19 @@ class AnalyzePairwise(ParlaiScript):
         group.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level of intervals")
         group.add_argument("--min-annotator-items", type=int, default=5,
                            help="items an annotator must share with others to get a correlation")
+        add_worker_checks_arg(group)
         return parser
 
     def run(self):
         data = load_data(self.opt)
         out = Path(self.opt["out"])
+        mode = self.opt["worker_checks"]
+        data, checks = run_worker_checks(data, mode)
+        if checks is not None:
+            print(worker_checks_text(checks, mode))
         result = analyze(data.comparisons, out, turns=parse_turns(self.opt.get("turns")),
                          rounds=self.opt["bootstrap_rounds"], seed=self.opt["seed"], alpha=self.opt["alpha"],
-                         min_items=self.opt["min_annotator_items"])
+                         min_items=self.opt["min_annotator_items"], worker_checks=checks, worker_check_mode=mode)
         print(f"wrote win_rates.csv, rankings.csv, agreement.json, annotators.csv, items.csv and report.html "
               f"to {out}")
         return result

@@ -12,9 +12,10 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.analysis import single_model as sm
-from parlai_dialeval.analysis.worker_checks import apply_worker_checks
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import Report
+from parlai_dialeval.utils.worker_check_option import (add_worker_checks_arg, report_worker_checks,
+                                                       run_worker_checks, worker_checks_text)
 from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
 
 
@@ -44,20 +45,6 @@ def parse_weights(text: str) -> list[tuple[float, float]]:
 
 def _weights_text(weights) -> str:
     return ",".join(f"{a:g}:{b:g}" for a, b in weights)
-
-
-WORKER_CHECK_MODES = ("off", "report", "apply")
-
-
-def run_worker_checks(data, mode: str):
-    """(data to analyse, per-worker summary or None): Smith App. B checks; ``apply`` drops flagged workers."""
-    if mode not in WORKER_CHECK_MODES:
-        raise DialevalError(f"--worker-checks {mode!r}: expected one of {', '.join(WORKER_CHECK_MODES)}")
-    if mode == "off":
-        return data, None
-    filtered, summary = apply_worker_checks(data)
-    summary = summary.rename(columns={"dropped": "flagged"})
-    return (filtered if mode == "apply" else data), summary
 
 
 def analyze(data, out: Path, turns=sm.DEFAULT_SM_TURNS, reference=None, n_boot=1000, seed=0,
@@ -107,13 +94,6 @@ def analyze(data, out: Path, turns=sm.DEFAULT_SM_TURNS, reference=None, n_boot=1
     return results
 
 
-def worker_checks_text(checks: pd.DataFrame, mode: str) -> str:
-    flagged = sorted(checks.loc[checks["flagged"], "worker_id"])
-    action = "their records were dropped" if mode == "apply" else "kept (--worker-checks apply drops them)"
-    return (f"Worker checks (Smith App. B) on {len(checks)} worker(s): {len(flagged)} flagged"
-            + (f" ({', '.join(flagged)}); {action}." if flagged else "."))
-
-
 def _report(results, out, turn, dialog, label, n_boot, weights, worker_checks) -> None:
     report = Report("Single-model evaluation (SM-Turn, SM-Dialog)", out)
     report.text(f"{turn['conversation_id'].nunique()} conversations with SM-Turn ratings ({len(turn)} ratings), "
@@ -121,10 +101,7 @@ def _report(results, out, turn, dialog, label, n_boot, weights, worker_checks) -
                 f"Speaker turns {label}. WTA: a conversation succeeds when at least half of its rated responses "
                 "were marked successful (Smith Table 2).", note=True)
     if "worker_checks" in results:
-        report.heading("Worker checks (Smith App. B)")
-        report.text(worker_checks_text(results["worker_checks"], worker_checks) + " A worker is flagged when "
-                    "at least one of their conversations fails a check (docs/crowdsourcing_protocols.md).")
-        report.table(results["worker_checks"])
+        report_worker_checks(report, results["worker_checks"], worker_checks)
     report.heading("SM-Turn success rates and SM-Dialog Likert scores (Smith Table 2)")
     report.table(results["success_rates"])
     report.table(results["likert"], caption="SM-Dialog Likert mean and SD")
@@ -170,10 +147,7 @@ class AnalyzeSingleModel(ParlaiScript):
         group.add_argument("--seed", type=int, default=0, help="random seed")
         group.add_argument("--weights", default=_weights_text(sm.DEFAULT_WEIGHTS),
                            help="SM-Turn:SM-Dialog weightings for the App. G combination, comma separated")
-        group.add_argument("--worker-checks", default="report", choices=WORKER_CHECK_MODES,
-                           help="Smith App. B worker checks on the conversations' typed messages: off; report "
-                                "(print the per-worker summary and add it to the report; default); apply (also "
-                                "drop every record of a flagged worker, as Smith et al. did)")
+        add_worker_checks_arg(group)
         return parser
 
     def run(self):
