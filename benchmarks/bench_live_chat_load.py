@@ -154,12 +154,12 @@ def main() -> int:
         "conf=offline_small", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
         f"mephisto.architect.port={args.port}", "mephisto.task.task_name=bench_live_chat",
         f"mephisto.blueprint.num_conversations={args.workers + 1}", "mephisto.task.allowed_concurrent=1",
-        f"mephisto.task.max_num_concurrent_units=0", f"live_chat.num_slots={SLOTS}", f"live_chat.min_inputs={INPUTS}",
+        "mephisto.task.max_num_concurrent_units=0", f"live_chat.num_slots={SLOTS}", f"live_chat.min_inputs={INPUTS}",
         "live_chat.seed=0"], data_dir=tmp / "mephisto")
     live = list(run.operator.get_running_task_runs().values())[0]
     rss_loaded = rss_mb()
     try:
-        cpu0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.time()
+        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         alone_wall, alone_waits = run_wave(run, live, ["alone"])
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         names = [f"w{i:02d}" for i in range(args.workers)]

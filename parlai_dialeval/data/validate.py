@@ -109,7 +109,7 @@ def _check_rating_values(frame: pd.DataFrame) -> None:
             with np.errstate(invalid="ignore"):
                 outside = compare(value.to_numpy(dtype=float), limit) & ~np.isnan(limit)
             _fail(frame, outside, f"value is {word} the scale's {bound}", field="value",
-                  expected=f"a value within [scale_min, scale_max]", value_column="value")
+                  expected="a value within [scale_min, scale_max]", value_column="value")
 
 
 def _check_turns(frame: pd.DataFrame) -> None:

@@ -11,7 +11,6 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
@@ -84,19 +83,6 @@ def add_args(parser) -> None:
                        help="heatmap colours cells with p below this (the paper's Figure 3: 0.1)")
 
 
-def _clean(value):
-    """JSON-safe: NaN/inf to null, numpy scalars to Python."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd.DataFrame:
     if not labels or column not in frame:
         return frame
@@ -135,7 +121,7 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
                           "summary.json"]
     if timings:
         summary["timings_seconds"] = timings
-    write_json(_clean(summary), out / "summary.json")
+    write_json(summary, out / "summary.json")
     write_report(result, out, sig_threshold)
     return summary
 
@@ -220,7 +206,7 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         shown.index = [labels.get(m, m) for m in shown.index]
         shown.columns = [labels.get(m, m) for m in shown.columns]
         wins = (matrix < 0.05).sum(axis=1)
-        report.text(f"Significant wins at p < 0.05 per model: "
+        report.text("Significant wins at p < 0.05 per model: "
                     + ", ".join(f"{labels.get(m, m)} {int(wins[m])}" for m in models) + ".")
         report.table(shown.reset_index(names="row beats column"), caption=f"p-values ({column})", floatfmt="{:.4f}")
 

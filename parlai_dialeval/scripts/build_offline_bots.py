@@ -20,7 +20,7 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.agents.hf_lm.train import TrainConfig, train
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.utils.script_args import write_json
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "data" / "offline_bots"
 TRAINING_VERSION = 2  # bump when training code changes, so cached models are rebuilt
@@ -31,11 +31,6 @@ def message_pairs(corpus: Corpus) -> list[tuple[str, str]]:
     return [(context.split("\n")[-1], response) for context, response, _ in corpus.pairs() if context]
 
 
-def _write_json(path: Path, value) -> None:
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        json.dump(value, handle, indent=1)
-
-
 def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig(), force: bool = False,
           evaluate: bool = True, eval_limit: int | None = None) -> dict:
     """Build all three bots under ``out``; returns {"paths", "training", "quality"}."""
@@ -44,7 +39,7 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
     for name, model, extra in [("qc_bot", "dialeval:qc_bot", {"qc_seed": 0, "qc_distort": True}),
                                ("retrieval", "dialeval:tfidf_retrieval", {"retrieval_match": "response"})]:
         save(corpus, out / name / "model")
-        _write_json(out / name / "model.opt", {"model": model, **extra})
+        write_json({"model": model, **extra}, out / name / "model.opt")
         paths[name] = str(out / name / "model")
 
     lm_dir = out / "hf_lm" / "model"
@@ -59,14 +54,14 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
         started = time.monotonic()
         training = train(message_pairs(corpus), lm_dir, config)
         training["seconds"] = round(time.monotonic() - started, 1)
-        _write_json(stamp_file, {"stamp": stamp, "training": training})
-    _write_json(out / "hf_lm" / "model.opt", {"model": "dialeval:hf_lm", "hf_max_new_tokens": 40})
+        write_json({"stamp": stamp, "training": training}, stamp_file)
+    write_json({"model": "dialeval:hf_lm", "hf_max_new_tokens": 40}, out / "hf_lm" / "model.opt")
     paths["hf_lm"] = str(lm_dir)
 
     quality = None
     if evaluate:
         quality = measure(paths, load_corpus(task, datatype="test"), eval_limit, corpus)
-        _write_json(out / "quality.json", quality)
+        write_json(quality, out / "quality.json")
     return {"paths": paths, "training": training, "quality": quality}
 
 

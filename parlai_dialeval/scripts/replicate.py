@@ -46,16 +46,6 @@ def read_run(folder: str | Path) -> dict:
     return run
 
 
-def _clean(value):
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def scatter(a: pd.DataFrame, b: pd.DataFrame, columns: list[str], labels: dict, names: tuple[str, str],
             correlations: pd.DataFrame):
     models = replication.common_models(a, b)
@@ -113,7 +103,7 @@ def replicate(dir_a, dir_b, out, levels=replication.LEVELS, column: str = "p_val
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(_clean(result), out / "replication.json")
+    write_json(result, out / "replication.json")
     write_csv(correlations, out / "replication.csv")
     write_csv(agreement, out / "significance_agreement.csv")
     labels = {**(b["summary"].get("model_labels") or {}), **(a["summary"].get("model_labels") or {})}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -41,15 +42,21 @@ def write_csv(frame: pd.DataFrame, path: str | Path, **kwargs) -> Path:
 
 
 def write_json(obj, path: str | Path) -> Path:
+    """Write JSON atomically; NaN and infinities become null so the file stays valid JSON."""
     with atomic_open(path) as handle:
-        json.dump(obj, handle, indent=2, default=_jsonable)
+        json.dump(json_safe(obj), handle, indent=2, allow_nan=False)
         handle.write("\n")
     return Path(path)
 
 
-def _jsonable(value):
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+def json_safe(value):
+    """Plain JSON values: numpy scalars and arrays to Python, NaN/inf to None, keys to strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
