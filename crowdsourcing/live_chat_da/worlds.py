@@ -7,19 +7,17 @@ their partial data behind, and ``export.py`` turns it into canonical records mar
 """
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES, STATEMENTS
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.crowdsourcing.platform.session_world import SYSTEM_ID, save_record
 
 TASK_TYPE = "live_chat_da"
 RECORD_FILE = "dialeval_live_chat.json"
-BOT_ID, SYSTEM_ID = "Chatbot", "System"
+BOT_ID = "Chatbot"
 FAILURE_TEXT = ("Sorry, this chatbot has stopped working. Your conversation so far has been saved and "
                 "you will not be penalised. Please continue with the next chatbot.")
 
@@ -82,13 +80,7 @@ class LiveChatWorld:
 
     def _save(self) -> None:
         self.record["last_event"] = time.time()
-        mephisto_agent = getattr(self.agent, "mephisto_agent", None)
-        if mephisto_agent is not None:
-            # atomic: Mephisto's own state.json is rewritten in place and can be read half-written
-            path = Path(mephisto_agent.get_data_dir()) / RECORD_FILE
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_open(path) as handle:
-                json.dump(self.record, handle)
+        save_record(self.agent, self.record, RECORD_FILE)
 
     def _start_slot(self) -> None:
         self.phase = "topic"

@@ -8,19 +8,13 @@ worker's data folder, so partial work survives a worker who leaves.
 from __future__ import annotations
 
 import random
-import time
 
-from mephisto.data_model.exceptions import AbsentAgentError
-
-from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
+from parlai_dialeval.crowdsourcing.platform.session_world import (POLL_SECONDS, SYSTEM_ID, SessionWorld,
+                                                                  blind_history)
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, OnboardingGrader, PairwiseTurnSession,
                                                             onboarding_task, question_text)
 
 RECORD_FILE = "dialeval_pw_turn.json"
-SYSTEM_ID = "System"
-# act() without a timeout returns at once when the worker has not answered, and Mephisto calls
-# parley() in a tight loop: waiting up to this long per call keeps an idle HIT off the CPU.
-POLL_SECONDS = 1.0
 
 
 def get_world_params() -> dict:
@@ -48,13 +42,6 @@ def validate_onboarding(data: dict) -> bool:
     """Mephisto calls this with the onboarding agent's state; True lets the worker in."""
     result = onboarding_result(data)
     return bool(result and result["passed"])
-
-
-def save_record(agent, record: dict, name: str = RECORD_FILE) -> None:
-    """Write ``record`` as JSON file ``name`` in the worker's Mephisto data folder (read back by export)."""
-    mephisto_agent = getattr(agent, "mephisto_agent", None)
-    if mephisto_agent is not None:
-        mephisto_agent.db.write_dict(f"{mephisto_agent.get_data_dir()}/{name}", record)
 
 
 class OnboardingWorld:
@@ -103,44 +90,27 @@ class OnboardingWorld:
                                "pairs": self.task["pairs"], "tries": self.grader.tries, "question": self.question}}
 
 
-class PairwiseTurnWorld:
+class PairwiseTurnWorld(SessionWorld):
+    record_file = RECORD_FILE
+
     def __init__(self, opt: dict, agent):
-        self.opt = opt
-        self.agent = agent
-        self.pool = opt["pool"]
-        self.models = self.pool.reserve(2)
+        super().__init__(opt, agent, num_models=2)
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
                                            rng=random.Random(self.pool.randint(0, 2 ** 31)))
-        self.status = "incomplete"
-        self.started = time.time()
-        self.ended = None
-        self.blocked = False
         self._show_choice(self.session.human_says(FIXED_OPENING, fixed=True))
-
-    # ---------------------------------------------------------------- page updates
-    def _history(self) -> list[dict]:
-        # the page never learns model names: speakers are 'human' or 'bot'
-        return [{"speaker": "human" if t["speaker"] == "human" else "bot", "text": t["text"]}
-                for t in self.session.turns]
 
     def _send(self, phase: str, **state) -> None:
         state.setdefault("warning", None)
-        self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
-            "phase": phase, "history": self._history(), "question": question_text(self.session.question),
-            "turn": len(self.session.choices) + 1, "num_turns": self.session.num_turns, **state}})
-        save_record(self.agent, self.record())
+        self.observe_state({"phase": phase, "history": blind_history(self.session.turns),
+                            "question": question_text(self.session.question),
+                            "turn": len(self.session.choices) + 1, "num_turns": self.session.num_turns, **state})
 
     def _show_choice(self, shown: dict, warning=None) -> None:
         self._send("choose", left=shown["left"], right=shown["right"], warning=warning)
 
-    # ---------------------------------------------------------------- ParlAI world API
     def parley(self) -> None:
-        try:
-            act = self.agent.act(timeout=POLL_SECONDS)
-        except AbsentAgentError:
-            self._finish("incomplete")
-            raise
+        act = self.poll()
         if act is None:
             return
         data = act.get("task_data") or {}
@@ -161,38 +131,3 @@ class PairwiseTurnWorld:
         text = (act.get("text") or "").strip()
         if text:
             self._show_choice(self.session.human_says(text))
-
-    def episode_done(self) -> bool:
-        return self.ended is not None
-
-    def shutdown(self) -> None:
-        if self.ended is None:
-            self._finish("incomplete")
-
-    def prep_save_data(self, agents) -> dict:
-        return {"pw_turn": self.record()}
-
-    # ---------------------------------------------------------------- end
-    def record(self) -> dict:
-        return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
-                "blocked": self.blocked}
-
-    def _finish(self, status: str) -> None:
-        self.status, self.ended = status, time.time()
-        if status != "complete":
-            for name in self.models:
-                self.pool.release(name)
-        elif self.opt.get("block_on_worker_checks"):
-            self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
-            if self.blocked:
-                block_worker(self.agent, self.opt["block_qualification"])
-        save_record(self.agent, self.record())
-
-
-def block_worker(agent, qualification: str) -> None:
-    """Soft block: grant the run's block qualification, which Mephisto refuses on later units."""
-    from parlai_dialeval.crowdsourcing.platform.quality import soft_block
-
-    mephisto_agent = getattr(agent, "mephisto_agent", None)
-    if mephisto_agent is not None:
-        soft_block(mephisto_agent.db, [mephisto_agent.get_worker().worker_name], qualification)

@@ -91,6 +91,14 @@ class MockRun:
         self.wait(lambda: bool(found()), what=f"task_data with {key}")
         return found()[-1]["task_data"]
 
+    def world_data(self, agent) -> dict:
+        """What the world's ``prep_save_data`` sent to the worker's page when the episode ended."""
+        def found():
+            messages = self.live_agent(agent).state.get_data()["outputs"]["messages"]
+            return [m["WORLD_DATA"] for m in messages if "WORLD_DATA" in m]
+        self.wait(lambda: bool(found()), what="WORLD_DATA")
+        return found()[-1]
+
     def message_count(self, agent) -> int:
         return len(self.live_agent(agent).state.get_data()["outputs"]["messages"])
 

@@ -8,7 +8,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import from_records
 
-from .protocol_harness import MockRun
+from .protocol_harness import MockRun, assert_blind
 
 pytestmark = pytest.mark.slow
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
@@ -71,6 +71,9 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
             seen = run.message_count(agent)
             run.act(agent, {"action": "message"}, text=messages[turn])
     run.last_task_data(agent, key="task_done")
+    # blind: nothing the page received, the end-of-episode save included, names a model
+    assert run.world_data(agent) == {"dialeval_record_file": "dialeval_pw_turn.json"}
+    assert_blind(run.live_agent(agent).state.get_data()["outputs"], ["echo", "parrot"])
     run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
     run.settle()
 

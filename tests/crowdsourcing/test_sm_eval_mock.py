@@ -6,7 +6,7 @@ import pytest
 
 from parlai_dialeval.data import from_records
 
-from .protocol_harness import MockRun
+from .protocol_harness import MockRun, assert_blind
 
 pytestmark = pytest.mark.slow
 MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
@@ -43,6 +43,9 @@ def test_chat_annotate_rate_export_and_block(run):
         "engaging", "humanlike", "interesting"]
     run.act(agent, {"ratings": {"engaging": 2, "humanlike": 3, "interesting": 4}})
     run.last_task_data(agent, key="task_done")
+    # blind: nothing the page received, the end-of-episode save included, names a model
+    assert run.world_data(agent) == {"dialeval_record_file": "dialeval_sm_eval.json"}
+    assert_blind(run.live_agent(agent).state.get_data()["outputs"], ["echo"])
     run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
     run.settle()
 

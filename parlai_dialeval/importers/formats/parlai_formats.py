@@ -34,6 +34,20 @@ def _first_json_line(path: Path):
     return None
 
 
+def _json_lines(path: Path, report: ImportReport):
+    """(where, line number, object) for every non-blank line that parses; counts reads, skips bad JSON."""
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            report.read += 1
+            where = f"{path}:{line_number}"
+            try:
+                yield where, line_number, json.loads(line)
+            except json.JSONDecodeError as error:
+                report.skip(where, f"not valid JSON ({error.msg})")
+
+
 def _load_json(path: Path):
     try:
         with open(path, encoding="utf-8") as handle:
@@ -139,28 +153,18 @@ def import_conversations(paths) -> ImportReport:
         metadata = _load_json(metadata_path) if metadata_path.is_file() else None
         model, partner = _model_from_metadata(path, metadata), _partner_from_metadata(metadata)
         self_chat = bool((metadata or {}).get("self_chat"))
-        with open(path, encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                report.read += 1
-                where = f"{path}:{line_number}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as error:
-                    report.skip(where, f"not valid JSON ({error.msg})")
-                    continue
-                if not _is_conversations_line(obj) or not obj["dialog"]:
-                    report.skip(where, "no 'dialog' list of exchanges")
-                    continue
-                conv_id = str(obj.get("conversation_id") or obj.get("id") or f"{path.stem}:{line_number}")
-                record = _conversation_from_dialog(conv_id, obj["dialog"], model, self_chat, obj.get("context"),
-                                                  partner)
-                if not record["turns"]:
-                    report.skip(where, "dialog holds no messages")
-                    continue
-                report.records.append(record)
-                report.kept += 1
+        for where, line_number, obj in _json_lines(path, report):
+            if not _is_conversations_line(obj) or not obj["dialog"]:
+                report.skip(where, "no 'dialog' list of exchanges")
+                continue
+            conv_id = str(obj.get("conversation_id") or obj.get("id") or f"{path.stem}:{line_number}")
+            record = _conversation_from_dialog(conv_id, obj["dialog"], model, self_chat, obj.get("context"),
+                                              partner)
+            if not record["turns"]:
+                report.skip(where, "dialog holds no messages")
+                continue
+            report.records.append(record)
+            report.kept += 1
     return report
 
 
@@ -251,33 +255,26 @@ def _import_acute_results(path: Path, report: ImportReport, seen: set) -> None:
 
 
 def _import_acute_pairings(path: Path, report: ImportReport, seen: set) -> None:
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
+    for where, line_number, pairing in _json_lines(path, report):
+        if not isinstance(pairing, dict):
+            report.skip(where, "a pairing must be a JSON object")
+            continue
+        models, dialogues = pairing.get("speakers_to_eval") or [], pairing.get("dialogue_dicts") or []
+        if len(models) != 2 or len(dialogues) != 2:
+            report.skip(where, "a pairing needs two speakers_to_eval and two dialogue_dicts")
+            continue
+        ids = pairing.get("dialogue_ids") or [None, None]
+        status = "onboarding" if pairing.get("is_onboarding") else None
+        for model, dialogue, index in zip(models, dialogues, ids):
+            conv_id = str(dialogue.get("id") or f"{model}-{index}")
+            if conv_id in seen:
                 continue
-            report.read += 1
-            where = f"{path}:{line_number}"
-            try:
-                pairing = json.loads(line)
-            except json.JSONDecodeError as error:
-                report.skip(where, f"not valid JSON ({error.msg})")
-                continue
-            models, dialogues = pairing.get("speakers_to_eval") or [], pairing.get("dialogue_dicts") or []
-            if len(models) != 2 or len(dialogues) != 2:
-                report.skip(where, "a pairing needs two speakers_to_eval and two dialogue_dicts")
-                continue
-            ids = pairing.get("dialogue_ids") or [None, None]
-            status = "onboarding" if pairing.get("is_onboarding") else None
-            for model, dialogue, index in zip(models, dialogues, ids):
-                conv_id = str(dialogue.get("id") or f"{model}-{index}")
-                if conv_id in seen:
-                    continue
-                seen.add(conv_id)
-                record = _acute_conversation(conv_id, model, dialogue, status)
-                record.setdefault("meta", {})["pairing"] = {"line": line_number, "tags": pairing.get("tags"),
-                                                            "correct_answer": pairing.get("correct_answer")}
-                report.records.append(record)
-            report.kept += 1
+            seen.add(conv_id)
+            record = _acute_conversation(conv_id, model, dialogue, status)
+            record.setdefault("meta", {})["pairing"] = {"line": line_number, "tags": pairing.get("tags"),
+                                                        "correct_answer": pairing.get("correct_answer")}
+            report.records.append(record)
+        report.kept += 1
 
 
 @register_importer("parlai-acute", detect=lambda p: bool(_acute_files(p)),

@@ -7,3 +7,5 @@ export { useLiveTask } from "./useLiveTask";
 export { ChatLog } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel } from "./TaskShell";
+export { MessageInput } from "./MessageInput";
+export { TurnHistory } from "./TurnHistory";

@@ -3,7 +3,7 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, ChatLog, ContinuousSlider, TaskShell, SubmitPanel } from "../../components";
+import { useLiveTask, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = [
@@ -63,18 +63,11 @@ function TopicForm({ state, sendAction }) {
 }
 
 function ChatPanel({ state, messages, agentId, sendAction }) {
-  const [text, setText] = React.useState("");
   const [changingTopic, setChangingTopic] = React.useState(false);
   const [newTopic, setNewTopic] = React.useState("");
   const [warning, setWarning] = React.useState(null);
   const inputs = messages.filter((m) => m.id === agentId).length;
   const minInputs = state.min_inputs || 0;
-  const send = () => {
-    if (!text.trim()) return;
-    sendAction({ action: "message" }, text);
-    setText("");
-    setWarning(null);
-  };
   return (
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
@@ -92,18 +85,13 @@ function ChatPanel({ state, messages, agentId, sendAction }) {
           {warning || state.warning}
         </div>
       ) : null}
-      <div className="dialeval-input-row">
-        <input
-          className="form-control response-text-input"
-          value={text}
-          placeholder="Type your message"
-          onChange={(e) => setText(e.target.value)}
-          onKeyDown={(e) => e.key === "Enter" && send()}
-        />
-        <button className="btn btn-primary submit-response" onClick={send}>
-          Send
-        </button>
-      </div>
+      <MessageInput
+        placeholder="Type your message"
+        onSend={(text) => {
+          sendAction({ action: "message" }, text);
+          setWarning(null);
+        }}
+      />
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
           Topic

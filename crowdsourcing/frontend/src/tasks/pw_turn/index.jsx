@@ -4,19 +4,7 @@
 // {action: "choose", choice, justification} or a chat message back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, TaskShell, SubmitPanel } from "../../components";
-
-function History({ history }) {
-  return (
-    <div className="dialeval-chat-log" data-testid="history">
-      {(history || []).map((turn, idx) => (
-        <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
-          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
-        </div>
-      ))}
-    </div>
-  );
-}
+import { useLiveTask, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
   return (
@@ -46,30 +34,6 @@ function ChoosePanel({ state, sendAction }) {
         onClick={() => sendAction({ action: "choose", choice, justification: why.trim() })}
       >
         Continue with this response
-      </button>
-    </div>
-  );
-}
-
-function ChatInput({ sendAction }) {
-  const [text, setText] = React.useState("");
-  const send = () => {
-    if (text.trim()) {
-      sendAction({ action: "message" }, text.trim());
-      setText("");
-    }
-  };
-  return (
-    <div className="dialeval-input-row">
-      <input
-        className="form-control response-text-input"
-        placeholder="Type your reply"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={(e) => e.key === "Enter" && send()}
-      />
-      <button className="btn btn-primary submit-response" onClick={send}>
-        Send
       </button>
     </div>
   );
@@ -139,7 +103,7 @@ function PairwiseTurnApp() {
   } else if (state.phase === "choose") {
     body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <ChatInput sendAction={sendAction} />;
+    body = <MessageInput onSend={(text) => sendAction({ action: "message" }, text)} />;
   } else {
     body = <div className="alert alert-secondary">Connecting...</div>;
   }
@@ -154,7 +118,7 @@ function PairwiseTurnApp() {
   );
   return (
     <TaskShell mephisto={live} title="Pick the better reply" instructions={instructions}>
-      {state.phase !== "onboarding" ? <History history={state.history} /> : null}
+      {state.phase !== "onboarding" ? <TurnHistory history={state.history} /> : null}
       {warning}
       {body}
     </TaskShell>

@@ -3,21 +3,9 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, TaskShell, SubmitPanel } from "../../components";
+import { useLiveTask, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
-
-function History({ history }) {
-  return (
-    <div className="dialeval-chat-log" data-testid="history">
-      {(history || []).map((turn, idx) => (
-        <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
-          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
-        </div>
-      ))}
-    </div>
-  );
-}
 
 function Annotate({ state, sendAction }) {
   const [checked, setChecked] = React.useState([]);
@@ -53,30 +41,6 @@ function Annotate({ state, sendAction }) {
           Continue
         </button>
       </div>
-    </div>
-  );
-}
-
-function ChatInput({ sendAction }) {
-  const [text, setText] = React.useState("");
-  const send = () => {
-    if (text.trim()) {
-      sendAction({ action: "message" }, text.trim());
-      setText("");
-    }
-  };
-  return (
-    <div className="dialeval-input-row">
-      <input
-        className="form-control response-text-input"
-        placeholder="Type your reply"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={(e) => e.key === "Enter" && send()}
-      />
-      <button className="btn btn-primary submit-response" onClick={send}>
-        Send
-      </button>
     </div>
   );
 }
@@ -127,7 +91,7 @@ function SingleModelApp() {
   } else if (state.phase === "annotate") {
     body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <ChatInput sendAction={sendAction} />;
+    body = <MessageInput onSend={(text) => sendAction({ action: "message" }, text)} />;
   } else if (state.phase === "rate") {
     body = <Rate state={state} sendAction={sendAction} />;
   } else {
@@ -155,7 +119,7 @@ function SingleModelApp() {
   );
   return (
     <TaskShell mephisto={live} title="Chat and rate your partner" instructions={instructions}>
-      <History history={state.history} />
+      <TurnHistory history={state.history} />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
           {state.warning}

@@ -1,0 +1,14 @@
+// The dialogue so far as the world sends it: blind turns, speaker "human" or "bot".
+import React from "react";
+
+export function TurnHistory({ history }) {
+  return (
+    <div className="dialeval-chat-log" data-testid="history">
+      {(history || []).map((turn, idx) => (
+        <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
+          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
+        </div>
+      ))}
+    </div>
+  );
+}

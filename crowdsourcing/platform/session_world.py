@@ -1,0 +1,97 @@
+"""What the per-turn chat worlds (SM-Turn + SM-Dialog, PW-Turn) share.
+
+Each keeps its whole state in a protocol session object, sends the page blind state (speakers are
+'human' or 'bot', never model names), saves its record in the worker's data folder after every event
+so partial work survives a worker who leaves, and finishes by releasing unfinished models or, when
+complete, running the Smith et al. Appendix B worker checks with an optional soft block.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from mephisto.data_model.exceptions import AbsentAgentError
+
+from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
+from parlai_dialeval.utils.atomic import atomic_open
+
+SYSTEM_ID = "System"
+# act() without a timeout returns at once when the worker has not answered, and Mephisto calls
+# parley() in a tight loop: waiting up to this long per call keeps an idle HIT off the CPU.
+POLL_SECONDS = 1.0
+
+
+def save_record(agent, record: dict, name: str) -> None:
+    """Write ``record`` as JSON file ``name`` in the worker's Mephisto data folder (read back by export)."""
+    mephisto_agent = getattr(agent, "mephisto_agent", None)
+    if mephisto_agent is not None:
+        # atomic: Mephisto's own write_dict rewrites in place, and export may read it half-written
+        path = Path(mephisto_agent.get_data_dir()) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(path) as handle:
+            json.dump(record, handle)
+
+
+def block_worker(agent, qualification: str) -> None:
+    """Soft block: grant the run's block qualification, which Mephisto refuses on later units."""
+    from parlai_dialeval.crowdsourcing.platform.quality import soft_block
+
+    mephisto_agent = getattr(agent, "mephisto_agent", None)
+    if mephisto_agent is not None:
+        soft_block(mephisto_agent.db, [mephisto_agent.get_worker().worker_name], qualification)
+
+
+def blind_history(turns: list[dict]) -> list[dict]:
+    return [{"speaker": "human" if t["speaker"] == "human" else "bot", "text": t["text"]} for t in turns]
+
+
+class SessionWorld:
+    """Base world: subclasses set ``record_file``, build ``self.session`` and parley."""
+
+    record_file: str
+
+    def __init__(self, opt: dict, agent, num_models: int):
+        self.opt = opt
+        self.agent = agent
+        self.pool = opt["pool"]
+        self.models = self.pool.reserve(num_models)
+        self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
+
+    def observe_state(self, state: dict) -> None:
+        self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
+        save_record(self.agent, self.record(), self.record_file)
+
+    def poll(self) -> dict | None:
+        """The worker's next act, or None; a worker who left ends the session as incomplete."""
+        try:
+            return self.agent.act(timeout=POLL_SECONDS)
+        except AbsentAgentError:
+            self._finish("incomplete")
+            raise
+
+    def episode_done(self) -> bool:
+        return self.ended is not None
+
+    def shutdown(self) -> None:
+        if self.ended is None:
+            self._finish("incomplete")
+
+    def prep_save_data(self, agents) -> dict:
+        # Mephisto sends this to the worker's page too: name the record file, never the models in it.
+        return {"dialeval_record_file": self.record_file}
+
+    def record(self) -> dict:
+        return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
+                "blocked": self.blocked}
+
+    def _finish(self, status: str) -> None:
+        self.status, self.ended = status, time.time()
+        if status != "complete":
+            for name in self.models:
+                self.pool.release(name)
+        elif self.opt.get("block_on_worker_checks"):
+            self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
+            if self.blocked:
+                block_worker(self.agent, self.opt["block_qualification"])
+        save_record(self.agent, self.record(), self.record_file)
