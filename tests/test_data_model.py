@@ -90,6 +90,26 @@ def test_bad_choice_and_bad_turn(tmp_path):
         read_jsonl([path])
 
 
+
+GOOD_TURN = {"speaker": "bot", "text": "fine", "time": 3, "meta": {"latency": 0.2}}
+
+
+@pytest.mark.parametrize("turn, message", [
+    ("hello", r"field 'turns': turn 1 is not an object"),
+    ({"speaker": "bot", "text": 5}, r"field 'turns\[1\].text': turn 1 has a wrong type \(expected a string"),
+    ({"speaker": "bot", "text": "x", "time": True}, r"field 'turns\[1\].time': .*expected a number"),
+    ({"speaker": "bot", "text": "x", "time": "noon"}, r"field 'turns\[1\].time': .*expected a number"),
+    ({"speaker": "bot", "text": "x", "meta": []}, r"field 'turns\[1\].meta': .*expected an object"),
+    ({"speaker": "bot", "text": "x", "mood": "happy"}, r"field 'turns': turn 1 has unknown keys \['mood'\]"),
+])
+def test_each_kind_of_bad_turn_is_named_with_its_line(tmp_path, turn, message):
+    good = dict(CONVERSATION, id="c0", turns=[{"speaker": "human", "text": "hi"}, GOOD_TURN])
+    bad = dict(CONVERSATION, turns=[{"speaker": "human", "text": "hi"}, turn])
+    path = write_lines(tmp_path / "t.jsonl", [good, bad])
+    with pytest.raises(DataError, match=r"t.jsonl:2: " + message):
+        read_jsonl([path])
+    assert read_jsonl([write_lines(tmp_path / "ok.jsonl", [good])]).conversations.iloc[0]["turns"][1] == GOOD_TURN
+
 def test_truncated_line_and_empty_file(tmp_path):
     path = tmp_path / "cut.jsonl"
     path.write_text(json.dumps(STUDY) + "\n" + json.dumps(RATING)[:25])

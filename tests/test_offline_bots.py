@@ -10,7 +10,7 @@ import pytest
 import parlai_dialeval  # noqa: F401  (registers the dialeval: prefix)
 from parlai.core.agents import create_agent_from_model_file, create_agent_from_shared
 
-from parlai_dialeval.agents.hf_lm.train import TrainConfig
+from parlai_dialeval.agents.hf_lm.config import TrainConfig
 from parlai_dialeval.agents.qc_bot.corpus import load_corpus
 from parlai_dialeval.cli import main as dialeval
 from parlai_dialeval.data import read_jsonl

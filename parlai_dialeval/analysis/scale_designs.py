@@ -8,7 +8,6 @@ import itertools
 
 import numpy as np
 import pandas as pd
-import pingouin
 from scipy import stats
 
 DESIGN_SCALES = ("likert", "magnitude", "best_worst")
@@ -57,7 +56,7 @@ def bws_scores(ratings: pd.DataFrame, by=("conversation_id", "model", "criterion
 
 
 def item_scores(ratings: pd.DataFrame, by=("conversation_id", "model", "criterion")) -> pd.DataFrame:
-    """Per rated response (or per model) and criterion: mean normalised score for Likert / ME, counting score for BWS."""
+    """Per rated response (or per model) and criterion: mean normalised score (Likert, ME) or counting score (BWS)."""
     if (ratings["scale"] == "best_worst").all():
         return bws_scores(ratings, by)[list(by) + ["score", "appearances"]].rename(columns={"appearances": "n"})
     frame = normalised(ratings)
@@ -79,6 +78,8 @@ def icc(ratings: pd.DataFrame) -> dict:
     result = {"n_items": len(complete), "n_items_dropped": len(table) - len(complete), "n_raters": table.shape[1]}
     if len(complete) < 2 or table.shape[1] < 2:
         return result | {k: np.nan for k in ("icc_c", "icc_c_p", "icc_a", "icc_a_p", "icc_ck", "icc_ak")}
+    import pingouin  # 0.3 s to import: only when an ICC is computed, not on every command's start-up
+
     long = complete.reset_index().melt(id_vars="_target", var_name="worker_id", value_name="score")
     out = pingouin.intraclass_corr(long, targets="_target", raters="worker_id", ratings="score")
     out = out.set_index("Type")

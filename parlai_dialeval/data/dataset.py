@@ -109,7 +109,7 @@ def from_records(records: Iterable[dict], source: str = "<records>", validate: b
 
 
 class _Columns:
-    """One record type's fields gathered column by column.
+    """One record type's fields gathered column by column, with where each record came from.
 
     Large studies hold millions of ratings; keeping each parsed dict alive until a DataFrame is built
     doubled peak memory, so values go straight into per-field lists. Short strings are interned:
@@ -119,23 +119,27 @@ class _Columns:
     def __init__(self):
         self.size = 0
         self.columns: dict[str, list] = {}
+        self.files: list[str] = []
+        self.lines: list[int] = []
 
-    def append(self, record: dict) -> None:
-        columns, size = self.columns, self.size
+    def append(self, record: dict, file: str, line: int) -> None:
+        columns, size, intern = self.columns, self.size, sys.intern
         for key, value in record.items():
             column = columns.get(key)
             if column is None:
                 column = columns[key] = [None] * size
-            column.append(sys.intern(value) if type(value) is str and len(value) <= 64 else value)
+            column.append(intern(value) if type(value) is str and len(value) <= 64 else value)
         self.size = size = size + 1
         if len(record) < len(columns):  # fields this record lacks
             for column in columns.values():
                 if len(column) < size:
                     column.append(None)
+        self.files.append(file)
+        self.lines.append(line)
 
     def frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.columns)
-        self.columns = {}
+        frame = pd.DataFrame({**self.columns, "_file": self.files, "_line": self.lines})
+        self.columns, self.files, self.lines = {}, [], []
         return frame
 
 
@@ -144,7 +148,7 @@ class _Builder:
         self.studies: list[dict] = []
         self.frames = {t: _Columns() for t in FRAME_TYPES}
 
-    def add(self, record, path, line: int) -> None:
+    def add(self, record, path: str, line: int) -> None:
         if not isinstance(record, dict):
             raise DataError(path, "record is not a JSON object", line=line, expected="{...}", got=record)
         record_type = record.get("type")
@@ -155,11 +159,10 @@ class _Builder:
         if version is not None and str(version).split(".")[0] != schema.FORMAT_VERSION.split(".")[0]:
             raise DataError(path, "unsupported format version", line=line, field="format_version",
                             expected=schema.FORMAT_VERSION, got=version)
-        record = dict(record, _file=str(path), _line=line)
         if record_type == "study":
-            self.studies.append(record)
+            self.studies.append(dict(record, _file=path, _line=line))
         else:
-            self.frames[record_type].append(record)
+            self.frames[record_type].append(record, path, line)
 
     def assemble(self, validate: bool) -> EvalData:
         frames = {}
@@ -199,7 +202,7 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
     with _gc_paused():
         for path in paths:
             path = Path(path)
-            count = 0
+            name, count = str(path), 0
             # orjson parses each line's bytes directly (several times faster than json for the
             # million-rating studies we analyse); per-line parsing keeps exact line numbers in errors.
             with open(path, "rb") as handle:
@@ -210,7 +213,7 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
                         record = orjson.loads(raw)
                     except orjson.JSONDecodeError as error:
                         raise _parse_error(path, line_number, raw, error) from None
-                    builder.add(record, path, line_number)
+                    builder.add(record, name, line_number)
                     count += 1
             if count == 0:
                 raise DataError(path, "file holds no records", expected="at least one JSON Lines record")

@@ -113,27 +113,46 @@ def _check_rating_values(frame: pd.DataFrame) -> None:
 
 
 def _check_turns(frame: pd.DataFrame) -> None:
+    # Millions of turns in a large study: a cheap test of each conversation's turns first, and the
+    # field-by-field check (which names what is wrong) only for a conversation that fails it.
+    for turns, path, line in zip(frame["turns"], frame["_file"], frame["_line"]):
+        if isinstance(turns, list) and not all(map(_plain_turn, turns)):
+            _explain_turns(turns, path, int(line))
+
+
+_TURN_KEYS = frozenset(f.name for f in schema.TURN_FIELDS)
+_NUMBER_TYPES = (int, float)
+
+
+def _plain_turn(turn) -> bool:
+    """The common well-formed turn: speaker and text strings, an optional numeric time, optional meta."""
+    if type(turn) is not dict or type(turn.get("speaker")) is not str or type(turn.get("text")) is not str:
+        return False
+    time, meta = turn.get("time"), turn.get("meta")
+    return ((time is None or type(time) in _NUMBER_TYPES) and (meta is None or type(meta) is dict)
+            and turn.keys() <= _TURN_KEYS)
+
+
+def _explain_turns(turns: list, path, line: int) -> None:
+    """Raise a DataError naming the first turn that breaks the schema, and how."""
     checks = [(f, _type_ok(f.kind)) for f in schema.TURN_FIELDS]
-    for position, (turns, path, line) in enumerate(zip(frame["turns"], frame["_file"], frame["_line"])):
-        if not isinstance(turns, list):
-            continue
-        for index, turn in enumerate(turns):
-            if not isinstance(turn, dict):
-                raise DataError(path, f"turn {index} is not an object", line=int(line), field="turns",
-                                expected="{speaker, text, time?, meta?}", got=turn)
-            for field, ok in checks:
-                value = turn.get(field.name)
-                if value is None and field.required:
-                    raise DataError(path, f"turn {index} lacks '{field.name}'", line=int(line),
-                                    field="turns", expected=_EXPECTED[field.kind])
-                if value is not None and not ok(value):
-                    raise DataError(path, f"turn {index} has a wrong type", line=int(line),
-                                    field=f"turns[{index}].{field.name}", expected=_EXPECTED[field.kind],
-                                    got=value)
-            extra = set(turn) - {f.name for f in schema.TURN_FIELDS}
-            if extra:
-                raise DataError(path, f"turn {index} has unknown keys {sorted(extra)}", line=int(line),
-                                field="turns", expected="speaker, text, time, meta")
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise DataError(path, f"turn {index} is not an object", line=line, field="turns",
+                            expected="{speaker, text, time?, meta?}", got=turn)
+        for field, ok in checks:
+            value = turn.get(field.name)
+            if value is None and field.required:
+                raise DataError(path, f"turn {index} lacks '{field.name}'", line=line,
+                                field="turns", expected=_EXPECTED[field.kind])
+            if value is not None and not ok(value):
+                raise DataError(path, f"turn {index} has a wrong type", line=line,
+                                field=f"turns[{index}].{field.name}", expected=_EXPECTED[field.kind],
+                                got=value)
+        extra = set(turn) - _TURN_KEYS
+        if extra:
+            raise DataError(path, f"turn {index} has unknown keys {sorted(extra)}", line=line,
+                            field="turns", expected="speaker, text, time, meta")
 
 
 def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from nltk.util import ngrams
-
 
 def tokenize(text: str) -> list[str]:
     return text.lower().split()
@@ -15,6 +13,8 @@ def tokenize(text: str) -> list[str]:
 
 def distinct_n(texts: Iterable[str], n: int) -> float:
     """Distinct n-grams over all n-grams of a system's responses (corpus level); nan if none."""
+    from nltk.util import ngrams  # nltk takes 0.6 s to import: not on every command's start-up
+
     total = 0
     unique = set()
     for text in texts:

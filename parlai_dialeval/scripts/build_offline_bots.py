@@ -18,7 +18,7 @@ from pathlib import Path
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.agents.hf_lm.train import TrainConfig, train
+from parlai_dialeval.agents.hf_lm.config import TrainConfig
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
 from parlai_dialeval.utils.script_args import write_json
 
@@ -52,6 +52,8 @@ def build(out: Path, task: str = DEFAULT_TASK, config: TrainConfig = TrainConfig
         training = json.loads(stamp_file.read_text())["training"] | {"cached": True}
     else:
         started = time.monotonic()
+        from parlai_dialeval.agents.hf_lm.train import train  # loads transformers: only when training
+
         training = train(message_pairs(corpus), lm_dir, config)
         training["seconds"] = round(time.monotonic() - started, 1)
         write_json({"stamp": stamp, "training": training}, stamp_file)

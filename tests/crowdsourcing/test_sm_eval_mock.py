@@ -72,3 +72,33 @@ def test_chat_annotate_rate_export_and_block(run):
     assert table.set_index("worker_id").loc["W1_sandbox", "passed"] == False  # noqa: E712
     # block_on_worker_checks: the worker now holds the run's block qualification
     assert run.db.find_workers(worker_name="W1_sandbox")[0].get_granted_qualification("dialeval_sm_eval_blocked")
+
+
+def test_worker_who_leaves_mid_conversation_keeps_partial_data(run):
+    run.register("W2", "REG_2")
+    agent = run.unit_agent("W2")
+    shown = run.last_task_data(agent)
+    assert shown["phase"] == "annotate"
+    seen = run.message_count(agent)
+    run.act(agent, {"checked": ["engaging"]})
+    assert run.last_task_data(agent, after=seen)["phase"] == "chat"
+    seen = run.message_count(agent)
+    run.act(agent, {"action": "message"}, text="and then I left")
+    assert run.last_task_data(agent, after=seen)["phase"] == "annotate"
+    run.server.disconnect_mock_agent(agent.get_agent_id())
+    record_path = f"{agent.get_data_dir()}/dialeval_sm_eval.json"
+    run.wait(lambda: run.db.key_exists(record_path) and run.db.read_dict(record_path)["ended"] is not None,
+             what="the world to end the session")
+
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    report = run.spec.export(read_units(run.db, "sm_eval", run.spec.extra["export_files"]), "sm_eval")
+    data = from_records(report.records)
+    conv = data.conversations.iloc[0]
+    assert conv["status"] == "incomplete" and conv["worker_id"] == "W2_sandbox"
+    # every turn up to the moment they left, including the bot reply they had not annotated yet
+    assert [t["text"] for t in conv["turns"]] == ["Hi!", "Hi!", "and then I left", "and then I left"]
+    # the one annotation they gave is kept; no end-of-conversation Likert ratings were given
+    assert data.ratings[["turn_index", "criterion", "value", "scale"]].to_dict("records") == [
+        {"turn_index": 1, "criterion": c, "value": int(c == "engaging"), "scale": "binary"}
+        for c in ("engaging", "humanlike", "interesting")]

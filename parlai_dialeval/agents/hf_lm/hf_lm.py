@@ -15,7 +15,7 @@ from parlai.core.message import Message
 from parlai.core.opt import Opt
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from parlai_dialeval.agents.hf_lm.train import SEP
+from parlai_dialeval.agents.hf_lm.config import SEP
 from parlai_dialeval.errors import DialevalError
 
 DEFAULTS = {"hf_model_path": None, "hf_max_new_tokens": 40}

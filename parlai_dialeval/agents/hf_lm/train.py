@@ -6,7 +6,6 @@ Each example is ``message <|sep|> response <|endoftext|>``; the loss covers the 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -14,23 +13,7 @@ from tokenizers import ByteLevelBPETokenizer
 from tqdm import tqdm
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-SEP, EOS = "<|sep|>", "<|endoftext|>"
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    vocab_size: int = 2000
-    n_embd: int = 128
-    n_layer: int = 2
-    n_head: int = 4
-    max_len: int = 96
-    epochs: int = 15
-    batch_size: int = 32
-    lr: float = 3e-3
-    seed: int = 0
-    max_steps: int | None = None  # stop early (tests)
-    # One thread: measured 4x faster than two on the shared 2-core build machine (tiny matrices).
-    threads: int = 1
+from parlai_dialeval.agents.hf_lm.config import EOS, SEP, TrainConfig
 
 
 def build_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
