@@ -1,5 +1,5 @@
 """ACUTE unit data -> canonical records: one comparison per pair (model_a = left speaker) plus the
-conversation records of every compared dialogue (once each)."""
+conversation records of every compared dialogue (once each; onboarding dialogues with status onboarding)."""
 from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.acute.protocol import question_text
@@ -13,8 +13,11 @@ def study_record(study: str, question: str) -> dict:
     return {"type": "study", "name": study, "description": f"PW-Dialog / ACUTE ({question}): {question_text(question)}"}
 
 
-def _conversation(conv: dict, study: str) -> dict:
-    return {"type": "conversation", "study": study, **{k: v for k, v in conv.items() if k != "type"}}
+def _conversation(conv: dict, study: str, onboarding: bool) -> dict:
+    record = {"type": "conversation", "study": study, **{k: v for k, v in conv.items() if k != "type"}}
+    if onboarding:
+        record["status"] = "onboarding"
+    return record
 
 
 def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study: str, worker_id: str,
@@ -29,9 +32,9 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
             raise ValueError(f"pair {pair['pair_id']}: choice must be left or right, got {answer.get('choice')!r}")
         for side in ("left", "right"):
             conv = pair[side]["conversation"]
-            if conv["id"] not in seen and not onboarding:
+            if conv["id"] not in seen:
                 seen.add(conv["id"])
-                records.append(_conversation(conv, study))
+                records.append(_conversation(conv, study, onboarding))
         record = {"type": "comparison", "study": study, "item_id": pair["pair_id"], "worker_id": worker_id,
                   **({"assignment_id": assignment_id} if assignment_id else {}), "model_a": pair["left"]["model"],
                   "model_b": pair["right"]["model"], "choice": SIDE[answer["choice"]], "question": text,

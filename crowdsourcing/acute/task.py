@@ -132,7 +132,8 @@ def export(units, task_name: str) -> ExportReport:
 
 
 def export_onboarding(attempts, task_name: str) -> ExportReport:
-    """Each submitted onboarding attempt: one comparison per known-answer pair, ``onboarding: true``."""
+    """Each submitted onboarding attempt: one comparison per known-answer pair, ``onboarding: true``, and
+    the known-answer conversations once (status onboarding), so every comparison's dialogues are in the file."""
     records, notes = [], []
     for attempt in attempts:
         answers = (attempt.state.get("outputs") or {}).get("answers")
@@ -147,7 +148,7 @@ def export_onboarding(attempts, task_name: str) -> ExportReport:
         records += acute_export.unit_records(attempt.server["pairs"], answers,
                                              question=attempt.server["question_key"], study=task_name,
                                              worker_id=attempt.worker_id, assignment_id="", onboarding=True)
-    return ExportReport(records=records, notes=notes)
+    return ExportReport(records=acute_export.dedupe_conversations(records), notes=notes)
 
 
 TASK = TaskSpec(name="acute", config_class=AcuteConfig, shared_state=shared_state, export=export,

@@ -81,7 +81,8 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path):
     assert len(comps) == 3 and set(comps["worker_id"]) == {"e2e_worker_sandbox"}
     for row in comps.itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"
-    assert set(comps["conversation_a"]) | set(comps["conversation_b"]) <= set(data.conversations["id"])
+    every = data.comparisons  # onboarding comparisons' dialogues are exported too
+    assert set(every["conversation_a"]) | set(every["conversation_b"]) <= set(data.conversations["id"])
     report = tmp_path / "analysis"
     analysed = dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
     assert "2 onboarding excluded" in analysed.stdout + analysed.stderr

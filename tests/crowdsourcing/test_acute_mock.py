@@ -88,8 +88,12 @@ def test_onboarding_then_units_and_export(run):
     for row in onboarding.itertuples():  # W1 picked the bad speaker every time, W2 the good one
         picked = row.model_a if row.choice == "a" else row.model_b
         assert picked == ("onboarding_bad" if row.worker_id == "W1_sandbox" else "onboarding_good")
+    shown = data.conversations.set_index("id")
+    for row in onboarding.itertuples():  # the known-answer dialogues are exported once, marked as onboarding
+        assert shown.loc[[row.conversation_a, row.conversation_b], "status"].eq("onboarding").all()
+    assert shown["status"].eq("onboarding").sum() == 4  # two pairs seen by two workers, each dialogue once
     assert sum(report.onboarding_by_status.values()) == 2
-    assert "2 onboarding attempt(s) read" in report.summary() and "(4 of them onboarding)" in report.summary()
+    assert "2 onboarding attempt(s) read" in report.summary() and "(8 of them onboarding)" in report.summary()
     assert len(comps) == 2 and set(comps["worker_id"]) == {"W2_sandbox"}
     for row in comps.itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"
