@@ -90,7 +90,6 @@ def test_bad_choice_and_bad_turn(tmp_path):
         read_jsonl([path])
 
 
-
 GOOD_TURN = {"speaker": "bot", "text": "fine", "time": 3, "meta": {"latency": 0.2}}
 
 
@@ -109,6 +108,7 @@ def test_each_kind_of_bad_turn_is_named_with_its_line(tmp_path, turn, message):
     with pytest.raises(DataError, match=r"t.jsonl:2: " + message):
         read_jsonl([path])
     assert read_jsonl([write_lines(tmp_path / "ok.jsonl", [good])]).conversations.iloc[0]["turns"][1] == GOOD_TURN
+
 
 def test_truncated_line_and_empty_file(tmp_path):
     path = tmp_path / "cut.jsonl"

@@ -121,16 +121,24 @@ def _check_turns(frame: pd.DataFrame) -> None:
 
 
 _TURN_KEYS = frozenset(f.name for f in schema.TURN_FIELDS)
-_NUMBER_TYPES = (int, float)
+# The exact types JSON parsing yields for each turn field (no numpy scalars, no bool as a number):
+# derived from the schema so the fast test cannot drift from the field-by-field one.
+_JSON_TYPES = {schema.STR: (str,), schema.NUM: (int, float), schema.DICT: (dict,)}
+_PLAIN_TURN_FIELDS = tuple((f.name, f.required, _JSON_TYPES[f.kind]) for f in schema.TURN_FIELDS)
 
 
 def _plain_turn(turn) -> bool:
-    """The common well-formed turn: speaker and text strings, an optional numeric time, optional meta."""
-    if type(turn) is not dict or type(turn.get("speaker")) is not str or type(turn.get("text")) is not str:
+    """A turn that parsed from JSON with every field of the schema's exact type (most turns)."""
+    if type(turn) is not dict or not turn.keys() <= _TURN_KEYS:
         return False
-    time, meta = turn.get("time"), turn.get("meta")
-    return ((time is None or type(time) in _NUMBER_TYPES) and (meta is None or type(meta) is dict)
-            and turn.keys() <= _TURN_KEYS)
+    for name, required, types in _PLAIN_TURN_FIELDS:
+        value = turn.get(name)
+        if value is None:
+            if required:
+                return False
+        elif type(value) not in types:
+            return False
+    return True
 
 
 def _explain_turns(turns: list, path, line: int) -> None:
