@@ -21,10 +21,44 @@ def register_plugin_scripts() -> None:
         importlib.import_module(module.name)
 
 
+_discovery_passes = 0
+
+
+def let_help_skip_required_options() -> None:
+    """Make ``dialeval COMMAND --help`` print the help and exit 0 for commands with required options.
+
+    ParlAI parses a command line twice: first with --help removed, only to discover the options a
+    model or task adds; argparse then found this plugin's required options (--data, --out ...) missing
+    and exited 2 before the second pass could print the help. ParlAI's own scripts have no required
+    options, so nothing in ParlAI meets this. Here a missing required option is not an error during the
+    discovery pass alone; the second pass, which prints the help or runs the command, still checks."""
+    from parlai.core.params import ParlaiParser
+
+    if getattr(ParlaiParser, "_dialeval_help_fix", False):
+        return
+    parse_known_args, error = ParlaiParser.parse_known_args, ParlaiParser.error
+
+    def discovering_parse_known_args(self, args=None, namespace=None, nohelp=False):
+        global _discovery_passes
+        _discovery_passes += nohelp
+        try:
+            return parse_known_args(self, args, namespace, nohelp)
+        finally:
+            _discovery_passes -= nohelp
+
+    def tolerant_error(self, message):
+        if not (_discovery_passes and message.startswith("the following arguments are required")):
+            error(self, message)
+
+    ParlaiParser.parse_known_args, ParlaiParser.error = discovering_parse_known_args, tolerant_error
+    ParlaiParser._dialeval_help_fix = True
+
+
 def main(args=None) -> int:
     from parlai.core.script import superscript_main
 
     register_plugin_scripts()
+    let_help_skip_required_options()
     try:
         superscript_main(args)
     except DialevalError as error:

@@ -81,3 +81,33 @@ def test_convert_bad_input_is_one_clear_line(tmp_path, args, expected):
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def plugin_commands() -> list[str]:
+    from parlai.core.script import SCRIPT_REGISTRY
+
+    from parlai_dialeval.cli import register_plugin_scripts
+
+    register_plugin_scripts()
+    return sorted(name for name, reg in SCRIPT_REGISTRY.items() if reg.klass.__module__.startswith("parlai_dialeval."))
+
+
+@pytest.mark.parametrize("command", plugin_commands())
+def test_every_plugin_command_prints_its_help_and_exits_0(command, capsys):
+    from parlai_dialeval.cli import main
+
+    with pytest.raises(SystemExit) as exited:  # argparse's help action exits
+        main([command, "--help"])
+    out = capsys.readouterr()
+    assert exited.value.code == 0, out.err[-2000:]
+    usage = out.out.splitlines()[0]  # "usage: <program> COMMAND [--help] ...": the program is pytest's here
+    assert usage.startswith("usage: ") and f" {command} [--help]" in usage and "Parse Error" not in out.err
+
+
+def test_missing_required_option_still_exits_2_naming_it(capsys):
+    from parlai_dialeval.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["analyze_live_chat", "--data", "x.jsonl"])
+    assert exited.value.code == 2
+    assert "Parse Error: the following arguments are required: --out" in capsys.readouterr().err
