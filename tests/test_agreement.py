@@ -37,13 +37,6 @@ def test_fleiss_kappa_leaves_out_items_with_other_vote_counts_and_automatic_ties
     assert result["items"] == 3 and result["items_left_out"] == 1
 
 
-def test_weak_agreement_categories():
-    items = {"all": ["a", "a", "a"], "ab": ["a", "b", "a"], "one": ["b", "tie", "b"], "alld": ["a", "b", "tie"],
-             "single": ["a"]}
-    result = agreement.weak_agreement(votes(items))
-    assert result == {"allagree": 1, "A/Bdis": 1, "onedis": 1, "alldis": 1, "items": 4}
-
-
 def test_negatively_correlated_annotator_is_flagged():
     rng = np.random.default_rng(0)
     items, workers = {}, {}
@@ -71,3 +64,37 @@ def test_item_total_correlation_finds_an_invalid_prompt():
     table = agreement.item_total_correlations(pd.DataFrame(rows)).set_index("prompt")
     assert table.loc["p3", "item_total_r"] == pytest.approx(-1)
     assert table.loc["p0", "item_total_r"] == pytest.approx(1)
+
+
+def test_mixed_turn_and_dialogue_items_are_all_kept():
+    # Issue 18 item 5: PW-Turn votes carry turn_index, PW-Dialog votes do not; before the fix the
+    # dialogue-level items had a NaN key and vanished from Fleiss' kappa.
+    turn = votes({"conv1": ["a", "a", "b"], "conv2": ["b", "b", "b"]}).assign(turn_index=1)
+    dialog = votes({"pair1": ["a", "a", "a"], "pair2": ["a", "b", "tie"], "pair3": ["tie", "tie", "b"]})
+    result = agreement.fleiss_kappa(pd.concat([turn, dialog], ignore_index=True))
+    assert result["items"] == 5 and result["items_left_out"] == 0 and result["vote_counts"] == {3: 5}
+
+
+def test_two_vote_items_are_counted_apart():
+    result = agreement.fleiss_kappa(votes({"i1": ["a", "a", "b"], "i2": ["a", "b", "b"], "i3": ["a", "b"],
+                                           "i4": ["b"]}))
+    assert result["vote_counts"] == {1: 1, 2: 1, 3: 2} and result["items"] == 2
+
+
+def test_missing_study_is_a_group_of_its_own():
+    # Issue 18 item 9: with pandas 3, NaN survives astype(str) and "|".join raised TypeError.
+    frame = votes({f"i{i}": ["a", "b", "a"] for i in range(6)})
+    frame["study"] = frame["item_id"].map({"i0": "s1", "i1": "s1", "i2": "s2", "i3": "s2"})
+    assert agreement.item_total_correlations(frame)["comparisons"].max() >= 1
+    assert agreement.fleiss_kappa(frame)["items"] == 6
+
+
+def test_lee_weak_agreement_partitions_items():
+    # Lee et al. 2020 Table 4, NCME human 1 vs Blender(2.7B): allagree 29, A/Bdis 51, onedis 130,
+    # alldis 41 over 200 prompts: allagree + onedis + alldis = 200 and A/Bdis is part of onedis.
+    assert 29 + 130 + 41 == 200 and 51 <= 130
+    items = {"agree": ["a", "a", "a"], "ab": ["a", "b", "a"], "tie_b": ["b", "tie", "b"], "all": ["a", "b", "tie"],
+             "single": ["a"]}
+    result = agreement.weak_agreement(votes(items))
+    assert result == {"allagree": 1, "A/Bdis": 1, "onedis": 2, "alldis": 1, "items": 4}
+    assert result["allagree"] + result["onedis"] + result["alldis"] == result["items"]

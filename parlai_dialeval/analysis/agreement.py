@@ -1,5 +1,5 @@
 """Agreement among pairwise annotators (Lee et al. 2020, 5.1-5.2): Fleiss' kappa (statsmodels),
-Krippendorff's alpha (krippendorff, for items with unequal numbers of votes), weak agreement
+Krippendorff's alpha (krippendorff, for items with unequal numbers of votes), Lee's weak agreement
 (allagree, A/Bdis, onedis, alldis), each annotator's correlation with the others, and item-total
 correlation per prompt (prompt validity). Automatic ties carry no judgement and are left out.
 """
@@ -22,34 +22,47 @@ def worker_votes(comparisons: pd.DataFrame) -> pd.DataFrame:
     return comparisons
 
 
+def item_keys(votes: pd.DataFrame) -> list[str]:
+    """An item is an (item_id, turn_index) pair: PW-Turn votes are per turn, PW-Dialog votes (no
+    turn_index) per item_id; a missing turn_index is a key of its own, so mixed data keep every item."""
+    return ["item_id"] + (["turn_index"] if "turn_index" in votes else [])
+
+
+def item_ids(votes: pd.DataFrame) -> pd.Series:
+    """One integer per item (see item_keys), missing keys kept."""
+    return votes.groupby(item_keys(votes), dropna=False, sort=False).ngroup()
+
+
 def item_table(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Items x categories (a, b, tie): how many workers chose each, per (item_id, turn_index)."""
+    """Items x categories (a, b, tie): how many workers chose each, per item (see item_keys)."""
     votes = worker_votes(comparisons)
-    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
-    table = pd.crosstab([votes[k] for k in keys], votes["choice"].astype(str))
+    table = (votes.assign(choice=votes["choice"].astype(str))
+             .groupby(item_keys(votes) + ["choice"], dropna=False, sort=False).size().unstack(fill_value=0))
     return table.reindex(columns=list(CATEGORIES), fill_value=0)
 
 
 def fleiss_kappa(comparisons: pd.DataFrame) -> dict:
     """Fleiss' kappa over items with the most common number of votes (Fleiss' kappa needs a constant
-    number per item), plus Krippendorff's alpha (nominal) over every item with two or more votes."""
+    number per item), plus Krippendorff's alpha (nominal) over every item with two or more votes.
+    ``vote_counts`` = {votes: items} over all items, so two-vote items are visible."""
     table = item_table(comparisons)
     n = table.sum(axis=1)
+    counts = {int(k): int(v) for k, v in n.value_counts().sort_index().items()}
     table = table[n >= 2]
     if table.empty:
         return {"fleiss_kappa": np.nan, "items": 0, "votes_per_item": 0, "items_left_out": int(len(n)),
-                "krippendorff_alpha": np.nan}
+                "vote_counts": counts, "krippendorff_alpha": np.nan}
     modal = int(table.sum(axis=1).mode().max())
     equal = table[table.sum(axis=1) == modal]
     kappa = _fleiss(equal.to_numpy()) if len(equal) > 1 else np.nan
     return {"fleiss_kappa": float(kappa), "items": int(len(equal)), "votes_per_item": modal,
-            "items_left_out": int(len(n) - len(equal)), "krippendorff_alpha": _alpha(comparisons)}
+            "items_left_out": int(len(n) - len(equal)), "vote_counts": counts,
+            "krippendorff_alpha": _alpha(comparisons)}
 
 
 def _alpha(comparisons: pd.DataFrame) -> float:
     votes = worker_votes(comparisons)
-    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
-    item = votes[keys].astype(str).agg("|".join, axis=1)
+    item = item_ids(votes)
     # Krippendorff's reliability data is raters x units; one row per vote slot within an item keeps
     # repeat votes by the same worker on the same item (ChatEval has them) instead of overwriting them.
     slot = item.groupby(item).cumcount()
@@ -66,20 +79,15 @@ def _alpha(comparisons: pd.DataFrame) -> float:
 
 
 def weak_agreement(comparisons: pd.DataFrame) -> dict:
-    """Lee 5.1 / DeVault et al. 2011 per item with two or more worker votes: allagree (one category),
-    A/Bdis (votes for A and B, no tie), onedis (a tie and exactly one of A or B), alldis (A, B and tie)."""
+    """Lee et al. 2020 (5.1, Tables 4-8) per item with two or more worker votes: allagree (all votes in
+    one category), onedis (exactly two of a, b, tie chosen), alldis (all three chosen), so allagree +
+    onedis + alldis = items; A/Bdis (votes for both A and B, no tie) is the part of onedis without ties."""
     table = item_table(comparisons)
     table = table[table.sum(axis=1) >= 2]
     has = table > 0
     kinds = has.sum(axis=1)
-    counts = {
-        "allagree": int((kinds == 1).sum()),
-        "A/Bdis": int((has["a"] & has["b"] & ~has["tie"]).sum()),
-        "onedis": int((has["tie"] & (has["a"] ^ has["b"])).sum()),
-        "alldis": int((kinds == 3).sum()),
-    }
-    counts["items"] = int(len(table))
-    return counts
+    return {"allagree": int((kinds == 1).sum()), "A/Bdis": int((has["a"] & has["b"] & ~has["tie"]).sum()),
+            "onedis": int((kinds == 2).sum()), "alldis": int((kinds == 3).sum()), "items": int(len(table))}
 
 
 def annotator_correlations(comparisons: pd.DataFrame, min_items: int = 5) -> pd.DataFrame:
@@ -87,7 +95,7 @@ def annotator_correlations(comparisons: pd.DataFrame, min_items: int = 5) -> pd.
     other workers on the same items (Lee Figure 1); ``negative`` flags rho < 0. Workers with fewer than
     ``min_items`` shared items get rho nan."""
     votes = worker_votes(comparisons)
-    keys = ["item_id"] + (["turn_index"] if votes["turn_index"].notna().any() else [])
+    keys = item_keys(votes)
     frame = votes[keys + ["worker_id"]].copy()
     frame["score"] = votes["choice"].astype(str).map(SCORE).to_numpy()
     group = frame.groupby(keys, dropna=False)["score"]
@@ -114,7 +122,8 @@ def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "con
         else votes["item_id"]
     groups = [c for c in group_columns if c in votes and votes[c].notna().any()]
     frame = pd.DataFrame({"prompt": prompt.astype(str).to_numpy(),
-                          "group": votes[groups].astype(str).agg(" | ".join, axis=1).to_numpy(),
+                          "group": (votes.groupby(groups, dropna=False).ngroup() if groups
+                                    else pd.Series(0, index=votes.index)).to_numpy(),
                           "score": votes["choice"].astype(str).map(SCORE).to_numpy()})
     matrix = frame.pivot_table(index="group", columns="prompt", values="score", aggfunc="mean")
     total, count = matrix.sum(axis=1), matrix.notna().sum(axis=1)

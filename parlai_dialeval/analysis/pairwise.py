@@ -45,12 +45,20 @@ def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return comparisons[~onboarding], int(onboarding.sum())
 
 
+def group_ids(frame: pd.DataFrame, by: list[str] | None) -> pd.Series:
+    """One integer per distinct combination of ``by`` (missing values are a key of their own, never
+    dropped); 0 for every row when ``by`` is empty."""
+    if not by:
+        return pd.Series(0, index=frame.index)
+    return frame.groupby(list(by), dropna=False, sort=False).ngroup()
+
+
 def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """Comparisons with ``first``/``second`` (the pair in first-seen orientation, per group of ``by``),
     ``score`` (+1 when ``first`` was chosen, -1 for ``second``, 0 for a tie) and a boolean ``auto``."""
     frame = comparisons.reset_index(drop=True)
     a, b = frame["model_a"].astype(str), frame["model_b"].astype(str)
-    group = frame[by].astype(str).agg("|".join, axis=1) if by else pd.Series("", index=frame.index)
+    group = group_ids(frame, by)
     keys = [(g, frozenset(pair)) for g, pair in zip(group, zip(a, b))]
     seen: dict[tuple, tuple[str, str]] = {}
     for key, pair in zip(keys, zip(a, b)):
@@ -70,7 +78,7 @@ def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     counts = frame.assign(
         wins_a=(worker & (frame["score"] > 0)).astype(int), wins_b=(worker & (frame["score"] < 0)).astype(int),
         ties=(worker & (frame["score"] == 0)).astype(int), automatic_ties=frame["auto"].astype(int),
-    ).groupby(keys, sort=False)[["wins_a", "wins_b", "ties", "automatic_ties"]].sum().reset_index()
+    ).groupby(keys, sort=False, dropna=False)[["wins_a", "wins_b", "ties", "automatic_ties"]].sum().reset_index()
     return counts.rename(columns={"first": "model_a", "second": "model_b"})
 
 

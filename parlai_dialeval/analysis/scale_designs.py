@@ -72,7 +72,7 @@ def icc(ratings: pd.DataFrame) -> dict:
     ``n_items`` and ``n_items_dropped`` say how many.
     """
     frame = normalised(ratings)
-    frame["_target"] = frame[TARGET].astype(str).agg(" / ".join, axis=1)
+    frame["_target"] = frame.groupby(TARGET, dropna=False).ngroup()
     table = frame.pivot_table(index="_target", columns="worker_id", values="score", aggfunc="mean")
     complete = table.dropna()
     result = {"n_items": len(complete), "n_items_dropped": len(table) - len(complete), "n_raters": table.shape[1]}
