@@ -10,9 +10,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-PER_HIT = 10
-QUESTION = "Which response is the better next utterance in this conversation?"
-CHOICES = ("a", "b", "tie")
+from parlai_dialeval.protocols import get_protocol
+
+PROTOCOL = get_protocol("ab")
+PER_HIT = PROTOCOL.meta["per_hit"]
+QUESTION = PROTOCOL.questions[0].wording
+CHOICES = PROTOCOL.meta["choices"]
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,10 @@ import itertools
 import random
 from dataclasses import dataclass
 
-QUESTIONS = {
-    "preference": "Who would you prefer to talk to for a long conversation?",
-    "humanness": "Which speaker sounds more human?",
-    "interestingness": ("If you had to say one of these speakers is interesting and one is boring, "
-                        "who would you say is more interesting?"),
-}
+from parlai_dialeval.protocols import get_protocol
+
+PROTOCOL = get_protocol("pw_dialog")
+QUESTIONS = {q.id: q.wording for q in PROTOCOL.questions}
 
 
 def question_text(question: str) -> str:

@@ -2,25 +2,20 @@
 
 Workers see only the statements (labels hidden) on 0-100 sliders labelled "strongly disagree" /
 "strongly agree" at the ends; robotic and repetitive are negatively worded (reversed in analysis).
+The wordings live in parlai_dialeval.protocols.ji2022; these are the names the task reads.
 """
 from __future__ import annotations
 
-CRITERIA = (
-    ("robotic", False, "It was obvious that I was talking to a chatbot as opposed to another human user."),
-    ("interesting", True, "The conversation with the chatbot was interesting."),
-    ("fun", True, "The conversation with the chatbot was fun/enjoyable."),
-    ("consistent", True, "The chatbot was consistent throughout the conversation."),
-    ("fluent", True, "The chatbot's English was fluent and natural throughout the conversation."),
-    ("repetitive", False, "I felt that the chatbot kept being repetitive during the conversation."),
-    ("topic", True, "The chatbot stays on topic."),
-)
-CRITERION_NAMES = tuple(name for name, _, _ in CRITERIA)
-STATEMENTS = tuple(statement for _, _, statement in CRITERIA)
-SCALE_MIN, SCALE_MAX = 0, 100
-ATTITUDES = ("like", "ambivalent", "dislike")
+from parlai_dialeval.protocols import get_protocol
+
+PROTOCOL = get_protocol("live_chat_da")
+CRITERIA = tuple((q.criterion, q.positive, q.wording) for q in PROTOCOL.questions)
+CRITERION_NAMES = PROTOCOL.criteria()
+STATEMENTS = tuple(q.wording for q in PROTOCOL.questions)
+SCALE_MIN, SCALE_MAX = PROTOCOL.questions[0].scale
+ATTITUDES = PROTOCOL.meta["attitudes"]
 
 
 def study_criteria() -> list[dict]:
     """The `criteria` of the canonical study record."""
-    return [{"name": name, "positive": positive, "scale": "continuous", "min": SCALE_MIN, "max": SCALE_MAX,
-             "question": statement} for name, positive, statement in CRITERIA]
+    return PROTOCOL.study_criteria()

@@ -12,17 +12,15 @@ import random
 import time
 from dataclasses import dataclass, field
 
-QUESTIONS = {
-    "preference": "Which next response from your partner would you prefer in a long conversation?",
-    "humanness": "Which next response from your partner sounds more human?",
-    "interestingness": ("If you had to say one of these responses is interesting and one is boring, "
-                        "which would you say is more interesting?"),
-}
-FIXED_OPENING = "Hi!"
-HISTORY_DELIMITER = "\n"
+from parlai_dialeval.protocols import get_protocol
+
+PROTOCOL = get_protocol("pw_turn")
+QUESTIONS = {q.id: q.wording for q in PROTOCOL.questions}
+FIXED_OPENING = PROTOCOL.turns.fixed_opening
+HISTORY_DELIMITER = PROTOCOL.turns.history_delimiter
 
 # The criterion each question measures, as docs/single_model_analysis.md names them.
-CRITERION = {"preference": "engaging", "humanness": "humanlike", "interestingness": "interesting"}
+CRITERION = {q.id: q.criterion for q in PROTOCOL.questions}
 
 
 def question_text(question: str) -> str:

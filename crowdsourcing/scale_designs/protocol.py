@@ -15,20 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CRITERIA = ("readability", "coherence")
-DESIGNS = ("likert", "rme", "bme", "best_worst")
-LIKERT_MIN, LIKERT_MAX = 1, 6
-ME_MIN, ME_MAX, RME_REFERENCE = 0, 999, 100
-# Santhanam RQ3's two questions; keys as docs/single_model_analysis.md reads them from rating meta.
-PRIOR_EXPERIENCE_QUESTIONS = {
-    "prior_experience_evaluating": "Have you evaluated the output of dialogue systems (chatbots) before?",
-    "prior_experience_agents": "Have you used conversational agents (e.g. Siri, Alexa, chatbots) before?",
-}
-CRITERION_QUESTIONS = {
-    "readability": "How easy is the response to read and understand?",
-    "coherence": "How well does the response fit the conversation so far?",
-}
+from parlai_dialeval.protocols import santhanam2020
 
+CRITERIA = santhanam2020.CRITERIA
+DESIGNS = santhanam2020.DESIGNS
+LIKERT_MIN, LIKERT_MAX = santhanam2020.LIKERT_SCALE
+ME_MIN, ME_MAX = santhanam2020.MAGNITUDE_SCALE
+RME_REFERENCE = santhanam2020.RME_REFERENCE
+PRIOR_EXPERIENCE_QUESTIONS = santhanam2020.PRIOR_EXPERIENCE_QUESTIONS
+CRITERION_QUESTIONS = santhanam2020.WORDINGS
 
 @dataclass(frozen=True)
 class ScaleItem:

@@ -2,29 +2,24 @@
 
 The worker chats with one model; the first human message is fixed to "Hi!"; after every bot message
 the worker ticks engaging / human-like / interesting or "none of the above"; after 6 turns each the
-worker gives three 1-5 Likert ratings with the section 3.1.2 wordings, phrased for the whole dialogue.
+worker gives three 1-5 Likert ratings of the partner (wordings in parlai_dialeval.protocols.smith2022).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
-FIXED_OPENING = "Hi!"
-CRITERIA = ("engaging", "humanlike", "interesting")
-# Labels of the per-turn check boxes (Figure 4 of the paper).
-TURN_LABELS = {"engaging": "Engaging", "humanlike": "Human-like", "interesting": "Interesting",
-               "none": "None of the above"}
-# End-of-dialogue Likert questions (1-5): the paper's per-dialogue wordings of the three metrics
-# (Smith 3.1.3), asked about the worker's one partner; docs/single_model_analysis.md uses the same.
-LIKERT_QUESTIONS = {
-    "engaging": "Who would you prefer to talk to for a long conversation?",
-    "humanlike": "Which speaker sounds more human?",
-    "interesting": ("If you had to say one of these speakers is interesting and one is boring, "
-                    "who would you say is more interesting?"),
-}
-LIKERT_PROMPT = "Rate your partner from 1 (not at all) to 5 (very much):"
-LIKERT_MIN, LIKERT_MAX = 1, 5
+from parlai_dialeval.protocols import get_protocol
 
+TURN_PROTOCOL, DIALOG_PROTOCOL = get_protocol("sm_turn"), get_protocol("sm_dialog")
+FIXED_OPENING = TURN_PROTOCOL.turns.fixed_opening
+CRITERIA = TURN_PROTOCOL.criteria()
+# Labels of the per-turn check boxes (Figure 4 of the paper).
+TURN_LABELS = {**{q.criterion: q.label for q in TURN_PROTOCOL.questions}, "none": TURN_PROTOCOL.meta["none_label"]}
+# End-of-dialogue Likert questions: the three metrics phrased about the worker's one partner.
+LIKERT_QUESTIONS = {q.criterion: q.wording for q in DIALOG_PROTOCOL.questions}
+LIKERT_PROMPT = DIALOG_PROTOCOL.prompt
+LIKERT_MIN, LIKERT_MAX = DIALOG_PROTOCOL.questions[0].scale
 
 def parse_annotation(checked: list[str]) -> dict[str, int]:
     """Ticked boxes -> {criterion: 0/1}; 'none' must stand alone and at least one box is required."""

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from parlai_dialeval.protocols import criterion_of
+
 
 @dataclass
 class Units:
@@ -185,18 +187,7 @@ def combo_units(turn: Units, dialog: Units, ratio: tuple[int, int] = (1, 5), siz
 
 # ---------------------------------------------------------------- from canonical data to resampling units
 
-# Smith et al. 2022 3.1.2-3.1.3: the PW-Turn and PW-Dialog wordings of the three metrics, mapped to the
-# single-model criteria so that techniques line up per metric.
-SMITH_QUESTIONS = {
-    "which next response from your partner would you prefer in a long conversation?": "engaging",
-    "which next response from your partner sounds more human?": "humanlike",
-    "if you had to say one of these responses is interesting and one is boring, which would you say is more "
-    "interesting?": "interesting",
-    "who would you prefer to talk to for a long conversation?": "engaging",
-    "which speaker sounds more human?": "humanlike",
-    "if you had to say one of these speakers is interesting and one is boring, who would you say is more "
-    "interesting?": "interesting",
-}
+SMITH_PAIRWISE = ("pw_turn", "pw_dialog")  # protocols whose wordings name a metric
 TECHNIQUES = ("pw_turn", "pw_dialog", "pw_dialog_self", "sm_turn", "sm_dialog")
 
 
@@ -218,10 +209,11 @@ class Sample:
 
 
 def comparison_metric(comparisons: pd.DataFrame) -> pd.Series:
-    """meta.criterion, else the Smith question's criterion, else the question text ('overall' without one)."""
+    """meta.criterion, else the criterion of the Smith PW-Turn / PW-Dialog question (wordings from
+    parlai_dialeval.protocols), else the question text as its own metric ('overall' without one)."""
     named = comparisons["meta"].map(lambda m: m.get("criterion") if isinstance(m, dict) else None)
     question = comparisons["question"].fillna("")
-    mapped = question.map(lambda q: SMITH_QUESTIONS.get(q.strip().lower(), q.strip() or "overall"))
+    mapped = question.map(lambda q: criterion_of(q, SMITH_PAIRWISE) or q.strip() or "overall")
     return named.where(named.notna(), mapped).astype(str)
 
 

@@ -32,7 +32,7 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
                     page.fill(".response-text-input", f"I really enjoy cooking pasta dish {turn}")
                     page.click(".submit-response")
             page.wait_for_selector("[data-testid=rate]", timeout=30000)
-            assert "Who would you prefer to talk to for a long conversation?" in page.inner_text("[data-testid=rate]")
+            assert "How much would you like to talk to your partner for a long conversation?" in page.inner_text("[data-testid=rate]")
             for criterion, value in (("engaging", 4), ("humanlike", 2), ("interesting", 5)):
                 page.check(f"[data-testid=likert-{criterion}-{value}]")
             page.click("[data-testid=submit-ratings]")
