@@ -1,0 +1,1 @@
+"""``-m dialeval:openai_chat``: OpenAI-compatible chat-completions endpoints as ParlAI agents."""
