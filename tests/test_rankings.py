@@ -67,3 +67,26 @@ def test_trueskill_orders_a_dominant_model_first():
     table = rankings.rankings(votes, rounds=20)
     assert list(table.sort_values("trueskill_mu", ascending=False)["model"]) == ["m0", "m1", "m2"]
     assert (table["trueskill_sigma"] < 25 / 3).all()
+
+
+def test_disconnected_parts_are_ranked_apart():
+    # Issue 18 item 6: {x, y} and {p, q} never meet; one ranked list would compare unlinked strengths.
+    votes = pd.DataFrame({"model_a": ["x", "x", "y", "p", "p", "q", "p"], "model_b": ["y", "y", "x", "q", "q", "p", "q"],
+                          "choice": ["a", "a", "a", "a", "b", "b", "a"]})
+    table = rankings.rankings(votes, rounds=50).set_index("model")
+    assert table.loc["x", "component"] != table.loc["p", "component"]
+    assert table.loc["x", "component"] == table.loc["y", "component"]
+    assert sorted(table["rank"]) == [1, 1, 2, 2]
+    assert table.loc["x", "bt_score"] > table.loc["y", "bt_score"]
+
+
+def test_no_interval_where_the_bootstrap_cannot_vary():
+    # A single vote, and a one-sided pair: every resample is the same data, so a "95%" interval of
+    # zero width would be false precision.
+    for votes in (pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "choice": ["a"]}),
+                  pd.DataFrame({"model_a": ["x"] * 5, "model_b": ["y"] * 5, "choice": ["b"] * 5})):
+        table = rankings.rankings(votes, rounds=50)
+        assert table["bt_ci_low"].isna().all() and table["bt_ci_high"].isna().all()
+        assert table["bt_note"].str.contains("cannot vary").all()
+    varied = rankings.rankings(simulate([0.5, 0.0], 200, seed=2), rounds=50)
+    assert varied["bt_ci_low"].notna().all() and (varied["bt_note"] == "").all()

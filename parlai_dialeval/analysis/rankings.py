@@ -14,10 +14,14 @@ import choix
 import numpy as np
 import pandas as pd
 import trueskill
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from tqdm import tqdm
 
 TIE_POLICY = ("Bradley-Terry: a worker tie is half a win for each model; TrueSkill: a worker tie is a "
               "draw; automatic ties (identical responses) are excluded from both")
+RANKING_COLUMNS = ["model", "component", "rank", "bt_score", "bt_ci_low", "bt_ci_high", "bt_note", "trueskill_mu",
+                   "trueskill_sigma", "win_count"]
 # A little regularisation keeps strengths finite when a model never wins (or never loses).
 BT_ALPHA = 1e-3
 
@@ -90,18 +94,54 @@ def trueskill_ratings(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_model
     return np.array([r.mu for r in ratings]), np.array([r.sigma for r in ratings])
 
 
+def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
+    """Connected parts of the comparison graph, numbered 1.. from the largest: strengths from different
+    parts are not comparable, since no vote links them."""
+    graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n_models, n_models))
+    _, labels = connected_components(graph, directed=False)
+    sizes = np.bincount(labels)
+    order = np.argsort(-sizes, kind="stable")
+    return np.argsort(order)[labels] + 1
+
+
 def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_counts: pd.Series | None = None,
              progress: bool = False) -> pd.DataFrame:
-    """model, bt_score, bt_ci_low, bt_ci_high, trueskill_mu, trueskill_sigma, win_count, sorted by
-    bt_score (win_count: Lee's system win count, passed in from pairwise.system_win_counts)."""
+    """model, component, rank, bt_score, bt_ci_low, bt_ci_high, bt_note, trueskill_mu, trueskill_sigma,
+    win_count, sorted by component then bt_score (win_count: Lee's system win count, passed in from
+    pairwise.system_win_counts).
+
+    Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
+    largest; ``rank`` is within it). Where the bootstrap cannot vary (a part whose votes are all of one
+    kind, e.g. a single vote or a one-sided pair) no interval is given and ``bt_note`` says why."""
     models, a, b, outcome = encode(comparisons)
-    columns = ["model", "bt_score", "bt_ci_low", "bt_ci_high", "trueskill_mu", "trueskill_sigma", "win_count"]
     if len(models) < 2:
-        return pd.DataFrame(columns=columns)
-    strength, low, high = bradley_terry(a, b, outcome, len(models), rounds=rounds, seed=seed, progress=progress)
+        return pd.DataFrame(columns=RANKING_COLUMNS)
+    part = components(a, b, len(models))
+    frame = pd.DataFrame({"model": models, "component": part, "bt_score": np.nan, "bt_ci_low": np.nan,
+                          "bt_ci_high": np.nan, "bt_note": ""})
+    for label in np.unique(part):
+        members = np.flatnonzero(part == label)
+        if len(members) < 2:
+            frame.loc[members, "bt_note"] = "no votes"
+            continue
+        local = np.full(len(models), -1)
+        local[members] = np.arange(len(members))
+        rows = part[a] == label
+        strength, low, high = bradley_terry(local[a[rows]], local[b[rows]], outcome[rows], len(members),
+                                            rounds=rounds, seed=seed, progress=progress)
+        frame.loc[members, "bt_score"] = strength
+        if len(deduplicate(a[rows], b[rows], outcome[rows])[1]) == 1:
+            frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "
+                                             "same pair, so the bootstrap cannot vary")
+        elif rounds > 0:
+            fixed = np.isclose(low, high, rtol=0, atol=1e-9)
+            frame.loc[members, "bt_ci_low"] = np.where(fixed, np.nan, low)
+            frame.loc[members, "bt_ci_high"] = np.where(fixed, np.nan, high)
+            frame.loc[members[fixed], "bt_note"] = "no interval: the bootstrap did not vary"
     mu, sigma = trueskill_ratings(a, b, outcome, len(models), progress=progress)
-    frame = pd.DataFrame({"model": models, "bt_score": strength, "bt_ci_low": low, "bt_ci_high": high,
-                          "trueskill_mu": mu, "trueskill_sigma": sigma})
+    frame["trueskill_mu"], frame["trueskill_sigma"] = mu, sigma
     counts = win_counts if win_counts is not None else pd.Series(dtype=int)
     frame["win_count"] = frame["model"].map(counts).fillna(0).astype(int)
-    return frame.sort_values("bt_score", ascending=False, ignore_index=True)[columns]
+    frame = frame.sort_values(["component", "bt_score"], ascending=[True, False], ignore_index=True)
+    frame["rank"] = frame.groupby("component").cumcount() + 1
+    return frame[RANKING_COLUMNS]
