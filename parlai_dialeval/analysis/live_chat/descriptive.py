@@ -1,0 +1,159 @@
+"""Live-chat descriptive tables: durations (Table 1), opening-topic attitudes (Table 2), worker input
+lengths (Table 12), the counts summary and Table 1 itself."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.analysis.live_chat.settings import HUMAN, Settings
+
+
+def durations(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame:
+    """Table 1 durations in minutes: per HIT (assignment_duration) and per conversation (the HIT's time
+    divided by its conversations, as the paper does; and measured ``duration`` when recorded)."""
+    frame = conversations
+    rows = []
+    if "assignment_duration" in frame.columns and frame["assignment_duration"].notna().any():
+        per_hit = frame.groupby("assignment_id").agg(worker_id=("worker_id", "first"),
+                                                     seconds=("assignment_duration", "first"),
+                                                     conversations=("id", "size")).dropna(subset=["seconds"])
+        per_hit["passed"] = per_hit["worker_id"].isin(passed_workers)
+        per_hit["per_conversation"] = per_hit["seconds"] / per_hit["conversations"]
+        for label, sub in (("passed", per_hit[per_hit["passed"]]), ("failed", per_hit[~per_hit["passed"]]),
+                           ("all", per_hit)):
+            rows.append({"workers": label, "hits": len(sub),
+                         "mean_minutes_per_hit": sub["seconds"].mean() / 60 if len(sub) else np.nan,
+                         "mean_minutes_per_conversation": sub["per_conversation"].mean() / 60 if len(sub) else np.nan})
+    out = pd.DataFrame(rows)
+    if "duration" in frame.columns and frame["duration"].notna().any():
+        measured = frame.dropna(subset=["duration"])
+        passed = measured["worker_id"].isin(passed_workers)
+        values = {"passed": measured.loc[passed, "duration"], "failed": measured.loc[~passed, "duration"],
+                  "all": measured["duration"]}
+        column = {k: (v.astype(float).mean() / 60 if len(v) else np.nan) for k, v in values.items()}
+        if out.empty:
+            out = pd.DataFrame({"workers": list(values)})
+        out["mean_minutes_per_conversation_measured"] = out["workers"].map(column)
+    return out
+
+
+def topic_attitudes(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame | None:
+    """Table 2: % of conversations whose opening topic the worker liked / was ambivalent about / disliked,
+    for passing and failing workers (all conversations of the HIT, QC included, as the paper's numbers)."""
+    if "topic_attitude" not in conversations.columns or conversations["topic_attitude"].isna().all():
+        return None
+    frame = conversations.dropna(subset=["topic_attitude"])
+    outcome = np.where(frame["worker_id"].isin(passed_workers), "passed", "failed")
+    table = pd.crosstab(frame["topic_attitude"], outcome, normalize="columns") * 100
+    wanted = [a for a in ("like", "ambivalent", "dislike") if a in table.index]
+    table = table.reindex(wanted + [a for a in table.index if a not in wanted])
+    table = table.reindex(columns=[c for c in ("passed", "failed") if c in table.columns])
+    counts = pd.Series(outcome).value_counts()
+    table.loc["conversations"] = [counts.get(c, 0) for c in table.columns]
+    table.index.name = "attitude"
+    return table.reset_index()
+
+
+def input_lengths(conversations: pd.DataFrame, passed_workers: set, speaker: str = HUMAN) -> pd.DataFrame | None:
+    """Table 12: median characters and words (whitespace tokens) of worker inputs, per input and per
+    conversation, for passing and failing workers."""
+    if "turns" not in conversations.columns or conversations.empty:
+        return None
+    # turns are validated on load: a list of {speaker, text, ...}
+    per_conversation = [[t["text"] for t in turns if t["speaker"] == speaker] if isinstance(turns, list) else []
+                        for turns in conversations["turns"].tolist()]
+    counts = np.fromiter(map(len, per_conversation), dtype=np.int64, count=len(per_conversation))
+    texts = list(itertools.chain.from_iterable(per_conversation))
+    if not texts:
+        return None
+    owner = np.repeat(np.arange(len(per_conversation)), counts)
+    chars = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    words = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
+    n = len(conversations)
+    has_input = np.bincount(owner, minlength=n) > 0
+    chars_conv = np.bincount(owner, weights=chars, minlength=n)
+    words_conv = np.bincount(owner, weights=words, minlength=n)
+    passed_conv = conversations["worker_id"].isin(passed_workers).to_numpy()
+    rows = []
+    for label, mask in (("passed", passed_conv), ("failed", ~passed_conv), ("all", np.ones(n, bool))):
+        conv = mask & has_input
+        inputs = mask[owner]
+        rows.append({"workers": label, "conversations": int(conv.sum()), "inputs": int(inputs.sum()),
+                     "median_chars_per_input": _median(chars[inputs]),
+                     "median_chars_per_conversation": _median(chars_conv[conv]),
+                     "median_words_per_input": _median(words[inputs]),
+                     "median_words_per_conversation": _median(words_conv[conv])})
+    return pd.DataFrame(rows)
+
+
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if len(values) else np.nan
+
+
+def conversation_meta(conversations: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
+    """The rated conversations with their canonical fields (turns, durations, topic attitude, hit_id)."""
+    wanted = [c for c in ("id", "hit_id", "assignment_duration", "duration", "topic_attitude", "turns")
+              if c in conversations.columns]
+    base = conv[["conversation_id", "worker_id", "assignment_id", "model", "qc", "passed"]].rename(
+        columns={"conversation_id": "id"})
+    if not len(conversations) or "id" not in wanted:
+        return base
+    extra = conversations[wanted].copy()
+    extra["id"] = extra["id"].astype(str)
+    extra = extra.drop_duplicates("id")
+    return base.merge(extra, on="id", how="left")
+
+
+def summarise(settings: Settings, frame: pd.DataFrame, conv: pd.DataFrame, workers: pd.DataFrame, empty: list[dict],
+             notes: list[str]) -> dict:
+    qc = set(settings.qc_models)
+    genuine = conv[~conv["qc"]]
+    empty_genuine = sum(sum(1 for m in item.get("models") or [] if m not in qc) for item in empty)
+    n_assignments_rated = int(conv["assignment_id"].nunique())
+    passed_assignments = int(conv.loc[conv["passed"], "assignment_id"].nunique())
+    n_workers = int(len(workers))
+    n_passed = int(workers["passed"].sum())
+    summary = {
+        "study": settings.study,
+        "n_assignments": n_assignments_rated + len(empty),
+        "n_assignments_rated": n_assignments_rated,
+        "n_assignments_empty": len(empty),
+        "n_assignments_passed": passed_assignments,
+        "n_workers": n_workers,
+        "n_workers_passed": n_passed,
+        "worker_pass_rate": n_passed / n_workers if n_workers else None,
+        "n_dialogues": int(len(genuine)),
+        "n_dialogues_passed": int(genuine["passed"].sum()),
+        "dialogue_pass_rate": float(genuine["passed"].mean()) if len(genuine) else None,
+        "n_dialogues_incl_empty_submissions": int(len(genuine)) + empty_genuine,
+        "n_qc_dialogues": int(conv["qc"].sum()),
+        "n_ratings": int(len(frame)),
+        "n_ratings_passed_genuine": int((frame["passed"] & ~frame["model"].isin(qc)).sum()),
+        "models": sorted(genuine["model"].unique().tolist()),
+        "settings": settings.as_dict(),
+    }
+    notes.append("n_dialogues counts the genuine-model (non-QC) conversations that were held and rated; "
+                 "n_workers counts every worker who submitted an assignment, empty submissions included.")
+    if empty:
+        notes.append(f"{len(empty)} empty submission(s) (no conversation or rating) were skipped by the importer; "
+                     "their workers count in n_workers (as failing: nothing to test) and the submissions in "
+                     f"n_assignments. The paper's Table 1 'Dialogues Total' also counts the {empty_genuine} "
+                     "genuine-model slot(s) of those submissions: n_dialogues_incl_empty_submissions = "
+                     f"{summary['n_dialogues_incl_empty_submissions']}.")
+    summary["notes"] = notes
+    return summary
+
+
+def make_table1(summary: dict, table_durations: pd.DataFrame) -> pd.DataFrame:
+    rows = [("workers", summary["n_workers"], summary["n_workers_passed"], summary["worker_pass_rate"]),
+            ("assignments (HITs)", summary["n_assignments"], summary["n_assignments_passed"],
+             summary["n_assignments_passed"] / summary["n_assignments"] if summary["n_assignments"] else None),
+            ("dialogues (genuine models, rated)", summary["n_dialogues"], summary["n_dialogues_passed"],
+             summary["dialogue_pass_rate"])]
+    if summary["n_assignments_empty"]:
+        total = summary["n_dialogues_incl_empty_submissions"]
+        rows.append(("dialogues incl. empty submissions (paper's count)", total, summary["n_dialogues_passed"],
+                     summary["n_dialogues_passed"] / total if total else None))
+    return pd.DataFrame(rows, columns=["", "total", "passed", "pass_rate"])

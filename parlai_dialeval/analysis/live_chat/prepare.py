@@ -1,0 +1,91 @@
+"""Live-chat data preparation: the analysed ratings, reversal of negative statements, per-worker z."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.analysis.live_chat.settings import Settings
+
+
+def _complete(status: pd.Series) -> pd.Series:
+    return status.isna() | status.eq("complete")
+
+
+def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
+                    settings: Settings) -> tuple[pd.DataFrame, dict]:
+    """The analysed ratings, with reversed value ``x``; and counts of what was left out and why."""
+    left_out = {}
+    frame = ratings
+    if "turn_index" in frame.columns and frame["turn_index"].notna().any():
+        per_turn = frame["turn_index"].notna()
+        left_out["per-turn ratings (not part of this protocol)"] = int(per_turn.sum())
+        frame = frame[~per_turn]
+    keep = frame["criterion"].isin(settings.criteria)
+    if (~keep).any():
+        left_out["ratings of criteria not analysed"] = int((~keep).sum())
+        frame = frame[keep]
+    if len(conversations) and "status" in conversations.columns:
+        bad = conversations.loc[~_complete(conversations["status"]), "id"]
+        if len(bad):
+            drop = frame["conversation_id"].isin(bad)
+            if drop.any():
+                left_out["ratings of conversations not complete (status)"] = int(drop.sum())
+                frame = frame[~drop]
+    columns = ["worker_id", "conversation_id", "model", "criterion", "value"]
+    out = pd.DataFrame({c: frame[c].to_numpy() for c in columns})
+    out["assignment_id"] = frame["assignment_id"].to_numpy() if "assignment_id" in frame else None
+    out["value"] = pd.to_numeric(out["value"]).astype(float)
+    for column in ("worker_id", "conversation_id", "model", "criterion"):
+        out[column] = out[column].astype(str)
+    # ratings carry assignment_id optionally; fill it from the conversation, else the conversation id
+    missing = out["assignment_id"].isna()
+    if missing.any() and len(conversations) and "assignment_id" in conversations.columns:
+        lookup = pd.Series(conversations["assignment_id"].to_numpy(), index=conversations["id"].astype(str))
+        lookup = lookup[~lookup.index.duplicated()]
+        out.loc[missing, "assignment_id"] = out.loc[missing, "conversation_id"].map(lookup).to_numpy()
+        missing = out["assignment_id"].isna()
+    if missing.any():
+        out.loc[missing, "assignment_id"] = out.loc[missing, "conversation_id"]
+    out["assignment_id"] = out["assignment_id"].astype(str)
+    out["x"] = reverse(out["value"].to_numpy(), out["criterion"].to_numpy(), settings)
+    return out, left_out
+
+
+def reverse(values: np.ndarray, criteria: np.ndarray, settings: Settings) -> np.ndarray:
+    """``min + max - x`` for negatively worded statements (``100 - x`` on a 0-100 scale)."""
+    x = np.asarray(values, dtype=float).copy()
+    if not settings.config.reverse:
+        return x
+    for name in settings.negative:
+        low, high = settings.bounds[name]
+        rows = criteria == name
+        x[rows] = low + high - x[rows]
+    return x
+
+
+def standardise(x: np.ndarray, groups: np.ndarray, ddof: int = 1, epsilon: float = 1e-6) -> np.ndarray:
+    """Per-group z: (x - mean) / (SD(ddof) + epsilon); ``groups`` are integer codes."""
+    groups = np.asarray(groups)
+    n = np.bincount(groups)
+    total = np.bincount(groups, weights=x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / n
+        centred = x - mean[groups]
+        sd = np.sqrt(np.bincount(groups, weights=centred ** 2) / (n - ddof))
+        return centred / (sd[groups] + epsilon)
+
+
+def group_sd(x: np.ndarray, groups: np.ndarray, ddof: int = 1) -> np.ndarray:
+    n = np.bincount(groups)
+    mean = np.bincount(groups, weights=x) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sqrt(np.bincount(groups, weights=(x - mean[groups]) ** 2) / (n - ddof))
+
+
+def add_z(frame: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    codes, _ = pd.factorize(frame["worker_id"])
+    if settings.config.standardise:
+        frame["z"] = standardise(frame["x"].to_numpy(), codes, settings.config.ddof, settings.config.epsilon)
+    else:
+        frame["z"] = frame["x"].to_numpy()
+    return frame

@@ -1,0 +1,168 @@
+"""Live-chat analysis settings: the options (``LiveChatConfig``), what they resolve to against the
+data (``Settings``), the result record, and choosing the study."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from parlai_dialeval.errors import DialevalError
+
+QC_TESTS = ("mannwhitney", "ttest", "none")
+SIG_TESTS = ("mannwhitney", "ttest")
+CORRECTIONS = ("none", "bonferroni", "holm", "sidak", "holm-sidak", "fdr_bh", "fdr_by")
+AGREEMENT_BY = ("models", "hit")
+HUMAN = "human"
+
+
+@dataclass
+class LiveChatConfig:
+    """Every step of the analysis; the defaults are Ji et al. (2022)'s method."""
+
+    study: str | None = None               # which study to analyse when the data hold several
+    criteria: list[str] | None = None      # statements to analyse (default: all the study declares)
+    negative: list[str] | None = None      # negatively worded statements (default: study metadata)
+    scale_min: float | None = None         # scale bounds for reversal (default: metadata / ratings)
+    scale_max: float | None = None
+    reverse: bool = True                   # reverse negative statements before anything else
+    standardise: bool = True               # per-worker z scores (False: analyse reversed raw values)
+    ddof: int = 1                          # SD degrees of freedom for z
+    epsilon: float = 1e-6                  # added to the SD (the authors' code)
+    qc_models: list[str] | None = None     # quality-control bots (default: study's qc_models)
+    qc_test: str = "mannwhitney"           # mannwhitney | ttest (Welch) | none (everyone passes)
+    qc_alpha: float = 0.05                 # a worker passes when p < qc_alpha
+    qc_criteria: list[str] | None = None   # statements the QC test uses (default: the positive ones)
+    sig_test: str = "mannwhitney"          # pairwise test between models: mannwhitney | ttest (Welch)
+    correction: str = "none"               # multiple-comparison correction over all ordered pairs
+    order: list[str] | None = None         # fixed model order (the paper's run 2 used run 1's)
+    agreement_by: str = "models"           # HITs are "the same" when they held the same models, or hit_id
+    agreement_max_pairs: int = 2_000_000   # above this many pairs, a seeded random sample is used
+    seed: int = 0
+
+    def check(self) -> None:
+        for name, value, allowed in (("qc_test", self.qc_test, QC_TESTS), ("sig_test", self.sig_test, SIG_TESTS),
+                                     ("correction", self.correction, CORRECTIONS),
+                                     ("agreement_by", self.agreement_by, AGREEMENT_BY)):
+            if value not in allowed:
+                raise DialevalError(f"--{name} must be one of {', '.join(allowed)}, not '{value}'")
+        if not 0 < self.qc_alpha < 1:
+            raise DialevalError(f"--qc_alpha must lie between 0 and 1, not {self.qc_alpha}")
+
+
+@dataclass
+class Settings:
+    """The configuration resolved against the data: what was actually done."""
+
+    study: str | None
+    criteria: list[str]
+    negative: list[str]
+    bounds: dict[str, tuple[float, float]]
+    qc_models: list[str]
+    qc_criteria: list[str]
+    labels: dict[str, str]
+    config: LiveChatConfig
+
+    def as_dict(self) -> dict:
+        return {"study": self.study, "criteria": self.criteria, "negative": self.negative,
+                "scale": {c: list(b) for c, b in self.bounds.items()}, "qc_models": self.qc_models,
+                "qc_criteria": self.qc_criteria, **{k: v for k, v in asdict(self.config).items()
+                                                     if k not in ("study", "criteria", "negative", "qc_models",
+                                                                  "qc_criteria")}}
+
+
+@dataclass
+class LiveChatResult:
+    settings: Settings
+    ratings: pd.DataFrame          # per analysed rating: worker_id, conversation_id, model, criterion, value, x, z
+    conversations: pd.DataFrame    # one row per rated conversation: overall z / raw, passed, qc
+    workers: pd.DataFrame          # worker_id, n_hits, n_ratings, p_value, passed (+ note)
+    system_scores: pd.DataFrame    # model, n, overall, <criteria> (z)
+    system_scores_raw: pd.DataFrame
+    significance: pd.DataFrame     # model_a, model_b, p_value (+ p_adjusted)
+    correlations: pd.DataFrame     # Table 8 (z); Pearson above the diagonal, Spearman below
+    correlations_raw: pd.DataFrame
+    agreement: dict                # {"passed": r array, "failed": r array, "stats": DataFrame, ...}
+    table1: pd.DataFrame
+    durations: pd.DataFrame
+    topics: pd.DataFrame | None
+    inputs: pd.DataFrame | None
+    summary: dict
+    notes: list[str] = field(default_factory=list)
+
+
+
+def _study_names(data) -> list[str]:
+    names = [s["name"] for s in data.studies]
+    for frame in (data.ratings, data.conversations):
+        if "study" in frame.columns:
+            names += [n for n in frame["study"].dropna().unique().tolist() if n not in names]
+    return list(dict.fromkeys(names))
+
+
+def select_study(data, study: str | None):
+    """The study's record (or None) and its conversations and ratings."""
+    names = _study_names(data)
+    if study is None:
+        if len(names) > 1:
+            raise DialevalError("the data hold several studies (" + ", ".join(names) + "); choose one with "
+                                "--study NAME (z scores and quality control are per study)")
+        study = names[0] if names else None
+    elif study not in names:
+        raise DialevalError(f"no study named '{study}' in the data; found: {', '.join(names) or 'none'}")
+    record = next((s for s in data.studies if s["name"] == study), None)
+    conversations, ratings = data.conversations, data.ratings
+    if study is not None and len(names) > 1:
+        conversations = conversations[conversations["study"].eq(study)]
+        ratings = ratings[ratings["study"].eq(study)]
+    return study, record, conversations, ratings
+
+
+def _ordered_criteria(names: list[str], negative: set[str]) -> list[str]:
+    """Positive statements first, then negative ones, each in declared order (the paper's tables)."""
+    return [c for c in names if c not in negative] + [c for c in names if c in negative]
+
+
+def resolve_settings(config: LiveChatConfig, study: str | None, record: dict | None,
+                     ratings: pd.DataFrame) -> Settings:
+    config.check()
+    declared = {c["name"]: c for c in (record or {}).get("criteria") or []}
+    present = list(dict.fromkeys(ratings["criterion"].tolist())) if len(ratings) else []
+    names = list(config.criteria or declared or present)
+    unknown = [c for c in names if c not in present]
+    if unknown:
+        raise DialevalError(f"no ratings of criteria {', '.join(unknown)}; the data rate: {', '.join(present)}")
+    if config.negative is not None:
+        negative = [c for c in config.negative if c]
+        missing = [c for c in negative if c not in names]
+        if missing:
+            raise DialevalError(f"--negative names criteria that are not analysed: {', '.join(missing)}")
+    else:
+        negative = [c for c in names if declared.get(c, {}).get("positive") is False]
+    negative_set = set(negative)
+    names = _ordered_criteria(names, negative_set)
+    bounds = {}
+    for name in names:
+        low = config.scale_min if config.scale_min is not None else declared.get(name, {}).get("min")
+        high = config.scale_max if config.scale_max is not None else declared.get(name, {}).get("max")
+        if low is None or high is None:
+            rows = ratings[ratings["criterion"].eq(name)]
+            if low is None and "scale_min" in rows and rows["scale_min"].notna().any():
+                low = float(pd.to_numeric(rows["scale_min"]).min())
+            if high is None and "scale_max" in rows and rows["scale_max"].notna().any():
+                high = float(pd.to_numeric(rows["scale_max"]).max())
+        if name in negative_set and config.reverse and (low is None or high is None):
+            raise DialevalError(f"cannot reverse '{name}': its scale bounds are unknown (declare min and max "
+                                "in the study's criteria, or give --scale_min and --scale_max)")
+        bounds[name] = (float(low) if low is not None else math.nan, float(high) if high is not None else math.nan)
+    qc_models = list(config.qc_models if config.qc_models is not None else (record or {}).get("qc_models") or [])
+    if config.qc_criteria is not None:
+        qc_criteria = [c for c in config.qc_criteria if c]
+        missing = [c for c in qc_criteria if c not in names]
+        if missing:
+            raise DialevalError(f"--qc_criteria names criteria that are not analysed: {', '.join(missing)}")
+    else:
+        qc_criteria = [c for c in names if c not in negative_set]
+    labels = dict(((record or {}).get("meta") or {}).get("model_labels") or {})
+    return Settings(study, names, [c for c in names if c in negative_set], bounds, qc_models, qc_criteria,
+                    labels, config)
