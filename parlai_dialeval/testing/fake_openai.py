@@ -71,6 +71,7 @@ class FakeOpenAI:
         self.api_key = api_key
         self.requests: list[dict] = []  # every request: model, messages, body, headers (for tests)
         self._requests_lock = threading.Lock()
+        self.in_flight = self.max_in_flight = 0  # requests being answered at once (concurrency checks)
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -120,7 +121,14 @@ class FakeOpenAI:
         if not isinstance(messages, list) or not messages:
             return 400, {}, _error("messages must be a non-empty list", "invalid_request_error")
         fault, scripted = script.next_step()
-        time.sleep(script.hang if fault == "timeout" else script.latency)
+        with self._requests_lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(script.hang if fault == "timeout" else script.latency)
+        finally:
+            with self._requests_lock:
+                self.in_flight -= 1
         size = sum(len(str(m.get("content", ""))) for m in messages)
         if fault == "context" or (script.max_context_chars is not None and size > script.max_context_chars):
             return 400, {}, _error(f"This model's maximum context length is {script.max_context_chars} "

@@ -1,0 +1,229 @@
+"""dialeval:openai_chat against the stdlib fake OpenAI-compatible server (parlai_dialeval.testing.fake_openai)."""
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import parlai_dialeval  # noqa: F401  (registers dialeval:)
+from parlai_dialeval.agents.openai_chat.client import EndpointError, retry_after_seconds
+from parlai_dialeval.agents.openai_chat.openai_chat import build_messages
+from parlai_dialeval.testing.fake_openai import FakeOpenAI, ModelScript
+
+KEY = "sk-test-7f3a9c1e"
+
+
+def make_agent(fake, model="m", **opt):
+    from parlai.core.agents import create_agent
+
+    return create_agent({"model": "dialeval:openai_chat", "base_url": fake.base_url, "endpoint_model": model,
+                         "retry_backoff": 0.01, **opt})
+
+
+def say(agent, text, **extra):
+    agent.observe({"id": "human", "text": text, "episode_done": False, **extra})
+    return agent.act()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_reply_carries_text_tokens_latency_and_finish_reason():
+    with FakeOpenAI({"m": {"replies": ["Hello there, I am a bot."], "latency": 0.05}}) as fake:
+        reply = say(make_agent(fake), "Hi how are you")
+    assert reply["text"] == "Hello there, I am a bot."
+    assert reply["prompt_tokens"] == 4 and reply["completion_tokens"] == 6  # the fake counts words
+    assert reply["finish_reason"] == "stop" and reply["attempts"] == 1
+    assert reply["latency"] >= 0.05
+
+
+def test_request_body_has_the_generation_settings_and_the_history():
+    with FakeOpenAI() as fake:
+        agent = make_agent(fake, "fake-model", temperature=0.2, max_tokens=2, stop='["\\n", "User:"]',
+                           extra_body='{"top_p": 0.9, "seed": 7}', system_prompt="You are friendly.")
+        first = say(agent, "one two three")
+        say(agent, "four")
+    body = fake.requests[-1]["body"]
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 2 and body["stop"] == ["\n", "User:"]
+    assert body["top_p"] == 0.9 and body["seed"] == 7 and body["model"] == "fake-model"
+    assert first["text"] == "You said:" and first["finish_reason"] == "length"  # cut at max_tokens words
+    assert body["messages"] == [{"role": "system", "content": "You are friendly."},
+                                {"role": "user", "content": "one two three"},
+                                {"role": "assistant", "content": "You said:"},
+                                {"role": "user", "content": "four"}]
+
+
+@pytest.mark.parametrize("placement,expected", [
+    ("system", [{"role": "system", "content": "Be brief.\nTopic: jazz\nyour persona: I love cats."},
+                {"role": "user", "content": "hello"}]),
+    ("first_user", [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Topic: jazz\nyour persona: I love cats.\nhello"}]),
+    ("none", [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]),
+])
+def test_persona_and_topic_go_where_the_placement_says(placement, expected):
+    with FakeOpenAI() as fake:
+        agent = make_agent(fake, "fake-model", system_prompt="Be brief.", context_placement=placement)
+        say(agent, "your persona: I love cats.\nhello", context="Topic: jazz")
+    assert fake.requests[0]["messages"] == expected
+
+
+def test_build_messages_rejects_an_unknown_placement():
+    with pytest.raises(EndpointError, match="context-placement 'top'"):
+        build_messages("", ["x"], "top", [])
+
+
+def test_episode_done_clears_the_history_and_copies_keep_their_own():
+    from parlai.core.agents import create_agent_from_shared
+
+    with FakeOpenAI() as fake:
+        agent = make_agent(fake, "fake-model")
+        copy = create_agent_from_shared(agent.share())
+        say(agent, "a")
+        say(copy, "b")
+        agent.observe({"text": "c", "episode_done": True})
+        agent.act()
+        say(agent, "d")
+    assert copy.endpoint.client is agent.endpoint.client  # one pooled client for every copy
+    assert [len(r["messages"]) for r in fake.requests] == [1, 1, 3, 1]
+
+
+def test_the_key_is_sent_but_never_kept_in_opts_replies_logs_or_saved_opts(monkeypatch, caplog, tmp_path):
+    monkeypatch.setenv("DIALEVAL_TEST_KEY", KEY)
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAI({"m": {"faults": ["500"]}}, api_key=KEY) as fake:
+        agent = make_agent(fake, api_key_env="DIALEVAL_TEST_KEY")
+        reply = say(agent, "hello")
+        agent.opt.save(str(tmp_path / "model.opt"))
+        shared = agent.share()
+    assert fake.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    assert reply["attempts"] == 2 and "500" in caplog.text  # the retry was logged ...
+    for where in (caplog.text, json.dumps(dict(agent.opt)), json.dumps(dict(reply)),
+                  (tmp_path / "model.opt").read_text(), repr(shared["opt"])):
+        assert KEY not in where  # ... without the key
+
+
+def test_a_wrong_key_is_refused_with_the_status(monkeypatch):
+    monkeypatch.setenv("DIALEVAL_TEST_KEY", "wrong")
+    with FakeOpenAI(api_key=KEY) as fake:
+        with pytest.raises(EndpointError, match="HTTP 401"):
+            say(make_agent(fake, "fake-model", api_key_env="DIALEVAL_TEST_KEY"), "hi")
+
+
+def test_a_missing_key_variable_is_one_clear_line(monkeypatch):
+    monkeypatch.delenv("DIALEVAL_NO_SUCH_KEY", raising=False)
+    with FakeOpenAI() as fake:
+        with pytest.raises(EndpointError, match="DIALEVAL_NO_SUCH_KEY is not set"):
+            make_agent(fake, api_key_env="DIALEVAL_NO_SUCH_KEY")
+
+
+def test_429_is_retried_after_the_retry_after_delay():
+    with FakeOpenAI({"m": {"faults": ["429"], "retry_after": 0.4}}) as fake:
+        reply = say(make_agent(fake, retry_backoff=30), "hi")  # Retry-After wins over the back-off
+    assert reply["attempts"] == 2 and reply["text"] == "You said: hi"
+    first, second = fake.requests
+    assert second["time"] - first["time"] >= 0.4
+
+
+def test_retry_after_accepts_seconds_and_http_dates():
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 100))
+    assert 95 <= retry_after_seconds(date) <= 101
+
+
+def test_500_twice_then_success_but_three_times_fails_the_turn():
+    with FakeOpenAI({"m": {"faults": ["500", "500"]}, "n": {"faults": ["500"] * 3}}) as fake:
+        assert say(make_agent(fake, "m"), "hi")["attempts"] == 3
+        with pytest.raises(EndpointError, match=r"failed 3 times, last: HTTP 500: The server had an error"):
+            say(make_agent(fake, "n"), "hi")
+        assert len(fake.requests_for("n")) == 3  # bounded: max_retries 2
+
+
+def test_a_retry_after_beyond_the_cap_gives_up_at_once():
+    with FakeOpenAI({"m": {"faults": ["429"], "retry_after": 3600}}) as fake:
+        with pytest.raises(EndpointError, match="retry after 3600 s"):
+            say(make_agent(fake), "hi")
+        assert len(fake.requests) == 1
+
+
+def test_a_timeout_fails_the_turn_after_the_retries():
+    with FakeOpenAI({"m": {"faults": ["timeout", "timeout"], "hang": 2.0}}) as fake:
+        with pytest.raises(EndpointError, match=r"failed 2 times, last: no reply within 0.3 s"):
+            say(make_agent(fake, request_timeout=0.3, max_retries=1), "hi")
+
+
+@pytest.mark.parametrize("fault,message", [
+    ("malformed", "malformed JSON"), ("empty", "the reply has no choices"),
+    ("notext", "the reply has no text"), ("context", r"refused the request \(HTTP 400: This model's maximum context"),
+])
+def test_bad_replies_fail_at_once_with_the_reason(fault, message):
+    with FakeOpenAI({"m": {"faults": [fault]}}) as fake:
+        with pytest.raises(EndpointError, match=message):
+            say(make_agent(fake), "hi")
+        assert len(fake.requests) == 1  # not retried
+
+
+def test_a_conversation_longer_than_the_context_gets_the_400():
+    with FakeOpenAI({"m": {"max_context_chars": 40}}) as fake:
+        agent = make_agent(fake)
+        say(agent, "short")
+        with pytest.raises(EndpointError, match="maximum context length is 40"):
+            say(agent, "this message makes the conversation too long")
+
+
+def test_unknown_model_and_unreachable_url():
+    with FakeOpenAI() as fake:
+        with pytest.raises(EndpointError, match="model 'nope' not found"):
+            make_agent(fake, "nope").endpoint.ping()
+    from parlai.core.agents import create_agent
+
+    dead = create_agent({"model": "dialeval:openai_chat", "base_url": f"http://127.0.0.1:{free_port()}/v1",
+                         "endpoint_model": "m"})
+    with pytest.raises(EndpointError, match="is unreachable: ConnectError"):
+        dead.endpoint.ping()
+
+
+def test_copies_talk_to_the_endpoint_at_the_same_time():
+    from parlai.core.agents import create_agent_from_shared
+
+    with FakeOpenAI({"m": {"latency": 1.0}}) as fake:
+        shared = make_agent(fake).share()
+        copies = [create_agent_from_shared(shared) for _ in range(10)]
+        threads = [threading.Thread(target=say, args=(c, f"hi {i}")) for i, c in enumerate(copies)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(fake.requests) == 10
+    assert fake.max_in_flight >= 8  # no lock: the requests overlapped at the server
+
+
+def test_fake_rejects_unknown_faults():
+    with pytest.raises(ValueError, match="unknown faults"):
+        ModelScript(faults=["503"])
+
+
+def test_fake_runs_by_hand():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "parlai_dialeval.testing.fake_openai", "--port", str(port),
+                             "--model", "rehearsal", "--reply", "Scripted hello."],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert f"http://127.0.0.1:{port}/v1 serving rehearsal" in proc.stdout.readline()
+        import httpx
+
+        answer = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                            json={"model": "rehearsal", "messages": [{"role": "user", "content": "hi"}]}).json()
+        assert answer["choices"][0]["message"]["content"] == "Scripted hello."
+    finally:
+        proc.terminate()
+        proc.wait(10)
