@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 
 
@@ -19,8 +20,7 @@ class LiveChatArgs:
         "help": "show a persona statement of the model as the topic instead of letting the worker choose"})
     ice_breakers: List[str] = field(default_factory=list, metadata={
         "help": "fallback ice-breaker statements for models configured without a persona"})
-    turn_timeout: int = field(default=1200, metadata={
-        "help": "seconds a worker may stay idle before the HIT is ended as timed out (partial data kept)"})
+    turn_timeout: int = turn_timeout_field()
     models: Dict[str, Any] = field(default_factory=dict, metadata={
         "help": "name -> {opt: {ParlAI agent opt: model/model_file/...}, persona: [sentences]}"})
     qc_models: List[str] = field(default_factory=list, metadata={

@@ -11,6 +11,15 @@ from typing import Any
 
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 
+TURN_TIMEOUT_HELP = ("seconds a worker may stay idle (no message, no click) before the HIT is ended as timed out; "
+                     "their partial work is kept and exported as incomplete")
+
+
+def turn_timeout_field(default: int = 1200):
+    """The per-task idle limit, the only wait a chat world applies to a worker between their actions."""
+    return field(default=default, metadata={"help": TURN_TIMEOUT_HELP})
+
+
 # Mephisto's own TaskConfig defaults ask for a hydra/job_logging file its wheel omits; compose never
 # configures logging, so our defaults list leaves that override out.
 

@@ -17,9 +17,16 @@ from parlai_dialeval.analysis.worker_checks import check_messages, violations, w
 from parlai_dialeval.utils.atomic import atomic_open
 
 SYSTEM_ID = "System"
-# act() without a timeout returns at once when the worker has not answered, and Mephisto calls
-# parley() in a tight loop: waiting up to this long per call keeps an idle HIT off the CPU.
-POLL_SECONDS = 1.0
+
+
+def wait_for_act(agent, turn_timeout: float):
+    """The worker's next act, waiting up to the task's ``turn_timeout`` seconds.
+
+    Mephisto marks the agent timed out when ``act(timeout=T)`` gets nothing within T, so T must be the
+    task's idle limit, never a short poll interval (a one-second poll ended every worker who paused).
+    The wait returns early, with Mephisto's AbsentAgentError, when the worker disconnects or returns the
+    HIT or the run is stopped."""
+    return agent.act(timeout=turn_timeout)
 
 
 def save_record(agent, record: dict, name: str) -> None:
@@ -65,7 +72,7 @@ class SessionWorld:
     def poll(self) -> dict | None:
         """The worker's next act, or None; a worker who left ends the session as incomplete."""
         try:
-            return self.agent.act(timeout=POLL_SECONDS)
+            return wait_for_act(self.agent, self.opt["turn_timeout"])
         except AbsentAgentError:
             self._finish("incomplete")
             raise

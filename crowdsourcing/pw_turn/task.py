@@ -7,6 +7,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
+from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
@@ -22,6 +23,7 @@ class PwTurnArgs:
                                                         "message is fixed to 'Hi!')"})
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
+    turn_timeout: int = turn_timeout_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
     onboarding_tries: int = field(default=2, metadata={"help": "tries at the onboarding conversation"})
     block_on_worker_checks: bool = field(default=False, metadata={
@@ -46,12 +48,13 @@ def shared_state(cfg) -> Any:
         raise ValueError("pw_turn needs at least two models under pw_turn.models")
     pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
     world_opt = {"pool": pool, "question": args.question, "num_turns": args.num_turns,
-                 "block_on_worker_checks": args.block_on_worker_checks,
+                 "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
                  "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
     # under the one module name `worlds`, so two tasks in one process would share the first one
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
                                  onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
+                                                       "turn_timeout": args.turn_timeout,
                                                        "question": args.question})
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from parlai_dialeval.crowdsourcing.platform.session_world import (POLL_SECONDS, SYSTEM_ID, SessionWorld,
-                                                                  blind_history)
+from parlai_dialeval.crowdsourcing.platform.session_world import (SYSTEM_ID, SessionWorld, blind_history,
+                                                                  wait_for_act)
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, OnboardingGrader, PairwiseTurnSession,
                                                             onboarding_task, question_text)
 
@@ -50,6 +50,7 @@ class OnboardingWorld:
     def __init__(self, opt: dict, agent):
         self.agent = agent
         self.question = opt.get("question")
+        self.turn_timeout = opt["turn_timeout"]
         self.task = onboarding_task(random.Random(opt.get("seed")))
         self.grader = OnboardingGrader(self.task["answers"], max_tries=int(opt.get("onboarding_tries", 2)))
         self.passed: bool | None = None
@@ -61,7 +62,7 @@ class OnboardingWorld:
             "max_tries": self.grader.max_tries, "warning": warning}})
 
     def parley(self) -> None:
-        act = self.agent.act(timeout=POLL_SECONDS)
+        act = wait_for_act(self.agent, self.turn_timeout)
         if act is None:
             return
         data = act.get("task_data") or {}

@@ -7,6 +7,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
+from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
@@ -21,6 +22,7 @@ class SmEvalArgs:
         "help": "model name -> {opt: {ParlAI opt}}; each HIT chats with one, balanced over HITs"})
     worker_personas: list = field(default_factory=list, metadata={
         "help": "optional persona sentence lists; each worker gets one at random to play"})
+    turn_timeout: int = turn_timeout_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model and persona assignment"})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
@@ -44,7 +46,7 @@ def shared_state(cfg) -> Any:
     return SharedParlAITaskState(world_module=worlds, world_opt={
         "pool": pool, "num_turns": args.num_turns,
         "worker_personas": [list(p) for p in args.worker_personas],
-        "block_on_worker_checks": args.block_on_worker_checks,
+        "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
         "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
 
 
