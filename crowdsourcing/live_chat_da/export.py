@@ -39,7 +39,7 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
     assignment_duration = end - world["started"] if end else None
     out = []
     for conv in world["conversations"]:
-        conv_id = f"{task_name}-{unit.unit_id}-{conv['slot']}"
+        conv_id = unit.conversation_id(task_name, conv["slot"])
         status = _conversation_status(conv, unit)
         record = {
             "type": "conversation", "study": task_name, "id": conv_id, "task": TASK_TYPE,

@@ -51,6 +51,11 @@ class UnitData:
     def status(self) -> str:
         return work_status(self.agent_status)
 
+    def conversation_id(self, task_name: str, slot: int | None = None) -> str:
+        """Unique per agent: a unit served again (its first worker left) keeps its unit id, so the id
+        names the agent too, else the two workers' conversations would share ids."""
+        return "_".join(str(part) for part in (task_name, self.unit_id, self.agent_id, slot) if part is not None)
+
 
 @dataclass
 class ExportReport:

@@ -40,13 +40,13 @@ class PwTurnConfig(TaskConfig):
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
-    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
     from parlai_dialeval.crowdsourcing.pw_turn import worlds
 
     args = cfg.pw_turn
-    if len(args.models) < 2:
-        raise ValueError("pw_turn needs at least two models under pw_turn.models")
-    pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
+    pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
+    if len(pool.genuine_models) < 2:
+        raise ValueError("pw_turn needs at least two models (pw_turn.models or mephisto.blueprint.model_opt_path)")
     world_opt = {"pool": pool, "question": args.question, "num_turns": args.num_turns,
                  "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
                  "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
@@ -70,7 +70,7 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
         status = unit.status if record["status"] == "complete" else "incomplete"
         records += pw_export.unit_records(record, study=study, worker_id=unit.worker_id,
                                           assignment_id=unit.assignment_id,
-                                          conversation_id=f"{task_name}_{unit.unit_id}_{unit.agent_id}", status=status)
+                                          conversation_id=unit.conversation_id(task_name), status=status)
     head = [pw_export.study_record(study, question)] if question else []
     return ExportReport(records=head + records, notes=notes)
 

@@ -37,11 +37,11 @@ class SmEvalConfig(TaskConfig):
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
-    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
     from parlai_dialeval.crowdsourcing.sm_eval import worlds
 
     args = cfg.sm_eval
-    pool = BotPool({name: dict(spec) for name, spec in args.models.items()}, seed=args.seed)
+    pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
     return SharedParlAITaskState(world_module=worlds, world_opt={
         "pool": pool, "num_turns": args.num_turns,
@@ -60,7 +60,7 @@ def export(units, task_name: str) -> ExportReport:
         ended = record.get("ended")
         records += sm_export.unit_records(
             record, study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
-            conversation_id=f"{task_name}_{unit.unit_id}_{unit.agent_id}",
+            conversation_id=unit.conversation_id(task_name),
             duration=(ended - record["started"]) if ended else None,
             status=unit.status if record["status"] == "complete" else "incomplete")
     return ExportReport(records=records, notes=notes)

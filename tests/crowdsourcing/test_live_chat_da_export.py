@@ -37,7 +37,7 @@ def test_returned_hit_keeps_rated_conversations_and_marks_the_rest_returned():
     assert [records[s]["status"] for s in range(3)] == ["complete", "returned", "returned"]
     assert records[2]["meta"]["reached"] is False and records[2]["turns"] == []
     assert records[0]["assignment_duration"] == 40.0 and records[0]["duration"] == 2.0
-    assert len(data.ratings) == 7 and set(data.ratings["conversation_id"]) == {"study_x-1-0"}
+    assert len(data.ratings) == 7 and set(data.ratings["conversation_id"]) == {"study_x_1_1_0"}
     assert data.ratings["duration"].tolist() == [5.0] * 7
     assert data.studies[0]["qc_models"] == ["qc"]
     # the unit that never started a conversation is reported, not silently dropped
