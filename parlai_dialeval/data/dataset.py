@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import math
 import gc
 import os
 import sys
@@ -14,7 +17,7 @@ import orjson
 import pandas as pd
 
 from parlai_dialeval.data import schema
-from parlai_dialeval.data.validate import check_criteria, validate_frame
+from parlai_dialeval.data.validate import check_criteria, check_unique, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.utils.atomic import atomic_open
 
@@ -65,7 +68,7 @@ class EvalData:
             frame = self.frame(record_type)
             columns = [c for c in frame.columns if not c.startswith("_") and c != "type"]
             for row in frame[columns].itertuples(index=False, name=None):
-                yield {"type": record_type, **{k: _plain(v) for k, v in zip(columns, row) if not _missing(v)}}
+                yield {"type": record_type, **{k: _plain(v) for k, v in zip(columns, row) if not is_missing(v)}}
 
     def save(self, path: str | os.PathLike) -> int:
         return write_jsonl(self.records(), path)
@@ -88,23 +91,25 @@ class EvalData:
         return pd.DataFrame(rows, columns=["conversation_id", "turn_index", "speaker", "text", "time"])
 
 
-def _missing(value) -> bool:
-    if value is None:
-        return True
-    return isinstance(value, float) and np.isnan(value)
-
-
 def _plain(value):
     """numpy scalars to Python scalars so json can write them."""
     return value.item() if isinstance(value, np.generic) else value
 
 
 def from_records(records: Iterable[dict], source: str = "<records>", validate: bool = True) -> EvalData:
-    """Build EvalData from canonical record dicts (e.g. an importer's output), validating them."""
+    """Build EvalData from canonical record dicts (e.g. an importer's output), validating them.
+
+    A record may say where it came from with ``_file`` and ``_line`` (a line number, or a position
+    such as ``"row 5"``); errors then name that place instead of ``source`` and the record's index.
+    """
     builder = _Builder()
     with _gc_paused():
-        for line, record in enumerate(records, start=1):
-            builder.add(record, source, line)
+        for index, record in enumerate(records, start=1):
+            if isinstance(record, dict) and "_file" in record:
+                record = dict(record)
+                builder.add(record, record.pop("_file"), record.pop("_line", None))
+            else:
+                builder.add(record, source, index)
     return builder.assemble(validate)
 
 
@@ -148,13 +153,19 @@ class _Builder:
         self.studies: list[dict] = []
         self.frames = {t: _Columns() for t in FRAME_TYPES}
 
-    def add(self, record, path: str, line: int) -> None:
+    def add(self, record, path: str, line, in_file: bool = False) -> None:
         if not isinstance(record, dict):
             raise DataError(path, "record is not a JSON object", line=line, expected="{...}", got=record)
         record_type = record.get("type")
         if record_type not in schema.RECORD_TYPES:
             raise DataError(path, "unknown record type", line=line, field="type",
                             expected="one of " + ", ".join(schema.RECORD_TYPES), got=record_type)
+        if in_file:
+            for name in schema.FILE_REQUIRED:
+                if name not in record:
+                    raise DataError(path, "missing required field", line=line, field=name,
+                                    expected=f'"{schema.FORMAT_VERSION}" on every record of a canonical file '
+                                    "(write_jsonl and dialeval convert stamp it)")
         version = record.get("format_version")
         if version is not None and str(version).split(".")[0] != schema.FORMAT_VERSION.split(".")[0]:
             raise DataError(path, "unsupported format version", line=line, field="format_version",
@@ -181,6 +192,7 @@ class _Builder:
                    for study in self.studies]
         if validate:
             check_criteria(frames["rating"], studies)
+            check_unique(frames)
         return EvalData(studies, frames["conversation"], frames["rating"], frames["comparison"])
 
 
@@ -198,10 +210,11 @@ def _gc_paused():
 
 def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> EvalData:
     """Load canonical JSON Lines files; raises DataError naming file, line and field on bad input."""
+    paths = [Path(p) for p in paths]
+    refuse_repeated_files(paths)
     builder = _Builder()
     with _gc_paused():
         for path in paths:
-            path = Path(path)
             name, count = str(path), 0
             # orjson parses each line's bytes directly (several times faster than json for the
             # million-rating studies we analyse); per-line parsing keeps exact line numbers in errors.
@@ -213,19 +226,68 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> Eva
                         record = orjson.loads(raw)
                     except orjson.JSONDecodeError as error:
                         raise _parse_error(path, line_number, raw, error) from None
-                    builder.add(record, name, line_number)
+                    builder.add(record, name, line_number, in_file=True)
                     count += 1
             if count == 0:
                 raise DataError(path, "file holds no records", expected="at least one JSON Lines record")
     return builder.assemble(validate)
 
 
+def refuse_repeated_files(paths: Iterable[Path]) -> None:
+    """The same file (or folder) given twice, or two files with identical contents, would count the
+    same work twice. Only files of equal size are hashed, so distinct inputs cost one stat each."""
+    seen: dict[Path, Path] = {}
+    by_size: dict[int, list[Path]] = {}
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise DataError(path, f"given twice (also as {seen[resolved]})", expected="each input once")
+        seen[resolved] = Path(path)
+        if resolved.is_file():
+            by_size.setdefault(resolved.stat().st_size, []).append(Path(path))
+    for group in by_size.values():
+        digests: dict[str, Path] = {}
+        for path in group if len(group) > 1 else ():
+            digest = _digest(path)
+            if digest in digests:
+                raise DataError(path, f"identical to {digests[digest]} (the same data given twice)",
+                                expected="each input once")
+            digests[digest] = path
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def _parse_error(path, line_number: int, raw: bytes, error: Exception) -> DataError:
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return DataError(path, "not UTF-8 text", line=line_number, expected="UTF-8 encoded JSON Lines")
+    field = _non_finite_field(text)
+    if field is not None:  # Python's json writes NaN and Infinity, which JSON does not have
+        return DataError(path, "NaN or Infinity is not a JSON number", line=line_number, field=field,
+                         expected="a finite number, or the field left out")
     return DataError(path, f"not valid JSON: {error}", line=line_number, expected="one JSON object per line")
+
+
+def _non_finite_field(text: str) -> str | None:
+    """The first field holding NaN or +-Infinity in a line that is JSON apart from those, else None."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    stack = [("", record)]
+    while stack:
+        name, value = stack.pop(0)
+        if isinstance(value, float) and not math.isfinite(value):
+            return name or "(record)"
+        if isinstance(value, dict):
+            stack += [(f"{name}.{k}" if name else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    return None
 
 
 def write_jsonl(records: Iterable[dict], path: str | os.PathLike) -> int:

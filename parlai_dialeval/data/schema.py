@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 FORMAT_VERSION = "1.0"
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
-SCALE_TYPES = ("continuous", "likert", "binary", "magnitude", "best_worst", "count")
 CHOICES = ("a", "b", "tie")
 CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
 
@@ -28,7 +27,7 @@ class Field:
 
 COMMON_FIELDS = (
     Field("type", STR, True, "record type"),
-    Field("format_version", STR, False, f"data model version, currently {FORMAT_VERSION}"),
+    Field("format_version", STR, False, f"data model version, currently {FORMAT_VERSION}; required in files"),
     Field("study", STR, False, "name of the study (run) the record belongs to"),
     Field("meta", DICT, False, "anything else the source held, kept verbatim"),
 )
@@ -102,6 +101,47 @@ TURN_FIELDS = (
     Field("time", NUM, False),
     Field("meta", DICT, False),
 )
+
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a rating value on a scale type must be. ``low`` and ``high`` are assumed where a rating
+    records no ``scale_min`` / ``scale_max`` (None: no bound)."""
+
+    low: float | None = None
+    high: float | None = None
+    endpoints_only: bool = False  # binary: one end or the other, nothing between
+    whole: bool = False
+    reference: bool = False  # needs a non-negative reference_value (magnitude estimation)
+    help: str = ""
+
+
+SCALES = {
+    "continuous": Scale(help="any finite number within the recorded range"),
+    # 0-10 holds every Likert scale in the protocols we implement (FED 0-2 and 0-4, Smith et al. 1-5,
+    # Santhanam & Shaikh 1-6) and the common 1-7 and 0-10 ones.
+    "likert": Scale(0, 10, help="within [scale_min, scale_max]; 0-10 assumed where no range is recorded"),
+    "binary": Scale(0, 1, endpoints_only=True, help="scale_min or scale_max; 0 or 1 where no range is recorded"),
+    # Santhanam & Shaikh log-normalise as log10((value + 1) / (reference + 1)): both must be >= 0.
+    "magnitude": Scale(0, reference=True, help="a number >= 0, with a reference_value >= 0"),
+    "best_worst": Scale(-1, 1, whole=True, help="1 (best), -1 (worst) or 0"),
+    "count": Scale(0, whole=True, help="a whole number >= 0"),
+}
+SCALE_TYPES = tuple(SCALES)
+
+# Records that must not repeat: a second copy is the same work counted twice (a file given twice, an
+# id reused by a task). Onboarding comparisons are exempt: a worker may retry the same known-answer items.
+UNIQUE_KEYS = {
+    "conversation": ("id",),
+    "comparison": ("study", "item_id", "worker_id", "assignment_id", "turn_index", "question", "model_a",
+                   "model_b"),
+}
+# Pairs of fields that must differ in one record: a model compared with itself says nothing.
+DISTINCT = {"comparison": (("model_a", "model_b"),)}
+# A canonical file stamps every record with its format version (write_jsonl does); records built in
+# memory (importers, exports) may omit it.
+FILE_REQUIRED = ("format_version",)
 
 ENUMS = {
     ("comparison", "choice"): CHOICES,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.data import schema
-from parlai_dialeval.errors import DataError
+from parlai_dialeval.errors import DataError, location
 
 _PY_TYPES = {
     schema.STR: (str,),
@@ -60,7 +60,19 @@ def _fail(frame: pd.DataFrame, mask, what: str, field: str | None = None, expect
     i = int(np.argmax(mask))
     row = frame.iloc[i]
     got = row[value_column] if value_column is not None else None
-    raise DataError(row["_file"], what, line=int(row["_line"]), field=field, expected=expected, got=got)
+    raise DataError(row["_file"], what, line=_line(row["_line"]), field=field, expected=expected, got=got)
+
+
+def _line(value):
+    """A line number as an int; importers may give a position such as 'row 5' instead."""
+    return value if isinstance(value, str) else int(value)
+
+
+def _blank(column: pd.Series) -> np.ndarray:
+    """Strings that are empty or only white space. Names repeat across millions of rows, so the
+    distinct values are tested and the rows found with one vectorised lookup."""
+    blanks = [v for v in pd.unique(column) if isinstance(v, str) and not v.strip()]
+    return column.isin(blanks).to_numpy() if blanks else np.zeros(len(column), bool)
 
 
 def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
@@ -93,23 +105,89 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
         if allowed is not None:
             _fail(frame, column.notna().to_numpy() & ~column.isin(allowed).to_numpy(), "unknown value",
                   field=field.name, expected="one of " + ", ".join(allowed), value_column=field.name)
+        if field.required and field.kind == schema.STR:
+            _fail(frame, _blank(column), "empty name", field=field.name, expected="a non-empty string",
+                  value_column=field.name)
+    for first, second in schema.DISTINCT.get(record_type, ()):
+        _fail(frame, (frame[first] == frame[second]).to_numpy(), f"{first} and {second} are the same",
+              field=second, expected=f"a {second} other than {first} (a model compared with itself says "
+              "nothing about either)", value_column=second)
     if record_type == "rating":
         _check_rating_values(frame)
     if record_type == "conversation":
+        _check_models(frame)
         _check_turns(frame)
 
 
+def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in frame.columns:
+        return np.full(len(frame), np.nan)
+    return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+
+
 def _check_rating_values(frame: pd.DataFrame) -> None:
-    value = pd.to_numeric(frame["value"], errors="coerce")
-    _fail(frame, ~np.isfinite(value.to_numpy(dtype=float)), "value is not a finite number", field="value",
+    """Every value must be valid on its scale (schema.SCALES), with the range the rating records or,
+    where it records none, the range assumed for its scale type, named in the error."""
+    value = _numbers(frame, "value")
+    _fail(frame, ~np.isfinite(value), "value is not a finite number", field="value",
           expected="a finite number", value_column="value")
-    for bound, compare, word in (("scale_min", np.less, "below"), ("scale_max", np.greater, "above")):
-        if bound in frame.columns:
-            limit = pd.to_numeric(frame[bound], errors="coerce").to_numpy(dtype=float)
-            with np.errstate(invalid="ignore"):
-                outside = compare(value.to_numpy(dtype=float), limit) & ~np.isnan(limit)
-            _fail(frame, outside, f"value is {word} the scale's {bound}", field="value",
-                  expected="a value within [scale_min, scale_max]", value_column="value")
+    recorded = {bound: _numbers(frame, bound) for bound in ("scale_min", "scale_max", "reference_value")}
+    for bound, numbers in recorded.items():
+        present = frame[bound].notna().to_numpy() if bound in frame.columns else np.zeros(len(frame), bool)
+        _fail(frame, present & ~np.isfinite(numbers), f"{bound} is not a finite number", field=bound,
+              expected="a finite number", value_column=bound)
+    low, high = recorded["scale_min"], recorded["scale_max"]
+    with np.errstate(invalid="ignore"):
+        _fail(frame, low > high, "scale_min is above scale_max", field="scale_min",
+              expected="scale_min <= scale_max", value_column="scale_min")
+    scale = frame["scale"].to_numpy()
+    for name, rule in schema.SCALES.items():
+        rows = scale == name
+        if rows.any():
+            _check_scale(frame, rows, name, rule, value, low, high, recorded["reference_value"])
+
+
+def _check_scale(frame, rows, name, rule: schema.Scale, value, low, high, reference) -> None:
+    for bound, recorded, assumed, outside, word in (("scale_min", low, rule.low, np.less, "below"),
+                                                      ("scale_max", high, rule.high, np.greater, "above")):
+        limit = np.where(np.isnan(recorded), np.nan if assumed is None else assumed, recorded)
+        with np.errstate(invalid="ignore"):
+            bad = rows & outside(value, limit)
+        if not bad.any():
+            continue
+        i = int(np.argmax(bad))
+        if np.isnan(recorded[i]):
+            expected = (f"a {name} value within the assumed range {_range(rule)} ({bound} not recorded; "
+                        "record scale_min and scale_max for another range)")
+        else:
+            expected = "a value within [scale_min, scale_max]"
+        _fail(frame, bad, f"value is {word} the scale's {bound}", field="value", expected=expected,
+              value_column="value")
+    if rule.endpoints_only:
+        ends = (np.where(np.isnan(low), rule.low, low), np.where(np.isnan(high), rule.high, high))
+        _fail(frame, rows & (value != ends[0]) & (value != ends[1]), f"a {name} value must be one end of "
+              "the scale", field="value", expected=rule.help, value_column="value")
+    if rule.whole:
+        _fail(frame, rows & (value != np.round(value)), f"a {name} value must be a whole number",
+              field="value", expected=rule.help, value_column="value")
+    if rule.reference:
+        _fail(frame, rows & np.isnan(reference), f"a {name} rating needs its reference_value",
+              field="reference_value", expected=rule.help)
+        _fail(frame, rows & (reference < 0), "reference_value is negative", field="reference_value",
+              expected=rule.help, value_column="reference_value")
+
+
+def _range(rule: schema.Scale) -> str:
+    low = "-inf" if rule.low is None else f"{rule.low:g}"
+    high = "inf" if rule.high is None else f"{rule.high:g}"
+    return f"[{low}, {high}]"
+
+
+def _check_models(frame: pd.DataFrame) -> None:
+    for models, path, line in zip(frame["models"], frame["_file"], frame["_line"]):
+        if isinstance(models, list) and not (models and all(isinstance(m, str) and m.strip() for m in models)):
+            raise DataError(path, "models must name at least one model, each a non-empty string",
+                            line=_line(line), field="models", expected='["model name", ...]', got=models)
 
 
 def _check_turns(frame: pd.DataFrame) -> None:
@@ -117,7 +195,7 @@ def _check_turns(frame: pd.DataFrame) -> None:
     # field-by-field check (which names what is wrong) only for a conversation that fails it.
     for turns, path, line in zip(frame["turns"], frame["_file"], frame["_line"]):
         if isinstance(turns, list) and not all(map(_plain_turn, turns)):
-            _explain_turns(turns, path, int(line))
+            _explain_turns(turns, path, _line(line))
 
 
 _TURN_KEYS = frozenset(f.name for f in schema.TURN_FIELDS)
@@ -141,7 +219,7 @@ def _plain_turn(turn) -> bool:
     return True
 
 
-def _explain_turns(turns: list, path, line: int) -> None:
+def _explain_turns(turns: list, path, line) -> None:
     """Raise a DataError naming the first turn that breaks the schema, and how."""
     checks = [(f, _type_ok(f.kind)) for f in schema.TURN_FIELDS]
     for index, turn in enumerate(turns):
@@ -176,3 +254,34 @@ def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
         _fail(ratings, unknown.to_numpy(), f"criterion not declared by study '{study}'", field="criterion",
               expected="one of " + ", ".join(sorted(names)), value_column="criterion")
 
+
+
+def check_unique(frames: dict[str, pd.DataFrame]) -> None:
+    """No conversation id and no comparison (schema.UNIQUE_KEYS) twice: the error names both places."""
+    for record_type, key in schema.UNIQUE_KEYS.items():
+        frame = frames.get(record_type)
+        if frame is None or frame.empty:
+            continue
+        if record_type == "comparison" and "onboarding" in frame.columns:
+            frame = frame[~frame["onboarding"].eq(True).to_numpy()]
+        columns = [c for c in key if c in frame.columns]
+        later = frame.duplicated(subset=columns, keep="first").to_numpy()
+        if not later.any():
+            continue
+        second = frame.iloc[int(np.argmax(later))]
+        target = _key(second, columns)
+        first = next(row for _, row in frame.iterrows() if _key(row, columns) == target)
+        what = (f"conversation id {first['id']!r}" if record_type == "conversation" else
+                "comparison " + ", ".join(f"{c}={first[c]!r}" for c in columns if not is_missing(first[c])))
+        raise DataError(second["_file"], f"{what} given twice (first at "
+                        f"{location(first['_file'], _line(first['_line']))})", line=_line(second["_line"]),
+                        field=key[0] if len(key) == 1 else None,
+                        expected="each record once: the same work counted twice changes every count and test")
+
+
+def _key(row, columns) -> tuple:
+    return tuple(None if is_missing(row[c]) else row[c] for c in columns)
+
+
+def is_missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from parlai_dialeval.data import EvalData, from_records, read_jsonl
+from parlai_dialeval.data.dataset import FRAME_TYPES, refuse_repeated_files
+from parlai_dialeval.data.validate import check_unique
+from parlai_dialeval.data.schema import RECORD_TYPES
 from parlai_dialeval.errors import DataError, DialevalError
 
 CANONICAL = "canonical"
@@ -65,7 +68,9 @@ def _is_canonical(path: Path) -> bool:
                     first = json.loads(line)
                 except json.JSONDecodeError:
                     return path.suffix == ".jsonl"  # let the canonical reader name the bad line
-                return isinstance(first, dict) and "type" in first and "format_version" in first
+                # A record type of the data model marks a canonical file even without its
+                # format_version: the reader then names that missing field.
+                return isinstance(first, dict) and first.get("type") in RECORD_TYPES
     return path.suffix == ".jsonl"
 
 
@@ -104,6 +109,10 @@ def load(paths: Iterable[str | os.PathLike], fmt: str | None = None, log=print) 
     paths = [Path(p) for p in paths]
     if not paths:
         raise DialevalError("no data given (--data PATH ...)")
+    for path in paths:
+        if not path.exists():
+            raise DataError(path, "no such file or folder", expected="an existing path")
+    refuse_repeated_files(paths)
     groups: dict[str, list[Path]] = {}
     for path in paths:
         groups.setdefault(fmt or detect_format(path), []).append(path)
@@ -117,4 +126,6 @@ def load(paths: Iterable[str | os.PathLike], fmt: str | None = None, log=print) 
                 log(report.summary())
             part = from_records(report.records, source=f"{name} import of {', '.join(map(str, group))}")
         data = data.concat(part)
+    if len(groups) > 1:  # each part was checked on its own; ids may still repeat across parts
+        check_unique({t: data.frame(t) for t in FRAME_TYPES})
     return data
