@@ -1,11 +1,17 @@
-"""HTML reports that a person reads first: headings, text, tables and PNG figures side by side.
+"""HTML reports that a person reads first, rendered by Jinja2 templates with autoescaping.
 
-Figures are written as PNG files next to report.html and linked, so the report opens fast even for
-large studies (tables should hold aggregates, never raw rows). Everything is written atomically.
+One layout for every command: ``templates/base.html`` (title, warnings, sections, files); each report
+has its own template that extends it (``templates/<name>.html``) and holds that report's fixed prose. A
+command fills a ``Report`` with sections in reading order (headings, text, notes, tables, figures) and
+warnings; ``write`` renders the template. Figures are PNG files written next to report.html and linked,
+so the report opens fast for large studies (tables hold aggregates, never raw rows). Everything is
+written atomically, and every name and value from the data is escaped (models may be named anything).
+See docs/reports.md for how to add a report.
 """
 from __future__ import annotations
 
-import html
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
@@ -13,53 +19,85 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from jinja2 import Environment, FileSystemLoader, select_autoescape  # noqa: E402
+from markupsafe import Markup  # noqa: E402
 
 from parlai_dialeval.utils.atomic import atomic_open, atomic_path  # noqa: E402
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-figure{margin:1em 0}figcaption{font-size:.9em;color:#555}img{max-width:100%}
-.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em 1em}
-"""
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def environment() -> Environment:
+    """The Jinja2 environment of the reports: templates from parlai_dialeval/templates, HTML autoescaped."""
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
+                       trim_blocks=True, lstrip_blocks=True)
 
 
 class Report:
-    def __init__(self, title: str, out_dir: str | Path):
+    """Sections of one report in reading order, rendered by ``template`` (default: the plain layout)."""
+
+    def __init__(self, title: str, out_dir: str | Path, template: str = "report.html", **context):
         self.title = title
         self.out_dir = Path(out_dir)
-        self.parts: list[str] = []
+        self.template = template
+        self.context = context
+        self.sections: list[dict] = []
+        self.warnings: list[str] = []
+        self.files: list[str] = []
 
     def heading(self, text: str, level: int = 2) -> None:
-        self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
+        self.sections.append({"kind": "heading", "text": text, "level": min(max(level, 2), 4)})
 
     def text(self, text: str, note: bool = False) -> None:
-        css = ' class="note"' if note else ""
-        self.parts.append(f"<p{css}>{html.escape(text)}</p>")
+        self.sections.append({"kind": "note" if note else "text", "text": text})
+
+    def warn(self, text: str) -> None:
+        """A warning shown in a box at the top of the report (small n, zero variance, nothing testable)."""
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def table(self, frame: pd.DataFrame, caption: str | None = None, floatfmt: str = "{:.3f}",
-              index: bool = False) -> None:
-        if caption:
-            self.parts.append(f"<p><b>{html.escape(caption)}</b></p>")
-        self.parts.append(frame.to_html(index=index, float_format=floatfmt.format, border=0,
-                                        na_rep="", escape=True))
+              index: bool = False, empty: str = "No rows.") -> None:
+        """A table, or the ``empty`` sentence when the frame has no rows. pandas escapes every cell."""
+        if frame is None or frame.empty:
+            self.sections.append({"kind": "text", "text": (caption + ": " if caption else "") + empty})
+            return
+        rendered = frame.to_html(index=index, float_format=floatfmt.format, border=0, na_rep="", escape=True)
+        self.sections.append({"kind": "table", "caption": caption, "html": Markup(rendered)})
 
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""
         path = self.out_dir / f"{name}.png"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
         plt.close(fig)
-        self.parts.append(f'<figure><img src="{html.escape(path.name)}" alt="{html.escape(caption or name)}">'
-                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        self.sections.append({"kind": "figure", "src": path.name, "caption": caption or name})
         return path
+
+    def file(self, name: str) -> None:
+        """List an output file in the report's Files section."""
+        if name not in self.files:
+            self.files.append(name)
+
+    @contextmanager
+    def library_warnings(self):
+        """Turn warnings that statistics libraries raise inside the block into one report warning each,
+        instead of noise on stderr."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        for message in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+            self.warn(f"A statistics library warned: {message}")
+
+    def render(self) -> str:
+        template = environment().get_template(self.template)
+        return template.render(title=self.title, sections=self.sections, warnings=self.warnings,
+                               files=self.files, **self.context)
 
     def write(self, name: str = "report.html") -> Path:
         path = self.out_dir / name
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_open(path) as handle:
-            handle.write(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}"
-                         f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(self.title)}</h1>"
-                         + "\n".join(self.parts) + "</body></html>\n")
+            handle.write(self.render())
         return path

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from parlai_dialeval.analysis import pairwise
+from parlai_dialeval.analysis import agreement, pairwise
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.importers import load
-from parlai_dialeval.scripts.analyze_pairwise import WIN_RATE_COLUMNS, analyze, parse_turns
+from parlai_dialeval.scripts.analyze_pairwise import WIN_RATE_COLUMNS, PairwiseConfig, analyze
 
 
 def test_wilson_interval_matches_the_formula():
@@ -101,13 +101,6 @@ def test_onboarding_excluded_and_automatic_ties_apart():
     assert row["win_rate_a"] == 1.0 and row["distinct_a"] == pytest.approx(2 / 4)
 
 
-def test_parse_turns():
-    assert parse_turns("2-6") == (2, 6) and parse_turns("3") == (3, 3) and parse_turns(None) is None
-    for bad in ("6-2", "x", "0-3"):
-        with pytest.raises(DialevalError, match="--turns"):
-            parse_turns(bad)
-
-
 @pytest.fixture(scope="module")
 def chateval(shared_data):
     root = shared_data / "chateval" / "amt_ab_2018"
@@ -130,8 +123,8 @@ def count_results(folder):
 
 def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     root, data = chateval
-    result = analyze(data.comparisons, tmp_path, rounds=50, log=lambda *_: None)
-    by_study = result["by_study"].set_index("study")
+    result = analyze(data.comparisons, tmp_path, PairwiseConfig(bootstrap_rounds=50), log=lambda *_: None)
+    by_study = result["win_rates_by_study"].set_index("study")
     assert len(by_study) == 20
     for folder in sorted(p for p in root.iterdir() if p.name.startswith("AMT_")):
         row = by_study.loc[f"chateval-ab-2018/{folder.name}"]
@@ -140,8 +133,8 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "fleiss_kappa" in html and "bt_score" in html and "Tie policy" in html
     ranks = pd.read_csv(tmp_path / "rankings.csv")
-    assert list(ranks.columns) == ["model", "bt_score", "bt_ci_low", "bt_ci_high", "trueskill_mu",
-                                   "trueskill_sigma", "win_count"]
+    assert list(ranks.columns) == ["question", "unit", "model", "component", "rank", "bt_score", "bt_ci_low",
+                                   "bt_ci_high", "bt_note", "trueskill_mu", "trueskill_sigma", "win_count"]
     assert len(ranks) == 12
 
 
@@ -172,4 +165,77 @@ def test_analyze_pairwise_command(chateval, tmp_path):
     row = rates[(rates["model_a"] == "NCM") & (rates["model_b"] == "Human1")].iloc[0]
     assert (row["wins_a"], row["wins_b"], row["ties"]) == count_results(root / "AMT_NCM_Test_NCM_Human1")[:3]
     summary = json.loads((out / "agreement.json").read_text())
-    assert "excluded" in summary["tie_policy"]["win_rates"] and summary["weak_agreement"]["items"] > 0
+    assert "excluded" in summary["tie_policy"]["win_rates"] and summary["sections"][0]["weak_items"] > 0
+
+
+def two_question_votes():
+    """PW-Turn votes on two questions with opposite verdicts: X wins 'engaging', loses 'humanlike'."""
+    rows = []
+    for c in range(6):
+        for t in range(4):
+            for question, winner in (("Which response is more engaging?", "a"), ("Which sounds more human?", "b")):
+                for w in range(3):
+                    choice = winner if (c + t + w) % 5 else ("b" if winner == "a" else "a")
+                    rows.append({"item_id": f"c{c}", "turn_index": 2 * t + 1, "worker_id": f"w{w}", "model_a": "X",
+                                 "model_b": "Y", "choice": choice, "question": question})
+    return pd.DataFrame(rows)
+
+
+def test_every_output_is_per_question(tmp_path):
+    # Issue 18 item 1: before, the two questions were pooled into one win rate of about 0.5.
+    frame = two_question_votes()
+    result = analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=20), log=lambda *_: None)
+    rates = result["win_rates"].set_index("question")
+    for question, winner in (("Which response is more engaging?", "a"), ("Which sounds more human?", "b")):
+        part = frame[frame["question"] == question]
+        assert rates.loc[question, "wins_a"] == (part["choice"] == "a").sum()
+        assert (rates.loc[question, "win_rate_a"] > 0.5) == (winner == "a")
+    assert (rates["unit"] == "turn").all()
+    for name in ("win_rates", "rankings", "agreement", "annotators", "items", "wmt_scores", "conversation_win_rates",
+                 "win_rate_by_turn"):
+        table = pd.read_csv(tmp_path / f"{name}.csv")
+        assert set(table["question"]) == set(rates.index), name
+    ranks = result["rankings"]
+    assert ranks[ranks["question"] == "Which sounds more human?"].iloc[0]["model"] == "Y"
+    html = (tmp_path / "report.html").read_text()
+    assert "Which sounds more human?" in html and "Which response is more engaging?" in html
+    assert "Holm" in html and "p_adjusted" in html
+
+
+def test_disconnected_graph_and_unvarying_bootstrap_are_reported(tmp_path):
+    frame = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "worker_id": "w", "model_a": ["x", "p", "p"],
+                          "model_b": ["y", "q", "q"], "choice": ["a", "a", "b"]})
+    result = analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=20), log=lambda *_: None)
+    assert result["rankings"]["component"].nunique() == 2
+    html = (tmp_path / "report.html").read_text()
+    assert "disconnected parts" in html and "cannot vary" in html
+    assert "too few decided votes" in html
+
+
+def test_html_in_model_names_is_escaped(tmp_path):
+    frame = pd.DataFrame({"item_id": ["i1", "i2"], "worker_id": "w", "model_a": "<script>alert(1)</script>",
+                          "model_b": "<b>bold</b>", "choice": ["a", "b"], "question": "<i>which?</i>"})
+    analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=5), log=lambda *_: None)
+    html = (tmp_path / "report.html").read_text()
+    assert "<script>" not in html and "<b>bold" not in html and "<i>which" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;i&gt;which?&lt;/i&gt;" in html
+
+
+def test_missing_study_on_some_rows_is_kept(tmp_path):
+    # Issue 18 item 9: two studies plus rows without one raised TypeError under pandas 3.
+    frame = two_question_votes()
+    frame = frame[frame["question"] == "Which sounds more human?"].copy()
+    frame["study"] = frame["item_id"].map({"c0": "s1", "c1": "s1", "c2": "s2", "c3": "s2"})
+    result = analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=5), log=lambda *_: None)
+    by_study = result["win_rates_by_study"]
+    assert len(by_study) == 3 and by_study["study"].isna().sum() == 1
+    assert (by_study["wins_a"] + by_study["wins_b"] + by_study["ties"]).sum() == len(frame)
+
+
+def test_chateval_weak_agreement_partitions_every_study(chateval, tmp_path):
+    # Lee et al.'s definition: allagree + onedis + alldis = items (their Table 4 rows sum to the 200 prompts).
+    _, data = chateval
+    for study, part in data.comparisons.groupby("study"):
+        weak = agreement.weak_agreement(part)
+        assert weak["allagree"] + weak["onedis"] + weak["alldis"] == weak["items"], study
+        assert weak["A/Bdis"] <= weak["onedis"] and weak["items"] <= 200

@@ -17,6 +17,10 @@ from statsmodels.stats.proportion import proportion_confint
 
 from parlai_dialeval.metrics.distinct import distinct_n, tokenize
 
+# Every pairwise statistic is computed per question and per unit of judgement: votes on different
+# questions (Smith et al.'s engagingness, humanness, ...) or units must never be pooled.
+SECTION = ["question", "unit"]
+NO_QUESTION = "(question not recorded)"
 TIE_POLICY = ("ties (worker and automatic) are excluded from win rates, Wilson intervals and the "
               "two-sided binomial test (p = 0.5 over wins_a + wins_b); they are reported as counts")
 
@@ -43,6 +47,19 @@ def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     if onboarding is None or not onboarding.any():
         return comparisons, 0
     return comparisons[~onboarding], int(onboarding.sum())
+
+
+def with_sections(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Comparisons with ``question`` (missing or blank: NO_QUESTION) and ``unit``: ``turn`` (PW-Turn:
+    one vote per bot turn, ``turn_index`` set), ``dialog`` (PW-Dialog/ACUTE: whole conversations,
+    ``conversation_a`` set) or ``response`` (A/B next utterance)."""
+    frame = comparisons.reset_index(drop=True)
+    question = frame["question"] if "question" in frame else pd.Series(np.nan, index=frame.index, dtype=object)
+    blank = question.isna() | question.astype(str).str.strip().eq("")
+    turn = frame["turn_index"].notna() if "turn_index" in frame else pd.Series(False, index=frame.index)
+    dialog = frame["conversation_a"].notna() if "conversation_a" in frame else pd.Series(False, index=frame.index)
+    unit = np.select([turn.to_numpy(), dialog.to_numpy()], ["turn", "dialog"], "response")
+    return frame.assign(question=question.astype(object).where(~blank, NO_QUESTION), unit=unit)
 
 
 def group_ids(frame: pd.DataFrame, by: list[str] | None) -> pd.Series:
@@ -151,22 +168,24 @@ def win_rate_by_turn(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
     return add_rates(counts, alpha).drop(columns=["distinct_a", "distinct_b"])
 
 
-def wmt_scores(rates: pd.DataFrame) -> pd.DataFrame:
+def wmt_scores(rates: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """Per ordered (model, opponent): Lee 2.2's major and distinct scores for wins and losses, both
-    orientations of every pair, from a ``win_rates`` table."""
+    orientations of every pair, from a ``win_rates`` table (``by`` columns carried over)."""
+    by = list(by or [])
     rows = []
-    for r in rates.itertuples(index=False):
-        total = r.wins_a + r.wins_b + r.ties + r.automatic_ties
-        decided = r.wins_a + r.wins_b
-        for model, opponent, win, loss in ((r.model_a, r.model_b, r.wins_a, r.wins_b),
-                                           (r.model_b, r.model_a, r.wins_b, r.wins_a)):
-            rows.append({"model": model, "opponent": opponent, "wins": win, "losses": loss,
-                         "ties": r.ties + r.automatic_ties,
+    for r in rates.to_dict("records"):
+        total = r["wins_a"] + r["wins_b"] + r["ties"] + r["automatic_ties"]
+        decided = r["wins_a"] + r["wins_b"]
+        for model, opponent, win, loss in ((r["model_a"], r["model_b"], r["wins_a"], r["wins_b"]),
+                                           (r["model_b"], r["model_a"], r["wins_b"], r["wins_a"])):
+            rows.append({**{k: r[k] for k in by}, "model": model, "opponent": opponent, "wins": win,
+                         "losses": loss, "ties": r["ties"] + r["automatic_ties"],
                          "major_win": win / decided if decided else np.nan,
                          "major_loss": loss / decided if decided else np.nan,
                          "distinct_win": win / total if total else np.nan,
                          "distinct_loss": loss / total if total else np.nan})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=by + ["model", "opponent", "wins", "losses", "ties", "major_win",
+                                            "major_loss", "distinct_win", "distinct_loss"])
 
 
 def system_win_counts(wmt: pd.DataFrame) -> pd.Series:

@@ -1,5 +1,8 @@
-"""The --worker-checks option shared by analyses of per-turn protocols (Smith et al. Appendix B)."""
+"""The --worker-checks option shared by analyses of per-turn protocols (Smith et al. Appendix B), and the
+one object every analysis receives: ``WorkerChecks`` (mode and per-worker table) or None when off."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -16,27 +19,36 @@ def add_worker_checks_arg(group) -> None:
                             "drop every record of a flagged worker, as Smith et al. did)")
 
 
+@dataclass
+class WorkerChecks:
+    mode: str             # report | apply
+    table: pd.DataFrame   # worker_id, flagged, and one column per check
+
+    def flagged(self) -> list[str]:
+        return sorted(self.table.loc[self.table["flagged"], "worker_id"])
+
+    def text(self) -> str:
+        flagged = self.flagged()
+        action = "their records were dropped" if self.mode == "apply" else "kept (--worker-checks apply drops them)"
+        return (f"Worker checks (Smith App. B) on {len(self.table)} worker(s): {len(flagged)} flagged"
+                + (f" ({', '.join(flagged)}); {action}." if flagged else "."))
+
+    def summary(self) -> dict:
+        return {"mode": self.mode, "workers": len(self.table), "flagged": len(self.flagged())}
+
+    def add_to(self, report) -> None:
+        report.heading("Worker checks (Smith App. B)")
+        report.text(self.text() + " A worker is flagged when at least one of their conversations fails a check "
+                    "(docs/crowdsourcing_protocols.md). Workers who typed no messages (ACUTE, A/B) are never checked.")
+        report.table(self.table)
+
+
 def run_worker_checks(data, mode: str):
-    """(data to analyse, per-worker summary or None); ``apply`` drops flagged workers' records."""
+    """(data to analyse, WorkerChecks or None when ``off``); ``apply`` drops flagged workers' records."""
     if mode not in WORKER_CHECK_MODES:
         raise DialevalError(f"--worker-checks {mode!r}: expected one of {', '.join(WORKER_CHECK_MODES)}")
     if mode == "off":
         return data, None
     filtered, summary = apply_worker_checks(data)
-    summary = summary.rename(columns={"dropped": "flagged"})
-    return (filtered if mode == "apply" else data), summary
-
-
-def worker_checks_text(checks: pd.DataFrame, mode: str) -> str:
-    flagged = sorted(checks.loc[checks["flagged"], "worker_id"])
-    action = "their records were dropped" if mode == "apply" else "kept (--worker-checks apply drops them)"
-    return (f"Worker checks (Smith App. B) on {len(checks)} worker(s): {len(flagged)} flagged"
-            + (f" ({', '.join(flagged)}); {action}." if flagged else "."))
-
-
-def report_worker_checks(report, checks: pd.DataFrame, mode: str) -> None:
-    report.heading("Worker checks (Smith App. B)")
-    report.text(worker_checks_text(checks, mode) + " A worker is flagged when at least one of their "
-                "conversations fails a check (docs/crowdsourcing_protocols.md). Workers who typed no messages "
-                "(ACUTE, A/B) are never checked.")
-    report.table(checks)
+    checks = WorkerChecks(mode, summary.rename(columns={"dropped": "flagged"}))
+    return (filtered if mode == "apply" else data), checks

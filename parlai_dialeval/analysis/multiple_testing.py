@@ -1,0 +1,36 @@
+"""Multiple-comparison correction shared by the analyses (statsmodels' multipletests), NaN-aware.
+
+Every report that runs several tests corrects by default (Holm: family-wise, valid under any
+dependence between the tests); ``none`` switches it off and the report says so.
+"""
+from __future__ import annotations
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+CORRECTIONS = ("holm", "bonferroni", "sidak", "holm-sidak", "fdr_bh", "fdr_by", "none")
+DEFAULT_CORRECTION = "holm"
+NAMES = {"holm": "Holm (family-wise)", "bonferroni": "Bonferroni (family-wise)", "sidak": "Sidak (family-wise)",
+         "holm-sidak": "Holm-Sidak (family-wise)", "fdr_bh": "Benjamini-Hochberg (false discovery rate)",
+         "fdr_by": "Benjamini-Yekutieli (false discovery rate)", "none": "none"}
+HELP = ("multiple-comparison correction over all the tests of a table: " + ", ".join(CORRECTIONS)
+        + " (statsmodels multipletests; default holm)")
+
+
+def adjust(p_values, method: str = DEFAULT_CORRECTION) -> np.ndarray:
+    """Adjusted p-values; NaN (no test possible) stays NaN and is not counted in the family."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    if method == "none":
+        out[finite] = p[finite]
+    elif finite.any():
+        out[finite] = multipletests(p[finite], method=method)[1]
+    return out
+
+
+def describe(method: str, tests: int) -> str:
+    """One sentence for a report."""
+    if method == "none":
+        return f"No multiple-comparison correction over the {tests} test(s) (switched off)."
+    return f"p-values corrected for {tests} test(s) with {NAMES[method]} (p_adjusted)."

@@ -1,0 +1,64 @@
+"""Figures of the pairwise analysis (matplotlib): ranking intervals, Lee's WMT heatmap, win rate per
+turn and histograms. Each function returns a figure; the report saves it."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from parlai_dialeval.analysis import pairwise  # noqa: E402
+
+
+def rank_plot(ranks: pd.DataFrame):
+    """Bradley-Terry strength per model with its interval (none where the bootstrap could not vary)."""
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranks) + 1))
+    y = np.arange(len(ranks))[::-1]
+    err = np.vstack([ranks["bt_score"] - ranks["bt_ci_low"], ranks["bt_ci_high"] - ranks["bt_score"]])
+    ax.errorbar(ranks["bt_score"], y, xerr=np.nan_to_num(err.astype(float)), fmt="o", capsize=3)
+    labels = [f"{m} (part {c})" if ranks["component"].nunique() > 1 else str(m)
+              for m, c in zip(ranks["model"], ranks["component"])]
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("Bradley-Terry log-strength")
+    return fig
+
+
+def heatmap(wmt: pd.DataFrame, order: list[str]):
+    """Rows win against columns: colour = major score, cell text = distinct score (Lee Figure 2)."""
+    major, distinct = pairwise.heatmap_matrices(wmt, order)
+    size = 0.6 * len(order) + 2
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    image = ax.imshow(major.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1)
+    for i in range(len(order)):
+        for j in range(len(order)):
+            value = distinct.iat[i, j]
+            if not np.isnan(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(order)), order, rotation=60, ha="right")
+    ax.set_yticks(range(len(order)), order)
+    ax.set_xlabel("loses")
+    ax.set_ylabel("wins")
+    fig.colorbar(image, ax=ax, label="major score (win)")
+    return fig
+
+
+def turn_plot(per_turn: pd.DataFrame):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (a, b), part in per_turn.groupby(["model_a", "model_b"], sort=False):
+        ax.plot(part["turn_number"], part["win_rate_a"], marker="o", label=f"{a} vs {b}")
+    ax.axhline(0.5, color="grey", lw=0.8)
+    ax.set_xlabel("Bot Speaker turn")
+    ax.set_ylabel("win rate of model_a")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def histogram(values: pd.Series, label: str):
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(values, bins=20, range=(-1, 1))
+    ax.axvline(0, color="red", lw=0.8)
+    ax.set_xlabel(label)
+    ax.set_ylabel("count")
+    return fig

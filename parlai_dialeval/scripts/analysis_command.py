@@ -1,0 +1,83 @@
+"""The one pattern of every ``dialeval analyze_*`` command: read --data, check the options, run the
+worker checks where they apply, analyse, then write tables, JSON, plots and report atomically.
+
+A command is a subclass of ``AnalysisCommand`` naming its config dataclass (whose fields, declared
+with ``script_args.option``, are the command's options with their help text) and implementing
+``analyse(data, config, checks, out) -> Outputs``. The module-level ``analyze`` function of each script
+stays the programmatic entry point (tests and notebooks call it); the command only glues.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript
+
+from parlai_dialeval.report import Report
+from parlai_dialeval.utils.script_args import (add_config_args, add_data_args, config_from_opt, load_data, write_csv,
+                                               write_json)
+from parlai_dialeval.utils.worker_check_option import add_worker_checks_arg, run_worker_checks
+
+
+@dataclass
+class Outputs:
+    """What an analysis writes: CSV tables and JSON documents by file stem, and its report."""
+
+    tables: dict[str, pd.DataFrame | None] = field(default_factory=dict)
+    documents: dict[str, object] = field(default_factory=dict)
+    report: Report | None = None
+
+    def write(self, out: Path) -> list[str]:
+        """Write every output atomically into ``out``; returns the file names written."""
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, frame in self.tables.items():
+            if frame is not None:
+                write_csv(frame, out / f"{name}.csv")
+                written.append(f"{name}.csv")
+        for name, document in self.documents.items():
+            write_json(document, out / f"{name}.json")
+            written.append(f"{name}.json")
+        if self.report is not None:
+            for name in written:
+                self.report.file(name)
+            self.report.write()
+            written.append("report.html")
+        return written
+
+
+class AnalysisCommand(ParlaiScript):
+    """Base of the analysis commands (see the module docstring)."""
+
+    description = ""
+    options_title = "Analysis"
+    config_class: type = None
+    worker_checks = False  # whether --worker-checks (Smith App. B) applies to this analysis
+
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, cls.description)
+        add_data_args(parser)
+        group = parser.add_argument_group(cls.options_title)
+        add_config_args(group, cls.config_class)
+        if cls.worker_checks:
+            add_worker_checks_arg(group)
+        return parser
+
+    def analyse(self, data, config, checks, out: Path):
+        raise NotImplementedError
+
+    def run(self):
+        config = config_from_opt(self.opt, self.config_class)
+        data = load_data(self.opt)
+        checks = None
+        if self.worker_checks:
+            data, checks = run_worker_checks(data, self.opt["worker_checks"])
+            if checks is not None:
+                print(checks.text())
+        out = Path(self.opt["out"])
+        result = self.analyse(data, config, checks, out)
+        print(f"wrote {', '.join(result.get('written', []))} to {out}")
+        return result
