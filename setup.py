@@ -46,6 +46,7 @@ setup(
         "chatterbot-corpus",
         "scikit-learn",
         "pyyaml",
+        "psutil",
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
