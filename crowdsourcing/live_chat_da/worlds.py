@@ -76,7 +76,11 @@ class LiveChatWorld:
         state.setdefault("warning", None)
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
             "phase": self.phase, "slot": self.slot, "num_slots": len(self.plan),
-            "min_inputs": self.min_inputs, **state}})
+            "min_inputs": self.min_inputs, "inputs": self._inputs(), "bot_id": BOT_ID, **state}})
+
+    def _inputs(self) -> int:
+        """The worker's messages in this conversation: the page shows this count, never its own."""
+        return sum(turn["speaker"] == "human" for turn in self.conversation["turns"])
 
     def _save(self) -> None:
         self.record["last_event"] = time.time()
@@ -145,7 +149,7 @@ class LiveChatWorld:
                 self._send_state(topic=topic)
             return
         if action == "next":
-            inputs = sum(turn["speaker"] == "human" for turn in conv["turns"])
+            inputs = self._inputs()
             if inputs < self.min_inputs:
                 self._send_state(topic=self._current_topic(), warning=(
                     f"Please type at least {self.min_inputs} inputs before moving on "
@@ -173,7 +177,8 @@ class LiveChatWorld:
             turn["meta"] = {"qc_audit": reply["qc_audit"]}
         conv["turns"].append(turn)
         # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
-        self.agent.observe({"id": BOT_ID, "text": reply_text if reply_text.strip() else " "})
+        self.agent.observe({"id": BOT_ID, "text": reply_text if reply_text.strip() else " ",
+                            "task_data": {"inputs": self._inputs()}})
 
     def _on_rate(self, action, text, data) -> None:
         values = data.get("values")
