@@ -178,6 +178,22 @@ def dialeval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return done
 
 
+def set_slider(slider, value) -> None:
+    """Move a range input as a person's drag would: React listens to the native value setter + input event
+    (Playwright's fill() on a range input is not portable)."""
+    slider.evaluate("""(el, v) => {
+        const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+        setter.call(el, String(v));
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+    }""", value)
+
+
+def pause(page, seconds: float) -> None:
+    """A person reading or thinking: the page keeps running (heartbeats, incoming messages) meanwhile."""
+    page.wait_for_timeout(int(seconds * 1000))
+
+
 @contextlib.contextmanager
 def chromium_page(tmp_path: Path):
     """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert()."""

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from .protocol_harness import set_slider
+
 pytestmark = pytest.mark.timeout(420)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -61,16 +63,6 @@ def _stop(proc, router_pid):
             os.kill(router_pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-
-
-def _set_slider(slider, value):
-    # React listens to the native value setter + input event; fill() on a range input is not portable.
-    slider.evaluate("""(el, v) => {
-        const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
-        setter.call(el, String(v));
-        el.dispatchEvent(new Event('input', {bubbles: true}));
-        el.dispatchEvent(new Event('change', {bubbles: true}));
-    }""", value)
 
 
 def _chat(page, slot, n, start=0):
@@ -131,7 +123,7 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
                 sliders = page.locator("[data-testid=rating-form] input[type=range]")
                 assert sliders.count() == 7
                 for k in range(7):
-                    _set_slider(sliders.nth(k), 10 * slot + k + 1)
+                    set_slider(sliders.nth(k), 10 * slot + k + 1)
                 page.click("[data-testid=submit-ratings]")
             page.wait_for_selector("[data-testid=feedback-form]")
             page.fill("#feedback", "Fine, thanks. " + XSS)

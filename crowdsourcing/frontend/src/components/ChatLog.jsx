@@ -1,9 +1,11 @@
 // The conversation so far. Text is passed to React as a child, never as HTML, so whatever a
 // worker or a bot types is shown literally (no markup or script is ever interpreted).
+// Speakers are told apart by the server's names (the bot's and "System"), never by the page's agent
+// id: after a reload Mephisto replays the worker's own messages renamed by its ParlAI wrapper.
 import React from "react";
 import { ChatMessage } from "bootstrap-chat";
 
-export function ChatLog({ messages, selfId, selfName = "You", otherName = "Chatbot" }) {
+export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbot" }) {
   const end = React.useRef(null);
   React.useEffect(() => {
     if (end.current && end.current.scrollIntoView) {
@@ -13,7 +15,7 @@ export function ChatLog({ messages, selfId, selfName = "You", otherName = "Chatb
   return (
     <div className="dialeval-chat-log" data-testid="chat-log">
       {messages.map((message, idx) => {
-        const isSelf = message.id === selfId;
+        const isSelf = message.id !== botId && message.id !== "System";
         return (
           <div className={isSelf ? "dialeval-msg-self" : "dialeval-msg-other"} key={idx}>
             <ChatMessage

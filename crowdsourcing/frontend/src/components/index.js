@@ -3,7 +3,7 @@ import "bootstrap/dist/css/bootstrap.min.css";
 import "bootstrap-chat/styles.css";
 import "./styles.css";
 
-export { useLiveTask } from "./useLiveTask";
+export { useLiveTask, useSendOnce } from "./useLiveTask";
 export { ChatLog } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel } from "./TaskShell";

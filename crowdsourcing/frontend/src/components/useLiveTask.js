@@ -61,3 +61,15 @@ export function useLiveTask() {
 
   return { ...mephisto, messages, state, inactiveText, sendAction };
 }
+
+// For buttons that send an answer to the world: after one click the button stays disabled until the
+// world answers with a new state (its next step, or a warning), so a double click sends one answer.
+export function useSendOnce(state) {
+  const [pending, setPending] = React.useState(false);
+  React.useEffect(() => setPending(false), [state]);
+  const sendOnce = (send) => {
+    setPending(true);
+    send();
+  };
+  return [pending, sendOnce];
+}

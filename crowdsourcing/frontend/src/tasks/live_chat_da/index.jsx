@@ -62,12 +62,13 @@ function TopicForm({ state, sendAction }) {
   );
 }
 
-function ChatPanel({ state, messages, agentId, sendAction }) {
+function ChatPanel({ state, messages, sendAction }) {
   const [changingTopic, setChangingTopic] = React.useState(false);
   const [newTopic, setNewTopic] = React.useState("");
-  const [warning, setWarning] = React.useState(null);
-  const inputs = messages.filter((m) => m.id === agentId).length;
-  const minInputs = state.min_inputs || 0;
+  // The server counts the inputs and judges "Next chatbot" (a count kept by the page would restart
+  // at 0 when the tab is reopened); its refusal arrives as state.warning.
+  const [warningSeen, setWarningSeen] = React.useState(null);
+  const warning = state.warning && state.warning !== warningSeen ? state.warning : null;
   return (
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
@@ -75,21 +76,21 @@ function ChatPanel({ state, messages, agentId, sendAction }) {
           Chatbot {state.slot + 1} of {state.num_slots}. Topic: <b data-testid="current-topic">{state.topic}</b>
         </span>
         <span className="text-muted" data-testid="input-count">
-          Your inputs: {inputs} (minimum {minInputs})
+          Your inputs: {state.inputs || 0} (minimum {state.min_inputs || 0})
         </span>
       </div>
-      <ChatLog messages={messages} selfId={agentId} />
+      <ChatLog messages={messages} botId={state.bot_id} />
       {state.bot_typing ? <p className="text-muted">The chatbot is typing...</p> : null}
-      {warning || state.warning ? (
+      {warning ? (
         <div className="alert alert-warning" data-testid="warning">
-          {warning || state.warning}
+          {warning}
         </div>
       ) : null}
       <MessageInput
         placeholder="Type your message"
         onSend={(text) => {
           sendAction({ action: "message" }, text);
-          setWarning(null);
+          setWarningSeen(state.warning);
         }}
       />
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
@@ -100,11 +101,8 @@ function ChatPanel({ state, messages, agentId, sendAction }) {
           className="btn btn-outline-success"
           data-testid="next-chatbot"
           onClick={() => {
-            if (inputs < minInputs) {
-              setWarning(`Please type at least ${minInputs} inputs before moving on (you have typed ${inputs}).`);
-            } else {
-              sendAction({ action: "next" });
-            }
+            setWarningSeen(null);
+            sendAction({ action: "next" });
           }}
         >
           Next chatbot
@@ -181,14 +179,14 @@ function FeedbackForm({ sendAction }) {
 
 function LiveChatApp() {
   const live = useLiveTask();
-  const { state, messages, agentId, sendAction, handleSubmit, taskConfig } = live;
+  const { state, messages, sendAction, handleSubmit, taskConfig } = live;
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
   } else if (state.phase === "topic") {
     body = <TopicForm key={state.slot} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <ChatPanel key={state.slot} state={state} messages={messages} agentId={agentId} sendAction={sendAction} />;
+    body = <ChatPanel key={state.slot} state={state} messages={messages} sendAction={sendAction} />;
   } else if (state.phase === "rate") {
     body = <RatingForm key={state.slot} state={state} sendAction={sendAction} />;
   } else if (state.phase === "failed") {

@@ -4,7 +4,7 @@
 // {action: "choose", choice, justification} or a chat message back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
   return (
@@ -18,6 +18,7 @@ function Option({ side, text, chosen, onChoose }) {
 function ChoosePanel({ state, sendAction }) {
   const [choice, setChoice] = React.useState(null);
   const [why, setWhy] = React.useState("");
+  const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="choose-panel">
       <p>
@@ -30,8 +31,8 @@ function ChoosePanel({ state, sendAction }) {
       <button
         className="btn btn-primary mt-2"
         data-testid="submit-choice"
-        disabled={!choice || !why.trim()}
-        onClick={() => sendAction({ action: "choose", choice, justification: why.trim() })}
+        disabled={pending || !choice || !why.trim()}
+        onClick={() => sendOnce(() => sendAction({ action: "choose", choice, justification: why.trim() }))}
       >
         Continue with this response
       </button>
@@ -42,6 +43,7 @@ function ChoosePanel({ state, sendAction }) {
 function Onboarding({ state, sendAction }) {
   const pairs = state.pairs || [];
   const [choices, setChoices] = React.useState(pairs.map(() => null));
+  const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="onboarding">
       <p>
@@ -69,10 +71,31 @@ function Onboarding({ state, sendAction }) {
       <button
         className="btn btn-primary"
         data-testid="submit-onboarding"
-        disabled={choices.some((c) => c === null)}
-        onClick={() => sendAction({ action: "onboarding", choices })}
+        disabled={pending || choices.some((c) => c === null)}
+        onClick={() => sendOnce(() => sendAction({ action: "onboarding", choices }))}
       >
-        Check my answers
+        {pending ? "Checking..." : "Check my answers"}
+      </button>
+    </div>
+  );
+}
+
+// Continue submits the onboarding once: Mephisto then moves the worker on, which takes a moment.
+function OnboardingDone({ passed, handleSubmit }) {
+  const [submitted, setSubmitted] = React.useState(false);
+  return (
+    <div data-testid="onboarding-done">
+      <p>{passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
+      <button
+        className="btn btn-success"
+        data-testid="finish-onboarding"
+        disabled={submitted}
+        onClick={() => {
+          setSubmitted(true);
+          handleSubmit({ passed });
+        }}
+      >
+        {submitted ? "Please wait..." : "Continue"}
       </button>
     </div>
   );
@@ -88,14 +111,7 @@ function PairwiseTurnApp() {
   ) : null;
   let body;
   if (state.phase === "onboarding_done") {
-    body = (
-      <div data-testid="onboarding-done">
-        <p>{state.passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
-        <button className="btn btn-success" data-testid="finish-onboarding" onClick={() => handleSubmit({ passed: state.passed })}>
-          Continue
-        </button>
-      </div>
-    );
+    body = <OnboardingDone passed={state.passed} handleSubmit={handleSubmit} />;
   } else if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
   } else if (state.phase === "onboarding") {

@@ -22,19 +22,31 @@ function ValueInput({ kind, min, max, value, onChange, testid }) {
       </span>
     );
   }
+  // The browser lets any number be typed into the field: say at once when it is out of range.
+  const wrong = value !== undefined && !inRange(value, min, max);
   return (
-    <input
-      type="number"
-      min={min}
-      max={max}
-      className="form-control d-inline-block"
-      style={{ width: 120 }}
-      data-testid={testid}
-      value={value === undefined ? "" : value}
-      onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))}
-    />
+    <span className="d-inline-block align-top">
+      <input
+        type="number"
+        min={min}
+        max={max}
+        className={"form-control d-inline-block" + (wrong ? " is-invalid" : "")}
+        style={{ width: 120 }}
+        data-testid={testid}
+        value={value === undefined ? "" : value}
+        onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))}
+      />
+      {wrong ? (
+        <span className="invalid-feedback d-block" data-testid={testid + "-error"}>
+          {rangeText(min, max)}
+        </span>
+      ) : null}
+    </span>
   );
 }
+
+const inRange = (value, min, max) => typeof value === "number" && value >= min && value <= max;
+const rangeText = (min, max) => `Please enter a number from ${min} to ${max}.`;
 
 function ItemForm({ data, item, index, onDone }) {
   const started = React.useRef(Date.now());
@@ -42,7 +54,7 @@ function ItemForm({ data, item, index, onDone }) {
   const { kind, min, max } = data.scale;
   const keys = item.responses.map((r) => r.key);
   const set = (criterion, update) => setAnswers({ ...answers, [criterion]: { ...(answers[criterion] || {}), ...update } });
-  const valid = (value) => typeof value === "number" && value >= min && value <= max;
+  const valid = (value) => inRange(value, min, max);
   const complete = data.criteria.every(({ name }) => {
     const a = answers[name] || {};
     if (kind === "best_worst") return a.best && a.worst && a.best !== a.worst;
@@ -97,6 +109,13 @@ function ItemForm({ data, item, index, onDone }) {
           </div>
         );
       })}
+      {complete ? null : (
+        <p className="text-muted mt-2 mb-0" data-testid="next-hint">
+          {kind === "best_worst"
+            ? "Next is enabled once you mark a different best and worst reply for each question."
+            : `Next is enabled once every reply has a score from ${min} to ${max}.`}
+        </p>
+      )}
       <button className="btn btn-primary mt-2" data-testid="next-item" disabled={!complete} onClick={() => onDone(answers, (Date.now() - started.current) / 1000)}>
         Next
       </button>
