@@ -316,6 +316,10 @@ def test_clear_errors_for_missing_qc_bot_and_several_studies():
         analyze(from_records(records))
     assert analyze(from_records(records), LiveChatConfig(qc_test="none")).summary["n_workers_passed"] == 12
     other = [dict(r, study="other") if r["type"] != "study" else dict(r, name="other") for r in synthetic()]
+    for record in other:  # the other study's conversations have their own ids (repeated ids are refused)
+        for key in ("id", "conversation_id"):
+            if key in record:
+                record[key] = "other-" + record[key]
     with pytest.raises(DialevalError, match="several studies"):
         analyze(from_records(synthetic() + other))
     assert analyze(from_records(synthetic() + other), LiveChatConfig(study="other")).summary["study"] == "other"
