@@ -1,54 +1,170 @@
 """Chatbots in crowdsourcing tasks: any ParlAI agent, configured per model, loaded once per launch.
 
-Each model is a name and a ParlAI opt (``model``/``model_file`` plus any of that agent's options):
-a zoo model, a ``dialeval:`` agent, a Hugging Face model through ParlAI's ``hugging_face`` agents or
-ParlAI's OpenAI-compatible chat agent all work the same. ``BotPool`` loads each model once and hands
-every conversation its own copy made with ``create_agent_from_shared`` (weights shared); it also
-assigns models to HITs so every model gets the same number of conversations, under concurrency.
+Each model is a name and a ParlAI opt (``model``/``model_file`` plus any of that agent's options), or
+a ParlAI flag string as in ParlAI's own ``model_opts.yaml`` (``"--model-file zoo:blender/blender_90M/model
+--beam-size 10"``): a ``dialeval:`` agent (``openai_chat`` for OpenAI-compatible endpoints, ``hf_chat``
+for local Hugging Face chat models), a zoo model already built under ParlAI's datapath, or any agent
+class. ``BotPool`` loads each model once (an endpoint is pinged once, so a wrong URL, key or model name
+stops the launch), hands every conversation its own copy made with ``create_agent_from_shared``
+(weights and HTTP clients shared) and assigns models to HITs so every model gets the same number of
+conversations, or the numbers of ParlAI's ``conversations_needed`` quotas, under concurrency.
 """
 from __future__ import annotations
 
 import random
+import shlex
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any, Mapping
 
 from parlai_dialeval.errors import DialevalError
 
-# Options ParlAI must never act on inside a task: downloading from parl.ai, interactive prompts.
-_BLOCKED_PREFIXES = ("zoo:",)
+# Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit and the endpoint bots' costs.
+TURN_META_KEYS = ("qc_audit", "latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts")
+
+
+def turn_meta(reply) -> dict:
+    """What of a bot's reply goes into its turn's ``meta`` (empty when nothing does)."""
+    if not isinstance(reply, Mapping):
+        return {}
+    return {key: reply[key] for key in TURN_META_KEYS if reply.get(key) is not None}
+
+
+def flags_to_opt(flags: str, where: str = "flags") -> dict:
+    """A ParlAI flag string (``--model-file F -m NAME --beam-size 10 --skip-generation False``) as an opt
+    dict, without ParlAI's parse (which would resolve, and so download, zoo paths)."""
+    from parlai.core.params import ParlaiParser
+
+    aliases = {}
+    for action in ParlaiParser(True, True)._actions:
+        for option in action.option_strings:
+            aliases[option.lstrip("-")] = action.dest
+    tokens = shlex.split(flags)
+    opt: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("-") or token in ("-", "--"):
+            raise DialevalError(f"{where}: {token!r} is not a --flag (expected ParlAI flags like --model-file F)")
+        name = token.lstrip("-")
+        key = aliases.get(name, name.replace("-", "_"))
+        if i + 1 < len(tokens) and not (tokens[i + 1].startswith("-") and len(tokens[i + 1]) > 1
+                                        and not _is_number(tokens[i + 1])):
+            opt[key], i = tokens[i + 1], i + 2
+        else:
+            opt[key], i = True, i + 1
+    return opt
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def read_model_opts(path: str) -> dict[str, dict]:
+    """ParlAI's ``model_opts.yaml`` (model name -> flag string) as name -> {"opt": {...}}."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DialevalError(f"{path}: cannot read the model_opts file ({error.strerror})") from error
+    if not isinstance(data, dict):
+        raise DialevalError(f"{path}: expected a mapping of model name -> ParlAI flag string")
+    return {str(name): {"opt": flags_to_opt(str(flags), f"{path}: model {name!r}")} for name, flags in data.items()}
+
+
+def parse_quotas(spec) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """ParlAI's ``conversations_needed_string``: ``"a:10,b:20"`` (per model, model_chat) or ``"a:b:100"``
+    (per pair, pairwise_per_turn_eval), or a mapping. Returns (model quotas, pair quotas)."""
+    if not spec:
+        return {}, {}
+    parts = spec.items() if isinstance(spec, Mapping) else [p.rsplit(":", 1) for p in str(spec).split(",") if p.strip()]
+    models, pairs = {}, {}
+    for part in parts:
+        if len(part) != 2 or not str(part[1]).strip().isdigit():
+            raise DialevalError(f"conversations_needed {spec!r}: expected entries like 'modelA:50' or "
+                                f"'modelA:modelB:100', got {':'.join(map(str, part))!r}")
+        name, count = str(part[0]).strip(), int(part[1])
+        if ":" in name:
+            a, b = name.split(":", 1)
+            pairs[(a, b)] = count
+        else:
+            models[name] = count
+    return models, pairs
+
+
+def resolve_models(models: Mapping[str, Any] | None, model_opts: str | None = None,
+                   conversations_needed=None) -> tuple[dict, dict, dict]:
+    """The task's ``models`` merged with a ``model_opts.yaml``; flag strings parsed; with quotas, only the
+    models that have one (as ParlAI loads only those). Returns (models, model quotas, pair quotas)."""
+    from omegaconf import OmegaConf
+
+    merged: dict[str, Any] = dict(read_model_opts(model_opts)) if model_opts else {}
+    if OmegaConf.is_config(models):
+        models = OmegaConf.to_container(models, resolve=True)
+    for name, spec in (models or {}).items():
+        merged[name] = {"opt": flags_to_opt(spec, f"model {name!r}")} if isinstance(spec, str) else dict(spec or {})
+    quotas, pair_quotas = parse_quotas(conversations_needed)
+    needed = set(quotas) | {m for pair in pair_quotas for m in pair}
+    unknown = sorted(needed - set(merged))
+    if unknown:
+        raise DialevalError(f"conversations_needed names {unknown}, which are not among the models "
+                            f"{sorted(merged)} (the task's models and model_opts file)")
+    return merged, quotas, pair_quotas
 
 
 def load_agent(name: str, opt: Mapping[str, Any], allow_zoo: bool = False):
-    """One ParlAI agent from an opt mapping, with every option the agent declares at its default."""
+    """One ParlAI agent from an opt mapping, with every option the agent declares at its default.
+
+    ``zoo:`` paths must already be built under ParlAI's datapath unless ``allow_zoo``; an agent with a
+    ``check_ready()`` method (endpoint bots) is asked once, so a bad endpoint stops here in one line.
+    """
     from parlai.core.agents import create_agent
     from parlai.core.params import ParlaiParser
+
+    from parlai_dialeval.crowdsourcing.platform.zoo_check import resolve_zoo_paths
 
     opt = dict(opt)
     if not opt.get("model") and not opt.get("model_file"):
         raise DialevalError(f"bot {name!r}: its opt needs `model` or `model_file`")
-    model_file = str(opt.get("model_file") or "")
-    if model_file.startswith(_BLOCKED_PREFIXES) and not allow_zoo:
-        raise DialevalError(f"bot {name!r}: model_file {model_file!r} would download from parl.ai; "
-                            "download it yourself and give a local path (or set allow_zoo: true)")
+    if not allow_zoo:
+        opt = resolve_zoo_paths(opt, name)
     try:
         full_opt = ParlaiParser(True, True).parse_kwargs(**opt)
-        return create_agent(full_opt, requireModelExists=bool(model_file))
-    except DialevalError:
-        raise
+        agent = create_agent(full_opt, requireModelExists=bool(opt.get("model_file")))
+    except DialevalError as error:
+        raise DialevalError(f"bot {name!r}: {error}") from error
     except (Exception, SystemExit) as error:  # ParlAI reports bad opts through argparse's exit
         raise DialevalError(f"bot {name!r} could not be loaded from {opt}: {error}") from error
+    if hasattr(agent, "check_ready"):
+        try:
+            agent.check_ready()
+        except DialevalError as error:
+            raise DialevalError(f"bot {name!r}: {error}") from error
+    return agent
 
 
 class BotPool:
     """Models loaded once; per-conversation copies; balanced, thread-safe assignment to HITs."""
 
-    def __init__(self, models: Mapping[str, Mapping[str, Any]], qc_models: list[str] | None = None,
-                 seed: int | None = None, allow_zoo: bool = False):
-        """``models``: name -> {"opt": {...ParlAI opt...}, "persona": [sentences] (optional)}."""
+    def __init__(self, models: Mapping[str, Any], qc_models: list[str] | None = None,
+                 seed: int | None = None, allow_zoo: bool = False, model_opts: str | None = None,
+                 conversations_needed=None):
+        """``models``: name -> {"opt": {...ParlAI opt...}, "persona": [sentences] (optional)} or a ParlAI
+        flag string; ``model_opts``: ParlAI's model_opts.yaml adding more; ``conversations_needed``:
+        ParlAI's quota string (``"a:10,b:20"`` or, for pairs, ``"a:b:100"``) or mapping."""
+        self.qc_models = list(qc_models or [])
+        models, self.quotas, self.pair_quotas = resolve_models(models, model_opts, conversations_needed)
+        if self.quotas or self.pair_quotas:
+            active = set(self.quotas) | {m for pair in self.pair_quotas for m in pair} | set(self.qc_models)
+            models = {name: spec for name, spec in models.items() if name in active}
         if not models:
             raise DialevalError("no bots configured: give at least one model under `models`")
-        self.qc_models = list(qc_models or [])
         missing = [name for name in self.qc_models if name not in models]
         if missing:
             raise DialevalError(f"qc_models {missing} are not among the configured models {sorted(models)}")
@@ -58,6 +174,7 @@ class BotPool:
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self.assigned = Counter({name: 0 for name in models})
+        self.pairs_assigned = Counter({pair: 0 for pair in self.pair_quotas})
 
     @property
     def genuine_models(self) -> list[str]:
@@ -73,21 +190,36 @@ class BotPool:
     def reserve(self, count: int, qc: bool = False) -> list[str]:
         """``count`` distinct models (repeats only when fewer exist), least assigned first, ties random.
 
-        Reservations count as conversations as soon as a HIT starts, so concurrent HITs spread over
-        the models; ``release`` gives back the ones whose conversation never completed.
+        With quotas, models (or, for two models, pairs) with the most conversations still needed come
+        first. Reservations count as conversations as soon as a HIT starts, so concurrent HITs spread
+        over the models; ``release`` gives back the ones whose conversation never completed.
         """
         candidates = self.qc_models if qc else self.genuine_models
+        if not qc and self.quotas:
+            candidates = [m for m in candidates if m in self.quotas]
         if not candidates:
             raise DialevalError("no quality-control model configured" if qc else "no genuine models configured")
         with self._lock:
+            if count == 2 and not qc and self.pair_quotas:
+                return self._reserve_pair()
             chosen: list[str] = []
             for _ in range(count):
                 fresh = [m for m in candidates if m not in chosen] or candidates
-                low = min(self.assigned[m] for m in fresh)
-                pick = self._rng.choice([m for m in fresh if self.assigned[m] == low])
+                pick = self._least_used(fresh, lambda m: self.assigned[m] - self.quotas.get(m, 0))
                 self.assigned[pick] += 1
                 chosen.append(pick)
             return chosen
+
+    def _least_used(self, items, used):
+        low = min(used(item) for item in items)
+        return self._rng.choice([item for item in items if used(item) == low])
+
+    def _reserve_pair(self) -> list[str]:
+        pair = self._least_used(list(self.pair_quotas), lambda p: self.pairs_assigned[p] - self.pair_quotas[p])
+        self.pairs_assigned[pair] += 1
+        for name in pair:
+            self.assigned[name] += 1
+        return list(pair)
 
     def release(self, name: str) -> None:
         with self._lock:
@@ -106,3 +238,11 @@ class BotPool:
     def choice(self, items: list):
         with self._lock:
             return self._rng.choice(items)
+
+
+def quota_args(cfg) -> dict:
+    """ParlAI's model-chat keys under ``mephisto.blueprint`` (``model_opt_path``, ``conversations_needed_string``)
+    as BotPool arguments, so a ParlAI model_chat / pairwise_per_turn_eval config's model lines work unchanged."""
+    blueprint = cfg.mephisto.blueprint
+    return {"model_opts": blueprint.get("model_opt_path") or None,
+            "conversations_needed": blueprint.get("conversations_needed_string") or None}

@@ -117,6 +117,10 @@ class OpenaiChatAgent(Agent):
         shared["endpoint"] = self.endpoint
         return shared
 
+    def check_ready(self) -> None:
+        """One 1-token request (called once at launch): a wrong URL, key or model name fails here."""
+        self.endpoint.ping()
+
     def reset(self):
         super().reset()
         self.history: list[dict] = []
