@@ -1,16 +1,44 @@
-"""The ``dialeval`` command: ParlAI's command line with this plugin's scripts added."""
+"""The ``dialeval`` command: ParlAI's command line with this plugin's scripts added.
+
+A plugin command is dispatched straight to its own module: ParlAI's superscript would first import
+every ParlAI script and torch (5-6 s) only to build a parser for one command. ParlAI's own commands
+still go through ParlAI's superscript, unchanged, and so does the command list (cached, see
+``cached_command_list``).
+"""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
+import importlib.abc
+import io
+import os
 import pkgutil
+import re
 import sys
 import warnings
+from pathlib import Path
 
 # ParlAI imports the deprecated pkg_resources; the warning means nothing to our users.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
-import parlai_dialeval  # noqa: E402,F401  (applies compat fixes and registers the dialeval: prefix)
+import parlai_dialeval  # noqa: E402  (applies compat fixes and registers the dialeval: prefix)
 from parlai_dialeval.errors import DialevalError  # noqa: E402
+
+SCRIPTS_DIR = Path(__file__).with_name("scripts")
+LIST_COMMANDS = {None, "help", "h", "helpall", "--help", "-h", "--helpall", "--version"}
+_REGISTRATION = re.compile(r"""@register_script\(\s*["']([^"']+)["'](?:[^)]*?aliases\s*=\s*[\[(]([^\])]*)[\])])?""")
+
+
+def plugin_script_modules() -> dict[str, str]:
+    """Command name or alias -> module of ``parlai_dialeval.scripts``, read from the decorators' text
+    so that finding a command imports nothing but its own module."""
+    commands = {}
+    for path in sorted(SCRIPTS_DIR.glob("*.py")):
+        for name, aliases in _REGISTRATION.findall(path.read_text(encoding="utf-8")):
+            for command in [name, *re.findall(r"""["']([^"']+)["']""", aliases)]:
+                commands[command] = f"parlai_dialeval.scripts.{path.stem}"
+    return commands
 
 
 def register_plugin_scripts() -> None:
@@ -19,6 +47,26 @@ def register_plugin_scripts() -> None:
 
     for module in pkgutil.iter_modules(scripts.__path__, "parlai_dialeval.scripts."):
         importlib.import_module(module.name)
+
+
+class _NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError(name)
+
+
+def import_parlai_core_without_torch() -> None:
+    """ParlAI's ``build_data`` imports torch (about 1 s) only for the multiprocessing Pool of its
+    dataset downloads, and falls back to the standard library's Pool when torch is missing. Hide torch
+    during that one import; anything that needs torch later imports it as usual."""
+    if "parlai.core.build_data" in sys.modules:
+        return
+    blocker = _NoTorch()
+    sys.meta_path.insert(0, blocker)
+    try:
+        importlib.import_module("parlai.core.script")
+    finally:
+        sys.meta_path.remove(blocker)
 
 
 _discovery_passes = 0
@@ -54,13 +102,76 @@ def let_help_skip_required_options() -> None:
     ParlaiParser._dialeval_help_fix = True
 
 
-def main(args=None) -> int:
+def run_plugin_command(command: str, module: str, args: list[str]):
+    """What ParlAI's superscript does for one command, without building every other command first."""
+    from parlai.core.loader import SCRIPT_REGISTRY
+
+    importlib.import_module(module)
+    script = SCRIPT_REGISTRY[command].klass
+    parser = script.setup_args()
+    parser.prog = f"dialeval {command}"
+    opt = parser.parse_args(args)
+    return script._run_from_parser_and_opt(opt, parser)
+
+
+def run_through_parlai(args: list[str]):
+    """ParlAI's own superscript, with every plugin command registered (ParlAI's commands, the list)."""
     from parlai.core.script import superscript_main
 
     register_plugin_scripts()
     let_help_skip_required_options()
+    return superscript_main(args)
+
+
+def _command_list_cache(args: list[str]) -> Path:
+    import parlai
+
+    stamp = [parlai.__version__, parlai_dialeval.__version__, sys.executable, *args]
+    stamp += [f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(SCRIPTS_DIR.glob("*.py"))]
+    key = hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "parlai_dialeval" / f"commands-{key}.txt"
+
+
+def cached_command_list(args: list[str]) -> None:
+    """``dialeval help``: listing every command means importing all of ParlAI's scripts and torch, so
+    the text is kept until ParlAI, this plugin or one of its scripts changes."""
+    cache = _command_list_cache(args)
+    if cache.exists():
+        sys.stdout.write(cache.read_text(encoding="utf-8"))
+        return
+    text, status = io.StringIO(), 0
     try:
-        superscript_main(args)
+        with contextlib.redirect_stdout(text):
+            run_through_parlai(args)
+    except SystemExit as exited:  # argparse's --help and --version exit
+        status = exited.code
+    sys.stdout.write(text.getvalue())
+    if status:
+        raise SystemExit(status)
+    with contextlib.suppress(OSError):  # a read-only home only costs the next call its speed
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text.getvalue(), encoding="utf-8")
+        partial.replace(cache)
+
+
+def dispatch(args: list[str]):
+    command = args[0] if args else None
+    module = plugin_script_modules().get(command)
+    if module is not None:
+        import_parlai_core_without_torch()
+        let_help_skip_required_options()
+        return run_plugin_command(command, module, args[1:])
+    if command in LIST_COMMANDS and len(args) <= 1:
+        return cached_command_list(args)
+    return run_through_parlai(args)
+
+
+def main(args=None) -> int:
+    args = sys.argv[1:] if args is None else list(args)
+    try:
+        dispatch(args)
     except DialevalError as error:
         print(f"dialeval: error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,60 @@
+"""`dialeval` dispatches plugin commands without ParlAI's full script registry (issue 21, start-up)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from parlai_dialeval import cli
+
+
+def test_every_registered_plugin_command_is_found_without_importing_it():
+    from parlai.core.loader import SCRIPT_REGISTRY
+
+    cli.register_plugin_scripts()
+    registered = {name: reg.klass.__module__ for name, reg in SCRIPT_REGISTRY.items()
+                  if reg.klass.__module__.startswith("parlai_dialeval.")}
+    found = cli.plugin_script_modules()
+    assert registered, "no plugin command registered"
+    assert {name: found.get(name) for name in registered} == registered
+
+
+def run_python(code: str, env=None):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_a_plugin_command_runs_without_loading_torch(tmp_path):
+    path = tmp_path / "ok.jsonl"
+    path.write_text(json.dumps({"type": "comparison", "format_version": "1.0", "item_id": "1", "worker_id": "w",
+                                "model_a": "x", "model_b": "y", "choice": "a"}) + "\n")
+    result = run_python("import sys; from parlai_dialeval.cli import main; "
+                        f"status = main(['validate', '--data', {str(path)!r}]); "
+                        "print('torch loaded:', 'torch' in sys.modules); sys.exit(status)")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "comparison: 1" in result.stdout
+    assert "torch loaded: False" in result.stdout
+
+
+def test_a_model_command_still_gets_torch_after_the_fast_dispatch():
+    result = run_python("from parlai_dialeval import cli; cli.import_parlai_core_without_torch(); "
+                        "import torch, parlai.core.torch_agent; print(torch.zeros(2).sum().item())")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "0.0"
+
+
+def test_command_list_is_cached_and_equals_parlais_own(tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    direct = run_python("from parlai_dialeval.cli import run_through_parlai; run_through_parlai(['help'])", env)
+    first = run_python("from parlai_dialeval.cli import main; main(['help'])", env)
+    cached = list(tmp_path.glob("parlai_dialeval/commands-*.txt"))
+    second = run_python("import sys; from parlai_dialeval.cli import main; main(['help']); "
+                        "print('parlai scripts loaded:', 'parlai.scripts.self_chat' in sys.modules)", env)
+    assert direct.returncode == first.returncode == second.returncode == 0, second.stderr[-2000:]
+    assert len(cached) == 1
+    assert first.stdout == direct.stdout == cached[0].read_text()
+    assert second.stdout.startswith(direct.stdout)
+    assert "parlai scripts loaded: False" in second.stdout
+    for command in ("validate", "analyze_pairwise", "self_chat", "display_data"):
+        assert command in direct.stdout
