@@ -28,14 +28,25 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
     try:
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("e2e_worker"))
-            for _ in range(2):
+            for n in range(2):
                 page.wait_for_selector("[data-testid=scale-item]", timeout=60000)
                 assert "scores 100" in page.inner_text("[data-testid=anchor-readability]")
+                if n == 0:  # out-of-range numbers are refused with the allowed range shown next to them
+                    page.fill("[data-testid=readability-value-0]", "-5")
+                    page.fill("[data-testid=readability-value-1]", "1500")
+                    for i in (0, 1):
+                        assert page.inner_text(f"[data-testid=readability-value-{i}-error]") == (
+                            "Please enter a number from 0 to 999.")
+                    assert page.locator("[data-testid=readability-value-2-error]").count() == 0  # still empty
+                    assert page.is_disabled("[data-testid=next-item]")
+                    assert "every reply has a score from 0 to 999" in page.inner_text("[data-testid=next-hint]")
                 for criterion in ("readability", "coherence"):
                     box = f"[data-testid=criterion-{criterion}]"
                     for i in range(3):
                         text = page.inner_text(f"{box} [data-testid=response-{i}]")
                         page.fill(f"[data-testid={criterion}-value-{i}]", str(RME_VALUE[text]))
+                assert page.locator("[data-testid=readability-value-0-error]").count() == 0
+                assert page.locator("[data-testid=next-hint]").count() == 0
                 page.click("[data-testid=next-item]")
             page.wait_for_selector("[data-testid=prior-questions]")
             page.check("[data-testid=prior_experience_evaluating-no]")
