@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from parlai_dialeval.data import from_records
-from parlai_dialeval.scripts.analyze_single_model import AnalyzeSingleModel, analyze
+from parlai_dialeval.scripts.analyze_single_model import AnalyzeSingleModel, SingleModelConfig, analyze
+from parlai_dialeval.utils.worker_check_option import run_worker_checks
 
 TYPED = {"careful": ["I spent the weekend hiking in the hills", "My favourite food is pasta with tomatoes",
                      "Do you read many books these days"],
@@ -41,20 +42,25 @@ def linear_rates(results) -> dict:
     return rates[rates["criterion"] == "engaging"].groupby("model")["lin"].first().to_dict()
 
 
+def run(data, out, mode):
+    data, checks = run_worker_checks(data, mode)
+    return analyze(data, out, SingleModelConfig(sm_turns=None, n_boot=50), checks)
+
+
 def test_off_report_and_apply(tmp_path):
     data = from_records(records())
-    off = analyze(data, tmp_path / "off", turns=None, n_boot=50, worker_checks="off")
+    off = run(data, tmp_path / "off", "off")
     assert "worker_checks" not in off and not (tmp_path / "off" / "worker_checks.csv").exists()
     assert linear_rates(off) == pytest.approx({"alpha": 2 / 6, "beta": 4 / 6})
 
-    report = analyze(data, tmp_path / "report", turns=None, n_boot=50, worker_checks="report")
+    report = run(data, tmp_path / "report", "report")
     assert linear_rates(report) == linear_rates(off)  # nothing dropped
     table = pd.read_csv(tmp_path / "report" / "worker_checks.csv").set_index("worker_id")
     assert table["flagged"].to_dict() == {"careful": False, "shouter": True}
     assert table.loc["shouter", "all_caps"] == 2 and table.loc["shouter", "conversations"] == 2
     assert "Worker checks (Smith App. B)" in (tmp_path / "report" / "report.html").read_text()
 
-    applied = analyze(data, tmp_path / "apply", turns=None, n_boot=50, worker_checks="apply")
+    applied = run(data, tmp_path / "apply", "apply")
     assert linear_rates(applied) == pytest.approx({"alpha": 2 / 3, "beta": 1 / 3})  # careful's ticks only
     likert = applied["likert"]
     assert set(likert[likert["criterion"] == "engaging"]["mean"]) == {4.0}

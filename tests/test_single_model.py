@@ -166,4 +166,4 @@ def test_analyze_single_model_end_to_end(tmp_path):
     bad = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_single_model", "--data",
                           str(data_path), "--out", str(out), "--sm-turns", "6-3"], capture_output=True, text=True,
                          timeout=300)
-    assert bad.returncode == 2 and "turn range '6-3'" in bad.stderr
+    assert bad.returncode == 2 and "--sm-turns '6-3'" in bad.stderr

@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 SM_CRITERIA = ("engaging", "humanlike", "interesting")
 DEFAULT_SM_TURNS = (3, 6)  # Smith 4.4.1: Bot Speaker turns 3 to 6 for SM-Turn
@@ -53,12 +54,34 @@ def per_conversation_success(turn_ratings: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def success_rates(turn_ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per model and criterion: linear success rate (all responses pooled) and WTA rate over conversations."""
+def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
+    """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE); nan below two values
+    and a zero-width interval when every value is equal."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return np.nan, np.nan
+    mean, se = values.mean(), stats.sem(values)
+    if se == 0:
+        return mean, mean
+    return tuple(float(v) for v in stats.t.interval(1 - alpha, len(values) - 1, loc=mean, scale=se))
+
+
+def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model and criterion: linear success rate (all responses pooled) with a t interval over the
+    conversations' success fractions (the conversation is the unit: its turns are not independent), and
+    the WTA rate over conversations with a Wilson interval."""
     linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
     per_conv = per_conversation_success(turn_ratings)
-    wta = per_conv.groupby(["model", "criterion"])["wta"].agg(wta="mean", n_conversations="size")
-    return linear.join(wta).reset_index()
+    grouped = per_conv.groupby(["model", "criterion"])
+    wta = grouped["wta"].agg(wta="mean", n_conversations="size")
+    ci = grouped["success"].apply(lambda v: t_interval(v, alpha))
+    wta["lin_ci_low"], wta["lin_ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    low, high = proportion_confint(wta["wta"] * wta["n_conversations"], wta["n_conversations"], alpha=alpha,
+                                   method="wilson")
+    wta["wta_ci_low"], wta["wta_ci_high"] = low, high
+    out = linear.join(wta).reset_index()
+    return out[["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",
+                "wta_ci_high", "n_conversations"]]
 
 
 def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:
@@ -69,10 +92,14 @@ def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
-def likert_summary(dialog_ratings: pd.DataFrame) -> pd.DataFrame:
-    """Per model and criterion: mean, SD (ddof=1) and count of SM-Dialog Likert scores."""
-    return (dialog_ratings.groupby(["model", "criterion"])["value"]
-            .agg(mean="mean", sd="std", n="size").reset_index())
+def likert_summary(dialog_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model and criterion: mean, SD (ddof=1), Student t interval of the mean and count of SM-Dialog
+    Likert scores (one per conversation: the conversation is the unit)."""
+    grouped = dialog_ratings.groupby(["model", "criterion"])["value"]
+    out = grouped.agg(mean="mean", sd="std", n="size")
+    ci = grouped.apply(lambda v: t_interval(v, alpha))
+    out["ci_low"], out["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    return out.reset_index()[["model", "criterion", "mean", "sd", "ci_low", "ci_high", "n"]]
 
 
 def model_pairs(models, reference: str | None = None) -> list[tuple[str, str]]:
@@ -83,18 +110,34 @@ def model_pairs(models, reference: str | None = None) -> list[tuple[str, str]]:
     return list(itertools.combinations(models, 2))
 
 
-def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "criterion") -> pd.DataFrame:
-    """Two-sided independent (Student) t-tests of ``value`` between the models of each pair, per group."""
+TTEST_COLUMNS = ["model_a", "model_b", "mean_a", "mean_b", "n_a", "n_b", "diff", "ci_low", "ci_high", "t", "p",
+                 "note"]
+
+
+def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "criterion",
+           alpha: float = 0.05) -> pd.DataFrame:
+    """Two-sided independent (Student) t-tests of ``value`` between the models of each pair, per group,
+    with the t interval of the difference of means. No test (t and p empty, ``note`` says why) where a
+    model has fewer than two scores or both samples have zero variance (t would be infinite)."""
     rows = []
     for (criterion, frame), (a, b) in itertools.product(scores.groupby(group), pairs):
         x = frame.loc[frame["model"] == a, value].to_numpy(float)
         y = frame.loc[frame["model"] == b, value].to_numpy(float)
-        if len(x) < 2 or len(y) < 2:
+        if not len(x) or not len(y):
             continue
-        result = stats.ttest_ind(x, y)
-        rows.append({group: criterion, "model_a": a, "model_b": b, "mean_a": x.mean(), "mean_b": y.mean(),
-                     "n_a": len(x), "n_b": len(y), "t": result.statistic, "p": result.pvalue})
-    return pd.DataFrame(rows, columns=[group, "model_a", "model_b", "mean_a", "mean_b", "n_a", "n_b", "t", "p"])
+        row = {group: criterion, "model_a": a, "model_b": b, "mean_a": x.mean(), "mean_b": y.mean(), "n_a": len(x),
+               "n_b": len(y), "diff": x.mean() - y.mean(), "ci_low": np.nan, "ci_high": np.nan, "t": np.nan,
+               "p": np.nan, "note": ""}
+        if len(x) < 2 or len(y) < 2:
+            row["note"] = "no test: fewer than two scores for a model"
+        elif x.var() == 0 and y.var() == 0:
+            row["note"] = "no test: every score is the same within each model (zero variance)"
+        else:
+            result = stats.ttest_ind(x, y)
+            ci = result.confidence_interval(1 - alpha)
+            row.update(t=result.statistic, p=result.pvalue, ci_low=ci.low, ci_high=ci.high)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[group] + TTEST_COLUMNS)
 
 
 def effective_win_rate(x: np.ndarray, y: np.ndarray, n_boot: int = 1000, rng=None) -> float:
