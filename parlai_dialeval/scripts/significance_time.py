@@ -19,8 +19,8 @@ from parlai_dialeval.analysis import significance_time as st
 from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import Report
-from parlai_dialeval.scripts.analyze_single_model import _weights_text, parse_turns, parse_weights
-from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
+from parlai_dialeval.utils.script_args import (add_data_args, load_data, turn_range, weightings, weightings_text,
+                                               write_csv)
 
 
 def _ratio(text: str) -> tuple[int, int]:
@@ -127,7 +127,7 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     combo = table[table["technique"].str.startswith("sm_combo")]
     if len(combo):
         report.heading("SM-Turn + SM-Dialog weighted combination (Smith App. G, Figures 11-13)")
-        report.text(f"Weightings SM-Turn:SM-Dialog {_weights_text(weights)}; per-conversation score, cost = the "
+        report.text(f"Weightings SM-Turn:SM-Dialog {weightings_text(weights)}; per-conversation score, cost = the "
                     "conversation's duration.")
         report.table(combo)
         for (a, b), part in combo.groupby(["model_a", "model_b"]):
@@ -162,7 +162,7 @@ class SignificanceTime(ParlaiScript):
         group.add_argument("--onboarding-seconds", type=float, default=0.0,
                            help="onboarding time per worker when neither records nor the study say")
         group.add_argument("--combo-ratio", default="1:5", help="PW-Turn:PW-Dialog(self-chat) ratio of PW combo")
-        group.add_argument("--weights", default=_weights_text(sm.DEFAULT_WEIGHTS),
+        group.add_argument("--weights", default=weightings_text(sm.DEFAULT_WEIGHTS),
                            help="SM-Turn:SM-Dialog weightings for the App. G combination")
         group.add_argument("--reference", default=None, help="only pairs involving this model")
         group.add_argument("--seed", type=int, default=0, help="random seed")
@@ -174,8 +174,8 @@ class SignificanceTime(ParlaiScript):
         out = Path(opt["out"])
         if not 0 < opt["power"] < 1 or not 0 < opt["alpha"] < 1:
             raise DialevalError("--power and --alpha must lie between 0 and 1")
-        analyze(data, out, parse_turns(opt["pw_turns"]), parse_turns(opt["sm_turns"]), opt["power"], opt["alpha"],
+        analyze(data, out, turn_range(opt["pw_turns"], "--pw-turns"), turn_range(opt["sm_turns"], "--sm-turns"), opt["power"], opt["alpha"],
                 opt["trials"], opt["max_multiple"], opt["chunk_minutes"], opt["onboarding_seconds"],
-                _ratio(opt["combo_ratio"]), parse_weights(opt["weights"]), opt["reference"], opt["seed"])
+                _ratio(opt["combo_ratio"]), weightings(opt["weights"]), opt["reference"], opt["seed"])
         print(f"wrote time_to_significance, power_curves, chunk_win_rates, chunk_variability (.csv) and "
               f"report.html to {out}")
