@@ -111,3 +111,41 @@ def test_missing_required_option_still_exits_2_naming_it(capsys):
         main(["analyze_live_chat", "--data", "x.jsonl"])
     assert exited.value.code == 2
     assert "Parse Error: the following arguments are required: --out" in capsys.readouterr().err
+
+
+def _pairwise_file(tmp_path) -> Path:
+    from parlai_dialeval.data import write_jsonl
+
+    path = tmp_path / "votes.jsonl"
+    write_jsonl([{"type": "comparison", "item_id": f"i{k}", "worker_id": "w", "model_a": "x", "model_b": "y",
+                  "choice": "a"} for k in range(3)], path)
+    return path
+
+
+@pytest.mark.parametrize("command, option, value, expected", [
+    ("analyze_pairwise", "--alpha", "1.5", "--alpha 1.5: expected a number strictly between 0 and 1"),
+    ("analyze_pairwise", "--alpha", "0", "--alpha 0: expected a number strictly between 0 and 1"),
+    ("analyze_pairwise", "--alpha", "nan", "--alpha 'nan': expected a number strictly between 0 and 1"),
+    ("analyze_pairwise", "--bootstrap-rounds", "-5", "--bootstrap-rounds -5: expected an integer >= 1"),
+    ("analyze_pairwise", "--bootstrap-rounds", "0", "--bootstrap-rounds 0: expected an integer >= 1"),
+    ("analyze_pairwise", "--turns", "6-2", "--turns '6-2': expected 1 <= FIRST <= LAST"),
+    ("analyze_single_model", "--n-boot", "x", "--n-boot 'x': expected an integer >= 1"),
+    ("analyze_single_model", "--alpha", "-0.1", "--alpha -0.1: expected a number strictly between 0 and 1"),
+])
+def test_bad_option_values_are_one_line_and_exit_2(tmp_path, capsys, command, option, value, expected):
+    # Issue 18 item 12: --alpha 1.5 gave inverted intervals with exit 0, negative rounds were accepted.
+    from parlai_dialeval.cli import main
+
+    code = main([command, "--data", str(_pairwise_file(tmp_path)), "--out", str(tmp_path / "out"), option, value])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == f"dialeval: error: {expected}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_out_pointing_at_an_existing_file_is_refused(tmp_path, capsys):
+    from parlai_dialeval.cli import main
+
+    taken = tmp_path / "taken.txt"
+    taken.write_text("keep me")
+    code = main(["analyze_pairwise", "--data", str(_pairwise_file(tmp_path)), "--out", str(taken)])
+    assert code == 2 and "--out" in capsys.readouterr().err and taken.read_text() == "keep me"
