@@ -1,0 +1,177 @@
+"""The resampling engine: power and worker cost of growing bootstrap samples, the time at which power
+reaches a target, win rates per chunk of worker time and the PW combo pool. Arrays in, numbers out;
+it knows nothing of protocols (``samples`` turns canonical data into its ``Units``)."""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+@dataclass
+class Units:
+    """Resampling units of one model (t-test) or one model pair (binomial).
+
+    values: outcomes (binomial: 1 first model wins, 0 second wins, NaN tie; t-test: scores);
+    cost: seconds each unit took (NaN when unknown); worker: integer worker codes;
+    onboarding: seconds of onboarding per worker code (charged once per distinct worker in a sample).
+    """
+
+    values: np.ndarray
+    cost: np.ndarray
+    worker: np.ndarray
+    onboarding: np.ndarray
+
+    def __post_init__(self):
+        self.values = np.asarray(self.values, float)
+        self.cost = np.asarray(self.cost, float)
+        self.worker = np.asarray(self.worker, int)
+        self.onboarding = np.asarray(self.onboarding, float)
+        if not (len(self.values) == len(self.cost) == len(self.worker)):
+            raise ValueError("values, cost and worker must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @classmethod
+    def build(cls, values, cost, workers, onboarding: float | tuple[dict, float] = 0.0) -> "Units":
+        """From worker ids (any hashable) and onboarding seconds: one number for every worker, or
+        (seconds per worker id, seconds for workers not listed)."""
+        codes, uniques = pd.factorize(pd.Series(list(workers), dtype=object))
+        per_worker, default = onboarding if isinstance(onboarding, tuple) else ({}, onboarding)
+        return cls(values, cost, codes, [float(per_worker.get(w, default)) for w in uniques])
+
+
+def binomial_p(wins, decided) -> np.ndarray:
+    """Two-sided binomial test p-values against 0.5, vectorised (scipy's binomtest takes one count at a
+    time, too slow for thousands of resamples); at p = 0.5 the distribution is symmetric, so the
+    two-sided p-value is twice the smaller tail, as binomtest computes it. No decided trials: p = 1."""
+    wins, decided = np.asarray(wins), np.asarray(decided)
+    tail = np.minimum(stats.binom.cdf(wins, decided, 0.5), stats.binom.sf(wins - 1, decided, 0.5))
+    return np.where(decided > 0, np.minimum(1.0, 2 * tail), 1.0)
+
+
+_BATCH_CELLS = 4_000_000  # draws held in memory at once (about 32 MB of indices)
+
+
+def _draw(units: Units, n: int, trials: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap draws (with replacement, so sizes beyond the collected data extrapolate) and their cost."""
+    idx = rng.integers(0, len(units), (trials, n))
+    cost = units.cost[idx].sum(axis=1)
+    if units.onboarding.any():
+        workers = np.sort(units.worker[idx], axis=1)
+        first = np.ones_like(workers, bool)  # first occurrence of each worker in a sorted row
+        first[:, 1:] = workers[:, 1:] != workers[:, :-1]
+        cost = cost + (units.onboarding[workers] * first).sum(axis=1)
+    return idx, cost
+
+
+def _batches(trials: int, n: int):
+    size = max(1, min(trials, _BATCH_CELLS // max(n, 1)))
+    for start in range(0, trials, size):
+        yield min(size, trials - start)
+
+
+def binomial_power(units: Units, n: int, trials: int, alpha: float, rng) -> tuple[float, float]:
+    """Power and mean cost of n comparisons: two-sided binomial test of wins among decided (non-tie) ones."""
+    significant, costs = [], []
+    for batch in _batches(trials, n):
+        idx, cost = _draw(units, n, batch, rng)
+        drawn = units.values[idx]
+        p = binomial_p(np.nansum(drawn, axis=1).astype(int), np.sum(~np.isnan(drawn), axis=1))
+        significant.append(p < alpha)
+        costs.append(cost)
+    return float(np.concatenate(significant).mean()), float(np.concatenate(costs).mean())
+
+
+def ttest_power(a: Units, b: Units, n: int, trials: int, alpha: float, rng) -> tuple[float, float]:
+    """Power and mean cost of n units from each model: two-sided independent t-test."""
+    significant, costs = [], []
+    for batch in _batches(trials, 2 * n):
+        idx_a, cost_a = _draw(a, n, batch, rng)
+        idx_b, cost_b = _draw(b, n, batch, rng)
+        # Small resamples of binary ratings are often constant; scipy warns, and NaN p-values are handled below.
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = stats.ttest_ind(a.values[idx_a], b.values[idx_b], axis=1).pvalue
+        p = np.where(np.isnan(p), 1.0, p)  # both samples constant and equal: no evidence of a difference
+        significant.append(p < alpha)
+        costs.append(cost_a + cost_b)
+    return float(np.concatenate(significant).mean()), float(np.concatenate(costs).mean())
+
+
+def size_grid(available: int, max_multiple: float = 4.0, points: int = 24, min_n: int = 4) -> np.ndarray:
+    top = max(min_n + 1, int(np.ceil(available * max_multiple)))
+    return np.unique(np.round(np.geomspace(min_n, top, points)).astype(int))
+
+
+def power_curve(a: Units, b: Units | None = None, sizes=None, trials: int = 400, alpha: float = 0.05,
+                seed: int = 0, max_multiple: float = 4.0, progress=None) -> pd.DataFrame:
+    """Power and mean worker time (seconds) per sample size: binomial when b is None, else t-test
+    (n per model). ``extrapolated`` marks sizes beyond the collected data."""
+    rng = np.random.default_rng(seed)
+    available = len(a) if b is None else min(len(a), len(b))
+    sizes = size_grid(available, max_multiple) if sizes is None else np.asarray(sizes, int)
+    rows = []
+    for n in (progress(sizes) if progress else sizes):
+        power, cost = (binomial_power(a, n, trials, alpha, rng) if b is None
+                       else ttest_power(a, b, n, trials, alpha, rng))
+        rows.append({"n": int(n), "power": power, "time_s": cost, "extrapolated": bool(n > available)})
+    return pd.DataFrame(rows)
+
+
+def time_to_significance(curve: pd.DataFrame, power: float = 0.8) -> dict:
+    """Sample size and worker time at which the (running maximum of the) power first reaches ``power``,
+    linearly interpolated between the two sizes around the crossing; NaN when never reached."""
+    reached = np.maximum.accumulate(curve["power"].to_numpy())
+    hits = np.flatnonzero(reached >= power)
+    if len(hits) == 0:
+        return {"n": np.nan, "time_s": np.nan, "reached": False, "extrapolated": False}
+    i = hits[0]
+    n, t = curve["n"].to_numpy(float), curve["time_s"].to_numpy(float)
+    if i == 0:
+        return {"n": n[0], "time_s": t[0], "reached": True, "extrapolated": bool(curve["extrapolated"].iloc[0])}
+    frac = (power - reached[i - 1]) / (reached[i] - reached[i - 1])
+    return {"n": n[i - 1] + frac * (n[i] - n[i - 1]), "time_s": t[i - 1] + frac * (t[i] - t[i - 1]),
+            "reached": True, "extrapolated": bool(curve["extrapolated"].iloc[i])}
+
+
+def chunk_win_rates(frame: pd.DataFrame, chunk_seconds: float = 45 * 60,
+                    win_rate=None, order: str = "order") -> pd.DataFrame:
+    """Smith App. E: split time-ordered units into chunks of ``chunk_seconds`` of worker time (cumulative
+    ``cost``) and compute a win rate per chunk.
+
+    ``frame`` has columns ``order`` (time order), ``cost`` and whatever ``win_rate(chunk) -> float`` needs
+    (default: mean of ``value`` ignoring NaN ties, the binomial win rate). Units without a cost cannot be
+    chunked and raise ValueError.
+    """
+    if frame["cost"].isna().any():
+        raise ValueError("chunking by worker time needs a duration for every unit")
+    frame = frame.sort_values(order, kind="stable")
+    chunk = (frame["cost"].cumsum().to_numpy() - 1e-9) // chunk_seconds
+    win_rate = win_rate or (lambda c: float(np.nanmean(c["value"])) if c["value"].notna().any() else np.nan)
+    rows = [{"chunk": int(k), "n": len(part), "time_s": float(part["cost"].sum()), "win_rate": win_rate(part)}
+            for k, part in frame.groupby(chunk, sort=True)]
+    return pd.DataFrame(rows, columns=["chunk", "n", "time_s", "win_rate"])
+
+
+def combo_units(turn: Units, dialog: Units, ratio: tuple[int, int] = (1, 5), size: int | None = None,
+                seed: int = 0) -> Units:
+    """Smith Table 3 "PW combo": a pool drawing PW-Turn and PW-Dialog comparisons at ``ratio``
+    (turn : dialog), built by resampling each technique to its share of ``size`` units."""
+    rng = np.random.default_rng(seed)
+    size = size or (len(turn) + len(dialog))
+    k_turn = int(round(size * ratio[0] / sum(ratio)))
+    parts = []
+    offset = 0
+    for units, k in ((turn, k_turn), (dialog, size - k_turn)):
+        if k == 0:
+            continue
+        idx = rng.integers(0, len(units), k)
+        parts.append((units.values[idx], units.cost[idx], units.worker[idx] + offset, units.onboarding))
+        offset += len(units.onboarding)
+    return Units(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                 np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
