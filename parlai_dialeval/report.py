@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 from jinja2 import Environment, FileSystemLoader, select_autoescape  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 
-from parlai_dialeval.utils.atomic import atomic_open, atomic_path  # noqa: E402
+from parlai_dialeval.atomic import atomic_open, atomic_path  # noqa: E402
 
 TEMPLATES = Path(__file__).with_name("templates")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.atomic import atomic_open
 
 SYSTEM_ID = "System"
 

@@ -19,7 +19,7 @@ import pandas as pd
 from parlai_dialeval.data import schema
 from parlai_dialeval.data.validate import check_criteria, check_unique, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.atomic import atomic_open
 
 FRAME_TYPES = ("conversation", "rating", "comparison")
 _ORJSON_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY

@@ -9,7 +9,7 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.metrics.fed import DEFAULT_MODEL, MODES, FedScorer, ScoreCache, join_turns
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.atomic import atomic_open
 
 FED_TEXT = "fed-text"
 

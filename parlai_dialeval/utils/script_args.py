@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.atomic import atomic_open
 
 
 def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from parlai.core.teachers import DialogTeacher
 
 from parlai_dialeval.errors import DataError
-from parlai_dialeval.utils.shared_data import resolve
+from parlai_dialeval.shared_data import resolve
 
 LOG = logging.getLogger(__name__)
 APP, JSEDOC, BASELINE = ("chateval_application_2018_eval_data", "jsedoc_ChatEval_HEAD",

@@ -13,7 +13,7 @@ import yaml
 from parlai.core.teachers import DialogTeacher
 
 from parlai_dialeval.errors import DataError
-from parlai_dialeval.utils.shared_data import resolve
+from parlai_dialeval.shared_data import resolve
 
 LOG = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parlai_dialeval.tasks.canonical_teacher import CanonicalTeacher, item_example, load_records
-from parlai_dialeval.utils.shared_data import resolve
+from parlai_dialeval.shared_data import resolve
 
 SOURCE = ("https://github.com/DSincerity/FED_Replication (fed_data.json; original: "
           "http://shikib.com/fed_data.json)")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from parlai.core.teachers import DialogTeacher
 
-from parlai_dialeval.utils.shared_data import resolve
+from parlai_dialeval.shared_data import resolve
 
 SOURCE = "https://github.com/TianboJi/Dialogue-Eval (folder data/dialogue_data/HIT_detail)"
 

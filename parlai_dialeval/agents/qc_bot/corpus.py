@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parlai_dialeval.errors import DataError, DialevalError
-from parlai_dialeval.utils.atomic import atomic_open
+from parlai_dialeval.atomic import atomic_open
 
 DEFAULT_TASK = "dialeval:chatterbot"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from parlai_dialeval.errors import DialevalError
 
 ENV_VAR = "DIALEVAL_SHARED_DATA"
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[1]
 
 
 def shared_data_dir() -> Path:
