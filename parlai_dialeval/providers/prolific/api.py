@@ -1,0 +1,173 @@
+"""A small client for Prolific's REST API: typed errors, bounded retries that honour ``Retry-After``.
+
+Which calls are retried is decided per call (``retry``): reads, transitions (idempotent on Prolific) and
+bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
+bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
+done: the caller checks (an orphan study is looked up and deleted, a bonus is re-read before paying again).
+The token is sent in a header only and never appears in an error message or in ``repr``.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from decimal import ROUND_HALF_UP, Decimal
+
+from parlai_dialeval.errors import DialevalError
+
+DEFAULT_API_BASE_URL = "https://api.prolific.com/api/v1/"
+DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
+RETRY_ON_429 = frozenset({429})
+RETRY_ON_429_5XX = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After means the caller should come back later
+
+
+# httpx logs every request at INFO under Mephisto's logging set-up; our own messages say what matters.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class ProlificError(DialevalError):
+    """Any failed Prolific call; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0):
+        super().__init__(message)
+        self.status = status
+
+
+class ProlificAuthError(ProlificError):
+    pass
+
+
+class ProlificNotFound(ProlificError):
+    pass
+
+
+class ProlificRateLimited(ProlificError):
+    pass
+
+
+class ProlificServerError(ProlificError):
+    pass
+
+
+class ProlificRequestError(ProlificError):
+    pass
+
+
+def to_minor(amount: float | str | Decimal, what: str = "amount") -> int:
+    """Major units (2.50 GBP) -> minor units (250 pence), rounding half up; Prolific takes minor units."""
+    value = Decimal(str(amount))
+    if value < 0:
+        raise DialevalError(f"{what} must not be negative (got {amount})")
+    return int((value * 100).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
+
+
+def to_major(minor: int) -> str:
+    """250 -> '2.50' (for messages and Prolific's bonus CSV, which takes major units)."""
+    return f"{Decimal(int(minor)) / 100:.2f}"
+
+
+def _error_class(status: int) -> type[ProlificError]:
+    if status == 401 or status == 403:
+        return ProlificAuthError
+    if status == 404:
+        return ProlificNotFound
+    if status == 429:
+        return ProlificRateLimited
+    if status >= 500:
+        return ProlificServerError
+    return ProlificRequestError
+
+
+def _detail(response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    detail = error.get("detail", error) if isinstance(error, dict) else error
+    return str(detail)[:300]
+
+
+class ProlificClient:
+    """``ProlificClient(base_url, token)``; ``call(method, path, json=..., retry=...)`` returns the JSON."""
+
+    def __init__(self, base_url: str, token: str, timeout: float = 30.0, max_retries: int = 5,
+                 backoff: float = 1.0, sleep=time.sleep):
+        import httpx
+
+        self.base_url = base_url.rstrip("/") + "/"
+        self.max_retries, self.backoff, self.sleep = max_retries, backoff, sleep
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
+                                  headers={"Authorization": f"Token {token}", "Accept": "application/json"})
+
+    def __repr__(self) -> str:
+        return f"ProlificClient({self.base_url!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _wait(self, attempt: int, response) -> float:
+        after = response.headers.get("Retry-After") if response is not None else None
+        if after is not None:
+            try:
+                return min(MAX_RETRY_AFTER, max(0.0, float(after)))
+            except ValueError:
+                pass
+        return min(60.0, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+
+    def call(self, method: str, path: str, json=None, params=None, retry: frozenset = RETRY_ON_429_5XX):
+        import httpx
+
+        what = f"Prolific {method} {path}"
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._http.request(method, path.lstrip("/"), json=json, params=params)
+            except httpx.TransportError as error:
+                if 503 not in retry or attempt == self.max_retries:
+                    raise ProlificServerError(f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
+                self.sleep(self._wait(attempt, None))
+                continue
+            if response.status_code < 400:
+                return response.json() if response.content and "json" in response.headers.get("content-type", "") else None
+            status = response.status_code
+            if status in retry and attempt < self.max_retries:
+                self.sleep(self._wait(attempt, response))
+                continue
+            cls = _error_class(status)
+            hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
+                                       "`dialeval prolific register NAME`)",
+                    ProlificRateLimited: f" (still rate limited after {self.max_retries} retries; try again later)",
+                    ProlificServerError: f" (Prolific failed{' after ' + str(attempt) + ' retries' if attempt else ''})",
+                    }.get(cls, "")
+            raise cls(f"{what}: HTTP {status}: {_detail(response)}{hint}", status)
+        raise AssertionError("unreachable")
+
+    # ---- the calls the provider and the review loop use
+    def me(self) -> dict:
+        return self.call("GET", "users/me/")
+
+    def results(self, path: str, params=None) -> list[dict]:
+        return self.call("GET", path, params=params)["results"]
+
+    def cost(self, reward_minor: int, places: int) -> dict:
+        return self.call("POST", "study-cost-calculator/", json={"reward": reward_minor, "total_available_places": places})
+
+    def balance(self, workspace_id: str) -> dict:
+        return self.call("GET", f"workspaces/{workspace_id}/balance/")
+
+    def study(self, study_id: str) -> dict:
+        return self.call("GET", f"studies/{study_id}/")
+
+    def submission(self, submission_id: str) -> dict:
+        return self.call("GET", f"submissions/{submission_id}/")
+
+    def submissions(self, study_id: str) -> list[dict]:
+        return self.results("submissions/", params={"study": study_id})
+
+    def transition_submission(self, submission_id: str, action: str, message: str | None = None,
+                              category: str | None = None) -> dict:
+        body = {"action": action}
+        if action == "REJECT":
+            body.update(message=message, rejection_category=category)
+        return self.call("POST", f"submissions/{submission_id}/transition/", json=body)

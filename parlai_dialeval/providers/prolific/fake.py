@@ -1,0 +1,519 @@
+"""Fake Prolific: a stdlib HTTP server on 127.0.0.1 that keeps state the way Prolific's API does.
+
+Tests point ``mephisto.provider.api_base_url`` and ``completion_url`` at it; researchers run it by hand
+to rehearse a study without spending money::
+
+    python -m parlai_dialeval.providers.prolific.fake --port 8765 --token rehearsal-token --balance 500
+
+It holds workspaces (with a balance), projects, studies and their transitions, submissions and theirs,
+bonus set-ups (paid by a separate, non-idempotent ``pay``), participant groups, and the study cost
+calculator. Hooks for people and tests (not part of Prolific's API):
+
+- ``GET /studies/<id>/start?PROLIFIC_PID=<pid>``: a participant takes a place; redirected to the
+  study URL with ``{{%PROLIFIC_PID%}}``, ``{{%STUDY_ID%}}``, ``{{%SESSION_ID%}}`` filled in.
+- ``GET /submissions/complete?cc=<code>``: Prolific's completion page (the participant's session cookie,
+  or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW.
+- ``POST /__fake__/faults`` ``{"status": 429, "count": 1, "path": "regex", "method": "POST",
+  "retry_after": 1}``: the next ``count`` matching API calls answer ``status`` (401, 404, 429, 500, 503).
+- ``GET /__fake__/state``, ``POST /__fake__/balance`` ``{"available_balance": pence}``,
+  ``POST /__fake__/return`` ``{"submission_id": id}`` (the participant returns the study).
+
+It is a stdlib server, not a framework app, so that it starts in milliseconds inside tests and needs
+nothing beyond Python.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import threading
+import time
+import uuid
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlparse
+
+API = "/api/v1/"
+REJECTION_CATEGORIES = {"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
+                        "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER"}
+STUDY_REQUIRED = ("name", "description", "external_study_url", "prolific_id_option", "completion_codes",
+                  "total_available_places", "estimated_completion_time", "reward")
+# from state -> {action: to state}
+STUDY_TRANSITIONS = {"UNPUBLISHED": {"PUBLISH": "ACTIVE"}, "ACTIVE": {"PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"},
+                     "PAUSED": {"START": "ACTIVE", "STOP": "AWAITING REVIEW"}}
+FREE_PLACE = {"RETURNED", "TIMED-OUT"}  # submissions in these states give their place back
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str, headers: dict | None = None):
+        super().__init__(detail)
+        self.status, self.detail, self.headers = status, detail, headers or {}
+
+
+class FakeProlificState:
+    """Everything the fake knows; every method runs under one lock (the server is threaded)."""
+
+    def __init__(self, token: str = "fake-token", balance: int = 100_000, currency: str = "GBP",
+                 fee_rate: float = 0.333, min_hourly_minor: int = 600):
+        self.lock = threading.RLock()
+        self.tokens = {token}
+        self.fee_rate, self.min_hourly_minor = fee_rate, min_hourly_minor
+        self.ids = itertools.count(1)
+        self.workspaces: dict[str, dict] = {}
+        self.projects: dict[str, dict] = {}
+        self.studies: dict[str, dict] = {}
+        self.submissions: dict[str, dict] = {}
+        self.bonuses: dict[str, dict] = {}
+        self.groups: dict[str, dict] = {}
+        self.faults: list[dict] = []
+        self.calls: list[dict] = []  # every API call: method, path, status, time
+        self.payments: list[dict] = []  # every bonus actually paid: participant_id, amount, setup id
+        ws = self.new_id("ws")
+        self.workspaces[ws] = {"id": ws, "title": "My workspace", "currency_code": currency,
+                               "available_balance": balance, "total_balance": balance}
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self.ids):04d}{uuid.uuid4().hex[:16]}"
+
+    # ------------------------------------------------------------------ hooks
+    def take_fault(self, method: str, path: str) -> dict | None:
+        for fault in self.faults:
+            if fault["count"] > 0 and fault.get("method", method).upper() == method and re.search(fault.get("path", ""), path):
+                fault["count"] -= 1
+                return fault
+        return None
+
+    def state(self) -> dict:
+        def plain(obj):
+            return {k: sorted(v) if isinstance(v, set) else v for k, v in obj.items()}
+
+        return {"workspaces": list(self.workspaces.values()), "projects": list(self.projects.values()),
+                "studies": list(self.studies.values()), "submissions": list(self.submissions.values()),
+                "bonuses": list(self.bonuses.values()), "groups": [plain(g) for g in self.groups.values()],
+                "payments": self.payments, "calls": self.calls, "faults": self.faults}
+
+    def excluded(self, study: dict, pid: str) -> str | None:
+        """Why ``pid`` may not take part in ``study`` (None when eligible)."""
+        for flt in study.get("filters") or []:
+            values = flt.get("selected_values") or []
+            fid = flt.get("filter_id")
+            if fid == "custom_blocklist" and pid in values:
+                return "on the study's block list"
+            if fid == "custom_allowlist" and pid not in values:
+                return "not on the study's allow list"
+            groups = [self.groups[g] for g in values if g in self.groups and not self.groups[g]["is_deleted"]]
+            if fid == "participant_group_blocklist" and any(pid in g["participants"] for g in groups):
+                return "in a blocked participant group"
+            if fid == "participant_group_allowlist" and not any(pid in g["participants"] for g in groups):
+                return "not in an allowed participant group"
+        return None
+
+    def start(self, study_id: str, pid: str) -> tuple[str, dict]:
+        study = self.get(self.studies, study_id, "study")
+        if study["status"] != "ACTIVE":
+            raise ApiError(409, f"study {study_id} is {study['status']}, not ACTIVE")
+        if any(s["participant_id"] == pid and s["study_id"] == study_id for s in self.submissions.values()):
+            raise ApiError(409, f"participant {pid} already took part in study {study_id}")
+        why = self.excluded(study, pid)
+        if why:
+            raise ApiError(403, f"participant {pid} is not eligible for study {study_id}: {why}")
+        taken = sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREE_PLACE)
+        if taken >= study["total_available_places"]:
+            raise ApiError(409, f"study {study_id} has no free places ({taken} of {study['total_available_places']} taken)")
+        sub = {"id": self.new_id("sub"), "study_id": study_id, "participant_id": pid, "status": "ACTIVE",
+               "started_at": time.time(), "completed_at": None, "study_code": None, "bonus_payments": []}
+        self.submissions[sub["id"]] = sub
+        url = study["external_study_url"]
+        for key, value in (("PROLIFIC_PID", pid), ("STUDY_ID", study_id), ("SESSION_ID", sub["id"])):
+            url = url.replace("{{%" + key + "%}}", value)
+        return url, sub
+
+    def complete(self, code: str, submission_id: str | None, pid: str | None) -> dict:
+        subs = [s for s in self.submissions.values()
+                if (submission_id and s["id"] == submission_id) or (pid and s["participant_id"] == pid)]
+        active = [s for s in subs if s["status"] == "ACTIVE"]
+        if not active:
+            raise ApiError(404, "no active submission of yours to complete")
+        sub = active[-1]
+        codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]]
+        if code not in codes:
+            raise ApiError(400, f"completion code {code!r} is not this study's")
+        sub.update(status="AWAITING REVIEW", completed_at=time.time(), study_code=code)
+        return sub
+
+    # ------------------------------------------------------------------ API
+    @staticmethod
+    def get(table: dict, key: str, what: str) -> dict:
+        if key not in table:
+            raise ApiError(404, f"{what} {key} not found")
+        return table[key]
+
+    def handle(self, method: str, path: str, query: dict, body: dict, token: str | None):
+        if token not in self.tokens:
+            raise ApiError(401, "Invalid token.")
+        parts = [p for p in path[len(API):].split("/") if p]
+        route = "/".join(p if not re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p) else "{id}" for p in parts)
+        ids = [p for p in parts if re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p)]
+        handler = getattr(self, "api_" + method.lower() + "_" + re.sub(r"[^a-zA-Z]+", "_", route.replace("{id}", "X")).strip("_"), None)
+        if handler is None:
+            raise ApiError(404, f"no such endpoint: {method} {path}")
+        return handler(*ids, query=query, body=body)
+
+    def api_get_users_me(self, query, body):
+        return {"id": "researcher01", "name": "Fake Researcher", "email": "researcher@example.org"}
+
+    def api_get_workspaces(self, query, body):
+        return {"results": list(self.workspaces.values())}
+
+    def api_post_workspaces(self, query, body):
+        ws = self.new_id("ws")
+        self.workspaces[ws] = {"id": ws, "title": body.get("title", ""), "currency_code": "GBP",
+                               "available_balance": 0, "total_balance": 0}
+        return 201, self.workspaces[ws]
+
+    def api_get_workspaces_X_balance(self, ws, query, body):
+        w = self.get(self.workspaces, ws, "workspace")
+        return {"currency_code": w["currency_code"], "total_balance": w["total_balance"],
+                "available_balance": w["available_balance"]}
+
+    def api_get_workspaces_X_projects(self, ws, query, body):
+        self.get(self.workspaces, ws, "workspace")
+        return {"results": [p for p in self.projects.values() if p["workspace"] == ws]}
+
+    def api_post_workspaces_X_projects(self, ws, query, body):
+        self.get(self.workspaces, ws, "workspace")
+        pid = self.new_id("prj")
+        self.projects[pid] = {"id": pid, "title": body.get("title", ""), "workspace": ws}
+        return 201, self.projects[pid]
+
+    def cost(self, reward: int, places: int) -> dict:
+        rewards = int(reward) * int(places)
+        fees = round(rewards * self.fee_rate)
+        return {"total_cost": rewards + fees, "base_cost": rewards + fees, "rewards": rewards, "fees": fees, "vat": 0}
+
+    def api_post_study_cost_calculator(self, query, body):
+        if not isinstance(body.get("reward"), int) or not isinstance(body.get("total_available_places"), int):
+            raise ApiError(400, "reward and total_available_places must be integers (reward in minor units)")
+        return self.cost(body["reward"], body["total_available_places"])
+
+    def api_post_studies(self, query, body):
+        missing = [k for k in STUDY_REQUIRED if k not in body]
+        if missing:
+            raise ApiError(400, f"missing fields: {', '.join(missing)}")
+        if body.get("project") not in self.projects:
+            raise ApiError(400, f"unknown project {body.get('project')!r}")
+        if not isinstance(body["reward"], int) or body["reward"] <= 0:
+            raise ApiError(400, "reward must be a positive integer in minor units")
+        hourly = body["reward"] * 60 / max(1, body["estimated_completion_time"])
+        if hourly < self.min_hourly_minor:
+            raise ApiError(400, f"reward is below the minimum hourly rate ({hourly:.0f} < {self.min_hourly_minor} per hour)")
+        sid = self.new_id("stu")
+        study = dict(body, id=sid, status="UNPUBLISHED", filters=list(body.get("filters") or []))
+        self.studies[sid] = study
+        return 201, study
+
+    def api_get_studies(self, query, body):
+        found = [s for s in self.studies.values() if not query.get("project") or s["project"] == query["project"][0]]
+        return {"results": found}
+
+    def api_get_studies_X(self, sid, query, body):
+        return self.get(self.studies, sid, "study")
+
+    def api_patch_studies_X(self, sid, query, body):
+        study = self.get(self.studies, sid, "study")
+        if study["status"] != "UNPUBLISHED":
+            allowed = set(body) <= {"internal_name", "total_available_places"}
+            fewer = body.get("total_available_places", study["total_available_places"]) < study["total_available_places"]
+            if not allowed or fewer:
+                raise ApiError(400, "a published study only takes a new internal_name or more places")
+        study.update(body)
+        return study
+
+    def api_delete_studies_X(self, sid, query, body):
+        study = self.get(self.studies, sid, "study")
+        if study["status"] != "UNPUBLISHED":
+            raise ApiError(400, "only unpublished studies can be deleted")
+        del self.studies[sid]
+        return 204, None
+
+    def api_post_studies_X_transition(self, sid, query, body):
+        study = self.get(self.studies, sid, "study")
+        target = STUDY_TRANSITIONS.get(study["status"], {}).get(body.get("action"))
+        if target is None:
+            raise ApiError(400, f"cannot {body.get('action')} a study that is {study['status']}")
+        study["status"] = target
+        return study
+
+    def api_get_submissions(self, query, body):
+        study = (query.get("study") or [None])[0]
+        return {"results": [s for s in self.submissions.values() if study is None or s["study_id"] == study]}
+
+    def api_get_submissions_X(self, sub_id, query, body):
+        return self.get(self.submissions, sub_id, "submission")
+
+    def api_post_submissions_X_transition(self, sub_id, query, body):
+        sub = self.get(self.submissions, sub_id, "submission")
+        action = body.get("action")
+        done = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
+        if done is None:
+            raise ApiError(400, f"unknown action {action!r}")
+        if sub["status"] == done:
+            return sub  # transitions are idempotent
+        if sub["status"] != "AWAITING REVIEW":
+            raise ApiError(400, f"submission {sub_id} is {sub['status']}, not AWAITING REVIEW")
+        if action == "REJECT":
+            if len(body.get("message") or "") < 100:
+                raise ApiError(400, "message: a rejection needs at least 100 characters")
+            if body.get("rejection_category") not in REJECTION_CATEGORIES:
+                raise ApiError(400, f"rejection_category: one of {sorted(REJECTION_CATEGORIES)}")
+        sub["status"] = done
+        return sub
+
+    def api_post_submissions_bonus_payments(self, query, body):
+        study = self.get(self.studies, body.get("study_id", ""), "study")
+        rows = []
+        for line in (body.get("csv_bonuses") or "").strip().splitlines():
+            pid, _, amount = line.partition(",")
+            if not any(s["participant_id"] == pid.strip() and s["study_id"] == study["id"] for s in self.submissions.values()):
+                raise ApiError(400, f"participant {pid.strip()} has no submission in study {study['id']}")
+            rows.append((pid.strip(), round(float(amount) * 100)))
+        if not rows:
+            raise ApiError(400, "csv_bonuses is empty")
+        amount = sum(r[1] for r in rows)
+        fees = round(amount * self.fee_rate)
+        bid = self.new_id("bon")
+        self.bonuses[bid] = {"id": bid, "study": study["id"], "rows": rows, "amount": amount, "fees": fees,
+                             "vat": 0, "total_amount": amount + fees, "pay_calls": 0}
+        return 201, {k: v for k, v in self.bonuses[bid].items() if k not in ("rows", "pay_calls")}
+
+    def api_post_bulk_bonus_payments_X_pay(self, bid, query, body):
+        bonus = self.get(self.bonuses, bid, "bonus payment")
+        study = self.studies[bonus["study"]]
+        ws = self.workspaces[self.projects[study["project"]]["workspace"]]
+        if ws["available_balance"] < bonus["total_amount"]:
+            raise ApiError(400, "insufficient balance to pay these bonuses")
+        ws["available_balance"] -= bonus["total_amount"]
+        ws["total_balance"] -= bonus["total_amount"]
+        bonus["pay_calls"] += 1  # paying again pays again: Prolific's pay is not idempotent
+        for pid, amount in bonus["rows"]:
+            self.payments.append({"participant_id": pid, "amount": amount, "bonus_id": bid, "study_id": study["id"]})
+            for sub in self.submissions.values():
+                if sub["participant_id"] == pid and sub["study_id"] == study["id"]:
+                    sub["bonus_payments"].append(amount)
+        return 202, "The bonuses are being paid."
+
+    def api_get_participant_groups(self, query, body):
+        ws = (query.get("workspace_id") or [None])[0]
+        return {"results": [self._group(g) for g in self.groups.values()
+                            if not g["is_deleted"] and (ws is None or g["workspace_id"] == ws)]}
+
+    @staticmethod
+    def _group(g: dict) -> dict:
+        return {k: v for k, v in g.items() if k != "participants"} | {"participant_count": len(g["participants"])}
+
+    def api_post_participant_groups(self, query, body):
+        if body.get("workspace_id") not in self.workspaces or not body.get("name"):
+            raise ApiError(400, "workspace_id (a known workspace) and name are required")
+        gid = self.new_id("grp")
+        self.groups[gid] = {"id": gid, "name": body["name"], "workspace_id": body["workspace_id"],
+                            "participants": set(), "is_deleted": False}
+        return 201, self._group(self.groups[gid])
+
+    def api_delete_participant_groups_X(self, gid, query, body):
+        self.get(self.groups, gid, "participant group")["is_deleted"] = True  # deletes are soft on Prolific
+        return 204, None
+
+    def api_get_participant_groups_X_participants(self, gid, query, body):
+        group = self.get(self.groups, gid, "participant group")
+        return {"results": [{"participant_id": p} for p in sorted(group["participants"])]}
+
+    def api_post_participant_groups_X_participants(self, gid, query, body):
+        self.get(self.groups, gid, "participant group")["participants"].update(body.get("participant_ids") or [])
+        return self.api_get_participant_groups_X_participants(gid, query, body)
+
+    def api_delete_participant_groups_X_participants(self, gid, query, body):
+        self.get(self.groups, gid, "participant group")["participants"].difference_update(body.get("participant_ids") or [])
+        return self.api_get_participant_groups_X_participants(gid, query, body)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: FakeProlificState  # set by FakeProlific
+    server_version = "FakeProlific/1"
+
+    def log_message(self, fmt, *args):  # quiet: the call log is in the state
+        return
+
+    def _send(self, status: int, payload, headers: dict | None = None, content_type="application/json"):
+        data = b"" if payload is None else (payload.encode() if isinstance(payload, str) and content_type != "application/json"
+                                           else json.dumps(payload).encode())
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, str(value))
+        if data:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return {}
+        try:
+            return json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            return {}
+
+    def _dispatch(self, method: str):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        body = self._body()
+        st = self.state
+        with st.lock:
+            try:
+                if url.path.startswith(API):
+                    self._api(method, url.path, query, body)
+                else:
+                    self._hook(method, url.path, query, body)
+            except ApiError as error:
+                self._send(error.status, {"error": {"status": error.status, "detail": error.detail}}, error.headers)
+
+    def _api(self, method, path, query, body):
+        st = self.state
+        auth = self.headers.get("Authorization") or ""
+        token = auth[len("Token "):] if auth.startswith("Token ") else None
+        fault = st.take_fault(method, path)
+        call = {"method": method, "path": path, "time": time.time()}
+        st.calls.append(call)
+        if fault:
+            call["status"] = fault["status"]
+            headers = {"Retry-After": fault["retry_after"]} if fault.get("retry_after") is not None else {}
+            raise ApiError(fault["status"], f"injected fault {fault['status']}", headers)
+        try:
+            result = st.handle(method, path, query, body, token)
+        except ApiError as error:
+            call["status"] = error.status
+            raise
+        status, payload = result if isinstance(result, tuple) else (200, result)
+        call["status"] = status
+        self._send(status, payload)
+
+    def _hook(self, method, path, query, body):
+        st = self.state
+        start = re.fullmatch(r"/studies/([^/]+)/start/?", path)
+        if method == "GET" and start:
+            url, sub = st.start(start[1], (query.get("PROLIFIC_PID") or [""])[0] or st.new_id("pid"))
+            cookie = SimpleCookie()
+            cookie["fake_prolific_session"] = sub["id"]
+            cookie["fake_prolific_session"]["path"] = "/"
+            self._send(302, None, {"Location": url, "Set-Cookie": cookie.output(header="").strip()})
+        elif method == "GET" and path.rstrip("/") == "/submissions/complete":
+            cookie = SimpleCookie(self.headers.get("Cookie") or "")
+            session = cookie["fake_prolific_session"].value if "fake_prolific_session" in cookie else None
+            sub = st.complete((query.get("cc") or [""])[0], session, (query.get("participant") or [None])[0])
+            self._send(200, f"<html><body><h1 id='complete'>Submission complete</h1><p>Study {sub['study_id']}, "
+                            f"code {sub['study_code']}: awaiting the researcher's review.</p></body></html>",
+                       content_type="text/html")
+        elif method == "GET" and path == "/__fake__/state":
+            self._send(200, st.state())
+        elif method == "POST" and path == "/__fake__/faults":
+            st.faults.append({"status": int(body["status"]), "count": int(body.get("count", 1)),
+                              "path": body.get("path", ""), "retry_after": body.get("retry_after"),
+                              **({"method": body["method"].upper()} if body.get("method") else {})})
+            self._send(200, {"faults": st.faults})
+        elif method == "POST" and path == "/__fake__/balance":
+            for ws in st.workspaces.values():
+                ws["available_balance"] = ws["total_balance"] = int(body["available_balance"])
+            self._send(200, {"workspaces": list(st.workspaces.values())})
+        elif method == "POST" and path == "/__fake__/return":
+            st.get(st.submissions, body.get("submission_id", ""), "submission")["status"] = "RETURNED"
+            self._send(200, st.submissions[body["submission_id"]])
+        else:
+            raise ApiError(404, f"no such page: {method} {path}")
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def do_PATCH(self):
+        self._dispatch("PATCH")
+
+    def do_DELETE(self):
+        self._dispatch("DELETE")
+
+
+class FakeProlific:
+    """``with FakeProlific() as fake:`` serves on 127.0.0.1 in a thread; ``fake.api_base_url`` etc."""
+
+    def __init__(self, port: int = 0, **state_kwargs):
+        self.state = FakeProlificState(**state_kwargs)
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self.thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def api_base_url(self) -> str:
+        return self.base_url + API
+
+    @property
+    def completion_url(self) -> str:
+        return self.base_url + "/submissions/complete"
+
+    def study_url(self, study_id: str, participant_id: str) -> str:
+        """The address a participant opens on Prolific to take part (``/studies/<id>/start``)."""
+        return f"{self.base_url}/studies/{study_id}/start?{urlencode({'PROLIFIC_PID': participant_id})}"
+
+    def inject(self, status: int, count: int = 1, path: str = "", method: str | None = None,
+               retry_after: float | None = None) -> None:
+        with self.state.lock:
+            self.state.faults.append({"status": status, "count": count, "path": path, "retry_after": retry_after,
+                                      **({"method": method.upper()} if method else {})})
+
+    def start(self) -> "FakeProlific":
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-prolific", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> "FakeProlific":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="A fake Prolific API on 127.0.0.1, to rehearse a study without money")
+    parser.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    parser.add_argument("--token", default="rehearsal-token", help="the API token the fake accepts")
+    parser.add_argument("--balance", type=float, default=500.0, help="workspace balance in major units (default 500)")
+    parser.add_argument("--currency", default="GBP", help="workspace currency (default GBP)")
+    args = parser.parse_args(argv)
+    fake = FakeProlific(args.port, token=args.token, balance=round(args.balance * 100), currency=args.currency)
+    print(f"Fake Prolific on {fake.base_url} (token {args.token!r}, balance {args.balance:.2f} {args.currency})\n"
+          f"  mephisto.provider.api_base_url={fake.api_base_url}\n"
+          f"  mephisto.provider.completion_url={fake.completion_url}\n"
+          f"  studies and submissions: {fake.base_url}/__fake__/state\n"
+          f"  take part: {fake.base_url}/studies/<STUDY_ID>/start?PROLIFIC_PID=<any id>\n"
+          "Ctrl-C stops it (its state is kept in memory only).", flush=True)
+    try:
+        fake.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""The review loop on Prolific: approve, reject, bonus, block; every decision goes into our ledger
+(``prolific.db`` table ``decisions``) BEFORE the API call, and is marked done after it.
+
+Paying a bonus is the one call Prolific does not make idempotent (``pay`` pays again). A bonus is
+therefore keyed by (submission, reason): a second request for the same pair is refused once paid,
+and one left pending by a crash or a 5xx is settled by re-reading the submission's ``bonus_payments``
+(how many bonuses it had before we paid, which the ledger keeps) instead of paying blindly.
+"""
+from __future__ import annotations
+
+from mephisto.abstractions.blueprint import AgentState
+
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific.api import RETRY_ON_429, ProlificError, ProlificServerError, to_major, to_minor
+
+REJECTION_CATEGORIES = ("TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
+                        "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER")
+MIN_REJECT_MESSAGE = 100  # characters Prolific requires in a rejection message
+SUBMITTED = {AgentState.STATUS_COMPLETED, AgentState.STATUS_APPROVED, AgentState.STATUS_REJECTED,
+             AgentState.STATUS_SOFT_REJECTED}
+PAY_ATTEMPTS = 3
+
+
+def _context(db, agent) -> tuple[object, dict, str]:
+    """(client, study row, submission id) of a Prolific agent."""
+    client, study = common.client_for_run(db, agent.task_run_id)
+    return client, study, agent.submission_id()
+
+
+def _decide(db, agent, kind: str, action, **fields):
+    """Ledger first, then ``action(client, study, submission_id)``, then the ledger marked done."""
+    store = common.datastore(db)
+    client, study, submission = _context(db, agent)
+    decision = store.record_decision(task_name=study["task_name"], study_id=study["study_id"], submission_id=submission,
+                                     participant_id=agent.get_worker().worker_name, kind=kind, **fields)
+    try:
+        result = action(client, study, submission)
+    except ProlificError as error:
+        store.set_decision(decision, state="failed", detail=str(error))
+        raise
+    finally:
+        client.close()
+    store.set_decision(decision, state="done")
+    return result
+
+
+def approve(db, agent) -> None:
+    _decide(db, agent, "approve", lambda c, s, sub: c.transition_submission(sub, "APPROVE"))
+    agent.update_status(AgentState.STATUS_APPROVED)
+
+
+def check_rejection(message: str, category: str) -> None:
+    if len(message or "") < MIN_REJECT_MESSAGE:
+        raise DialevalError(f"--message: Prolific needs at least {MIN_REJECT_MESSAGE} characters to reject "
+                            f"(got {len(message or '')}); explain what was wrong so the participant can learn from it")
+    if category not in REJECTION_CATEGORIES:
+        raise DialevalError(f"--category: {category!r} is not one of Prolific's: {', '.join(REJECTION_CATEGORIES)}")
+
+
+def reject(db, agent, message: str, category: str) -> None:
+    check_rejection(message, category)  # before the ledger: nothing recorded for a refused request
+    _decide(db, agent, "reject", lambda c, s, sub: c.transition_submission(sub, "REJECT", message, category),
+            reason=message, category=category)
+    agent.update_status(AgentState.STATUS_REJECTED)
+
+
+def _bonus_count(client, submission: str) -> int | None:
+    payments = client.submission(submission).get("bonus_payments")
+    return None if payments is None else len(payments)
+
+
+def pay_bonus(db, agent, amount, reason: str) -> str:
+    """Pay ``amount`` (major units) to the agent's participant once per (submission, reason)."""
+    if agent is None:
+        raise DialevalError("no participant worked on this unit: nothing to bonus")
+    if agent.get_status() not in SUBMITTED:
+        raise DialevalError(f"participant {agent.get_worker().worker_name} never submitted work on this task "
+                            f"(status {agent.get_status()}); a bonus goes with a submission")
+    if not reason or not reason.strip():
+        raise DialevalError("--reason: say why the bonus is paid (it also keeps the same bonus from being paid twice)")
+    minor = to_minor(amount, "bonus amount")
+    if minor <= 0:
+        raise DialevalError(f"bonus amount must be positive (got {amount})")
+    store = common.datastore(db)
+    client, study, submission = _context(db, agent)
+    pid = agent.get_worker().worker_name
+    try:
+        earlier = store.decisions(kind="bonus", submission_id=submission, reason=reason)
+        if earlier and earlier[0]["state"] == "paid":
+            raise DialevalError(f"bonus to {pid} for {reason!r} is already paid ({to_major(earlier[0]['amount_minor'])} "
+                                f"{earlier[0]['currency']}, decision {earlier[0]['id']}); not paying it again")
+        if earlier:
+            decision = earlier[0]
+            if decision["amount_minor"] != minor:
+                raise DialevalError(f"a bonus to {pid} for {reason!r} of {to_major(decision['amount_minor'])} is "
+                                    f"pending; settle it (same amount) before paying another")
+        else:
+            before = _bonus_count(client, submission)
+            decision = store.decisions(id=store.record_decision(
+                task_name=study["task_name"], study_id=study["study_id"], submission_id=submission,
+                participant_id=pid, kind="bonus", amount_minor=minor, currency=study["currency"], reason=reason,
+                bonuses_before=before))[0]
+        return _settle_bonus(store, client, study, decision)
+    finally:
+        client.close()
+
+
+def _settle_bonus(store, client, study, decision) -> str:
+    pid, did, before = decision["participant_id"], decision["id"], decision["bonuses_before"]
+    if decision["setup_id"] and before is not None and (_bonus_count(client, decision["submission_id"]) or 0) > before:
+        store.set_decision(did, state="paid", detail="found paid when settling a pending bonus")
+        raise DialevalError(f"bonus to {pid} for {decision['reason']!r} was already paid (decision {did}, settled now)")
+    setup_id = decision["setup_id"]
+    if not setup_id:
+        setup = client.call("POST", "submissions/bonus-payments/", json={
+            "study_id": study["study_id"], "csv_bonuses": f"{pid},{to_major(decision['amount_minor'])}\n"})
+        setup_id = setup["id"]
+        store.set_decision(did, setup_id=setup_id)
+    for attempt in range(PAY_ATTEMPTS):
+        try:
+            client.call("POST", f"bulk-bonus-payments/{setup_id}/pay/", retry=RETRY_ON_429)
+            break
+        except ProlificServerError as error:
+            # the pay may or may not have gone through: read the submission before paying again
+            count = _bonus_count(client, decision["submission_id"])
+            if count is None or before is None:
+                store.set_decision(did, detail=f"pay answered {error.status}; unknown whether paid")
+                raise DialevalError(f"Prolific answered {error.status} to paying the bonus to {pid}; check it on "
+                                    "app.prolific.com before trying again (the decision stays pending)") from None
+            if count > before:
+                break
+            if attempt == PAY_ATTEMPTS - 1:
+                store.set_decision(did, detail=str(error))
+                raise
+        except ProlificError as error:
+            store.set_decision(did, state="failed", detail=str(error))
+            raise
+    store.set_decision(did, state="paid")
+    return f"paid {to_major(decision['amount_minor'])} {decision['currency']} to {pid} ({decision['reason']})"
+
+
+def _block_context(db, requester_name: str | None):
+    """(client, studies row) of the requester's latest study: where the block group lives."""
+    store = common.datastore(db)
+    rows = store.all("SELECT * FROM studies WHERE block_group_id IS NOT NULL"
+                     + (" AND requester_name = ?" if requester_name else "") + " ORDER BY rowid DESC",
+                     *([requester_name] if requester_name else []))
+    if not rows:
+        raise DialevalError("no Prolific study was launched from this data directory yet: nothing to block against")
+    return common.client_for(rows[0]["requester_name"], rows[0]["api_base_url"]), rows[0]
+
+
+def block(db, worker_name: str, reason: str, requester_name: str | None = None) -> None:
+    """Add the participant to the block group every later study excludes (and to our local list)."""
+    store = common.datastore(db)
+    if not db.find_workers(worker_name=worker_name):
+        raise DialevalError(f"--block: no participant {worker_name!r} ever worked on a task in {db.db_path}")
+    client, study = _block_context(db, requester_name)
+    decision = store.record_decision(task_name=study["task_name"], study_id=study["study_id"], participant_id=worker_name,
+                                     kind="block", reason=reason)
+    try:
+        client.call("POST", f"participant-groups/{study['block_group_id']}/participants/",
+                    json={"participant_ids": [worker_name]})
+    except ProlificError as error:
+        store.set_decision(decision, state="failed", detail=str(error))
+        raise
+    finally:
+        client.close()
+    store.set_blocked(worker_name, reason)
+    store.set_decision(decision, state="done")
+
+
+def unblock(db, worker_name: str, requester_name: str | None = None) -> None:
+    store = common.datastore(db)
+    client, study = _block_context(db, requester_name)
+    try:
+        client.call("DELETE", f"participant-groups/{study['block_group_id']}/participants/",
+                    json={"participant_ids": [worker_name]})
+    finally:
+        client.close()
+    store.set_blocked(worker_name, None)
+
+
+# ---------------------------------------------------------------- the review table
+def suggest(prolific_status: str, mephisto_status: str, qc: str) -> str:
+    """What to do with one submission, from Prolific's status, Mephisto's and the worker's QC result."""
+    if prolific_status == "AWAITING REVIEW":
+        if mephisto_status not in SUBMITTED:
+            return "reject NO_DATA (no finished work in Mephisto)"
+        if qc == "fail":
+            return "reject FAILED_CHECK (failed quality control: read the work first)"
+        return "approve"
+    if prolific_status in ("APPROVED", "REJECTED"):
+        return "done"
+    if prolific_status in ("RETURNED", "TIMED-OUT"):
+        return "none (returned)"
+    return "wait (still working)"
+
+
+def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
+    """({worker name: passed}, note) from the task's own worker check (the QC-bot test for live chat, the
+    acceptability checks for SM-Eval and PW-Turn); tasks without one give ({}, why)."""
+    from parlai_dialeval.crowdsourcing.platform.quality import check_workers
+
+    try:
+        table, _ = check_workers(task_name, data_dir)
+    except DialevalError as error:
+        return {}, str(error)
+    return {str(w): bool(p) for w, p in zip(table["worker_id"], table["passed"])}, ""
+
+
+def review_table(db, task_name: str, data_dir=None):
+    """One row per Prolific submission of the task's studies, with what we know and suggest."""
+    import pandas as pd
+    from mephisto.data_model.agent import Agent
+
+    store = common.datastore(db)
+    runs = store.all("SELECT * FROM studies WHERE task_name = ? AND study_id IS NOT NULL ORDER BY rowid", task_name)
+    if not runs:
+        raise DialevalError(f"no Prolific study of task {task_name!r} in {store.path} (launched with "
+                            "mephisto/provider=prolific and this --mephisto-data?)")
+    passed, note = qc_results(task_name, data_dir)
+    rows = []
+    for run in runs:
+        client = common.client_for(run["requester_name"], run["api_base_url"])
+        try:
+            submissions = client.submissions(run["study_id"])
+        finally:
+            client.close()
+        for sub in submissions:
+            row = store.one("SELECT * FROM agents WHERE submission_id = ?", sub["id"])
+            status = Agent.get(db, row["agent_id"]).get_status() if row else "none"
+            pid = sub["participant_id"]
+            qc = "n/a" if note else ("pass" if passed.get(pid) else "fail" if pid in passed else "-")
+            paid = sum(d["amount_minor"] for d in store.decisions(kind="bonus", submission_id=sub["id"], state="paid"))
+            rows.append({"participant": pid, "submission": sub["id"], "study": run["study_id"],
+                         "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
+                         "bonus_paid": to_major(paid), "suggestion": suggest(sub["status"], status, qc),
+                         "agent_id": row["agent_id"] if row else None})
+    return pd.DataFrame(rows, columns=["participant", "submission", "study", "prolific_status", "mephisto_status",
+                                       "qc", "bonus_paid", "suggestion", "agent_id"]), note
+
+
+def agent_of(db, table, participant: str, option: str):
+    """The Mephisto agent of the participant's (latest) submission in the table."""
+    from mephisto.data_model.agent import Agent
+
+    mine = table[table["participant"] == participant]
+    if mine.empty:
+        raise DialevalError(f"{option}: participant {participant!r} has no submission in this task's studies "
+                            f"(participants: {', '.join(sorted(set(table['participant']))) or 'none'})")
+    agent_id = mine["agent_id"].iloc[-1]
+    if agent_id is None:
+        raise DialevalError(f"{option}: participant {participant!r} never reached the task (no Mephisto agent)")
+    return Agent.get(db, agent_id)

@@ -1,0 +1,80 @@
+"""dialeval review TASK_NAME: the Prolific submissions of a task, with QC results and suggested
+decisions; approve, reject, bonus and block (docs/crowdsourcing.md, "Run your study on Prolific")."""
+from __future__ import annotations
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+
+@register_script("review")
+class Review(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "List the Prolific submissions of TASK_NAME (Prolific's status, "
+                              "Mephisto's, the worker's quality-control result, bonuses paid, a suggested decision) "
+                              "and act on them. Every decision is written to the ledger (prolific/prolific.db in the "
+                              "Mephisto data directory) before Prolific is called, so nothing is paid twice.")
+        parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
+        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
+                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+        parser.add_argument("--approve-passing", action="store_true",
+                            help="approve every submission awaiting review whose suggestion is 'approve' (finished "
+                                 "in Mephisto and not failing the task's quality control)")
+        parser.add_argument("--reject", default=None, metavar="WORKER",
+                            help="reject this participant's submission (needs --message and --category)")
+        parser.add_argument("--message", default=None,
+                            help="with --reject: the reason shown to the participant, at least 100 characters")
+        parser.add_argument("--category", default=None,
+                            help="with --reject: Prolific's rejection category: TOO_QUICKLY, TOO_SLOWLY, "
+                                 "FAILED_INSTRUCTIONS, INCOMP_LONGITUDINAL, FAILED_CHECK, LOW_EFFORT, MALINGERING, "
+                                 "NO_CODE, BAD_CODE, NO_DATA, UNSUPP_DEVICE or OTHER")
+        parser.add_argument("--bonus", nargs=2, default=None, metavar=("WORKER", "AMOUNT"),
+                            help="pay this participant a bonus of AMOUNT in the study's currency, major units "
+                                 "(0.50 = 50 pence); needs --reason; paid once per submission and reason")
+        parser.add_argument("--reason", default=None,
+                            help="with --bonus: why (the participant sees it); with --block: a note for the ledger")
+        parser.add_argument("--block", default=None, metavar="WORKER",
+                            help="block this participant from every later study (the workspace's block group, "
+                                 "mephisto.provider.block_group)")
+        return parser
+
+    def run(self):
+        from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+        from parlai_dialeval.errors import DialevalError
+
+        opt = self.opt
+        if opt["reject"] and not (opt["message"] and opt["category"]):
+            raise DialevalError("--reject needs --message (100+ characters) and --category")
+        if opt["bonus"] and not opt["reason"]:
+            raise DialevalError("--bonus needs --reason")
+        data_dir = prepare_mephisto(opt["mephisto_data"])
+        if not database_path(data_dir).is_file():
+            raise DialevalError(f"no Mephisto database at {database_path(data_dir)}; give --mephisto-data")
+        from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+        from parlai_dialeval.providers.prolific import review
+
+        db = LocalMephistoDB(database_path=str(database_path(data_dir)))
+        table, note = review.review_table(db, opt["task_name"], data_dir)
+        done = []
+        if opt["reject"]:
+            review.reject(db, review.agent_of(db, table, opt["reject"], "--reject"), opt["message"], opt["category"])
+            done.append(f"rejected {opt['reject']} ({opt['category']})")
+        if opt["bonus"]:
+            worker, amount = opt["bonus"]
+            done.append(review.pay_bonus(db, review.agent_of(db, table, worker, "--bonus"), amount, opt["reason"]))
+        if opt["block"]:
+            review.block(db, opt["block"], opt["reason"] or "blocked with dialeval review")
+            done.append(f"blocked {opt['block']} from later studies")
+        if opt["approve_passing"]:
+            for row in table[table["suggestion"] == "approve"].itertuples():
+                review.approve(db, review.agent_of(db, table, row.participant, "--approve-passing"))
+                done.append(f"approved {row.participant}")
+        if done:
+            table, note = review.review_table(db, opt["task_name"], data_dir)
+        print(table.drop(columns=["agent_id"]).to_string(index=False) if len(table) else "no submissions yet")
+        if note:
+            print(f"quality control: n/a ({note})")
+        for line in done:
+            print(line)
+        return table

@@ -1,0 +1,88 @@
+"""Harness of the Prolific provider tests: the fake Prolific, a registered requester, and ``ProlificMockRun``
+(MockArchitect in-process, as ``MockRun``) whose participants arrive the way Prolific sends them: the
+study URL the fake hands out, redirected to the task with PROLIFIC_PID, STUDY_ID and SESSION_ID."""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+
+from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+from parlai_dialeval.providers.prolific.fake import FakeProlific
+
+from .protocol_harness import MockRun
+
+TOKEN = "fake-token"
+REQUESTER = "lab"
+
+
+def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
+    """`dialeval prolific register lab --token-env PROLIFIC_TOKEN` against the fake, in-process."""
+    prepare_mephisto(data_dir)
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    from parlai_dialeval.crowdsourcing.platform.env import database_path
+    from parlai_dialeval.providers.prolific.models import ProlificRequester, register_token
+
+    monkeypatch.setenv("PROLIFIC_TOKEN", TOKEN)
+    register_token(REQUESTER, "PROLIFIC_TOKEN", None, fake.api_base_url)
+    db = LocalMephistoDB(database_path=str(database_path(data_dir)))
+    if not db.find_requesters(requester_name=REQUESTER):
+        ProlificRequester.new(db, REQUESTER)
+
+
+def provider_overrides(fake: FakeProlific, reward: str = "2.50", minutes: int = 15) -> list[str]:
+    return ["mephisto/provider=prolific", f"mephisto.provider.requester_name={REQUESTER}",
+            f"mephisto.provider.api_base_url={fake.api_base_url}",
+            f"mephisto.provider.completion_url={fake.completion_url}",
+            f"mephisto.provider.reward={reward}", f"mephisto.provider.estimated_completion_time={minutes}"]
+
+
+def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
+    """A participant opens the study on (fake) Prolific; returns the task URL's query parameters."""
+    answer = httpx.get(fake.study_url(study_id, pid), follow_redirects=False)
+    assert answer.status_code == 302, answer.text
+    return {k: v[0] for k, v in parse_qs(urlparse(answer.headers["location"]).query).items()}
+
+
+def complete(fake: FakeProlific, code: str, pid: str) -> httpx.Response:
+    """What the page's wrapper does on submit: Prolific's completion URL with the study's code."""
+    return httpx.get(fake.completion_url, params={"cc": code, "participant": pid})
+
+
+class ProlificMockRun(MockRun):
+    def __init__(self, task: str, data_dir: Path, port: int, fake: FakeProlific, overrides: list[str] | None = None):
+        self.fake = fake
+        super().__init__(task, data_dir, port, [*provider_overrides(fake), *(overrides or [])])
+        from parlai_dialeval.providers.prolific.common import datastore
+
+        self.store = datastore(self.db)
+        self.study = self.store.study_of_run(self.live_run.task_run.db_id)
+
+    def register(self, worker: str, registration: str | None = None) -> dict:
+        """``worker`` (a Prolific participant id) takes a place on Prolific and lands on the task page."""
+        from mephisto.data_model.packet import PACKET_TYPE_REGISTER_AGENT
+
+        params = arrive(self.fake, self.study["study_id"], worker)
+        provider_data = {"worker_name": params["PROLIFIC_PID"], "assignment_id": params["SESSION_ID"],
+                         "agent_registration_id": f"{params['SESSION_ID']}-{params['PROLIFIC_PID']}",
+                         "study_id": params["STUDY_ID"], "provider_type": "prolific"}
+        self.server._send_message({"packet_type": PACKET_TYPE_REGISTER_AGENT, "subject_id": "MockServer",
+                                   "data": {"request_id": provider_data["agent_registration_id"],
+                                            "provider_data": provider_data}})
+        self.settle()
+        return params
+
+    def unit_agent(self, worker: str):
+        self.wait(lambda: any(a.get_worker().worker_name == worker for a in self.db.find_agents()),
+                  what=f"unit agent of {worker}")
+        return [a for a in self.db.find_agents() if a.get_worker().worker_name == worker][-1]
+
+    def onboarding_agent(self, worker: str):
+        self.wait(lambda: any(a.get_worker().worker_name == worker for a in self.db.find_onboarding_agents()),
+                  what=f"onboarding agent of {worker}")
+        return [a for a in self.db.find_onboarding_agents() if a.get_worker().worker_name == worker][-1]
+
+    def submission(self, pid: str) -> dict:
+        return [s for s in self.fake.state.submissions.values() if s["participant_id"] == pid][-1]
