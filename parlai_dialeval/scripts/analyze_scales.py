@@ -6,19 +6,26 @@ CLI glue only: the statistics live in parlai_dialeval.analysis.scale_designs. Se
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from parlai.core.params import ParlaiParser
-from parlai.core.script import ParlaiScript, register_script
+from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import scale_designs as sd
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import Report
-from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.utils.script_args import option
 
 NO_STUDY = "(no study)"
+
+
+@dataclass
+class ScalesConfig:
+    criteria: list[str] | None = option(None, "comma-separated criteria to analyse (default: all, e.g. "
+                                              "readability,coherence)", metavar="NAME,...")
 
 
 def _groups(ratings: pd.DataFrame, workers: pd.DataFrame):
@@ -58,19 +65,12 @@ def analyze(data, out: Path, criteria: list[str] | None = None) -> dict:
         item_scores.append(sd.item_scores(part).assign(study=study, design=design))
     results = {"icc": pd.DataFrame(icc_rows), "spearman": pd.concat(spearman), "model_scores": pd.concat(model_scores),
                "item_scores": pd.concat(item_scores), "workers": pd.concat(worker_tables)}
-    out.mkdir(parents=True, exist_ok=True)
-    for name, frame in results.items():
-        write_csv(frame, out / f"{name}.csv")
-    _report(results, out)
-    return results
+    report = Report("Rating-scale designs (Likert, magnitude estimation, best-worst scaling)", out, "scales.html")
+    _report(results, report)
+    return {**results, "written": Outputs(results, {}, report).write(out)}
 
 
-def _report(results, out) -> None:
-    report = Report("Rating-scale designs (Likert, magnitude estimation, best-worst scaling)", out)
-    report.text("Magnitude estimates are log-normalised as log10((value + 1) / (reference + 1)); best-worst scores "
-                "are (#best - #worst) / #appearances. ICC-C: consistency, two-way mixed ICC(C,1); ICC-A: absolute "
-                "agreement, two-way random ICC(A,1) (pingouin); items not rated by every worker of the group are "
-                "left out of that ICC (n_items_dropped).", note=True)
+def _report(results, report: Report) -> None:
     overall = results["icc"][results["icc"]["workers"] == "all"]
     report.heading("Reliability per design (Santhanam Table 1)")
     report.table(results["icc"])
@@ -84,21 +84,13 @@ def _report(results, out) -> None:
     report.table(results["spearman"])
     report.heading("Scores per model")
     report.table(results["model_scores"])
-    report.write()
 
 
 @register_script("analyze_scales")
-class AnalyzeScales(ParlaiScript):
-    @classmethod
-    def setup_args(cls):
-        parser = ParlaiParser(False, False, "Rating-scale designs: Likert, RME, BME, best-worst (Santhanam 2020)")
-        add_data_args(parser)
-        parser.add_argument("--criteria", nargs="+", default=None, metavar="NAME",
-                            help="criteria to analyse (default: all, e.g. readability coherence)")
-        return parser
+class AnalyzeScales(AnalysisCommand):
+    description = "Rating-scale designs: Likert, RME, BME, best-worst (Santhanam 2020)"
+    options_title = "Scale designs"
+    config_class = ScalesConfig
 
-    def run(self):
-        data = load_data(self.opt)
-        out = Path(self.opt["out"])
-        analyze(data, out, self.opt["criteria"])
-        print(f"wrote icc, spearman, model_scores, item_scores, workers (.csv) and report.html to {out}")
+    def analyse(self, data, config, checks, out):
+        return analyze(data, out, config.criteria)
