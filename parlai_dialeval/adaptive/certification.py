@@ -1,0 +1,81 @@
+"""Certify which model beats which from pairwise comparisons, valid at any look during collection.
+
+Each pair's evidence is its direct head-to-head record, in the order the comparisons were collected
+(file order): a vote is 1 when the first model of the pair wins, 0 when it loses and 1/2 for a tie; for
+per-turn data (PW-Turn) the votes of one conversation are averaged into one outcome, because turns of a
+conversation are not independent. Per question and unit of judgement, as the pairwise analysis.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.adaptive.sequential import certification_threshold, confidence_sequence, e_value
+from parlai_dialeval.analysis.pairwise import SECTION, oriented, split_onboarding, with_sections
+
+
+def pair_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """One row per question, unit and model pair (``model_a`` first seen as A): ``outcomes``, the
+    array of outcomes for ``model_a`` in collection order, and ``votes``."""
+    frame = oriented(with_sections(comparisons), by=SECTION)
+    frame = frame.assign(outcome=(frame["score"] + 1) / 2, order=np.arange(len(frame)))
+    per_turn = frame["unit"] == "turn"
+    clustered = frame[per_turn].groupby([*SECTION, "first", "second", "item_id"], sort=False).agg(
+        outcome=("outcome", "mean"), order=("order", "min"), votes=("outcome", "size")).reset_index()
+    single = frame[~per_turn].assign(votes=1)
+    units = pd.concat([single, clustered], ignore_index=True).sort_values("order", kind="stable")
+    rows = [{"question": key[0], "unit": key[1], "model_a": key[2], "model_b": key[3],
+             "outcomes": group["outcome"].to_numpy(float), "votes": int(group["votes"].sum())}
+            for key, group in units.groupby([*SECTION, "first", "second"], sort=False)]
+    return pd.DataFrame(rows, columns=["question", "unit", "model_a", "model_b", "outcomes", "votes"])
+
+
+def certify(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per question, unit and model pair: units of evidence, the mean outcome for ``model_a``, the
+    largest e-value for each direction, the simultaneous confidence sequence of ``model_a``'s win rate,
+    and the verdict (``model_a`` or ``model_b`` certified better, or ``unsettled``)."""
+    comparisons, _ = split_onboarding(comparisons)
+    pairs = pair_outcomes(comparisons)
+    rows = []
+    for (question, unit), section in pairs.groupby(["question", "unit"], sort=False):
+        models = set(section["model_a"]) | set(section["model_b"])
+        threshold = certification_threshold(len(models), alpha)
+        for pair in section.itertuples(index=False):
+            y = pair.outcomes
+            e_a, e_b = e_value(y), e_value(1 - y)
+            low, high = confidence_sequence(y, 2 / threshold)
+            winner = pair.model_a if e_a >= threshold else pair.model_b if e_b >= threshold else None
+            rows.append({"question": question, "unit": unit, "model_a": pair.model_a, "model_b": pair.model_b,
+                         "units": len(y), "votes": pair.votes, "win_rate_a": float(np.mean(y)),
+                         "e_a_beats_b": e_a, "e_b_beats_a": e_b, "threshold": threshold,
+                         "cs_low": low, "cs_high": high, "certified_winner": winner,
+                         "verdict": verdict(pair.model_a, pair.model_b, winner, e_a, e_b, threshold)})
+    return pd.DataFrame(rows)
+
+
+def verdict(model_a: str, model_b: str, winner: str | None, e_a: float, e_b: float, threshold: float) -> str:
+    if winner is not None:
+        loser = model_b if winner == model_a else model_a
+        return f"settled: {winner} beats {loser} (e = {max(e_a, e_b):.3g} >= {threshold:,.0f})"
+    return (f"needs more data: evidence {max(e_a, e_b):.3g} of the {threshold:,.0f} needed "
+            f"(in favour of {model_a if e_a >= e_b else model_b})")
+
+
+def certified_order(pairs: pd.DataFrame) -> list[list[str]]:
+    """Models ranked by their certified head-to-head wins, best first, as groups whose members no
+    certified claim separates in this ranking; a strict total order is certified only where each
+    consecutive pair of groups is separated by a direct certified claim."""
+    wins: dict[str, set[str]] = {}
+    for row in pairs.itertuples(index=False):
+        wins.setdefault(row.model_a, set())
+        wins.setdefault(row.model_b, set())
+        if isinstance(row.certified_winner, str):
+            loser = row.model_b if row.certified_winner == row.model_a else row.model_a
+            wins[row.certified_winner].add(loser)
+    groups: list[list[str]] = []
+    for model in sorted(wins, key=lambda m: (-len(wins[m]), m)):
+        if groups and not any(model in wins[other] for other in groups[-1]):
+            groups[-1].append(model)
+        else:
+            groups.append([model])
+    return groups

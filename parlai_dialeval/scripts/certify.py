@@ -1,0 +1,70 @@
+"""dialeval certify: which model beats which, with evidence that stays valid however often it is run
+during collection (betting e-processes on direct head-to-head votes; docs/adaptive_evaluation.md).
+
+CLI glue only: the statistics live in parlai_dialeval.adaptive.{sequential,certification}.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from parlai.core.script import register_script
+
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.utils.script_args import option
+
+TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "units", "votes", "win_rate_a", "cs_low", "cs_high",
+                 "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]
+
+
+@dataclass
+class CertifyConfig:
+    alpha: float = option(0.05, "family-wise error rate over every claim of every pair, at every look (0 < alpha < 1)",
+                          kind="probability")
+
+
+def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> dict:
+    """Certify every pair; write pairs.csv, certified.json and report.html into ``out``."""
+    from parlai_dialeval.adaptive.certification import certified_order, certify
+    from parlai_dialeval.errors import DialevalError
+    from parlai_dialeval.report import Report
+
+    if comparisons.empty:
+        raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
+    pairs = certify(comparisons, config.alpha)
+    if pairs.empty:
+        raise DialevalError("no comparison has two different models: nothing to certify")
+    sections = []
+    report = Report("Certified model orders", out)
+    report.text(f"A claim \"A beats B\" is settled when its evidence (an e-value from A's and B's direct "
+                f"head-to-head votes) reaches K(K-1)/alpha for K models: then the chance that any settled claim "
+                f"is wrong is at most alpha = {config.alpha}, however often this command was run while the "
+                "votes came in. Ties count as half a win; the votes of one conversation (per-turn data) count "
+                "as one outcome. The interval is A's win rate, valid at every look.")
+    for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
+        order = certified_order(part)
+        settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
+        sections.append({"question": question, "unit": unit, "tiers": order,
+                         "settled": settled["verdict"].tolist(), "needs_more_data": open_pairs["verdict"].tolist()})
+        report.heading(f"{question} ({unit})")
+        report.text(f"{len(settled)} of {len(part)} pairs settled. Tiers, best first (each tier separated from the "
+                    "next by at least one settled claim): " + " > ".join("{" + ", ".join(t) + "}" for t in order))
+        for line in settled["verdict"]:
+            report.text(line)
+        for row in open_pairs.itertuples(index=False):
+            report.text(f"{row.model_a} vs {row.model_b}: {row.verdict}; win rate of {row.model_a} "
+                        f"{row.win_rate_a:.3f}, interval [{row.cs_low:.3f}, {row.cs_high:.3f}]", note=True)
+        report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
+    outputs = Outputs(tables={"pairs": pairs[TABLE_COLUMNS]},
+                      documents={"certified": {"alpha": config.alpha, "sections": sections}}, report=report)
+    return {"pairs": pairs, "sections": sections, "written": outputs.write(out)}
+
+
+@register_script("certify")
+class Certify(AnalysisCommand):
+    description = "Certify which model beats which, valid however often it is run while votes come in"
+    options_title = "Certification"
+    config_class = CertifyConfig
+
+    def analyse(self, data, config, checks, out):
+        return analyze(data.comparisons, out, config)

@@ -1,0 +1,114 @@
+"""dialeval plan: judgments, worker-hours and money a study needs before it runs, per protocol, for
+fixed-n and sequential (anytime-valid) designs (docs/adaptive_evaluation.md).
+
+CLI glue only: the formulas and simulations live in parlai_dialeval.adaptive.planner.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from parlai_dialeval.utils.script_args import add_config_args, checked, config_from_opt, names, option
+
+
+def _rates(text, flag):
+    return [checked(flag, "probability")(part) for part in names(text) or []]
+
+
+@dataclass
+class PlanConfig:
+    win_rates: list = option([0.55, 0.6, 0.65], "pairwise protocols (A/B, ACUTE, PW-Dialog): assumed win rates of "
+                             "the better model, comma-separated", parse=_rates, metavar="P,P,...")
+    tie_rate: float = option(0.22, "share of pairwise votes that are ties (ChatEval's median: 0.22)",
+                             kind="non_negative")
+    pairs: int = option(1, "model pairs the study compares; alpha is shared among them (Bonferroni)",
+                        kind="positive_int")
+    sm_turn_rates: list = option([0.70, 0.65], "SM-Turn: the two models' assumed success rates", parse=_rates,
+                                 metavar="P,P")
+    sm_dialog_means: list = option([4.19, 3.97], "SM-Dialog: the two models' assumed Likert means (Smith et al.)",
+                                   metavar="M,M")
+    sm_dialog_sd: float = option(1.0, "SM-Dialog: standard deviation of a dialogue's Likert score", kind="positive")
+    turns_per_dialog: int = option(5, "SM-Turn: bot turns judged per conversation", kind="positive_int")
+    alpha: float = option(0.05, "significance level (0 < alpha < 1)", kind="probability")
+    power: float = option(0.8, "power wanted (0 < power < 1)", kind="probability")
+    seconds_per_judgment: float = option(67.0, "seconds a worker spends per judgment (Smith: 67 PW-Dialog, "
+                                         "89 PW-Turn)", kind="positive")
+    qc_pass_rate: float = option(1.0, "share of workers passing quality control (0 < rate <= 1)", kind="positive")
+    hourly_pay: float = option(12.0, "pay per worker-hour, in your currency", kind="non_negative")
+    fee: float = option(0.333, "platform fee as a share of pay (Prolific: 0.333)", kind="non_negative")
+    simulations: int = option(400, "simulated studies per sequential estimate", kind="positive_int")
+
+
+def plan(config: PlanConfig, out: Path) -> dict:
+    import pandas as pd
+
+    from parlai_dialeval.adaptive import planner
+    from parlai_dialeval.errors import DialevalError
+    from parlai_dialeval.report import Report
+    from parlai_dialeval.scripts.analysis_command import Outputs
+
+    if config.qc_pass_rate > 1:
+        raise DialevalError(f"--qc-pass-rate {config.qc_pass_rate}: expected a share between 0 and 1")
+    if len(config.sm_turn_rates) != 2 or len(config.sm_dialog_means) != 2:
+        raise DialevalError("--sm-turn-rates and --sm-dialog-means take two values each, one per model")
+    costs = planner.Costs(config.seconds_per_judgment, config.qc_pass_rate, config.hourly_pay, config.fee)
+    try:
+        pairwise = planner.plan_pairwise(config.win_rates, config.tie_rate, costs, config.alpha, config.power,
+                                         config.pairs, config.simulations)
+        means = [float(m) for m in config.sm_dialog_means]
+    except ValueError as error:
+        raise DialevalError(str(error)) from None
+    if config.sm_turn_rates[0] == config.sm_turn_rates[1] or means[0] == means[1]:
+        raise DialevalError("the two models' assumed rates and means must differ: no study can tell equal models apart")
+    turn_n = planner.sm_turn_per_model(*config.sm_turn_rates, config.alpha, config.power)
+    dialog_n = planner.sm_dialog_per_model(*means, config.sm_dialog_sd, config.alpha, config.power)
+    single = pd.DataFrame([
+        planner.plan_per_model("sm_turn", turn_n / config.turns_per_dialog, costs,
+                               f"success {config.sm_turn_rates[0]:.2f} vs {config.sm_turn_rates[1]:.2f}, "
+                               f"{config.turns_per_dialog} turns per conversation", config.turns_per_dialog),
+        planner.plan_per_model("sm_dialog", dialog_n, costs, f"Likert {means[0]} vs {means[1]}, SD {config.sm_dialog_sd}"),
+    ])
+    report = Report("Study plan", out)
+    report.text(f"Power {config.power} at alpha {config.alpha}; {config.seconds_per_judgment:g} s per judgment, "
+                f"{config.qc_pass_rate:g} of workers passing quality control, pay {config.hourly_pay:g} per hour "
+                f"plus a fee of {config.fee:g}. Fixed designs are sized by statsmodels' power solvers; sequential "
+                "designs are the betting e-process of `dialeval certify`, simulated, looking after every vote "
+                "(p50 is the median study, p80 and p90 the costlier ones).")
+    report.heading("Pairwise protocols (per model pair)")
+    report.table(pairwise, floatfmt="{:,.1f}")
+    report.figure(_plot(pairwise), "pairwise_plan", "Worker-hours per model pair: fixed design vs sequential")
+    report.heading("Single-model protocols (per model)")
+    report.table(single, floatfmt="{:,.1f}")
+    outputs = Outputs(tables={"pairwise_plan": pairwise, "single_model_plan": single}, report=report)
+    return {"pairwise": pairwise, "single_model": single, "written": outputs.write(out)}
+
+
+def _plot(pairwise):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for (design, statistic), part in pairwise.groupby(["design", "statistic"], sort=False):
+        ax.plot(part["assumption"], part["worker_hours"], marker="o", label=f"{design} {statistic}")
+    ax.set_ylabel("worker-hours")
+    ax.set_yscale("log")
+    ax.legend()
+    return fig
+
+
+@register_script("plan")
+class Plan(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        parser = ParlaiParser(False, False, "Judgments, worker-hours and money a study needs, per protocol and design")
+        parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+        add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
+        return parser
+
+    def run(self):
+        out = Path(self.opt["out"])
+        result = plan(config_from_opt(self.opt, PlanConfig), out)
+        print(f"wrote {', '.join(result['written'])} to {out}")
+        return result

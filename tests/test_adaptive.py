@@ -1,0 +1,153 @@
+"""Anytime-valid certification and the study planner (issue 16; ../shared/notes/adaptive_evaluation.md)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from parlai_dialeval.adaptive import planner
+from parlai_dialeval.adaptive.certification import certify, certified_order
+from parlai_dialeval.adaptive.sequential import BETS, confidence_sequence, e_value, wealth_paths
+
+
+def naive_wealth(outcomes, p0=0.5):
+    """Independent of the vectorised code: the grid-averaged betting wealth, one outcome at a time."""
+    wealth, best = [1.0] * len(BETS), 1.0
+    for y in outcomes:
+        wealth = [w * (1 + lam * (y - p0)) for w, lam in zip(wealth, BETS)]
+        best = max(best, sum(wealth) / len(wealth))
+    return best
+
+
+def test_e_value_equals_a_plain_loop():
+    y = np.random.default_rng(1).choice([0.0, 0.5, 1.0], size=300, p=[0.3, 0.2, 0.5])
+    assert e_value(y) == pytest.approx(naive_wealth(y), rel=1e-9)
+    assert e_value(1 - y) == pytest.approx(naive_wealth(1 - y), rel=1e-9)
+    assert e_value(np.full(50, 0.5)) == 1.0  # ties alone are no evidence either way
+
+
+def test_equal_models_are_rarely_claimed_better_at_any_look():
+    # Under H0 (win rate 0.5, 20% ties) the wealth must reach 1/alpha at ANY of 500 looks in at most
+    # alpha of the runs (Ville's inequality); a fixed-n z-test looked at after every vote fails this badly.
+    rng, alpha, runs = np.random.default_rng(7), 0.05, 400
+    outcomes = rng.choice([0.0, 0.5, 1.0], size=(runs, 500), p=[0.4, 0.2, 0.4])
+    claimed = np.mean([wealth_paths(y).max() >= 1 / alpha for y in outcomes])
+    assert claimed <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+    z_claimed = np.mean([np.any(np.abs(np.cumsum(y - 0.5) / (0.5 * np.sqrt(np.arange(1, 501)))) > 1.96)
+                         for y in outcomes])
+    assert z_claimed > 3 * alpha
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.6, 0.9])
+def test_confidence_sequence_covers_the_win_rate(rate):
+    rng, alpha, runs = np.random.default_rng(3), 0.1, 120
+    missed = 0
+    for _ in range(runs):
+        y = (rng.random(200) < rate).astype(float)
+        low, high = confidence_sequence(y, alpha)
+        missed += not low <= rate <= high
+    assert missed / runs <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+
+
+def votes(a, b, wins_a, wins_b, ties=0, item=None, turn=False):
+    rows = [("a", wins_a), ("b", wins_b), ("tie", ties)]
+    out = []
+    for choice, n in rows:
+        for i in range(n):
+            out.append({"item_id": item or f"{a}-{b}-{choice}-{i}", "worker_id": f"w{i % 7}", "model_a": a,
+                        "model_b": b, "choice": choice, **({"turn_index": i} if turn else {})})
+    return out
+
+
+def test_certify_settles_a_clear_winner_and_not_a_coin_flip():
+    rng = np.random.default_rng(0)
+    records = votes("strong", "weak", 170, 30) + votes("weak", "other", 100, 100)
+    frame = pd.DataFrame(records).sample(frac=1, random_state=int(rng.integers(1000))).reset_index(drop=True)
+    pairs = certify(frame, alpha=0.05)
+    by_pair = {frozenset((r.model_a, r.model_b)): r for r in pairs.itertuples()}
+    clear, coin = by_pair[frozenset(("strong", "weak"))], by_pair[frozenset(("weak", "other"))]
+    assert clear.certified_winner == "strong" and clear.threshold == 3 * 2 / 0.05
+    assert not isinstance(coin.certified_winner, str) and coin.verdict.startswith("needs more data")
+    # "other" was never compared with "strong", so nothing separates them; "weak" lost a settled claim.
+    assert certified_order(pairs) == [["strong", "other"], ["weak"]]
+
+
+def test_per_turn_votes_of_one_conversation_are_one_outcome():
+    records = []
+    for conversation in range(30):
+        records += [dict(r, item_id=f"conv{conversation}") for r in votes("x", "y", 4, 1, turn=True)]
+    pairs = certify(pd.DataFrame(records))
+    row = pairs.iloc[0]
+    assert (row.units, row.votes) == (30, 150)
+    assert row.win_rate_a == pytest.approx(0.8)
+
+
+def test_certify_on_chateval_2018(shared_data, tmp_path):
+    from parlai_dialeval.importers import load
+    from parlai_dialeval.scripts.certify import CertifyConfig, analyze
+
+    data = load([str(shared_data / "chateval" / "amt_ab_2018")], log=lambda *a: None)
+    result = analyze(data.comparisons, tmp_path, CertifyConfig(alpha=0.05))
+    pairs = result["pairs"]
+    assert len(pairs) == 18 and set(pairs["threshold"]) == {12 * 11 / 0.05}
+    settled = {frozenset((r.model_a, r.model_b)): r.certified_winner for r in pairs.itertuples()
+               if isinstance(r.certified_winner, str)}
+    # Human2's replies beat the Twitter-trained seq2seq model in 87% of 570 votes; Human1 vs Human2 is close.
+    assert settled[frozenset(("Human2", "seed_701_glove_emb_twitter_clean"))] == "Human2"
+    assert frozenset(("Human1", "Human2")) not in settled
+    # Each pair's e-value recomputed independently from its own votes, in file order.
+    frame = data.comparisons
+    pair = frame[frame[["model_a", "model_b"]].isin(["Human1", "Human2"]).all(axis=1)]
+    first = pairs.set_index(["model_a", "model_b"]).loc[("Human1", "Human2")]
+    y = np.where(pair["choice"] == "tie", 0.5, (pair["choice"] == "a") == (pair["model_a"] == "Human1")).astype(float)
+    assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - y), rel=1e-9)
+    written = json.loads((tmp_path / "certified.json").read_text())
+    assert written["sections"][0]["settled"] and (tmp_path / "report.html").exists()
+
+
+def test_planner_reproduces_the_notes_fixed_n_figures():
+    # ../shared/notes/adaptive_evaluation.md section 4: 782 / 194 / 85 decisive votes at win rates
+    # 0.55 / 0.60 / 0.65; 325 dialogues per model for Smith et al.'s SM-Dialog 4.19 vs 3.97 (SD 1);
+    # 1,376 turns per model for SM-Turn 0.70 vs 0.65.
+    for rate, expected in ((0.55, 782), (0.60, 194), (0.65, 85)):
+        assert planner.pairwise_decisive_votes(rate) == pytest.approx(expected, rel=0.05)
+    assert planner.sm_dialog_per_model(4.19, 3.97, 1.0) == pytest.approx(325, rel=0.05)
+    assert planner.sm_turn_per_model(0.70, 0.65) == pytest.approx(1376, rel=0.05)
+
+
+def test_plan_costs_follow_from_judgments():
+    costs = planner.Costs(seconds_per_judgment=60, qc_pass_rate=0.5, hourly_pay=10, fee=0.5)
+    table = costs.table(120)
+    assert table == {"judgments": 120, "paid_judgments": 240, "worker_hours": 4.0, "money": 60.0}
+    plan = planner.plan_pairwise([0.65], tie_rate=0.2, costs=costs, simulations=60)
+    fixed = plan[plan["design"] == "fixed"].iloc[0]
+    assert fixed["judgments"] == pytest.approx(fixed["decisive_votes"] / 0.8)
+    sequential = plan[plan["design"] == "sequential"].set_index("statistic")["decisive_votes"]
+    assert sequential["p50"] <= sequential["p80"] <= sequential["p90"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["plan", "--win-rates", "0.5"], "win rate must be above 0.5"),
+    (["plan", "--tie-rate", "1"], "tie rate must be in [0, 1)"),
+    (["plan", "--alpha", "1.5"], "--alpha 1.5: expected a number strictly between 0 and 1"),
+    (["plan", "--sm-turn-rates", "0.6,0.6"], "must differ"),
+])
+def test_plan_bad_assumptions_are_one_line(args, expected, tmp_path, capsys):
+    from parlai_dialeval.cli import main
+
+    status = main([*args, "--out", str(tmp_path / "plan"), "--simulations", "5"])
+    assert status == 2 and expected in capsys.readouterr().err
+
+
+def test_certify_refuses_data_without_a_pair(tmp_path, capsys):
+    from parlai_dialeval.cli import main
+
+    path = tmp_path / "ratings.jsonl"
+    path.write_text(json.dumps({"type": "rating", "format_version": "1.0", "conversation_id": "c", "worker_id": "w",
+                                "model": "m", "criterion": "overall", "value": 3, "scale": "likert",
+                                "scale_min": 1, "scale_max": 5}) + "\n")
+    assert main(["certify", "--data", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "no comparisons in the data" in capsys.readouterr().err
