@@ -67,7 +67,7 @@ def test_interpolation_between_sizes():
                           "extrapolated": [False, False]})
     # Power 0.8 lies halfway between the two sizes.
     assert time_to_significance(curve, 0.8) == {"n": 15.0, "time_s": 150.0, "reached": True,
-                                                "extrapolated": False}
+                                                "extrapolated": False, "bound": "interpolated"}
 
 
 def test_chunks_of_45_minutes():
@@ -143,6 +143,43 @@ def test_significance_time_cli(tmp_path):
     assert {"pw_turn", "pw_dialog_self", "pw_combo 1:5", "sm_turn", "sm_dialog", "sm_combo 1:5"} <= set(
         table["technique"])
     assert table["durations_known"].all()
+    # the grid is refined at the crossing: every reached figure is the first size reaching the power target
+    assert table.loc[table["reached"], "n_needed_is"].eq("exact").all()
+    assert table.loc[~table["reached"], "n_needed_is"].str.startswith("above").all()
     variability = pd.read_csv(out / "chunk_variability.csv")
     assert "pw_turn" in set(variability["technique"])
     assert (out / "report.html").exists() and list(out.glob("time_bad_vs_good.png"))
+
+
+def _exact_binomial_power(n: int, p: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided exact binomial test at n decided comparisons, by summing the binomial pmf
+    over the significant win counts (independent of the resampling code)."""
+    wins = np.arange(n + 1)
+    significant = np.array([stats.binomtest(int(k), n, 0.5).pvalue < alpha for k in wins])
+    return float(stats.binom.pmf(wins, n, p)[significant].sum())
+
+
+@pytest.mark.parametrize("available", [40, 200])
+def test_grid_is_refined_where_power_crosses_the_target(available):
+    # issue 18 item 7: at win rate 0.75 the default geometric grid answered up to 19% above the exact first n
+    # (30: the first size whose exact binomial power reaches 0.8); the docs promise 15%.
+    exact = next(n for n in range(1, 200) if _exact_binomial_power(n, 0.75) >= 0.8)
+    assert exact == 30
+    values = np.r_[np.ones(available * 3 // 4), np.zeros(available // 4)]
+    curve = power_curve(_units(values), trials=4000, seed=0, target=0.8)
+    estimate = time_to_significance(curve, power=0.8)
+    assert estimate["bound"] == "exact" and estimate["n"] == int(estimate["n"])
+    assert estimate["n"] == pytest.approx(exact, rel=0.1)
+    assert estimate["time_s"] == pytest.approx(estimate["n"] * SECONDS_PER_RATING)
+
+
+def test_power_reached_at_the_smallest_size_is_refined_or_called_an_upper_bound():
+    # Every comparison won: 5 straight wins are not significant (p = 0.0625), 6 are (p = 0.031).
+    units = _units(np.ones(100))
+    coarse = time_to_significance(power_curve(units, sizes=[40, 80], trials=50, seed=0))
+    assert coarse["n"] == 40 and coarse["bound"] == "upper"
+    refined = time_to_significance(power_curve(units, sizes=[40, 80], trials=50, seed=0, target=0.8))
+    assert refined["n"] == 6 and refined["bound"] == "exact"
+    never = time_to_significance(power_curve(_units(np.array([1.0, 0.0] * 20)), sizes=[10, 20], trials=50,
+                                             seed=0, target=0.8))
+    assert not never["reached"] and never["bound"] == "above 20"

@@ -72,13 +72,15 @@ def analyze(data, out: Path, pw_turns=(2, 6), sm_turns=(3, 6), power=0.8, alpha=
         combination = [s for s in combination if reference in (s.model_a, s.model_b)]
     rows, curves, chunk_rows = [], [], []
     for sample in tqdm(samples + combos + combination, desc="resampling", unit="sample"):
-        curve = st.power_curve(sample.a, sample.b, trials=trials, alpha=alpha, seed=seed, max_multiple=max_multiple)
+        curve = st.power_curve(sample.a, sample.b, trials=trials, alpha=alpha, seed=seed, max_multiple=max_multiple,
+                               target=power)
         estimate = st.time_to_significance(curve, power)
         key = {"technique": sample.technique, "metric": sample.metric, "model_a": sample.model_a,
                "model_b": sample.model_b}
         available = len(sample.a) if sample.b is None else min(len(sample.a), len(sample.b))
         rows.append({**key, "test": sample.test, "win_rate_a": _win_rate(sample, seed=seed), "n_available": available,
-                     "n_needed": estimate["n"], "hours_needed": estimate["time_s"] / 3600,
+                     "n_needed": estimate["n"], "n_needed_is": estimate["bound"],
+                     "hours_needed": estimate["time_s"] / 3600,
                      "reached": estimate["reached"], "extrapolated": estimate["extrapolated"],
                      "durations_known": bool(np.isfinite(sample.a.cost).all()
                                              and (sample.b is None or np.isfinite(sample.b.cost).all()))})
@@ -108,7 +110,14 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
                 "(two-sided binomial test for pairwise techniques, ties excluded; two-sided independent t-test for "
                 f"single-model ones). PW-Turn uses Bot Speaker turns {pw_turns}, SM-Turn {sm_turns} (Smith App. F). "
                 f"Onboarding is charged once per distinct worker (default {onboarding:g} s when records do not say). "
-                "'extrapolated' marks sizes beyond the collected data (bootstrap).", note=True)
+                "'extrapolated' marks sizes beyond the collected data (bootstrap). Every size between the last "
+                "one below the target and the first reaching it is evaluated too, so n_needed is the first size "
+                "reaching it ('exact' in n_needed_is; resampling noise remains); 'upper' means the smallest size "
+                "tried already reached it, 'above N' that no size up to N did.", note=True)
+    bounds = table[table["n_needed_is"].isin(["upper", "interpolated"]) | ~table["reached"]]
+    if len(bounds):
+        report.text(f"{len(bounds)} row(s) give a bound rather than the first size reaching {power:.0%} power: "
+                    "see n_needed_is.", note=True)
     if not table["durations_known"].all():
         report.text("Some techniques have records without a duration (and no conversation duration to share): "
                     "their hours are unknown (blank); sizes are still reported.", note=True)

@@ -109,34 +109,71 @@ def size_grid(available: int, max_multiple: float = 4.0, points: int = 24, min_n
 
 
 def power_curve(a: Units, b: Units | None = None, sizes=None, trials: int = 400, alpha: float = 0.05,
-                seed: int = 0, max_multiple: float = 4.0, progress=None) -> pd.DataFrame:
+                seed: int = 0, max_multiple: float = 4.0, progress=None, target: float | None = None) -> pd.DataFrame:
     """Power and mean worker time (seconds) per sample size: binomial when b is None, else t-test
-    (n per model). ``extrapolated`` marks sizes beyond the collected data."""
+    (n per model). ``extrapolated`` marks sizes beyond the collected data.
+
+    With ``target``, the sizes between the last one whose power is below the target and the first that
+    reaches it (down to size 1 when the first size already reaches it) are evaluated too (``refined``),
+    so that ``time_to_significance`` finds the first size reaching the target to one unit instead of
+    interpolating across a coarse grid."""
     rng = np.random.default_rng(seed)
     available = len(a) if b is None else min(len(a), len(b))
     sizes = size_grid(available, max_multiple) if sizes is None else np.asarray(sizes, int)
-    rows = []
-    for n in (progress(sizes) if progress else sizes):
+
+    def row(n: int, refined: bool) -> dict:
         power, cost = (binomial_power(a, n, trials, alpha, rng) if b is None
                        else ttest_power(a, b, n, trials, alpha, rng))
-        rows.append({"n": int(n), "power": power, "time_s": cost, "extrapolated": bool(n > available)})
-    return pd.DataFrame(rows)
+        return {"n": int(n), "power": power, "time_s": cost, "extrapolated": bool(n > available),
+                "refined": refined}
+
+    rows = [row(n, False) for n in (progress(sizes) if progress else sizes)]
+    if target is not None and rows:
+        rows += _refine(rows, target, lambda n: row(n, True))
+    return pd.DataFrame(rows).sort_values("n", kind="stable").reset_index(drop=True)
+
+
+_SCAN = 16  # bisect a bracket down to this many sizes, then evaluate each (power is saw-toothed in n)
+
+
+def _refine(rows: list[dict], target: float, evaluate) -> list[dict]:
+    """Rows for the sizes inside the bracket where the running maximum of the power first reaches ``target``."""
+    reached = np.maximum.accumulate([r["power"] for r in rows])
+    hits = np.flatnonzero(reached >= target)
+    if len(hits) == 0:
+        return []
+    low = rows[hits[0] - 1]["n"] if hits[0] > 0 else 0  # power below target at low (nothing at 0)
+    high = rows[hits[0]]["n"]
+    added = []
+    while high - low > _SCAN:
+        middle = evaluate((low + high) // 2)
+        added.append(middle)
+        low, high = (low, middle["n"]) if middle["power"] >= target else (middle["n"], high)
+    return added + [evaluate(n) for n in range(low + 1, high)]
 
 
 def time_to_significance(curve: pd.DataFrame, power: float = 0.8) -> dict:
-    """Sample size and worker time at which the (running maximum of the) power first reaches ``power``,
-    linearly interpolated between the two sizes around the crossing; NaN when never reached."""
+    """Sample size and worker time at which the (running maximum of the) power first reaches ``power``.
+
+    ``bound`` says what the figure is: "exact" when the size before it was evaluated too (a refined
+    curve), "interpolated" when it is interpolated linearly between two grid sizes around the crossing,
+    "upper" when the smallest size tried already reaches the target (the first such size may be smaller),
+    "above N" when the target is never reached up to the largest size N (n and time are NaN)."""
     reached = np.maximum.accumulate(curve["power"].to_numpy())
     hits = np.flatnonzero(reached >= power)
-    if len(hits) == 0:
-        return {"n": np.nan, "time_s": np.nan, "reached": False, "extrapolated": False}
-    i = hits[0]
     n, t = curve["n"].to_numpy(float), curve["time_s"].to_numpy(float)
-    if i == 0:
-        return {"n": n[0], "time_s": t[0], "reached": True, "extrapolated": bool(curve["extrapolated"].iloc[0])}
+    if len(hits) == 0:
+        return {"n": np.nan, "time_s": np.nan, "reached": False, "extrapolated": False,
+                "bound": f"above {int(n[-1])}" if len(n) else "no sizes"}
+    i = hits[0]
+    extrapolated = bool(curve["extrapolated"].iloc[i])
+    if i == 0 or n[i] - n[i - 1] == 1:
+        exact = i > 0 or n[0] == 1
+        return {"n": n[i], "time_s": t[i], "reached": True, "extrapolated": extrapolated,
+                "bound": "exact" if exact else "upper"}
     frac = (power - reached[i - 1]) / (reached[i] - reached[i - 1])
     return {"n": n[i - 1] + frac * (n[i] - n[i - 1]), "time_s": t[i - 1] + frac * (t[i] - t[i - 1]),
-            "reached": True, "extrapolated": bool(curve["extrapolated"].iloc[i])}
+            "reached": True, "extrapolated": extrapolated, "bound": "interpolated"}
 
 
 def chunk_win_rates(frame: pd.DataFrame, chunk_seconds: float = 45 * 60,
