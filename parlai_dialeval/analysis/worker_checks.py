@@ -6,6 +6,11 @@ A conversation fails when the worker's typed messages (the fixed opening "Hi!" e
   - ``all_caps``: several messages (``min_caps_messages``, default 2) are written in capitals;
   - ``repeated_first``: later messages duplicate the first one;
   - ``offensive``: a message uses a word or phrase of the shipped list (offensive_words.txt).
+Short messages, repetition and offensive language are ParlAI's own ``AcceptabilityChecker`` (the checks
+of its crowdsourcing tasks), its ``OffensiveStringMatcher`` given ``offensive_words.txt`` (English words
+and phrases, one per line, shipped so that nothing is downloaded: ParlAI would fetch its list). Greetings
+and capitals keep their own rules, because ParlAI's compare only the first whitespace token ("Hello,"
+is no greeting there) and count any message equal to its upper case ("OK", "123") as shouting.
 Smith et al. drop *all* evaluations of a worker with at least one failed conversation;
 ``apply_worker_checks`` does that and returns the per-worker summary saying who was dropped and why.
 The collection tasks store the same result in ``conversation.meta["worker_checks"]`` at collection
@@ -42,7 +47,19 @@ class CheckSettings:
 def offensive_words(path: Path = WORD_LIST) -> frozenset[str]:
     """The shipped word list (lower case; phrases kept as space-joined tokens)."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    return frozenset(" ".join(_tokens(line)) for line in lines if line.strip() and not line.startswith("#"))
+    return frozenset(" ".join(_tokens(line)) for line in lines if line.strip())
+
+
+@lru_cache(maxsize=None)
+def acceptability_checker(path: Path = WORD_LIST, min_words: float = 3.0):
+    """ParlAI's AcceptabilityChecker with its offensive-language matcher reading ``path``."""
+    from parlai.crowdsourcing.utils.acceptability import AcceptabilityChecker
+    from parlai.utils.safety import OffensiveStringMatcher
+
+    checker = AcceptabilityChecker.__new__(AcceptabilityChecker)  # its __init__ would download ParlAI's list
+    checker.offensive_lang_detector = OffensiveStringMatcher(str(path))
+    checker.min_words_violation_threshold = min_words
+    return checker
 
 
 def _tokens(text: str) -> list[str]:
@@ -59,24 +76,22 @@ def _is_all_caps(text: str, min_letters: int) -> bool:
     return len(letters) >= min_letters and all(c.isupper() for c in letters)
 
 
-def _normalised(text: str) -> str:
-    return " ".join(_tokens(text))
-
-
 def check_messages(messages: Sequence[str], settings: CheckSettings = CheckSettings(),
-                   words: frozenset[str] | None = None) -> dict[str, bool]:
+                   words: Path = WORD_LIST) -> dict[str, bool]:
     """Check name -> True when violated, for one conversation's typed worker messages (in order)."""
-    words = offensive_words() if words is None else words
-    counts = [len(m.split()) for m in messages]
-    mean_words = sum(counts) / len(counts) if counts else 0.0
-    first = _normalised(messages[0]) if messages else ""
-    repeats = sum(_normalised(m) == first for m in messages[1:])
+    from parlai.crowdsourcing.utils.acceptability import normalize_answer
+
+    checker = acceptability_checker(words, settings.min_mean_words)
+    found = checker.check_messages(list(messages), is_worker_0=False, violation_types=("min_words", "safety"))
+    first = normalize_answer(messages[0]) if messages else ""
+    repeats = sum(normalize_answer(m) == first for m in messages[1:])
     return {
-        "short_messages": mean_words < settings.min_mean_words,
+        # ParlAI passes an empty list (a disconnect); a conversation with no typed message fails here
+        "short_messages": not messages or "under_min_length" in found,
         "greeting_first": bool(messages) and _contains_phrase(messages[0], GREETINGS),
         "all_caps": sum(_is_all_caps(m, settings.caps_min_letters) for m in messages) >= settings.min_caps_messages,
         "repeated_first": bool(first) and repeats >= settings.min_repeats,
-        "offensive": any(_contains_phrase(m, words) for m in messages),
+        "offensive": "unsafe:" in found,
     }
 
 
@@ -100,12 +115,11 @@ def worker_messages(turns: Sequence[dict], fixed_opening: str | None = FIXED_OPE
 def check_conversations(conversations: pd.DataFrame, settings: CheckSettings = CheckSettings(),
                         fixed_opening: str | None = FIXED_OPENING) -> pd.DataFrame:
     """One row per human-model conversation (those with a worker_id): checks as booleans plus ``failed``."""
-    words = offensive_words()
     rows = []
     for conv in conversations.itertuples(index=False):
         if not isinstance(conv.worker_id, str):
             continue
-        result = check_messages(worker_messages(conv.turns, fixed_opening), settings, words)
+        result = check_messages(worker_messages(conv.turns, fixed_opening), settings)
         rows.append({"conversation_id": conv.id, "worker_id": conv.worker_id, **result,
                      "failed": any(result.values())})
     return pd.DataFrame(rows, columns=["conversation_id", "worker_id", *CHECKS, "failed"])
