@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,40 @@ def test_convert_cli_reports_what_it_read_and_skipped(shared_data, tmp_path):
     from parlai_dialeval.data import read_jsonl
 
     assert read_jsonl([out]).counts() == {"study": 1, "conversation": 1824, "rating": 12768, "comparison": 0}
+
+
+@pytest.mark.parametrize("score, words", [
+    ("10#20#abc#40#50#60#70#", "not a number"),
+    ('{"r": 5}', "score field does not hold seven ratings"),
+    ("10#20#150#40#50#60#70#", "rating outside 0-100"),
+])
+def test_bad_mturk_scores_name_csv_file_row_and_field(tmp_path, score, words):
+    """Issue 18 item 11: a non-numeric score crashed with a TypeError; 150 was reported at a record index."""
+    bad = json.loads(GOOD_ANSWER)
+    bad[0]["score1"] = score if not score.startswith("{") else json.loads(score)
+    path = _write_csv(tmp_path / "Combined_Batches_s.csv", HEADER, [_row(), _row(answer=json.dumps(bad),
+                                                                                assignment="A2")])
+    with pytest.raises(DataError, match=rf"^{path}, row 3: field 'Answer.taskAnswers\[score1\]': {words}"):
+        load([path], fmt=ji2022.MTURK, log=None)
+
+
+def test_mturk_records_that_fail_validation_name_the_csv_row(tmp_path):
+    bad = json.loads(GOOD_ANSWER)
+    bad[0]["task3"], bad[0]["seed3"] = "", ""  # an empty model name reaches the data model's checks
+    path = _write_csv(tmp_path / "Combined_Batches_m.csv", HEADER, [_row(), _row(answer=json.dumps(bad),
+                                                                                assignment="A2")])
+    with pytest.raises(DataError, match=rf"^{path}, row 3: field 'models': models must name"):
+        load([path], fmt=ji2022.MTURK, log=None)
+
+
+@pytest.mark.parametrize("value, words", [("high", "score is not a number 0-100"), (150, "score is not a number")])
+def test_bad_release_scores_name_file_hit_and_field(tmp_path, value, words):
+    scores = {c["name"]: 50 for c in ji2022.CRITERIA}
+    hits = [{"AssignmentId": "A1", "HITId": "H1", "WorkerId": "W1",
+             "data": [{"model": "A", "raw scores": scores, "dialogue": []},
+                      {"model": "B_p", "raw scores": dict(scores, robotic=value), "dialogue": []}]}]
+    path = tmp_path / "pass_free(run1).json"
+    path.write_text(json.dumps(hits))
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}, HIT 0 conversation 1: field 'raw scores.robotic': "
+                                        f"{words}"):
+        load([path], fmt=ji2022.DIALOGUES, log=None)

@@ -5,6 +5,8 @@ format name, with a ``detect(path) -> bool`` that recognises its files or folder
 """
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 from dataclasses import dataclass, field
@@ -30,6 +32,18 @@ class ImportReport:
     kept: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
 
+    @contextlib.contextmanager
+    def reading(self, path, where: int | str | None = None):
+        """One record of a source (a line, a CSV row, an item): records added inside are stamped with
+        where they came from, so validation names that place; a shape the importer did not expect
+        (a list where an object belongs, a missing key) stops with a DataError naming it, not a crash."""
+        start = len(self.records)
+        with unexpected_content(path, where, self.format):
+            yield
+        for record in self.records[start:]:
+            if "_file" not in record:
+                record["_file"], record["_line"] = str(path), where
+
     def skip(self, where: str, why: str) -> None:
         self.skipped.append((where, why))
 
@@ -37,6 +51,23 @@ class ImportReport:
         lines = [f"{self.format}: read {self.read}, kept {self.kept}, skipped {len(self.skipped)}"]
         lines += [f"  skipped {where}: {why}" for where, why in self.skipped]
         return "\n".join(lines)
+
+
+# What malformed content raises inside an importer (UnicodeDecodeError and JSONDecodeError are ValueErrors).
+_CONTENT_ERRORS = (KeyError, TypeError, AttributeError, ValueError, IndexError, csv.Error)
+
+
+@contextlib.contextmanager
+def unexpected_content(path, where: int | str | None, fmt: str):
+    try:
+        yield
+    except DialevalError:
+        raise
+    except _CONTENT_ERRORS as error:
+        what = (f"missing key {error.args[0]!r}" if isinstance(error, KeyError) and error.args else
+                f"{type(error).__name__}: {error}")
+        raise DataError(path, f"unexpected content ({what})", line=where,
+                        expected=f"the {fmt} layout (see dialeval convert --help)") from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +129,11 @@ def import_paths(paths: Sequence[str | os.PathLike], fmt: str) -> ImportReport:
     load_importer_modules()
     if fmt not in IMPORTERS:
         raise DialevalError(f"unknown format '{fmt}'; known: {', '.join(sorted(IMPORTERS))}")
-    return IMPORTERS[fmt].load([Path(p) for p in paths])
+    paths = [Path(p) for p in paths]
+    # Importers name the row or item they were reading (ImportReport.reading); this names the input
+    # for anything outside a record (a file's top-level shape).
+    with unexpected_content(", ".join(map(str, paths)), None, fmt):
+        return IMPORTERS[fmt].load(paths)
 
 
 def load(paths: Iterable[str | os.PathLike], fmt: str | None = None, log=print) -> EvalData:

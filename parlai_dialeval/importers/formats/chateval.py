@@ -65,11 +65,13 @@ def detect(path: Path) -> bool:
 
 
 def parse_results(path: Path) -> list[dict]:
-    """results.txt -> one dict per prompt: source, a, b, votes (list of ints) or None for identical."""
-    text = path.read_text(encoding="utf-8")
+    """results.txt -> one dict per prompt: source, a, b, votes (list of ints) or None for identical,
+    and the line its block starts on."""
+    text = _read_text(path)
     items = []
     for match in _BLOCK.finditer(text):
         winner = match["winner"].strip()
+        line = text.count("\n", 0, match.start()) + 1
         if winner.startswith("It's a tie"):
             votes = None
         else:
@@ -77,14 +79,21 @@ def parse_results(path: Path) -> list[dict]:
                 votes = json.loads(winner)
             except json.JSONDecodeError:
                 votes = None
-            if not isinstance(votes, list) or any(v not in _VOTE_CHOICE for v in votes):
-                line = text.count("\n", 0, match.start("winner")) + 1
-                raise DataError(path, "unreadable vote list", line=line, field="Winner is....",
+            if not isinstance(votes, list) or any(type(v) is not int or v not in _VOTE_CHOICE for v in votes):
+                raise DataError(path, "unreadable vote list", line=line + 3, field="Winner is....",
                                 expected="[v, ...] with v in 0, 1, -1 or It's a tie!", got=winner)
-        items.append({"source": match["source"], "a": match["a"], "b": match["b"], "votes": votes})
+        items.append({"source": match["source"], "a": match["a"], "b": match["b"], "votes": votes, "line": line})
     if not items:
         raise DataError(path, "no comparison blocks found", expected="Source:/Candidate target:/Winner is....")
     return items
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(path, f"not UTF-8 text ({error.reason} at byte {error.start})",
+                        expected="UTF-8 text") from None
 
 
 def _answers(folder: Path) -> dict[int, list[dict]]:
@@ -93,33 +102,51 @@ def _answers(folder: Path) -> dict[int, list[dict]]:
     by_item: dict[int, list[dict]] = defaultdict(list)
     if not path.is_file():
         return by_item
-    assignments = json.loads(path.read_text(encoding="utf-8")).get("assignments", [])
-    for assignment in sorted(assignments, key=lambda a: a.get("SubmitTime") or ""):
-        for answer in assignment.get("answers", []):
-            example = str(answer.get("example", ""))
-            if not example.startswith("ex-") or answer.get("choice") not in _JSON_CHOICE:
-                raise DataError(path, "unreadable answer", field="answers",
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as error:
+        raise DataError(path, f"not valid JSON ({error.msg})", line=error.lineno) from None
+    assignments = data.get("assignments") if isinstance(data, dict) else None
+    if not isinstance(assignments, list) or not all(isinstance(a, dict) for a in assignments):
+        raise DataError(path, "no list of assignments", field="assignments",
+                        expected='{"assignments": [{WorkerId, AssignmentId, answers}, ...]}', got=data)
+    for position, assignment in sorted(enumerate(assignments), key=lambda a: str(a[1].get("SubmitTime") or "")):
+        where = f"assignment {position}"
+        for key in ("WorkerId", "AssignmentId"):
+            if not isinstance(assignment.get(key), str) or not assignment[key].strip():
+                raise DataError(path, "missing worker or assignment", line=where, field=key,
+                                expected="a non-empty string", got=assignment.get(key))
+        answers = assignment.get("answers", [])
+        if not isinstance(answers, list):
+            raise DataError(path, "answers is not a list", line=where, field="answers", expected="a list",
+                            got=answers)
+        for answer in answers:
+            example = str(answer.get("example", "")) if isinstance(answer, dict) else ""
+            choice = answer.get("choice") if isinstance(answer, dict) else None
+            if not re.fullmatch(r"ex-\d+", example) or type(choice) not in (int, str) or choice not in _JSON_CHOICE:
+                raise DataError(path, "unreadable answer", line=where, field="answers",
                                 expected="{example: ex-NNN, choice: 0|1|tie}", got=answer)
             by_item[int(example[3:])].append({
                 "worker_id": assignment["WorkerId"], "assignment_id": assignment["AssignmentId"],
-                "hit_id": assignment.get("HITId"), "choice": _JSON_CHOICE[answer["choice"]]})
+                "hit_id": assignment.get("HITId"), "choice": _JSON_CHOICE[choice]})
     return by_item
 
 
 def convert_folder(folder: Path, report: ImportReport) -> None:
-    order = [line for line in (folder / ORDER).read_text(encoding="utf-8").splitlines() if line.strip()]
+    order = [line for line in _read_text(folder / ORDER).splitlines() if line.strip()]
     if len(order) != 2:
         raise DataError(folder / ORDER, "expected two response files", expected="2 lines", got=len(order))
     model_a, model_b = model_name(order[0]), model_name(order[1])
     eval_set = folder.name.split("_")[1] if folder.name.count("_") >= 2 else folder.name
+    items = parse_results(folder / RESULTS)
     answers = _answers(folder)
     report.records.append({"type": "study", "name": STUDY_PREFIX + folder.name,
                            "description": f"ChatEval 2018 A/B next-utterance comparison {model_a} vs {model_b} "
                                           f"on the {eval_set} prompts (MTurk, 3 votes per prompt; identical "
                                           "responses are automatic ties)"})
-    for index, item in enumerate(parse_results(folder / RESULTS)):
+    for index, item in enumerate(items):
         item_id = f"{folder.name}/ex-{index:03d}"
-        base = {"type": "comparison", "study": STUDY_PREFIX + folder.name, "item_id": item_id, "model_a": model_a,
+        base = {"_file": str(folder / RESULTS), "_line": item["line"], "type": "comparison", "study": STUDY_PREFIX + folder.name, "item_id": item_id, "model_a": model_a,
                 "model_b": model_b, "context": item["source"], "response_a": item["a"],
                 "response_b": item["b"],
                 "meta": {"folder": folder.name, "eval_set": eval_set, "prompt_index": index,

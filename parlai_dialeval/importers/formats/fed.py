@@ -77,19 +77,22 @@ def import_fed(paths) -> ImportReport:
     for path in map(Path, paths):
         try:
             items = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            raise DataError(path, f"not UTF-8 text ({error.reason})", expected="UTF-8 JSON") from None
         except json.JSONDecodeError as error:
             raise DataError(path, f"not valid JSON ({error.msg})", line=error.lineno) from None
         if not isinstance(items, list):
             raise DataError(path, "not a list of items", expected="[{context, system, annotations}, ...]")
         for i, item in enumerate(items):
-            _convert_item(path, i, item, report)
+            with report.reading(path, f"item {i}"):
+                _convert_item(path, i, item, report)
     return report
 
 
 def _convert_item(path: Path, i: int, item, report: ImportReport) -> None:
     where = f"{path} item {i}"
     if not isinstance(item, dict) or not {"context", "system", "annotations"} <= set(item):
-        raise DataError(path, f"item {i} lacks context/system/annotations",
+        raise DataError(path, "item lacks context/system/annotations", line=f"item {i}",
                         expected="{context, system, annotations, response?}", got=item)
     level, system = _level(item), item["system"]
     cid = f"fed-{level}-{i}"
@@ -107,7 +110,7 @@ def _convert_item(path: Path, i: int, item, report: ImportReport) -> None:
                 report.skip(f"{where} {quality} annotator {k}", f"non-numeric label {str(label)[:40]!r}")
                 continue
             if not 0 <= label <= top:
-                raise DataError(path, f"item {i}: label outside the quality's range", field=quality,
+                raise DataError(path, "label outside the quality's range", line=f"item {i}", field=quality,
                                 expected=f"0..{top}", got=label)
             report.records.append({"type": "rating", "study": STUDY, "conversation_id": cid,
                                    "worker_id": f"fed-annotator-{k}", "model": system, "criterion": criterion,

@@ -13,7 +13,7 @@ from parlai_dialeval.importers.formats.ji2022.study import (CRITERIA, MTURK, MTU
                                                             QC_MODEL, SCALE_MAX, SCALE_MIN, SLOTS, TASK,
                                                             Ji2022Report, model_labels, rating_records, study_name,
                                                             study_record)
-from parlai_dialeval.importers.registry import register_importer
+from parlai_dialeval.importers.registry import register_importer, unexpected_content
 
 REQUIRED_COLUMNS = ("HITId", "AssignmentId", "WorkerId", "WorkTimeInSeconds", "Answer.taskAnswers")
 _PAIR = re.compile(r"#(\d+)@([^#]*)")
@@ -101,10 +101,10 @@ def _int(value, path, row, column) -> int:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise DataError(path, f"row {row}: not a number", line=row, field=column, expected="a number",
+        raise DataError(path, "not a number", line=f"row {row}", field=column, expected="a number",
                         got=value) from None
     if not number.is_integer():
-        raise DataError(path, f"row {row}: not a whole number", line=row, field=column,
+        raise DataError(path, "not a whole number", line=f"row {row}", field=column,
                         expected="a whole number", got=value)
     return int(number)
 
@@ -112,13 +112,13 @@ def _int(value, path, row, column) -> int:
 def _scores(text, path, row, column) -> dict[str, int]:
     parts = [p for p in str(text or "").split("#") if p != ""]
     if len(parts) != len(MTURK_SCORE_ORDER):
-        raise DataError(path, f"row {row}: score field does not hold seven ratings", line=row, field=column,
+        raise DataError(path, "score field does not hold seven ratings", line=f"row {row}", field=column,
                         expected="'r#i#f#c#fl#rep#t#': seven numbers 0-100", got=text)
     values = {}
     for name, part in zip(MTURK_SCORE_ORDER, parts):
         value = _int(part, path, row, column)
         if not SCALE_MIN <= value <= SCALE_MAX:
-            raise DataError(path, f"row {row}: rating outside 0-100", line=row, field=column,
+            raise DataError(path, "rating outside 0-100", line=f"row {row}", field=column,
                             expected="seven numbers 0-100", got=text)
         values[name] = value
     return values
@@ -165,7 +165,8 @@ def _read_mturk_csv(path: Path, study: str, state: dict, report: Ji2022Report) -
                 raise DataError(path, f"row 1 (header): missing column '{column}'", line=1, field=column,
                                 expected="the MTurk batch columns " + ", ".join(REQUIRED_COLUMNS))
         for row_number, row in enumerate(reader, start=2):
-            _read_mturk_row(path, row_number, row, study, state, report)
+            with unexpected_content(path, f"row {row_number}", MTURK):
+                _read_mturk_row(path, row_number, row, study, state, report)
 
 
 def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: dict,
@@ -173,17 +174,17 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
     report.read += 1
     for column in ("HITId", "AssignmentId", "WorkerId", "Answer.taskAnswers"):
         if not (row.get(column) or "").strip():
-            raise DataError(path, f"row {row_number}: empty value in column '{column}'", line=row_number,
+            raise DataError(path, f"empty value in column '{column}'", line=f"row {row_number}",
                             field=column, expected="a value")
     worker, assignment, hit = row["WorkerId"].strip(), row["AssignmentId"].strip(), row["HITId"].strip()
     report.workers_read.add(worker)
     try:
         answers = json.loads(row["Answer.taskAnswers"])
     except json.JSONDecodeError as error:
-        raise DataError(path, f"row {row_number}: not valid JSON ({error.msg})", line=row_number,
+        raise DataError(path, f"not valid JSON ({error.msg})", line=f"row {row_number}",
                         field="Answer.taskAnswers", expected="a JSON array holding one object") from None
     if not (isinstance(answers, list) and len(answers) == 1 and isinstance(answers[0], dict)):
-        raise DataError(path, f"row {row_number}: unexpected answer structure", line=row_number,
+        raise DataError(path, "unexpected answer structure", line=f"row {row_number}",
                         field="Answer.taskAnswers", expected="a JSON array holding one object", got=answers)
     answer = answers[0]
     duration = _int(row["WorkTimeInSeconds"], path, row_number, "WorkTimeInSeconds") \
@@ -210,7 +211,7 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
         seed = _int(answer[f"seed{i}"], path, row_number, f"Answer.taskAnswers[seed{i}]") \
             if answer.get(f"seed{i}") not in (None, "") else None
         if f"score{i}" not in answer or f"dialogue{i}" not in answer:
-            raise DataError(path, f"row {row_number}: slot {i} lacks its score or dialogue", line=row_number,
+            raise DataError(path, f"slot {i} lacks its score or dialogue", line=f"row {row_number}",
                             field=column, expected=f"score{i} and dialogue{i}")
         values = _scores(answer[f"score{i}"], path, row_number, f"Answer.taskAnswers[score{i}]")
         model = _model_name(task, seed)
@@ -242,6 +243,8 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
         records.extend(rating_records(study, cid, worker, model, assignment, values))
         report.conversations += 1
         report.ratings += len(CRITERIA)
+    for record in records:  # validation errors then name the CSV row
+        record["_file"], record["_line"] = str(path), f"row {row_number}"
     state["records"].extend(records)
     report.kept += 1
     report.workers_kept.add(worker)

@@ -8,10 +8,10 @@ from typing import Iterable, Sequence
 
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers.formats.ji2022.study import (CRITERIA, DIALOGUES, LETTER_TO_MODEL, NEGATIVE,
-                                                            QC_MODEL, RELEASE_QC_NAME, RUN_NAMES, SCALE_MAX, TASK,
+                                                            QC_MODEL, RELEASE_QC_NAME, RUN_NAMES, SCALE_MAX, SCALE_MIN, TASK,
                                                             TOPIC_CHANGE_CODES, Ji2022Report, model_labels,
                                                             rating_records, study_name, study_record)
-from parlai_dialeval.importers.registry import register_importer
+from parlai_dialeval.importers.registry import register_importer, unexpected_content
 
 _RELEASE_FILE = re.compile(r"^(pass|fail)_(.+)\.json$")
 
@@ -51,9 +51,9 @@ def _run_of_release(path: Path) -> tuple[str, str | None]:
 def _release_model(name: str, path: Path, where: str) -> str:
     if name == RELEASE_QC_NAME:
         return QC_MODEL
-    letter, _, suffix = name.partition("_")
-    if letter not in LETTER_TO_MODEL or suffix not in ("", "p"):
-        raise DataError(path, f"{where}: unknown model name", field="model",
+    letter, _, suffix = str(name).partition("_")
+    if not isinstance(name, str) or letter not in LETTER_TO_MODEL or suffix not in ("", "p"):
+        raise DataError(path, "unknown model name", line=where, field="model",
                         expected="A-E, A_p-E_p or QualityControl", got=name)
     return LETTER_TO_MODEL[letter] + ("_p" if suffix else "")
 
@@ -88,24 +88,32 @@ def _read_release(path: Path, study: str, outcome: str | None, report: Ji2022Rep
         raise DataError(path, "not a list of HITs", expected="[{AssignmentId, HITId, WorkerId, data}, ...]")
     records = []
     for index, hit in enumerate(hits):
-        where = f"HIT {index}"
-        report.read += 1
-        for key in ("AssignmentId", "HITId", "WorkerId", "data"):
-            if key not in hit:
-                raise DataError(path, f"{where}: missing key", field=key,
-                                expected="AssignmentId, HITId, WorkerId, data")
-        worker, assignment = hit["WorkerId"], hit["AssignmentId"]
-        report.workers_read.add(worker)
-        if not hit["data"]:
-            report.skip(f"{path} {where} (assignment {assignment}, worker {worker})", "no conversations")
-            continue
-        for slot, item in enumerate(hit["data"]):
-            records.extend(_release_conversation(path, f"{where} conversation {slot}", study, hit, slot, item,
-                                                 outcome))
-            report.conversations += 1
-            report.ratings += len(CRITERIA)
-        report.kept += 1
-        report.workers_kept.add(worker)
+        with unexpected_content(path, f"HIT {index}", DIALOGUES):
+            records += _read_hit(path, f"HIT {index}", hit, study, outcome, report)
+    return records
+
+
+def _read_hit(path: Path, where: str, hit, study: str, outcome: str | None, report: Ji2022Report) -> list[dict]:
+    records: list[dict] = []
+    report.read += 1
+    for key in ("AssignmentId", "HITId", "WorkerId", "data"):
+        if not isinstance(hit, dict) or key not in hit:
+            raise DataError(path, "missing key", line=where, field=key,
+                            expected="an object with AssignmentId, HITId, WorkerId, data")
+    worker, assignment = hit["WorkerId"], hit["AssignmentId"]
+    report.workers_read.add(worker)
+    if not hit["data"]:
+        report.skip(f"{path} {where} (assignment {assignment}, worker {worker})", "no conversations")
+        return records
+    for slot, item in enumerate(hit["data"]):
+        place = f"{where} conversation {slot}"
+        with unexpected_content(path, place, DIALOGUES):
+            for record in _release_conversation(path, place, study, hit, slot, item, outcome):
+                records.append(dict(record, _file=str(path), _line=place))
+        report.conversations += 1
+        report.ratings += len(CRITERIA)
+    report.kept += 1
+    report.workers_kept.add(worker)
     return records
 
 
@@ -117,9 +125,12 @@ def _release_conversation(path: Path, where: str, study: str, hit: dict, slot: i
     for criterion in CRITERIA:
         name = criterion["name"]
         if name not in raw:
-            raise DataError(path, f"{where}: missing score", field=f"raw scores.{name}",
+            raise DataError(path, "missing score", line=where, field=f"raw scores.{name}",
                             expected="the seven statements")
         value = raw[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not SCALE_MIN <= value <= SCALE_MAX:
+            raise DataError(path, "score is not a number 0-100", line=where, field=f"raw scores.{name}",
+                            expected=f"a number {SCALE_MIN}-{SCALE_MAX}", got=value)
         # The release stores negatively worded statements already reversed (100 - x); undo it so the
         # canonical rating is what the worker entered, as in the MTurk CSV.
         values[name] = SCALE_MAX - value if name in NEGATIVE else value

@@ -56,65 +56,75 @@ def _acute_conversation(conv_id: str, model: str, dialogue: dict, status: str | 
 def _import_acute_results(path: Path, report: ImportReport, seen: set) -> None:
     with open(path, encoding="utf-8", newline="") as handle:
         for row_number, row in enumerate(csv.DictReader(handle), start=2):
-            report.read += 1
-            where = f"{path}:{row_number}"
-            a, b, winner = row["eval_choice_0"], row["eval_choice_1"], row["winner"]
-            if winner not in (a, b):
-                report.skip(where, f"winner '{winner}' is neither eval_choice_0 '{a}' nor eval_choice_1 '{b}'")
-                continue
-            try:
-                pair = ast.literal_eval(row.get("pairs_to_eval") or "{}")  # Python repr, not JSON
-            except (ValueError, SyntaxError):
-                report.skip(where, "pairs_to_eval is not a readable Python literal")
-                continue
-            ids = dict(zip(pair.get("speakers_to_eval") or [], pair.get("dialogue_ids") or []))
-            conv = {m: f"{m}-{ids[m]}" for m in (a, b) if m in ids}
-            for model, column in ((winner, "winner_dialogue"), (row["loser"], "loser_dialogue")):
-                if model in conv and conv[model] not in seen and row.get(column):
-                    try:
-                        dialogue = ast.literal_eval(row[column])
-                    except (ValueError, SyntaxError):
-                        report.skip(where, f"{column} is not a readable Python literal (conversation not kept)")
-                        continue
-                    seen.add(conv[model])
-                    report.records.append(_acute_conversation(conv[model], model, dialogue))
-            record = {"type": "comparison", "item_id": str(row["pairing_id"]),
-                      "worker_id": str(row.get("worker_name") or row.get("worker")),
-                      "model_a": a, "model_b": b, "choice": "a" if winner == a else "b",
-                      "question": row["question"], "onboarding": str(row.get("is_onboarding")) == "True",
-                      "meta": {"run_id": row.get("run_id"), "matchup": row.get("matchup"),
-                               "correct": row.get("correct")}}
-            if row.get("reason"):
-                record["justification"] = row["reason"]
-            if row.get("unit_id"):
-                record["assignment_id"] = str(row["unit_id"])
-            if a in conv and b in conv:
-                record["conversation_a"], record["conversation_b"] = conv[a], conv[b]
-            report.records.append(record)
-            report.kept += 1
+            with report.reading(path, f"row {row_number}"):
+                _acute_result(path, row_number, row, report, seen)
 
 
 def _import_acute_pairings(path: Path, report: ImportReport, seen: set) -> None:
     for where, line_number, pairing in json_lines(path, report):
-        if not isinstance(pairing, dict):
-            report.skip(where, "a pairing must be a JSON object")
+        with report.reading(path, line_number):
+            _acute_pairing(where, line_number, pairing, report, seen)
+
+
+def _acute_pairing(where: str, line_number: int, pairing, report: ImportReport, seen: set) -> None:
+    if not isinstance(pairing, dict):
+        report.skip(where, "a pairing must be a JSON object")
+        return
+    models, dialogues = pairing.get("speakers_to_eval") or [], pairing.get("dialogue_dicts") or []
+    if len(models) != 2 or len(dialogues) != 2:
+        report.skip(where, "a pairing needs two speakers_to_eval and two dialogue_dicts")
+        return
+    ids = pairing.get("dialogue_ids") or [None, None]
+    status = "onboarding" if pairing.get("is_onboarding") else None
+    for model, dialogue, index in zip(models, dialogues, ids):
+        conv_id = str(dialogue.get("id") or f"{model}-{index}")
+        if conv_id in seen:
             continue
-        models, dialogues = pairing.get("speakers_to_eval") or [], pairing.get("dialogue_dicts") or []
-        if len(models) != 2 or len(dialogues) != 2:
-            report.skip(where, "a pairing needs two speakers_to_eval and two dialogue_dicts")
-            continue
-        ids = pairing.get("dialogue_ids") or [None, None]
-        status = "onboarding" if pairing.get("is_onboarding") else None
-        for model, dialogue, index in zip(models, dialogues, ids):
-            conv_id = str(dialogue.get("id") or f"{model}-{index}")
-            if conv_id in seen:
+        seen.add(conv_id)
+        record = _acute_conversation(conv_id, model, dialogue, status)
+        record.setdefault("meta", {})["pairing"] = {"line": line_number, "tags": pairing.get("tags"),
+                                                    "correct_answer": pairing.get("correct_answer")}
+        report.records.append(record)
+    report.kept += 1
+
+
+def _acute_result(path: Path, row_number: int, row: dict, report: ImportReport, seen: set) -> None:
+    report.read += 1
+    where = f"{path}:{row_number}"
+    a, b, winner = row["eval_choice_0"], row["eval_choice_1"], row["winner"]
+    if winner not in (a, b):
+        report.skip(where, f"winner '{winner}' is neither eval_choice_0 '{a}' nor eval_choice_1 '{b}'")
+        return
+    try:
+        pair = ast.literal_eval(row.get("pairs_to_eval") or "{}")  # Python repr, not JSON
+    except (ValueError, SyntaxError):
+        report.skip(where, "pairs_to_eval is not a readable Python literal")
+        return
+    ids = dict(zip(pair.get("speakers_to_eval") or [], pair.get("dialogue_ids") or []))
+    conv = {m: f"{m}-{ids[m]}" for m in (a, b) if m in ids}
+    for model, column in ((winner, "winner_dialogue"), (row["loser"], "loser_dialogue")):
+        if model in conv and conv[model] not in seen and row.get(column):
+            try:
+                dialogue = ast.literal_eval(row[column])
+            except (ValueError, SyntaxError):
+                report.skip(where, f"{column} is not a readable Python literal (conversation not kept)")
                 continue
-            seen.add(conv_id)
-            record = _acute_conversation(conv_id, model, dialogue, status)
-            record.setdefault("meta", {})["pairing"] = {"line": line_number, "tags": pairing.get("tags"),
-                                                        "correct_answer": pairing.get("correct_answer")}
-            report.records.append(record)
-        report.kept += 1
+            seen.add(conv[model])
+            report.records.append(_acute_conversation(conv[model], model, dialogue))
+    record = {"type": "comparison", "item_id": str(row["pairing_id"]),
+              "worker_id": str(row.get("worker_name") or row.get("worker")),
+              "model_a": a, "model_b": b, "choice": "a" if winner == a else "b",
+              "question": row["question"], "onboarding": str(row.get("is_onboarding")) == "True",
+              "meta": {"run_id": row.get("run_id"), "matchup": row.get("matchup"),
+                       "correct": row.get("correct")}}
+    if row.get("reason"):
+        record["justification"] = row["reason"]
+    if row.get("unit_id"):
+        record["assignment_id"] = str(row["unit_id"])
+    if a in conv and b in conv:
+        record["conversation_a"], record["conversation_b"] = conv[a], conv[b]
+    report.records.append(record)
+    report.kept += 1
 
 
 @register_importer("parlai-acute", detect=lambda p: bool(_acute_files(p)),

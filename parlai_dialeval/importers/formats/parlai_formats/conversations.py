@@ -94,12 +94,13 @@ def import_conversations(paths) -> ImportReport:
             if not _is_conversations_line(obj) or not obj["dialog"]:
                 report.skip(where, "no 'dialog' list of exchanges")
                 continue
-            conv_id = str(obj.get("conversation_id") or obj.get("id") or f"{path.stem}:{line_number}")
-            record = _conversation_from_dialog(conv_id, obj["dialog"], model, self_chat, obj.get("context"),
-                                              partner)
-            if not record["turns"]:
-                report.skip(where, "dialog holds no messages")
-                continue
-            report.records.append(record)
-            report.kept += 1
+            with report.reading(path, line_number):
+                conv_id = str(obj.get("conversation_id") or obj.get("id") or f"{path.stem}:{line_number}")
+                record = _conversation_from_dialog(conv_id, obj["dialog"], model, self_chat, obj.get("context"),
+                                                  partner)
+                if record["turns"]:
+                    report.records.append(record)
+                    report.kept += 1
+                else:
+                    report.skip(where, "dialog holds no messages")
     return report

@@ -86,7 +86,10 @@ def import_model_chat(paths) -> ImportReport:
         root = given if given.is_dir() else given.parent
         for path in files_matching(given, "*.json", _is_model_chat):
             report.read += 1
-            records = _model_chat_records(path, root, load_json(path), report)
+            with report.reading(path):
+                records = _model_chat_records(path, root, load_json(path), report)
+            for record in records:
+                record["_file"] = str(path)
             if records[0]["id"] in seen:
                 report.skip(str(path), f"duplicate conversation id '{records[0]['id']}' (already imported)")
                 continue

@@ -23,7 +23,8 @@ def import_per_turn(paths) -> ImportReport:
     seen: set = set()
     for given in paths:
         for path in files_matching(given, "agent_data.json", _is_agent_data):
-            _per_turn_file(path, report, seen)
+            with report.reading(path):
+                _per_turn_file(path, report, seen)
     return report
 
 
