@@ -21,12 +21,13 @@ def finished_records(records: list[dict]) -> list[dict]:
             or (r["type"] == "rating" and r["conversation_id"] in finished)]
 
 
-def worker_checks(records: list[dict], alpha: float = 0.05) -> pd.DataFrame:
-    """worker_id, n_hits, n_ratings, p_value, passed, note for every worker who finished a HIT."""
+def worker_checks(records: list[dict], alpha: float | None = None) -> pd.DataFrame:
+    """worker_id, n_hits, n_ratings, p_value, passed, note for every worker who finished a HIT; a worker
+    passes when p < ``alpha`` (default the analysis's, 0.05)."""
     data = from_records(finished_records(records), source="live_chat_da export")
     if data.ratings.empty:
         return pd.DataFrame(columns=["worker_id", "n_hits", "n_ratings", "p_value", "passed", "note"])
-    config = live_chat.LiveChatConfig(qc_alpha=alpha)
+    config = live_chat.LiveChatConfig() if alpha is None else live_chat.LiveChatConfig(qc_alpha=alpha)
     study, record, conversations, ratings = live_chat.select_study(data, None)
     settings = live_chat.resolve_settings(config, study, record, ratings)
     frame, _ = live_chat.prepare_ratings(conversations, ratings, settings)

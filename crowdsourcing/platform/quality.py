@@ -16,8 +16,10 @@ DEFAULT_BLOCK_QUALIFICATION = "dialeval_qc_failed"
 
 
 def check_workers(task_name: str, data_dir: str | Path | None = None, task_type: str | None = None,
-                  alpha: float = 0.05) -> tuple[pd.DataFrame, object]:
-    """(one row per finished worker: worker_id, passed, p_value, ..., the Mephisto database)."""
+                  alpha: float | None = None) -> tuple[pd.DataFrame, object]:
+    """(one row per finished worker: worker_id, passed, ..., the Mephisto database). ``alpha``: the
+    significance level of a task whose check is a test (live_chat_da; None: its default); a task whose
+    checks are rules (pw_turn, sm_eval) refuses one."""
     from parlai_dialeval.crowdsourcing.platform.export import collect
 
     report, db, spec = collect(task_name, data_dir, task_type)

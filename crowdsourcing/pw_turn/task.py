@@ -92,5 +92,5 @@ def export_onboarding(attempts, task_name: str, study: str | None = None) -> Exp
 TASK = TaskSpec(name="pw_turn", config_class=PwTurnConfig, shared_state=shared_state, export=export,
                 description="PW-Turn: per-turn pairwise comparison of two models (Smith et al. 2022)",
                 export_onboarding=export_onboarding,
-                worker_checks=lambda records, alpha=None: worker_report(records),
+                worker_checks=worker_report,
                 extra={"export_files": (RECORD_FILE,)})

@@ -68,5 +68,5 @@ def export(units, task_name: str) -> ExportReport:
 
 TASK = TaskSpec(name="sm_eval", config_class=SmEvalConfig, shared_state=shared_state, export=export,
                 description="SM-Turn + SM-Dialog: per-turn checks and end-of-dialogue Likert (Smith et al. 2022)",
-                worker_checks=lambda records, alpha=None: worker_report(records),
+                worker_checks=worker_report,
                 extra={"export_files": (RECORD_FILE,)})

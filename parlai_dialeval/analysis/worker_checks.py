@@ -133,10 +133,17 @@ def summarise_workers(checks: pd.DataFrame) -> pd.DataFrame:
     return summary.astype(int).reset_index()
 
 
-def worker_report(records: list[dict], settings: CheckSettings = CheckSettings()) -> pd.DataFrame:
+def worker_report(records: list[dict], alpha: float | None = None,
+                  settings: CheckSettings = CheckSettings()) -> pd.DataFrame:
     """The ``dialeval qc_workers`` table of a per-turn task: per worker ``passed`` (no failed
-    conversation) and the counts of ``summarise_workers``."""
+    conversation) and the counts of ``summarise_workers``. These checks are rules, not a test: a
+    significance level (``qc_workers --alpha``) has nothing to act on and is refused, not ignored."""
     from parlai_dialeval.data import from_records
+    from parlai_dialeval.errors import DialevalError
+
+    if alpha is not None:
+        raise DialevalError(f"--alpha {alpha}: this task's worker checks are Smith et al.'s Appendix B rules "
+                            f"({', '.join(CHECKS)}), with no significance test; leave --alpha out")
 
     summary = summarise_workers(check_conversations(from_records(records).conversations, settings))
     summary.insert(1, "passed", summary["failed"] == 0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.utils.script_args import checked
+
 
 @register_script("qc_workers")
 class QcWorkers(ParlaiScript):
@@ -17,8 +19,10 @@ class QcWorkers(ParlaiScript):
         parser.add_argument("--task-type", default=None, metavar="TASK",
                             help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
                                  "recorded in the run at launch)")
-        parser.add_argument("--alpha", type=float, default=0.05,
-                            help="a worker passes when p < alpha (one-sided Mann-Whitney U, QC bot rated lower)")
+        parser.add_argument("--alpha", type=checked("--alpha", "probability"), default=None,
+                            help="live_chat_da: a worker passes when p < alpha (one-sided Mann-Whitney U, QC bot "
+                                 "rated lower; default 0.05). Refused for pw_turn and sm_eval, whose checks are "
+                                 "rules (Smith et al. App. B), not a test")
         parser.add_argument("--soft-block", type="bool", default=False,
                             help="grant failing workers the blocking qualification (no work is rejected)")
         parser.add_argument("--qualification", default="dialeval_qc_failed",
