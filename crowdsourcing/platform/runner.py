@@ -1,17 +1,53 @@
-"""Launching a task: compose its config, load its shared state (bots) once, run it with Mephisto.
+"""Launching a task: compose its config, load its shared state (bots) once, run it with Mephisto, stop it.
 
 The default (every task's conf) is the embedded setup: LocalArchitect + node router, MockProvider,
 SQLite in the data directory. ``mephisto/provider=mturk_sandbox`` or ``mturk`` (with
 ``mephisto.provider.requester_name=...`` registered through ``mephisto register``) and a public
 architect (``mephisto/architect=heroku`` or ``ec2``) run the same task on MTurk.
+
+Stopping (``LaunchedTask.serve``): the first Ctrl-C or SIGTERM lets no new worker in and waits for the
+units in flight; a second stops at once, saving their partial work. Mephisto's own
+``wait_for_runs_then_shutdown`` ends in tracebacks and leaves the node router running on SIGTERM.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import os
+import signal
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
+from parlai_dialeval.errors import DialevalError
+
+WORKER_PREFIX = "worker_"
+# Mephisto's MockProvider stores a URL's worker_id=NAME as worker NAME_sandbox
+SANDBOX_SUFFIX = "_sandbox"
+POLL_SECONDS = 0.5  # how often serve() looks at the run (stop requests, units in flight)
+# units whose workers have not started them yet; a stop expires these so nobody new is let in
+NOT_STARTED = ("created", "launched")
+
+
+def unused_worker_ids(db, count: int = 1) -> list[str]:
+    """``count`` worker ids ``worker_N`` that no worker of this database has used."""
+    taken = {w.worker_name.removesuffix(SANDBOX_SUFFIX) for w in db.find_workers()}
+    found, number = [], 1
+    while len(found) < count:
+        if f"{WORKER_PREFIX}{number}" not in taken:
+            found.append(f"{WORKER_PREFIX}{number}")
+        number += 1
+    return found
+
+
+def one_line_per_log() -> None:
+    """Mephisto gives each of its loggers a handler and the root logger another, so every line printed
+    twice: keep the loggers' own handlers only."""
+    from mephisto.utils.logger_core import loggers
+
+    for logger in loggers.values():
+        logger.propagate = False
 
 
 @dataclass
@@ -20,21 +56,87 @@ class LaunchedTask:
     db: object
     config: object
     data_dir: Path
+    task_run_id: str = ""
+    stop_requests: int = field(default=0, init=False)
 
-    def worker_url(self, worker: str = "worker_1", assignment: str = "1") -> str:
+    @property
+    def task_name(self) -> str:
+        return self.config.mephisto.task.task_name
+
+    def worker_url(self, worker: str | None = None, assignment: str = "1") -> str:
+        """The worker page's URL (mock provider); ``worker`` defaults to an id no worker has used yet."""
+        worker = worker or unused_worker_ids(self.db)[0]
         port = self.config.mephisto.architect.get("port", "3000")
         return f"http://localhost:{port}/?worker_id={worker}&assignment_id={assignment}"
 
-    def wait(self, log_rate: int | None = 30) -> None:
-        self.operator.wait_for_runs_then_shutdown(skip_input=True, log_rate=log_rate)
+    def in_flight(self) -> int:
+        """Units (and onboardings) a worker is working on right now."""
+        return sum(len(run.task_runner.running_units) + len(run.task_runner.running_assignments)
+                   + len(run.task_runner.running_onboardings)
+                   for run in self.operator.get_running_task_runs().values())
+
+    def stop_new_work(self) -> None:
+        """Launch no more units and withdraw those no worker has started; units in flight go on."""
+        for run in self.operator.get_running_task_runs().values():
+            run.task_launcher.shutdown()
+            for unit in run.task_launcher.units:
+                if unit.get_status() in NOT_STARTED:
+                    unit.expire()
+
+    def serve(self, say: Callable[[str], None] = print) -> None:
+        """Run until every unit is done or the run is stopped (see the module docstring); always shuts
+        everything down, the node router included, and says what was saved."""
+        loop = self.operator._event_loop
+        asyncio.set_event_loop(loop)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._request_stop)
+        try:
+            loop.run_until_complete(self._serve(say))
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            self.shutdown()
+        say(self.saved_summary())
+
+    def _request_stop(self) -> None:
+        self.stop_requests += 1
+
+    async def _serve(self, say: Callable[[str], None]) -> None:
+        draining = False
+        while self.operator.get_running_task_runs():
+            if self.stop_requests >= 2:
+                say(f"Stopping now; the {self.in_flight()} unit(s) in flight keep their work so far (partial).")
+                return
+            if self.stop_requests == 1 and not draining:
+                draining = True
+                self.stop_new_work()
+                say(f"Stopping: no new workers are let in; waiting for {self.in_flight()} unit(s) in flight to "
+                    f"finish. Press Ctrl-C again (or `kill {os.getpid()}`) to stop at once, keeping their work so far.")
+            if draining and not self.in_flight():
+                return
+            await asyncio.sleep(POLL_SECONDS)
 
     def shutdown(self) -> None:
-        self.operator.force_shutdown()
+        """Stop everything now: the worlds still running save their partial work, the router exits."""
+        for run in self.operator.get_running_task_runs().values():
+            # channels before the router, as Mephisto does for a finished run: a router that exits first
+            # makes Mephisto's socket log a traceback and try to reconnect
+            run.client_io.shutdown()
+        self.operator.force_shutdown(timeout=5)
+
+    def saved_summary(self) -> str:
+        agents = self.db.find_agents(task_run_id=self.task_run_id) if self.task_run_id else []
+        counts: dict[str, int] = {}
+        for agent in agents:
+            counts[agent.get_status()] = counts.get(agent.get_status(), 0) + 1
+        described = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no work"
+        return (f"Saved in {self.data_dir}: {described} (units by worker status). "
+                f"Export: dialeval export {self.task_name} --out FILE.jsonl")
 
 
 def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | None = None,
           update: dict | None = None) -> LaunchedTask:
-    """Start a task run and return at once; the caller waits (``wait``) or stops it (``shutdown``).
+    """Start a task run and return at once; the caller waits (``serve``) or stops it (``shutdown``).
 
     ``update`` sets config keys after the overrides (dotted key -> any value, e.g. a dict of models),
     for callers in Python where a Hydra override string would be awkward.
@@ -53,7 +155,44 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     cfg = augment_config_from_db(cfg, db)
+    one_line_per_log()
+    port = _served_port(cfg.mephisto.architect)
+    if port is not None:
+        from parlai_dialeval.crowdsourcing.platform.ports import require_free_port
+
+        require_free_port(port)
     shared = spec.shared_state(cfg)
     operator = Operator(db)
-    operator.launch_task_run(cfg.mephisto, shared_state=shared)
-    return LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir)
+    try:
+        run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
+    except BaseException as error:  # Ctrl-C while launching included: never leave a router behind
+        operator.force_shutdown(timeout=5)
+        if not isinstance(error, Exception):
+            raise
+        raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
+    launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id)
+    one_line_per_log()
+    if port is not None:
+        _require_router(launched, port)
+    return launched
+
+
+def _served_port(architect) -> int | None:
+    """The port this machine must serve on: the local node router's, or the mock architect's own server."""
+    kind = architect.get("_architect_type")
+    if kind == "local" or (kind == "mock" and architect.get("should_run_server")):
+        return int(architect.get("port", 3000))
+    return None
+
+
+def _require_router(launched: LaunchedTask, port: int) -> None:
+    """The node router must still be running once launched (it exits at once when it cannot bind)."""
+    from parlai_dialeval.crowdsourcing.platform.ports import PortInUseError, port_holder
+
+    for run in launched.operator.get_running_task_runs().values():
+        process = getattr(run.architect, "server_process", None)
+        if process is not None and process.poll() is not None:
+            holder = port_holder(port)
+            launched.shutdown()
+            raise PortInUseError(port, holder)
+

@@ -22,6 +22,8 @@ class Launch(ParlaiScript):
         return parser
 
     def run(self):
+        import signal
+
         from parlai_dialeval.crowdsourcing.platform import registry, runner
         from parlai_dialeval.errors import DialevalError
 
@@ -31,14 +33,21 @@ class Launch(ParlaiScript):
             if not self.opt["list"]:
                 raise DialevalError("give a TASK to launch (one of the above)")
             return None
-        launched = runner.start(self.opt["crowd_task"], self.opt["overrides"], data_dir=self.opt["mephisto_data"])
+        # SIGTERM while starting behaves as Ctrl-C does (start() then leaves no router behind)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            launched = runner.start(self.opt["crowd_task"], self.opt["overrides"], data_dir=self.opt["mephisto_data"])
+        except KeyboardInterrupt:
+            print("Stopped before the task started; nothing was collected.")
+            return None
         cfg = launched.config
-        print(f"\nTask {cfg.mephisto.task.task_name!r} is running (data: {launched.data_dir}).")
+        print(f"\nTask {launched.task_name!r} is running (data: {launched.data_dir}).")
         if cfg.mephisto.provider._provider_type == "mock":
-            print(f"Open {launched.worker_url('worker_1')} in your browser; use a new worker_id for each "
-                  "further worker.")
-        print("The run ends by itself once every unit is done. To stop it earlier press Ctrl-C, then Ctrl-C "
-              "once more when Mephisto says it is waiting on task runs (work saved so far is kept).")
-        print(f"Then: dialeval export {cfg.mephisto.task.task_name} --out FILE.jsonl\n", flush=True)
-        launched.wait()  # Mephisto handles Ctrl-C itself (expire units, then force quit)
+            print(f"Open {launched.worker_url()} in your browser. Each further worker needs a worker_id no one "
+                  f"has used: change worker_id= in the URL (e.g. {', '.join(runner.unused_worker_ids(launched.db, 3)[1:])}).")
+        print("The run ends by itself once every unit is done. To stop it earlier press Ctrl-C (or send SIGTERM): "
+              "no new workers are let in and the run waits for those working; press Ctrl-C again to stop at once "
+              "(work saved so far is kept).")
+        print(f"Then: dialeval export {launched.task_name} --out FILE.jsonl\n", flush=True)
+        launched.serve()
         return None

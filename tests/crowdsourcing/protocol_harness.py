@@ -156,15 +156,22 @@ class CliRun:
             raise AssertionError("launch printed no worker URL:\n" + self.log_path.read_text()[-3000:])
 
     def worker_url(self, worker: str) -> str:
-        return self.url.replace("worker_1", worker)
+        return re.sub(r"worker_id=[^&]+", f"worker_id={worker}", self.url)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+        """Ctrl-C twice (the first one waits for units in flight, the second stops at once)."""
+        for _ in range(2):
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGINT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(2)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
         if self.router_pid:  # the node router runs in its own process group and outlives the task
             try:
                 os.kill(self.router_pid, signal.SIGTERM)

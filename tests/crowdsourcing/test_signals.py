@@ -1,0 +1,126 @@
+"""Issue 20, items 5-7: stopping `dialeval launch` with signals, a port already in use, the worker URL.
+
+Each test runs `dialeval launch sm_eval` in its own process (LocalArchitect + node router + MockProvider)
+and checks what a person at the terminal sees: no traceback, exit status 0, a line saying what was saved,
+and nothing left listening on the port (the node router runs in its own process group, so a launch that
+dies without stopping it leaves it serving).
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
+
+from .protocol_harness import DIALEVAL, CliRun, chromium_page, require_chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+OVERRIDES = ["mephisto.blueprint.num_conversations=2", "sm_eval.num_turns=2", "~sm_eval.models.retrieval"]
+
+
+def launch(tmp_path, port: int) -> CliRun:
+    return CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={port}", *OVERRIDES])
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if condition():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def assert_clean_exit(run: CliRun, port: int) -> str:
+    try:
+        assert run.proc.wait(60) == 0, run.log()[-3000:]
+    finally:
+        run.stop()  # only acts on what a failing test left running
+    log = run.log()
+    assert "Traceback" not in log and "Error" not in log, log[-3000:]
+    assert re.search(r"Saved in .*Export: dialeval export sm_eval", log), log[-2000:]
+    assert not psutil.pid_exists(run.router_pid) or psutil.Process(run.router_pid).status() == psutil.STATUS_ZOMBIE
+    assert port_is_free(port), f"something still listens on port {port}"
+    return log
+
+
+def agent_statuses(run: CliRun) -> list[str]:
+    with sqlite3.connect(run.data_dir / "database.db") as db:
+        return [row[0] for row in db.execute("SELECT status FROM agents")]
+
+
+def test_sigterm_stops_at_once_when_nobody_is_working(tmp_path):
+    run = launch(tmp_path, 3261)
+    assert "worker_id=worker_1&" in run.url and "worker_2, worker_3" in run.log()
+    os.kill(run.proc.pid, signal.SIGTERM)
+    log = assert_clean_exit(run, 3261)
+    assert "waiting for 0 unit(s) in flight" in log
+
+
+def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tmp_path):
+    require_chromium()
+    run = launch(tmp_path, 3262)
+    with chromium_page(tmp_path) as page:
+        page.goto(run.worker_url("busy_worker"))
+        page.wait_for_selector("[data-testid=annotate]", timeout=60000)
+        assert agent_statuses(run) == ["in task"]
+        os.killpg(run.proc.pid, signal.SIGINT)  # as the terminal sends it
+        wait_for(lambda: "waiting for 1 unit(s) in flight" in run.log(), 30, "the first stop's message")
+        time.sleep(3)
+        assert run.proc.poll() is None, "the first Ctrl-C must wait for the worker in flight"
+        os.killpg(run.proc.pid, signal.SIGINT)
+        log = assert_clean_exit(run, 3262)
+    assert "Stopping now" in log and "1 disconnect" in log
+    assert agent_statuses(run) == ["disconnect"]  # partial, never counted as submitted
+
+
+def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
+    require_chromium()
+    run = launch(tmp_path, 3264)
+    with chromium_page(tmp_path) as page:
+        page.goto(run.worker_url("finishing_worker"))
+        page.wait_for_selector("[data-testid=annotate]", timeout=60000)
+        os.killpg(run.proc.pid, signal.SIGINT)
+        wait_for(lambda: "waiting for 1 unit(s) in flight" in run.log(), 30, "the stop message")
+        page.check("[data-testid=mark-engaging]")
+        page.click("[data-testid=submit-marks]")
+        page.fill(".response-text-input", "I finish what I started")
+        page.click(".submit-response")
+        page.wait_for_selector("[data-testid=annotate]", timeout=30000)
+        page.check("[data-testid=mark-none]")
+        page.click("[data-testid=submit-marks]")
+        page.wait_for_selector("[data-testid=rate]", timeout=30000)
+        for criterion in ("engaging", "humanlike", "interesting"):
+            page.check(f"[data-testid=likert-{criterion}-4]")
+        page.click("[data-testid=submit-ratings]")
+        page.click("[data-testid=submit-hit]", timeout=60000)
+        log = assert_clean_exit(run, 3264)  # the run ends by itself once that unit is submitted
+    assert "Stopping now" not in log and "1 completed" in log
+    # the second unit was never started and is withdrawn: nobody new could take it
+    assert agent_statuses(run) == ["completed"]
+
+
+def test_launch_on_a_port_in_use_names_the_holder(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-m", "http.server", "3263", "--bind", "0.0.0.0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: not port_is_free(3263), 20, "the port to be taken")
+        done = subprocess.run(DIALEVAL + ["launch", "sm_eval", "mephisto.architect.port=3263", *OVERRIDES,
+                                          "--mephisto-data", str(tmp_path / "mephisto")],
+                              capture_output=True, text=True, timeout=240)
+    finally:
+        holder.terminate()
+        holder.wait(10)
+    assert done.returncode == 2 and "is running" not in done.stdout
+    assert re.fullmatch(rf"dialeval: error: port 3263 is in use by pid {holder.pid} \(\S*python\S* -m http.server\): "
+                        r"stop that process or launch with mephisto.architect.port=ANOTHER_PORT",
+                        done.stderr.strip().splitlines()[-1]), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
