@@ -12,8 +12,9 @@ import time
 import pytest
 
 import parlai_dialeval  # noqa: F401  (registers dialeval:)
+from parlai_dialeval.agents.chat_history import build_messages
 from parlai_dialeval.agents.openai_chat.client import EndpointError, retry_after_seconds
-from parlai_dialeval.agents.openai_chat.openai_chat import build_messages
+from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI, ModelScript
 
 KEY = "sk-test-7f3a9c1e"
@@ -77,7 +78,7 @@ def test_persona_and_topic_go_where_the_placement_says(placement, expected):
 
 
 def test_build_messages_rejects_an_unknown_placement():
-    with pytest.raises(EndpointError, match="context-placement 'top'"):
+    with pytest.raises(DialevalError, match="context-placement .top."):
         build_messages("", ["x"], "top", [])
 
 
