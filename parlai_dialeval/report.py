@@ -33,6 +33,16 @@ def environment() -> Environment:
                        trim_blocks=True, lstrip_blocks=True)
 
 
+@contextmanager
+def caught_warnings():
+    """Collect the warnings raised inside the block (none reach stderr) as distinct report lines."""
+    lines: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield lines
+    lines.extend(dict.fromkeys(f"A statistics library warned: {w.category.__name__}: {w.message}" for w in caught))
+
+
 class Report:
     """Sections of one report in reading order, rendered by ``template`` (default: the plain layout)."""
 
@@ -84,11 +94,10 @@ class Report:
     def library_warnings(self):
         """Turn warnings that statistics libraries raise inside the block into one report warning each,
         instead of noise on stderr."""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with caught_warnings() as caught:
             yield
-        for message in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
-            self.warn(f"A statistics library warned: {message}")
+        for message in caught:
+            self.warn(message)
 
     def render(self) -> str:
         template = environment().get_template(self.template)

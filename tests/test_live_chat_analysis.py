@@ -403,7 +403,8 @@ def test_outputs_and_report(shared_data, tmp_path):
     workers = pd.read_csv(out / "workers.csv")
     assert workers.columns.tolist() == ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
     assert len(workers) == 249 and workers["passed"].sum() == 173
-    assert pd.read_csv(out / "significance.csv").columns.tolist() == ["model_a", "model_b", "p_value"]
+    assert pd.read_csv(out / "significance.csv").columns.tolist() == ["model_a", "model_b", "n_a", "n_b", "p_value",
+                                                                      "p_adjusted"]
     saved = json.loads((out / "summary.json").read_text())
     for key in ("n_assignments", "n_workers", "n_workers_passed", "n_dialogues", "n_dialogues_passed"):
         assert saved[key] == summary[key]
@@ -425,3 +426,31 @@ def test_cli_on_canonical_jsonl(shared_data, tmp_path):
     scores = pd.read_csv(out / "system_scores.csv").set_index("model")
     assert round(scores.loc["polyencoder", "overall"], 3) == 0.419
     assert json.loads((out / "summary.json").read_text())["n_workers"] == 249
+
+
+def test_small_sample_report_is_honest(tmp_path):
+    # Issue 18 item 8: two passing conversations per model. Before: a 1.96 x SD / sqrt(n) interval in the plot
+    # only, n counting ratings, no correction by default, a blank heatmap when nothing is significant.
+    from parlai_dialeval.analysis.intervals import t_interval
+    from parlai_dialeval.data import write_jsonl
+
+    path = tmp_path / "tiny.jsonl"
+    write_jsonl(synthetic(workers=2, seed=3), path)
+    out = tmp_path / "out"
+    run_analysis({"data": [str(path)], "out": str(out), "qc_test": "none"}, log=lambda *_: None)
+    intervals = pd.read_csv(out / "overall_intervals.csv").set_index("model")
+    assert (intervals["unit"] == "conversation").all() and (intervals["n_conversations"] == 2).all()
+    conversations = analyze(from_records(synthetic(workers=2, seed=3)), LiveChatConfig(qc_test="none")).conversations
+    good = conversations[(conversations["model"] == "good")]["overall_z"].to_numpy()
+    low, high = t_interval(good)
+    assert intervals.loc["good", "ci_low"] == pytest.approx(low) and intervals.loc["good", "ci_high"] == pytest.approx(high)
+    # t with 1 degree of freedom: 12.7 / 1.96 = 6.5 times the normal interval's half-width
+    normal = 1.96 * good.std(ddof=1) / np.sqrt(2)
+    assert (high - low) / 2 == pytest.approx(normal * stats.t.ppf(0.975, 1) / 1.96)
+    significance = pd.read_csv(out / "significance.csv")
+    assert (significance[["n_a", "n_b"]] == 2).all().all()
+    assert (significance["p_adjusted"] >= significance["p_value"]).all()
+    html = (out / "report.html").read_text()
+    assert "Holm" in html and "fewer than 5 passing conversations" in html
+    assert "so there is no heatmap" in html and not (out / "significance.png").exists()
+    assert "col_0" not in html and "Unnamed" not in pd.read_csv(out / "correlations.csv").columns[0]

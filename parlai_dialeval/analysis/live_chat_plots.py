@@ -61,17 +61,17 @@ def agreement_histogram(passed: np.ndarray, failed: np.ndarray, title: str = "")
     return fig
 
 
-def overall_scores(conversations: pd.DataFrame, models: list[str], labels: dict | None = None, title: str = ""):
-    """Mean per-conversation overall z per model with a 95% normal interval, best at the top."""
-    grouped = conversations.groupby("model")["overall_z"]
-    mean = grouped.mean().reindex(models)
-    half = (1.96 * grouped.std(ddof=1) / np.sqrt(grouped.size())).reindex(models)
-    fig, ax = plt.subplots(figsize=(6.5, max(2.5, 0.35 * len(models) + 1)))
-    y = np.arange(len(models))[::-1]
-    ax.errorbar(mean.to_numpy(), y, xerr=half.to_numpy(), fmt="o", color="tab:blue", capsize=3)
+def overall_scores(intervals: pd.DataFrame, labels: dict | None = None, title: str = ""):
+    """Mean per-conversation overall z per model with its t interval (``steps.overall_intervals``), in the
+    table's order, best at the top."""
+    fig, ax = plt.subplots(figsize=(6.5, max(2.5, 0.35 * len(intervals) + 1)))
+    y = np.arange(len(intervals))[::-1]
+    mean = intervals["mean"].to_numpy(dtype=float)
+    err = np.vstack([mean - intervals["ci_low"].to_numpy(dtype=float), intervals["ci_high"].to_numpy(dtype=float) - mean])
+    ax.errorbar(mean, y, xerr=np.nan_to_num(err), fmt="o", color="tab:blue", capsize=3)
     ax.axvline(0, color="#999", linewidth=0.8)
-    ax.set_yticks(y, _label(models, labels))
-    ax.set_xlabel("overall z (mean of the statements), 95% interval")
+    ax.set_yticks(y, _label(intervals["model"], labels))
+    ax.set_xlabel("overall z (mean of the statements), 95% t interval")
     if title:
         ax.set_title(title)
     return fig

@@ -13,6 +13,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
+from parlai_dialeval.analysis.intervals import t_interval
+
 SM_CRITERIA = ("engaging", "humanlike", "interesting")
 DEFAULT_SM_TURNS = (3, 6)  # Smith 4.4.1: Bot Speaker turns 3 to 6 for SM-Turn
 # Appendix G weightings of SM-Turn : SM-Dialog, from SM-Turn only to SM-Dialog only.
@@ -52,18 +54,6 @@ def per_conversation_success(turn_ratings: pd.DataFrame) -> pd.DataFrame:
     frame = grouped.agg(success="mean", n_turns="size").reset_index()
     frame["wta"] = (frame["success"] >= 0.5).astype(float)
     return frame
-
-
-def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
-    """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE); nan below two values
-    and a zero-width interval when every value is equal."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return np.nan, np.nan
-    mean, se = values.mean(), stats.sem(values)
-    if se == 0:
-        return mean, mean
-    return tuple(float(v) for v in stats.t.interval(1 - alpha, len(values) - 1, loc=mean, scale=se))
 
 
 def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:

@@ -9,78 +9,39 @@ from __future__ import annotations
 import gc
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from parlai.core.params import ParlaiParser
-from parlai.core.script import ParlaiScript, register_script
+from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import live_chat, live_chat_plots
-from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.report import Report
-from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv, write_json
+from parlai_dialeval.analysis.multiple_testing import describe
+from parlai_dialeval.report import Report, caught_warnings
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand
+from parlai_dialeval.utils import script_args
+from parlai_dialeval.utils.script_args import load_data, option, write_csv, write_json
 
+OUTPUT_FILES = ["system_scores.csv", "system_scores_raw.csv", "overall_intervals.csv", "workers.csv",
+                "significance.csv", "correlations.csv", "correlations_z.csv", "rater_agreement.csv", "summary.json"]
 WORKER_COLUMNS = ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
 
 
-def names(text) -> list[str] | None:
-    """Comma-separated names; None when not given; an empty list for ``""``."""
-    if text is None:
-        return None
-    if isinstance(text, (list, tuple)):
-        text = ",".join(text)
-    return [part.strip() for part in str(text).split(",") if part.strip()]
+# Fewer passing conversations than this for a model: the report warns that its interval is wide.
+SMALL_N = 5
+
+
+@dataclass
+class LiveChatCommandConfig(live_chat.LiveChatConfig):
+    """The analysis settings plus the report's own."""
+
+    sig_plot_threshold: float = option(0.1, "heatmap colours cells with p below this (the paper's Figure 3: 0.1)",
+                                       kind="probability")
 
 
 def config_from_opt(opt) -> live_chat.LiveChatConfig:
-    return live_chat.LiveChatConfig(
-        study=opt.get("study"), criteria=names(opt.get("criteria")), negative=names(opt.get("negative")),
-        scale_min=opt.get("scale_min"), scale_max=opt.get("scale_max"), reverse=opt.get("reverse", True),
-        standardise=opt.get("standardise", True), ddof=opt.get("ddof", 1), epsilon=opt.get("epsilon", 1e-6),
-        qc_models=names(opt.get("qc_models")), qc_test=opt.get("qc_test", "mannwhitney"),
-        qc_alpha=opt.get("qc_alpha", 0.05), qc_criteria=names(opt.get("qc_criteria")),
-        sig_test=opt.get("sig_test", "mannwhitney"), correction=opt.get("correction", "none"),
-        order=names(opt.get("order")), agreement_by=opt.get("agreement_by", "models"),
-        agreement_max_pairs=opt.get("agreement_max_pairs", 2_000_000), seed=opt.get("seed", 0))
-
-
-def add_args(parser) -> None:
-    d = live_chat.LiveChatConfig()
-    group = parser.add_argument_group("Live-chat analysis (defaults: Ji et al. 2022)")
-    group.add_argument("--study", default=None, help="study to analyse when the data hold several")
-    group.add_argument("--criteria", default=None,
-                       help="comma-separated statements to analyse (default: all the study declares)")
-    group.add_argument("--negative", default=None,
-                       help="comma-separated negatively worded statements, reversed as max - x (default: "
-                            "those the study declares positive: false; give '' for none)")
-    group.add_argument("--scale-min", type=float, default=None, help="scale minimum for reversal (default: metadata)")
-    group.add_argument("--scale-max", type=float, default=None, help="scale maximum for reversal (default: metadata)")
-    group.add_argument("--reverse", type="bool", default=d.reverse, help="reverse negative statements")
-    group.add_argument("--standardise", type="bool", default=d.standardise,
-                       help="per-worker z scores over all the worker's ratings (false: reversed raw values)")
-    group.add_argument("--ddof", type=int, default=d.ddof, help="degrees of freedom of the worker SD")
-    group.add_argument("--epsilon", type=float, default=d.epsilon, help="added to the worker SD")
-    group.add_argument("--qc-models", default=None, help="comma-separated quality-control bots (default: study's)")
-    group.add_argument("--qc-test", default=d.qc_test, choices=live_chat.QC_TESTS,
-                       help="worker test that the QC bot was rated lower: Mann-Whitney U (paper), Welch t, or "
-                            "none (everyone passes)")
-    group.add_argument("--qc-alpha", type=float, default=d.qc_alpha, help="a worker passes when p < this")
-    group.add_argument("--qc-criteria", default=None,
-                       help="comma-separated statements the QC test uses (default: the positive ones)")
-    group.add_argument("--sig-test", default=d.sig_test, choices=live_chat.SIG_TESTS,
-                       help="pairwise test between models on per-conversation overall z")
-    group.add_argument("--correction", default=d.correction, choices=live_chat.CORRECTIONS,
-                       help="multiple-comparison correction over all ordered model pairs (statsmodels)")
-    group.add_argument("--order", default=None,
-                       help="comma-separated model order for the tables (default: by overall z)")
-    group.add_argument("--agreement-by", default=d.agreement_by, choices=live_chat.AGREEMENT_BY,
-                       help="rater agreement pairs HITs that held the same models (paper) or share a hit_id")
-    group.add_argument("--agreement-max-pairs", type=int, default=d.agreement_max_pairs,
-                       help="rater agreement: above this many candidate pairs among passing (or failing) "
-                            "workers, use a seeded random sample of this many")
-    group.add_argument("--seed", type=int, default=d.seed, help="random seed (pair sampling)")
-    group.add_argument("--sig-plot-threshold", type=float, default=0.1,
-                       help="heatmap colours cells with p below this (the paper's Figure 3: 0.1)")
+    """The analysis settings from parsed options (missing ones keep Ji et al.'s defaults)."""
+    return script_args.config_from_opt(opt, live_chat.LiveChatConfig)
 
 
 def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd.DataFrame:
@@ -92,7 +53,7 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                  timings: dict | None = None) -> dict:
+                  timings: dict | None = None, library_warnings: list[str] = ()) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     s = result.settings
     criteria = s.criteria
@@ -101,8 +62,9 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     write_csv(result.system_scores_raw[scores_columns], out / "system_scores_raw.csv")
     write_csv(result.workers[WORKER_COLUMNS], out / "workers.csv")
     write_csv(result.significance, out / "significance.csv")
-    write_csv(result.correlations_raw.reset_index(names=""), out / "correlations.csv")
-    write_csv(result.correlations.reset_index(names=""), out / "correlations_z.csv")
+    write_csv(result.intervals, out / "overall_intervals.csv")
+    write_csv(result.correlations_raw.reset_index(names="statement"), out / "correlations.csv")
+    write_csv(result.correlations.reset_index(names="statement"), out / "correlations_z.csv")
     write_csv(result.agreement["stats"], out / "rater_agreement.csv")
     summary = dict(result.summary)
     summary["durations"] = result.durations.to_dict(orient="records")
@@ -116,13 +78,11 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     summary["ranking"] = result.system_scores["model"].tolist()
     if s.labels:
         summary["model_labels"] = s.labels
-    summary["outputs"] = ["report.html", "system_scores.csv", "system_scores_raw.csv", "workers.csv",
-                          "significance.csv", "correlations.csv", "correlations_z.csv", "rater_agreement.csv",
-                          "summary.json"]
+    summary["outputs"] = ["report.html", *OUTPUT_FILES]
     if timings:
         summary["timings_seconds"] = timings
     write_json(summary, out / "summary.json")
-    write_report(result, out, sig_threshold)
+    write_report(result, out, sig_threshold, library_warnings)
     return summary
 
 
@@ -157,11 +117,31 @@ def _method_text(s: live_chat.Settings) -> str:
     return "Method: " + "; ".join(parts) + "."
 
 
-def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1) -> Path:
+def _warn(report: Report, result: live_chat.LiveChatResult) -> None:
+    intervals, significance = result.intervals, result.significance
+    small = intervals[intervals["n_conversations"].fillna(0) < SMALL_N]
+    if len(small):
+        report.warn(f"{len(small)} model(s) have fewer than {SMALL_N} passing conversations (the unit of every "
+                    f"interval and test): {', '.join(map(str, small['model']))}; their intervals are wide.")
+    flat = intervals[intervals["sd"].eq(0)]
+    if len(flat):
+        report.warn(f"Zero variance between conversations for {', '.join(map(str, flat['model']))}: no interval "
+                    "can be estimated from them.")
+    if len(significance) and significance["p_value"].isna().all():
+        report.warn("No pairwise test was possible (a model needs at least one passing conversation on each side).")
+
+
+def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
+                 library_warnings: list[str] = ()) -> Path:
     s, summary, config = result.settings, result.summary, result.settings.config
     labels = s.labels
     models = result.system_scores["model"].tolist()
-    report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out)
+    report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
+    for message in library_warnings:
+        report.warn(message)
+    for name in OUTPUT_FILES:
+        report.file(name)
+    _warn(report, result)
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
@@ -188,20 +168,28 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
                + (f"{', '.join(s.negative)} reversed; " if s.negative and config.reverse else "")
                + "overall = mean of the statements; ordered by overall.")
     report.table(_with_labels(result.system_scores, labels), caption=caption)
-    report.figure(live_chat_plots.overall_scores(result.conversations[result.conversations["passed"]
-                                                                      & ~result.conversations["qc"]], models, labels),
-                  "overall_scores", "Overall z per model: mean of per-conversation overall z with a 95% interval.")
+    report.table(_with_labels(result.intervals, labels), caption="Unit of analysis: the conversation. Mean "
+                 "per-conversation overall z per model with its 95% t interval (valid for the n at hand); the "
+                 "pairwise tests use the same conversations.")
+    report.figure(live_chat_plots.overall_scores(result.intervals, labels), "overall_scores",
+                  "Overall z per model: mean of per-conversation overall z with its 95% t interval.")
     report.table(_with_labels(result.system_scores_raw, labels), floatfmt="{:.2f}",
                  caption="Average raw scores (0-100, negatives reversed) over the same ratings (Table 10).")
 
     report.heading("Pairwise significance (Figure 3)")
-    column = "p_adjusted" if "p_adjusted" in result.significance else "p_value"
+    column = "p_adjusted"
     matrix = live_chat.significance_matrix(result.significance, models, column)
-    if len(models) > 1:
+    report.text(describe(config.correction, int(result.significance["p_value"].notna().sum())))
+    if len(models) > 1 and not (matrix < sig_threshold).any().any():
+        report.text(f"No model scored significantly higher than another (every p >= {sig_threshold:g}"
+                    + (f" after {config.correction} correction" if config.correction != "none" else "")
+                    + "), so there is no heatmap.", note=True)
+    elif len(models) > 1:
         report.figure(live_chat_plots.significance_heatmap(matrix, labels, sig_threshold),
                       "significance", f"A coloured cell: the row's model scored significantly higher than the "
                       f"column's (one-sided, p < {sig_threshold:g}"
-                      + (f", {config.correction}-corrected" if column == "p_adjusted" else "") + ").")
+                      + (f", {config.correction}-corrected" if config.correction != "none" else "") + ").")
+    if len(models) > 1:
         shown = matrix.copy()
         shown.index = [labels.get(m, m) for m in shown.index]
         shown.columns = [labels.get(m, m) for m in shown.columns]
@@ -217,7 +205,7 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         shown = frame.copy()
         shown.index = [c.capitalize() for c in shown.index]
         shown.columns = [c.capitalize() for c in shown.columns]
-        report.table(shown.reset_index(names=""), caption=caption)
+        report.table(shown.reset_index(names="statement"), caption=caption)
 
     report.heading("Rater agreement (Figure 2)")
     agreement = result.agreement
@@ -247,10 +235,6 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.table(result.inputs, caption="Median characters and words (whitespace tokens) of the worker's "
                      "messages, per input and per conversation", floatfmt="{:.1f}")
 
-    report.heading("Files")
-    report.text("system_scores.csv (z), system_scores_raw.csv, workers.csv (every worker's p-value and outcome), "
-                "significance.csv (model_a over model_b), correlations.csv (raw, Table 8), correlations_z.csv, "
-                "rater_agreement.csv, summary.json (counts, settings, notes).")
     report.heading("Settings")
     report.table(pd.DataFrame([(k, str(v)) for k, v in s.as_dict().items()], columns=["setting", "value"]))
     return report.write()
@@ -264,12 +248,13 @@ def run_analysis(opt, log=print) -> dict:
     # them during the analysis (about 15% of its time on 1.3M ratings)
     gc.freeze()
     try:
-        result = live_chat.analyze(data, config_from_opt(opt))
+        with caught_warnings() as caught:
+            result = live_chat.analyze(data, config_from_opt(opt))
     finally:
         gc.unfreeze()
     analysed = time.perf_counter()
     summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
-                            {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)})
+                            {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught)
     log(f"{summary['n_workers']} workers ({summary['n_workers_passed']} passed), {summary['n_dialogues']} dialogues "
         f"({summary['n_dialogues_passed']} passed); wrote {opt['out']}/report.html "
         f"in {time.perf_counter() - started:.1f} s")
@@ -277,16 +262,12 @@ def run_analysis(opt, log=print) -> dict:
 
 
 @register_script("analyze_live_chat")
-class AnalyzeLiveChat(ParlaiScript):
-    @classmethod
-    def setup_args(cls):
-        parser = ParlaiParser(False, False, "Live-chat direct assessment (Ji et al. 2022): quality control, "
-                                            "system scores, significance, agreement")
-        add_data_args(parser)
-        add_args(parser)
-        return parser
+class AnalyzeLiveChat(AnalysisCommand):
+    description = ("Live-chat direct assessment (Ji et al. 2022): quality control, system scores, significance, "
+                   "agreement")
+    options_title = "Live-chat analysis (defaults: Ji et al. 2022)"
+    config_class = LiveChatCommandConfig
 
     def run(self):
-        if not self.opt.get("out"):
-            raise DialevalError("--out DIR is required")
+        # run_analysis loads the data itself with the garbage collector paused (millions of ratings)
         return run_analysis(self.opt)

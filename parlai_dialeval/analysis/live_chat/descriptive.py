@@ -46,13 +46,15 @@ def topic_attitudes(conversations: pd.DataFrame, passed_workers: set) -> pd.Data
         return None
     frame = conversations.dropna(subset=["topic_attitude"])
     outcome = np.where(frame["worker_id"].isin(passed_workers), "passed", "failed")
-    table = pd.crosstab(frame["topic_attitude"], outcome, normalize="columns") * 100
+    table = pd.crosstab(frame["topic_attitude"], pd.Series(outcome, index=frame.index, name="workers"),
+                        normalize="columns") * 100
     wanted = [a for a in ("like", "ambivalent", "dislike") if a in table.index]
     table = table.reindex(wanted + [a for a in table.index if a not in wanted])
     table = table.reindex(columns=[c for c in ("passed", "failed") if c in table.columns])
     counts = pd.Series(outcome).value_counts()
     table.loc["conversations"] = [counts.get(c, 0) for c in table.columns]
     table.index.name = "attitude"
+    table.columns.name = None  # else the report shows the crosstab's column label as a stray header
     return table.reset_index()
 
 

@@ -5,8 +5,9 @@ from parlai_dialeval.analysis.live_chat.descriptive import (conversation_meta, d
                                                             summarise, topic_attitudes)
 from parlai_dialeval.analysis.live_chat.prepare import add_z, prepare_ratings
 from parlai_dialeval.analysis.live_chat.settings import LiveChatConfig, LiveChatResult, resolve_settings, select_study
-from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, pairwise_significance,
-                                                      quality_control, rater_agreement, system_scores)
+from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, overall_intervals,
+                                                      pairwise_significance, quality_control, rater_agreement,
+                                                      system_scores)
 from parlai_dialeval.errors import DialevalError
 
 
@@ -67,4 +68,5 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     summary = summarise(settings, frame, conv, workers, empty, notes)
     table1 = make_table1(summary, table_durations)
     return LiveChatResult(settings, frame, conv, workers, scores, raw, significance, correlations, correlations_raw,
-                          agreement, table1, table_durations, topics, inputs, summary, notes)
+                          agreement, table1, table_durations, topics, inputs, summary, notes,
+                          overall_intervals(conv_genuine_passed, models))

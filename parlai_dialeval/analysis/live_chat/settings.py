@@ -7,11 +7,12 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.utils.script_args import option
 
 QC_TESTS = ("mannwhitney", "ttest", "none")
 SIG_TESTS = ("mannwhitney", "ttest")
-CORRECTIONS = ("none", "bonferroni", "holm", "sidak", "holm-sidak", "fdr_bh", "fdr_by")
 AGREEMENT_BY = ("models", "hit")
 HUMAN = "human"
 
@@ -20,25 +21,37 @@ HUMAN = "human"
 class LiveChatConfig:
     """Every step of the analysis; the defaults are Ji et al. (2022)'s method."""
 
-    study: str | None = None               # which study to analyse when the data hold several
-    criteria: list[str] | None = None      # statements to analyse (default: all the study declares)
-    negative: list[str] | None = None      # negatively worded statements (default: study metadata)
-    scale_min: float | None = None         # scale bounds for reversal (default: metadata / ratings)
-    scale_max: float | None = None
-    reverse: bool = True                   # reverse negative statements before anything else
-    standardise: bool = True               # per-worker z scores (False: analyse reversed raw values)
-    ddof: int = 1                          # SD degrees of freedom for z
-    epsilon: float = 1e-6                  # added to the SD (the authors' code)
-    qc_models: list[str] | None = None     # quality-control bots (default: study's qc_models)
-    qc_test: str = "mannwhitney"           # mannwhitney | ttest (Welch) | none (everyone passes)
-    qc_alpha: float = 0.05                 # a worker passes when p < qc_alpha
-    qc_criteria: list[str] | None = None   # statements the QC test uses (default: the positive ones)
-    sig_test: str = "mannwhitney"          # pairwise test between models: mannwhitney | ttest (Welch)
-    correction: str = "none"               # multiple-comparison correction over all ordered pairs
-    order: list[str] | None = None         # fixed model order (the paper's run 2 used run 1's)
-    agreement_by: str = "models"           # HITs are "the same" when they held the same models, or hit_id
-    agreement_max_pairs: int = 2_000_000   # above this many pairs, a seeded random sample is used
-    seed: int = 0
+    study: str | None = option(None, "study to analyse when the data hold several")
+    criteria: list[str] | None = option(None, "comma-separated statements to analyse (default: all the study "
+                                              "declares)")
+    negative: list[str] | None = option(None, "comma-separated negatively worded statements, reversed as max - x "
+                                              "(default: those the study declares positive: false; '' for none)")
+    scale_min: float | None = option(None, "scale minimum for reversal (default: metadata / ratings)")
+    scale_max: float | None = option(None, "scale maximum for reversal (default: metadata / ratings)")
+    reverse: bool = option(True, "reverse negative statements before anything else")
+    standardise: bool = option(True, "per-worker z scores over all the worker's ratings (false: reversed raw "
+                                     "values)")
+    ddof: int = option(1, "degrees of freedom of the worker SD", kind="non_negative_int")
+    epsilon: float = option(1e-6, "added to the worker SD (the authors' code)", kind="non_negative")
+    qc_models: list[str] | None = option(None, "comma-separated quality-control bots (default: the study's)")
+    qc_test: str = option("mannwhitney", "worker test that the QC bot was rated lower: Mann-Whitney U (paper), "
+                                         "Welch t, or none (everyone passes)", choices=QC_TESTS)
+    qc_alpha: float = option(0.05, "a worker passes when p < this", kind="probability")
+    qc_criteria: list[str] | None = option(None, "comma-separated statements the QC test uses (default: the "
+                                                 "positive ones)")
+    sig_test: str = option("mannwhitney", "pairwise test between models on per-conversation overall z",
+                           choices=SIG_TESTS)
+    correction: str = option(DEFAULT_CORRECTION, "multiple-comparison correction over all ordered model pairs "
+                                                 "(statsmodels; default holm, none switches it off)",
+                             choices=CORRECTIONS)
+    order: list[str] | None = option(None, "comma-separated model order for the tables (default: by overall z; "
+                                           "the paper's run 2 used run 1's)")
+    agreement_by: str = option("models", "rater agreement pairs HITs that held the same models (paper) or share "
+                                         "a hit_id", choices=AGREEMENT_BY)
+    agreement_max_pairs: int = option(2_000_000, "rater agreement: above this many candidate pairs among passing "
+                                                 "(or failing) workers, use a seeded random sample of this many",
+                                      kind="positive_int")
+    seed: int = option(0, "random seed (pair sampling)", kind="int")
 
     def check(self) -> None:
         for name, value, allowed in (("qc_test", self.qc_test, QC_TESTS), ("sig_test", self.sig_test, SIG_TESTS),
@@ -89,6 +102,7 @@ class LiveChatResult:
     inputs: pd.DataFrame | None
     summary: dict
     notes: list[str] = field(default_factory=list)
+    intervals: pd.DataFrame | None = None  # per model: unit, n_conversations, mean overall z, t interval
 
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis.intervals import mean_intervals
 from parlai_dialeval.analysis.live_chat.engine import grouped_test, two_sample_p
 from parlai_dialeval.analysis.live_chat.prepare import group_sd
 from parlai_dialeval.analysis.live_chat.settings import Settings
+from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION, adjust
 from parlai_dialeval.errors import DialevalError
 
 
@@ -83,21 +85,25 @@ def system_scores(frame: pd.DataFrame, value: str, criteria: list[str], order: l
 
 
 def pairwise_significance(conversations: pd.DataFrame, models: list[str], test: str = "mannwhitney",
-                          correction: str = "none") -> pd.DataFrame:
-    """p that model a's per-conversation overall z exceed model b's, for every ordered pair."""
+                          correction: str = DEFAULT_CORRECTION) -> pd.DataFrame:
+    """p that model a's per-conversation overall z exceed model b's, for every ordered pair, with
+    ``p_adjusted`` over all ordered pairs (equal to p_value when the correction is ``none``)."""
     samples = {m: g.to_numpy() for m, g in conversations.groupby("model")["overall_z"]}
-    rows = [(a, b, two_sample_p(samples.get(a, np.array([])), samples.get(b, np.array([])), test, "greater"))
+    rows = [(a, b, len(samples.get(a, [])), len(samples.get(b, [])),
+             two_sample_p(samples.get(a, np.array([])), samples.get(b, np.array([])), test, "greater"))
             for a in models for b in models if a != b]
-    out = pd.DataFrame(rows, columns=["model_a", "model_b", "p_value"])
-    if correction != "none" and len(out):
-        from statsmodels.stats.multitest import multipletests
-
-        valid = out["p_value"].notna()
-        adjusted = np.full(len(out), np.nan)
-        if valid.any():
-            adjusted[valid.to_numpy()] = multipletests(out.loc[valid, "p_value"], method=correction)[1]
-        out["p_adjusted"] = adjusted
+    out = pd.DataFrame(rows, columns=["model_a", "model_b", "n_a", "n_b", "p_value"])
+    out["p_adjusted"] = adjust(out["p_value"], correction)
     return out
+
+
+def overall_intervals(conversations: pd.DataFrame, models: list[str], alpha: float = 0.05) -> pd.DataFrame:
+    """Per model, the unit of analysis (the conversation) and its count, with the mean per-conversation
+    overall z and its t interval (valid for small n; the tests above use the same unit)."""
+    table = mean_intervals(conversations, "model", "overall_z", alpha).rename(columns={"n": "n_conversations"})
+    table = table.set_index("model").reindex(models).reset_index()
+    table.insert(1, "unit", "conversation")
+    return table
 
 
 def significance_matrix(significance: pd.DataFrame, models: list[str], column: str = "p_value") -> pd.DataFrame:

@@ -1,0 +1,27 @@
+"""Confidence intervals valid for the n at hand, shared by the analyses (scipy's t distribution)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
+    """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE); nan below two values
+    and a zero-width interval when every value is equal."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return np.nan, np.nan
+    mean, se = values.mean(), stats.sem(values)
+    if se == 0:
+        return mean, mean
+    return tuple(float(v) for v in stats.t.interval(1 - alpha, len(values) - 1, loc=mean, scale=se))
+
+
+def mean_intervals(frame: pd.DataFrame, by: str, value: str, alpha: float = 0.05) -> pd.DataFrame:
+    """Per group of ``by``: n, mean, sd (ddof=1), ci_low, ci_high (t interval of ``value``)."""
+    grouped = frame.groupby(by, sort=False)[value]
+    out = grouped.agg(n="size", mean="mean", sd="std")
+    bounds = grouped.apply(lambda v: t_interval(v, alpha))
+    out["ci_low"], out["ci_high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    return out.reset_index()
