@@ -151,3 +151,46 @@ def test_certify_refuses_data_without_a_pair(tmp_path, capsys):
                                 "scale_min": 1, "scale_max": 5}) + "\n")
     assert main(["certify", "--data", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "no comparisons in the data" in capsys.readouterr().err
+
+
+def test_ledger_evidence_equals_the_e_process_and_survives_json():
+    from parlai_dialeval.adaptive.ledger import Ledger
+
+    rng = np.random.default_rng(5)
+    outcomes = rng.choice([0.0, 0.5, 1.0], size=120, p=[0.25, 0.15, 0.6])
+    ledger = Ledger(["x", "y", "z"])
+    for i, y in enumerate(outcomes):
+        ledger.add("x", "y", y) if i % 2 else ledger.add("y", "x", 1 - y)  # either orientation
+    assert ledger.evidence("x", "y") == pytest.approx(naive_wealth(outcomes), rel=1e-9)
+    assert ledger.evidence("y", "x") == pytest.approx(naive_wealth(1 - outcomes), rel=1e-9)
+    restored = Ledger.from_json(json.loads(json.dumps(ledger.to_json())))
+    restored.add("x", "y", 1.0)
+    ledger.add("x", "y", 1.0)
+    assert restored.evidence("x", "y") == ledger.evidence("x", "y")
+    assert restored.threshold == 3 * 2 / 0.05
+
+
+def test_greedy_adjacent_spends_on_unresolved_neighbours():
+    from parlai_dialeval.adaptive.allocation import GreedyAdjacent, current_ranking
+    from parlai_dialeval.adaptive.ledger import Ledger
+
+    ledger = Ledger(["a", "b", "c", "d"])
+    for _ in range(400):  # a >> b: settled; b, c, d close together
+        ledger.add("a", "b", 1.0)
+    for pair in (("b", "c"), ("c", "d"), ("b", "d")):
+        for outcome in (1.0, 0.0, 1.0):
+            ledger.add(*pair, outcome)
+    assert current_ranking(ledger)[0] == "a" and ledger.beats("a", "b")
+    chosen, share = GreedyAdjacent(explore=0.0).choose(ledger, 20, np.random.default_rng(0))
+    assert len(chosen) == 20 and all(frozenset(p) != frozenset(("a", "b")) for p in chosen)
+    assert {frozenset(p) for p in chosen} <= {frozenset(p) for p in zip(current_ranking(ledger), current_ranking(ledger)[1:])}
+    assert sum(share.values()) == pytest.approx(1.0)
+
+
+def test_simulated_adaptive_study_stops_with_the_true_order():
+    from parlai_dialeval.adaptive.allocation import GreedyAdjacent
+    from parlai_dialeval.adaptive.simulate import neighbour_strengths, run_study
+
+    strengths = neighbour_strengths(4, np.random.default_rng(0), low=0.7, high=0.75)
+    result = run_study(GreedyAdjacent(), strengths, np.random.default_rng(1), cap=20000)
+    assert result.stopped and result.wrong_claims == 0 and result.any_claim

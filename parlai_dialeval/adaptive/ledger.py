@@ -1,0 +1,93 @@
+"""The running evidence of an adaptive study: per model pair, the betting wealth of "a beats b" and of
+"b beats a", updated one outcome at a time, saved as JSON after every batch so a killed study resumes
+where it stopped. Same e-process as ``sequential`` (grid-averaged bets, evidence never expires).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from parlai_dialeval.adaptive.sequential import BETS, NULL_WIN_RATE, certification_threshold
+
+
+@dataclass
+class PairRecord:
+    """Evidence on one unordered pair; outcomes are from ``first``'s side (1 win, 1/2 tie, 0 loss)."""
+
+    first: str
+    second: str
+    n: int = 0
+    total: float = 0.0
+    log_wealth_first: np.ndarray = field(default_factory=lambda: np.zeros(len(BETS)))
+    log_wealth_second: np.ndarray = field(default_factory=lambda: np.zeros(len(BETS)))
+    best_first: float = 1.0
+    best_second: float = 1.0
+
+    def add(self, outcome: float) -> None:
+        step = BETS * (outcome - NULL_WIN_RATE)
+        self.log_wealth_first = self.log_wealth_first + np.log1p(step)
+        self.log_wealth_second = self.log_wealth_second + np.log1p(-step)
+        self.best_first = max(self.best_first, float(np.exp(self.log_wealth_first).mean()))
+        self.best_second = max(self.best_second, float(np.exp(self.log_wealth_second).mean()))
+        self.n += 1
+        self.total += outcome
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else NULL_WIN_RATE
+
+
+class Ledger:
+    """Evidence on every pair of ``models``; a claim is certified at ``alpha`` over all K(K-1) claims."""
+
+    def __init__(self, models: list[str], alpha: float = 0.05):
+        self.models = list(models)
+        self.alpha = alpha
+        self.threshold = certification_threshold(len(self.models), alpha)
+        self.pairs: dict[tuple[str, str], PairRecord] = {}
+
+    def record(self, a: str, b: str) -> tuple[PairRecord, bool]:
+        """The pair's record and whether ``a`` is its ``first``."""
+        key = (a, b) if (a, b) in self.pairs or (b, a) not in self.pairs else (b, a)
+        pair = self.pairs.setdefault(key, PairRecord(*key))
+        return pair, pair.first == a
+
+    def add(self, a: str, b: str, outcome: float) -> None:
+        """``outcome`` for ``a`` against ``b``: 1 a won, 0 b won, 1/2 a tie."""
+        pair, forward = self.record(a, b)
+        pair.add(outcome if forward else 1 - outcome)
+
+    def evidence(self, a: str, b: str) -> float:
+        """Largest wealth so far of the claim "a beats b"."""
+        pair, forward = self.record(a, b)
+        return pair.best_first if forward else pair.best_second
+
+    def beats(self, a: str, b: str) -> bool:
+        return self.evidence(a, b) >= self.threshold
+
+    def settled(self, a: str, b: str) -> bool:
+        return self.beats(a, b) or self.beats(b, a)
+
+    def win_matrix(self) -> np.ndarray:
+        """wins[i, j]: outcomes won by models[i] against models[j] (a tie is half a win for each)."""
+        index = {m: i for i, m in enumerate(self.models)}
+        wins = np.zeros((len(index), len(index)))
+        for pair in self.pairs.values():
+            wins[index[pair.first], index[pair.second]] += pair.total
+            wins[index[pair.second], index[pair.first]] += pair.n - pair.total
+        return wins
+
+    def to_json(self) -> dict:
+        pairs = [{**vars(p), "log_wealth_first": p.log_wealth_first.tolist(),
+                  "log_wealth_second": p.log_wealth_second.tolist()} for p in self.pairs.values()]
+        return {"models": self.models, "alpha": self.alpha, "pairs": pairs}
+
+    @classmethod
+    def from_json(cls, state: dict) -> "Ledger":
+        ledger = cls(state["models"], state["alpha"])
+        for pair in state["pairs"]:
+            record = PairRecord(**{**pair, "log_wealth_first": np.asarray(pair["log_wealth_first"]),
+                                   "log_wealth_second": np.asarray(pair["log_wealth_second"])})
+            ledger.pairs[(record.first, record.second)] = record
+        return ledger
