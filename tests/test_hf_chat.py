@@ -1,0 +1,103 @@
+"""dialeval:hf_chat on a tiny chat model built here (tests/tiny_lm.py's GPT-2 + byte-level BPE, with a
+chat template added): no download, template rendering, context trimming, sharing, errors."""
+from __future__ import annotations
+
+import pytest
+
+import parlai_dialeval  # noqa: F401  (registers dialeval:)
+from parlai_dialeval.agents.hf_chat.hf_chat import render_chat
+from parlai_dialeval.errors import DialevalError
+
+from tiny_lm import CORPUS, EOS, build_gpt2
+
+# ChatML-like, as many chat models ship it
+TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    path = build_gpt2(tmp_path_factory.mktemp("tiny_chat") / "model", texts=CORPUS, n_positions=128)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.chat_template = TEMPLATE
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def make(path, **opt):
+    from parlai.core.agents import create_agent
+
+    return create_agent({"model": "dialeval:hf_chat", "hf_chat_model": str(path), "max_new_tokens": 8, **opt})
+
+
+def test_render_chat_uses_the_template_with_the_generation_prompt(chat_model):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    text = render_chat(tokenizer, [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi!"}])
+    assert text == f"<|system|>Be kind.{EOS}\n<|user|>Hi!{EOS}\n<|assistant|>"
+
+
+def test_replies_are_deterministic_with_token_counts(chat_model):
+    agent = make(chat_model, system_prompt="Be kind.")
+    agent.observe({"text": "Hi! How are you doing today?", "episode_done": False})
+    first = agent.act()
+    again = make(chat_model, system_prompt="Be kind.")
+    again.observe({"text": "Hi! How are you doing today?", "episode_done": False})
+    assert again.act()["text"] == first["text"]  # greedy decoding
+    assert first["completion_tokens"] <= 8 and first["finish_reason"] in ("stop", "length")
+    assert first["finish_reason"] == "stop" or first["completion_tokens"] == 8
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    prompt = render_chat(tokenizer, [{"role": "system", "content": "Be kind."},
+                                     {"role": "user", "content": "Hi! How are you doing today?"}])
+    assert first["prompt_tokens"] == len(tokenizer.encode(prompt, add_special_tokens=False))
+    assert first["latency"] > 0
+
+
+def test_history_grows_and_is_trimmed_to_the_context(chat_model):
+    from parlai.core.agents import create_agent_from_shared
+
+    agent = make(chat_model)
+    copy = create_agent_from_shared(agent.share())
+    assert copy.lm["model"] is agent.lm["model"]
+    sizes = []
+    for i in range(6):
+        agent.observe({"text": "Tell me more about your favourite movie.", "episode_done": False})
+        sizes.append(agent.act()["prompt_tokens"])
+    assert sizes[1] > sizes[0]
+    assert max(sizes) <= 128 - 8  # n_positions minus max_new_tokens: oldest turns were dropped
+    assert any(later < earlier for earlier, later in zip(sizes, sizes[1:]))  # trimmed, not failed
+    assert len(agent.history) == 12  # the agent keeps every turn; only the prompt is trimmed
+
+
+def test_sampling_with_a_seed_is_reproducible(chat_model):
+    replies = []
+    for _ in range(2):
+        agent = make(chat_model, temperature=1.0, top_p=0.9, generation_seed=3)
+        agent.observe({"text": "Let's change the topic.", "episode_done": False})
+        replies.append(agent.act()["text"])
+    assert replies[0] == replies[1]
+
+
+def test_dtype_and_device_options(chat_model):
+    agent = make(chat_model, dtype="bfloat16", device="cpu")
+    import torch
+
+    assert agent.lm["model"].dtype == torch.bfloat16
+    agent.observe({"text": "Hi!", "episode_done": False})
+    assert isinstance(agent.act()["text"], str)
+
+
+def test_no_template_no_model_and_unknown_hub_id_are_one_line_errors(chat_model, tmp_path):
+    plain = build_gpt2(tmp_path / "plain", n_positions=64)
+    with pytest.raises(DialevalError, match="has no chat template: give --chat-template"):
+        make(plain)
+    agent = make(plain, chat_template=TEMPLATE)  # ... which --chat-template fixes
+    agent.observe({"text": "Hi!", "episode_done": False})
+    assert isinstance(agent.act()["text"], str)
+    with pytest.raises(DialevalError, match="no local model 'nobody/no-such-chat-model'"):
+        make("nobody/no-such-chat-model")
