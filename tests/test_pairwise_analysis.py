@@ -130,8 +130,16 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
         row = by_study.loc[f"chateval-ab-2018/{folder.name}"]
         assert (row["wins_a"], row["wins_b"], row["ties"], row["automatic_ties"]) == count_results(folder)
         assert -1 < row["fleiss_kappa"] < 1
+    # Issue 18 item 5: three studies' kappa rests on two-vote items; the outputs and the report say so.
+    two_votes = by_study[by_study["kappa_votes_per_item"] == 2]
+    assert sorted(two_votes.index) == ["chateval-ab-2018/AMT_NCM_Test_Cakechat_NCM",
+                                       "chateval-ab-2018/AMT_NCM_Test_NCM_Human2",
+                                       "chateval-ab-2018/AMT_NCM_Test_OSQ_Harvard"]
+    assert by_study.loc["chateval-ab-2018/AMT_NCM_Test_NCM_Human2", "votes_per_item"] == (
+        "1 vote: 44 items, 2 votes: 87 items, 3 votes: 57 items")
     html = (tmp_path / "report.html").read_text()
     assert "fleiss_kappa" in html and "bt_score" in html and "Tie policy" in html
+    assert "rests on items with only two votes each in 3 studies" in html
     ranks = pd.read_csv(tmp_path / "rankings.csv")
     assert list(ranks.columns) == ["question", "unit", "model", "component", "rank", "bt_score", "bt_ci_low",
                                    "bt_ci_high", "bt_note", "trueskill_mu", "trueskill_sigma", "win_count"]

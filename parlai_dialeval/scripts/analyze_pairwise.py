@@ -57,7 +57,8 @@ def _agreement_row(votes: pd.DataFrame) -> dict:
     fleiss = agreement.fleiss_kappa(votes)
     weak = agreement.weak_agreement(votes)
     return {"items": sum(fleiss["vote_counts"].values()),
-            "votes_per_item": ", ".join(f"{n} votes: {k} items" for n, k in fleiss["vote_counts"].items()),
+            "votes_per_item": ", ".join(f"{n} vote{'s' * (n != 1)}: {k} item{'s' * (k != 1)}"
+                                        for n, k in fleiss["vote_counts"].items()),
             "fleiss_kappa": fleiss["fleiss_kappa"], "kappa_items": fleiss["items"],
             "kappa_votes_per_item": fleiss["votes_per_item"], "items_left_out": fleiss["items_left_out"],
             "krippendorff_alpha": fleiss["krippendorff_alpha"],
@@ -169,6 +170,12 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
     two_votes = tables["agreement"][tables["agreement"]["kappa_votes_per_item"] == 2]
     for row in two_votes.itertuples():
         report.warn(f"Fleiss' kappa for '{row.question}' ({row.unit}) rests on items with only two votes each.")
+    by_study = tables["win_rates_by_study"]
+    if by_study is not None and (by_study["kappa_votes_per_item"] == 2).any():
+        studies = by_study.loc[by_study["kappa_votes_per_item"] == 2, "study"].astype(str)
+        report.warn(f"Per-study Fleiss' kappa rests on items with only two votes each in {len(studies)} "
+                    f"stud{'y' if len(studies) == 1 else 'ies'}: {', '.join(studies)} (win_rates_by_study.csv, "
+                    "columns votes_per_item and kappa_votes_per_item).")
     for question, unit, section in _sections(ranks):
         report.heading(f"Rankings: {question} ({unit})")
         parts = section["component"].nunique()
