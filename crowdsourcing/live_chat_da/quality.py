@@ -1,8 +1,8 @@
-"""The paper's worker check on finished live-chat HITs, through parlai_dialeval.analysis.live_chat.
+"""The paper's worker check on finished live-chat HITs: the analysis's own quality-control step.
 
 A worker passes when they rated the genuine models significantly higher than the QC bot (one-sided
-Mann-Whitney U over the positive statements, Ji et al. 2022 Sec. 3.2): the same functions
-``dialeval analyze_live_chat`` uses, applied to the work of workers who finished their HIT.
+Mann-Whitney U over the positive statements, Ji et al. 2022 Sec. 3.2): ``live_chat.check_workers``,
+the first half of ``dialeval analyze_live_chat``, applied to the work of workers who finished their HIT.
 """
 from __future__ import annotations
 
@@ -28,7 +28,4 @@ def worker_checks(records: list[dict], alpha: float | None = None) -> pd.DataFra
     if data.ratings.empty:
         return pd.DataFrame(columns=["worker_id", "n_hits", "n_ratings", "p_value", "passed", "note"])
     config = live_chat.LiveChatConfig() if alpha is None else live_chat.LiveChatConfig(qc_alpha=alpha)
-    study, record, conversations, ratings = live_chat.select_study(data, None)
-    settings = live_chat.resolve_settings(config, study, record, ratings)
-    frame, _ = live_chat.prepare_ratings(conversations, ratings, settings)
-    return live_chat.quality_control(live_chat.add_z(frame, settings), settings)
+    return live_chat.check_workers(data, config).workers

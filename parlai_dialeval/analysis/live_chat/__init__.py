@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from parlai_dialeval.analysis.live_chat.descriptive import durations, input_lengths, topic_attitudes
 from parlai_dialeval.analysis.live_chat.engine import grouped_test, two_sample_p
-from parlai_dialeval.analysis.live_chat.pipeline import analyze
+from parlai_dialeval.analysis.live_chat.pipeline import CheckedWorkers, analyze, check_workers
 from parlai_dialeval.analysis.live_chat.prepare import add_z, group_sd, prepare_ratings, reverse, standardise
 from parlai_dialeval.analysis.live_chat.settings import (AGREEMENT_BY, CORRECTIONS, HUMAN, QC_TESTS, SIG_TESTS,
                                                          LiveChatConfig, LiveChatResult, Settings, resolve_settings,
@@ -39,8 +39,9 @@ from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, crite
                                                       quality_control, rater_agreement, significance_matrix,
                                                       system_scores)
 
-__all__ = ["AGREEMENT_BY", "CORRECTIONS", "HUMAN", "QC_TESTS", "SIG_TESTS", "LiveChatConfig", "LiveChatResult",
-           "Settings", "add_z", "analyze", "conversation_scores", "criteria_correlations", "durations",
-           "group_sd", "grouped_test", "input_lengths", "pairwise_significance", "prepare_ratings",
-           "quality_control", "rater_agreement", "resolve_settings", "reverse", "select_study",
-           "significance_matrix", "standardise", "system_scores", "topic_attitudes", "two_sample_p"]
+__all__ = ["AGREEMENT_BY", "CORRECTIONS", "HUMAN", "QC_TESTS", "SIG_TESTS", "CheckedWorkers", "LiveChatConfig",
+           "LiveChatResult", "Settings", "add_z", "analyze", "check_workers", "conversation_scores",
+           "criteria_correlations", "durations", "group_sd", "grouped_test", "input_lengths",
+           "pairwise_significance", "prepare_ratings", "quality_control", "rater_agreement", "resolve_settings",
+           "reverse", "select_study", "significance_matrix", "standardise", "system_scores", "topic_attitudes",
+           "two_sample_p"]

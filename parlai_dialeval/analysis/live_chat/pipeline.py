@@ -1,17 +1,37 @@
 """The whole live-chat analysis, step by step (see the package docstring)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pandas as pd
+
 from parlai_dialeval.analysis.live_chat.descriptive import (conversation_meta, durations, input_lengths, make_table1,
                                                             summarise, topic_attitudes)
 from parlai_dialeval.analysis.live_chat.prepare import add_z, prepare_ratings
-from parlai_dialeval.analysis.live_chat.settings import LiveChatConfig, LiveChatResult, resolve_settings, select_study
+from parlai_dialeval.analysis.live_chat.settings import (LiveChatConfig, LiveChatResult, Settings, resolve_settings,
+                                                         select_study)
 from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, overall_intervals,
                                                       pairwise_significance, quality_control, rater_agreement,
                                                       system_scores)
 from parlai_dialeval.errors import DialevalError
 
 
-def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
+@dataclass
+class CheckedWorkers:
+    """Steps 1-3: the analysed ratings (reversed ``x``, ``z``, ``passed``) and the quality control per worker."""
+
+    settings: Settings
+    record: dict | None
+    conversations: pd.DataFrame
+    frame: pd.DataFrame
+    workers: pd.DataFrame
+    empty: list[dict]
+    notes: list[str]
+
+
+def check_workers(data, config: LiveChatConfig | None = None) -> CheckedWorkers:
+    """Reverse, standardise and run the worker quality control: the first half of ``analyze``, and all that
+    the live-chat task's ``qc_workers`` needs."""
     config = config or LiveChatConfig()
     study, record, conversations, ratings = select_study(data, config.study)
     if ratings.empty:
@@ -31,16 +51,22 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
             raise DialevalError(f"no ratings of the quality-control model(s) {', '.join(settings.qc_models)}; "
                                 "name it with --qc_models NAME, or use --qc_test none")
     frame = add_z(frame, settings)
-    conv = conversation_scores(frame, settings.qc_models)
-
     empty = list(((record or {}).get("meta") or {}).get("empty_submissions") or [])
     empty_hits: dict[str, int] = {}
     for item in empty:
         if item.get("worker_id"):
             empty_hits[item["worker_id"]] = empty_hits.get(item["worker_id"], 0) + 1
     workers = quality_control(frame, settings, empty_hits)
+    frame["passed"] = frame["worker_id"].isin(set(workers.loc[workers["passed"], "worker_id"]))
+    return CheckedWorkers(settings, record, conversations, frame, workers, empty, notes)
+
+
+def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
+    config = config or LiveChatConfig()
+    checked = check_workers(data, config)
+    settings, frame, workers, notes = checked.settings, checked.frame, checked.workers, checked.notes
     passed_workers = set(workers.loc[workers["passed"], "worker_id"])
-    frame["passed"] = frame["worker_id"].isin(passed_workers)
+    conv = conversation_scores(frame, settings.qc_models)
     conv["passed"] = conv["worker_id"].isin(passed_workers)
 
     genuine = frame[frame["passed"] & ~frame["model"].isin(settings.qc_models)]
@@ -54,7 +80,7 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     correlations = criteria_correlations(scores, columns)
     correlations_raw = criteria_correlations(raw, columns)
 
-    conv_meta = conversation_meta(conversations, conv)
+    conv_meta = conversation_meta(checked.conversations, conv)
     hits = conv_meta.groupby("assignment_id")["hit_id"].first() if "hit_id" in conv_meta else None
     agreement = rater_agreement(conv, passed_workers, config.agreement_by, config.agreement_max_pairs,
                                 config.seed, hits)
@@ -65,7 +91,7 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     topics = topic_attitudes(conv_meta, passed_workers)
     inputs = input_lengths(conv_meta, passed_workers)
 
-    summary = summarise(settings, frame, conv, workers, empty, notes)
+    summary = summarise(settings, frame, conv, workers, checked.empty, notes)
     table1 = make_table1(summary, table_durations)
     return LiveChatResult(settings, frame, conv, workers, scores, raw, significance, correlations, correlations_raw,
                           agreement, table1, table_durations, topics, inputs, summary, notes,

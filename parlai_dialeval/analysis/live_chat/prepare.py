@@ -64,22 +64,14 @@ def reverse(values: np.ndarray, criteria: np.ndarray, settings: Settings) -> np.
 
 
 def standardise(x: np.ndarray, groups: np.ndarray, ddof: int = 1, epsilon: float = 1e-6) -> np.ndarray:
-    """Per-group z: (x - mean) / (SD(ddof) + epsilon); ``groups`` are integer codes."""
-    groups = np.asarray(groups)
-    n = np.bincount(groups)
-    total = np.bincount(groups, weights=x)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = total / n
-        centred = x - mean[groups]
-        sd = np.sqrt(np.bincount(groups, weights=centred ** 2) / (n - ddof))
-        return centred / (sd[groups] + epsilon)
+    """Per-group z: (x - mean) / (SD(ddof) + epsilon), the authors' formula (scipy's zscore has no epsilon)."""
+    grouped = pd.Series(np.asarray(x, dtype=float)).groupby(np.asarray(groups))
+    return ((grouped.obj - grouped.transform("mean")) / (grouped.transform("std", ddof=ddof) + epsilon)).to_numpy()
 
 
 def group_sd(x: np.ndarray, groups: np.ndarray, ddof: int = 1) -> np.ndarray:
-    n = np.bincount(groups)
-    mean = np.bincount(groups, weights=x) / n
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.sqrt(np.bincount(groups, weights=(x - mean[groups]) ** 2) / (n - ddof))
+    """SD per group code 0..k-1 (a constant group's SD is exactly 0)."""
+    return pd.Series(np.asarray(x, dtype=float)).groupby(np.asarray(groups)).std(ddof=ddof).to_numpy()
 
 
 def add_z(frame: pd.DataFrame, settings: Settings) -> pd.DataFrame:
