@@ -1,0 +1,71 @@
+"""Protocols side by side on the same models: what significance costs with each, the ranking each gives,
+how far those rankings agree, and how well each protocol's workers agree with one another.
+
+Pure functions over the time-to-significance table of ``analysis.significance_time`` (one row per
+technique, metric and model pair) and canonical comparisons.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau
+
+from parlai_dialeval.analysis import agreement
+from parlai_dialeval.analysis.pairwise import with_sections
+
+PROTOCOL = ["technique", "metric"]
+# Units of judgement of pairwise comparisons (analysis.pairwise) -> Smith et al.'s technique names.
+UNIT_TECHNIQUE = {"turn": "pw_turn", "dialog": "pw_dialog", "response": "ab"}
+
+
+def costs(times: pd.DataFrame, hourly_pay: float, fee: float) -> pd.DataFrame:
+    """Worker-hours and money to significance per protocol and model pair (blank where unknown)."""
+    return times.assign(money_needed=times["hours_needed"] * hourly_pay * (1 + fee))
+
+
+def rankings(times: pd.DataFrame) -> pd.DataFrame:
+    """Per protocol, each model's mean win rate over its pairs (Borda score) and its rank (1 = best)."""
+    sides = pd.concat([
+        times[[*PROTOCOL, "model_a", "win_rate_a"]].rename(columns={"model_a": "model", "win_rate_a": "score"}),
+        times[[*PROTOCOL, "model_b", "win_rate_a"]].rename(columns={"model_b": "model"}).assign(
+            score=lambda f: 1 - f["win_rate_a"]).drop(columns="win_rate_a")])
+    table = sides.groupby([*PROTOCOL, "model"], sort=False)["score"].mean().reset_index()
+    table["rank"] = table.groupby(PROTOCOL)["score"].rank(ascending=False, method="min").astype(int)
+    return table.sort_values([*PROTOCOL, "rank"]).reset_index(drop=True)
+
+
+def ranking_agreement(ranked: pd.DataFrame) -> pd.DataFrame:
+    """Kendall's tau between the rankings of every two protocols, over the models both ranked."""
+    scores = {key: part.set_index("model")["score"] for key, part in ranked.groupby(PROTOCOL, sort=False)}
+    rows = []
+    for (first, x), (second, y) in itertools.combinations(scores.items(), 2):
+        common = x.index.intersection(y.index)
+        tau = kendalltau(x[common], y[common]).statistic if len(common) >= 2 else np.nan
+        rows.append({"protocol_1": " / ".join(first), "protocol_2": " / ".join(second), "models": len(common),
+                     "kendall_tau": tau})
+    return pd.DataFrame(rows, columns=["protocol_1", "protocol_2", "models", "kendall_tau"])
+
+
+def cheapest(priced: pd.DataFrame) -> pd.DataFrame:
+    """Per model pair and metric, the protocol that reached significance in the fewest worker-hours."""
+    reached = priced[priced["reached"] & priced["hours_needed"].notna()]
+    if reached.empty:
+        return pd.DataFrame(columns=["model_a", "model_b", "metric", "technique", "hours_needed", "money_needed"])
+    best = reached.loc[reached.groupby(["model_a", "model_b", "metric"], sort=False)["hours_needed"].idxmin()]
+    return best[["model_a", "model_b", "metric", "technique", "hours_needed", "money_needed"]].reset_index(drop=True)
+
+
+def worker_agreement(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per pairwise technique and question: items, votes per item and Fleiss' kappa among workers."""
+    if comparisons.empty:
+        return pd.DataFrame(columns=["technique", "question", "items", "votes_per_item", "fleiss_kappa"])
+    rows = []
+    for (question, unit), part in with_sections(comparisons).groupby(["question", "unit"], sort=False):
+        result = agreement.fleiss_kappa(part)
+        rows.append({"technique": UNIT_TECHNIQUE[unit], "question": question,
+                     "items": sum(result["vote_counts"].values()),
+                     "votes_per_item": ", ".join(f"{n}: {k} items" for n, k in result["vote_counts"].items()),
+                     "fleiss_kappa": result["fleiss_kappa"]})
+    return pd.DataFrame(rows)
