@@ -54,10 +54,33 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> 
         for row in open_pairs.itertuples(index=False):
             report.text(f"{row.model_a} vs {row.model_b}: {row.verdict}; win rate of {row.model_a} "
                         f"{row.win_rate_a:.3f}, interval [{row.cs_low:.3f}, {row.cs_high:.3f}]", note=True)
+        report.figure(_interval_plot(part), f"intervals_{len(sections)}",
+                      "Win rate of the first model per pair, with its interval valid at every look; "
+                      "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
     outputs = Outputs(tables={"pairs": pairs[TABLE_COLUMNS]},
                       documents={"certified": {"alpha": config.alpha, "sections": sections}}, report=report)
     return {"pairs": pairs, "sections": sections, "written": outputs.write(out)}
+
+
+def _interval_plot(pairs):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.35 * len(pairs)))
+    labels = [f"{a} vs {b}" for a, b in zip(pairs["model_a"], pairs["model_b"])]
+    settled = pairs["certified_winner"].notna().to_numpy()
+    y = np.arange(len(pairs))
+    rate, low, high = (pairs[c].to_numpy(float) for c in ("win_rate_a", "cs_low", "cs_high"))
+    for chosen, colour in ((settled, "tab:blue"), (~settled, "tab:gray")):
+        ax.errorbar(rate[chosen], y[chosen], xerr=[rate[chosen] - low[chosen], high[chosen] - rate[chosen]],
+                    fmt="o", color=colour, capsize=3)
+    ax.axvline(0.5, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yticks(list(y), labels, fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("win rate of the first model")
+    ax.invert_yaxis()
+    return fig
 
 
 @register_script("certify")
