@@ -65,13 +65,13 @@ def test_history_grows_and_is_trimmed_to_the_context(chat_model):
     copy = create_agent_from_shared(agent.share())
     assert copy.lm["model"] is agent.lm["model"]
     sizes = []
-    for i in range(6):
+    for i in range(10):
         agent.observe({"text": "Tell me more about your favourite movie.", "episode_done": False})
         sizes.append(agent.act()["prompt_tokens"])
     assert sizes[1] > sizes[0]
-    assert max(sizes) <= 128 - 8  # n_positions minus max_new_tokens: oldest turns were dropped
-    assert any(later < earlier for earlier, later in zip(sizes, sizes[1:]))  # trimmed, not failed
-    assert len(agent.history) == 12  # the agent keeps every turn; only the prompt is trimmed
+    # untrimmed, ten turns would need hundreds of tokens: n_positions minus max_new_tokens caps the prompt
+    assert max(sizes) <= 128 - 8
+    assert len(agent.history) == 20  # the agent keeps every turn; only the prompt is trimmed
 
 
 def test_sampling_with_a_seed_is_reproducible(chat_model):
