@@ -137,6 +137,15 @@ def _ordered_criteria(names: list[str], negative: set[str]) -> list[str]:
     return [c for c in names if c not in negative] + [c for c in names if c in negative]
 
 
+def _analysed(given: list[str], names: list[str], flag: str) -> list[str]:
+    """The non-empty names of an option that picks among the analysed criteria."""
+    chosen = [c for c in given if c]
+    missing = [c for c in chosen if c not in names]
+    if missing:
+        raise DialevalError(f"{flag} names criteria that are not analysed: {', '.join(missing)}")
+    return chosen
+
+
 def resolve_settings(config: LiveChatConfig, study: str | None, record: dict | None,
                      ratings: pd.DataFrame) -> Settings:
     config.check()
@@ -147,10 +156,7 @@ def resolve_settings(config: LiveChatConfig, study: str | None, record: dict | N
     if unknown:
         raise DialevalError(f"no ratings of criteria {', '.join(unknown)}; the data rate: {', '.join(present)}")
     if config.negative is not None:
-        negative = [c for c in config.negative if c]
-        missing = [c for c in negative if c not in names]
-        if missing:
-            raise DialevalError(f"--negative names criteria that are not analysed: {', '.join(missing)}")
+        negative = _analysed(config.negative, names, "--negative")
     else:
         negative = [c for c in names if declared.get(c, {}).get("positive") is False]
     negative_set = set(negative)
@@ -171,10 +177,7 @@ def resolve_settings(config: LiveChatConfig, study: str | None, record: dict | N
         bounds[name] = (float(low) if low is not None else math.nan, float(high) if high is not None else math.nan)
     qc_models = list(config.qc_models if config.qc_models is not None else (record or {}).get("qc_models") or [])
     if config.qc_criteria is not None:
-        qc_criteria = [c for c in config.qc_criteria if c]
-        missing = [c for c in qc_criteria if c not in names]
-        if missing:
-            raise DialevalError(f"--qc_criteria names criteria that are not analysed: {', '.join(missing)}")
+        qc_criteria = _analysed(config.qc_criteria, names, "--qc-criteria")
     else:
         qc_criteria = [c for c in names if c not in negative_set]
     labels = dict(((record or {}).get("meta") or {}).get("model_labels") or {})
