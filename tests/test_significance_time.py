@@ -183,3 +183,24 @@ def test_power_reached_at_the_smallest_size_is_refined_or_called_an_upper_bound(
     never = time_to_significance(power_curve(_units(np.array([1.0, 0.0] * 20)), sizes=[10, 20], trials=50,
                                              seed=0, target=0.8))
     assert not never["reached"] and never["bound"] == "above 20"
+
+
+@pytest.mark.parametrize("option, value", [("--trials", "0"), ("--power", "1.5"), ("--combo-ratio", "0:0"),
+                                           ("--pw-turns", "6-2")])
+def test_bad_option_values_are_one_line_errors(tmp_path, option, value):
+    # issue 18 item 12: `significance_time --trials 0` crashed with a traceback
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.data import write_jsonl
+
+    data_path = tmp_path / "study.jsonl"
+    write_jsonl(synthetic_records(), data_path)
+    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "significance_time", "--data",
+                             str(data_path), "--out", str(tmp_path / "out"), option, value],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert option in result.stderr.strip().splitlines()[-1]

@@ -6,29 +6,55 @@ docs/single_model_analysis.md.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from parlai.core.params import ParlaiParser
-from parlai.core.script import ParlaiScript, register_script
+from parlai.core.script import register_script
 from tqdm import tqdm
 
 from parlai_dialeval.analysis import significance_time as st
 from parlai_dialeval.analysis import single_model as sm
+from parlai_dialeval.analysis.significance_time.plots import hours_by_technique
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import Report
-from parlai_dialeval.utils.script_args import (add_data_args, load_data, turn_range, weightings, weightings_text,
-                                               write_csv)
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.utils.script_args import option, turn_range, weightings, weightings_text
 
 
-def _ratio(text: str) -> tuple[int, int]:
+def _ratio(text, flag: str = "--combo-ratio") -> tuple[int, int]:
+    if isinstance(text, tuple):
+        return text
     try:
-        turn, dialog = (int(x) for x in text.split(":"))
+        turn, dialog = (int(x) for x in str(text).split(":"))
     except ValueError:
-        raise DialevalError(f"--combo-ratio '{text}': expected TURN:DIALOG, e.g. 1:5") from None
+        raise DialevalError(f"{flag} '{text}': expected TURN:DIALOG, e.g. 1:5") from None
+    if turn < 0 or dialog < 0 or turn + dialog == 0:
+        raise DialevalError(f"{flag} '{text}': expected two non-negative integers, not both 0")
     return turn, dialog
+
+
+@dataclass
+class SignificanceTimeConfig:
+    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)",
+                                              parse=turn_range, metavar="FIRST-LAST")
+    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)",
+                                              parse=turn_range, metavar="FIRST-LAST")
+    power: float = option(0.8, "fraction of resamples that must be significant (0 < power < 1)", kind="probability")
+    alpha: float = option(0.05, "significance level (0 < alpha < 1)", kind="probability")
+    trials: int = option(400, "resamples per sample size (>= 1)", kind="positive_int")
+    max_multiple: float = option(4.0, "largest sample size tried, as a multiple of the collected data (> 0)",
+                                 kind="positive")
+    chunk_minutes: float = option(45.0, "chunk length for App. E variability (> 0)", kind="positive")
+    onboarding_seconds: float = option(0.0, "onboarding time per worker when neither records nor the study say",
+                                       kind="non_negative")
+    combo_ratio: tuple[int, int] = option((1, 5), "PW-Turn:PW-Dialog(self-chat) ratio of PW combo", parse=_ratio,
+                                          metavar="TURN:DIALOG")
+    weights: list = option(list(sm.DEFAULT_WEIGHTS), "SM-Turn:SM-Dialog weightings for the App. G combination",
+                           parse=weightings, metavar="T:D,...")
+    reference: str | None = option(None, "only pairs involving this model")
+    seed: int = option(0, "random seed", kind="int")
 
 
 def _win_rate(sample: st.Sample, n_boot: int = 200, seed: int = 0) -> float:
@@ -95,14 +121,12 @@ def analyze(data, out: Path, pw_turns=(2, 6), sm_turns=(3, 6), power=0.8, alpha=
                    .agg(sd="std", chunks="size").reset_index())
     results = {"time_to_significance": table, "power_curves": pd.concat(curves), "chunk_win_rates": chunk_table,
                "chunk_variability": variability}
-    out.mkdir(parents=True, exist_ok=True)
-    for name, frame in results.items():
-        write_csv(frame, out / f"{name}.csv")
-    _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights)
+    report = _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights)
+    results["written"] = Outputs(dict(results), report=report).write(out)
     return results
 
 
-def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights) -> None:
+def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights) -> Report:
     table = results["time_to_significance"]
     report = Report("Crowdsourcing time needed for significance", out)
     report.text(f"Each technique's ratings are resampled ({trials} resamples per size) at growing sizes; the time "
@@ -125,14 +149,9 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     main = table[~table["technique"].str.startswith("sm_combo")]
     report.table(main)
     for (a, b), part in main.groupby(["model_a", "model_b"]):
-        pivot = part.pivot_table(index="technique", columns="metric", values="hours_needed", aggfunc="first")
-        if pivot.notna().any().any():
-            fig, ax = plt.subplots(figsize=(7, 3.5))
-            pivot.plot.barh(ax=ax)
-            ax.set_xlabel("worker hours to significance")
-            ax.set_title(f"{a} vs {b}")
-            report.figure(fig, f"time_{a}_vs_{b}".replace("/", "_").replace(" ", "_"),
-                          f"Time needed for significance, {a} vs {b}")
+        fig = hours_by_technique(part, f"{a} vs {b}")
+        if fig is not None:
+            report.figure(fig, _stem("time", a, b), f"Time needed for significance, {a} vs {b}")
     combo = table[table["technique"].str.startswith("sm_combo")]
     if len(combo):
         report.heading("SM-Turn + SM-Dialog weighted combination (Smith App. G, Figures 11-13)")
@@ -140,51 +159,25 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
                     "conversation's duration.")
         report.table(combo)
         for (a, b), part in combo.groupby(["model_a", "model_b"]):
-            pivot = part.pivot_table(index="technique", columns="metric", values="hours_needed", aggfunc="first")
-            if pivot.notna().any().any():
-                fig, ax = plt.subplots(figsize=(7, 3.5))
-                pivot.plot.barh(ax=ax)
-                ax.set_xlabel("worker hours to significance")
-                ax.set_title(f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
-                report.figure(fig, f"combination_{a}_vs_{b}".replace("/", "_").replace(" ", "_"),
-                              f"Weighted SM combination, {a} vs {b}")
+            fig = hours_by_technique(part, f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
+            if fig is not None:
+                report.figure(fig, _stem("combination", a, b), f"Weighted SM combination, {a} vs {b}")
     report.heading(f"Win-rate variability across {chunk_minutes:g}-minute chunks (Smith App. E, Table 8)")
     report.table(results["chunk_variability"])
-    report.write()
+    return report
+
+
+def _stem(kind: str, a: str, b: str) -> str:
+    return f"{kind}_{a}_vs_{b}".replace("/", "_").replace(" ", "_")
 
 
 @register_script("significance_time")
-class SignificanceTime(ParlaiScript):
-    @classmethod
-    def setup_args(cls):
-        parser = ParlaiParser(False, False, "Crowdsourcing time needed for significance (Smith et al. 2022)")
-        add_data_args(parser)
-        group = parser.add_argument_group("Time to significance")
-        group.add_argument("--pw-turns", default="2-6", help="PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)")
-        group.add_argument("--sm-turns", default="3-6", help="SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)")
-        group.add_argument("--power", type=float, default=0.8, help="fraction of resamples that must be significant")
-        group.add_argument("--alpha", type=float, default=0.05, help="significance level")
-        group.add_argument("--trials", type=int, default=400, help="resamples per sample size")
-        group.add_argument("--max-multiple", type=float, default=4.0,
-                           help="largest sample size tried, as a multiple of the collected data")
-        group.add_argument("--chunk-minutes", type=float, default=45.0, help="chunk length for App. E variability")
-        group.add_argument("--onboarding-seconds", type=float, default=0.0,
-                           help="onboarding time per worker when neither records nor the study say")
-        group.add_argument("--combo-ratio", default="1:5", help="PW-Turn:PW-Dialog(self-chat) ratio of PW combo")
-        group.add_argument("--weights", default=weightings_text(sm.DEFAULT_WEIGHTS),
-                           help="SM-Turn:SM-Dialog weightings for the App. G combination")
-        group.add_argument("--reference", default=None, help="only pairs involving this model")
-        group.add_argument("--seed", type=int, default=0, help="random seed")
-        return parser
+class SignificanceTime(AnalysisCommand):
+    description = "Crowdsourcing time needed for significance (Smith et al. 2022)"
+    options_title = "Time to significance"
+    config_class = SignificanceTimeConfig
 
-    def run(self):
-        opt = self.opt
-        data = load_data(opt)
-        out = Path(opt["out"])
-        if not 0 < opt["power"] < 1 or not 0 < opt["alpha"] < 1:
-            raise DialevalError("--power and --alpha must lie between 0 and 1")
-        analyze(data, out, turn_range(opt["pw_turns"], "--pw-turns"), turn_range(opt["sm_turns"], "--sm-turns"), opt["power"], opt["alpha"],
-                opt["trials"], opt["max_multiple"], opt["chunk_minutes"], opt["onboarding_seconds"],
-                _ratio(opt["combo_ratio"]), weightings(opt["weights"]), opt["reference"], opt["seed"])
-        print(f"wrote time_to_significance, power_curves, chunk_win_rates, chunk_variability (.csv) and "
-              f"report.html to {out}")
+    def analyse(self, data, config, checks, out):
+        return analyze(data, out, config.pw_turns, config.sm_turns, config.power, config.alpha, config.trials,
+                       config.max_multiple, config.chunk_minutes, config.onboarding_seconds, config.combo_ratio,
+                       config.weights, config.reference, config.seed)
