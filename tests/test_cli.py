@@ -149,3 +149,18 @@ def test_out_pointing_at_an_existing_file_is_refused(tmp_path, capsys):
     taken.write_text("keep me")
     code = main(["analyze_pairwise", "--data", str(_pairwise_file(tmp_path)), "--out", str(taken)])
     assert code == 2 and "--out" in capsys.readouterr().err and taken.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["meta_eval", "--scores", "s.csv", "--human", "h.csv", "--out", "o.csv", "--confidence", "1.5"],
+     "--confidence 1.5: expected a number strictly between 0 and 1"),
+    (["meta_eval", "--scores", "s.csv", "--human", "h.csv", "--out", "o.csv", "--bootstrap", "-1"],
+     "--bootstrap -1: expected an integer >= 0"),
+    (["replicate", "--runs", "a", "b", "--out", "o", "--levels", "0.05,0"],
+     "--levels 0: expected a number strictly between 0 and 1"),
+])
+def test_other_commands_check_their_numbers(tmp_path, capsys, args, expected):
+    from parlai_dialeval.cli import main
+
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == f"dialeval: error: {expected}"

@@ -17,7 +17,7 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.analysis.meta_eval import correlation_table, item_human_scores
 from parlai_dialeval.errors import DataError, DialevalError
-from parlai_dialeval.utils.script_args import write_csv
+from parlai_dialeval.utils.script_args import checked, output_file, write_csv
 
 # FED dataset annotation names that differ from the FED metric's quality names.
 ALIASES = {"understanding": "understand"}
@@ -141,15 +141,17 @@ class MetaEval(ParlaiScript):
                            help="force the --data format")
         group.add_argument("--human", default=None, metavar="system_scores.csv",
                            help="system level: per-model human scores (model, n, overall, <criteria>)")
-        group.add_argument("--out", required=True, metavar="FILE.csv", help="correlation table")
+        group.add_argument("--out", required=True, metavar="FILE.csv", help="correlation table", type=output_file)
         options = parser.add_argument_group("Correlations")
         options.add_argument("--pairs", default=None, metavar="HUMAN=METRIC,...",
                              help="criterion/metric pairs (default: same names; FED understanding=understand)")
         options.add_argument("--against", default=None, metavar="CRITERION",
                              help="correlate every metric column with this human criterion (e.g. overall)")
-        options.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
-        options.add_argument("--confidence", type=float, default=0.95)
-        options.add_argument("--seed", type=int, default=0)
+        options.add_argument("--bootstrap", type=checked("--bootstrap", "non_negative_int"), default=1000,
+                             help="bootstrap resamples for CIs (0: none)")
+        options.add_argument("--confidence", type=checked("--confidence", "probability"), default=0.95,
+                             help="confidence level of the intervals (0 < c < 1)")
+        options.add_argument("--seed", type=checked("--seed", "int"), default=0, help="random seed of the bootstrap")
         return parser
 
     def run(self):

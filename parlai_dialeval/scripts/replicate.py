@@ -21,7 +21,8 @@ from parlai.core.script import ParlaiScript, register_script  # noqa: E402
 from parlai_dialeval.analysis import replication  # noqa: E402
 from parlai_dialeval.errors import DataError, DialevalError  # noqa: E402
 from parlai_dialeval.report import Report  # noqa: E402
-from parlai_dialeval.utils.script_args import write_csv, write_json  # noqa: E402
+from parlai_dialeval.scripts.analysis_command import Outputs  # noqa: E402
+from parlai_dialeval.utils.script_args import checked, output_folder  # noqa: E402
 
 
 def read_run(folder: str | Path) -> dict:
@@ -102,10 +103,6 @@ def replicate(dir_a, dir_b, out, levels=replication.LEVELS, column: str = "p_val
         "significance_column": column,
     }
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(result, out / "replication.json")
-    write_csv(correlations, out / "replication.csv")
-    write_csv(agreement, out / "significance_agreement.csv")
     labels = {**(b["summary"].get("model_labels") or {}), **(a["summary"].get("model_labels") or {})}
     names = tuple(r["summary"].get("study") or Path(r["path"]).name for r in (a, b))
     report = Report("Self-replication: " + " vs ".join(names), out)
@@ -126,7 +123,8 @@ def replicate(dir_a, dir_b, out, levels=replication.LEVELS, column: str = "p_val
         differing = pairs[~pairs["same"]]
         if len(differing):
             report.table(differing.drop(columns="same"), caption=f"Pairs with different conclusions at p < {level:g}")
-    report.write()
+    Outputs({"replication": correlations, "significance_agreement": agreement}, {"replication": result},
+            report).write(out)
     log(f"overall Pearson r = {result['overall']['pearson']:.3f}; wrote {out}/replication.json and report.html")
     return result
 
@@ -139,7 +137,7 @@ class Replicate(ParlaiScript):
                                             "(outputs of analyze_live_chat)")
         parser.add_argument("--runs", nargs=2, required=True, metavar="DIR",
                             help="two output folders of dialeval analyze_live_chat")
-        parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+        parser.add_argument("--out", required=True, metavar="DIR", help="output folder", type=output_folder)
         parser.add_argument("--levels", default="0.05,0.1",
                             help="comma-separated significance levels for the agreement of conclusions")
         parser.add_argument("--p-column", default="p_value", choices=("p_value", "p_adjusted"),
@@ -147,8 +145,6 @@ class Replicate(ParlaiScript):
         return parser
 
     def run(self):
-        try:
-            levels = tuple(float(x) for x in str(self.opt["levels"]).split(",") if x.strip())
-        except ValueError:
-            raise DialevalError(f"--levels {self.opt['levels']!r}: expected numbers such as 0.05,0.1") from None
+        level = checked("--levels", "probability")
+        levels = tuple(level(x) for x in str(self.opt["levels"]).split(",") if x.strip())
         return replicate(*self.opt["runs"], self.opt["out"], levels, self.opt.get("p_column", "p_value"))
