@@ -167,3 +167,28 @@ def test_analyze_single_model_end_to_end(tmp_path):
                           str(data_path), "--out", str(out), "--sm-turns", "6-3"], capture_output=True, text=True,
                          timeout=300)
     assert bad.returncode == 2 and "--sm-turns '6-3'" in bad.stderr
+
+
+def test_zero_variance_is_not_a_test():
+    # Issue 18 item 8: constant scores in both models printed t=-inf, p=0.000; now no test, with the reason.
+    scores = pd.DataFrame({"model": ["X"] * 3 + ["Y"] * 3, "criterion": "engaging", "value": [0, 0, 0, 1, 1, 1]})
+    row = ttests(scores, [("X", "Y")]).iloc[0]
+    assert np.isnan(row["t"]) and np.isnan(row["p"]) and "zero variance" in row["note"]
+    assert row["diff"] == -1 and row["n_a"] == 3
+
+
+def test_ttest_interval_of_the_difference_matches_scipy():
+    x, y = [0.5, 0.25, 0.75, 0.6], [1.0, 0.5, 0.75]
+    scores = pd.DataFrame({"model": ["X"] * 4 + ["Y"] * 3, "criterion": "engaging", "value": x + y})
+    row = ttests(scores, [("X", "Y")], alpha=0.1).iloc[0]
+    expected = stats.ttest_ind(x, y).confidence_interval(0.9)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((expected.low, expected.high))
+    assert row["p"] == pytest.approx(stats.ttest_ind(x, y).pvalue) and row["note"] == ""
+
+
+def test_success_rates_have_intervals_by_conversation():
+    rates = success_rates(_engaging(sm_turn_ratings(_ratings()))).set_index("model")
+    # X's conversations succeed on 2/4 and 1/4 turns: t interval with 1 degree of freedom over [0.5, 0.25].
+    low, high = stats.t.interval(0.95, 1, loc=0.375, scale=stats.sem([0.5, 0.25]))
+    assert (rates.loc["X", "lin_ci_low"], rates.loc["X", "lin_ci_high"]) == pytest.approx((low, high))
+    assert np.isnan(rates.loc["Y", "lin_ci_low"])  # one conversation: no interval
