@@ -61,7 +61,8 @@ def test_agreement_reproduces_all_20_rows_of_table3(ratings):
     # Table 3 (Spearman), all 20 rows, including the binary Understandable (0.522) and Consistent (0.562),
     # which match only when the outlier rule is not applied to binary qualities (issue 18 item 15).
     result = fed.quality_agreement(ratings).set_index(["level", "criterion"])["spearman"]
-    rows = [(level, criterion, value) for level, table in fed.PAPER_TABLE3.items() for criterion, value in table.items()]
+    rows = [(level, criterion, value) for level, table in fed.PAPER_TABLE3.items()
+            for criterion, value in table.items()]
     assert len(rows) == 20
     for level, criterion, value in rows:
         assert result[(level, criterion)] == pytest.approx(value, abs=0.02), (level, criterion)

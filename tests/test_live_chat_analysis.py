@@ -443,7 +443,7 @@ def test_small_sample_report_is_honest(tmp_path):
     conversations = analyze(from_records(synthetic(workers=2, seed=3)), LiveChatConfig(qc_test="none")).conversations
     good = conversations[(conversations["model"] == "good")]["overall_z"].to_numpy()
     low, high = t_interval(good)
-    assert intervals.loc["good", "ci_low"] == pytest.approx(low) and intervals.loc["good", "ci_high"] == pytest.approx(high)
+    assert (intervals.loc["good", "ci_low"], intervals.loc["good", "ci_high"]) == pytest.approx((low, high))
     # t with 1 degree of freedom: 12.7 / 1.96 = 6.5 times the normal interval's half-width
     normal = 1.96 * good.std(ddof=1) / np.sqrt(2)
     assert (high - low) / 2 == pytest.approx(normal * stats.t.ppf(0.975, 1) / 1.96)

@@ -14,7 +14,6 @@ import pytest
 from scipy import stats
 
 from parlai_dialeval.analysis import agreement, pairwise
-from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.importers import load
 from parlai_dialeval.scripts.analyze_pairwise import WIN_RATE_COLUMNS, PairwiseConfig, analyze
 

@@ -71,7 +71,8 @@ def test_trueskill_orders_a_dominant_model_first():
 
 def test_disconnected_parts_are_ranked_apart():
     # Issue 18 item 6: {x, y} and {p, q} never meet; one ranked list would compare unlinked strengths.
-    votes = pd.DataFrame({"model_a": ["x", "x", "y", "p", "p", "q", "p"], "model_b": ["y", "y", "x", "q", "q", "p", "q"],
+    votes = pd.DataFrame({"model_a": ["x", "x", "y", "p", "p", "q", "p"],
+                          "model_b": ["y", "y", "x", "q", "q", "p", "q"],
                           "choice": ["a", "a", "a", "a", "b", "b", "a"]})
     table = rankings.rankings(votes, rounds=50).set_index("model")
     assert table.loc["x", "component"] != table.loc["p", "component"]

@@ -67,7 +67,8 @@ def overall_scores(intervals: pd.DataFrame, labels: dict | None = None, title: s
     fig, ax = plt.subplots(figsize=(6.5, max(2.5, 0.35 * len(intervals) + 1)))
     y = np.arange(len(intervals))[::-1]
     mean = intervals["mean"].to_numpy(dtype=float)
-    err = np.vstack([mean - intervals["ci_low"].to_numpy(dtype=float), intervals["ci_high"].to_numpy(dtype=float) - mean])
+    low, high = intervals["ci_low"].to_numpy(dtype=float), intervals["ci_high"].to_numpy(dtype=float)
+    err = np.vstack([mean - low, high - mean])
     ax.errorbar(mean, y, xerr=np.nan_to_num(err), fmt="o", color="tab:blue", capsize=3)
     ax.axvline(0, color="#999", linewidth=0.8)
     ax.set_yticks(y, _label(intervals["model"], labels))

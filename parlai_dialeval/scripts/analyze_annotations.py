@@ -38,8 +38,8 @@ def analyze(data, out: Path, remove_outliers: bool = True) -> dict:
     compared = agreement.dropna(subset=["paper"])
     if len(compared):
         worst = compared.loc[compared["difference"].abs().idxmax()]
-        report.text(f"Largest absolute difference from the paper {abs(worst['difference']):.3f} ({worst['criterion']}); "
-                    f"mean absolute difference {compared['difference'].abs().mean():.3f}.")
+        report.text(f"Largest absolute difference from the paper {abs(worst['difference']):.3f} "
+                    f"({worst['criterion']}); mean absolute difference {compared['difference'].abs().mean():.3f}.")
     report.table(agreement)
     report.heading("Per-system means (Table 4)")
     report.table(table4, floatfmt="{:.2f}")

@@ -157,8 +157,8 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
     report.heading("Win rates per question and model pair")
     report.text(describe(config.correction, int(rates["p_value"].notna().sum())))
     report.table(rates[WIN_RATE_COLUMNS + ["automatic_ties"]],
-                 caption=f"win_rate_a = wins_a / (wins_a + wins_b) (= WMT major score) with {100 * (1 - config.alpha):g}% "
-                         "Wilson interval; two-sided binomial test, ties excluded")
+                 caption="win_rate_a = wins_a / (wins_a + wins_b) (= WMT major score) with "
+                         f"{100 * (1 - config.alpha):g}% Wilson interval; two-sided binomial test, ties excluded")
     if tables["win_rates_by_study"] is not None:
         report.heading("Per comparison (study): counts, win rate and agreement")
         report.table(tables["win_rates_by_study"].drop(columns=["distinct_a", "distinct_b"]))
