@@ -33,6 +33,10 @@ def environment() -> Environment:
                        trim_blocks=True, lstrip_blocks=True)
 
 
+# Warnings about a library's own future (deprecations) say nothing about the data: dropped, not reported.
+_NOT_ABOUT_THE_DATA = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
 @contextmanager
 def caught_warnings():
     """Collect the warnings raised inside the block (none reach stderr) as distinct report lines."""
@@ -40,7 +44,8 @@ def caught_warnings():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield lines
-    lines.extend(dict.fromkeys(f"A statistics library warned: {w.category.__name__}: {w.message}" for w in caught))
+    lines.extend(dict.fromkeys(f"A statistics library warned: {w.category.__name__}: {w.message}" for w in caught
+                               if not issubclass(w.category, _NOT_ABOUT_THE_DATA)))
 
 
 class Report:

@@ -48,6 +48,14 @@ def analyze(data, out: Path, criteria: list[str] | None = None) -> dict:
         raise DialevalError("no likert, magnitude or best_worst ratings" + (f" of {', '.join(criteria)}" if criteria
                             else "") + " in the data (see docs/single_model_analysis.md)")
     ratings = ratings.assign(study=ratings["study"].fillna(NO_STUDY))
+    report = Report("Rating-scale designs (Likert, magnitude estimation, best-worst scaling)", out, "scales.html")
+    with report.library_warnings():
+        results = _tables(ratings)
+    _report(results, report)
+    return {**results, "written": Outputs(results, {}, report).write(out)}
+
+
+def _tables(ratings: pd.DataFrame) -> dict:
     icc_rows, spearman, model_scores, item_scores, worker_tables = [], [], [], [], []
     for study, part in ratings.groupby("study", sort=True):
         try:
@@ -63,11 +71,8 @@ def analyze(data, out: Path, criteria: list[str] | None = None) -> dict:
         spearman.append(sd.criteria_spearman(part).assign(study=study, design=design))
         model_scores.append(sd.item_scores(part, by=("model", "criterion")).assign(study=study, design=design))
         item_scores.append(sd.item_scores(part).assign(study=study, design=design))
-    results = {"icc": pd.DataFrame(icc_rows), "spearman": pd.concat(spearman), "model_scores": pd.concat(model_scores),
-               "item_scores": pd.concat(item_scores), "workers": pd.concat(worker_tables)}
-    report = Report("Rating-scale designs (Likert, magnitude estimation, best-worst scaling)", out, "scales.html")
-    _report(results, report)
-    return {**results, "written": Outputs(results, {}, report).write(out)}
+    return {"icc": pd.DataFrame(icc_rows), "spearman": pd.concat(spearman), "model_scores": pd.concat(model_scores),
+            "item_scores": pd.concat(item_scores), "workers": pd.concat(worker_tables)}
 
 
 def _report(results, report: Report) -> None:

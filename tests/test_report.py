@@ -1,0 +1,71 @@
+"""Reports from Jinja2 templates (one layout, autoescaped) and the one pattern of the analysis commands."""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from parlai_dialeval.report import TEMPLATES, Report
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand
+
+HOSTILE = '<script>alert("x")</script>'
+
+
+def test_everything_from_the_data_is_escaped(tmp_path):
+    report = Report(f"Study {HOSTILE}", tmp_path)
+    report.warn(f"model {HOSTILE} has one vote")
+    report.heading(HOSTILE)
+    report.text(HOSTILE, note=True)
+    report.table(pd.DataFrame({"model": [HOSTILE], "score": [1.0]}), caption=HOSTILE)
+    fig, _ = plt.subplots()
+    report.figure(fig, "plot", caption=HOSTILE)
+    html = report.write().read_text()
+    assert "<script>" not in html and html.count("&lt;script&gt;") == 9  # title twice, figure alt and caption
+    assert (tmp_path / "plot.png").is_file()
+
+
+def test_layout_warnings_files_and_empty_tables(tmp_path):
+    report = Report("Title", tmp_path)
+    report.warn("n is small")
+    report.warn("n is small")  # said once
+    report.table(pd.DataFrame(columns=["a"]), caption="Nothing here", empty="No pair was tested.")
+    report.file("results.csv")
+    html = report.render()
+    assert html.count("n is small") == 1 and "Read these first" in html
+    assert "Nothing here: No pair was tested." in html and "<table" not in html
+    assert "<li>results.csv</li>" in html
+
+
+def test_library_warnings_become_report_lines_and_deprecations_are_dropped(tmp_path, recwarn):
+    report = Report("Title", tmp_path)
+    with report.library_warnings():
+        warnings.warn("p-value may be inaccurate", RuntimeWarning)
+        warnings.warn("old API", DeprecationWarning)
+    assert report.warnings == ["A statistics library warned: RuntimeWarning: p-value may be inaccurate"]
+    assert len(recwarn) == 0  # nothing reached stderr
+
+
+def test_every_report_template_extends_the_one_layout():
+    templates = [p for p in TEMPLATES.glob("*.html") if p.name != "base.html"]
+    assert {"report.html", "pairwise.html", "single_model.html", "live_chat.html", "annotations.html",
+            "scales.html"} <= {p.name for p in templates}
+    for path in templates:
+        assert '{% extends "base.html" %}' in path.read_text(), path.name
+
+
+@pytest.mark.parametrize("module, command", [
+    ("analyze_pairwise", "AnalyzePairwise"), ("analyze_single_model", "AnalyzeSingleModel"),
+    ("analyze_live_chat", "AnalyzeLiveChat"), ("analyze_scales", "AnalyzeScales"),
+    ("analyze_annotations", "AnalyzeAnnotations")])
+def test_analysis_commands_share_one_base_and_derive_their_options(module, command):
+    cls = getattr(importlib.import_module(f"parlai_dialeval.scripts.{module}"), command)
+    assert issubclass(cls, AnalysisCommand)
+    parser = cls.setup_args()
+    actions = {a.dest: a for a in parser._actions}
+    for field in dataclasses.fields(cls.config_class):
+        action = actions[field.name]
+        assert action.help == field.metadata["help"] and f"--{field.name.replace('_', '-')}" in action.option_strings
