@@ -46,6 +46,7 @@ setup(
         "chatterbot-corpus",
         "scikit-learn",
         "pyyaml",
+        "Jinja2",
         "psutil",
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
