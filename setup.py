@@ -23,7 +23,10 @@ setup(
     package_dir=ROOTS,
     packages=PACKAGES,
     include_package_data=True,
-    package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js"]},
+    # A wheel must run outside the checkout: each task's Hydra confs and the worker pages (webpack
+    # bundles, built by install.sh before a wheel is made, and the static page around them).
+    package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js", "conf/*.yaml"],
+                  "parlai_dialeval.crowdsourcing": ["frontend/build/*/*", "frontend/src/static/*"]},
     install_requires=[
         "numpy",
         "orjson",

@@ -1,6 +1,6 @@
 """dialeval build_offline_bots: build and cache the offline bots (QC bot, TF-IDF retrieval, tiny LM).
 
-Writes, under --out (default data/offline_bots/ in the repository, gitignored):
+Writes, under --out (default offline_bots/ in $DIALEVAL_HOME, see parlai_dialeval/home.py):
 ``qc_bot/model``, ``retrieval/model`` (the corpus, JSON), ``hf_lm/model/`` (a GPT-2 and its byte-level
 BPE tokenizer, trained here on CPU), each with ParlAI's ``model.opt`` beside it, and
 ``quality.json`` (each bot scored on the corpus's held-out test split, all pairs and those with a
@@ -20,9 +20,9 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.agents.hf_lm.config import TrainConfig
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
+from parlai_dialeval.home import offline_bots_dir
 from parlai_dialeval.utils.script_args import write_json
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "data" / "offline_bots"
 TRAINING_VERSION = 2  # bump when training code changes, so cached models are rebuilt
 
 
@@ -96,8 +96,9 @@ class BuildOfflineBots(ParlaiScript):
     def setup_args(cls):
         parser = ParlaiParser(False, False, "Build and cache the offline bots (QC bot, TF-IDF retrieval, "
                                             "a tiny GPT-2 trained on CPU) and measure their quality levels")
-        parser.add_argument("--out", default=str(DEFAULT_OUT),
-                            help="folder for the bots (default: data/offline_bots in the repository)")
+        parser.add_argument("--out", default=None,
+                            help="folder for the bots (default: offline_bots/ in $DIALEVAL_HOME, "
+                                 "~/.local/share/parlai_dialeval unless set)")
         parser.add_argument("--corpus-task", default=DEFAULT_TASK,
                             help="ParlAI teacher whose train split is the bots' corpus and whose test split "
                                  "measures them")
@@ -111,7 +112,7 @@ class BuildOfflineBots(ParlaiScript):
 
     def run(self):
         config = TrainConfig(epochs=self.opt["epochs"], max_steps=self.opt["max_steps"])
-        result = build(Path(self.opt["out"]), self.opt["corpus_task"], config, self.opt["force"],
+        result = build(Path(self.opt["out"] or offline_bots_dir()), self.opt["corpus_task"], config, self.opt["force"],
                        self.opt["evaluate"], self.opt["eval_limit"])
         for name, path in result["paths"].items():
             print(f"{name}: {path}")

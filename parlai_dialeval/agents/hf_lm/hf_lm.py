@@ -39,7 +39,7 @@ class HfLmAgent(Agent):
             path = opt.get("hf_model_path") or opt.get("model_file")
             if not path or not Path(path).is_dir():
                 raise DialevalError(f"hf_lm: no model folder at {path!r}: run `dialeval build_offline_bots` "
-                                    "(writes data/offline_bots/hf_lm/model) or pass --hf-model-path FOLDER")
+                                    "(writes offline_bots/hf_lm/model in $DIALEVAL_HOME) or pass --hf-model-path FOLDER")
             # local_files_only: never reach the Hugging Face hub.
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
