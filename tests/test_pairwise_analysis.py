@@ -140,9 +140,11 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     assert "fleiss_kappa" in html and "bt_score" in html and "Tie policy" in html
     assert "rests on items with only two votes each in 3 studies" in html
     ranks = pd.read_csv(tmp_path / "rankings.csv")
-    assert list(ranks.columns) == ["question", "unit", "model", "component", "rank", "bt_score", "bt_ci_low",
+    assert list(ranks.columns) == ["question", "unit", "model", "votes", "component", "rank", "bt_score", "bt_ci_low",
                                    "bt_ci_high", "bt_note", "trueskill_mu", "trueskill_sigma", "win_count"]
     assert len(ranks) == 12
+    worker_votes = data.comparisons[~data.comparisons["automatic"].eq(True)]
+    assert ranks["votes"].sum() == 2 * len(worker_votes)
 
 
 def test_chateval_response_stats_match_lee_figure5(chateval):

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 TIE_POLICY = ("Bradley-Terry: a worker tie is half a win for each model; TrueSkill: a worker tie is a "
               "draw; automatic ties (identical responses) are excluded from both")
-RANKING_COLUMNS = ["model", "component", "rank", "bt_score", "bt_ci_low", "bt_ci_high", "bt_note", "trueskill_mu",
+RANKING_COLUMNS = ["model", "votes", "component", "rank", "bt_score", "bt_ci_low", "bt_ci_high", "bt_note", "trueskill_mu",
                    "trueskill_sigma", "win_count"]
 # A little regularisation keeps strengths finite when a model never wins (or never loses).
 BT_ALPHA = 1e-3
@@ -143,8 +143,8 @@ def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
 
 def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_counts: pd.Series | None = None,
              progress: bool = False) -> pd.DataFrame:
-    """model, component, rank, bt_score, bt_ci_low, bt_ci_high, bt_note, trueskill_mu, trueskill_sigma,
-    win_count, sorted by component then bt_score (win_count: Lee's system win count, passed in from
+    """model, votes (worker votes the model took part in: the unit of analysis), component, rank,
+    bt_score, bt_ci_low, bt_ci_high, bt_note, trueskill_mu, trueskill_sigma, win_count, sorted by component then bt_score (win_count: Lee's system win count, passed in from
     pairwise.system_win_counts).
 
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
@@ -154,7 +154,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     if len(models) < 2:
         return pd.DataFrame(columns=RANKING_COLUMNS)
     part = components(a, b, len(models))
-    frame = pd.DataFrame({"model": models, "component": part, "bt_score": np.nan, "bt_ci_low": np.nan,
+    votes = np.bincount(a, minlength=len(models)) + np.bincount(b, minlength=len(models))
+    frame = pd.DataFrame({"model": models, "votes": votes, "component": part, "bt_score": np.nan, "bt_ci_low": np.nan,
                           "bt_ci_high": np.nan, "bt_note": ""})
     for label in np.unique(part):
         members = np.flatnonzero(part == label)
