@@ -176,6 +176,7 @@ def rater_agreement(conversations: pd.DataFrame, passed_workers: set, by: str = 
 
 
 def _pair_correlations(matrix: np.ndarray, who: np.ndarray, fraction: float, rng) -> np.ndarray:
+    # Pearson r of many row pairs at once (millions on the paper's data; scipy.stats.pearsonr takes one pair a call)
     centred = matrix - matrix.mean(axis=1, keepdims=True)
     norms = np.sqrt((centred ** 2).sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
