@@ -91,3 +91,10 @@ def test_no_interval_where_the_bootstrap_cannot_vary():
         assert table["bt_note"].str.contains("cannot vary").all()
     varied = rankings.rankings(simulate([0.5, 0.0], 200, seed=2), rounds=50)
     assert varied["bt_ci_low"].notna().all() and (varied["bt_note"] == "").all()
+
+
+def test_interval_level_follows_ci():
+    votes = simulate([0.5, 0.0, -0.5], 600, seed=4)
+    wide = rankings.rankings(votes, rounds=200, ci=0.95).set_index("model")
+    narrow = rankings.rankings(votes, rounds=200, ci=0.5).set_index("model")
+    assert ((narrow["bt_ci_high"] - narrow["bt_ci_low"]) < (wide["bt_ci_high"] - wide["bt_ci_low"])).all()

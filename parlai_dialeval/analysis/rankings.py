@@ -142,10 +142,10 @@ def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
 
 
 def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_counts: pd.Series | None = None,
-             progress: bool = False) -> pd.DataFrame:
+             progress: bool = False, ci: float = 0.95) -> pd.DataFrame:
     """model, votes (worker votes the model took part in: the unit of analysis), component, rank,
     bt_score, bt_ci_low, bt_ci_high, bt_note, trueskill_mu, trueskill_sigma, win_count, sorted by component then bt_score (win_count: Lee's system win count, passed in from
-    pairwise.system_win_counts).
+    pairwise.system_win_counts; ``ci``: the bootstrap intervals' confidence level).
 
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
     largest; ``rank`` is within it). Where the bootstrap cannot vary (a part whose votes are all of one
@@ -166,7 +166,7 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         local[members] = np.arange(len(members))
         rows = part[a] == label
         strength, low, high = bradley_terry(local[a[rows]], local[b[rows]], outcome[rows], len(members),
-                                            rounds=rounds, seed=seed, progress=progress)
+                                            rounds=rounds, ci=ci, seed=seed, progress=progress)
         frame.loc[members, "bt_score"] = strength
         if len(deduplicate(a[rows], b[rows], outcome[rows])[1]) == 1:
             frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "

@@ -116,7 +116,7 @@ def _tables(comparisons: pd.DataFrame, config: PairwiseConfig, report: Report) -
         section_wmt = wmt[(wmt["question"] == question) & (wmt["unit"] == unit)]
         wins = pairwise.system_win_counts(section_wmt)
         ranks.append(_keyed(rankings.rankings(part, rounds=config.bootstrap_rounds, seed=config.seed,
-                                              win_counts=wins, progress=True), question, unit))
+                                              win_counts=wins, progress=True, ci=1 - config.alpha), question, unit))
         agree.append({"question": question, "unit": unit, **_agreement_row(part)})
         annotators.append(_keyed(agreement.annotator_correlations(part, config.min_annotator_items), question, unit))
         items.append(_keyed(agreement.item_total_correlations(part), question, unit))

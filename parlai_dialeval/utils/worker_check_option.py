@@ -40,7 +40,7 @@ class WorkerChecks:
         report.heading("Worker checks (Smith App. B)")
         report.text(self.text() + " A worker is flagged when at least one of their conversations fails a check "
                     "(docs/crowdsourcing_protocols.md). Workers who typed no messages (ACUTE, A/B) are never checked.")
-        report.table(self.table)
+        report.table(self.table, empty="No worker typed a message, so there was nothing to check.")
 
 
 def run_worker_checks(data, mode: str):
