@@ -16,7 +16,7 @@ reload until it answers. Prints reply latency p50/p95/p99 (send -> reply on the 
 vs stored (the export's worker turns, matched by text), router and server memory at start and end, and,
 for run 2, what the workers saw. Traffic goes to 127.0.0.1 only; every loop is bounded.
 
-    .venv/bin/python benchmarks/bench_router_load.py [--workers 50] [--port 3350] [--skip-restart]
+    .venv/bin/python benchmarks/bench_router_load.py [--workers 50] [--port 3350] [--part load|restart]
 """
 from __future__ import annotations
 
@@ -337,15 +337,17 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=240, help="bound on each wave, seconds")
     parser.add_argument("--kill-after", type=float, default=20, help="seconds into run 2 when the server is killed")
     parser.add_argument("--port", type=int, default=3350)
-    parser.add_argument("--skip-restart", action="store_true", help="run 1 only")
+    parser.add_argument("--part", choices=("both", "load", "restart"), default="both",
+                        help="run 1 (load), run 2 (restart) or both")
     args = parser.parse_args()
     random.seed(0)
     CliRun = _cli_run()
     tmp = Path(tempfile.mkdtemp(prefix="bench_router_"))
     print(f"machine: {os.cpu_count()} CPU cores, no GPU, load average {os.getloadavg()[0]:.1f} at start; "
           f"{SLOTS} conversations x {args.inputs} messages per HIT, think time ~{args.think:.1f} s")
-    asyncio.run(load_run(args, tmp, CliRun))
-    if not args.skip_restart:
+    if args.part in ("both", "load"):
+        asyncio.run(load_run(args, tmp, CliRun))
+    if args.part in ("both", "restart"):
         asyncio.run(restart_run(args, tmp, CliRun))
     return 0
 

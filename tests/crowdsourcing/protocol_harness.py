@@ -201,6 +201,12 @@ def pause(page, seconds: float) -> None:
     page.wait_for_timeout(int(seconds * 1000))
 
 
+def assert_still_active(page) -> None:
+    """Mephisto has not ended the worker (its "timed out" / "disconnected" screens)."""
+    inactive = page.locator("[data-testid=inactive]")
+    assert inactive.count() == 0, inactive.inner_text()
+
+
 @contextlib.contextmanager
 def chromium_page(tmp_path: Path):
     """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert()."""

@@ -1,10 +1,9 @@
-"""Issue 20: real people at a person's pace, in headless Chromium behind the node router.
-
-Each test launches a task (`dialeval launch`, LocalArchitect + node router + MockProvider) and a worker
-who reads and thinks for 2-4 s between actions; the SM-Eval worker once looks away for 35 s. Every task
-must still complete and export, and never show Mephisto's "timed out" screen. The live-chat worker also
-closes the tab mid-chat and opens it again: the page must show the server's state (who said what, the
-server's input count) and accept "Next chatbot" once the server has the inputs.
+"""Live chat at a person's pace with the tab closed and reopened mid-chat (issue 20), in headless Chromium:
+`dialeval launch live_chat_da conf=offline_small` (LocalArchitect + node router + MockProvider) and a
+worker who reads and thinks for 2-4 s between actions. After the reopening the page must show the
+server's state (who said what, the server's input count) and accept "Next chatbot" once the server has
+the inputs; the HIT completes and exports with nothing lost or doubled. (The SM-Eval and PW-Turn browser
+tests act at a person's pace too; the SM-Eval one has the pause longer than 30 s.)
 """
 from __future__ import annotations
 
@@ -15,15 +14,10 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, chromium_page, dialeval, pause, require_chromium, set_slider
-from .test_pw_turn_browser import onboarding
+from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium,
+                               set_slider)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-LOOK_AWAY = 35  # seconds: longer than any poll, heartbeat or reconnect window of Mephisto's router (15 s)
-
-
-def assert_still_active(page) -> None:
-    assert page.locator("[data-testid=inactive]").count() == 0, page.inner_text("[data-testid=inactive]")
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def server_inputs(data_dir: Path, slot: int) -> int:
@@ -41,7 +35,7 @@ def chat(page, texts) -> None:
         pause(page, 1)
         page.click(".submit-response")
         page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {replies}", timeout=30000)
-        pause(page, 2.5)  # reading the reply
+        pause(page, 2)  # reading the reply
 
 
 def rate(page, value: int) -> None:
@@ -66,7 +60,7 @@ def start_topic(page, topic: str) -> None:
 def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
     require_chromium()
     run = CliRun("live_chat_da", tmp_path, [
-        "conf=offline_small", "mephisto.architect.port=3311", "mephisto.task.task_name=lcda_pace",
+        "conf=offline_small", "mephisto.architect.port=3112", "mephisto.task.task_name=lcda_pace",
         "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=3"])
     first = ["I have been reading a lot of books lately", "Mostly crime novels and some history"]
     try:
@@ -122,95 +116,3 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
     human = [t["text"] for t in convs.iloc[0]["turns"] if t["speaker"] == "human"]
     assert human == first + ["What else would you recommend?"]  # nothing lost or doubled by the reopening
     assert len(data.ratings) == 21
-
-
-def test_sm_eval_at_human_pace_with_a_long_pause(tmp_path):
-    require_chromium()
-    run = CliRun("sm_eval", tmp_path, ["mephisto.architect.port=3312", "mephisto.task.task_name=sm_pace",
-                                       "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
-                                       "sm_eval.num_turns=3", "~sm_eval.models.retrieval"])
-    try:
-        with chromium_page(tmp_path) as page:
-            page.goto(run.worker_url("pace_worker"))
-            for turn, mark in enumerate(["engaging", "interesting", "none"]):
-                page.wait_for_selector("[data-testid=annotate]", timeout=60000)
-                pause(page, LOOK_AWAY if turn == 0 else 3)  # the worker is called away once, mid-task
-                assert_still_active(page)
-                page.check(f"[data-testid=mark-{mark}]")
-                pause(page, 2)
-                page.click("[data-testid=submit-marks]")
-                if turn < 2:
-                    page.wait_for_selector(".response-text-input", timeout=30000)
-                    pause(page, 3)  # thinking of a reply
-                    page.fill(".response-text-input", f"I went hiking with my dogs on day {turn}")
-                    pause(page, 1)
-                    page.click(".submit-response")
-            page.wait_for_selector("[data-testid=rate]", timeout=30000)
-            for criterion, value in (("engaging", 4), ("humanlike", 3), ("interesting", 5)):
-                pause(page, 2)
-                page.check(f"[data-testid=likert-{criterion}-{value}]")
-            page.click("[data-testid=submit-ratings]")
-            page.click("[data-testid=submit-hit]", timeout=60000)
-            pause(page, 1.5)
-            assert_still_active(page)
-        run.proc.wait(120)
-    finally:
-        run.stop()
-
-    out = tmp_path / "sm.jsonl"
-    dialeval("export", "sm_pace", "--out", str(out), "--mephisto-data", str(run.data_dir))
-    data = read_jsonl([out])
-    assert list(data.conversations["status"]) == ["complete"] and len(data.conversations.iloc[0]["turns"]) == 6
-    binary = data.ratings[data.ratings["scale"] == "binary"]
-    assert binary.groupby("turn_index")["value"].sum().to_dict() == {1: 1, 3: 1, 5: 0}
-    likert = data.ratings[data.ratings["scale"] == "likert"].set_index("criterion")["value"].to_dict()
-    assert likert == {"engaging": 4, "humanlike": 3, "interesting": 5}
-
-
-def test_pw_turn_with_onboarding_at_human_pace(tmp_path):
-    require_chromium()
-    run = CliRun("pw_turn", tmp_path, ["mephisto.architect.port=3313", "mephisto.task.task_name=pwt_pace",
-                                       "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0",
-                                       "pw_turn.num_turns=2"])
-    try:
-        with chromium_page(tmp_path) as page:
-            page.goto(run.worker_url("pace_worker"))
-            page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
-            pause(page, 4)  # reading the practice dialogue
-            onboarding(page, correct=False)
-            page.wait_for_function("document.querySelector('[data-testid=warning]') && "
-                                   "document.querySelector('[data-testid=warning]').textContent.includes('last try')")
-            pause(page, 4)
-            onboarding(page, correct=True)
-            finish = page.locator("[data-testid=finish-onboarding]")
-            finish.wait_for(timeout=30000)
-            pause(page, 2)
-            finish.click()
-            assert finish.is_disabled()  # a second click cannot submit the onboarding twice
-            for turn in range(2):
-                page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
-                pause(page, 3)  # reading both candidates
-                page.check("[data-testid=choose-left]")
-                page.fill("[data-testid=justification]", f"more natural {turn}")
-                pause(page, 2)
-                page.click("[data-testid=submit-choice]")
-                if turn < 1:
-                    page.wait_for_selector(".response-text-input", timeout=30000)
-                    pause(page, 3)
-                    page.fill(".response-text-input", f"what do you do at weekends {turn}")
-                    page.click(".submit-response")
-            page.click("[data-testid=submit-hit]", timeout=60000)
-            pause(page, 1.5)
-            assert_still_active(page)
-        run.proc.wait(120)
-    finally:
-        run.stop()
-
-    out = tmp_path / "pwt.jsonl"
-    dialeval("export", "pwt_pace", "--out", str(out), "--mephisto-data", str(run.data_dir))
-    data = read_jsonl([out])
-    is_onboarding = data.comparisons["onboarding"].eq(True)
-    assert sorted(m["try"] for m in data.comparisons[is_onboarding]["meta"]) == [1] * 4 + [2] * 4
-    comps = data.comparisons[~is_onboarding]
-    assert list(comps.sort_values("turn_index")["justification"]) == ["more natural 0", "more natural 1"]
-    assert list(data.conversations["status"]) == ["complete"]

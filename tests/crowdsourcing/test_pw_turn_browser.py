@@ -1,6 +1,6 @@
 """PW-Turn end to end in a real browser: `dialeval launch pw_turn` (LocalArchitect + node router +
-MockProvider), a scripted worker in headless Chromium passes onboarding on the second try and chats,
-`dialeval export` writes a valid canonical file (both onboarding tries included, marked), `dialeval
+MockProvider), a worker in headless Chromium acting at a person's pace (2-4 s to read or think before each
+action) passes onboarding on the second try and chats, `dialeval export` writes a valid canonical file (both onboarding tries included, marked), `dialeval
 analyze_pairwise` reports on it with the onboarding set aside."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
@@ -34,27 +34,37 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
+            pause(page, 4)  # reading the practice dialogue
             onboarding(page, correct=False)
             page.wait_for_function("document.querySelector('[data-testid=warning]') && "
                                    "document.querySelector('[data-testid=warning]').textContent.includes('last try')")
+            pause(page, 4)
             onboarding(page, correct=True)
-            page.click("[data-testid=finish-onboarding]", timeout=30000)
+            finish = page.locator("[data-testid=finish-onboarding]")
+            finish.wait_for(timeout=30000)
+            pause(page, 2)
+            finish.click()
+            assert finish.is_disabled()  # a second click cannot submit the onboarding again
             for turn in range(3):
                 page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
+                pause(page, 3)  # reading both candidates
                 assert page.inner_text("[data-testid=question]") == "Which next response from your partner sounds more human?"
                 side = ("left", "right", "left")[turn]
                 chosen.append(page.inner_text(f"[data-testid=text-{side}]"))
                 page.check(f"[data-testid=choose-{side}]")
                 page.fill("[data-testid=justification]", f"sounds natural {turn}")
+                pause(page, 2)
                 page.click("[data-testid=submit-choice]")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
                     # the chosen reply is now the partner's last message
                     assert page.locator("[data-testid=history-turn]").last.inner_text() == chosen[-1]
+                    pause(page, 3)
                     page.fill(".response-text-input", f"tell me more about topic {turn}")
                     page.click(".submit-response")
             page.click("[data-testid=submit-hit]", timeout=60000)
-            page.wait_for_timeout(1500)
+            pause(page, 1.5)
+            assert_still_active(page)
         run.proc.wait(120)  # one unit: the run ends once it is submitted
     finally:
         run.stop()

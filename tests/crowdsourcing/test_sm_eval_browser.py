@@ -1,16 +1,19 @@
-"""SM-Turn + SM-Dialog end to end in a real browser: `dialeval launch sm_eval`, a scripted worker in
-headless Chromium chats, ticks every partner message and rates; `dialeval export` writes a valid
-canonical file; `dialeval analyze_single_model` reports on it."""
+"""SM-Turn + SM-Dialog end to end in a real browser: `dialeval launch sm_eval`, a worker in headless
+Chromium chats at a person's pace (2-3 s to read or think before each action, and once 35 s away from
+the tab), ticks every partner message and rates; `dialeval export` writes a valid canonical file;
+`dialeval analyze_single_model` reports on it. Issue 20: the task once timed out any worker who paused
+for about one second."""
 from __future__ import annotations
 
 import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
+LOOK_AWAY = 35  # seconds: longer than Mephisto's heartbeat and reconnect windows (6-20 s)
 
 
 def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
@@ -24,20 +27,27 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
             for turn, marks in enumerate(MARKS):
                 page.wait_for_selector("[data-testid=annotate]", timeout=60000)
                 assert page.locator("[data-testid=persona] li").count() == 2  # a persona to play
+                pause(page, LOOK_AWAY if turn == 1 else 3)  # reading; once called away mid-task
+                assert_still_active(page)
                 for mark in marks:
                     page.check(f"[data-testid=mark-{mark}]")
+                pause(page, 2)
                 page.click("[data-testid=submit-marks]")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
+                    pause(page, 3)  # thinking of a reply
                     page.fill(".response-text-input", f"I really enjoy cooking pasta dish {turn}")
+                    pause(page, 1)
                     page.click(".submit-response")
             page.wait_for_selector("[data-testid=rate]", timeout=30000)
             assert "How much would you like to talk to your partner for a long conversation?" in page.inner_text("[data-testid=rate]")
             for criterion, value in (("engaging", 4), ("humanlike", 2), ("interesting", 5)):
+                pause(page, 2)
                 page.check(f"[data-testid=likert-{criterion}-{value}]")
             page.click("[data-testid=submit-ratings]")
             page.click("[data-testid=submit-hit]", timeout=60000)
-            page.wait_for_timeout(1500)
+            pause(page, 1.5)
+            assert_still_active(page)
         run.proc.wait(120)
     finally:
         run.stop()
