@@ -13,8 +13,13 @@ from parlai_dialeval.providers.prolific.fake import FakeProlific
 
 from .protocol_harness import MockRun
 
-TOKEN = "fake-token"
+TOKEN = "tok-Secret-7f3a9c1e5b"  # distinctive, so a leak is found by grep
 REQUESTER = "lab"
+
+
+def fake_prolific(**kwargs) -> FakeProlific:
+    """A fake Prolific accepting the harness's token (use as a context manager)."""
+    return FakeProlific(token=TOKEN, **kwargs)
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
@@ -49,6 +54,45 @@ def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
 def complete(fake: FakeProlific, code: str, pid: str) -> httpx.Response:
     """What the page's wrapper does on submit: Prolific's completion URL with the study's code."""
     return httpx.get(fake.completion_url, params={"cc": code, "participant": pid})
+
+
+def scale_items(path: Path, n: int = 3) -> Path:
+    """``n`` rating-scale items, one per unit with ``items_per_unit=1`` (a quick static task)."""
+    import json
+
+    path.write_text("".join(json.dumps({
+        "item_id": f"i{k}", "context": ["How was your day?"], "reference": "Great.", "responses": {"a": "Good.", "b": "Fine."},
+        "reference_metrics": {"readability": 80, "coherence": 40}}) + "\n" for k in range(n)))
+    return path
+
+
+def scale_overrides(items: Path, task_name: str) -> list[str]:
+    return [f"scale_designs.items_file={items}", "scale_designs.design=bme", "scale_designs.items_per_unit=1",
+            "mephisto.blueprint.units_per_assignment=1", f"mephisto.task.task_name={task_name}"]
+
+
+def submit_scale_unit(run, pid: str) -> None:
+    """``pid`` arrives from Prolific, rates the unit's item, submits and is sent back to Prolific."""
+    run.register(pid)
+    agent = run.unit_agent(pid)
+    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    ratings = {item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
+                                 for c in ("readability", "coherence")} for item in inputs["shown"]}
+    prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
+    run.server.submit_mock_unit(agent.get_agent_id(), {"ratings": ratings, "prior_experience": prior, "duration": 5.0,
+                                                       "item_durations": {}})
+    run.settle()
+    finish(run, pid)
+
+
+def finish(run, pid: str) -> None:
+    """The unit is completed in Mephisto; the wrapper sends the participant to Prolific's completion URL
+    with the study's code, and the fake shows the submission awaiting review."""
+    agent = run.unit_agent(pid)
+    run.wait(lambda: run.live_agent(agent).get_status() == "completed", 20, "the unit completed")
+    assert complete(run.fake, run.study["completion_code"], pid).status_code == 200
+    assert run.submission(pid)["status"] == "AWAITING REVIEW"
+    assert agent.get_worker().worker_name == pid  # the Prolific participant id is the worker
 
 
 class ProlificMockRun(MockRun):

@@ -14,7 +14,8 @@ calculator. Hooks for people and tests (not part of Prolific's API):
 - ``GET /submissions/complete?cc=<code>``: Prolific's completion page (the participant's session cookie,
   or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW.
 - ``POST /__fake__/faults`` ``{"status": 429, "count": 1, "path": "regex", "method": "POST",
-  "retry_after": 1}``: the next ``count`` matching API calls answer ``status`` (401, 404, 429, 500, 503).
+  "retry_after": 1, "after": false}``: the next ``count`` matching API calls answer ``status`` (401, 404,
+  429, 500, 503); with ``after`` the call does its work first and only the answer is lost.
 - ``GET /__fake__/state``, ``POST /__fake__/balance`` ``{"available_balance": pence}``,
   ``POST /__fake__/return`` ``{"submission_id": id}`` (the participant returns the study).
 
@@ -247,6 +248,8 @@ class FakeProlificState:
 
     def api_get_submissions(self, query, body):
         study = (query.get("study") or [None])[0]
+        if study is not None:
+            self.get(self.studies, study, "study")
         return {"results": [s for s in self.submissions.values() if study is None or s["study_id"] == study]}
 
     def api_get_submissions_X(self, sub_id, query, body):
@@ -337,6 +340,10 @@ class FakeProlificState:
         return self.api_get_participant_groups_X_participants(gid, query, body)
 
 
+def _retry_after(fault: dict) -> dict:
+    return {"Retry-After": fault["retry_after"]} if fault.get("retry_after") is not None else {}
+
+
 class _Handler(BaseHTTPRequestHandler):
     state: FakeProlificState  # set by FakeProlific
     server_version = "FakeProlific/1"
@@ -386,15 +393,17 @@ class _Handler(BaseHTTPRequestHandler):
         fault = st.take_fault(method, path)
         call = {"method": method, "path": path, "time": time.time()}
         st.calls.append(call)
-        if fault:
+        if fault and not fault.get("after"):
             call["status"] = fault["status"]
-            headers = {"Retry-After": fault["retry_after"]} if fault.get("retry_after") is not None else {}
-            raise ApiError(fault["status"], f"injected fault {fault['status']}", headers)
+            raise ApiError(fault["status"], f"injected fault {fault['status']}", _retry_after(fault))
         try:
             result = st.handle(method, path, query, body, token)
         except ApiError as error:
             call["status"] = error.status
             raise
+        if fault:  # the work is done, but the answer is lost: what makes a 5xx on a payment ambiguous
+            call["status"] = fault["status"]
+            raise ApiError(fault["status"], f"injected fault {fault['status']} (after doing the work)", _retry_after(fault))
         status, payload = result if isinstance(result, tuple) else (200, result)
         call["status"] = status
         self._send(status, payload)
@@ -420,6 +429,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif method == "POST" and path == "/__fake__/faults":
             st.faults.append({"status": int(body["status"]), "count": int(body.get("count", 1)),
                               "path": body.get("path", ""), "retry_after": body.get("retry_after"),
+                              "after": bool(body.get("after")),
                               **({"method": body["method"].upper()} if body.get("method") else {})})
             self._send(200, {"faults": st.faults})
         elif method == "POST" and path == "/__fake__/balance":
@@ -472,10 +482,12 @@ class FakeProlific:
         return f"{self.base_url}/studies/{study_id}/start?{urlencode({'PROLIFIC_PID': participant_id})}"
 
     def inject(self, status: int, count: int = 1, path: str = "", method: str | None = None,
-               retry_after: float | None = None) -> None:
+               retry_after: float | None = None, after: bool = False) -> None:
+        """The next ``count`` API calls matching ``path`` (a regex) and ``method`` answer ``status``;
+        ``after``: only once the work is done (a lost answer)."""
         with self.state.lock:
             self.state.faults.append({"status": status, "count": count, "path": path, "retry_after": retry_after,
-                                      **({"method": method.upper()} if method else {})})
+                                      "after": after, **({"method": method.upper()} if method else {})})
 
     def start(self) -> "FakeProlific":
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-prolific", daemon=True)

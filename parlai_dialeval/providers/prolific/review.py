@@ -12,7 +12,8 @@ from mephisto.abstractions.blueprint import AgentState
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
-from parlai_dialeval.providers.prolific.api import RETRY_ON_429, ProlificError, ProlificServerError, to_major, to_minor
+from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificError, ProlificNotFound, ProlificServerError,
+                                                    to_major, to_minor)
 
 REJECTION_CATEGORIES = ("TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
                         "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER")
@@ -20,6 +21,7 @@ MIN_REJECT_MESSAGE = 100  # characters Prolific requires in a rejection message
 SUBMITTED = {AgentState.STATUS_COMPLETED, AgentState.STATUS_APPROVED, AgentState.STATUS_REJECTED,
              AgentState.STATUS_SOFT_REJECTED}
 PAY_ATTEMPTS = 3
+REVIEWABLE = {"AWAITING REVIEW", "APPROVED", "REJECTED"}  # Prolific submissions that were submitted
 
 
 def _context(db, agent) -> tuple[object, dict, str]:
@@ -74,9 +76,6 @@ def pay_bonus(db, agent, amount, reason: str) -> str:
     """Pay ``amount`` (major units) to the agent's participant once per (submission, reason)."""
     if agent is None:
         raise DialevalError("no participant worked on this unit: nothing to bonus")
-    if agent.get_status() not in SUBMITTED:
-        raise DialevalError(f"participant {agent.get_worker().worker_name} never submitted work on this task "
-                            f"(status {agent.get_status()}); a bonus goes with a submission")
     if not reason or not reason.strip():
         raise DialevalError("--reason: say why the bonus is paid (it also keeps the same bonus from being paid twice)")
     minor = to_minor(amount, "bonus amount")
@@ -96,7 +95,12 @@ def pay_bonus(db, agent, amount, reason: str) -> str:
                 raise DialevalError(f"a bonus to {pid} for {reason!r} of {to_major(decision['amount_minor'])} is "
                                     f"pending; settle it (same amount) before paying another")
         else:
-            before = _bonus_count(client, submission)
+            remote = client.submission(submission)
+            if remote["status"] not in REVIEWABLE or agent.get_status() not in SUBMITTED:
+                raise DialevalError(f"participant {pid} never submitted work on this task (Prolific: {remote['status']}, "
+                                    f"Mephisto: {agent.get_status()}); a bonus goes with a submission")
+            payments = remote.get("bonus_payments")
+            before = None if payments is None else len(payments)
             decision = store.decisions(id=store.record_decision(
                 task_name=study["task_name"], study_id=study["study_id"], submission_id=submission,
                 participant_id=pid, kind="bonus", amount_minor=minor, currency=study["currency"], reason=reason,
@@ -226,6 +230,9 @@ def review_table(db, task_name: str, data_dir=None):
         client = common.client_for(run["requester_name"], run["api_base_url"])
         try:
             submissions = client.submissions(run["study_id"])
+        except ProlificNotFound:
+            raise DialevalError(f"Prolific no longer knows study {run['study_id']} (task run {run['task_run_id']} of "
+                                f"{task_name}); it was deleted on Prolific: review it there") from None
         finally:
             client.close()
         for sub in submissions:

@@ -1,0 +1,112 @@
+"""The review, pay and block loop on Prolific, against the fake: a bonus is paid exactly once through a
+429 on the set-up and a 500 on pay (also when the 500 comes after Prolific paid), a second request for the
+same submission and reason is refused; bad requests leave the ledger and Prolific untouched; `dialeval
+review` lists and approves; a blocked participant cannot enter the next study."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from parlai_dialeval.errors import DialevalError
+
+from .prolific_harness import (TOKEN, ProlificMockRun, arrive, fake_prolific, register, scale_items, scale_overrides,
+                               submit_scale_unit)
+
+pytestmark = pytest.mark.slow
+DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
+
+
+@pytest.fixture
+def fake():
+    with fake_prolific() as fake:
+        yield fake
+
+
+def _dialeval(*args):
+    return subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=240)
+
+
+def test_review_pay_block(tmp_path, fake, monkeypatch):
+    from parlai_dialeval.providers.prolific import review
+
+    data = tmp_path / "mephisto"
+    register(data, fake, monkeypatch)
+    items = scale_items(tmp_path / "items.jsonl", 3)
+    run = ProlificMockRun("scale_designs", data, 3282, fake, scale_overrides(items, "sd_review"))
+    try:
+        submit_scale_unit(run, "PID_A")
+        run.register("PID_B")  # takes a place, never submits
+        run.unit_agent("PID_B")
+        study = fake.state.studies[run.study["study_id"]]
+        assert study["total_available_places"] == 3  # one place per launched unit
+        agent_a, agent_b = run.unit_agent("PID_A"), run.unit_agent("PID_B")
+    finally:
+        run.shutdown()
+    db = run.db
+    store = run.store
+
+    # 429 on the set-up, 500 on pay: one payment, after the retries
+    fake.inject(429, 1, path=r"submissions/bonus-payments/$", method="POST", retry_after=0.2)
+    fake.inject(500, 1, path=r"/pay/$")
+    assert "paid 0.75 GBP to PID_A" in review.pay_bonus(db, agent_a, "0.75", "careful ratings")
+    assert [(p["participant_id"], p["amount"]) for p in fake.state.payments] == [("PID_A", 75)]
+    pay_calls = [c["status"] for c in fake.state.calls if c["path"].endswith("/pay/")]
+    assert pay_calls == [500, 202]
+    with pytest.raises(DialevalError, match="already paid"):
+        review.pay_bonus(db, agent_a, "0.75", "careful ratings")
+    # a 500 that comes after Prolific paid: found paid by re-reading the submission, not paid again
+    fake.inject(500, 1, path=r"/pay/$", after=True)
+    review.pay_bonus(db, agent_a, "0.25", "second unit of effort")
+    assert [(p["participant_id"], p["amount"]) for p in fake.state.payments] == [("PID_A", 75), ("PID_A", 25)]
+    assert [d["state"] for d in store.decisions(kind="bonus")] == ["paid", "paid"]
+
+    # bad requests: one clear line, nothing recorded, nothing sent
+    def writes():
+        return [c for c in fake.state.calls if c["method"] != "GET"]
+
+    calls = len(writes())
+    with pytest.raises(DialevalError, match="PID_B never submitted"):
+        review.pay_bonus(db, agent_b, "1.00", "trying")
+    with pytest.raises(DialevalError, match="at least 100 characters"):
+        review.reject(db, agent_a, "too short", "LOW_EFFORT")
+    with pytest.raises(DialevalError, match="not one of Prolific's"):
+        review.reject(db, agent_a, "x" * 120, "BAD_MOOD")
+    assert len(writes()) == calls and not store.decisions(kind="reject")
+    assert fake.state.submissions[run.submission("PID_A")["id"]]["status"] == "AWAITING REVIEW"
+
+    # the command line: list, refuse the same bonus again, approve the passing submission
+    done = _dialeval("review", "sd_review", "--bonus", "PID_A", "0.75", "--reason", "careful ratings",
+                     "--mephisto-data", str(data))
+    assert done.returncode == 2 and "already paid" in done.stderr + done.stdout, done.stderr[-2000:]
+    assert len(fake.state.payments) == 2
+    done = _dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
+    assert done.returncode == 2 and "'PID_NOBODY' has no submission" in done.stderr + done.stdout
+    done = _dialeval("review", "sd_review", "--approve-passing", "--mephisto-data", str(data))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "approved PID_A" in done.stdout and "PID_B" in done.stdout
+    assert run.submission("PID_A")["status"] == "APPROVED"
+    assert run.submission("PID_B")["status"] == "ACTIVE"  # never completed: left alone
+    assert db.get_agent(agent_a.db_id)["status"] == "approved"
+    assert TOKEN not in done.stdout + done.stderr
+
+    # block: the participant group every later study excludes
+    done = _dialeval("review", "sd_review", "--block", "PID_B", "--mephisto-data", str(data))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert store.is_blocked("PID_B")
+    run2 = ProlificMockRun("scale_designs", data, 3283, fake, scale_overrides(items, "sd_review_2"))
+    try:
+        second = fake.state.studies[run2.study["study_id"]]
+        assert {"filter_id": "participant_group_blocklist", "selected_values": [run2.study["block_group_id"]]} \
+            in second["filters"]
+        with pytest.raises(AssertionError, match="403"):
+            arrive(fake, second["id"], "PID_B")
+        assert arrive(fake, second["id"], "PID_C")["PROLIFIC_PID"] == "PID_C"
+    finally:
+        run2.shutdown()
+
+    # a study Prolific no longer knows
+    del fake.state.studies[run.study["study_id"]]
+    done = _dialeval("review", "sd_review", "--mephisto-data", str(data))
+    assert done.returncode == 2 and "no longer knows study" in done.stderr + done.stdout
