@@ -52,8 +52,9 @@ def rows_round(a, b, outcome, n_models, rng):
 
 
 def per_round_loop(a, b, outcome, n_models, rounds, seed):
-    """The bootstrap as it was before batching: the same draws, one choix fit per round."""
-    unique, counts = rankings.deduplicate(a, b, outcome)
+    """The bootstrap as it was before batching: rows deduplicated by np.unique over rows, the same
+    draws, one choix fit per round."""
+    unique, counts = np.unique(np.column_stack([a, b, outcome]), axis=0, return_counts=True)
     total = int(counts.sum())
     samples = np.random.default_rng(seed).multinomial(total, counts / total, size=rounds)
     return np.array([rankings.fit_bt(rankings.win_matrix(unique, sample, n_models)) for sample in samples])
