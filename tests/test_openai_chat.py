@@ -149,6 +149,12 @@ def test_500_twice_then_success_but_three_times_fails_the_turn():
         assert len(fake.requests_for("n")) == 3  # bounded: max_retries 2
 
 
+def test_a_dropped_connection_is_retried():
+    with FakeOpenAI({"m": {"faults": ["disconnect"]}}) as fake:
+        reply = say(make_agent(fake), "hi")
+    assert reply["attempts"] == 2 and reply["text"] == "You said: hi" and len(fake.requests) == 2
+
+
 def test_a_retry_after_beyond_the_cap_gives_up_at_once():
     with FakeOpenAI({"m": {"faults": ["429"], "retry_after": 3600}}) as fake:
         with pytest.raises(EndpointError, match="retry after 3600 s"):

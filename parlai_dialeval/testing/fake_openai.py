@@ -10,7 +10,8 @@ object per model name): ``replies`` (cycled; default: an echo of the last user m
 (seconds per reply), ``faults`` (a list consumed one per request, after ``faults_after`` normal
 replies): ``429`` (with ``Retry-After: retry_after``), ``500``, ``timeout`` (answers after ``hang``
 seconds), ``malformed`` (invalid JSON), ``empty`` (no choices), ``notext`` (a choice without text),
-``context`` (400 context too long); and ``max_context_chars`` (longer conversations get that 400).
+``context`` (400 context too long), ``disconnect`` (the connection closed without an answer);
+and ``max_context_chars`` (longer conversations get that 400).
 Unknown model names get 404, a missing or wrong key 401 (when a key is required). Token counts are
 words; ``max_tokens`` cuts the reply (``finish_reason: length``).
 """
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "timeout", "malformed", "empty", "notext", "context")
+FAULTS = ("429", "500", "timeout", "malformed", "empty", "notext", "context", "disconnect")
+DISCONNECT = object()  # a completion() answer: close the connection without a response
 
 
 @dataclass
@@ -58,6 +60,10 @@ class ModelScript:
             return fault, reply
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default 5 resets connections when many workers call at once
+
+
 def _words(text: str) -> int:
     return len(str(text).split())
 
@@ -72,7 +78,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []  # every request: model, messages, body, headers (for tests)
         self._requests_lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0  # requests being answered at once (concurrency checks)
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.server = _Server(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -137,6 +143,8 @@ class FakeOpenAI:
             return 429, {"Retry-After": f"{script.retry_after:g}"}, _error("Rate limit reached", "rate_limit_exceeded")
         if fault == "500":
             return 500, {}, _error("The server had an error while processing your request", "server_error")
+        if fault == "disconnect":
+            return 0, {}, DISCONNECT
         if fault == "malformed":
             return 200, {}, '{"id": "chatcmpl-fake", "choices": [{"message": '
         last_user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
@@ -193,7 +201,11 @@ class FakeOpenAI:
                     self._send(400, {}, _error("the body is not JSON", "invalid_request_error"))
                     return
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                self._send(*fake.completion(body if isinstance(body, dict) else {}, headers))
+                status, extra_headers, payload = fake.completion(body if isinstance(body, dict) else {}, headers)
+                if payload is DISCONNECT:
+                    self.close_connection = True
+                    return
+                self._send(status, extra_headers, payload)
 
         return Handler
 

@@ -15,7 +15,8 @@ from .protocol_harness import DIALEVAL
 
 
 def endpoint(base_url, model="model-a", **opt):
-    return {"opt": {"model": "dialeval:openai_chat", "base_url": base_url, "endpoint_model": model, **opt}}
+    return {"opt": {"model": "dialeval:openai_chat", "base_url": base_url, "endpoint_model": model,
+                    "retry_backoff": 0.01, **opt}}
 
 
 def dead_url() -> str:
@@ -61,5 +62,5 @@ def test_dialeval_launch_with_an_unreachable_endpoint_exits_2_with_one_line(tmp_
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         f"dialeval: error: bot 'model_a': {url}/chat/completions is unreachable: ConnectError: [Errno 111] "
-        "Connection refused")
+        "Connection refused (tried 3 times)")
     assert "Traceback" not in done.stderr

@@ -2,8 +2,8 @@
 
 ``ChatEndpoint`` holds one ``httpx.Client`` (thread-safe, pooled connections) shared by every copy of
 an agent, so simultaneous conversations never queue behind one another. Retries 429 / 5xx / timeouts
-with exponential back-off, honouring ``Retry-After``, a bounded number of times; every other failure
-raises ``EndpointError`` at once with a one-line reason. The API key is read from the environment
+and failed connections with exponential back-off, honouring ``Retry-After``, a bounded number of
+times; every other failure raises ``EndpointError`` at once with a one-line reason. The API key is read from the environment
 variable named in the settings and lives only in the client's headers (never in opts or messages).
 """
 from __future__ import annotations
@@ -135,8 +135,11 @@ class ChatEndpoint:
             except httpx.TimeoutException as error:
                 reason = f"no reply within {self.settings.timeout:g} s ({type(error).__name__})"
                 wait = None
-            except httpx.TransportError as error:
-                raise EndpointError(f"{self.url} is unreachable: {type(error).__name__}: {error}") from error
+            except httpx.TransportError as error:  # refused or reset connections: often a busy server
+                if last:
+                    raise EndpointError(f"{self.url} is unreachable: {type(error).__name__}: {error} "
+                                        f"(tried {attempts} times)") from error
+                reason, wait = f"connection failed: {type(error).__name__}: {error}", None
             else:
                 if response.status_code == 200:
                     try:
