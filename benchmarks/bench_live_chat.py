@@ -100,7 +100,7 @@ def make_study(path: Path, scale: int, seed: int = 0) -> dict:
 
 IN_PROCESS = r"""
 import gc, json, resource, sys, time
-from parlai_dialeval.utils.script_args import load_data
+from parlai_dialeval.scripts.command_line import load_data
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.scripts.analyze_live_chat import config_from_opt, write_outputs
 opt = {"data": [sys.argv[1]], "out": sys.argv[2]}

@@ -8,7 +8,7 @@ import pytest
 
 from parlai_dialeval.data import from_records
 from parlai_dialeval.scripts.analyze_single_model import AnalyzeSingleModel, SingleModelConfig, analyze
-from parlai_dialeval.utils.worker_check_option import run_worker_checks
+from parlai_dialeval.scripts.worker_check_option import run_worker_checks
 
 TYPED = {"careful": ["I spent the weekend hiking in the hills", "My favourite food is pasta with tomatoes",
                      "Do you read many books these days"],

@@ -16,9 +16,9 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript
 
 from parlai_dialeval.report import Report
-from parlai_dialeval.utils.script_args import (add_config_args, add_data_args, config_from_opt, load_data, write_csv,
-                                               write_json)
-from parlai_dialeval.utils.worker_check_option import add_worker_checks_arg, run_worker_checks
+from parlai_dialeval.scripts.command_line import (add_config_args, add_data_args, config_from_opt, load_data,
+                                                  write_csv, write_json)
+from parlai_dialeval.scripts.worker_check_option import add_worker_checks_arg, run_worker_checks
 
 
 @dataclass

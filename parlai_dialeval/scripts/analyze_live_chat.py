@@ -17,10 +17,11 @@ from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import live_chat, live_chat_plots
 from parlai_dialeval.analysis.multiple_testing import describe
+from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
+from parlai_dialeval.scripts import command_line
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand
-from parlai_dialeval.utils import script_args
-from parlai_dialeval.utils.script_args import load_data, option, write_csv, write_json
+from parlai_dialeval.scripts.command_line import load_data, write_csv, write_json
 
 OUTPUT_FILES = ["system_scores.csv", "system_scores_raw.csv", "overall_intervals.csv", "workers.csv",
                 "significance.csv", "correlations.csv", "correlations_z.csv", "rater_agreement.csv", "summary.json"]
@@ -41,7 +42,7 @@ class LiveChatCommandConfig(live_chat.LiveChatConfig):
 
 def config_from_opt(opt) -> live_chat.LiveChatConfig:
     """The analysis settings from parsed options (missing ones keep Ji et al.'s defaults)."""
-    return script_args.config_from_opt(opt, live_chat.LiveChatConfig)
+    return command_line.config_from_opt(opt, live_chat.LiveChatConfig)
 
 
 def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd.DataFrame:

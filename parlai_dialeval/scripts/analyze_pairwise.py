@@ -16,9 +16,9 @@ from parlai.core.script import register_script
 from parlai_dialeval.analysis import agreement, pairwise, pairwise_plots, rankings
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import option, turn_range, turns_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
-from parlai_dialeval.utils.script_args import option, turn_range, turns_text
 
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",

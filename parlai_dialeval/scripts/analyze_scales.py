@@ -15,9 +15,9 @@ from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import scale_designs as sd
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import option
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
-from parlai_dialeval.utils.script_args import option
 
 NO_STUDY = "(no study)"
 

@@ -15,9 +15,9 @@ from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.analysis import single_model_plots
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
-from parlai_dialeval.utils.script_args import option, turn_range, turns_text, weightings, weightings_text
 
 # Fewer conversations than this per model in a test: the report warns that the test is weak.
 SMALL_N = 5

@@ -21,7 +21,7 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai_dialeval.agents.hf_lm.config import TrainConfig
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
 from parlai_dialeval.home import offline_bots_dir
-from parlai_dialeval.utils.script_args import write_json
+from parlai_dialeval.scripts.command_line import write_json
 
 TRAINING_VERSION = 2  # bump when training code changes, so cached models are rebuilt
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from parlai.core.script import register_script
 
+from parlai_dialeval.options import option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
-from parlai_dialeval.utils.script_args import option
 
 TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "units", "votes", "win_rate_a", "cs_low", "cs_high",
                  "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from parlai.core.script import register_script
 
+from parlai_dialeval.options import option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
-from parlai_dialeval.utils.script_args import option
 
 
 @dataclass

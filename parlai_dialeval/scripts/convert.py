@@ -4,7 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.utils.script_args import add_data_args, load_data
+from parlai_dialeval.scripts.command_line import add_data_args, load_data
 
 
 @register_script("convert")

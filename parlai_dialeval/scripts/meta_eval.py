@@ -17,7 +17,8 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.analysis.meta_eval import correlation_table, item_human_scores
 from parlai_dialeval.errors import DataError, DialevalError
-from parlai_dialeval.utils.script_args import checked, output_file, write_csv
+from parlai_dialeval.options import checked
+from parlai_dialeval.scripts.command_line import output_file, write_csv
 
 # FED dataset annotation names that differ from the FED metric's quality names.
 ALIASES = {"understanding": "understand"}
@@ -175,7 +176,7 @@ class MetaEval(ParlaiScript):
         return table
 
     def _items(self):
-        from parlai_dialeval.utils.script_args import load_data
+        from parlai_dialeval.scripts.command_line import load_data
 
         data = load_data(self.opt)
         human = item_human_scores(data.ratings)

@@ -11,7 +11,8 @@ from pathlib import Path
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.utils.script_args import add_config_args, checked, config_from_opt, names, option
+from parlai_dialeval.options import checked, names, option
+from parlai_dialeval.scripts.command_line import add_config_args, config_from_opt
 
 
 def _rates(text, flag):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.utils.script_args import checked
+from parlai_dialeval.options import checked
 
 
 @register_script("qc_workers")
@@ -33,7 +33,7 @@ class QcWorkers(ParlaiScript):
 
     def run(self):
         from parlai_dialeval.crowdsourcing.platform.quality import check_workers, soft_block
-        from parlai_dialeval.utils.script_args import write_csv
+        from parlai_dialeval.scripts.command_line import write_csv
 
         table, db = check_workers(self.opt["task_name"], self.opt["mephisto_data"], self.opt["task_type"],
                                   self.opt["alpha"])

@@ -20,9 +20,10 @@ from parlai.core.script import ParlaiScript, register_script  # noqa: E402
 
 from parlai_dialeval.analysis import replication  # noqa: E402
 from parlai_dialeval.errors import DataError, DialevalError  # noqa: E402
+from parlai_dialeval.options import checked  # noqa: E402
 from parlai_dialeval.report import Report  # noqa: E402
 from parlai_dialeval.scripts.analysis_command import Outputs  # noqa: E402
-from parlai_dialeval.utils.script_args import checked, output_folder  # noqa: E402
+from parlai_dialeval.scripts.command_line import output_folder  # noqa: E402
 
 
 def read_run(folder: str | Path) -> dict:

@@ -15,7 +15,7 @@ from parlai_dialeval.metrics.coherence import semantic_similarity
 from parlai_dialeval.metrics.distinct import distinct_n, tokenize
 from parlai_dialeval.metrics.overlap import bleu, gleu, rouge_l
 from parlai_dialeval.metrics.readability import flesch_reading_ease
-from parlai_dialeval.utils.script_args import add_data_args, load_data, write_csv
+from parlai_dialeval.scripts.command_line import add_data_args, load_data, write_csv
 
 COLUMNS = ["model", "responses", "distinct1", "distinct2", "mean_length", "flesch", "coherence",
            "referenced", "bleu1", "bleu4", "rouge_l", "gleu"]

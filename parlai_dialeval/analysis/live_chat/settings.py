@@ -9,7 +9,7 @@ import pandas as pd
 
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.utils.script_args import option
+from parlai_dialeval.options import option
 
 QC_TESTS = ("mannwhitney", "ttest", "none")
 SIG_TESTS = ("mannwhitney", "ttest")
