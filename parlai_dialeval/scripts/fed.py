@@ -100,7 +100,7 @@ class Fed(ParlaiScript):
         if opt["data_format"] == FED_TEXT:
             items = [item for path in opt["data"] for item in read_fed_text(Path(path))]
         else:
-            from parlai_dialeval.utils.script_args import load_data
+            from parlai_dialeval.scripts.command_line import load_data
 
             items = items_from_data(load_data(opt), opt["per_turn"])
         if not items:
