@@ -38,8 +38,10 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
     end = world.get("ended") or world.get("last_event")
     assignment_duration = end - world["started"] if end else None
     out = []
-    for conv in world["conversations"]:
-        conv_id = unit.conversation_id(task_name, conv["slot"])
+    # a unit carried on after a restart keeps the half chats it restarted (platform/resume.py), incomplete
+    restarted = [(conv, f"{conv['slot']}_restarted{k}") for k, conv in enumerate(world.get("restarted") or [])]
+    for conv, id_slot in [(conv, conv["slot"]) for conv in world["conversations"]] + restarted:
+        conv_id = unit.conversation_id(task_name, id_slot)
         status = _conversation_status(conv, unit)
         record = {
             "type": "conversation", "study": task_name, "id": conv_id, "task": TASK_TYPE,

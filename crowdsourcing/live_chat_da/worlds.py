@@ -13,6 +13,7 @@ from typing import Any
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES, STATEMENTS
+from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 from parlai_dialeval.crowdsourcing.platform.session_world import SYSTEM_ID, save_record
 
 TASK_TYPE = "live_chat_da"
@@ -42,6 +43,12 @@ def plan_hit(pool, num_slots: int) -> list[tuple[str, bool]]:
     return plan
 
 
+def new_conversation(slot: int, model: str, qc: bool) -> dict:
+    return {"slot": slot, "model": model, "qc": qc, "status": "pending", "turns": [], "topic": None,
+            "topic_attitude": None, "persona": None, "topic_changes": [], "started": None, "ended": None,
+            "ratings": None, "rating_started": None, "rating_ended": None, "error": None}
+
+
 class LiveChatWorld:
     def __init__(self, opt: dict, agent):
         self.opt = opt
@@ -49,23 +56,59 @@ class LiveChatWorld:
         self.pool = opt["pool"]
         self.min_inputs = int(opt["min_inputs"])
         self.timeout = opt.get("turn_timeout")
+        self.bot = None
+        self._done = False
+        saved = take_resumable(opt, agent)
+        if saved is not None:
+            self._continue(saved)
+            return
         self.plan = plan_hit(self.pool, int(opt["num_slots"]))
+        self.reserved = [name for name, _ in self.plan]  # given back to the pool if never rated
         now = time.time()
         self.record: dict[str, Any] = {
             "dialeval_task": TASK_TYPE, "version": 1, "started": now, "ended": None, "last_event": now,
             "qc_models": list(self.pool.qc_models), "ice_breaker": bool(opt.get("ice_breaker")),
             "min_inputs": self.min_inputs, "feedback": None, "finished": False,
-            "conversations": [{"slot": slot, "model": name, "qc": is_qc, "status": "pending", "turns": [],
-                               "topic": None, "topic_attitude": None, "persona": None, "topic_changes": [],
-                               "started": None, "ended": None, "ratings": None, "rating_started": None,
-                               "rating_ended": None, "error": None}
-                              for slot, (name, is_qc) in enumerate(self.plan)],
+            "conversations": [new_conversation(slot, name, is_qc) for slot, (name, is_qc) in enumerate(self.plan)],
         }
         self.slot = 0
-        self.phase = "topic"
-        self.bot = None
-        self._done = False
         self._start_slot()
+
+    def _continue(self, saved: dict) -> None:
+        """Carry on the worker's unit of an interrupted run (platform/resume.py): same slots and model order,
+        finished conversations kept; a conversation waiting for its rating goes on to the rating; a half
+        chat cannot (its bot's state died with the old process), so it is kept apart as ``incomplete``
+        (exported with the unit) and its slot starts again."""
+        self.record = saved["record"]
+        self.record[CONTINUED_FROM] = saved["agent_id"]
+        self.record.setdefault("restarted", [])
+        conversations = self.record["conversations"]
+        self.plan = [(conv["model"], conv["qc"]) for conv in conversations]
+        self.reserved = []  # this launch's pool never counted these models
+        for conv in conversations:
+            if conv["status"] in ("complete", "failed", "rating"):
+                continue
+            if conv["turns"]:
+                self.record["restarted"].append({**conv, "status": "incomplete"})
+            conversations[conv["slot"]] = new_conversation(conv["slot"], conv["model"], conv["qc"])
+        waiting = [conv["slot"] for conv in conversations if conv["status"] not in ("complete", "failed")]
+        if self.record.get("finished"):
+            self.slot, self.phase, self._done = len(conversations) - 1, "done", True
+        elif not waiting:
+            self.slot, self.phase = len(conversations) - 1, "feedback"
+            self._send_state()
+        elif conversations[waiting[0]]["status"] == "rating":
+            self.slot, self.phase = waiting[0], "rate"
+            self._send_state(statements=list(STATEMENTS))
+        else:
+            self.slot = waiting[0]
+            self._start_slot()
+        self._save()
+
+    def _release(self, model: str) -> None:
+        if model in self.reserved:
+            self.reserved.remove(model)
+            self.pool.release(model)
 
     # ---------------------------------------------------------------- page updates
     @property
@@ -211,7 +254,7 @@ class LiveChatWorld:
     def _fail(self, error: Exception) -> None:
         conv = self.conversation
         conv.update(status="failed", ended=time.time(), error=f"{type(error).__name__}: {error}")
-        self.pool.release(conv["model"])
+        self._release(conv["model"])
         self.bot = None
         self.phase = "failed"
         self._save()
@@ -234,5 +277,5 @@ class LiveChatWorld:
         for conv in self.record["conversations"]:
             if conv["status"] not in ("complete", "failed"):
                 conv["status"] = "incomplete"
-                self.pool.release(conv["model"])
+                self._release(conv["model"])
         self._save()

@@ -150,6 +150,19 @@ def _task(db, task_name: str):
     return tasks[0]
 
 
+def drop_continued(units: list[UnitData]) -> tuple[list[UnitData], list[str]]:
+    """The units to export, and a note for each one left out because a later unit carried its record on
+    after a restart (platform/resume.py): that unit exports the work of both, once."""
+    from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM
+
+    successor = {str(record[CONTINUED_FROM]): unit for unit in units for record in unit.files.values()
+                 if isinstance(record, dict) and record.get(CONTINUED_FROM) is not None}
+    keep = [unit for unit in units if unit.agent_id not in successor]
+    notes = [f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): continued after a restart as unit "
+             f"{successor[unit.agent_id].unit_id}, exported there" for unit in units if unit.agent_id in successor]
+    return keep, notes
+
+
 def task_type_of(db, task_name: str) -> str | None:
     """The crowdsourcing task folder a Mephisto task was launched from: the ``frontend_entry`` that our
     blueprints (dialeval_chat, dialeval_static) record in the run's args."""
@@ -193,9 +206,10 @@ def collect_from_db(db, task_name: str, task_type: str | None = None):
                             f"blueprints records none); give --task-type (one of {', '.join(available_tasks())})")
     spec = get_task(task_type)
     extra_files = tuple(spec.extra.get("export_files", ()))
-    units = read_units(db, task_name, extra_files)
+    units, continued = drop_continued(read_units(db, task_name, extra_files))
     attempts = read_onboarding(db, task_name, extra_files)
     report = spec.export(units, task_name)
+    report.notes += continued
     if spec.export_onboarding is not None:
         onboarding = spec.export_onboarding(attempts, task_name)
         report.records += onboarding.records

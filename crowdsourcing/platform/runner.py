@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
@@ -57,6 +58,7 @@ class LaunchedTask:
     config: object
     data_dir: Path
     task_run_id: str = ""
+    resume_note: str | None = None  # the line saying an interrupted run is resumed
     stop_requests: int = field(default=0, init=False)
 
     @property
@@ -117,12 +119,18 @@ class LaunchedTask:
             await asyncio.sleep(POLL_SECONDS)
 
     def shutdown(self) -> None:
-        """Stop everything now: the worlds still running save their partial work, the router exits."""
+        """Stop everything now: the worlds still running save their partial work, the router exits; the
+        run is marked stopped (a later launch of the task name starts afresh instead of resuming it)."""
         for run in self.operator.get_running_task_runs().values():
             # channels before the router, as Mephisto does for a finished run: a router that exits first
             # makes Mephisto's socket log a traceback and try to reconnect
             run.client_io.shutdown()
         self.operator.force_shutdown(timeout=5)
+        if self.task_run_id:
+            from mephisto.data_model.task_run import TaskRun
+
+            resume.mark_unsubmitted(self.db, self.task_run_id)
+            resume.write_marker(TaskRun.get(self.db, self.task_run_id), stopped=True)
 
     def saved_summary(self) -> str:
         agents = self.db.find_agents(task_run_id=self.task_run_id) if self.task_run_id else []
@@ -162,6 +170,10 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
 
         require_free_port(port)
     shared = spec.shared_state(cfg)
+    interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
+    note = None
+    if interrupted is not None and interrupted.left() > 0:
+        note = resume.prepare(interrupted, cfg, shared, spec.extra.get("export_files", ()))
     operator = Operator(db)
     try:
         run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
@@ -170,10 +182,16 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         if not isinstance(error, Exception):
             raise
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
-    launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id)
+    launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
+                            resume_note=note)
     one_line_per_log()
     if port is not None:
         _require_router(launched, port)
+    from mephisto.data_model.task_run import TaskRun
+
+    resume.write_marker(TaskRun.get(db, run_id), port=port)
+    if interrupted is not None:
+        resume.close(interrupted)
     return launched
 
 

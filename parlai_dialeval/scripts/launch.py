@@ -41,6 +41,8 @@ class Launch(ParlaiScript):
             print("Stopped before the task started; nothing was collected.")
             return None
         cfg = launched.config
+        if launched.resume_note:
+            print(launched.resume_note)
         print(f"\nTask {launched.task_name!r} is running (data: {launched.data_dir}).")
         if cfg.mephisto.provider._provider_type == "mock":
             print(f"Open {launched.worker_url()} in your browser. Each further worker needs a worker_id no one "

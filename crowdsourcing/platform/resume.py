@@ -1,0 +1,185 @@
+"""Resuming a task whose launch was killed (``dialeval launch`` of the same task name).
+
+Every launch leaves ``MARKER`` in its Mephisto run folder, saying which process serves it, and marks it
+stopped when it ends cleanly. A run whose marker is not stopped and whose process is gone was
+interrupted. Launching the same task name again then:
+
+- offers only the work that run had left: for chat tasks its ``num_conversations`` less the units
+  finished, for static tasks the data of the assignments not finished (no unit is collected twice);
+- lets a worker who was mid-HIT continue where they were if they come back within the unit's time
+  limit (``assignment_duration_in_seconds``): the world gets their saved record (``RESUMABLE_KEY`` in its
+  options) and, for live chat, keeps the finished conversations, slots and model order;
+- closes the interrupted run: its unfinished agents become ``disconnect`` (partial work, never counted
+  as submitted and never paid), its units are expired, its marker is marked stopped.
+
+Export skips a record another record says it ``continued_from`` (platform/export.py), so a continued
+unit is exported once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parlai_dialeval.crowdsourcing.platform.export import FINISHED
+from parlai_dialeval.errors import DialevalError
+
+MARKER = "dialeval_launch.json"
+RESUMABLE_KEY = "resumable"  # world option: worker name -> {"agent_id", "record"} of their interrupted unit
+CONTINUED_FROM = "continued_from"  # record key: the agent id whose record this one carries on
+
+
+def submitted(agent) -> bool:
+    """Whether the agent's worker really finished: Mephisto also marks a static task's agent completed,
+    with no answers, when the run is shut down while they work."""
+    if agent.get_status() not in FINISHED:
+        return False
+    try:
+        return bool(agent.state.get_data().get("outputs"))
+    except ValueError:  # state.json half-written (platform/export.py): the status is all there is
+        return True
+
+
+def mark_unsubmitted(db, task_run_id: str) -> None:
+    """Agents of the run marked finished that never submitted become ``disconnect`` (partial, unpaid)."""
+    for agent in db.find_agents(task_run_id=task_run_id):
+        if agent.get_status() in FINISHED and not submitted(agent):
+            db.update_agent(agent.db_id, status="disconnect")
+
+
+def _marker_path(task_run) -> Path:
+    return Path(task_run.get_run_dir()) / MARKER
+
+
+def write_marker(task_run, **fields) -> None:
+    """Create or update the run's marker (the owning process is recorded when the marker is created)."""
+    import psutil
+
+    from parlai_dialeval.atomic import atomic_open
+
+    path = _marker_path(task_run)
+    marker = read_marker(task_run) or {"pid": os.getpid(), "pid_started": psutil.Process().create_time(),
+                                       "stopped": False}
+    marker.update(fields)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path) as handle:
+        json.dump(marker, handle)
+
+
+def read_marker(task_run) -> dict | None:
+    path = _marker_path(task_run)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _serving(marker: dict) -> bool:
+    """Whether the marker's launch process still runs (this process's own earlier runs count as gone)."""
+    import psutil
+
+    pid = marker["pid"]
+    if pid == os.getpid() or not psutil.pid_exists(pid):
+        return False
+    try:
+        return abs(psutil.Process(pid).create_time() - marker["pid_started"]) < 1
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class Interrupted:
+    """An interrupted run of a task name and the work it had left."""
+
+    run: object  # mephisto TaskRun
+    finished: int  # units a worker finished
+    planned: int  # units the run was launched with
+    unfinished: list = field(default_factory=list)  # agents that never finished
+    left_data: list = field(default_factory=list)  # static tasks: data of the assignments not finished
+
+    def left(self) -> int:
+        return len(self.left_data) if self.left_data else self.planned - self.finished
+
+
+def find_interrupted(db, task_name: str) -> Interrupted | None:
+    """The latest interrupted run of ``task_name``; an error if that task is still being served."""
+    tasks = db.find_tasks(task_name=task_name)
+    runs = sorted(db.find_task_runs(task_id=tasks[0].db_id), key=lambda r: int(r.db_id)) if tasks else []
+    interrupted = None
+    for run in runs:
+        marker = read_marker(run)
+        if marker is None or marker["stopped"]:
+            continue
+        if _serving(marker):
+            raise DialevalError(f"task {task_name!r} is being served by pid {marker['pid']} (port "
+                                f"{marker.get('port')}): stop that launch first, or launch under another "
+                                f"mephisto.task.task_name")
+        interrupted = run
+    return _work_left(interrupted) if interrupted is not None else None
+
+
+def _work_left(run) -> Interrupted:
+    from omegaconf import OmegaConf
+
+    from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+
+    args = run.args if not isinstance(run.args, str) else OmegaConf.create(json.loads(run.args))
+    agents = run.db.find_agents(task_run_id=run.db_id)
+    finished_units = {a.unit_id for a in agents if submitted(a)}
+    left_data = []
+    if OmegaConf.select(args, "blueprint._blueprint_type") == "dialeval_static":
+        for assignment in run.get_assignments():
+            if any(unit.db_id not in finished_units for unit in assignment.get_units()):
+                data = assignment.get_assignment_data()
+                server = (data.unit_data or [{}])[0].get(SERVER_KEY)
+                left_data.append({**data.shared, **({SERVER_KEY: server} if server is not None else {})})
+    planned = int(OmegaConf.select(args, "blueprint.num_conversations", default=0) or 0)
+    return Interrupted(run=run, finished=len(finished_units), planned=planned or len(run.get_assignments()),
+                       unfinished=[a for a in agents if not submitted(a)], left_data=left_data)
+
+
+def resumable_records(interrupted: Interrupted, record_files, time_limit: float) -> dict[str, dict]:
+    """Worker name -> {"agent_id", "record"} of the unfinished units whose workers may still come back."""
+    out = {}
+    for agent in interrupted.unfinished:
+        for name in record_files:
+            path = f"{agent.get_data_dir()}/{name}"
+            record = agent.db.read_dict(path) if agent.db.key_exists(path) else None
+            if record and time.time() - record.get("started", 0) < time_limit:
+                out[agent.get_worker().worker_name] = {"agent_id": agent.db_id, "record": record}
+    return out
+
+
+def prepare(interrupted: Interrupted, cfg, shared, record_files) -> str:
+    """Point the new run at the work the interrupted one had left; returns the line to print."""
+    if hasattr(shared, "static_task_data"):
+        shared.static_task_data = list(interrupted.left_data)
+    else:
+        cfg.mephisto.blueprint.num_conversations = interrupted.left()
+    limit = float(cfg.mephisto.task.get("assignment_duration_in_seconds") or 0)
+    returning = resumable_records(interrupted, record_files, limit) if hasattr(shared, "world_opt") else {}
+    if returning:
+        shared.world_opt[RESUMABLE_KEY] = returning
+    return (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
+            f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left()} unit(s) "
+            f"offered now. {len(returning)} worker(s) who were mid-HIT continue where they were if they come back "
+            f"within {limit:.0f} s of starting.")
+
+
+def close(interrupted: Interrupted) -> None:
+    """The interrupted run's unfinished work is partial from now on (see the module docstring)."""
+    for agent in interrupted.unfinished:
+        agent.db.update_agent(agent.db_id, status="disconnect")
+    from mephisto.data_model.constants.assignment_state import AssignmentState
+
+    for unit in interrupted.run.get_units():
+        if unit.get_status() in AssignmentState.incomplete():
+            unit.expire()
+    write_marker(interrupted.run, stopped=True, resumed=True)
+
+
+def take_resumable(opt: dict, agent) -> dict | None:
+    """For a world: the saved unit of this agent's worker from an interrupted run, once (None: none)."""
+    mephisto_agent = getattr(agent, "mephisto_agent", None)
+    if mephisto_agent is None:
+        return None
+    return (opt.get(RESUMABLE_KEY) or {}).pop(mephisto_agent.get_worker().worker_name, None)

@@ -1,0 +1,232 @@
+"""Issue 20, item 4: a launch killed mid-run, then launched again under the same task name, resumes
+(MockArchitect + MockProvider, in-process through ``runner.start``, as `dialeval launch` does).
+
+The kill is Mephisto's force shutdown without the clean-stop mark a finished ``serve`` leaves, in this
+process: what a killed launch leaves behind, save that the worlds could still mark their records partial.
+Checked: the resumed run offers only the work left, a returning live-chat worker continues where they
+were, the killed run's partial HITs are never counted as finished, and no unit is exported twice.
+"""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.platform import runner
+from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+from parlai_dialeval.crowdsourcing.platform.registry import get_task
+from parlai_dialeval.data import from_records
+
+from .protocol_harness import MockRun
+from .test_acute_mock import onboarding_choices, write_conversations
+from .test_pw_turn_mock import answer_onboarding
+
+pytestmark = pytest.mark.slow
+
+
+class LaunchedRun(MockRun):
+    """MockRun's scripted-worker helpers on a run started by ``runner.start`` (markers, resume)."""
+
+    def __init__(self, task: str, data_dir, port: int, overrides: list[str]):
+        self.launched = runner.start(task, ["mephisto/architect=mock", f"mephisto.architect.port={port}",
+                                            "mephisto.architect.should_run_server=true", *overrides], data_dir=data_dir)
+        self.spec, self.db, self.config = get_task(task), self.launched.db, self.launched.config
+        self.operator = self.launched.operator
+        self.live_run = list(self.operator.get_running_task_runs().values())[0]
+        self.server = self.live_run.architect.server
+        self._record_agent_details()
+
+    def kill(self) -> None:
+        self.operator.force_shutdown(timeout=5)
+        self.server.shutdown_mock()
+
+    def shutdown(self) -> None:
+        try:
+            self.launched.shutdown()
+        finally:
+            self.server.shutdown_mock()
+
+    def unit_agent(self, worker: str):
+        """The worker's agent in this run (a returning worker has one in the killed run too)."""
+        def mine():
+            return [a for a in self.db.find_agents(task_run_id=self.launched.task_run_id)
+                    if a.get_worker().worker_name == f"{worker}_sandbox"]
+        self.wait(lambda: bool(mine()), what=f"unit agent of {worker}")
+        return mine()[-1]
+
+    def units(self) -> list:
+        return self.db.find_units(task_run_id=self.launched.task_run_id)
+
+
+def agent_status(run, worker: str) -> list[str]:
+    return [a.get_status() for a in run.db.find_agents() if a.get_worker().worker_name == f"{worker}_sandbox"]
+
+
+def live_chat_step(run, agent, task_data, text="", after=None):
+    seen = run.message_count(agent) if after is None else after
+    run.act(agent, task_data, text)
+    return run.last_task_data(agent, after=seen)
+
+
+def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_path):
+    overrides = ["mephisto.task.task_name=lc_resume", "mephisto.blueprint.num_conversations=2",
+                 "mephisto.task.maximum_units_per_worker=0", "live_chat.min_inputs=1", "live_chat.seed=2"]
+    run = LaunchedRun("live_chat_da", tmp_path, 3254, overrides)
+    try:
+        run.register("W1", "REG_1")
+        agent = run.unit_agent("W1")
+        run.last_task_data(agent)
+        for slot in range(2):  # two rated conversations
+            live_chat_step(run, agent, {"action": "topic", "topic": "books", "attitude": "like"})
+            run.act(agent, {"action": "message"}, f"hello {slot}")
+            assert live_chat_step(run, agent, {"action": "next"})["phase"] == "rate"
+            assert live_chat_step(run, agent, {"action": "rating", "values": [40 + slot] * 7})["slot"] == slot + 1
+        live_chat_step(run, agent, {"action": "topic", "topic": "films", "attitude": "dislike"})
+        run.act(agent, {"action": "message"}, "half a chat")  # the third conversation is under way
+        old_record = run.db.read_dict(f"{agent.get_data_dir()}/dialeval_live_chat.json")
+    finally:
+        run.kill()
+
+    run = LaunchedRun("live_chat_da", tmp_path, 3255, overrides)
+    try:
+        assert run.launched.resume_note.startswith("Resuming task 'lc_resume': its run 1 was interrupted with 0 of 2")
+        assert "1 worker(s) who were mid-HIT continue" in run.launched.resume_note
+        run.register("W1", "REG_2")
+        agent = run.unit_agent("W1")
+        shown = run.last_task_data(agent)
+        assert (shown["phase"], shown["slot"]) == ("topic", 2)  # where they were: the half chat restarts
+        for slot in range(2, 6):
+            live_chat_step(run, agent, {"action": "topic", "topic": "music", "attitude": "like"})
+            run.act(agent, {"action": "message"}, f"again {slot}")
+            live_chat_step(run, agent, {"action": "next"})
+            live_chat_step(run, agent, {"action": "rating", "values": [60] * 7})
+        assert run.last_task_data(agent)["phase"] == "feedback"
+        run.act(agent, {"action": "feedback", "feedback": "fine"})
+        run.last_task_data(agent, key="task_done")
+        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+        run.settle()
+        report, _ = collect_from_db(run.db, "lc_resume")
+    finally:
+        run.shutdown()
+    assert agent_status(run, "W1") == ["disconnect", "completed"]
+    records = report.records
+    convs = [r for r in records if r["type"] == "conversation"]
+    complete = [c for c in convs if c["status"] == "complete"]
+    # one unit with all six conversations in the order planned before the kill; the half chat kept apart
+    assert [c["slot"] for c in complete] == list(range(6)) and len({c["assignment_id"] for c in complete}) == 1
+    assert [c["models"][0] for c in complete] == [c["model"] for c in old_record["conversations"]]
+    assert [t["text"] for t in complete[0]["turns"] if t["speaker"] == "human"] == ["hello 0"]
+    partial = [c for c in convs if c["status"] != "complete"]
+    assert len(partial) == 1 and partial[0]["slot"] == 2 and partial[0]["turns"][0]["text"] == "half a chat"
+    assert any("continued after a restart" in note for note in report.notes)
+    ratings = from_records(records).ratings
+    assert len(ratings) == 6 * 7 and ratings.groupby("conversation_id").size().eq(7).all()
+
+
+def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_partial(tmp_path):
+    overrides = ["mephisto.task.task_name=pw_resume", "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4",
+                 "pw_turn.num_turns=2", "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"]
+
+    def chat_turn(run, agent, finish: bool):
+        run.last_task_data(agent)
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "choose", "choice": "left", "justification": "clearer"})
+        if not finish:
+            assert run.last_task_data(agent, after=seen)["phase"] == "chat"
+            run.act(agent, {"action": "message"}, "tell me more")
+
+    def onboard(run, worker):
+        run.register(worker, f"REG_{worker}")
+        onboarding = run.onboarding_agent(worker)
+        answer_onboarding(run, onboarding, correct=True)
+        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+        run.settle()
+        return run.unit_agent(worker)
+
+    run = LaunchedRun("pw_turn", tmp_path, 3256, overrides)
+    try:
+        done = onboard(run, "W1")
+        chat_turn(run, done, finish=False)
+        chat_turn(run, done, finish=True)
+        run.last_task_data(done, key="task_done")
+        run.server.submit_mock_unit(done.get_agent_id(), {"final_data": {}})
+        run.settle()
+        half = onboard(run, "W2")
+        chat_turn(run, half, finish=False)
+        run.last_task_data(half, after=run.message_count(half) - 1)
+    finally:
+        run.kill()
+
+    run = LaunchedRun("pw_turn", tmp_path, 3257, overrides)
+    try:
+        assert "1 of 2 unit(s) finished; 1 unit(s) offered now" in run.launched.resume_note
+        assert len(run.units()) == 1
+        agent = onboard_or_unit(run, "W2")  # a new conversation: a half PW-Turn chat cannot go on
+        chat_turn(run, agent, finish=False)
+        chat_turn(run, agent, finish=True)
+        run.last_task_data(agent, key="task_done")
+        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+        run.settle()
+        report, _ = collect_from_db(run.db, "pw_resume")
+    finally:
+        run.shutdown()
+    assert agent_status(run, "W2") == ["disconnect", "completed"]  # the killed HIT: partial, not submitted
+    data = from_records(report.records)
+    statuses = sorted(zip(data.conversations["worker_id"], data.conversations["status"]))
+    assert statuses == [("W1_sandbox", "complete"), ("W2_sandbox", "complete"), ("W2_sandbox", "incomplete")]
+    assert data.conversations["id"].is_unique
+    assert report.by_status == {"completed": 2, "disconnect": 1}
+
+
+def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
+    convs = tmp_path / "convs.jsonl"
+    write_conversations(convs)
+    overrides = [f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=6",
+                 "acute.subtasks_per_unit=2", "mephisto.task.task_name=acute_resume"]
+
+    def onboard(run, worker):
+        run.register(worker, f"REG_{worker}")
+        onboarding = run.onboarding_agent(worker)
+        data = run.live_agent(onboarding).state.get_data()["inputs"]
+        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
+                                                        {"answers": onboarding_choices(data, correct=True)})
+        run.settle()
+        return run.unit_agent(worker)
+
+    def submit(run, agent):
+        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": [
+            {"pair_id": p["pair_id"], "choice": "left", "justification": "x"} for p in shown]})
+        run.settle()
+        run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
+        return shown
+
+    run = LaunchedRun("acute", tmp_path, 3258, overrides)
+    try:
+        planned = [u.get_assignment_data().shared["shown"] for u in run.units()]
+        assert len(planned) == 3
+        first = submit(run, onboard(run, "W1"))
+        half = onboard(run, "W2")  # opens a unit and never submits it
+        held = run.live_agent(half).state.get_data()["inputs"]["shown"]
+    finally:
+        run.kill()
+
+    run = LaunchedRun("acute", tmp_path, 3259, overrides)
+    try:
+        assert "1 of 3 unit(s) finished; 2 unit(s) offered now" in run.launched.resume_note
+        offered = [u.get_assignment_data().shared["shown"] for u in run.units()]
+        assert sorted(map(str, offered)) == sorted(str(p) for p in planned if p != first)
+        assert held in offered
+        again = submit(run, onboard_or_unit(run, "W2"))
+        report, _ = collect_from_db(run.db, "acute_resume")
+    finally:
+        run.shutdown()
+    assert again != first
+    data = from_records(report.records)
+    comps = data.comparisons[~data.comparisons["onboarding"].eq(True)]
+    assert sorted(comps["worker_id"]) == ["W1_sandbox"] * 2 + ["W2_sandbox"] * 2  # each finished unit once
+    assert agent_status(run, "W2") == ["disconnect", "completed"]
+
+
+def onboard_or_unit(run, worker):
+    """A returning worker passed onboarding already: registering gives them a unit straight away."""
+    run.register(worker, f"REG_{worker}_again")
+    return run.unit_agent(worker)
