@@ -22,7 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from parlai_dialeval.adaptive.allocation import GreedyAdjacent, Uniform
-from parlai_dialeval.adaptive.simulate import bt_contrast_settled, neighbour_strengths, run_study
+from parlai_dialeval.adaptive.simulate import bt_contrast_winner, neighbour_strengths, run_study
 
 
 def compare(k: int, instances: int, label: str) -> None:
@@ -30,7 +30,7 @@ def compare(k: int, instances: int, label: str) -> None:
     for i in tqdm(range(instances), desc=f"K={k}", leave=False):
         strengths = neighbour_strengths(k, np.random.default_rng(i))
         ours.append(run_study(GreedyAdjacent(), strengths, np.random.default_rng(10_000 + i)))
-        base.append(run_study(Uniform(), strengths, np.random.default_rng(20_000 + i), settled=bt_contrast_settled))
+        base.append(run_study(Uniform(), strengths, np.random.default_rng(20_000 + i), decide=bt_contrast_winner))
     n_ours = np.array([r.judgments for r in ours])
     n_base = np.array([r.judgments for r in base])
     print(f"{label}: {instances} instances")
@@ -48,7 +48,7 @@ def null_rate(k: int, runs: int, cap: int = 6000) -> None:
         equal = np.zeros(k)
         claims["ours"] += run_study(GreedyAdjacent(), equal, np.random.default_rng(30_000 + i), cap=cap).any_claim
         claims["baseline"] += run_study(Uniform(), equal, np.random.default_rng(40_000 + i), cap=cap,
-                                        settled=bt_contrast_settled).any_claim
+                                        decide=bt_contrast_winner).any_claim
     print(f"null: {k} equal models, {runs} runs of {cap:,} judgments, a look after every batch: runs with any "
           f"claim: ours {claims['ours'] / runs:.3f}, baseline {claims['baseline'] / runs:.3f}")
 

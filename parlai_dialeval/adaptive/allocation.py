@@ -37,13 +37,17 @@ def unresolved_adjacent(ledger: Ledger, ranking: list[str] | None = None) -> lis
 
 
 class Uniform:
-    """Every pair equally often: each batch asks each pair once (the fixed design's rule)."""
+    """Every pair equally often: the pairs are asked in turn, batch after batch (the fixed design's rule)."""
 
     name = "uniform"
 
+    def __init__(self):
+        self.asked = 0
+
     def choose(self, ledger: Ledger, batch: int, rng: np.random.Generator) -> tuple[list[Pair], dict[Pair, float]]:
         pairs = all_pairs(ledger.models)
-        chosen = [pairs[i % len(pairs)] for i in range(batch)]
+        chosen = [pairs[(self.asked + i) % len(pairs)] for i in range(batch)]
+        self.asked += batch
         return chosen, {p: 1 / len(pairs) for p in pairs}
 
 

@@ -22,10 +22,16 @@ def normal_mixture_crossed(z_squared: float, precision: float, level: float, rho
     return z_squared >= (1 + rho / precision) * np.log((precision + rho) / (rho * level ** 2))
 
 
-def bt_contrast_settled(ledger: Ledger, a: str, b: str, rho: float = 25.0) -> bool:
-    """The note's "uniform + ACS" stopping rule: the Bradley-Terry contrast of a and b (Fisher standard
-    error, all pairs' evidence pooled) against the normal-mixture boundary at alpha / (pairs). Valid only
-    when the allocation does not depend on the data (uniform); the baseline of the comparison."""
+def certified_winner(ledger: Ledger, a: str, b: str) -> str | None:
+    """The betting e-process's verdict on a and b (``dialeval certify``'s rule): the winner, or None."""
+    return a if ledger.beats(a, b) else b if ledger.beats(b, a) else None
+
+
+def bt_contrast_winner(ledger: Ledger, a: str, b: str, rho: float = 25.0) -> str | None:
+    """The note's "uniform + ACS" rule: the Bradley-Terry contrast of a and b (Fisher standard error, all
+    pairs' evidence pooled) against the normal-mixture boundary at alpha / (pairs); the stronger model
+    once crossed, else None. Valid only when the allocation does not depend on the data (uniform): the
+    baseline of the comparison."""
     index = {m: i for i, m in enumerate(ledger.models)}
     strengths = bt_strengths(ledger)
     info = np.zeros((len(index), len(index)))
@@ -40,19 +46,12 @@ def bt_contrast_settled(ledger: Ledger, a: str, b: str, rho: float = 25.0) -> bo
     contrast[index[a]], contrast[index[b]] = 1, -1
     variance = contrast @ np.linalg.pinv(info) @ contrast
     if not variance > 0:
-        return False
+        return None
     level = ledger.alpha / (len(index) * (len(index) - 1) / 2)
     diff = strengths[index[a]] - strengths[index[b]]
-    return normal_mixture_crossed(diff ** 2 / variance, 1 / variance, level, rho)
-
-
-def _claims(ledger: Ledger, settled) -> list[tuple[str, str]]:
-    """(winner, loser) of every settled pair: the certified direction, or for another rule the side its
-    direct win rate favours."""
-    if settled is Ledger.settled:
-        return [(a, b) for a in ledger.models for b in ledger.models if a != b and ledger.beats(a, b)]
-    return [(p.first, p.second) if p.mean > 0.5 else (p.second, p.first) for p in ledger.pairs.values()
-            if p.mean != 0.5 and settled(ledger, p.first, p.second)]
+    if not normal_mixture_crossed(diff ** 2 / variance, 1 / variance, level, rho):
+        return None
+    return a if diff > 0 else b
 
 
 @dataclass
@@ -64,12 +63,11 @@ class StudyResult:
 
 
 def run_study(allocator, strengths: np.ndarray, rng: np.random.Generator, alpha: float = 0.05, batch: int = 28,
-              burn_in: int = 2, cap: int = 40000, tie_rate: float = 0.0, settled=None) -> StudyResult:
+              burn_in: int = 2, cap: int = 40000, tie_rate: float = 0.0, decide=certified_winner) -> StudyResult:
     """One study: ``burn_in`` judgments per pair, then batches chosen by ``allocator`` until every
     adjacent pair of the current ranking is certified or ``cap`` judgments are spent. A decisive vote
-    goes to a with Bradley-Terry probability; a share ``tie_rate`` of votes are ties. ``settled(ledger, a, b)``
-    is the stopping rule per pair (default: the betting e-process's certification)."""
-    settled = settled or Ledger.settled
+    goes to a with Bradley-Terry probability; a share ``tie_rate`` of votes are ties. ``decide(ledger, a, b)``
+    is the rule's verdict on a pair: its winner, or None while unsettled."""
     models = [f"m{i}" for i in range(len(strengths))]
     strength = dict(zip(models, strengths))
     ledger = Ledger(models, alpha)
@@ -87,13 +85,14 @@ def run_study(allocator, strengths: np.ndarray, rng: np.random.Generator, alpha:
     stopped = False
     while used < cap:
         ranking = current_ranking(ledger)
-        if all(settled(ledger, a, b) for a, b in zip(ranking, ranking[1:])):
+        if all(decide(ledger, a, b) is not None for a, b in zip(ranking, ranking[1:])):
             stopped = True
             break
         chosen, _ = allocator.choose(ledger, batch, rng)
         for a, b in chosen:
             ledger.add(a, b, judge(a, b))
         used += len(chosen)
-    claims = _claims(ledger, settled)
-    wrong = sum(strength[a] < strength[b] for a, b in claims)
+    winners = [(decide(ledger, a, b), a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+    claims = [(w, b if w == a else a) for w, a, b in winners if w is not None]
+    wrong = sum(strength[winner] < strength[loser] for winner, loser in claims)
     return StudyResult(used, stopped, wrong, bool(claims))
