@@ -88,9 +88,10 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
         lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
         with_kwargs=True)
     for level in ("turn", "dialog"):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result[f"{level}_scores"] = score(items[level])
         result[f"{level}_seconds"] = time.perf_counter() - start
+        result[f"{level}_cpu"] = time.process_time() - cpu
         result[f"{level}_tokens"] = sum(tokens)
         tokens.clear()
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -118,7 +119,7 @@ def main() -> None:
                    n_head=12, n_positions=1024, vocab_size=50257, tokenizer_vocab=8000)
         items_path = Path(tmp) / "items.json"
         items_path.write_text(json.dumps(items))
-        results = {}
+        results, load_start = {}, os.getloadavg()[0]
         for variant in ("fed", "naive"):
             out = Path(tmp) / f"{variant}.json"
             subprocess.run([sys.executable, __file__, "--variant", variant, "--threads", str(args.threads),
@@ -126,6 +127,7 @@ def main() -> None:
                            check=True, env=dict(os.environ, TQDM_DISABLE="1"))
             results[variant] = json.loads(out.read_text())
     print(_report(results, items))
+    print(f"load average (1 min) at start / end: {load_start:.1f} / {os.getloadavg()[0]:.1f}")
 
 
 def _training_texts(fed_path: Path) -> list[str]:
@@ -137,17 +139,22 @@ def _report(results, items) -> str:
     fed, naive = results["fed"], results["naive"]
     worst = max(abs(a[q] - b[q]) for level in ("turn", "dialog")
                 for a, b in zip(fed[f"{level}_scores"], naive[f"{level}_scores"]) for q in a)
-    lines = ["variant  level   items  seconds  items/s   tokens"]
+    lines = ["variant  level   items  seconds  items/s   tokens  CPU s"]
     for name, res in (("naive", naive), ("fed", fed)):
         for level in ("turn", "dialog"):
             n, sec = len(items[level]), res[f"{level}_seconds"]
-            lines.append(f"{name:8} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {res[f'{level}_tokens']:8d}")
+            lines.append(f"{name:8} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {res[f'{level}_tokens']:8d} "
+                         f"{res[f'{level}_cpu']:7.2f}")
         lines.append(f"{name:8} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
                      f"{res['loaded_rss_mib']:.0f} MiB)")
     total = {k: res["turn_seconds"] + res["dialog_seconds"] for k, res in results.items()}
     lines.append(f"speed-up (naive / fed, all items): {total['naive'] / total['fed']:.1f}x "
                  f"(turn {naive['turn_seconds'] / fed['turn_seconds']:.1f}x, "
                  f"dialog {naive['dialog_seconds'] / fed['dialog_seconds']:.1f}x)")
+    # Process CPU time (both threads) moves less than wall time when other jobs share the cores.
+    cpu = {k: res["turn_cpu"] + res["dialog_cpu"] for k, res in results.items()}
+    lines.append(f"CPU-time ratio (naive / fed): {cpu['naive'] / cpu['fed']:.1f}x "
+                 f"(turn {naive['turn_cpu'] / fed['turn_cpu']:.1f}x, dialog {naive['dialog_cpu'] / fed['dialog_cpu']:.1f}x)")
     lines.append(f"largest |score difference|: {worst:.2e} (must be <= 1e-4)")
     return "\n".join(lines)
 

@@ -50,7 +50,20 @@ def load_causal_lm(name: str, device=None, dtype: str | None = None):
     except OSError as error:
         raise DialevalError(f"cannot load the language model '{name}': {error}") from None
     model.to(pick_device(device)).eval()
+    fuse_gelu(model)
     return model, tokenizer
+
+
+def fuse_gelu(model) -> None:
+    """Swap GPT-2's tanh GELU, written as five tensor operations (``NewGELUActivation``), for torch's
+    one-kernel version of the same formula: on CPU the five passes over the MLP's 4x-wide activations
+    took about a fifth of FED's time; results agree to float rounding (about 1e-7)."""
+    from transformers.activations import NewGELUActivation
+
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, NewGELUActivation):
+                setattr(module, name, torch.nn.GELU(approximate="tanh"))
 
 
 def max_length(model) -> int:

@@ -7,9 +7,10 @@ from pathlib import Path
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.distributed import add_shard_args, device_for, digest, init_world, run_parts, shard_folder
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.metrics.fed import DEFAULT_MODEL, MODES, FedScorer, ScoreCache, join_turns
-from parlai_dialeval.atomic import atomic_open
 
 FED_TEXT = "fed-text"
 
@@ -78,22 +79,40 @@ class Fed(ParlaiScript):
                          help="bound on rows x tokens of one forward pass (memory)")
         fed.add_argument("--cache", default=None, metavar="FILE.jsonl",
                          help="persistent cache of scores keyed by model, mode and text")
+        add_shard_args(parser)
         return parser
 
     def run(self):
         opt = self.opt
+        world = init_world()
         items = self._items()
-        scorer = FedScorer(opt["lm"], mode=opt["mode"], device=opt["device"], batch_size=opt["batch_size"],
-                           dtype=opt["dtype"], followups=opt["followups"],
+        scorer = FedScorer(opt["lm"], mode=opt["mode"], device=device_for(world, opt["device"]),
+                           batch_size=opt["batch_size"], dtype=opt["dtype"], followups=opt["followups"],
                            qualities=[q.strip() for q in opt["qualities"].split(",") if q.strip()],
-                           cache=ScoreCache(opt["cache"]) if opt["cache"] else None, progress=True,
+                           cache=ScoreCache(opt["cache"]) if opt["cache"] else None, progress=world.main,
                            max_tokens=opt["max_tokens"])
-        scores = scorer.score([item["input"] for item in items])
+
+        def work(part):
+            scores = scorer.score([item["input"] for item in part])
+            return [{k: v for k, v in item.items() if v is not None} | {"scores": score}
+                    for item, score in zip(part, scores)]
+
+        # Everything that changes a number: a shard folder made with other values is refused.
+        identity = {"command": "fed", "lm": opt["lm"], "mode": opt["mode"], "dtype": opt["dtype"],
+                    "device": scorer.model.device.type, "batch_size": opt["batch_size"],
+                    "max_tokens": opt["max_tokens"], "qualities": scorer.qualities,
+                    "followups": {q: scorer.followups[q].positive + scorer.followups[q].negative
+                                  for q in scorer.qualities},
+                    "input": digest([item["input"] for item in items])}
+        rows = run_parts(items, work, identity=identity, part_size=opt["part_size"],
+                         folder=shard_folder(opt, world), world=world)
+        if rows is None:
+            return None
         with atomic_open(opt["out"]) as handle:
-            for item, score in zip(items, scores):
-                handle.write(json.dumps({k: v for k, v in item.items() if v is not None} | {"scores": score}) + "\n")
+            for row in rows:
+                handle.write(json.dumps(row) + "\n")
         print(f"wrote FED scores ({opt['mode']} mode, {opt['lm']}) of {len(items)} inputs to {opt['out']}")
-        return scores
+        return [row["scores"] for row in rows]
 
     def _items(self) -> list[dict]:
         opt = self.opt
