@@ -203,3 +203,19 @@ def test_bad_option_values_are_one_line_errors(tmp_path, option, value):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert option in result.stderr.strip().splitlines()[-1]
+
+
+def test_metric_named_by_an_unknown_question_is_reported(tmp_path):
+    # issue 19 item 1: a wording no protocol asks becomes its own metric, and the report says so
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.data import from_records
+    from parlai_dialeval.scripts.significance_time import analyze
+
+    records = [dict(r, question="Which bot is funnier?") if r["type"] == "comparison" and r["item_id"].startswith("d")
+               else r for r in synthetic_records()]
+    results = analyze(from_records(records), tmp_path, trials=20, weights=[(1, 1)])
+    assert "Which bot is funnier?" in set(results["time_to_significance"]["metric"])
+    assert "engaging" in set(results["time_to_significance"]["metric"])
+    html = (tmp_path / "report.html").read_text()
+    assert "Metrics named by their question text" in html and "Which bot is funnier?" in html

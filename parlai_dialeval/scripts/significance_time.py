@@ -18,6 +18,7 @@ from parlai_dialeval.analysis import significance_time as st
 from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.analysis.significance_time.plots import hours_by_technique
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.protocols import PROTOCOLS
 from parlai_dialeval.options import option, turn_range, weightings, weightings_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
@@ -142,6 +143,10 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     if len(bounds):
         report.text(f"{len(bounds)} row(s) give a bound rather than the first size reaching {power:.0%} power: "
                     "see n_needed_is.", note=True)
+    unknown = sorted(set(table["metric"]) - {c for p in PROTOCOLS.values() for c in p.criteria()})
+    if unknown:
+        report.text("Metrics named by their question text (neither meta.criterion nor a question of "
+                    "parlai_dialeval.protocols names a criterion): " + "; ".join(unknown), note=True)
     if not table["durations_known"].all():
         report.text("Some techniques have records without a duration (and no conversation duration to share): "
                     "their hours are unknown (blank); sizes are still reported.", note=True)
