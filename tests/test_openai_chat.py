@@ -194,8 +194,8 @@ def test_unknown_model_and_unreachable_url():
     from parlai.core.agents import create_agent
 
     dead = create_agent({"model": "dialeval:openai_chat", "base_url": f"http://127.0.0.1:{free_port()}/v1",
-                         "endpoint_model": "m"})
-    with pytest.raises(EndpointError, match="is unreachable: ConnectError"):
+                         "endpoint_model": "m", "retry_backoff": 0.01})
+    with pytest.raises(EndpointError, match="is unreachable: ConnectError.*tried 3 times"):
         dead.endpoint.ping()
 
 

@@ -67,7 +67,7 @@ class OpenaiChatAgent(ChatHistoryAgent):
                            help='extra JSON fields of the request body, e.g. \'{"top_p": 0.9, "seed": 1}\'')
         group.add_argument("--request-timeout", type=float, default=60.0, help="seconds to wait for one reply")
         group.add_argument("--max-retries", type=int, default=2,
-                           help="retries of a request answered 429 / 5xx or timed out (then the turn fails)")
+                           help="retries of a request answered 429 / 5xx, timed out or dropped (then the turn fails)")
         group.add_argument("--retry-backoff", type=float, default=1.0,
                            help="first retry delay in seconds, doubled each retry (Retry-After wins)")
         return parser
