@@ -8,7 +8,9 @@ A conversation fails when the worker's typed messages (the fixed opening "Hi!" e
   - ``offensive``: a message uses a word or phrase of the shipped list (offensive_words.txt).
 Short messages, repetition and offensive language are ParlAI's own ``AcceptabilityChecker`` (the checks
 of its crowdsourcing tasks), its ``OffensiveStringMatcher`` given ``offensive_words.txt`` (English words
-and phrases, one per line, shipped so that nothing is downloaded: ParlAI would fetch its list). Greetings
+and phrases, one per line, shipped so that nothing is downloaded: ParlAI would fetch its list); the
+matcher also counts affixed forms ("prickly", "cocker"), though on the 4,419 lines of the ChatterBot
+corpus it flags the same two lines as whole-word matching does. Greetings
 and capitals keep their own rules, because ParlAI's compare only the first whitespace token ("Hello,"
 is no greeting there) and count any message equal to its upper case ("OK", "123") as shouting.
 Smith et al. drop *all* evaluations of a worker with at least one failed conversation;
