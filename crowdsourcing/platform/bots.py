@@ -65,6 +65,13 @@ def _is_number(text: str) -> bool:
         return False
 
 
+def model_opt(name: str, spec) -> dict:
+    """The ParlAI opt of one ``models`` entry: ``{"opt": {...}}`` or a ParlAI flag string."""
+    if isinstance(spec, str):
+        return flags_to_opt(spec, f"model {name!r}")
+    return dict((spec or {}).get("opt") or {})
+
+
 def read_model_opts(path: str) -> dict[str, dict]:
     """ParlAI's ``model_opts.yaml`` (model name -> flag string) as name -> {"opt": {...}}."""
     import yaml
@@ -108,7 +115,7 @@ def resolve_models(models: Mapping[str, Any] | None, model_opts: str | None = No
     if OmegaConf.is_config(models):
         models = OmegaConf.to_container(models, resolve=True)
     for name, spec in (models or {}).items():
-        merged[name] = {"opt": flags_to_opt(spec, f"model {name!r}")} if isinstance(spec, str) else dict(spec or {})
+        merged[name] = {"opt": model_opt(name, spec)} if isinstance(spec, str) else dict(spec or {})
     quotas, pair_quotas = parse_quotas(conversations_needed)
     needed = set(quotas) | {m for pair in pair_quotas for m in pair}
     unknown = sorted(needed - set(merged))
