@@ -136,8 +136,9 @@ def require_chromium() -> None:
 class CliRun:
     """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider)."""
 
-    def __init__(self, task: str, tmp_path: Path, overrides: list[str]):
-        self.tmp_path, self.data_dir = tmp_path, tmp_path / "mephisto"
+    def __init__(self, task: str, tmp_path: Path, overrides: list[str], data_dir: Path | None = None):
+        self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
+        tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
         self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
                                      stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
@@ -160,6 +161,9 @@ class CliRun:
 
     def log(self) -> str:
         return self.log_path.read_text()
+
+    def export(self, task_name: str, out: Path) -> subprocess.CompletedProcess:
+        return dialeval("export", task_name, "--out", str(out), "--mephisto-data", str(self.data_dir))
 
     def stop(self) -> None:
         """Ctrl-C twice (the first one waits for units in flight, the second stops at once)."""
@@ -205,6 +209,13 @@ def assert_still_active(page) -> None:
     """Mephisto has not ended the worker (its "timed out" / "disconnected" screens)."""
     inactive = page.locator("[data-testid=inactive]")
     assert inactive.count() == 0, inactive.inner_text()
+
+
+def submit_hit(page) -> None:
+    """Press the live tasks' final Submit (the mock provider's alert is accepted) as a worker still in the task."""
+    page.click("[data-testid=submit-hit]", timeout=60000)
+    pause(page, 1.5)
+    assert_still_active(page)
 
 
 @contextlib.contextmanager

@@ -14,8 +14,7 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium,
-                               set_slider)
+from .protocol_harness import CliRun, chromium_page, pause, require_chromium, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -100,15 +99,13 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
             pause(tab, 3)
             tab.fill("#feedback", "took my time")
             tab.click("[data-testid=send-feedback]")
-            tab.click("[data-testid=submit-hit]", timeout=30000)
-            pause(tab, 1.5)
-            assert_still_active(tab)
+            submit_hit(tab)
         run.proc.wait(120)
     finally:
         run.stop()
 
     out = tmp_path / "lcda.jsonl"
-    done = dialeval("export", "lcda_pace", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    done = run.export("lcda_pace", out)
     assert "1 unit(s) read (1 completed)" in done.stdout
     data = read_jsonl([out])
     convs = data.conversations.sort_values("slot")

@@ -1,7 +1,8 @@
 """PW-Turn end to end in a real browser: `dialeval launch pw_turn` (LocalArchitect + node router +
 MockProvider), a worker in headless Chromium acting at a person's pace (2-4 s to read or think before each
-action) passes onboarding on the second try and chats, `dialeval export` writes a valid canonical file (both onboarding tries included, marked), `dialeval
-analyze_pairwise` reports on it with the onboarding set aside."""
+action) passes onboarding on the second try and chats, `dialeval export` writes a valid canonical file
+(both onboarding tries included, marked), `dialeval analyze_pairwise` reports on it with the onboarding
+set aside."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium
+from .protocol_harness import CliRun, chromium_page, dialeval, pause, require_chromium, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
@@ -62,15 +63,13 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                     pause(page, 3)
                     page.fill(".response-text-input", f"tell me more about topic {turn}")
                     page.click(".submit-response")
-            page.click("[data-testid=submit-hit]", timeout=60000)
-            pause(page, 1.5)
-            assert_still_active(page)
+            submit_hit(page)
         run.proc.wait(120)  # one unit: the run ends once it is submitted
     finally:
         run.stop()
 
     out = tmp_path / "pwt.jsonl"
-    dialeval("export", "pwt_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    run.export("pwt_e2e", out)
     data = read_jsonl([out])  # validates every record
     conv = data.conversations.iloc[0]
     is_onboarding = data.comparisons["onboarding"].eq(True)

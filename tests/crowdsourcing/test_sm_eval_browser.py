@@ -9,7 +9,8 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium
+from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium,
+                               submit_hit)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
@@ -45,15 +46,13 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
                 pause(page, 2)
                 page.check(f"[data-testid=likert-{criterion}-{value}]")
             page.click("[data-testid=submit-ratings]")
-            page.click("[data-testid=submit-hit]", timeout=60000)
-            pause(page, 1.5)
-            assert_still_active(page)
+            submit_hit(page)
         run.proc.wait(120)
     finally:
         run.stop()
 
     out = tmp_path / "sm.jsonl"
-    dialeval("export", "sm_e2e", "--out", str(out), "--mephisto-data", str(run.data_dir))
+    run.export("sm_e2e", out)
     data = read_jsonl([out])
     conv = data.conversations.iloc[0]
     # repeat_query echoes: Hi! Hi! then each typed message twice
