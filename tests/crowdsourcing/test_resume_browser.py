@@ -1,0 +1,88 @@
+"""Issue 20, item 4 in a real browser: the launch process is killed (SIGKILL) after the worker's second
+rated live-chat conversation; the orphaned node router keeps the port, so the next launch names it and
+refuses; once it is stopped, `dialeval launch` of the same task name resumes the run and the same worker,
+reloading the page, finishes the same HIT. The export holds one complete unit of six conversations.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, require_chromium, set_slider
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+PORT = 3265
+OVERRIDES = [f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lc_kill",
+             "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=1", "live_chat.seed=0"]
+
+
+def rate_one_conversation(page, slot: int) -> None:
+    page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+    page.fill("#topic-input", "gardening")
+    page.check("#attitude-like")
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+    before = page.locator(".dialeval-msg-other").count()
+    page.fill(".response-text-input", f"I grow tomatoes, conversation {slot}")
+    page.click(".submit-response")
+    page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
+    page.click("[data-testid=next-chatbot]")
+    page.wait_for_selector("[data-testid=rating-form]")
+    sliders = page.locator("[data-testid=rating-form] input[type=range]")
+    for k in range(sliders.count()):
+        set_slider(sliders.nth(k), 20 + slot)
+    page.click("[data-testid=submit-ratings]")
+
+
+def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tmp_path):
+    require_chromium()
+    first = CliRun("live_chat_da", tmp_path, OVERRIDES)
+    url = first.worker_url("returning_worker")
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(url)
+            rate_one_conversation(page, 0)
+            rate_one_conversation(page, 1)
+            page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+            os.killpg(first.proc.pid, signal.SIGKILL)  # the launch dies; its router lives on
+            first.proc.wait(30)
+
+            refused = subprocess.run(DIALEVAL + ["launch", "live_chat_da", *OVERRIDES, "--mephisto-data",
+                                                 str(first.data_dir)], capture_output=True, text=True, timeout=240)
+            assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+            assert f"port {PORT} is in use by pid {first.router_pid} (node server.js)" in refused.stderr
+            os.kill(first.router_pid, signal.SIGTERM)
+
+            second = CliRun("live_chat_da", tmp_path / "again", OVERRIDES, data_dir=first.data_dir)
+            try:
+                assert "Resuming task 'lc_kill': its run 1 was interrupted with 0 of 1 unit(s) finished" in second.log()
+                assert "1 worker(s) who were mid-HIT continue" in second.log()
+                page.goto(url)  # the worker reloads the page with the same worker id
+                for slot in range(2, 6):
+                    rate_one_conversation(page, slot)
+                page.wait_for_selector("[data-testid=feedback-form]", timeout=60000)
+                page.fill("#feedback", "came back after the restart")
+                page.click("[data-testid=send-feedback]")
+                page.click("[data-testid=submit-hit]", timeout=30000)
+                page.wait_for_timeout(1500)
+                assert second.proc.wait(120) == 0  # the run's only unit is done: it ends by itself
+            finally:
+                second.stop()
+    finally:
+        first.stop()
+
+    out = tmp_path / "lc_kill.jsonl"
+    done = dialeval("export", "lc_kill", "--out", str(out), "--mephisto-data", str(first.data_dir))
+    assert "continued after a restart" in done.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    convs = [r for r in records if r["type"] == "conversation"]
+    assert len(convs) == 6 and {c["status"] for c in convs} == {"complete"}
+    assert len({c["assignment_id"] for c in convs}) == 1 and sorted(c["slot"] for c in convs) == list(range(6))
+    assert len({c["worker_id"] for c in convs}) == 1 and convs[0]["worker_id"].startswith("returning_worker")
+    ratings = [r for r in records if r["type"] == "rating"]
+    assert len(ratings) == 6 * 7
+    assert sorted({r["value"] for r in ratings}) == [20.0 + slot for slot in range(6)]
