@@ -1,0 +1,148 @@
+"""Asking a judge every item: pairwise items in both orders, a cache keyed by (judge, prompt), bounded
+concurrency, and canonical records (``worker_id`` ``judge:<name>``) so every analysis reads the output.
+
+An item answered with the same model in both orders gets that choice; a judge that picks the same
+position in both orders (or a tie in one order only) gets a tie, flagged in ``meta`` and counted.
+A reply that cannot be read (``parse_reply``'s reasons) leaves its item without a record, counted by
+reason: nothing is guessed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from parlai_dialeval.judge.items import options, parse_reply, prompt
+
+SCALES = {"likert": "likert", "binary": "binary", "continuous": "continuous"}
+
+
+class AnswerCache:
+    """Replies by sha256(judge name, prompt), appended as JSON Lines; a line cut short by a kill is
+    ignored, so an interrupted run resumes and asks only what it has no reply for."""
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path = Path(path) if path else None
+        self.entries: dict[str, dict] = {}
+        self.lock = threading.Lock()
+        if self.path and self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self.entries[entry["key"]] = entry
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # the last line of a killed run
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def key(judge: str, text: str) -> str:
+        return hashlib.sha256(f"{judge}\0{text}".encode()).hexdigest()
+
+    def get(self, key: str) -> dict | None:
+        return self.entries.get(key)
+
+    def put(self, entry: dict) -> None:
+        with self.lock:
+            self.entries[entry["key"]] = entry
+            if self.path:
+                # One write of one line on an O_APPEND file: ranks sharing the file do not interleave.
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
+                finally:
+                    os.close(fd)
+
+
+def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, usage: dict) -> list[str]:
+    """Reply texts for (prompt, options) pairs, from the cache or the judge (``concurrency`` at once)."""
+    keys = [AnswerCache.key(judge.name, text) for text, _ in questions]
+
+    def one(index):
+        text, opts = questions[index]
+        reply = judge.ask(text, opts)
+        entry = {"key": keys[index], "judge": judge.name, "reply": reply.text,
+                 "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
+        cache.put(entry)
+        return entry
+
+    todo = [i for i, key in enumerate(keys) if cache.get(key) is None]
+    usage["cached"] += len(keys) - len(todo)
+    usage["asked"] += len(todo)
+    if judge.concurrency > 1 and len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
+            list(pool.map(one, todo))
+    else:
+        for i in todo:
+            one(i)
+    replies = []
+    for key in keys:
+        entry = cache.get(key)
+        usage["prompt_tokens"] += entry.get("prompt_tokens") or 0
+        usage["completion_tokens"] += entry.get("completion_tokens") or 0
+        replies.append(entry["reply"])
+    return replies
+
+
+def judge_part(items: list[dict], judge, cache: AnswerCache) -> list[dict]:
+    """One row per item: ``{"record": canonical record or None, "bad": [...], "usage": {...},
+    "order": "agree" | "flip" | "one tie" (pairwise)}``. Usage counts each item's prompts."""
+    questions, spans = [], []
+    for item in items:
+        start = len(questions)
+        orders = (0, 1) if item["pairwise"] else (0,)
+        questions += [(prompt(item, first), options(item)) for first in orders]
+        spans.append((start, len(questions)))
+    usage = {"asked": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    replies = _ask_all(judge, questions, cache, usage)
+    rows = []
+    for item, (start, end) in zip(items, spans):
+        row = {"key": item["key"], "record": None, "bad": []}
+        answers = []
+        for order, text in enumerate(replies[start:end]):
+            answer, reason = parse_reply(item, text)
+            if reason:
+                row["bad"].append({"reason": reason, "order": order, "reply": text})
+            answers.append(answer)
+        if not row["bad"]:
+            row.update(_pairwise(item, answers, judge.name) if item["pairwise"] else
+                       {"record": _rating(item, answers[0], replies[start], judge.name)})
+        rows.append(row)
+    rows[0]["usage"] = usage if rows else None  # a part's totals ride on its first row
+    return rows
+
+
+def _pairwise(item: dict, answers: list[str], name: str) -> dict:
+    # answers[0]: candidate a shown first; answers[1]: candidate b shown first. As models:
+    picked = [{"A": "a", "B": "b"}.get(answers[0], "tie"), {"A": "b", "B": "a"}.get(answers[1], "tie")]
+    if picked[0] == picked[1]:
+        choice, order = picked[0], "agree"
+    else:
+        choice = "tie"
+        order = "flip" if "tie" not in picked else "one tie"
+    record = {"type": "comparison", "item_id": item["item_id"], "worker_id": f"judge:{name}",
+              "model_a": item["model_a"], "model_b": item["model_b"], "choice": choice,
+              "question": item["question"],
+              "meta": {"protocol": item["protocol"], "criterion": item["criterion"],
+                       "answers": {"a_first": answers[0], "b_first": answers[1]}, "order": order}}
+    for field in ("turn_index", "study", "conversation_a", "conversation_b", "response_a", "response_b"):
+        if item.get(field) is not None:
+            record[field] = item[field]
+    if item.get("context_raw") is not None:
+        record["context"] = item["context_raw"]
+    return {"record": record, "order": order}
+
+
+def _rating(item: dict, value: float, reply: str, name: str) -> dict:
+    low, high = item["scale"]
+    record = {"type": "rating", "conversation_id": item["conversation_id"], "worker_id": f"judge:{name}",
+              "model": item["model"], "criterion": item["criterion"], "scale": SCALES[item["kind"]],
+              "scale_min": low, "scale_max": high, "value": value,
+              "meta": {"protocol": item["protocol"], "reply": reply}}
+    for field in ("turn_index", "study"):
+        if item.get(field) is not None:
+            record[field] = item[field]
+    return record

@@ -1,0 +1,107 @@
+"""dialeval judge: an LLM judge answers a human protocol's questions on the humans' items (docs/judge.md)."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from parlai_dialeval.distributed import add_shard_args, device_for, digest, init_world, run_parts, shard_folder
+from parlai_dialeval.errors import DialevalError
+
+PROTOCOLS = ("ab", "acute", "pw_turn", "pw_dialog", "sm_turn", "sm_dialog", "likert", "live_chat_da")
+
+
+@register_script("judge")
+class Judge(ParlaiScript):
+    @classmethod
+    def setup_args(cls):
+        from parlai_dialeval.scripts.command_line import add_data_args
+
+        parser = ParlaiParser(False, False, "Ask an LLM judge a human protocol's questions on the humans' items")
+        add_data_args(parser, out="FILE.jsonl")
+        judge = parser.add_argument_group("Judge")
+        judge.add_argument("--protocol", required=True, choices=PROTOCOLS,
+                           help="the human protocol whose question wordings and items the judge answers")
+        judge.add_argument("--judge", required=True, metavar="SPEC",
+                           help="lm:PATH_OR_NAME (local causal LM, picks the likeliest option), "
+                                "openai:MODEL (OpenAI-compatible endpoint, with --base-url) or "
+                                "script:FILE.json (scripted replies)")
+        judge.add_argument("--base-url", default=None, help="endpoint address for openai: judges, e.g. http://host:8000/v1")
+        judge.add_argument("--api-key-env", default="", metavar="VAR",
+                           help="NAME of the environment variable holding the endpoint's key ('' = none)")
+        judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (endpoint judges)")
+        judge.add_argument("--max-reply-tokens", type=int, default=20, help="reply length limit (endpoint judges)")
+        judge.add_argument("--cache", default=None, metavar="FILE.jsonl",
+                           help="replies by (judge, prompt); a rerun asks only what is missing (default OUT.cache.jsonl)")
+        judge.add_argument("--price-prompt", type=float, default=0.0, metavar="USD",
+                           help="price per million prompt tokens, for the cost in the summary")
+        judge.add_argument("--price-completion", type=float, default=0.0, metavar="USD",
+                           help="price per million completion tokens")
+        judge.add_argument("--device", default=None, help="torch device of an lm: judge")
+        add_shard_args(parser)
+        return parser
+
+    def run(self):
+        from parlai_dialeval.data.dataset import write_jsonl
+        from parlai_dialeval.judge.items import build_items
+        from parlai_dialeval.judge.judges import make_judge
+        from parlai_dialeval.judge.run import AnswerCache, judge_part
+        from parlai_dialeval.scripts.command_line import load_data, write_json
+
+        opt = self.opt
+        world = init_world()
+        data = load_data(opt, log=print if world.main else None)
+        items, bad_items, examples = build_items(data, opt["protocol"])
+        if not items:
+            raise DialevalError(f"no {opt['protocol']} items in {', '.join(opt['data'])}"
+                                + (f" ({dict(bad_items)})" if bad_items else ""))
+        judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
+                           max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
+                           device=device_for(world, opt["device"]))
+        cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")
+        identity = {"command": "judge", "judge": judge.name, "protocol": opt["protocol"],
+                    "input": digest([item["key"] for item in items])}
+        rows = run_parts(items, lambda part: judge_part(part, judge, cache), identity=identity,
+                         part_size=opt["part_size"], folder=shard_folder(opt, world), world=world)
+        if rows is None:
+            return None
+        studies = {item["study"] for item in items if item.get("study")}
+        records = [s for s in data.studies if s.get("name") in studies] + [r["record"] for r in rows if r["record"]]
+        write_jsonl(({"type": "study"} | s if "type" not in s else s for s in records), opt["out"])
+        summary = summarise(rows, bad_items, examples, judge.name, opt)
+        write_json(summary, Path(opt["out"]).with_suffix(".summary.json"))
+        print(format_summary(summary, opt["out"]))
+        return summary
+
+
+def summarise(rows, bad_items: Counter, examples, name: str, opt) -> dict:
+    usage = Counter()
+    for row in rows:
+        usage.update(row.get("usage") or {})
+    bad = Counter(b["reason"] for row in rows for b in row["bad"])
+    orders = Counter(row["order"] for row in rows if row.get("order"))
+    cost = (usage["prompt_tokens"] * opt["price_prompt"] + usage["completion_tokens"] * opt["price_completion"]) / 1e6
+    return {"judge": name, "worker_id": f"judge:{name}", "protocol": opt["protocol"], "items": len(rows),
+            "answered": sum(1 for r in rows if r["record"]), "unanswered": sum(1 for r in rows if not r["record"]),
+            "bad_replies": dict(bad), "bad_reply_examples": [b | {"key": r["key"]} for r in rows for b in r["bad"]][:20],
+            "items_without_context": dict(bad_items), "item_examples": examples,
+            "order": dict(orders), "prompts_asked": usage["asked"], "prompts_cached": usage["cached"],
+            "prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "cost_usd": cost}
+
+
+def format_summary(s: dict, out: str) -> str:
+    lines = [f"judge {s['judge']} on {s['protocol']}: {s['answered']} of {s['items']} items answered -> {out}",
+             f"prompts asked {s['prompts_asked']}, from the cache {s['prompts_cached']}; tokens "
+             f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion; cost ${s['cost_usd']:.4f}"]
+    if s["order"]:
+        lines.append("pairwise orders: " + ", ".join(f"{k} {v}" for k, v in sorted(s["order"].items()))
+                     + " (flip and one tie count as ties)")
+    if s["bad_replies"]:
+        lines.append("unreadable replies (items left without an answer): "
+                     + ", ".join(f"{k}: {v}" for k, v in sorted(s["bad_replies"].items())))
+    if s["items_without_context"]:
+        lines.append("items not asked: " + ", ".join(f"{k}: {v}" for k, v in sorted(s["items_without_context"].items())))
+    return "\n".join(lines)
