@@ -16,8 +16,8 @@ class Launch(ParlaiScript):
         parser.add_argument("overrides", nargs="*", default=[],
                             help="Hydra overrides, e.g. conf=example mephisto.architect.port=3100 live_chat.num_slots=4")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory (database, agent data); default data/mephisto "
-                                 "or $DIALEVAL_MEPHISTO_DATA")
+                            help="Mephisto data directory (database, agent data); default "
+                                 "$DIALEVAL_MEPHISTO_DATA, else mephisto/ in $DIALEVAL_HOME")
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
         return parser
 

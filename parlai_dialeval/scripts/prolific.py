@@ -22,7 +22,8 @@ class Prolific(ParlaiScript):
                             help="Prolific API address (default https://api.prolific.com/api/v1/; the fake's "
                                  "address to rehearse, see `python -m parlai_dialeval.providers.prolific.fake`)")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
+                                 "$DIALEVAL_HOME")
         return parser
 
     def run(self):

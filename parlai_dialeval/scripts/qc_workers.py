@@ -15,7 +15,8 @@ class QcWorkers(ParlaiScript):
                               "quality-control bot (Ji et al. 2022) and optionally soft-block those who fail")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
+                                 "$DIALEVAL_HOME")
         parser.add_argument("--task-type", default=None, metavar="TASK",
                             help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
                                  "recorded in the run at launch)")

@@ -16,7 +16,8 @@ class Review(ParlaiScript):
                               "Mephisto data directory) before Prolific is called, so nothing is paid twice.")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
+                                 "$DIALEVAL_HOME")
         parser.add_argument("--approve-passing", action="store_true",
                             help="approve every submission awaiting review whose suggestion is 'approve' (finished "
                                  "in Mephisto and not failing the task's quality control)")
