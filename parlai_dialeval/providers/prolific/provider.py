@@ -112,6 +112,16 @@ def expected_places(args, shared_state) -> int:
     raise DialevalError("mephisto.provider.places: cannot tell how many units this run has; set it")
 
 
+def require_requester(args, db) -> None:
+    """One clear line when the run names no registered Prolific requester."""
+    name = args.provider.get("requester_name", None)
+    known = [r.requester_name for r in db.find_requesters(provider_type=common.PROVIDER_TYPE)]
+    if (name and name not in known) or not known:
+        raise DialevalError(f"no Prolific requester {name or ''} registered in {db.db_path}"
+                            f"{' (registered: ' + ', '.join(known) + ')' if known else ''}; run "
+                            f"`dialeval prolific register {name or 'NAME'} --token-env VAR` first")
+
+
 def find_workspace(client, title: str | None) -> dict:
     workspaces = client.results("workspaces/")
     if not workspaces:
@@ -157,6 +167,19 @@ def preflight(args, shared_state, out=print) -> dict:
                             "top it up on app.prolific.com or lower the places or reward")
     return dict(s, requester_name=name, token=token, workspace_id=workspace["id"], places=places, cost=cost,
                 code="DE" + secrets.token_hex(5).upper())
+
+
+def study_address(url: str, api_base_url: str) -> str:
+    """The task's address for Prolific: with a scheme (LocalArchitect reports ``localhost:PORT``), and
+    https when real participants are to reach it."""
+    url = url.rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    if api_base_url.rstrip("/") == DEFAULT_API_BASE_URL.rstrip("/") and not url.startswith("https://"):
+        raise DialevalError(f"Prolific participants cannot reach {url}: set mephisto.provider.public_url to the "
+                            "https address of your reverse proxy in front of the task, or use a public architect "
+                            "(docs/crowdsourcing.md, 'Run your study on Prolific')")
+    return url
 
 
 def render_wrapper(completion_url: str, code: str) -> Path:
@@ -238,6 +261,7 @@ class ProlificProvider(CrowdProvider):
                   "internal_name, completion_code, currency, reward_minor, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   str(task_run.db_id), task_run.get_task().task_name, plan["requester_name"], plan["api_base_url"],
                   internal, plan["code"], plan["currency"], plan["reward_minor"], "creating")
+        url = study_address(args.provider.get("public_url") or server_url, plan["api_base_url"])
         project_id = None
         try:
             ws = plan["workspace_id"]
@@ -245,7 +269,6 @@ class ProlificProvider(CrowdProvider):
                                         "title", args.provider.project)
             group_id = find_or_create(client, "participant-groups/", {"workspace_id": ws, "name": args.provider.block_group},
                                       "name", args.provider.block_group, params={"workspace_id": ws})
-            url = (args.provider.get("public_url") or server_url).rstrip("/")
             filters = [dict(f) for f in args.provider.get("eligibility_filters") or []]
             filters.append({"filter_id": "participant_group_blocklist", "selected_values": [group_id]})
             if args.provider.get("block_list"):
