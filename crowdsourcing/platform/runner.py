@@ -162,6 +162,10 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     cfg = compose(spec, overrides)
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
+    if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
+        from parlai_dialeval.providers.prolific.provider import require_requester
+
+        require_requester(cfg.mephisto, db)
     cfg = augment_config_from_db(cfg, db)
     one_line_per_log()
     port = _served_port(cfg.mephisto.architect)
@@ -179,7 +183,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
     except BaseException as error:  # Ctrl-C while launching included: never leave a router behind
         operator.force_shutdown(timeout=5)
-        if not isinstance(error, Exception):
+        if not isinstance(error, Exception) or isinstance(error, DialevalError):  # ours already say what to do
             raise
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
