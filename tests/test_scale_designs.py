@@ -150,3 +150,19 @@ def test_analyze_scales_cli(tmp_path):
     assert row["icc_c"] == pytest.approx(_shrout_fleiss(table)[0]) and row["icc_a"] == pytest.approx(
         _shrout_fleiss(table)[1])
     assert (out / "report.html").exists() and (out / "icc.png").exists()
+
+
+def test_model_scores_have_intervals_over_rated_responses():
+    # Issue 18 item 8: the unit is the rated response (its ratings by several workers are not independent).
+    from scipy import stats as st
+
+    from parlai_dialeval.analysis.scale_designs import model_scores
+
+    rows = [{"conversation_id": f"c{i}", "model": "m", "criterion": "readability", "scale": "likert",
+             "worker_id": f"w{w}", "value": v} for i, values in enumerate([[4, 5], [2, 3], [6, 6]])
+            for w, v in enumerate(values)]
+    row = model_scores(pd.DataFrame(rows)).iloc[0]
+    responses = [4.5, 2.5, 6.0]
+    low, high = st.t.interval(0.95, 2, loc=sum(responses) / 3, scale=st.sem(responses))
+    assert row["n"] == 6 and row["n_responses"] == 3
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))

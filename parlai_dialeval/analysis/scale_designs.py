@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from parlai_dialeval.analysis.intervals import t_interval
+
 DESIGN_SCALES = ("likert", "magnitude", "best_worst")
 PRIOR_EXPERIENCE_KEYS = ("prior_experience_evaluating", "prior_experience_agents")
 # A rated target is one model's response to one item (context): several models answer the same item.
@@ -61,6 +63,18 @@ def item_scores(ratings: pd.DataFrame, by=("conversation_id", "model", "criterio
         return bws_scores(ratings, by)[list(by) + ["score", "appearances"]].rename(columns={"appearances": "n"})
     frame = normalised(ratings)
     return frame.groupby(list(by))["score"].agg(score="mean", sd="std", n="size").reset_index()
+
+
+def model_scores(ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model and criterion: the score over all its ratings (``item_scores`` by model), plus the unit
+    of analysis, the rated response (one model's answer to one item: its ratings by several workers are
+    not independent), its count and a Student t interval of the mean over responses."""
+    pooled = item_scores(ratings, by=("model", "criterion"))
+    per_response = item_scores(ratings)
+    spread = (per_response.groupby(["model", "criterion"])["score"]
+              .agg(n_responses="size", ci=lambda v: t_interval(v, alpha)).reset_index())
+    spread["ci_low"], spread["ci_high"] = spread["ci"].str[0], spread["ci"].str[1]
+    return pooled.merge(spread.drop(columns="ci"), on=["model", "criterion"], how="left")
 
 
 def icc(ratings: pd.DataFrame) -> dict:

@@ -69,7 +69,7 @@ def _tables(ratings: pd.DataFrame) -> dict:
                 icc_rows.append({"study": study, "design": design, "criterion": criterion, "workers": group,
                                  **sd.icc(subset)})
         spearman.append(sd.criteria_spearman(part).assign(study=study, design=design))
-        model_scores.append(sd.item_scores(part, by=("model", "criterion")).assign(study=study, design=design))
+        model_scores.append(sd.model_scores(part).assign(study=study, design=design))
         item_scores.append(sd.item_scores(part).assign(study=study, design=design))
     return {"icc": pd.DataFrame(icc_rows), "spearman": pd.concat(spearman), "model_scores": pd.concat(model_scores),
             "item_scores": pd.concat(item_scores), "workers": pd.concat(worker_tables)}
@@ -88,7 +88,8 @@ def _report(results, report: Report) -> None:
     report.heading("Spearman correlation between criteria (Santhanam Table 9)")
     report.table(results["spearman"])
     report.heading("Scores per model")
-    report.table(results["model_scores"])
+    report.table(results["model_scores"], caption="score over all ratings; the unit of analysis is the rated "
+                 "response (n_responses per model), with a 95% t interval of the mean over responses")
 
 
 @register_script("analyze_scales")
