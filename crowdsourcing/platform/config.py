@@ -50,5 +50,42 @@ def compose(spec: TaskSpec, overrides: list[str] | None = None):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"\s*version_base")
         with initialize_config_dir(config_dir=str(spec.task_dir), version_base="1.1"):
-            return hydra_compose(config_name=config_name,
-                                 overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
+            try:
+                return hydra_compose(config_name=config_name,
+                                     overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
+            except Exception as error:
+                raise override_error(error, spec) from None
+
+
+def override_error(error: Exception, spec: TaskSpec) -> Exception:
+    """Hydra's error about an override as one line saying what is wrong and what is valid (Hydra prints a
+    long traceback with the useful sentence last); errors of other kinds are returned unchanged."""
+    import dataclasses
+
+    from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+    from parlai_dialeval.errors import DialevalError
+
+    if not isinstance(error, (HydraException, OmegaConfBaseException)):
+        return error
+    chain = [error]
+    while chain[-1].__cause__ is not None or chain[-1].__context__ is not None:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    for cause in chain:
+        if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and getattr(cause, "full_key", None):
+            kind = getattr(cause, "object_type", None)
+            keys = sorted(f.name for f in dataclasses.fields(kind) if not f.name.startswith("_")) if (
+                dataclasses.is_dataclass(kind)) else []
+            group = cause.full_key.rpartition(".")[0] or "the config"
+            return DialevalError(f"{cause.full_key}: no such setting in {group}"
+                                 + (f"; valid keys: {', '.join(keys)}" if keys else ""))
+        if isinstance(cause, ValidationError) and getattr(cause, "full_key", None):
+            return DialevalError(f"{cause.full_key}: {str(cause).splitlines()[0]}")
+    if isinstance(error, MissingConfigException) and error.missing_cfg_file:
+        group, _, name = error.missing_cfg_file.rpartition("/")
+        return DialevalError(f"{group}={name}: no such option for {spec.name}; available: "
+                             f"{', '.join(error.options or []) or 'none'}")
+    if isinstance(error, OverrideParseException):
+        return DialevalError(f"{str(error).splitlines()[0]}: expected KEY=VALUE (e.g. mephisto.architect.port=3100)")
+    return DialevalError(" ".join(str(error).split()))

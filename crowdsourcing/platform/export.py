@@ -146,7 +146,9 @@ def _task(db, task_name: str):
     tasks = db.find_tasks(task_name=task_name)
     if not tasks:
         known = sorted(t.task_name for t in db.find_tasks())
-        raise DialevalError(f"no Mephisto task named {task_name!r} in {db.db_path}; known: {', '.join(known) or 'none'}")
+        raise DialevalError(f"no task named {task_name!r} was launched with this data directory ({db.db_path}); "
+                            f"tasks there: {', '.join(known) or 'none'} (the name is the launch's "
+                            "mephisto.task.task_name)")
     return tasks[0]
 
 
@@ -186,7 +188,8 @@ def collect(task_name: str, data_dir: str | Path | None = None, task_type: str |
     data_dir = prepare_mephisto(data_dir)
     db_file = database_path(data_dir)
     if not db_file.is_file():
-        raise DialevalError(f"no Mephisto database at {db_file}; launch a task first or give --mephisto-data")
+        raise DialevalError(f"no task named {task_name!r}: nothing was ever launched with data directory {data_dir} "
+                            f"(no {db_file.name}); give the launch's --mephisto-data")
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
 
     db = LocalMephistoDB(database_path=str(db_file))
@@ -199,6 +202,7 @@ def collect_from_db(db, task_name: str, task_type: str | None = None):
     The task is ``task_type``, else the one recorded in the run (its blueprint's ``frontend_entry``)."""
     from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
 
+    _task(db, task_name)  # a name never launched: say so before anything else
     if task_type is None:
         task_type = task_type_of(db, task_name) or (task_name if task_name in available_tasks() else None)
     if task_type is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.scripts.command_line import output_file
+
 
 @register_script("export")
 class Export(ParlaiScript):
@@ -12,17 +14,25 @@ class Export(ParlaiScript):
         parser = ParlaiParser(False, False, "Export everything a crowdsourcing task collected (incomplete and "
                               "returned work and onboarding attempts included, marked) to canonical JSON Lines")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
-        parser.add_argument("--out", required=True, metavar="FILE.jsonl", help="canonical JSON Lines output")
+        parser.add_argument("--out", required=True, metavar="FILE.jsonl", type=output_file,
+                            help="canonical JSON Lines output (a missing folder is created, and said so)")
         parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default data/mephisto or $DIALEVAL_MEPHISTO_DATA")
+                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
+                                 "$DIALEVAL_HOME")
         parser.add_argument("--task-type", default=None, metavar="TASK",
                             help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
                                  "recorded in the run at launch)")
         return parser
 
     def run(self):
+        from pathlib import Path
+
         from parlai_dialeval.crowdsourcing.platform.export import export_task
 
+        folder = Path(self.opt["out"]).parent
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            print(f"created folder {folder}")
         report = export_task(self.opt["task_name"], self.opt["out"], data_dir=self.opt["mephisto_data"],
                              task_type=self.opt["task_type"])
         print(report.summary())

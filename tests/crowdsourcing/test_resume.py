@@ -8,10 +8,14 @@ were, the killed run's partial HITs are never counted as finished, and no unit i
 """
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
+
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform import runner
-from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+from parlai_dialeval.crowdsourcing.platform.export import collect_from_db, export_task
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import from_records
 
@@ -216,9 +220,14 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         assert sorted(map(str, offered)) == sorted(str(p) for p in planned if p != first)
         assert held in offered
         again = submit(run, onboard_or_unit(run, "W2"))
-        report, _ = collect_from_db(run.db, "acute_resume")
+        out = tmp_path / "out" / "acute.jsonl"
+        report = export_task("acute_resume", out, data_dir=tmp_path)
     finally:
         run.shutdown()
+    # the summary counts what the file holds (it once counted 14 comparisons for a file of 4)
+    wrote = report.summary().splitlines()[0].split("; wrote ")[1].split(" (")[0]
+    in_file = Counter(json.loads(line)["type"] for line in out.read_text().splitlines())
+    assert {kind: int(n) for n, kind in re.findall(r"(\d+) (\w+)", wrote)} == in_file
     assert again != first
     data = from_records(report.records)
     comps = data.comparisons[~data.comparisons["onboarding"].eq(True)]

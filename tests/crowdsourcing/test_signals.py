@@ -47,6 +47,8 @@ def assert_clean_exit(run: CliRun, port: int) -> str:
     log = run.log()
     assert "Traceback" not in log and "Error" not in log, log[-3000:]
     assert re.search(r"Saved in .*Export: dialeval export sm_eval", log), log[-2000:]
+    # each log line once; the router no longer resends every packet (it printed a bare `null` each time)
+    assert log.count("Creating a task run under task") == 1 and "\nnull\n" not in log
     assert not psutil.pid_exists(run.router_pid) or psutil.Process(run.router_pid).status() == psutil.STATUS_ZOMBIE
     assert port_is_free(port), f"something still listens on port {port}"
     return log

@@ -1,0 +1,72 @@
+"""Issue 20, item 8: what `dialeval launch` / `dialeval export` say when given something wrong: one line
+naming the problem and what is valid, never a traceback."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.platform.config import compose
+from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+from parlai_dialeval.crowdsourcing.platform.registry import get_task
+from parlai_dialeval.errors import DialevalError
+
+from .protocol_harness import DIALEVAL
+
+
+@pytest.mark.parametrize("override, message", [
+    ("live_chat.num_slot=4", "live_chat.num_slot: no such setting in live_chat; valid keys: allow_zoo, bots_dir, "
+                             "ice_breaker, ice_breakers, min_inputs, models, num_slots, qc_models, seed, turn_timeout"),
+    ("live_chat.num_slots=four", "live_chat.num_slots: Value 'four' of type 'str' could not be converted to Integer"),
+    ("mephisto.architect.prot=3", "mephisto.architect.prot: no such setting in mephisto.architect; valid keys: "
+                                  "hostname, port, server_source_path, server_type"),
+    ("mephisto/architect=nope", "mephisto/architect=nope: no such option for live_chat_da; available: ec2, heroku, "
+                                "local, mock"),
+    ("live_chat.num_slots", "Error parsing override 'live_chat.num_slots': expected KEY=VALUE "
+                            "(e.g. mephisto.architect.port=3100)"),
+])
+def test_override_typo_is_one_line_with_the_valid_keys(tmp_path, override, message):
+    prepare_mephisto(tmp_path)
+    with pytest.raises(DialevalError) as raised:
+        compose(get_task("live_chat_da"), [override])
+    valid = str(raised.value)
+    if "valid keys" in message:  # other helpers add settings: every key named must be there, in order
+        head, keys = message.split("valid keys: ")
+        assert valid.startswith(head) and set(keys.split(", ")) <= set(valid.split("valid keys: ")[1].split(", "))
+    else:
+        assert valid == message
+
+
+def test_conf_typo_lists_the_task_confs(tmp_path):
+    prepare_mephisto(tmp_path)
+    with pytest.raises(DialevalError) as raised:
+        compose(get_task("live_chat_da"), ["conf=exampel"])
+    confs = sorted(p.stem for p in get_task("live_chat_da").conf_dir.glob("*.yaml"))
+    assert str(raised.value) == f"conf=exampel: no such option for live_chat_da; available: {', '.join(confs)}"
+
+
+def test_export_creates_a_missing_out_folder_and_says_so(tmp_path, capsys):
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    from parlai_dialeval.scripts.export import Export
+
+    prepare_mephisto(tmp_path)
+    LocalMephistoDB(database_path=str(database_path(tmp_path))).new_task("acute", "dialeval_static")
+    out = tmp_path / "new" / "folder" / "acute.jsonl"
+    Export.main("acute", "--out", str(out), "--mephisto-data", str(tmp_path))
+    assert f"created folder {out.parent}" in capsys.readouterr().out and out.is_file()
+
+
+@pytest.mark.slow
+def test_cli_errors_are_one_line_without_traceback(tmp_path):
+    data = str(tmp_path / "mephisto")
+    typo = subprocess.run(DIALEVAL + ["launch", "live_chat_da", "live_chat.num_slot=4", "--mephisto-data", data],
+                          capture_output=True, text=True, timeout=240)
+    assert typo.returncode == 2 and "Traceback" not in typo.stderr + typo.stdout
+    assert typo.stderr.strip().splitlines()[-1].startswith(
+        "dialeval: error: live_chat.num_slot: no such setting in live_chat; valid keys: ")
+    never = subprocess.run(DIALEVAL + ["export", "never_ran", "--out", str(tmp_path / "x.jsonl"),
+                                       "--mephisto-data", data], capture_output=True, text=True, timeout=240)
+    assert never.returncode == 2 and "Traceback" not in never.stderr
+    assert never.stderr.strip() == (f"dialeval: error: no task named 'never_ran': nothing was ever launched with "
+                                    f"data directory {data} (no database.db); give the launch's --mephisto-data")
