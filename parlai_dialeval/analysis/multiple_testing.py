@@ -13,8 +13,8 @@ DEFAULT_CORRECTION = "holm"
 NAMES = {"holm": "Holm (family-wise)", "bonferroni": "Bonferroni (family-wise)", "sidak": "Sidak (family-wise)",
          "holm-sidak": "Holm-Sidak (family-wise)", "fdr_bh": "Benjamini-Hochberg (false discovery rate)",
          "fdr_by": "Benjamini-Yekutieli (false discovery rate)", "none": "none"}
-HELP = ("multiple-comparison correction over all the tests of a table: " + ", ".join(CORRECTIONS)
-        + " (statsmodels multipletests; default holm)")
+HELP = ("multiple-comparison correction over all the tests of a table (statsmodels multipletests): holm and "
+        "bonferroni/sidak control the family-wise error, fdr_bh/fdr_by the false discovery rate; none switches it off")
 
 
 def adjust(p_values, method: str = DEFAULT_CORRECTION) -> np.ndarray:

@@ -25,8 +25,9 @@ def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -
                        help="force the input format; detected when omitted. "
                        + (_formats_help() if formats_help else "See `dialeval convert --help` for the list."))
     if out is not None:
-        group.add_argument("--out", required=True, metavar=out, help="output " + out.lower(),
-                           type=output_folder if out == "DIR" else output_file)
+        group.add_argument("--out", required=True, metavar=out, type=output_folder if out == "DIR" else output_file,
+                           help="output folder (created when missing; an existing file is refused)" if out == "DIR"
+                           else "output " + out.lower())
 
 
 def _formats_help() -> str:
