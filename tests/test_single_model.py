@@ -192,3 +192,23 @@ def test_success_rates_have_intervals_by_conversation():
     low, high = stats.t.interval(0.95, 1, loc=0.375, scale=stats.sem([0.5, 0.25]))
     assert (rates.loc["X", "lin_ci_low"], rates.loc["X", "lin_ci_high"]) == pytest.approx((low, high))
     assert np.isnan(rates.loc["Y", "lin_ci_low"])  # one conversation: no interval
+
+
+def test_report_warns_when_nothing_can_be_tested(tmp_path):
+    from parlai_dialeval.data import from_records
+    from parlai_dialeval.scripts.analyze_single_model import SingleModelConfig, analyze
+
+    records = []
+    for model, tick in (("steady", 1), ("flat", 0)):
+        for c in range(3):
+            conv = f"{model}{c}"
+            records.append({"type": "conversation", "id": conv, "models": [model], "worker_id": f"w{model}",
+                            "turns": [{"speaker": "human", "text": "Hi!"}, {"speaker": model, "text": "hello"}]})
+            records += [{"type": "rating", "conversation_id": conv, "worker_id": f"w{model}", "model": model,
+                         "criterion": "engaging", "scale": "binary", "scale_min": 0, "scale_max": 1, "value": tick,
+                         "turn_index": 2 * t + 1} for t in range(4)]
+    result = analyze(from_records(records), tmp_path, SingleModelConfig(n_boot=10))
+    assert result["ttests"]["p"].isna().all()
+    html = (tmp_path / "report.html").read_text()
+    assert "2 comparison(s) without a test (every score is the same within each model" in html
+    assert "Nothing could be tested" in html and "t=-inf" not in html and "-inf" not in html

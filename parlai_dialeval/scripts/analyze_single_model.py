@@ -104,13 +104,15 @@ def _warn(report: Report, tests: pd.DataFrame, config: SingleModelConfig) -> Non
                     "their intervals are wide and their tests weak.")
     untested = tests[tests["note"] != ""]
     for note, count in untested["note"].value_counts().items():
-        report.warn(f"{count} comparison(s) without a test: {note}.")
-    if len(tests) and not (tests["p_adjusted"] < config.alpha).any():
+        report.warn(f"{count} comparison(s) without a test ({note.removeprefix('no test: ')}).")
+    if not len(tests):
+        report.warn("Nothing could be tested: fewer than two models have SM ratings.")
+    elif tests["p"].isna().all():
+        report.warn("Nothing could be tested: no pair of models has two or more conversations each with "
+                    "varying scores.")
+    elif not (tests["p_adjusted"] < config.alpha).any():
         report.warn(f"No difference reached p < {config.alpha:g}"
                     + (" after correction." if config.correction != "none" else "."))
-    if not len(tests) or tests["p"].isna().all():
-        report.warn("Nothing could be tested: no pair of models has two or more conversations each with varying "
-                    "scores.")
 
 
 def _report(report: Report, results: dict, turn, config: SingleModelConfig, worker_checks) -> None:
