@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from parlai.core.script import register_script
 
@@ -118,7 +119,7 @@ def _method_text(s: live_chat.Settings) -> str:
     return "Method: " + "; ".join(parts) + "."
 
 
-def _warn(report: Report, result: live_chat.LiveChatResult) -> None:
+def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float) -> None:
     intervals, significance = result.intervals, result.significance
     small = intervals[intervals["n_conversations"].fillna(0) < SMALL_N]
     if len(small):
@@ -130,6 +131,12 @@ def _warn(report: Report, result: live_chat.LiveChatResult) -> None:
                     "can be estimated from them.")
     if len(significance) and significance["p_value"].isna().all():
         report.warn("No pairwise test was possible (a model needs at least one passing conversation on each side).")
+    elif len(significance) and result.settings.config.sig_test == "mannwhitney":
+        # the smallest one-sided Mann-Whitney p with n_a and n_b values is 1 / C(n_a + n_b, n_a)
+        floor = 1 / np.array([math.comb(a + b, a) for a, b in zip(significance["n_a"], significance["n_b"])], float)
+        if (floor >= sig_threshold).all():
+            report.warn(f"With so few conversations no pair can reach p < {sig_threshold:g}: the smallest possible "
+                        f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")
 
 
 def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
@@ -142,7 +149,7 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.warn(message)
     for name in OUTPUT_FILES:
         report.file(name)
-    _warn(report, result)
+    _warn(report, result, sig_threshold)
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
