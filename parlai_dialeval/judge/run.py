@@ -69,7 +69,7 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
         cache.put(entry)
         return entry
 
-    todo = [i for i, key in enumerate(keys) if cache.get(key) is None]
+    todo = list({key: i for i, key in reversed(list(enumerate(keys))) if cache.get(key) is None}.values())
     usage["cached"] += len(keys) - len(todo)
     usage["asked"] += len(todo)
     if judge.concurrency > 1 and len(todo) > 1:

@@ -1,0 +1,210 @@
+"""dialeval judge and judge_agreement. Reply parsing, a tiny local LM judge with its cache, and, on the
+real human data (ChatEval A/B votes, FED annotations), scripted judges whose answers the test decides,
+with every reported figure recomputed here by hand from the imported human records."""
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.cli import main
+from parlai_dialeval.data.dataset import read_jsonl, write_jsonl
+from parlai_dialeval.judge.items import parse_reply
+from tiny_lm import build_gpt2
+
+PAIR = {"pairwise": True, "allow_tie": True}
+LIKERT = {"pairwise": False, "kind": "likert", "scale": [1, 5]}
+
+
+@pytest.mark.parametrize("item,text,expected", [
+    (PAIR, "A", ("A", None)), (PAIR, " b.", ("B", None)), (PAIR, "Response B is better", ("B", None)),
+    (PAIR, "Tie", ("tie", None)), (PAIR, "I like A and B", (None, "both options named")),
+    (PAIR, "Hard to say.", (None, "no option named")),
+    ({"pairwise": True, "allow_tie": False}, "tie", (None, "tie where the protocol has none")),
+    (LIKERT, "4", (4.0, None)), (LIKERT, "I'd say 7", (None, "outside the scale")),
+    (LIKERT, "three", (None, "no number")), (LIKERT, "2.5", (None, "not a scale point")),
+])
+def test_replies_are_read_or_refused_with_a_reason(item, text, expected):
+    assert parse_reply(item, text) == expected
+
+
+def _sm_dialog_data(path):
+    turns = [{"speaker": "human", "text": "Hi!"}, {"speaker": "bot1", "text": "Hello, how are you?"}]
+    records = [{"type": "conversation", "id": f"c{i}", "models": [f"bot{i % 2}"], "turns": turns}
+               for i in range(4)]
+    records += [{"type": "rating", "conversation_id": f"c{i}", "worker_id": f"w{w}", "model": f"bot{i % 2}",
+                 "criterion": "engaging", "scale": "likert", "scale_min": 1, "scale_max": 5, "value": 1 + (i + w) % 5}
+                for i in range(5) for w in range(2)]  # c4 has ratings but no conversation
+    write_jsonl(records, path)
+
+
+def test_a_tiny_lm_judge_answers_from_the_cache_on_a_rerun(tmp_path, capsys):
+    lm = build_gpt2(tmp_path / "lm")
+    _sm_dialog_data(tmp_path / "human.jsonl")
+    args = ["judge", "--data", str(tmp_path / "human.jsonl"), "--protocol", "sm_dialog", "--judge", f"lm:{lm}",
+            "--out", str(tmp_path / "judge.jsonl")]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "judge.summary.json").read_text())
+    # the four conversations are the same text: one prompt asked, three answered by the cache
+    assert (summary["items"], summary["answered"], summary["prompts_asked"], summary["prompts_cached"]) == (4, 4, 1, 3)
+    assert summary["items_without_context"] == {"conversation not in the data": 1}
+    judged = read_jsonl([tmp_path / "judge.jsonl"]).ratings
+    assert set(judged["worker_id"]) == {"judge:lm:lm"} and judged["value"].between(1, 5).all()
+    assert main(args) == 0
+    again = json.loads((tmp_path / "judge.summary.json").read_text())
+    assert (again["prompts_asked"], again["prompts_cached"]) == (0, 4)
+
+
+# ---- ChatEval A/B with a scripted judge -------------------------------------------------------------
+
+FOLDER = "AMT_NCM_Test_NCM_Cakechat"
+
+
+def scripted_reply(context: str, first: str, second: str) -> str:
+    """The judge's answer to one prompt: the longer response; a position-follower on some prompts; an
+    unreadable reply on others."""
+    if len(context) % 10 == 0:
+        return "A"
+    if len(context) % 17 == 0:
+        return "Hard to say."
+    return "A" if len(first) > len(second) else "Response B" if len(first) < len(second) else "tie"
+
+
+def _body(context, first, second):
+    return f"Conversation:\n{context}\n\nResponse A:\n{first}\n\nResponse B:\n{second}\n\n"
+
+
+def kappa(x, y, weights=None, categories=None):
+    """Cohen's kappa by its definition (1 - observed / expected disagreement)."""
+    categories = categories or sorted(set(x) | set(y))
+    n = len(x)
+    w = {(a, b): (0.0 if a == b else 1.0) if weights is None else (a - b) ** 2 for a in categories for b in categories}
+    observed = sum(w[a, b] for a, b in zip(x, y)) / n
+    px = {c: x.count(c) / n for c in categories}
+    py = {c: y.count(c) / n for c in categories}
+    expected = sum(w[a, b] * px[a] * py[b] for a in categories for b in categories)
+    return 1 - observed / expected
+
+
+def test_chateval_ab_scripted_judge_agreement_equals_a_hand_computation(shared_data, tmp_path, capsys):
+    from parlai_dialeval.importers import load
+
+    folder = shared_data / "chateval" / "amt_ab_2018" / FOLDER
+    human = load([folder], log=None).comparisons
+    human = human[~human["automatic"].fillna(False).astype(bool)]
+    rules, items = [], {}
+    for row in human.itertuples():
+        context, a, b = (str(v).strip() if isinstance(v, str) else "" for v in (row.context, row.response_a, row.response_b))
+        if not a or not b:
+            continue
+        for first, second in ((a, b), (b, a)):
+            rules.append({"match": _body(context, first, second), "reply": scripted_reply(context, first, second)})
+        items.setdefault((row.item_id, frozenset((row.model_a, row.model_b))), []).append(row)
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}))
+    out = tmp_path / "ab.jsonl"
+    assert main(["judge", "--data", str(folder), "--protocol", "ab", "--judge", f"script:{tmp_path / 'judge.json'}",
+                 "--out", str(out), "--part-size", "50", "--shard-dir", str(tmp_path / "shards")]) == 0
+
+    # By hand: the judge's winner per item (model name or tie), its answers, every human vote.
+    judge_winner, answers, bad, flips = {}, [], 0, 0
+    for key, rows in items.items():
+        first_row = rows[0]
+        context = first_row.context.strip()
+        a, b = first_row.response_a.strip(), first_row.response_b.strip()
+        replies = [scripted_reply(context, a, b), scripted_reply(context, b, a)]
+        if "Hard to say." in replies:
+            bad += 2
+            continue
+        letters = [{"A": "A", "Response B": "B", "tie": "tie"}[r] for r in replies]
+        answers += letters
+        as_model = [{"A": first_row.model_a, "B": first_row.model_b}.get(letters[0], "tie"),
+                    {"A": first_row.model_b, "B": first_row.model_a}.get(letters[1], "tie")]
+        flips += as_model[0] != as_model[1] and "tie" not in as_model
+        judge_winner[key] = (as_model[0] if as_model[0] == as_model[1] else "tie", first_row.model_a)
+    winner = lambda row: {"a": row.model_a, "b": row.model_b}.get(row.choice, "tie")  # noqa: E731
+    jh, hh, jh_ab, hh_ab = [], [], [], []
+    for key, (judged, oriented_a) in judge_winner.items():
+        votes = [winner(row) for row in items[key]]
+        jh += [(judged, v) for v in votes]
+        hh += list(combinations(votes, 2))
+        to_ab = lambda m: "tie" if m == "tie" else "a" if m == oriented_a else "b"  # noqa: E731
+        jh_ab += [(to_ab(judged), to_ab(v)) for v in votes]
+        hh_ab += [(to_ab(x), to_ab(y)) for x, y in combinations(votes, 2)]
+    no_ties = lambda pairs: [(x, y) for x, y in pairs if "tie" not in (x, y)]  # noqa: E731
+    share = lambda pairs: sum(x == y for x, y in pairs) / len(pairs)  # noqa: E731
+
+    summary = json.loads((tmp_path / "ab.summary.json").read_text())
+    assert summary["bad_replies"] == {"no option named": bad} and bad > 0
+    assert summary["answered"] == len(judge_winner) and summary["order"]["flip"] == flips > 0
+
+    report = tmp_path / "agreement"
+    assert main(["judge_agreement", "--judge", str(out), "--human", str(folder), "--out", str(report)]) == 0
+    got = pd.read_csv(report / "pairwise_agreement.csv").iloc[0]
+    assert got["items"] == len(judge_winner) and got["human_votes"] == len(jh)
+    assert got["judge_human"] == pytest.approx(share(jh))
+    assert got["human_human"] == pytest.approx(share(hh))
+    assert got["judge_human_no_ties"] == pytest.approx(share(no_ties(jh)))
+    assert got["human_human_no_ties"] == pytest.approx(share(no_ties(hh)))
+    assert got["judge_human_kappa"] == pytest.approx(kappa([x for x, _ in jh_ab], [y for _, y in jh_ab]))
+    both = hh_ab + [(y, x) for x, y in hh_ab]
+    assert got["human_human_kappa"] == pytest.approx(kappa([x for x, _ in both], [y for _, y in both]))
+    bias = pd.read_csv(report / "position_bias.csv").iloc[0]
+    assert (bias["answered_first"], bias["answered_second"], bias["answered_tie"]) == (
+        answers.count("A"), answers.count("B"), answers.count("tie"))
+    assert bias["binomial_p"] == pytest.approx(stats.binomtest(answers.count("A"), answers.count("A") + answers.count("B")).pvalue)
+    ranks = pd.read_csv(report / "pairwise_rankings.csv").set_index("model")
+    score = lambda won, model: 1.0 if won == model else 0.5 if won == "tie" else 0.0  # noqa: E731
+    for model in ranks.index:
+        mine = [score(judge_winner[k][0], model) for k in judge_winner if model in k[1] for _ in items[k]]
+        theirs = [score(winner(row), model) for k in judge_winner if model in k[1] for row in items[k]]
+        assert ranks.loc[model, "judge_win_rate"] == pytest.approx(sum(mine) / len(mine))
+        assert ranks.loc[model, "human_win_rate"] == pytest.approx(sum(theirs) / len(theirs))
+    assert (report / "report.html").read_text().count("<img") >= 1
+
+
+# ---- FED annotations with a scripted judge's ratings ------------------------------------------------
+
+def test_fed_ratings_agreement_equals_a_hand_computation(shared_data, tmp_path):
+    from parlai_dialeval.importers import load
+
+    fed = shared_data / "fed" / "fed_data.json"
+    human = load([fed], log=None).ratings
+    human = human[human["criterion"] == "interesting"]
+    by_item = {cid: list(g["value"].astype(float)) for cid, g in human.groupby("conversation_id", sort=False)}
+    models = dict(zip(human["conversation_id"], human["model"]))
+    # The judge: the rounded mean of the humans on every third item, 0 on the others (numbers chosen here).
+    judge = {cid: float(round(sum(v) / len(v))) if int(cid.split("-")[-1]) % 3 == 0 else 0.0
+             for cid, v in by_item.items()}
+    write_jsonl([{"type": "rating", "conversation_id": cid, "worker_id": "judge:script", "model": models[cid],
+                  "criterion": "interesting", "scale": "likert", "scale_min": 0, "scale_max": 2, "value": value,
+                  "meta": {"protocol": "fed"}} for cid, value in judge.items()], tmp_path / "judge.jsonl")
+    assert main(["judge_agreement", "--judge", str(tmp_path / "judge.jsonl"), "--human", str(fed),
+                 "--out", str(tmp_path / "out")]) == 0
+    got = pd.read_csv(tmp_path / "out" / "rating_agreement.csv").iloc[0]
+
+    ids = list(by_item)
+    mean = [sum(by_item[c]) / len(by_item[c]) for c in ids]
+    first = [by_item[c][0] for c in ids]
+    others = [sum(by_item[c][1:]) / (len(by_item[c]) - 1) for c in ids]
+    assert got["items"] == len(ids) == 375
+    assert got["judge_human_spearman_item"] == pytest.approx(stats.spearmanr([judge[c] for c in ids], mean).statistic)
+    assert got["human_human_spearman_item"] == pytest.approx(stats.spearmanr(first, others).statistic)
+    assert got["judge_others_spearman_item"] == pytest.approx(stats.spearmanr([judge[c] for c in ids], others).statistic)
+    systems = sorted(set(models.values()))
+    judge_sys = [sum(judge[c] for c in ids if models[c] == m) / sum(models[c] == m for c in ids) for m in systems]
+    human_sys = [sum(mean[i] for i, c in enumerate(ids) if models[c] == m) / sum(models[c] == m for c in ids)
+                 for m in systems]
+    assert got["systems"] == len(systems) == 3
+    assert got["judge_human_spearman_system"] == pytest.approx(stats.spearmanr(judge_sys, human_sys).statistic)
+    pairs = [(int(judge[c]), int(v)) for c in ids for v in by_item[c]]
+    assert got["judge_human_kappa_quadratic"] == pytest.approx(
+        kappa([x for x, _ in pairs], [y for _, y in pairs], weights="quadratic"))
+    hh = [p for c in ids for p in combinations([int(v) for v in by_item[c]], 2)]
+    hh += [(b, a) for a, b in hh]
+    assert got["human_human_kappa_quadratic"] == pytest.approx(
+        kappa([x for x, _ in hh], [y for _, y in hh], weights="quadratic"))
+    ranks = pd.read_csv(tmp_path / "out" / "rating_rankings.csv").set_index("model")
+    assert ranks["judge_mean"].to_dict() == pytest.approx(dict(zip(systems, judge_sys)))
