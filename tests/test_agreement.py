@@ -98,3 +98,25 @@ def test_lee_weak_agreement_partitions_items():
     result = agreement.weak_agreement(votes(items))
     assert result == {"allagree": 1, "A/Bdis": 1, "onedis": 2, "alldis": 1, "items": 4}
     assert result["allagree"] + result["onedis"] + result["alldis"] == result["items"]
+
+
+def test_lee_table4_rows_use_the_partition_definition(shared_data):
+    # Lee et al. 2020 Table 4 (NCME, 200 prompts per comparison), read from the paper's text: with their
+    # onedis = "exactly two categories", allagree + onedis + alldis is the 200 prompts in 38 of the 46 rows
+    # (the others are a few prompts short); the old reading (onedis = a tie and one of A/B, apart from
+    # A/Bdis) would need allagree + A/Bdis + onedis + alldis = 200, which holds in no row.
+    import re
+
+    papers = shared_data.parent / "papers"
+    paper = next(papers.glob("lee2020_*.txt"), None)
+    if paper is None:
+        pytest.skip(f"Lee et al. 2020 text not found in {papers}")
+    text = paper.read_text(encoding="utf-8")
+    table = text[text.index("NCME human 1"):text.index("Table 4: The result")]
+    rows = [[int(x) if x != "-" else 0 for x in row]
+            for row in re.findall(r"\d+ % \d+ % \d+ % (\d+) (\d+) (\d+) (\d+|-) ", table)]
+    assert len(rows) == 46
+    assert sum(allagree + onedis + alldis == 200 for allagree, _, onedis, alldis in rows) == 38
+    assert all(abdis <= onedis for _, abdis, onedis, _ in rows)
+    assert not any(sum(row) == 200 for row in rows)
+    assert all(sum(row) - row[1] <= 200 for row in rows)
