@@ -70,7 +70,8 @@ def resolve_zoo_path(datapath: str, path: str, option: str, bot: str) -> str:
         with _downloads_refused():
             return modelzoo_path(datapath, path)
     except _WouldDownload as would:
-        command = f"python -c \"from parlai.core.build_data import modelzoo_path; modelzoo_path('{datapath}', '{path}')\""
+        command = ("python -c \"from parlai.core.build_data import modelzoo_path; "
+                   f"modelzoo_path('{datapath}', '{path}')\"")
         raise ZooDownloadRefused(
             f"bot {bot!r}: {option} {path!r} is not built under ParlAI's datapath and would download from "
             f"parl.ai into {would.where}; build it there first with: {command} (or set datapath to where it "

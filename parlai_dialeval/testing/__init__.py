@@ -1,1 +1,2 @@
-"""Tools for rehearsing evaluations offline: a fake OpenAI-compatible server (``python -m parlai_dialeval.testing.fake_openai``)."""
+"""Tools for rehearsing evaluations offline: a fake OpenAI-compatible server
+(``python -m parlai_dialeval.testing.fake_openai``)."""

@@ -57,7 +57,8 @@ class HfChatAgent(ChatHistoryAgent):
     def add_cmdline_args(cls, parser, partial_opt=None):
         group = parser.add_argument_group("Local Hugging Face chat model")
         group.add_argument("--hf-chat-model", type=str, default=None,
-                           help="a local model folder, or a hub id already in the Hugging Face cache (never downloaded)")
+                           help="a local model folder, or a hub id already in the Hugging Face cache "
+                                "(never downloaded)")
         group.add_argument("--chat-template", type=str, default=None,
                            help="a Jinja chat template (file path or the template itself) for tokenizers without one")
         chat_history.add_chat_args(group)
@@ -120,7 +121,8 @@ class HfChatAgent(ChatHistoryAgent):
         system = [m for m in messages[:1] if m["role"] == "system"]
         turns = messages[len(system):]
         while True:
-            ids = tokenizer.encode(render_chat(tokenizer, system + turns, self.lm["template"]), add_special_tokens=False)
+            prompt = render_chat(tokenizer, system + turns, self.lm["template"])
+            ids = tokenizer.encode(prompt, add_special_tokens=False)
             if len(ids) <= budget:
                 return ids
             if len(turns) <= 1:
@@ -134,9 +136,9 @@ class HfChatAgent(ChatHistoryAgent):
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
         ids = self._prompt_ids(messages)
         sampling = self.opt["temperature"] > 0
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         settings = {"max_new_tokens": self.opt["max_new_tokens"], "do_sample": sampling,
-                    "repetition_penalty": self.opt["repetition_penalty"],
-                    "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
+                    "repetition_penalty": self.opt["repetition_penalty"], "pad_token_id": pad,
                     "eos_token_id": tokenizer.eos_token_id}
         if sampling:
             settings.update(temperature=self.opt["temperature"], top_p=self.opt["top_p"])

@@ -3,8 +3,9 @@
 ``ChatEndpoint`` holds one ``httpx.Client`` (thread-safe, pooled connections) shared by every copy of
 an agent, so simultaneous conversations never queue behind one another. Retries 429 / 5xx / timeouts
 and failed connections with exponential back-off, honouring ``Retry-After``, a bounded number of
-times; every other failure raises ``EndpointError`` at once with a one-line reason. The API key is read from the environment
-variable named in the settings and lives only in the client's headers (never in opts or messages).
+times; every other failure raises ``EndpointError`` at once with a one-line reason. The API key is
+read from the environment variable named in the settings and lives only in the client's headers
+(never in opts or messages).
 """
 from __future__ import annotations
 
