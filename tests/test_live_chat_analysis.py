@@ -454,4 +454,5 @@ def test_small_sample_report_is_honest(tmp_path):
     assert "Holm" in html and "fewer than 5 passing conversations" in html
     assert "so there is no heatmap" in html and not (out / "significance.png").exists()
     assert "no pair can reach p &lt; 0.1: the smallest possible one-sided Mann-Whitney p here is 0.167" in html
-    assert "col_0" not in html and "Unnamed" not in pd.read_csv(out / "correlations.csv").columns[0]
+    assert "col_0" not in html and "<th></th>" not in html
+    assert "Unnamed" not in pd.read_csv(out / "correlations.csv").columns[0]

@@ -158,4 +158,4 @@ def make_table1(summary: dict, table_durations: pd.DataFrame) -> pd.DataFrame:
         total = summary["n_dialogues_incl_empty_submissions"]
         rows.append(("dialogues incl. empty submissions (paper's count)", total, summary["n_dialogues_passed"],
                      summary["n_dialogues_passed"] / total if total else None))
-    return pd.DataFrame(rows, columns=["", "total", "passed", "pass_rate"])
+    return pd.DataFrame(rows, columns=["count", "total", "passed", "pass_rate"])
