@@ -68,10 +68,10 @@ def build_items(args) -> list[protocol.ABItem]:
         return read_items(args.items_file)
     if not args.teacher or len(args.models) != 2:
         raise DialevalError("ab_next_utterance needs ab.items_file, or ab.teacher with exactly two ab.models")
-    from parlai_dialeval.crowdsourcing.platform.bots import load_agent
+    from parlai_dialeval.crowdsourcing.platform.bots import load_agent, model_opt
 
     contexts = protocol.contexts_from_teacher(args.teacher, args.max_items, **dict(args.teacher_opt))
-    responses = {name: protocol.generate_responses(contexts, load_agent(name, dict(spec.get("opt") or {})))
+    responses = {name: protocol.generate_responses(contexts, load_agent(name, model_opt(name, spec)))
                  for name, spec in args.models.items()}
     return protocol.items_from_responses(contexts, responses, tuple(args.models), id_prefix=Path(
         args.teacher.replace(":", "_")).name)

@@ -65,13 +65,13 @@ def generate_self_chats(args) -> list[dict]:
     from parlai.core.agents import create_agent_from_shared
     from tqdm import tqdm
 
-    from parlai_dialeval.crowdsourcing.platform.bots import load_agent
+    from parlai_dialeval.crowdsourcing.platform.bots import load_agent, model_opt
     from parlai_dialeval.data import write_jsonl
 
     openings = list(args.self_chat_openings) or list(SELF_CHAT_OPENINGS)
     chats = []
     for name, spec in args.self_chat_models.items():
-        shared = load_agent(name, dict(spec.get("opt") or {})).share()
+        shared = load_agent(name, model_opt(name, spec)).share()
         pair = (create_agent_from_shared(shared), create_agent_from_shared(shared))
         for i in tqdm(range(args.self_chats_per_model), desc=f"self-chats of {name}"):
             chats.append(protocol.self_chat(pair, name, openings[i % len(openings)], args.self_chat_turns,

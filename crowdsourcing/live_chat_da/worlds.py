@@ -13,6 +13,7 @@ from typing import Any
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES, STATEMENTS
+from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 from parlai_dialeval.crowdsourcing.platform.session_world import SYSTEM_ID, save_record
 
@@ -207,7 +208,8 @@ class LiveChatWorld:
         conv["turns"].append({"speaker": "human", "text": text, "time": time.time()})
         self._save()
         try:
-            self.bot.observe({"id": "human", "text": text, "episode_done": False})
+            # context: the topic (or ice-breaker persona) for bots that place it (dialeval:openai_chat)
+            self.bot.observe({"id": "human", "text": text, "episode_done": False, "context": self._current_topic()})
             reply = self.bot.act()
             reply_text = (reply or {}).get("text")
             if not isinstance(reply_text, str):
@@ -216,8 +218,8 @@ class LiveChatWorld:
             self._fail(error)
             return
         turn = {"speaker": conv["model"], "text": reply_text, "time": time.time()}
-        if isinstance(reply, dict) and reply.get("qc_audit"):
-            turn["meta"] = {"qc_audit": reply["qc_audit"]}
+        if turn_meta(reply):
+            turn["meta"] = turn_meta(reply)
         conv["turns"].append(turn)
         # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
         self.agent.observe({"id": BOT_ID, "text": reply_text if reply_text.strip() else " ",

@@ -55,6 +55,11 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
         "help": "A ParlAI-chat task whose worker page is a prebuilt entry of crowdsourcing/frontend"})
     frontend_entry: str = field(default=MISSING, metadata={
         "help": FRONTEND_ENTRY_HELP, "required": True})
+    # ParlAI model_chat / pairwise_per_turn_eval keys, read by platform/bots.py quota_args (same names and meaning)
+    model_opt_path: str = field(default="", metadata={
+        "help": "ParlAI's model_opts.yaml (model name -> ParlAI flag string): adds these models to the task's"})
+    conversations_needed_string: str = field(default="", metadata={
+        "help": "ParlAI's quotas: 'modelA:50,modelB:20', or pairs 'modelA:modelB:100'; only these models are used"})
 
 
 @register_mephisto_abstraction()

@@ -12,6 +12,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
 from parlai_dialeval.protocols import get_protocol
 
 PROTOCOL = get_protocol("pw_turn")
@@ -64,16 +65,18 @@ class PairwiseTurnSession:
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
                            **({"meta": {"fixed": True}} if fixed else {})})
         observation = history_observation(self.turns)
-        responses = {}
+        responses, costs = {}, {}
         for name, agent in self.agents.items():
             agent.reset()
             agent.observe(dict(observation))
-            responses[name] = str(agent.act().get("text", ""))
+            act = agent.act()
+            responses[name], costs[name] = str(act.get("text", "")), turn_meta(act)
         left, right = list(self.agents)
         if self.rng.random() < 0.5:
             left, right = right, left
         self.pending = {"turn_index": len(self.turns), "left": left, "right": right,
-                        "responses": responses, "observed": {name: observation["text"] for name in self.agents},
+                        "responses": responses, "costs": costs,
+                        "observed": {name: observation["text"] for name in self.agents},
                         "context": [dict(t) for t in self.turns], "shown_at": time.time()}
         return {"left": responses[left], "right": responses[right]}
 
@@ -90,7 +93,8 @@ class PairwiseTurnSession:
         winner = pending[side]
         loser = pending["right" if side == "left" else "left"]
         self.turns.append({"speaker": winner, "text": pending["responses"][winner], "time": time.time(),
-                           "meta": {"rejected": {"model": loser, "text": pending["responses"][loser]}}})
+                           "meta": {**pending["costs"][winner], "rejected": {
+                               "model": loser, "text": pending["responses"][loser], **pending["costs"][loser]}}})
         choice = {**pending, "choice": side, "winner": winner, "justification": justification.strip(),
                   "duration": duration}
         self.choices.append(choice)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
 from parlai_dialeval.protocols import get_protocol
 
 TURN_PROTOCOL, DIALOG_PROTOCOL = get_protocol("sm_turn"), get_protocol("sm_dialog")
@@ -66,7 +67,9 @@ class SingleModelSession:
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
                            **({"meta": {"fixed": True}} if fixed else {})})
         self.agent.observe({"id": "human", "text": text, "episode_done": False})
-        reply = {"speaker": self.model, "text": str(self.agent.act().get("text", "")), "time": time.time()}
+        act = self.agent.act()
+        reply = {"speaker": self.model, "text": str(act.get("text", "")), "time": time.time(),
+                 **({"meta": turn_meta(act)} if turn_meta(act) else {})}
         self.turns.append(reply)
         return {"turn_index": len(self.turns) - 1, **reply}
 
