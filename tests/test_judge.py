@@ -31,9 +31,11 @@ def test_replies_are_read_or_refused_with_a_reason(item, text, expected):
     assert parse_reply(item, text) == expected
 
 
-def _sm_dialog_data(path):
-    turns = [{"speaker": "human", "text": "Hi!"}, {"speaker": "bot1", "text": "Hello, how are you?"}]
-    records = [{"type": "conversation", "id": f"c{i}", "models": [f"bot{i % 2}"], "turns": turns}
+def _sm_dialog_data(path, distinct=False):
+    def turns(i):
+        return [{"speaker": "human", "text": "Hi!"},
+                {"speaker": f"bot{i % 2}", "text": f"Hello, I am number {i}." if distinct else "Hello, how are you?"}]
+    records = [{"type": "conversation", "id": f"c{i}", "models": [f"bot{i % 2}"], "turns": turns(i)}
                for i in range(4)]
     records += [{"type": "rating", "conversation_id": f"c{i}", "worker_id": f"w{w}", "model": f"bot{i % 2}",
                  "criterion": "engaging", "scale": "likert", "scale_min": 1, "scale_max": 5, "value": 1 + (i + w) % 5}
@@ -56,6 +58,43 @@ def test_a_tiny_lm_judge_answers_from_the_cache_on_a_rerun(tmp_path, capsys):
     assert main(args) == 0
     again = json.loads((tmp_path / "judge.summary.json").read_text())
     assert (again["prompts_asked"], again["prompts_cached"]) == (0, 4)
+
+
+def test_an_endpoint_judge_counts_tokens_cost_and_bad_replies(tmp_path):
+    from parlai_dialeval.testing.fake_openai import FakeOpenAI
+
+    _sm_dialog_data(tmp_path / "human.jsonl", distinct=True)
+    with FakeOpenAI({"judge-m": {"replies": ["4", "nine", "I give it a 7"], "latency": 0.05}}) as fake:
+        args = ["judge", "--data", str(tmp_path / "human.jsonl"), "--protocol", "sm_dialog", "--judge", "openai:judge-m",
+                "--base-url", fake.base_url, "--concurrency", "3", "--price-prompt", "2", "--price-completion", "10",
+                "--out", str(tmp_path / "judge.jsonl")]
+        assert main(args) == 0
+        asked = len(fake.requests)
+        assert main(args) == 0  # everything from the cache
+        assert len(fake.requests) == asked == 4
+    summary = json.loads((tmp_path / "judge.summary.json").read_text())
+    first = fake.requests[0]["messages"][-1]["content"]
+    assert "How much would you like to talk to your partner for a long conversation?" in first  # the human wording
+    # replies cycle 4, nine, 7 over the four prompts (in whatever order the threads sent them)
+    assert summary["bad_replies"] == {"no number": 1, "outside the scale": 1}
+    assert (summary["answered"], summary["unanswered"]) == (2, 2)
+    words = sum(len(m["content"].split()) for r in fake.requests for m in r["messages"])
+    assert summary["prompt_tokens"] == words
+    replies = ["4", "nine", "I give it a 7", "4"]
+    assert summary["completion_tokens"] == sum(len(r.split()) for r in replies)
+    assert summary["cost_usd"] == pytest.approx((words * 2 + summary["completion_tokens"] * 10) / 1e6)
+    assert set(read_jsonl([tmp_path / "judge.jsonl"]).ratings["value"]) == {4.0}
+
+
+def test_a_local_chat_model_judge_leaves_unreadable_replies_unanswered(tmp_path):
+    lm = build_gpt2(tmp_path / "chat")
+    _sm_dialog_data(tmp_path / "human.jsonl", distinct=True)
+    template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    assert main(["judge", "--data", str(tmp_path / "human.jsonl"), "--protocol", "sm_dialog", "--judge", f"hf:{lm}",
+                 "--chat-template", template, "--max-reply-tokens", "4", "--out", str(tmp_path / "j.jsonl")]) == 0
+    summary = json.loads((tmp_path / "j.summary.json").read_text())
+    assert summary["items"] == 4 and summary["worker_id"] == "judge:hf:chat"
+    assert summary["answered"] + sum(summary["bad_replies"].values()) == 4  # each item answered or counted
 
 
 # ---- ChatEval A/B with a scripted judge -------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Judges: something that answers a prompt. ``lm:PATH`` (a local causal LM that picks the option it finds
-most likely), ``openai:MODEL`` (any OpenAI-compatible endpoint, through the platform's
+most likely), ``hf:PATH`` (a local chat model through ``dialeval:hf_chat``), ``openai:MODEL`` (any OpenAI-compatible endpoint, through the platform's
 ``dialeval:openai_chat`` client) and ``script:FILE.json`` (replies you write, for tests and dry runs)."""
 from __future__ import annotations
 
@@ -61,6 +61,25 @@ class ChatJudge:
         return Reply(done.text, done.prompt_tokens or 0, done.completion_tokens or 0)
 
 
+class HfChatJudge:
+    """A local Hugging Face chat model through the platform's ``dialeval:hf_chat`` agent (greedy)."""
+
+    concurrency = 1
+
+    def __init__(self, path: str, max_tokens: int = 20, device=None, chat_template: str | None = None):
+        from parlai.core.agents import create_agent
+
+        import parlai_dialeval  # noqa: F401  (registers the dialeval: prefix)
+
+        self.name = f"hf:{Path(path).name or path}"
+        self.agent = create_agent({"model": "dialeval:hf_chat", "hf_chat_model": path, "max_new_tokens": max_tokens,
+                                   "device": device or "cpu", "chat_template": chat_template})
+
+    def ask(self, prompt: str, options: list[str]) -> Reply:
+        done = self.agent.reply([{"role": "user", "content": prompt}])
+        return Reply(done.text, done.prompt_tokens or 0, done.completion_tokens or 0)
+
+
 class ScriptedJudge:
     """Replies from a JSON file ``{"rules": [{"match": "text in the prompt", "reply": "A"}, ...],
     "default": "B"}``: the first rule whose ``match`` occurs in the prompt answers; otherwise
@@ -91,13 +110,15 @@ class ScriptedJudge:
 
 
 def make_judge(spec: str, *, base_url: str | None = None, api_key_env: str = "", max_tokens: int = 20,
-               concurrency: int = 4, device=None, dtype=None):
+               concurrency: int = 4, device=None, dtype=None, chat_template=None):
     kind, _, value = spec.partition(":")
     if kind == "lm" and value:
         return LikelihoodJudge(value, device=device, dtype=dtype)
     if kind == "openai" and value:
         return ChatJudge(value, base_url, api_key_env=api_key_env, max_tokens=max_tokens, concurrency=concurrency)
+    if kind == "hf" and value:
+        return HfChatJudge(value, max_tokens=max_tokens, device=device, chat_template=chat_template)
     if kind == "script" and value:
         return ScriptedJudge(value)
-    raise DialevalError(f"unknown judge '{spec}': use lm:PATH_OR_NAME, openai:MODEL (with --base-url) "
-                        f"or script:FILE.json")
+    raise DialevalError(f"unknown judge '{spec}': use lm:PATH_OR_NAME, hf:PATH (local chat model), "
+                        f"openai:MODEL (with --base-url) or script:FILE.json")

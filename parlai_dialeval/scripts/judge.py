@@ -26,7 +26,7 @@ class Judge(ParlaiScript):
                            help="the human protocol whose question wordings and items the judge answers")
         judge.add_argument("--judge", required=True, metavar="SPEC",
                            help="lm:PATH_OR_NAME (local causal LM, picks the likeliest option), "
-                                "openai:MODEL (OpenAI-compatible endpoint, with --base-url) or "
+                                "hf:PATH (local chat model, dialeval:hf_chat), openai:MODEL (OpenAI-compatible endpoint, with --base-url) or "
                                 "script:FILE.json (scripted replies)")
         judge.add_argument("--base-url", default=None, help="endpoint address for openai: judges, e.g. http://host:8000/v1")
         judge.add_argument("--api-key-env", default="", metavar="VAR",
@@ -39,7 +39,9 @@ class Judge(ParlaiScript):
                            help="price per million prompt tokens, for the cost in the summary")
         judge.add_argument("--price-completion", type=float, default=0.0, metavar="USD",
                            help="price per million completion tokens")
-        judge.add_argument("--device", default=None, help="torch device of an lm: judge")
+        judge.add_argument("--device", default=None, help="torch device of an lm: or hf: judge")
+        judge.add_argument("--chat-template", default=None,
+                           help="Jinja chat template (file or text) for an hf: judge whose tokenizer has none")
         add_shard_args(parser)
         return parser
 
@@ -59,7 +61,7 @@ class Judge(ParlaiScript):
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
-                           device=device_for(world, opt["device"]))
+                           device=device_for(world, opt["device"]), chat_template=opt["chat_template"])
         cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")
         identity = {"command": "judge", "judge": judge.name, "protocol": opt["protocol"],
                     "input": digest([item["key"] for item in items])}
