@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from parlai_dialeval.analysis import agreement, pairwise
+from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.importers import load
 from parlai_dialeval.scripts.analyze_pairwise import WIN_RATE_COLUMNS, PairwiseConfig, analyze
 
@@ -248,3 +249,10 @@ def test_chateval_weak_agreement_partitions_every_study(chateval, tmp_path):
         weak = agreement.weak_agreement(part)
         assert weak["allagree"] + weak["onedis"] + weak["alldis"] == weak["items"], study
         assert weak["A/Bdis"] <= weak["onedis"] and weak["items"] <= 200
+
+
+def test_only_onboarding_is_a_clear_error(tmp_path):
+    frame = pd.DataFrame({"item_id": ["i1", "i2"], "worker_id": "w", "model_a": "x", "model_b": "y",
+                          "choice": "a", "onboarding": True})
+    with pytest.raises(DialevalError, match="all 2 comparisons are onboarding items"):
+        analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=5), log=lambda *_: None)

@@ -84,6 +84,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
     automatic = int(comparisons["automatic"].eq(True).sum()) if "automatic" in comparisons else 0
     log(f"{len(comparisons)} comparisons ({automatic} automatic ties); {onboarding} onboarding excluded")
+    if comparisons.empty:
+        raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
     comparisons = pairwise.with_sections(comparisons)
     report = Report("Pairwise analysis", out, "pairwise.html", tie_policy=pairwise.TIE_POLICY,
                     ranking_tie_policy=rankings.TIE_POLICY, comparisons=len(comparisons), automatic=automatic,
