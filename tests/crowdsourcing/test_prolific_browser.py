@@ -18,7 +18,7 @@ from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
 from .protocol_harness import DIALEVAL, chromium_page, dialeval, pause, require_chromium, set_slider
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
-PORT = 3120
+PORT = 3300
 PID = "5f0c1d2e3a4b5c6d7e8f9a0b"  # Prolific participant ids are 24 hex characters
 QC_SLOT = 1  # offline_small: the QC bot sits between the two genuine models
 

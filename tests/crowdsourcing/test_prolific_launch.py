@@ -61,7 +61,7 @@ def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, ca
     with fake.state.lock:
         for ws in fake.state.workspaces.values():
             ws["available_balance"] = 500  # 5.00 GBP
-    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3284)
+    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3308)
     # 3 places x 2.50 GBP = 7.50 + 33.3% fees (the fake's cost calculator) = 10.00 GBP
     assert "the run costs 10.00 GBP" in message and "has 5.00 GBP" in message
     assert "3 place(s) x 2.50 GBP = 7.50 GBP + fees 2.50 GBP = 10.00 GBP" in capsys.readouterr().out
@@ -69,20 +69,20 @@ def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, ca
 
 
 def test_reward_below_minimum_hourly_rate(tmp_path, fake, monkeypatch):
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3285, ["mephisto.provider.reward=0.50"])
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3309, ["mephisto.provider.reward=0.50"])
     assert "0.50 GBP for 15 minutes is 2.00 GBP/hour, below Prolific's minimum of 6.00 GBP/hour" in message
     assert not fake.state.calls or all(c["method"] == "GET" for c in fake.state.calls)
 
 
 def test_refused_token_stops_before_anything_is_created(tmp_path, fake, monkeypatch):
-    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3286, faults=[{"status": 401, "path": "users/me"}])
+    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3310, faults=[{"status": 401, "path": "users/me"}])
     assert "HTTP 401" in message and "dialeval prolific register" in message
     assert db.find_task_runs() == []
 
 
 def test_server_errors_during_setup_leave_no_orphan_study(tmp_path, fake, monkeypatch):
     publishing_fails = {"status": 503, "count": 20, "path": r"studies/[^/]+/transition/$"}
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3287, ["mephisto.provider.max_retries=1"], [publishing_fails])
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"], [publishing_fails])
     assert "HTTP 503" in message and "deleted the unpublished study" in message
     assert [c["method"] for c in fake.state.calls if c["path"].startswith("/api/v1/studies/")
             and c["method"] == "DELETE"] == ["DELETE"]
@@ -92,7 +92,7 @@ def test_launch_keeps_the_token_secret_and_retries_429(tmp_path, fake, monkeypat
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     fake.inject(429, 2, path=r"studies/$", method="POST", retry_after=0.1)
-    run = ProlificMockRun("scale_designs", data, 3288, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"))
+    run = ProlificMockRun("scale_designs", data, 3312, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"))
     try:
         assert len(fake.state.studies) == 1
         study = fake.state.studies[run.study["study_id"]]
@@ -127,3 +127,10 @@ def test_register_reads_token_from_env_or_file(tmp_path, fake, monkeypatch, caps
     assert dialeval([*base, "--token-file", str(token_file)]) == 0
     out = capsys.readouterr()
     assert "registered Prolific requester 'lab'" in out.out and TOKEN not in out.out + out.err
+
+
+def test_launch_without_registered_requester(tmp_path, capsys):
+    code = dialeval(["launch", "live_chat_da", "conf=offline_small", "mephisto/provider=prolific",
+                     "mephisto.architect.port=3313", "--mephisto-data", str(tmp_path / "mephisto")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no Prolific requester" in err and "dialeval prolific register NAME" in err

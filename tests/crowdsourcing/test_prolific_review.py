@@ -34,7 +34,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch):
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     items = scale_items(tmp_path / "items.jsonl", 3)
-    run = ProlificMockRun("scale_designs", data, 3282, fake, scale_overrides(items, "sd_review"))
+    run = ProlificMockRun("scale_designs", data, 3306, fake, scale_overrides(items, "sd_review"))
     try:
         submit_scale_unit(run, "PID_A")
         run.register("PID_B")  # takes a place, never submits
@@ -95,7 +95,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch):
     done = _dialeval("review", "sd_review", "--block", "PID_B", "--mephisto-data", str(data))
     assert done.returncode == 0, done.stderr[-3000:]
     assert store.is_blocked("PID_B")
-    run2 = ProlificMockRun("scale_designs", data, 3283, fake, scale_overrides(items, "sd_review_2"))
+    run2 = ProlificMockRun("scale_designs", data, 3307, fake, scale_overrides(items, "sd_review_2"))
     try:
         second = fake.state.studies[run2.study["study_id"]]
         assert {"filter_id": "participant_group_blocklist", "selected_values": [run2.study["block_group_id"]]} \

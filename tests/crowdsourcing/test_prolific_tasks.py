@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .prolific_harness import (ProlificMockRun, fake_prolific, register, scale_items, scale_overrides,
+from .prolific_harness import (ProlificMockRun, fake_prolific, finish, register, scale_items, scale_overrides,
                                submit_scale_unit)
 
 pytestmark = pytest.mark.slow
@@ -19,9 +19,124 @@ def fake():
 
 def test_scale_designs_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", 3281, fake,
+    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", 3301, fake,
                           scale_overrides(scale_items(tmp_path / "items.jsonl", 1), "sd_prolific"))
     try:
         submit_scale_unit(run, "PID_SD_1")
+    finally:
+        run.shutdown()
+
+
+def _chat_until_done(run, agent, answers) -> None:
+    """Answer whatever phase the world shows (``answers[phase](task_data) -> (task_data, text)``) until done."""
+    seen = 0
+
+    def shown():
+        messages = run.live_agent(agent).state.get_data()["outputs"]["messages"][seen:]
+        data = [m["task_data"] for m in messages if "phase" in (m.get("task_data") or {})]
+        return data[-1] if data else None
+
+    while True:
+        run.wait(lambda: _done(run, agent) or shown() is not None, what="the world's next step")
+        if _done(run, agent):
+            return
+        task_data, text = answers[shown()["phase"]](shown())
+        seen = run.message_count(agent)
+        run.act(agent, task_data, text=text)
+
+
+def _done(run, agent) -> bool:
+    messages = run.live_agent(agent).state.get_data()["outputs"]["messages"]
+    return any("task_done" in (m.get("task_data") or {}) for m in messages)
+
+
+def _submit_live(run, pid) -> None:
+    agent = run.unit_agent(pid)
+    run.last_task_data(agent, key="task_done")
+    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+    run.settle()
+    finish(run, pid)
+
+
+def test_sm_eval_unit_via_prolific(tmp_path, fake, monkeypatch):
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    run = ProlificMockRun("sm_eval", tmp_path / "mephisto", 3302, fake, [
+        "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=2", "sm_eval.seed=1", "~sm_eval.models.retrieval"])
+    try:
+        run.register("PID_SM_1")
+        _chat_until_done(run, run.unit_agent("PID_SM_1"), {
+            "annotate": lambda shown: ({"checked": ["engaging"]}, ""),
+            "chat": lambda shown: ({"action": "message"}, "I like hiking in the hills"),
+            "rate": lambda shown: ({"ratings": {q["criterion"]: 4 for q in shown["questions"]}}, "")})
+        _submit_live(run, "PID_SM_1")
+    finally:
+        run.shutdown()
+
+
+def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
+    from .test_pw_turn_mock import answer_onboarding
+
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    run = ProlificMockRun("pw_turn", tmp_path / "mephisto", 3303, fake, [
+        "mephisto.blueprint.num_conversations=1", "pw_turn.seed=4", "pw_turn.num_turns=2",
+        "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
+    try:
+        run.register("PID_PW_1")
+        onboarding = run.onboarding_agent("PID_PW_1")
+        answer_onboarding(run, onboarding, correct=True)
+        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+        run.settle()
+        _chat_until_done(run, run.unit_agent("PID_PW_1"), {
+            "choose": lambda shown: ({"action": "choose", "choice": "left", "justification": "more natural"}, ""),
+            "chat": lambda shown: ({"action": "message"}, "Do you have any pets at home?")})
+        _submit_live(run, "PID_PW_1")
+    finally:
+        run.shutdown()
+
+
+def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
+    from .test_acute_mock import onboarding_choices, write_conversations
+
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    convs = tmp_path / "convs.jsonl"
+    write_conversations(convs)
+    run = ProlificMockRun("acute", tmp_path / "mephisto", 3304, fake, [
+        f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=2", "acute.subtasks_per_unit=2",
+        "mephisto.task.task_name=acute_prolific"])
+    try:
+        run.register("PID_AC_1")
+        onboarding = run.onboarding_agent("PID_AC_1")
+        data = run.live_agent(onboarding).state.get_data()["inputs"]
+        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
+                                                        {"answers": onboarding_choices(data, correct=True)})
+        run.settle()
+        agent = run.unit_agent("PID_AC_1")
+        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        answers = [{"pair_id": p["pair_id"], "choice": "left", "justification": "asks questions", "duration": 3.0}
+                   for p in shown]
+        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
+        run.settle()
+        finish(run, "PID_AC_1")
+    finally:
+        run.shutdown()
+
+
+def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
+    from .test_ab_next_utterance_mock import write_items
+
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    items = tmp_path / "items.jsonl"
+    write_items(items)
+    run = ProlificMockRun("ab_next_utterance", tmp_path / "mephisto", 3305, fake, [
+        f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1",
+        "mephisto.task.task_name=ab_prolific"])
+    try:
+        run.register("PID_AB_1")
+        agent = run.unit_agent("PID_AB_1")
+        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        run.server.submit_mock_unit(agent.get_agent_id(), {
+            "answers": {item["item_id"]: {"choice": "a", "duration": 2.0} for item in shown}})
+        run.settle()
+        finish(run, "PID_AB_1")
     finally:
         run.shutdown()
