@@ -105,7 +105,7 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
         if allowed is not None:
             _fail(frame, column.notna().to_numpy() & ~column.isin(allowed).to_numpy(), "unknown value",
                   field=field.name, expected="one of " + ", ".join(allowed), value_column=field.name)
-        if field.required and field.kind == schema.STR:
+        if field.required and field.kind == schema.STR and allowed is None:
             _fail(frame, _blank(column), "empty name", field=field.name, expected="a non-empty string",
                   value_column=field.name)
     for first, second in schema.DISTINCT.get(record_type, ()):
@@ -184,10 +184,15 @@ def _range(rule: schema.Scale) -> str:
 
 
 def _check_models(frame: pd.DataFrame) -> None:
-    for models, path, line in zip(frame["models"], frame["_file"], frame["_line"]):
-        if isinstance(models, list) and not (models and all(isinstance(m, str) and m.strip() for m in models)):
-            raise DataError(path, "models must name at least one model, each a non-empty string",
-                            line=_line(line), field="models", expected='["model name", ...]', got=models)
+    names = frame["models"].explode()  # one row per name, labelled by its record; an empty list gives NaN
+    if pd.api.types.infer_dtype(names, skipna=False) == "string":
+        bad = _blank(names)
+    else:
+        bad = ~names.map(lambda m: isinstance(m, str) and bool(m.strip())).to_numpy(dtype=bool)
+    if bad.any():
+        row = frame.loc[names.index[int(np.argmax(bad))]]
+        raise DataError(row["_file"], "models must name at least one model, each a non-empty string",
+                        line=_line(row["_line"]), field="models", expected='["model name", ...]', got=row["models"])
 
 
 def _check_turns(frame: pd.DataFrame) -> None:
