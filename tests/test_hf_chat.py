@@ -74,6 +74,18 @@ def test_history_grows_and_is_trimmed_to_the_context(chat_model):
     assert len(agent.history) == 20  # the agent keeps every turn; only the prompt is trimmed
 
 
+def test_a_task_bot_pool_serves_it_with_costs_in_the_turn_meta(chat_model):
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool, turn_meta
+
+    pool = BotPool({"tiny": {"opt": {"model": "dialeval:hf_chat", "hf_chat_model": str(chat_model),
+                                     "max_new_tokens": 4, "dtype": "float32"}}})
+    bot = pool.new_bot("tiny")
+    bot.observe({"id": "human", "text": "Hi!", "episode_done": False, "context": "Topic: movies"})
+    meta = turn_meta(bot.act())
+    assert set(meta) == {"latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts"}
+    assert bot.messages()[0] == {"role": "system", "content": "Topic: movies"}
+
+
 def test_sampling_with_a_seed_is_reproducible(chat_model):
     replies = []
     for _ in range(2):
