@@ -4,18 +4,15 @@ same submission and reason is refused; bad requests leave the ledger and Prolifi
 review` lists and approves; a blocked participant cannot enter the next study."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from parlai_dialeval.cli import main
 from parlai_dialeval.errors import DialevalError
 
 from .prolific_harness import (TOKEN, ProlificMockRun, arrive, fake_prolific, register, scale_items, scale_overrides,
                                submit_scale_unit)
 
 pytestmark = pytest.mark.slow
-DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
 
 
 @pytest.fixture
@@ -24,11 +21,22 @@ def fake():
         yield fake
 
 
-def _dialeval(*args):
-    return subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=240)
+class Done:
+    def __init__(self, code, captured):
+        self.returncode, self.stdout, self.stderr = code, captured.out, captured.err
 
 
-def test_review_pay_block(tmp_path, fake, monkeypatch):
+@pytest.fixture
+def dialeval(capsys):
+    """`dialeval ARGS` in this process (the fake Prolific lives here); returns code, stdout, stderr."""
+    def run(*args):
+        capsys.readouterr()
+        code = main(list(args))
+        return Done(code, capsys.readouterr())
+    return run
+
+
+def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     from parlai_dialeval.providers.prolific import review
 
     data = tmp_path / "mephisto"
@@ -77,13 +85,13 @@ def test_review_pay_block(tmp_path, fake, monkeypatch):
     assert fake.state.submissions[run.submission("PID_A")["id"]]["status"] == "AWAITING REVIEW"
 
     # the command line: list, refuse the same bonus again, approve the passing submission
-    done = _dialeval("review", "sd_review", "--bonus", "PID_A", "0.75", "--reason", "careful ratings",
+    done = dialeval("review", "sd_review", "--bonus", "PID_A", "0.75", "--reason", "careful ratings",
                      "--mephisto-data", str(data))
     assert done.returncode == 2 and "already paid" in done.stderr + done.stdout, done.stderr[-2000:]
     assert len(fake.state.payments) == 2
-    done = _dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
+    done = dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
     assert done.returncode == 2 and "'PID_NOBODY' has no submission" in done.stderr + done.stdout
-    done = _dialeval("review", "sd_review", "--approve-passing", "--mephisto-data", str(data))
+    done = dialeval("review", "sd_review", "--approve-passing", "--mephisto-data", str(data))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "approved PID_A" in done.stdout and "PID_B" in done.stdout
     assert run.submission("PID_A")["status"] == "APPROVED"
@@ -92,7 +100,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch):
     assert TOKEN not in done.stdout + done.stderr
 
     # block: the participant group every later study excludes
-    done = _dialeval("review", "sd_review", "--block", "PID_B", "--mephisto-data", str(data))
+    done = dialeval("review", "sd_review", "--block", "PID_B", "--mephisto-data", str(data))
     assert done.returncode == 0, done.stderr[-3000:]
     assert store.is_blocked("PID_B")
     run2 = ProlificMockRun("scale_designs", data, 3307, fake, scale_overrides(items, "sd_review_2"))
@@ -108,5 +116,15 @@ def test_review_pay_block(tmp_path, fake, monkeypatch):
 
     # a study Prolific no longer knows
     del fake.state.studies[run.study["study_id"]]
-    done = _dialeval("review", "sd_review", "--mephisto-data", str(data))
+    done = dialeval("review", "sd_review", "--mephisto-data", str(data))
     assert done.returncode == 2 and "no longer knows study" in done.stderr + done.stdout
+
+
+def test_review_and_register_help_explain_every_option(capsys):
+    for command, options in (("review", ["--approve-passing", "--reject", "--message", "--category", "--bonus",
+                                         "--reason", "--block", "--mephisto-data", "100 characters", "FAILED_CHECK"]),
+                             ("prolific", ["register", "--token-env", "--token-file", "--api-base-url"])):
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--help"])
+        out = " ".join(capsys.readouterr().out.split())  # unwrapped
+        assert exited.value.code == 0 and all(option in out for option in options), out
