@@ -51,6 +51,7 @@ setup(
         "pyyaml",
         "Jinja2",
         "psutil",
+        "httpx",  # the Prolific provider's API client
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
