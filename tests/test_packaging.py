@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from parlai_dialeval import home
+
+from crowdsourcing.protocol_harness import CliRun  # tests/crowdsourcing (pytest puts tests/ first on the path)
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "crowdsourcing" / "frontend" / "build" / "live_chat_da" / "bundle.js"
@@ -100,37 +99,17 @@ def test_wheel_installed_outside_the_checkout_launches_live_chat(tmp_path):
                                         "checkout_on_path": [], "editable_finder": False}
 
     port = _free_port()
-    log_path = tmp_path / "launch.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(python + [str(site / "bin" / "dialeval"), "launch", "live_chat_da", "conf=offline_small",
-                                          f"mephisto.architect.port={port}", "mephisto.task.task_name=wheel_test"],
-                                cwd=run, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    router = None
+    launch = CliRun("live_chat_da", tmp_path / "launch", ["conf=offline_small", f"mephisto.architect.port={port}",
+                                                           "mephisto.task.task_name=wheel_test"],
+                    command=python + [str(site / "bin" / "dialeval")], env=env, cwd=run, own_data=False)
     try:
-        url, end = None, time.time() + 150
-        while url is None and time.time() < end and proc.poll() is None:
-            time.sleep(1)
-            text = log_path.read_text()
-            url = (re.search(r"Open (http://\S+) in your browser", text) or [None, None])[1]
-            router = router or (re.search(r"Server running locally with pid (\d+)", text) or [None, None])[1]
-        assert url, "launch printed no worker URL:\n" + log_path.read_text()[-3000:]
-        page = urllib.request.urlopen(url.replace("worker_1", "wheel_worker"), timeout=30).read().decode()
+        page = urllib.request.urlopen(launch.worker_url("wheel_worker"), timeout=30).read().decode()
         assert '<script src="bundle.js"></script>' in page
         bundle = urllib.request.urlopen(f"http://localhost:{port}/bundle.js", timeout=30).read()
         assert bundle == BUNDLE.read_bytes()  # the worker page came out of the wheel
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        if router:  # the node router runs in its own process group
-            try:
-                os.kill(int(router), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    assert "Traceback" not in log_path.read_text()
+        launch.stop()
+    assert "Traceback" not in launch.log()
     assert (tmp_path / "home" / "mephisto" / "database.db").is_file()  # the documented data folder
     assert _files(site) == installed  # nothing written inside the installed package
     assert not any(run.iterdir())  # nor in the folder it was started from

@@ -134,15 +134,20 @@ def require_chromium() -> None:
 
 
 class CliRun:
-    """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider)."""
+    """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider).
 
-    def __init__(self, task: str, tmp_path: Path, overrides: list[str], data_dir: Path | None = None):
+    ``command``, ``env`` and ``cwd`` start another installation's dialeval (tests/test_packaging.py);
+    ``own_data=False`` leaves out --mephisto-data, so the launch uses its default data folder."""
+
+    def __init__(self, task: str, tmp_path: Path, overrides: list[str], data_dir: Path | None = None, *,
+                 command: list[str] = DIALEVAL, env: dict | None = None, cwd: Path | None = None,
+                 own_data: bool = True):
         self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
-        self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
-                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        data = ["--mephisto-data", str(self.data_dir)] if own_data else []
+        self.proc = subprocess.Popen(command + ["launch", task, *overrides, *data], stdout=open(self.log_path, "w"),
+                                     stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
         self.url, self.router_pid, end = None, None, time.time() + 180
         while time.time() < end and (self.url is None or self.router_pid is None):
             text = self.log_path.read_text()
