@@ -69,5 +69,6 @@ def _worker_checks(records, alpha):
 TASK = TaskSpec(
     name="live_chat_da", config_class=LiveChatConfig, default_conf="example", shared_state=shared_state,
     export=_export, worker_checks=_worker_checks, description="Live-chat direct assessment (Ji et al., 2022)",
-    extra={"export_files": ("dialeval_live_chat.json",)},
+    # continues_units: a worker back after a restart carries on their unit (platform/resume.py)
+    extra={"export_files": ("dialeval_live_chat.json",), "continues_units": True},
 )

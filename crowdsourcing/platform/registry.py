@@ -30,6 +30,8 @@ class TaskSpec:
         onboarding attempts (``UnitData.onboarding``), marked ``onboarding: true`` (comparisons) or
         ``status: onboarding`` (conversations); without it each attempt becomes a note.
     worker_checks: optional ``fn(records) -> DataFrame`` with columns worker_id, passed, ... (qc_workers).
+    extra: ``export_files`` (JSON files the worlds write per agent, read back by export) and
+        ``continues_units`` (its worlds carry on a unit of an interrupted run, platform/resume.py).
     """
 
     name: str

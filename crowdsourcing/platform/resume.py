@@ -149,19 +149,22 @@ def resumable_records(interrupted: Interrupted, record_files, time_limit: float)
     return out
 
 
-def prepare(interrupted: Interrupted, cfg, shared, record_files) -> str:
-    """Point the new run at the work the interrupted one had left; returns the line to print."""
+def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
+    """Point the new run at the work the interrupted one had left; returns the line to print. Workers
+    mid-HIT continue their unit in tasks whose spec says ``extra["continues_units"]`` (live chat)."""
     if hasattr(shared, "static_task_data"):
         shared.static_task_data = list(interrupted.left_data)
     else:
         cfg.mephisto.blueprint.num_conversations = interrupted.left()
-    limit = float(cfg.mephisto.task.get("assignment_duration_in_seconds") or 0)
-    returning = resumable_records(interrupted, record_files, limit) if hasattr(shared, "world_opt") else {}
-    if returning:
-        shared.world_opt[RESUMABLE_KEY] = returning
-    return (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
+    head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
             f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left()} unit(s) "
-            f"offered now. {len(returning)} worker(s) who were mid-HIT continue where they were if they come back "
+            f"offered now.")
+    if not spec.extra.get("continues_units"):
+        return f"{head} Work left half done is kept as incomplete; returning workers start a new unit."
+    limit = float(cfg.mephisto.task.get("assignment_duration_in_seconds") or 0)
+    returning = resumable_records(interrupted, spec.extra.get("export_files", ()), limit)
+    shared.world_opt[RESUMABLE_KEY] = returning
+    return (f"{head} {len(returning)} worker(s) who were mid-HIT continue where they were if they come back "
             f"within {limit:.0f} s of starting.")
 
 

@@ -177,7 +177,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
     note = None
     if interrupted is not None and interrupted.left() > 0:
-        note = resume.prepare(interrupted, cfg, shared, spec.extra.get("export_files", ()))
+        note = resume.prepare(interrupted, cfg, shared, spec)
     operator = Operator(db)
     try:
         run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)

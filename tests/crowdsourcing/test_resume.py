@@ -64,6 +64,14 @@ def agent_status(run, worker: str) -> list[str]:
     return [a.get_status() for a in run.db.find_agents() if a.get_worker().worker_name == f"{worker}_sandbox"]
 
 
+def submit_chat(run, agent, export: str | None = None):
+    """The worker submits once the world is done; then the export report of task ``export``, if named."""
+    run.last_task_data(agent, key="task_done")
+    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+    run.settle()
+    return collect_from_db(run.db, export)[0] if export else None
+
+
 def live_chat_step(run, agent, task_data, text="", after=None):
     seen = run.message_count(agent) if after is None else after
     run.act(agent, task_data, text)
@@ -104,10 +112,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
             live_chat_step(run, agent, {"action": "rating", "values": [60] * 7})
         assert run.last_task_data(agent)["phase"] == "feedback"
         run.act(agent, {"action": "feedback", "feedback": "fine"})
-        run.last_task_data(agent, key="task_done")
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
-        report, _ = collect_from_db(run.db, "lc_resume")
+        report = submit_chat(run, agent, export="lc_resume")
     finally:
         run.shutdown()
     assert agent_status(run, "W1") == ["disconnect", "completed"]
@@ -150,9 +155,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
         done = onboard(run, "W1")
         chat_turn(run, done, finish=False)
         chat_turn(run, done, finish=True)
-        run.last_task_data(done, key="task_done")
-        run.server.submit_mock_unit(done.get_agent_id(), {"final_data": {}})
-        run.settle()
+        submit_chat(run, done)
         half = onboard(run, "W2")
         chat_turn(run, half, finish=False)
         run.last_task_data(half, after=run.message_count(half) - 1)
@@ -166,10 +169,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
         agent = onboard_or_unit(run, "W2")  # a new conversation: a half PW-Turn chat cannot go on
         chat_turn(run, agent, finish=False)
         chat_turn(run, agent, finish=True)
-        run.last_task_data(agent, key="task_done")
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
-        report, _ = collect_from_db(run.db, "pw_resume")
+        report = submit_chat(run, agent, export="pw_resume")
     finally:
         run.shutdown()
     assert agent_status(run, "W2") == ["disconnect", "completed"]  # the killed HIT: partial, not submitted

@@ -7,6 +7,7 @@ dies without stopping it leaves it serving).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -67,15 +68,22 @@ def test_sigterm_stops_at_once_when_nobody_is_working(tmp_path):
     assert "waiting for 0 unit(s) in flight" in log
 
 
-def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tmp_path):
+@contextlib.contextmanager
+def ctrl_c_with_a_worker_in_flight(run: CliRun, tmp_path):
+    """A worker's page open on their first SM-Turn step, then one Ctrl-C; yields the page."""
     require_chromium()
-    run = launch(tmp_path, 3262)
     with chromium_page(tmp_path) as page:
         page.goto(run.worker_url("busy_worker"))
         page.wait_for_selector("[data-testid=annotate]", timeout=60000)
         assert agent_statuses(run) == ["in task"]
         os.killpg(run.proc.pid, signal.SIGINT)  # as the terminal sends it
         wait_for(lambda: "waiting for 1 unit(s) in flight" in run.log(), 30, "the first stop's message")
+        yield page
+
+
+def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tmp_path):
+    run = launch(tmp_path, 3262)
+    with ctrl_c_with_a_worker_in_flight(run, tmp_path):
         time.sleep(3)
         assert run.proc.poll() is None, "the first Ctrl-C must wait for the worker in flight"
         os.killpg(run.proc.pid, signal.SIGINT)
@@ -85,13 +93,8 @@ def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tm
 
 
 def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
-    require_chromium()
     run = launch(tmp_path, 3264)
-    with chromium_page(tmp_path) as page:
-        page.goto(run.worker_url("finishing_worker"))
-        page.wait_for_selector("[data-testid=annotate]", timeout=60000)
-        os.killpg(run.proc.pid, signal.SIGINT)
-        wait_for(lambda: "waiting for 1 unit(s) in flight" in run.log(), 30, "the stop message")
+    with ctrl_c_with_a_worker_in_flight(run, tmp_path) as page:
         page.check("[data-testid=mark-engaging]")
         page.click("[data-testid=submit-marks]")
         page.fill(".response-text-input", "I finish what I started")
