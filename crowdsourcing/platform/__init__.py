@@ -6,7 +6,10 @@
 - ``blueprint``: ``dialeval_chat`` (ParlAI chat) and ``dialeval_static`` (static React, server-side unit data),
   both serving our prebuilt frontend and recording the task's frontend entry in the run.
 - ``frontend``: where the shared frontend package puts each task's bundle.
-- ``runner``: launching a task (LocalArchitect + MockProvider by default, MTurk through config).
+- ``runner``: launching a task (LocalArchitect + MockProvider by default, MTurk through config) and
+  stopping it on Ctrl-C / SIGTERM.
+- ``resume``: a launch of a task name whose run was killed resumes it.
+- ``ports``: whether the launch's port is free, and what holds it when not.
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.
 - ``bots``: ParlAI agents configured per model, loaded once, balanced across HITs.
 - ``quality``: soft-blocking workers through Mephisto qualifications.
