@@ -50,8 +50,18 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
         study = fake.state.studies[run.study["study_id"]]
         assert study["total_available_places"] == 3  # one place per launched unit
         agent_a, agent_b = run.unit_agent("PID_A"), run.unit_agent("PID_B")
+        # polling: Mephisto asks each launched unit for its status every 10 s; a unit with a participant
+        # at work costs one call about that submission, a unit without one none
+        unit_b = agent_b.get_unit()
+        idle = [u for u in run.db.find_units(task_run_id=unit_b.task_run_id) if u.get_assigned_agent() is None]
+        before = len(fake.state.calls)
+        unit_b.get_status()
+        for unit in idle:
+            unit.get_status()
+        assert [c["path"] for c in fake.state.calls[before:]] == [f"/api/v1/submissions/{run.submission('PID_B')['id']}/"]
     finally:
         run.shutdown()
+    assert fake.state.studies[run.study["study_id"]]["status"] == "AWAITING REVIEW"  # stopped once no unit is open
     db = run.db
     store = run.store
 
@@ -69,6 +79,22 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     review.pay_bonus(db, agent_a, "0.25", "second unit of effort")
     assert [(p["participant_id"], p["amount"]) for p in fake.state.payments] == [("PID_A", 75), ("PID_A", 25)]
     assert [d["state"] for d in store.decisions(kind="bonus")] == ["paid", "paid"]
+    # a crash after Prolific paid but before the ledger said so: the next request finds it paid
+    set_decision = type(store).set_decision
+
+    def crash_when_paid(self, decision_id, **fields):
+        if fields.get("state") == "paid":
+            raise KeyboardInterrupt("crash")
+        set_decision(self, decision_id, **fields)
+
+    monkeypatch.setattr(type(store), "set_decision", crash_when_paid)
+    with pytest.raises(KeyboardInterrupt):
+        review.pay_bonus(db, agent_a, "0.10", "bonus interrupted")
+    monkeypatch.setattr(type(store), "set_decision", set_decision)
+    with pytest.raises(DialevalError, match="was already paid"):
+        review.pay_bonus(db, agent_a, "0.10", "bonus interrupted")
+    assert [p["amount"] for p in fake.state.payments] == [75, 25, 10]
+    assert store.decisions(reason="bonus interrupted")[0]["state"] == "paid"
 
     # bad requests: one clear line, nothing recorded, nothing sent
     def writes():
@@ -84,11 +110,14 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     assert len(writes()) == calls and not store.decisions(kind="reject")
     assert fake.state.submissions[run.submission("PID_A")["id"]]["status"] == "AWAITING REVIEW"
 
+    with pytest.raises(DialevalError, match="no participant 'PID_NOBODY'"):
+        review.block(db, "PID_NOBODY", "unknown")
+
     # the command line: list, refuse the same bonus again, approve the passing submission
     done = dialeval("review", "sd_review", "--bonus", "PID_A", "0.75", "--reason", "careful ratings",
                      "--mephisto-data", str(data))
     assert done.returncode == 2 and "already paid" in done.stderr + done.stdout, done.stderr[-2000:]
-    assert len(fake.state.payments) == 2
+    assert len(fake.state.payments) == 3
     done = dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
     assert done.returncode == 2 and "'PID_NOBODY' has no submission" in done.stderr + done.stdout
     done = dialeval("review", "sd_review", "--approve-passing", "--mephisto-data", str(data))
