@@ -120,3 +120,10 @@ def test_lee_table4_rows_use_the_partition_definition(shared_data):
     assert all(abdis <= onedis for _, abdis, onedis, _ in rows)
     assert not any(sum(row) == 200 for row in rows)
     assert all(sum(row) - row[1] <= 200 for row in rows)
+
+
+def test_votes_without_a_prompt_text_are_kept_under_their_item():
+    frame = votes({"i1": ["a", "b"], "i2": ["a", "a"]})
+    frame["context"] = ["hello", "hello", None, None]
+    table = agreement.item_total_correlations(frame).set_index("prompt")
+    assert set(table.index) == {"hello", "i2"}

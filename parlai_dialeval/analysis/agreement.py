@@ -116,10 +116,12 @@ def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "con
     """Prompt validity (Lee 5.2, Henrysson 1963): each prompt's corrected item-total correlation. A
     "test taker" is one comparison (one group of ``group_columns``), an item is a prompt scored by the
     mean worker choice (+1 A, 0 tie, -1 B); the total is the mean over the group's other prompts.
-    Hand-written: pingouin/statsmodels offer Cronbach's alpha but not per-item total correlations."""
+    A vote without a prompt text counts under its item_id. Hand-written: pingouin/statsmodels offer
+    Cronbach's alpha but not per-item total correlations."""
     votes = worker_votes(comparisons)
-    prompt = votes[prompt_column] if prompt_column in votes and votes[prompt_column].notna().any() \
-        else votes["item_id"]
+    prompt = votes["item_id"]
+    if prompt_column in votes:  # a vote without a prompt text is its own prompt, never dropped
+        prompt = votes[prompt_column].where(votes[prompt_column].notna(), prompt)
     groups = [c for c in group_columns if c in votes and votes[c].notna().any()]
     frame = pd.DataFrame({"prompt": prompt.astype(str).to_numpy(),
                           "group": (votes.groupby(groups, dropna=False).ngroup() if groups

@@ -13,11 +13,12 @@ from parlai_dialeval.analysis import pairwise  # noqa: E402
 
 
 def rank_plot(ranks: pd.DataFrame):
-    """Bradley-Terry strength per model with its interval (none where the bootstrap could not vary)."""
+    """Bradley-Terry strength per model with its interval (none where the bootstrap could not vary). The
+    interval is drawn from its ends: on tiny samples a percentile interval need not contain the estimate."""
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranks) + 1))
     y = np.arange(len(ranks))[::-1]
-    err = np.vstack([ranks["bt_score"] - ranks["bt_ci_low"], ranks["bt_ci_high"] - ranks["bt_score"]])
-    ax.errorbar(ranks["bt_score"], y, xerr=np.nan_to_num(err.astype(float)), fmt="o", capsize=3)
+    ax.hlines(y, ranks["bt_ci_low"].astype(float), ranks["bt_ci_high"].astype(float), color="tab:blue")
+    ax.plot(ranks["bt_score"].astype(float), y, "o", color="tab:blue")
     labels = [f"{m} (part {c})" if ranks["component"].nunique() > 1 else str(m)
               for m, c in zip(ranks["model"], ranks["component"])]
     ax.set_yticks(y, labels)

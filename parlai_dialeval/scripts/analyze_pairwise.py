@@ -174,7 +174,7 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
         report.warn(f"Fleiss' kappa for '{row.question}' ({row.unit}) rests on items with only two votes each.")
     by_study = tables["win_rates_by_study"]
     if by_study is not None and (by_study["kappa_votes_per_item"] == 2).any():
-        studies = by_study.loc[by_study["kappa_votes_per_item"] == 2, "study"].astype(str)
+        studies = by_study.loc[by_study["kappa_votes_per_item"] == 2, "study"].fillna("(no study)").astype(str)
         report.warn(f"Per-study Fleiss' kappa rests on items with only two votes each in {len(studies)} "
                     f"stud{'y' if len(studies) == 1 else 'ies'}: {', '.join(studies)} (win_rates_by_study.csv, "
                     "columns votes_per_item and kappa_votes_per_item).")
