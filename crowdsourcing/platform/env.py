@@ -5,18 +5,15 @@ Mephisto asks for a data directory on stdin (``input()``) the first time it need
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import parlai_dialeval  # noqa: F401  (installs the Python 3.11 dataclass fix before mephisto loads)
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR_ENV = "DIALEVAL_MEPHISTO_DATA"
+from parlai_dialeval.home import mephisto_dir
 
 
 def default_data_dir() -> Path:
-    """$DIALEVAL_MEPHISTO_DATA, else data/mephisto in the repository (gitignored)."""
-    return Path(os.environ.get(DATA_DIR_ENV) or REPO_ROOT / "data" / "mephisto").resolve()
+    """$DIALEVAL_MEPHISTO_DATA, else mephisto/ in the dialeval home (parlai_dialeval/home.py)."""
+    return mephisto_dir()
 
 
 def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
