@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from parlai_dialeval.analysis import agreement, pairwise
@@ -256,3 +258,23 @@ def test_only_onboarding_is_a_clear_error(tmp_path):
                           "choice": "a", "onboarding": True})
     with pytest.raises(DialevalError, match="all 2 comparisons are onboarding items"):
         analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=5), log=lambda *_: None)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries({
+    "item_id": st.sampled_from(["i1", "i2", "i3"]), "worker_id": st.sampled_from(["w1", "w2", "w3"]),
+    "pair": st.sampled_from([("x", "y"), ("y", "x"), ("x", "z"), ("p", "q")]),
+    "choice": st.sampled_from(["a", "b", "tie"]), "turn_index": st.sampled_from([None, 1, 3]),
+    "question": st.sampled_from([None, "", "q1", "<b>q2</b>"]), "study": st.sampled_from([None, "s1", "s2"]),
+    "automatic": st.sampled_from([None, None, None, True]), "context": st.sampled_from([None, "p1", "p2"])}),
+    min_size=1, max_size=20))
+def test_any_mix_of_votes_is_analysed_and_nothing_is_dropped(tmp_path_factory, rows):
+    # Mixed questions, units, studies, missing keys, automatic ties and disconnected pairs (issue 18 items 1,
+    # 5, 6, 9): every comparison is counted exactly once in win_rates.csv, whatever the mix.
+    frame = pd.DataFrame([{**{k: v for k, v in row.items() if k != "pair"}, "model_a": row["pair"][0],
+                           "model_b": row["pair"][1]} for row in rows])
+    out = tmp_path_factory.mktemp("mix")
+    result = analyze(frame, out, PairwiseConfig(bootstrap_rounds=5), log=lambda *_: None)
+    rates = result["win_rates"]
+    assert (rates[["wins_a", "wins_b", "ties", "automatic_ties"]].to_numpy().sum()) == len(frame)
+    assert (out / "report.html").is_file() and "<b>q2" not in (out / "report.html").read_text()
