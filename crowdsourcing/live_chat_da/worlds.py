@@ -223,7 +223,7 @@ class LiveChatWorld:
         conv["turns"].append(turn)
         # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
         self.agent.observe({"id": BOT_ID, "text": reply_text if reply_text.strip() else " ",
-                            "task_data": {"inputs": self._inputs()}})
+                            "task_data": {"inputs": self._inputs(), "warning": None}})
 
     def _on_rate(self, action, text, data) -> None:
         values = data.get("values")

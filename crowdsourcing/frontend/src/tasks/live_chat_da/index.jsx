@@ -66,9 +66,7 @@ function ChatPanel({ state, messages, sendAction }) {
   const [changingTopic, setChangingTopic] = React.useState(false);
   const [newTopic, setNewTopic] = React.useState("");
   // The server counts the inputs and judges "Next chatbot" (a count kept by the page would restart
-  // at 0 when the tab is reopened); its refusal arrives as state.warning.
-  const [warningSeen, setWarningSeen] = React.useState(null);
-  const warning = state.warning && state.warning !== warningSeen ? state.warning : null;
+  // at 0 when the tab is reopened); its refusal arrives as state.warning, cleared by its next reply.
   return (
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
@@ -81,18 +79,12 @@ function ChatPanel({ state, messages, sendAction }) {
       </div>
       <ChatLog messages={messages} botId={state.bot_id} />
       {state.bot_typing ? <p className="text-muted">The chatbot is typing...</p> : null}
-      {warning ? (
+      {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
-          {warning}
+          {state.warning}
         </div>
       ) : null}
-      <MessageInput
-        placeholder="Type your message"
-        onSend={(text) => {
-          sendAction({ action: "message" }, text);
-          setWarningSeen(state.warning);
-        }}
-      />
+      <MessageInput placeholder="Type your message" onSend={(text) => sendAction({ action: "message" }, text)} />
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
           Topic
@@ -100,10 +92,7 @@ function ChatPanel({ state, messages, sendAction }) {
         <button
           className="btn btn-outline-success"
           data-testid="next-chatbot"
-          onClick={() => {
-            setWarningSeen(null);
-            sendAction({ action: "next" });
-          }}
+          onClick={() => sendAction({ action: "next" })}
         >
           Next chatbot
         </button>
