@@ -62,6 +62,7 @@ class PageClient:
         self.name, self.inputs, self.think, self.deadline = name, inputs, think, deadline
         self.http_url, self.ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
         self.sent: list[str] = []  # texts whose packet went out on an open socket
+        self.sent_at: dict[str, float] = {}
         self.latencies: list[float] = []
         self.seen: list[str] = []  # what a person would have noticed: reloads, refusals, statuses
         self.version, self.done, self.ws = 0, False, None
@@ -175,6 +176,7 @@ class PageClient:
             before, start = len(self.replies), time.time()
             if await self.act({"action": "message"}, text):
                 self.sent.append(text)
+                self.sent_at[text] = start
                 if await self.until(lambda: len(self.replies) > before):
                     self.latencies.append(time.time() - start)
                     await asyncio.sleep(random.uniform(0.5, 1.5) * self.think)
@@ -195,13 +197,12 @@ class PageClient:
             if not self.connected:  # the socket dropped: the person reloads the page after a moment
                 await self.close()
                 self.seen.append("connection lost, reloading")
-                was = (self.agent_id, self.state.get("slot") or 0)
+                reached = (self.state.get("slot") or 0) + 1
                 await asyncio.sleep(3)
                 opened = await self.open(http)
-                if opened and self.agent_id == was[0]:
-                    self.seen.append("reopened: the same HIT")
-                elif opened:
-                    self.seen.append(f"reopened: a new HIT from conversation 1 (had reached {was[1] + 1})")
+                if opened and await self.until(lambda: "phase" in self.state or self.state.get("task_done")):
+                    where = (self.state.get("slot") or 0) + 1
+                    self.seen.append(f"reopened at conversation {where} (had reached {reached})")
                 continue
             await self.step(http)
         if not self.done and opened:
@@ -218,14 +219,17 @@ def memory_mb(pid: int | None) -> float:
         return float("nan")
 
 
-async def wave(names, port: int, args, deadline: float, during=None):
-    """Run the clients to the end or the deadline; ``during`` runs alongside (the mid-run kill)."""
-    clients = [PageClient(name, port, args.inputs, args.think, deadline) for name in names]
-    limits = httpx.Limits(max_connections=len(names) + 5)
+def clients_for(names, args, deadline: float) -> list[PageClient]:
+    return [PageClient(name, args.port, args.inputs, args.think, deadline) for name in names]
+
+
+async def wave(clients, during=None):
+    """Run the clients to the end or their deadline; ``during`` runs alongside (the mid-run kill)."""
+    limits = httpx.Limits(max_connections=len(clients) + 5)
     async with httpx.AsyncClient(limits=limits) as http:
         start = time.time()
         await asyncio.gather(*(c.run(http) for c in clients), *([during()] if during else []))
-    return clients, time.time() - start
+    return time.time() - start
 
 
 def stored_texts(task: str, data_dir: Path, out: Path):
@@ -257,9 +261,10 @@ async def load_run(args, tmp: Path, CliRun) -> None:
     run = CliRun("live_chat_da", tmp / "load", launch_overrides(args, task, args.workers + 1))
     memory = {"start": (memory_mb(run.router_pid), memory_mb(run.proc.pid))}
     try:
-        alone, alone_wall = await wave(["alone"], args.port, args, time.time() + args.duration)
-        names = [f"w{i:02d}" for i in range(args.workers)]
-        loaded, load_wall = await wave(names, args.port, args, time.time() + args.duration)
+        alone = clients_for(["alone"], args, time.time() + args.duration)
+        alone_wall = await wave(alone)
+        loaded = clients_for([f"w{i:02d}" for i in range(args.workers)], args, time.time() + args.duration)
+        load_wall = await wave(loaded)
         memory["end"] = (memory_mb(run.router_pid), memory_mb(run.proc.pid))
         try:
             await asyncio.to_thread(run.proc.wait, 60)  # every unit submitted: the run ends by itself
@@ -290,6 +295,8 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     runs = [run]
     start_memory = (memory_mb(run.router_pid), memory_mb(run.proc.pid))
     killed: dict = {}
+    # bounded: until the relaunch answers (its start-up takes minutes on a busy machine), then DURATION more
+    clients = clients_for([f"r{i:02d}" for i in range(args.workers)], args, time.time() + args.kill_after + 600)
 
     async def crash_and_relaunch():
         await asyncio.sleep(args.kill_after)
@@ -302,10 +309,11 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
         again = await asyncio.to_thread(CliRun, "live_chat_da", folder, overrides)
         runs.append(again)
         killed["back_after"] = time.time() - killed["at"]
+        for client in clients:
+            client.deadline = time.time() + args.duration
 
     try:
-        names = [f"r{i:02d}" for i in range(args.workers)]
-        clients, wall = await wave(names, args.port, args, time.time() + args.duration, crash_and_relaunch)
+        wall = await wave(clients, crash_and_relaunch)
         end_memory = (memory_mb(runs[-1].router_pid), memory_mb(runs[-1].proc.pid))
     finally:
         for launched in runs:
@@ -315,6 +323,9 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     print(f"\nserver + router killed after {args.kill_after:.0f} s; relaunched, answering again after "
           f"{killed.get('back_after', float('nan')):.1f} s; the relaunch said it resumed: {resumed}")
     describe(f"{args.workers} workers across the restart", clients, wall, human)
+    lost = [c.sent_at[t] - killed["at"] for c in clients for t in c.sent if t not in human]
+    if lost:
+        print(f"the lost messages were sent {', '.join(f'{x:+.1f}' for x in sorted(lost))} s from the kill")
     print("memory (RSS, MB) router / server: start {:.0f} / {:.0f}, end (relaunched) {:.0f} / {:.0f}".format(
         *start_memory, *end_memory))
     statuses = Counter(c["status"] for c in convs)
