@@ -17,6 +17,8 @@ import torch
 
 from parlai_dialeval.errors import DialevalError
 
+# Prefixes of one batch may hold at most this many times their own tokens with padding.
+PAD_SLACK = 1.25
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -241,16 +243,19 @@ class PrefixLM:
         # Dialogues of similar length share a batch, so little of a batch is padding.
         order = sorted((g for g, plan in enumerate(plans) if plan is not None),
                        key=lambda g: (len(plans[g]["prefix"]), len(plans[g]["tokens"])))
-        batch, width = [], 0
+        batch, width, real = [], 0, 0
         for g in order:
             plan = plans[g]
             new_width = max(width, len(plan["prefix"]), len(plan["tokens"]))
-            if batch and (len(batch) >= self.batch_size or new_width * (len(batch) + 1) > self.max_tokens):
+            # Padding is work too: a prefix much longer than the batch's so far starts a new batch.
+            padded = len(plan["prefix"]) * (len(batch) + 1) > PAD_SLACK * (real + len(plan["prefix"]))
+            if batch and (len(batch) >= self.batch_size or new_width * (len(batch) + 1) > self.max_tokens or padded):
                 yield batch
                 new_width = max(len(plan["prefix"]), len(plan["tokens"]))
-                batch = []
+                batch, real = [], 0
             batch.append(g)
             width = new_width
+            real += len(plan["prefix"])
         if batch:
             yield batch
 
