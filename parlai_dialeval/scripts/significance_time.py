@@ -18,8 +18,8 @@ from parlai_dialeval.analysis import significance_time as st
 from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.analysis.significance_time.plots import hours_by_technique
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.protocols import PROTOCOLS
 from parlai_dialeval.options import option, turn_range, weightings, weightings_text
+from parlai_dialeval.protocols import PROTOCOLS
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
