@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import httpx
+import pytest
 
 from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
@@ -20,6 +21,13 @@ REQUESTER = "lab"
 def fake_prolific(**kwargs) -> FakeProlific:
     """A fake Prolific accepting the harness's token (use as a context manager)."""
     return FakeProlific(token=TOKEN, **kwargs)
+
+
+@pytest.fixture
+def fake():
+    """A running fake Prolific (import this fixture into a test module)."""
+    with fake_prolific() as server:
+        yield server
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
@@ -74,13 +82,17 @@ def scale_overrides(items: Path, task_name: str) -> list[str]:
 def submit_scale_unit(run, pid: str) -> None:
     """``pid`` arrives from Prolific, rates the unit's item, submits and is sent back to Prolific."""
     run.register(pid)
+    prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
+    submit_static_unit(run, pid, lambda inputs: {"ratings": {
+        item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}} for c in ("readability", "coherence")}
+        for item in inputs["shown"]}, "prior_experience": prior, "duration": 5.0, "item_durations": {}})
+
+
+def submit_static_unit(run, pid: str, final_data) -> None:
+    """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``)."""
     agent = run.unit_agent(pid)
     inputs = run.live_agent(agent).state.get_data()["inputs"]
-    ratings = {item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
-                                 for c in ("readability", "coherence")} for item in inputs["shown"]}
-    prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
-    run.server.submit_mock_unit(agent.get_agent_id(), {"ratings": ratings, "prior_experience": prior, "duration": 5.0,
-                                                       "item_durations": {}})
+    run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
     finish(run, pid)
 

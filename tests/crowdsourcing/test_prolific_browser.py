@@ -6,9 +6,7 @@ writes it with the Prolific participant id as worker_id."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import time
 
@@ -16,6 +14,7 @@ import pytest
 
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
 from .protocol_harness import DIALEVAL, chromium_page, dialeval, pause, require_chromium, set_slider
+from .test_live_chat_da_browser import _stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 PORT = 3300
@@ -40,20 +39,6 @@ def _launch(tmp_path, fake):
     studies = [s for s in fake.state.studies.values() if s["status"] == "ACTIVE"]
     assert studies, "no study published:\n" + log_path.read_text()[-3000:]
     return proc, router_pid, studies[0], log_path
-
-
-def _stop(proc, router_pid):
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-    if router_pid:
-        try:
-            os.kill(router_pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
 
 def _conversation(page, slot: int) -> None:

@@ -13,16 +13,11 @@ import pytest
 from parlai_dialeval.cli import main as dialeval
 from parlai_dialeval.errors import DialevalError
 
-from .prolific_harness import (TOKEN, ProlificMockRun, fake_prolific, provider_overrides, register, scale_items,
+from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
+from .prolific_harness import (TOKEN, ProlificMockRun, provider_overrides, register, scale_items,
                                scale_overrides)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fake():
-    with fake_prolific() as fake:
-        yield fake
 
 
 def _launch_fails(tmp_path, fake, monkeypatch, port, extra=(), faults=()):

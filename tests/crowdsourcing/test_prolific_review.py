@@ -9,16 +9,11 @@ import pytest
 from parlai_dialeval.cli import main
 from parlai_dialeval.errors import DialevalError
 
-from .prolific_harness import (TOKEN, ProlificMockRun, arrive, fake_prolific, register, scale_items, scale_overrides,
+from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
+from .prolific_harness import (TOKEN, ProlificMockRun, arrive, register, scale_items, scale_overrides,
                                submit_scale_unit)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fake():
-    with fake_prolific() as fake:
-        yield fake
 
 
 class Done:

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from .prolific_harness import (ProlificMockRun, fake_prolific, finish, register, scale_items, scale_overrides,
-                               submit_scale_unit)
+from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
+from .prolific_harness import (ProlificMockRun, finish, register, scale_items, scale_overrides, submit_scale_unit,
+                               submit_static_unit)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fake():
-    with fake_prolific() as fake:
-        yield fake
 
 
 def test_scale_designs_unit_via_prolific(tmp_path, fake, monkeypatch):
@@ -110,13 +105,9 @@ def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
         run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
                                                         {"answers": onboarding_choices(data, correct=True)})
         run.settle()
-        agent = run.unit_agent("PID_AC_1")
-        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
-        answers = [{"pair_id": p["pair_id"], "choice": "left", "justification": "asks questions", "duration": 3.0}
-                   for p in shown]
-        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-        run.settle()
-        finish(run, "PID_AC_1")
+        submit_static_unit(run, "PID_AC_1", lambda inputs: {"answers": [
+            {"pair_id": p["pair_id"], "choice": "left", "justification": "asks questions", "duration": 3.0}
+            for p in inputs["shown"]]})
     finally:
         run.shutdown()
 
@@ -132,11 +123,7 @@ def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
         "mephisto.task.task_name=ab_prolific"])
     try:
         run.register("PID_AB_1")
-        agent = run.unit_agent("PID_AB_1")
-        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
-        run.server.submit_mock_unit(agent.get_agent_id(), {
-            "answers": {item["item_id"]: {"choice": "a", "duration": 2.0} for item in shown}})
-        run.settle()
-        finish(run, "PID_AB_1")
+        submit_static_unit(run, "PID_AB_1", lambda inputs: {
+            "answers": {item["item_id"]: {"choice": "a", "duration": 2.0} for item in inputs["shown"]}})
     finally:
         run.shutdown()
