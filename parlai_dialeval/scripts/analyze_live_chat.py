@@ -21,11 +21,9 @@ from parlai_dialeval.analysis.multiple_testing import describe
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
 from parlai_dialeval.scripts import command_line
-from parlai_dialeval.scripts.analysis_command import AnalysisCommand
-from parlai_dialeval.scripts.command_line import load_data, write_csv, write_json
+from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.scripts.command_line import load_data
 
-OUTPUT_FILES = ["system_scores.csv", "system_scores_raw.csv", "overall_intervals.csv", "workers.csv",
-                "significance.csv", "correlations.csv", "correlations_z.csv", "rater_agreement.csv", "summary.json"]
 WORKER_COLUMNS = ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
 
 
@@ -56,18 +54,15 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
                   timings: dict | None = None, library_warnings: list[str] = ()) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
     s = result.settings
-    criteria = s.criteria
-    scores_columns = ["model", "n", "overall", *criteria]
-    write_csv(result.system_scores[scores_columns], out / "system_scores.csv")
-    write_csv(result.system_scores_raw[scores_columns], out / "system_scores_raw.csv")
-    write_csv(result.workers[WORKER_COLUMNS], out / "workers.csv")
-    write_csv(result.significance, out / "significance.csv")
-    write_csv(result.intervals, out / "overall_intervals.csv")
-    write_csv(result.correlations_raw.reset_index(names="statement"), out / "correlations.csv")
-    write_csv(result.correlations.reset_index(names="statement"), out / "correlations_z.csv")
-    write_csv(result.agreement["stats"], out / "rater_agreement.csv")
+    scores_columns = ["model", "n", "overall", *s.criteria]
+    tables = {"system_scores": result.system_scores[scores_columns],
+              "system_scores_raw": result.system_scores_raw[scores_columns],
+              "overall_intervals": result.intervals, "workers": result.workers[WORKER_COLUMNS],
+              "significance": result.significance,
+              "correlations": result.correlations_raw.reset_index(names="statement"),
+              "correlations_z": result.correlations.reset_index(names="statement"),
+              "rater_agreement": result.agreement["stats"]}
     summary = dict(result.summary)
     summary["durations"] = result.durations.to_dict(orient="records")
     summary["rater_agreement"] = result.agreement["stats"].to_dict(orient="records")
@@ -80,11 +75,11 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     summary["ranking"] = result.system_scores["model"].tolist()
     if s.labels:
         summary["model_labels"] = s.labels
-    summary["outputs"] = ["report.html", *OUTPUT_FILES]
+    summary["outputs"] = ["report.html", *(f"{name}.csv" for name in tables), "summary.json"]
     if timings:
         summary["timings_seconds"] = timings
-    write_json(summary, out / "summary.json")
-    write_report(result, out, sig_threshold, library_warnings)
+    report = build_report(result, out, sig_threshold, library_warnings)
+    Outputs(tables, {"summary": summary}, report).write(out)
     return summary
 
 
@@ -139,16 +134,14 @@ def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float
                         f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")
 
 
-def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                 library_warnings: list[str] = ()) -> Path:
+def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
+                 library_warnings: list[str] = ()) -> Report:
     s, summary, config = result.settings, result.summary, result.settings.config
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
     for message in library_warnings:
         report.warn(message)
-    for name in OUTPUT_FILES:
-        report.file(name)
     _warn(report, result, sig_threshold)
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
@@ -245,7 +238,7 @@ def write_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
 
     report.heading("Settings")
     report.table(pd.DataFrame([(k, str(v)) for k, v in s.as_dict().items()], columns=["setting", "value"]))
-    return report.write()
+    return report
 
 
 def run_analysis(opt, log=print) -> dict:
