@@ -15,6 +15,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from parlai_dialeval.judge.items import options, parse_reply, prompt
 
 SCALES = {"likert": "likert", "binary": "binary", "continuous": "continuous"}
@@ -72,12 +74,15 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
     todo = list({key: i for i, key in reversed(list(enumerate(keys))) if cache.get(key) is None}.values())
     usage["cached"] += len(keys) - len(todo)
     usage["asked"] += len(todo)
-    if judge.concurrency > 1 and len(todo) > 1:
-        with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
-            list(pool.map(one, todo))
-    else:
-        for i in todo:
-            one(i)
+    with tqdm(total=len(todo), desc=f"judge {judge.name}", unit="prompt", disable=not todo) as bar:
+        if judge.concurrency > 1 and len(todo) > 1:
+            with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
+                for _ in pool.map(one, todo):
+                    bar.update()
+        else:
+            for i in todo:
+                one(i)
+                bar.update()
     replies = []
     for key in keys:
         entry = cache.get(key)
