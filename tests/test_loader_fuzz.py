@@ -24,8 +24,11 @@ FIELD_NAMES = ["type", "id", "models", "turns", "speaker", "text", "conversation
 records = st.dictionaries(
     st.sampled_from(FIELD_NAMES), json_values, max_size=10).map(
     lambda r: r | {"type": r.get("type") if isinstance(r.get("type"), str) else "rating"})
-typed = st.fixed_dictionaries({"type": st.sampled_from(["study", "conversation", "rating", "comparison"])},
-                              optional={k: json_values for k in FIELD_NAMES[1:]})
+# Files stamp every record with the format version: mostly the right one, so the fuzz reaches the
+# field checks behind it.
+typed = st.fixed_dictionaries({"type": st.sampled_from(["study", "conversation", "rating", "comparison"]),
+                               "format_version": st.sampled_from(["1.0", "1.0", "1.0", "2.0", 1])},
+                              optional={k: json_values for k in FIELD_NAMES[1:] if k != "format_version"})
 
 
 def _load_or_data_error(path):
