@@ -29,22 +29,30 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   );
 }
 
-export function SubmitPanel({ handleSubmit, data = {} }) {
+// A button that submits to Mephisto once: it stays disabled after the click (Mephisto then moves the
+// worker on, which takes a moment), so a second click cannot submit twice.
+export function SubmitOnceButton({ onSubmit, testid, label, pendingLabel }) {
   const [submitted, setSubmitted] = React.useState(false);
+  return (
+    <button
+      className="btn btn-success"
+      data-testid={testid}
+      disabled={submitted}
+      onClick={() => {
+        setSubmitted(true);
+        onSubmit();
+      }}
+    >
+      {submitted ? pendingLabel : label}
+    </button>
+  );
+}
+
+export function SubmitPanel({ handleSubmit, data = {} }) {
   return (
     <div className="dialeval-submit">
       <p>Thank you! Your work is complete.</p>
-      <button
-        className="btn btn-success"
-        data-testid="submit-hit"
-        disabled={submitted}
-        onClick={() => {
-          setSubmitted(true);
-          handleSubmit(data);
-        }}
-      >
-        {submitted ? "Submitted" : "Submit HIT"}
-      </button>
+      <SubmitOnceButton onSubmit={() => handleSubmit(data)} testid="submit-hit" label="Submit HIT" pendingLabel="Submitted" />
     </div>
   );
 }

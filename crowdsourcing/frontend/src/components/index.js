@@ -6,6 +6,6 @@ import "./styles.css";
 export { useLiveTask, useSendOnce } from "./useLiveTask";
 export { ChatLog } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
-export { TaskShell, SubmitPanel } from "./TaskShell";
+export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
 export { MessageInput } from "./MessageInput";
 export { TurnHistory } from "./TurnHistory";

@@ -4,7 +4,7 @@
 // {action: "choose", choice, justification} or a chat message back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, SubmitOnceButton, MessageInput, TurnHistory } from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
   return (
@@ -80,27 +80,6 @@ function Onboarding({ state, sendAction }) {
   );
 }
 
-// Continue submits the onboarding once: Mephisto then moves the worker on, which takes a moment.
-function OnboardingDone({ passed, handleSubmit }) {
-  const [submitted, setSubmitted] = React.useState(false);
-  return (
-    <div data-testid="onboarding-done">
-      <p>{passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
-      <button
-        className="btn btn-success"
-        data-testid="finish-onboarding"
-        disabled={submitted}
-        onClick={() => {
-          setSubmitted(true);
-          handleSubmit({ passed });
-        }}
-      >
-        {submitted ? "Please wait..." : "Continue"}
-      </button>
-    </div>
-  );
-}
-
 function PairwiseTurnApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit } = live;
@@ -111,7 +90,12 @@ function PairwiseTurnApp() {
   ) : null;
   let body;
   if (state.phase === "onboarding_done") {
-    body = <OnboardingDone passed={state.passed} handleSubmit={handleSubmit} />;
+    body = (
+      <div data-testid="onboarding-done">
+        <p>{state.passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
+        <SubmitOnceButton onSubmit={() => handleSubmit({ passed: state.passed })} testid="finish-onboarding" label="Continue" pendingLabel="Please wait..." />
+      </div>
+    );
   } else if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
   } else if (state.phase === "onboarding") {
