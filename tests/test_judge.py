@@ -247,3 +247,45 @@ def test_fed_ratings_agreement_equals_a_hand_computation(shared_data, tmp_path):
         kappa([x for x, _ in hh], [y for _, y in hh], weights="quadratic"))
     ranks = pd.read_csv(tmp_path / "out" / "rating_rankings.csv").set_index("model")
     assert ranks["judge_mean"].to_dict() == pytest.approx(dict(zip(systems, judge_sys)))
+
+
+# ---- Ji et al. live-chat ratings through dialeval judge ----------------------------------------------
+
+def test_ji2022_live_chat_judge_and_agreement_equal_a_hand_computation(shared_data, tmp_path):
+    from parlai_dialeval.importers import load
+
+    source = shared_data / "ji2022" / "dialogue_data" / "pass_free(run1).json"
+    data = load([source], log=None)
+    statement = "Statement: The conversation with the chatbot was interesting."
+
+    def last_line(turns):
+        turn = turns[-1]
+        return f"{'User' if turn['speaker'] == 'human' else 'Bot'}: {turn['text'].strip()}"
+
+    # The judge rates "interesting" by the length of the conversation's last line; other statements get
+    # a reply without a number (to be counted, not guessed).
+    value = {row.id: len(last_line(row.turns)) % 101 for row in data.conversations.itertuples()}
+    rules = [{"match": f"{last_line(row.turns)}\n\n{statement}", "reply": f"I'd say {value[row.id]}."}
+             for row in data.conversations.itertuples()]
+    (tmp_path / "ji.json").write_text(json.dumps({"rules": rules, "default": "Not sure."}))
+    out = tmp_path / "ji.jsonl"
+    assert main(["judge", "--data", str(source), "--protocol", "live_chat_da", "--judge",
+                 f"script:{tmp_path / 'ji.json'}", "--out", str(out)]) == 0
+    summary = json.loads((tmp_path / "ji.summary.json").read_text())
+    n = len(data.conversations)
+    assert (summary["items"], summary["answered"]) == (7 * n, n)
+    assert summary["bad_replies"] == {"no number": 6 * n}
+
+    assert main(["judge_agreement", "--judge", str(out), "--human", str(source), "--out", str(tmp_path / "agree")]) == 0
+    got = pd.read_csv(tmp_path / "agree" / "rating_agreement.csv").iloc[0]
+    human = data.ratings[data.ratings["criterion"] == "interesting"]
+    judge = [value[c] for c in human["conversation_id"]]
+    assert got["criterion"] == "interesting" and got["items"] == len(human) == n
+    assert got["judge_human_spearman_item"] == pytest.approx(stats.spearmanr(judge, human["value"]).statistic)
+    systems = human.assign(judge=judge).groupby("model")[["judge", "value"]].mean()
+    assert got["judge_human_spearman_system"] == pytest.approx(
+        stats.spearmanr(systems["judge"], systems["value"]).statistic)
+    # one worker per conversation in this study: no human-human figure can be computed, and none is made up
+    assert got["items_2plus_ratings"] == 0 and pd.isna(got["human_human_spearman_item"])
+    ranks = pd.read_csv(tmp_path / "agree" / "rating_rankings.csv").set_index("model")
+    assert ranks["human_rank"].to_dict() == systems["value"].rank(ascending=False, method="min").astype(int).to_dict()
