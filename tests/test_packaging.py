@@ -50,6 +50,16 @@ print(json.dumps({"origin": parlai_dialeval.__file__, "checkout_on_path": inside
 """
 
 
+def test_task_defaults_use_the_data_folder(monkeypatch, tmp_path):
+    from parlai_dialeval.crowdsourcing.live_chat_da.task import LiveChatArgs
+    from parlai_dialeval.crowdsourcing.platform.env import default_data_dir
+
+    monkeypatch.delenv(home.MEPHISTO_ENV, raising=False)
+    monkeypatch.setenv(home.HOME_ENV, str(tmp_path))
+    assert LiveChatArgs().bots_dir == str(tmp_path / "offline_bots")
+    assert default_data_dir() == tmp_path / "mephisto"
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
