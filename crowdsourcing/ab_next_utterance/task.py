@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from mephisto.operations.hydra_config import TaskConfig
-
 from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
+from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -40,7 +39,7 @@ class AbArgs:
 
 
 @dataclass
-class AbConfig(TaskConfig):
+class AbConfig(AdaptiveConfig):
     ab: AbArgs = field(default_factory=AbArgs)
 
 
@@ -113,4 +112,6 @@ def export(units, task_name: str) -> ExportReport:
 
 
 TASK = TaskSpec(name="ab_next_utterance", config_class=AbConfig, shared_state=shared_state, export=export,
-                description="A/B next-utterance comparisons with ties (ChatEval, Lee et al. 2020)")
+                description="A/B next-utterance comparisons with ties (ChatEval, Lee et al. 2020)",
+                extra={"adaptive": StaticPairwise(models_of=lambda p: (p["model_a"], p["model_b"]),
+                                                  public=lambda p: protocol.public_view([p])[0])})

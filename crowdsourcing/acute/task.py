@@ -10,10 +10,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from mephisto.operations.hydra_config import TaskConfig
-
 from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
+from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -49,7 +48,7 @@ class AcuteArgs:
 
 
 @dataclass
-class AcuteConfig(TaskConfig):
+class AcuteConfig(AdaptiveConfig):
     acute: AcuteArgs = field(default_factory=AcuteArgs)
 
 
@@ -153,4 +152,6 @@ def export_onboarding(attempts, task_name: str) -> ExportReport:
 
 TASK = TaskSpec(name="acute", config_class=AcuteConfig, shared_state=shared_state, export=export,
                 export_onboarding=export_onboarding,
-                description="PW-Dialog / ACUTE-Eval: which speaker of two conversations is better")
+                description="PW-Dialog / ACUTE-Eval: which speaker of two conversations is better",
+                extra={"adaptive": StaticPairwise(models_of=lambda p: (p["left"]["model"], p["right"]["model"]),
+                                                  public=protocol.public_pair)})

@@ -13,6 +13,7 @@ goes to ``ONBOARDING_SERVER_FILE`` in the run's folder; ``platform.export`` hand
 from __future__ import annotations
 
 import shutil
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,5 +101,7 @@ class DialevalStaticBlueprint(StaticReactBlueprint):
 
     def get_initialization_data(self):
         count = self.args.blueprint.units_per_assignment
-        return [InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
-                for public, server in map(split_server, self._initialization_data_dicts)]
+        data = (InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
+                for public, server in map(split_server, self._initialization_data_dicts))
+        # a generator (adaptive collection, platform/adaptive.py) stays one: Mephisto creates its units as it yields
+        return data if isinstance(self._initialization_data_dicts, types.GeneratorType) else list(data)

@@ -1,0 +1,225 @@
+"""Issue 16 item 2: `dialeval launch acute adaptive=true` (and ab_next_utterance) with simulated workers.
+
+Runs in-process through ``runner.start`` (MockArchitect + MockProvider), as `dialeval launch` does. The
+simulated workers always pick the better model (each conversation says its model's level), so every
+pair's betting e-process grows as fast as it can: the ranking certifies after a few batches, spending
+judgments on the adjacent pairs only; the uniform design of the same run has to settle all six pairs.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.platform import adaptive
+from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+from parlai_dialeval.data import from_records, write_jsonl
+from parlai_dialeval.errors import DialevalError
+
+from .test_acute_mock import onboarding_choices
+from .test_resume import LaunchedRun
+
+pytestmark = pytest.mark.slow
+LEVELS = {"bot_best": 3, "bot_good": 2, "bot_fair": 1, "bot_poor": 0}
+
+
+@pytest.fixture(autouse=True)
+def quick_batches(monkeypatch):
+    """Mephisto's unit thread looks for new units every 10 s, the controller every 2 s: minutes per test."""
+    import mephisto.operations.task_launcher as task_launcher
+
+    monkeypatch.setattr(task_launcher, "UNIT_GENERATOR_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(task_launcher, "ASSIGNMENT_GENERATOR_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(adaptive, "POLL_SECONDS", 0.1)
+
+
+def write_conversations(path, per_model: int = 3) -> None:
+    rows = [{"type": "conversation", "id": f"{model}_{i}", "models": [model], "task": "self_chat",
+             "turns": [{"speaker": model, "text": f"Hello {i}"}, {"speaker": model, "text": f"I am level {level}."}]}
+            for model, level in LEVELS.items() for i in range(per_model)]
+    write_jsonl(rows, path)
+
+
+def level(side: list[dict]) -> int:
+    return int(re.search(r"level (\d)", side[1]["text"])[1])
+
+
+def acute_overrides(tmp_path, name: str, port: int, *extra: str) -> list[str]:
+    convs = tmp_path / "convs.jsonl"
+    write_conversations(convs)
+    return [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=10",
+            "acute.subtasks_per_unit=10", f"mephisto.task.task_name={name}", "adaptive=true",
+            "adaptive_batch_size=2", "adaptive_budget=40", "adaptive_seed=1", *extra]
+
+
+class Workers:
+    """Simulated ACUTE workers: one passes onboarding once, then takes HIT after HIT."""
+
+    def __init__(self, run, worker: str = "W1", onboarded: bool = False):
+        self.run, self.worker, self.registrations, self.onboarded = run, worker, 0, onboarded
+
+    def do_hit(self) -> None:
+        run = self.run
+        run.wait(lambda: bool(run.db.find_units(task_run_id=run.launched.task_run_id, status="launched")),
+                 timeout=30, what="a launched HIT")
+        before = len(self.agents())
+        self.registrations += 1
+        run.register(self.worker, f"REG_{self.worker}_{run.launched.task_run_id}_{self.registrations}")
+        if not self.onboarded:
+            onboarding = run.onboarding_agent(self.worker)
+            data = run.live_agent(onboarding).state.get_data()["inputs"]
+            run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
+                                                            {"answers": onboarding_choices(data, correct=True)})
+            run.settle()
+            self.onboarded = True
+        run.wait(lambda: len(self.agents()) > before, what="a new HIT for the worker")
+        agent = self.agents()[-1]
+        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        answers = [{"pair_id": p["pair_id"], "choice": "left" if level(p["left"]) > level(p["right"]) else "right",
+                    "justification": "higher level"} for p in shown]
+        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
+        run.settle()
+        run.wait(lambda: run.live_agent(agent).get_status() == "completed", what="the HIT submitted")
+
+    def agents(self) -> list:
+        return [a for a in self.run.db.find_agents(task_run_id=self.run.launched.task_run_id)
+                if a.get_worker().worker_name == f"{self.worker}_sandbox"]
+
+
+def finished(run) -> bool:
+    return not run.operator.get_running_task_runs()
+
+
+def collect_until_done(run, workers: Workers, limit: int = 60) -> None:
+    for _ in range(limit):
+        if finished(run):
+            return
+        run.wait(lambda: finished(run) or bool(run.db.find_units(task_run_id=run.launched.task_run_id,
+                                                                 status="launched")), timeout=30, what="a HIT or the end")
+        if not finished(run):
+            workers.do_hit()
+    raise AssertionError(f"the adaptive run did not stop within {limit} HITs")
+
+
+def read_state(path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_acute_adaptive_stops_certified_with_fewer_hits_than_uniform(tmp_path):
+    spent = {}
+    for allocator, port in (("greedy_adjacent", 3261), ("uniform", 3262)):
+        folder = tmp_path / allocator
+        state_path = folder / "mephisto" / "adaptive" / "study.json"
+        run = LaunchedRun("acute", folder / "mephisto", port,
+                          acute_overrides(folder, "study", port, f"adaptive_allocator={allocator}"))
+        try:
+            collect_until_done(run, Workers(run))
+        finally:
+            run.shutdown()
+        state = read_state(state_path)
+        assert state["status"] == "certified", state["status"]
+        assert state["ranking"] == list(LEVELS)  # best first
+        assert [b["batch"] for b in state["batches"]] == list(range(1, len(state["batches"]) + 1))
+        assert all(b["read"] for b in state["batches"])
+        spent[allocator] = state["hits_emitted"]
+        report, _ = collect_from_db(run.db, "study")
+        comps = from_records(report.records).comparisons
+        comps = comps[~comps["onboarding"].eq(True)]
+        assert len(comps) == state["judgments"] == 10 * state["hits_emitted"]
+        if allocator == "greedy_adjacent":
+            pairs = Counter(frozenset(p) for b in state["batches"] for p in b["pairs"])
+            adjacent = sum(pairs[frozenset(p)] for p in zip(list(LEVELS), list(LEVELS)[1:]))
+            assert adjacent > 0.8 * sum(pairs.values())  # the 10% exploration goes anywhere
+            probability = state["batches"][-1]["selection_probability"]
+            assert sum(probability.values()) == pytest.approx(1.0)
+    assert spent["greedy_adjacent"] < spent["uniform"], spent
+
+
+def test_killed_after_two_batches_resumes_without_repeating_a_batch(tmp_path):
+    data_dir, state_path = tmp_path / "mephisto", tmp_path / "mephisto" / "adaptive" / "killed.json"
+    overrides = acute_overrides(tmp_path, "killed", 3263)
+    run = LaunchedRun("acute", data_dir, 3263, overrides)
+    workers = Workers(run)
+    try:
+        for _ in range(4):  # two batches of two HITs
+            workers.do_hit()
+        run.wait(lambda: state_path.is_file() and len(read_state(state_path)["batches"]) == 3, what="batch 3")
+        workers.do_hit()  # one HIT of batch 3 done, the other left open
+    finally:
+        run.kill()
+    before = read_state(state_path)
+    assert [b["read"] for b in before["batches"]] == [True, True, False] and before["hits_emitted"] == 6
+
+    run = LaunchedRun("acute", data_dir, 3264, overrides)
+    assert run.launched.resume_note and "1 unit(s) offered now" in run.launched.resume_note
+    try:
+        collect_until_done(run, Workers(run, onboarded=True))
+    finally:
+        run.shutdown()
+    state = read_state(state_path)
+    assert state["status"] == "certified" and state["ranking"] == list(LEVELS)
+    assert [b["batch"] for b in state["batches"]] == list(range(1, len(state["batches"]) + 1))
+    # batch 3 was awaited and read, not chosen again
+    assert [b["pairs"] for b in state["batches"][:3]] == [b["pairs"] for b in before["batches"]]
+    assert len(set(state["ingested_agents"])) == len(state["ingested_agents"])
+    # every batch's HITs were done once: finished HITs per batch = HITs the state says it emitted
+    done = Counter(u.server[adaptive.BATCH_KEY] for u in _finished_units(run))
+    assert done == {b["batch"]: b["hits"] for b in state["batches"]}
+    report, _ = collect_from_db(run.db, "killed")
+    comps = from_records(report.records).comparisons
+    comps = comps[~comps["onboarding"].eq(True)]
+    assert not comps.duplicated(["worker_id", "assignment_id", "item_id"]).any()
+    assert len(comps) == state["judgments"] == 10 * sum(done.values())
+
+
+def _finished_units(run) -> list:
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    return [u for u in read_units(run.db, run.launched.task_name) if u.status == "complete"]
+
+
+def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
+    items = tmp_path / "items.jsonl"
+    rows = [{"item_id": f"p{i}_{a}_{b}", "context": [f"prompt {i}"], "model_a": a, "model_b": b,
+             "response_a": f"reply of level {LEVELS[a]}", "response_b": f"reply of level {LEVELS[b]}"}
+            for i in range(4) for a, b in [("bot_best", "bot_good"), ("bot_good", "bot_fair"), ("bot_best", "bot_fair")]]
+    write_jsonl(rows, items)
+    run = LaunchedRun("ab_next_utterance", tmp_path / "mephisto", 3265, [
+        f"ab.items_file={items}", "ab.per_hit=4", "ab.seed=2", "mephisto.blueprint.units_per_assignment=1",
+        "mephisto.task.task_name=ab_study", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2"])
+    try:
+        for _ in range(2):
+            run.wait(lambda: bool(run.db.find_units(task_run_id=run.launched.task_run_id, status="launched")),
+                     timeout=30, what="a launched HIT")
+            run.register(f"A{_}", f"REG_A{_}")
+            agent = run.unit_agent(f"A{_}")
+            shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+            answers = {p["item_id"]: {"choice": "a" if level_of(p["response_a"]) > level_of(p["response_b"]) else "b"}
+                       for p in shown}
+            run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
+            run.settle()
+        run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
+    finally:
+        run.shutdown()
+    state = read_state(tmp_path / "mephisto" / "adaptive" / "ab_study.json")
+    assert [b["batch"] for b in state["batches"]] == [1, 2] and state["status"] == "budget_spent"
+    assert state["judgments"] == 8 and state["models"] == ["bot_best", "bot_fair", "bot_good"]
+
+
+def level_of(text: str) -> int:
+    return int(re.search(r"level (\d)", text)[1])
+
+
+@pytest.mark.parametrize("task, overrides, expected", [
+    ("acute", ["adaptive_budget=1", "adaptive_batch_size=2"], "adaptive_budget=1 is smaller than one batch"),
+    ("acute", ["acute.model_pairs=[[bot_best,bot_best]]"], "needs at least two models"),
+    ("sm_eval", [], "task sm_eval is not a static pairwise task"),
+])
+def test_bad_adaptive_settings_are_one_line(tmp_path, task, overrides, expected):
+    base = acute_overrides(tmp_path, "bad", 3266)[:-3] if task == "acute" else ["adaptive=true"]
+    from parlai_dialeval.crowdsourcing.platform import runner
+
+    with pytest.raises(DialevalError, match=re.escape(expected)):
+        runner.start(task, ["mephisto/architect=mock", *base, *overrides], data_dir=tmp_path / "mephisto")
