@@ -214,9 +214,9 @@ class FakeProlificState:
         self.studies[sid] = study
         return 201, study
 
-    def api_get_studies(self, query, body):
-        found = [s for s in self.studies.values() if not query.get("project") or s["project"] == query["project"][0]]
-        return {"results": found}
+    def api_get_projects_X_studies(self, project, query, body):
+        self.get(self.projects, project, "project")
+        return {"results": [s for s in self.studies.values() if s["project"] == project]}
 
     def api_get_studies_X(self, sid, query, body):
         return self.get(self.studies, sid, "study")

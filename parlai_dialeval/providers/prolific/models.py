@@ -6,9 +6,10 @@ A worker is a Prolific participant (``worker_name`` = PROLIFIC_PID); an agent is
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 from mephisto.abstractions.blueprint import AgentState
 from mephisto.data_model.agent import Agent
@@ -151,6 +152,7 @@ class ProlificWorker(Worker):
 
 # Prolific submission statuses that end a participant's work without a submission to review.
 GONE = {"RETURNED", "TIMED-OUT"}
+POLL_SECONDS = 10.0  # Mephisto's own rhythm (task_launcher polls each unit every 10 s)
 
 
 class ProlificUnit(Unit):
@@ -167,13 +169,19 @@ class ProlificUnit(Unit):
             store.update("studies", "task_run_id", str(self.task_run_id), places=launched)
         self.set_db_status(AssignmentState.LAUNCHED)
 
+    _last_poll: ClassVar[dict] = {}  # unit id -> when Prolific was last asked about its submission
+
     def get_status(self) -> str:
         """Mephisto's status; while a participant works on the unit, also Prolific's view of the
-        submission (one call per unit per poll, Mephisto polls every 10 s): returned or timed out
-        on Prolific frees the unit."""
+        submission, at most once per POLL_SECONDS per unit whoever asks (Mephisto's launcher and its
+        run tracker both poll): returned or timed out on Prolific frees the unit."""
         status = super().get_status()
         if status != AssignmentState.ASSIGNED:
             return status
+        now = time.monotonic()
+        if now - self._last_poll.get(self.db_id, -POLL_SECONDS) < POLL_SECONDS:
+            return status
+        self._last_poll[self.db_id] = now
         agent = self.get_assigned_agent()
         row = common.datastore(self.db).agent(agent.db_id) if agent is not None else None
         if row is None or not row.get("submission_id"):

@@ -317,7 +317,7 @@ class ProlificProvider(CrowdProvider):
             return []
         removed = []
         try:
-            for study in client.results("studies/", params={"project": project_id}):
+            for study in client.results(f"projects/{project_id}/studies/"):
                 if study.get("internal_name") == internal_name and study.get("status") == "UNPUBLISHED":
                     client.call("DELETE", f"studies/{study['id']}/")
                     removed.append(study["id"])

@@ -1,0 +1,57 @@
+"""The Prolific API client against the fake (no Mephisto run): money in minor units, bounded retries
+that wait as Retry-After says, which calls are retried on 5xx, and errors that never show the token."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificAuthError, ProlificClient, ProlificNotFound,
+                                                    ProlificRateLimited, ProlificServerError, to_major, to_minor)
+
+from .prolific_harness import TOKEN
+from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
+
+
+def test_money_is_converted_explicitly():
+    assert to_minor("2.50") == 250 and to_minor(2.5) == 250 and to_minor("19.99") == 1999
+    assert to_minor("0.005") == 1 and to_minor("0.004") == 0  # half a penny rounds up, less rounds down
+    assert to_major(250) == "2.50" and to_major(5) == "0.05"
+    with pytest.raises(DialevalError, match="must not be negative"):
+        to_minor("-1")
+
+
+def _client(fake, sleeps, retries=3, token=TOKEN):  # noqa: F811
+    return ProlificClient(fake.api_base_url, token, max_retries=retries, sleep=sleeps.append)
+
+
+def test_retries_wait_as_retry_after_says_and_stop(fake):  # noqa: F811
+    sleeps = []
+    client = _client(fake, sleeps)
+    fake.inject(429, 2, path="users/me", retry_after=7)
+    fake.inject(503, 1, path="users/me")
+    assert client.me()["id"] and sleeps[:2] == [7.0, 7.0] and 0 < sleeps[2] <= 4  # back-off without Retry-After
+    sleeps.clear()
+    fake.inject(429, 10, path="workspaces", retry_after=1)
+    with pytest.raises(ProlificRateLimited, match="still rate limited after 3 retries"):
+        client.results("workspaces/")
+    assert sleeps == [1.0, 1.0, 1.0]  # bounded: max_retries waits, then the error
+
+
+def test_calls_that_may_have_done_their_work_are_not_retried_on_5xx(fake):  # noqa: F811
+    sleeps = []
+    client = _client(fake, sleeps)
+    fake.inject(500, 1, path="study-cost-calculator")
+    with pytest.raises(ProlificServerError, match="HTTP 500"):
+        client.call("POST", "study-cost-calculator/", json={"reward": 100, "total_available_places": 1},
+                    retry=RETRY_ON_429)
+    assert sleeps == []
+
+
+def test_errors_name_the_call_never_the_token(fake):  # noqa: F811
+    sleeps = []
+    with pytest.raises(ProlificAuthError) as refused:
+        _client(fake, sleeps, token="tok-wrong-5d1c").me()
+    assert "HTTP 401" in str(refused.value) and "tok-wrong-5d1c" not in str(refused.value)
+    assert "tok-wrong-5d1c" not in repr(_client(fake, sleeps, token="tok-wrong-5d1c"))
+    with pytest.raises(ProlificNotFound, match="study stu0999deadbeef not found"):
+        _client(fake, sleeps).study("stu0999deadbeef")
