@@ -226,6 +226,29 @@ def test_html_in_names_is_shown_as_text(tmp_path, capsys):
     assert HTML_NAME not in html and "&lt;script&gt;" in html
 
 
+@pytest.mark.parametrize("command, records, extra", [
+    ("analyze_live_chat", lambda: live_chat(models=(HTML_NAME, "m2")), ["--qc-test", "none"]),
+    ("analyze_single_model", lambda: single_model(models=(HTML_NAME, "m2")), ["--n-boot", "20"]),
+    ("analyze_scales", lambda: scales(models=(HTML_NAME, "m2")), []),
+])
+def test_html_in_model_names_is_escaped_in_every_report(tmp_path, capsys, command, records, extra):
+    path = write(tmp_path / "html.jsonl", records())
+    code, _, err = dialeval(capsys, command, "--data", path, "--out", tmp_path / "out", *extra)
+    assert code == 0, err
+    html = report_text(tmp_path / "out")
+    assert HTML_NAME not in html and "&lt;script&gt;" in html
+
+
+def test_significance_time_on_all_ties(tmp_path, capsys):
+    path = write(tmp_path / "ties.jsonl", [dict(r, choice="tie", turn_index=2) if r["type"] == "comparison" else r
+                                           for r in pairwise()])
+    code, _, err = dialeval(capsys, "significance_time", "--data", path, "--out", tmp_path / "out", "--trials", "5")
+    if code:
+        assert_one_line_error(code, err)
+    else:
+        assert "Traceback" not in err and (tmp_path / "out" / "report.html").is_file()
+
+
 def test_all_ties_give_even_win_rates(tmp_path, capsys):
     path = write(tmp_path / "ties.jsonl", [dict(r, choice="tie") if r["type"] == "comparison" else r
                                            for r in pairwise()])
