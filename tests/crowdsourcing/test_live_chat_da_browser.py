@@ -6,63 +6,22 @@ TF-IDF retrieval, a tiny GPT-2 trained for 30 steps on CPU) into the test's fold
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from .protocol_harness import set_slider
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider, submit_hit
 
-pytestmark = pytest.mark.timeout(420)
-
-CHROMIUM = "/usr/bin/chromium"
-DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
-PORT = 3110
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 XSS = "<img src=x onerror=alert(1)>"
 
 
-def _launch(tmp_path: Path):
+def _launch(tmp_path):
     bots = tmp_path / "bots"
-    built = subprocess.run(DIALEVAL + ["build_offline_bots", "--out", str(bots), "--max-steps", "30",
-                                       "--evaluate", "false"], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr[-3000:]
-    log = open(tmp_path / "launch.log", "w")
-    proc = subprocess.Popen(DIALEVAL + [
-        "launch", "live_chat_da", "conf=offline_trained", f"live_chat.bots_dir={bots}", f"mephisto.architect.port={PORT}",
-        "mephisto.task.task_name=lcda_e2e", "mephisto.blueprint.num_conversations=1", "live_chat.seed=0",
-        "--mephisto-data", str(tmp_path / "mephisto")],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url, router_pid, end = None, None, time.time() + 180
-    while time.time() < end and (url is None or router_pid is None):
-        text = (tmp_path / "launch.log").read_text()
-        url = url or (re.search(r"Open (http://\S+) in your browser", text) or [None, None])[1]
-        router_pid = router_pid or (re.search(r"Server running locally with pid (\d+)", text) or [None, None])[1]
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    if url is None:
-        proc.kill()
-        raise AssertionError("launch printed no worker URL:\n" + (tmp_path / "launch.log").read_text()[-3000:])
-    return proc, url.replace("worker_1", "e2e_worker"), int(router_pid) if router_pid else None
-
-
-def _stop(proc, router_pid):
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-    if router_pid:  # the node router runs in its own process group and outlives a killed task
-        try:
-            os.kill(router_pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    dialeval("build_offline_bots", "--out", str(bots), "--max-steps", "30", "--evaluate", "false", timeout=300)
+    return CliRun("live_chat_da", tmp_path, [
+        "conf=offline_trained", f"live_chat.bots_dir={bots}", "mephisto.architect.port=3110",
+        "mephisto.task.task_name=lcda_e2e", "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
 
 
 def _chat(page, slot, n, start=0):
@@ -79,26 +38,13 @@ def _chat(page, slot, n, start=0):
 
 
 def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium to run the browser test")
-    from playwright.sync_api import sync_playwright
-
-    proc, url, router_pid = _launch(tmp_path)
+    require_chromium()
+    run = _launch(tmp_path)
     dialogs = []
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch_persistent_context(
-                str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, args=[
-                    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--no-first-run"])
-            page = browser.new_page()
-
-            def on_dialog(dialog):
-                dialogs.append(dialog.message)
-                dialog.accept()
-
-            page.on("dialog", on_dialog)
-            page.goto(url)
+        with chromium_page(tmp_path) as page:
+            page.on("dialog", lambda dialog: dialogs.append(dialog.message))  # chromium_page accepts them
+            page.goto(run.worker_url("e2e_worker"))
             assert "strongly" not in page.locator("[data-testid=instructions]").inner_text(timeout=60000)
             for slot in range(3):
                 page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
@@ -128,18 +74,14 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
             page.wait_for_selector("[data-testid=feedback-form]")
             page.fill("#feedback", "Fine, thanks. " + XSS)
             page.click("[data-testid=send-feedback]")
-            page.click("[data-testid=submit-hit]", timeout=30000)
-            page.wait_for_timeout(1500)
-            browser.close()
+            submit_hit(page)
         assert not any(d == "1" for d in dialogs), f"a script ran in the worker page: {dialogs}"
-        proc.wait(120)  # one unit: the run ends by itself once it is submitted
+        run.proc.wait(120)  # one unit: the run ends by itself once it is submitted
     finally:
-        _stop(proc, router_pid)
+        run.stop()
 
     out = tmp_path / "lcda_e2e.jsonl"
-    done = subprocess.run(DIALEVAL + ["export", "lcda_e2e", "--out", str(out), "--mephisto-data",
-                                      str(tmp_path / "mephisto")], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run.export("lcda_e2e", out)
     assert "1 unit(s) read (1 completed)" in done.stdout
     records = [json.loads(line) for line in out.read_text().splitlines()]
     convs = sorted((r for r in records if r["type"] == "conversation"), key=lambda r: r["slot"])
@@ -156,7 +98,5 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
     assert ratings[(convs[2]["id"], "robotic")] == 21 and ratings[(convs[2]["id"], "topic")] == 27
 
     report = tmp_path / "report"
-    done = subprocess.run(DIALEVAL + ["analyze_live_chat", "--data", str(out), "--out", str(report)],
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    dialeval("analyze_live_chat", "--data", str(out), "--out", str(report))
     assert (report / "report.html").is_file()
