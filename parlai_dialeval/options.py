@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from parlai_dialeval.errors import DialevalError
 
@@ -55,11 +56,10 @@ def turn_range(text: str | None, flag: str = "--turns") -> tuple[int, int] | Non
     text = str(text).strip()
     if not text or text == "all":
         return None
-    low, _, high = text.partition("-")
-    try:
-        turns = (int(low), int(high or low))
-    except ValueError:
-        raise DialevalError(f"{flag} {text!r}: expected FIRST-LAST (e.g. 2-6), N or 'all'") from None
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+    if match is None:
+        raise DialevalError(f"{flag} {text!r}: expected FIRST-LAST (e.g. 2-6), N or 'all'")
+    turns = (int(match[1]), int(match[2] or match[1]))
     if turns[0] < 1 or turns[1] < turns[0]:
         raise DialevalError(f"{flag} {text!r}: expected 1 <= FIRST <= LAST")
     return turns

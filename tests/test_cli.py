@@ -164,3 +164,15 @@ def test_other_commands_check_their_numbers(tmp_path, capsys, args, expected):
 
     assert main(args) == 2
     assert capsys.readouterr().err.strip() == f"dialeval: error: {expected}"
+
+
+def test_one_turn_range_grammar():
+    # Issue 19 item 1: analyze_pairwise and analyze_single_model had two parse_turns with opposite grammars.
+    from parlai_dialeval.errors import DialevalError
+    from parlai_dialeval.options import turn_range
+
+    assert turn_range("2-6") == (2, 6) and turn_range("3") == (3, 3)
+    assert turn_range("all") is None and turn_range("") is None and turn_range(None) is None
+    for bad in ("6-2", "x", "0-3", "2-"):
+        with pytest.raises(DialevalError, match="--sm-turns"):
+            turn_range(bad, "--sm-turns")
