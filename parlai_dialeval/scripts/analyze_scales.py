@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import scale_designs as sd
+from parlai_dialeval.analysis import scale_designs_plots
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report
@@ -80,11 +80,7 @@ def _report(results, report: Report) -> None:
     report.heading("Reliability per design (Santhanam Table 1)")
     report.table(results["icc"])
     if overall[["icc_c", "icc_a"]].notna().any().any():
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        overall.set_index(["design", "criterion"])[["icc_c", "icc_a"]].plot.bar(ax=ax)
-        ax.set_ylabel("ICC")
-        ax.set_title("ICC consistency (C) and agreement (A)")
-        report.figure(fig, "icc", "ICC per design and criterion")
+        report.figure(scale_designs_plots.icc_bars(overall), "icc", "ICC per design and criterion")
     report.heading("Spearman correlation between criteria (Santhanam Table 9)")
     report.table(results["spearman"])
     report.heading("Scores per model")
