@@ -53,7 +53,11 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
         unit_b.get_status()
         for unit in idle:
             unit.get_status()
-        assert [c["path"] for c in fake.state.calls[before:]] == [f"/api/v1/submissions/{run.submission('PID_B')['id']}/"]
+        assert idle and [c["path"] for c in fake.state.calls[before:]] == [
+            f"/api/v1/submissions/{run.submission('PID_B')['id']}/"]
+        unit_b.get_status()  # asked again within 10 s: Prolific is not asked again
+        assert len(fake.state.calls) == before + 1
+        submit_scale_unit(run, "PID_C")
     finally:
         run.shutdown()
     assert fake.state.studies[run.study["study_id"]]["status"] == "AWAITING REVIEW"  # stopped once no unit is open
@@ -115,9 +119,18 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     assert len(fake.state.payments) == 3
     done = dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
     assert done.returncode == 2 and "'PID_NOBODY' has no submission" in done.stderr + done.stdout
+    reason = ("Every rating in this submission is the same value and the task took a few seconds, so we cannot "
+              "use it; the instructions asked for a careful judgment of each response.")
+    done = dialeval("review", "sd_review", "--reject", "PID_C", "--category", "LOW_EFFORT", "--message", reason,
+                    "--mephisto-data", str(data))
+    assert done.returncode == 0 and "rejected PID_C (LOW_EFFORT)" in done.stdout, done.stderr
+    assert run.submission("PID_C")["status"] == "REJECTED"
+    assert db.get_agent(run.unit_agent("PID_C").db_id)["status"] == "rejected"
+    assert [(d["participant_id"], d["category"], d["state"]) for d in store.decisions(kind="reject")] == [
+        ("PID_C", "LOW_EFFORT", "done")]
     done = dialeval("review", "sd_review", "--approve-passing", "--mephisto-data", str(data))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "approved PID_A" in done.stdout and "PID_B" in done.stdout
+    assert "approved PID_A" in done.stdout and "approved PID_C" not in done.stdout and "PID_B" in done.stdout
     assert run.submission("PID_A")["status"] == "APPROVED"
     assert run.submission("PID_B")["status"] == "ACTIVE"  # never completed: left alone
     assert db.get_agent(agent_a.db_id)["status"] == "approved"
