@@ -93,11 +93,9 @@ class Interrupted:
     run: object  # mephisto TaskRun
     finished: int  # units a worker finished
     planned: int  # units the run was launched with
+    left: int  # units the resumed run offers
     unfinished: list = field(default_factory=list)  # agents that never finished
     left_data: list = field(default_factory=list)  # static tasks: data of the assignments not finished
-
-    def left(self) -> int:
-        return len(self.left_data) if self.left_data else self.planned - self.finished
 
 
 def find_interrupted(db, task_name: str) -> Interrupted | None:
@@ -125,15 +123,18 @@ def _work_left(run) -> Interrupted:
     args = run.args if not isinstance(run.args, str) else OmegaConf.create(json.loads(run.args))
     agents = run.db.find_agents(task_run_id=run.db_id)
     finished_units = {a.unit_id for a in agents if submitted(a)}
-    left_data = []
+    left_data, planned = [], len(run.get_units())
+    left = planned - len(finished_units)
     if OmegaConf.select(args, "blueprint._blueprint_type") == "dialeval_static":
-        for assignment in run.get_assignments():
-            if any(unit.db_id not in finished_units for unit in assignment.get_units()):
-                data = assignment.get_assignment_data()
-                server = (data.unit_data or [{}])[0].get(SERVER_KEY)
-                left_data.append({**data.shared, **({SERVER_KEY: server} if server is not None else {})})
-    planned = int(OmegaConf.select(args, "blueprint.num_conversations", default=0) or 0)
-    return Interrupted(run=run, finished=len(finished_units), planned=planned or len(run.get_assignments()),
+        # an assignment's data goes out again whole (all its units) when any unit of it is unfinished
+        unfinished_assignments = [a for a in run.get_assignments()
+                                  if any(unit.db_id not in finished_units for unit in a.get_units())]
+        for assignment in unfinished_assignments:
+            data = assignment.get_assignment_data()
+            server = (data.unit_data or [{}])[0].get(SERVER_KEY)
+            left_data.append({**data.shared, **({SERVER_KEY: server} if server is not None else {})})
+        left = sum(len(a.get_units()) for a in unfinished_assignments)
+    return Interrupted(run=run, finished=len(finished_units), planned=planned, left=left,
                        unfinished=[a for a in agents if not submitted(a)], left_data=left_data)
 
 
@@ -151,21 +152,21 @@ def resumable_records(interrupted: Interrupted, record_files, time_limit: float)
 
 def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
     """Point the new run at the work the interrupted one had left; returns the line to print. Workers
-    mid-HIT continue their unit in tasks whose spec says ``extra["continues_units"]`` (live chat)."""
+    mid-HIT get their unit back in tasks whose spec says ``extra["continues_units"]``."""
     if hasattr(shared, "static_task_data"):
         shared.static_task_data = list(interrupted.left_data)
     else:
-        cfg.mephisto.blueprint.num_conversations = interrupted.left()
+        cfg.mephisto.blueprint.num_conversations = interrupted.left
     head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
-            f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left()} unit(s) "
+            f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left} unit(s) "
             f"offered now.")
     if not spec.extra.get("continues_units"):
         return f"{head} Work left half done is kept as incomplete; returning workers start a new unit."
     limit = float(cfg.mephisto.task.get("assignment_duration_in_seconds") or 0)
     returning = resumable_records(interrupted, spec.extra.get("export_files", ()), limit)
     shared.world_opt[RESUMABLE_KEY] = returning
-    return (f"{head} {len(returning)} worker(s) who were mid-HIT continue where they were if they come back "
-            f"within {limit:.0f} s of starting.")
+    return (f"{head} {len(returning)} worker(s) who were mid-HIT get their HIT back if they return within "
+            f"{limit:.0f} s of starting it: finished conversations kept, a half one restarts (kept as incomplete).")
 
 
 def close(interrupted: Interrupted) -> None:

@@ -176,7 +176,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     shared = spec.shared_state(cfg)
     interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
     note = None
-    if interrupted is not None and interrupted.left() > 0:
+    if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
     operator = Operator(db)
     try:

@@ -15,6 +15,7 @@ from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.crowdsourcing.platform.resume import take_resumable
 
 SYSTEM_ID = "System"
 
@@ -49,6 +50,15 @@ def block_worker(agent, qualification: str) -> None:
         soft_block(mephisto_agent.db, [mephisto_agent.get_worker().worker_name], qualification)
 
 
+def hit_models(initialization_data) -> list[str] | None:
+    """The models an adaptive launch chose for this HIT (platform/adaptive.py), kept in the unit's
+    server-side data (never sent to the page); None: the pool chooses."""
+    from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+
+    unit_data = getattr(initialization_data, "unit_data", None) or [{}]
+    return (unit_data[0].get(SERVER_KEY) or {}).get("models")
+
+
 def blind_history(turns: list[dict]) -> list[dict]:
     return [{"speaker": "human" if t["speaker"] == "human" else "bot", "text": t["text"]} for t in turns]
 
@@ -58,11 +68,19 @@ class SessionWorld:
 
     record_file: str
 
-    def __init__(self, opt: dict, agent, num_models: int):
+    def __init__(self, opt: dict, agent, num_models: int, models: list[str] | None = None):
         self.opt = opt
         self.agent = agent
         self.pool = opt["pool"]
-        self.models = self.pool.reserve(num_models)
+        # a worker back after a restart (platform/resume.py) gets their HIT's models again; the half
+        # conversation cannot go on (the bots' state died with the old process), so it stays in the old
+        # record, exported as incomplete, and this one starts afresh
+        saved = take_resumable(opt, agent)
+        hit_models = (saved or {}).get("record", {}).get("hit_models")
+        # ``models``: chosen for this HIT by an adaptive launch (platform/adaptive.py), not the pool's
+        self.models = list(hit_models or models or []) or self.pool.reserve(num_models)
+        self.reserved = [] if hit_models or models else list(self.models)  # given back to the pool if not completed
+        self.restarted_from = saved["agent_id"] if saved else None
         self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
 
     def observe_state(self, state: dict) -> None:
@@ -90,12 +108,12 @@ class SessionWorld:
 
     def record(self) -> dict:
         return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
-                "blocked": self.blocked}
+                "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from}
 
     def _finish(self, status: str) -> None:
         self.status, self.ended = status, time.time()
         if status != "complete":
-            for name in self.models:
+            for name in self.reserved:
                 self.pool.release(name)
         elif self.opt.get("block_on_worker_checks"):
             self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))

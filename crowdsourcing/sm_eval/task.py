@@ -69,4 +69,4 @@ def export(units, task_name: str) -> ExportReport:
 TASK = TaskSpec(name="sm_eval", config_class=SmEvalConfig, shared_state=shared_state, export=export,
                 description="SM-Turn + SM-Dialog: per-turn checks and end-of-dialogue Likert (Smith et al. 2022)",
                 worker_checks=worker_report,
-                extra={"export_files": (RECORD_FILE,)})
+                extra={"export_files": (RECORD_FILE,), "continues_units": True})

@@ -100,7 +100,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
     run = LaunchedRun("live_chat_da", tmp_path, 3255, overrides)
     try:
         assert run.launched.resume_note.startswith("Resuming task 'lc_resume': its run 1 was interrupted with 0 of 2")
-        assert "1 worker(s) who were mid-HIT continue" in run.launched.resume_note
+        assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
         run.register("W1", "REG_2")
         agent = run.unit_agent("W1")
         shown = run.last_task_data(agent)
@@ -164,7 +164,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
 
     run = LaunchedRun("pw_turn", tmp_path, 3257, overrides)
     try:
-        assert "1 of 2 unit(s) finished; 1 unit(s) offered now" in run.launched.resume_note
+        assert "1 of 2 unit(s) finished; 1 unit(s) offered now. 1 worker(s) who were mid-HIT" in run.launched.resume_note
         assert len(run.units()) == 1
         agent = onboard_or_unit(run, "W2")  # a new conversation: a half PW-Turn chat cannot go on
         chat_turn(run, agent, finish=False)
@@ -177,6 +177,8 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
     statuses = sorted(zip(data.conversations["worker_id"], data.conversations["status"]))
     assert statuses == [("W1_sandbox", "complete"), ("W2_sandbox", "complete"), ("W2_sandbox", "incomplete")]
     assert data.conversations["id"].is_unique
+    w2 = data.conversations[data.conversations["worker_id"] == "W2_sandbox"]
+    assert w2["models"].map(tuple).nunique() == 1  # the restarted conversation has the same two models
     assert report.by_status == {"completed": 2, "disconnect": 1}
 
 

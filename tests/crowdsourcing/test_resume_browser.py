@@ -60,7 +60,7 @@ def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tm
             second = CliRun("live_chat_da", tmp_path / "again", OVERRIDES, data_dir=first.data_dir)
             try:
                 assert "Resuming task 'lc_kill': its run 1 was interrupted with 0 of 1 unit(s) finished" in second.log()
-                assert "1 worker(s) who were mid-HIT continue" in second.log()
+                assert "1 worker(s) who were mid-HIT get their HIT back" in second.log()
                 page.goto(url)  # the worker reloads the page with the same worker id
                 for slot in range(2, 6):
                     rate_one_conversation(page, slot)
