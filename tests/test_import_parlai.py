@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers.registry import detect_format, import_paths, load
 
 DIALEVAL = Path(sys.executable).with_name("dialeval")
@@ -183,3 +184,19 @@ def test_cli_self_chat_then_convert(tmp_path):
     assert records[0]["models"] == ["repeat_query"] and records[0]["task"] == "self_chat"
     first_line = json.loads(out.with_suffix(".jsonl").read_text().splitlines()[0])
     assert len(records[0]["turns"]) == 2 * len(first_line["dialog"])
+
+
+def _model_chat(tmp_path, dialog):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"dialog": dialog, "workers": ["w1"], "task_description": {"model_nickname": "m"}}))
+    return path
+
+
+def test_model_chat_bad_messages_name_file_and_message(tmp_path):
+    """Issue 18 item 11: an importer names the place of bad input (here the message), never crashes."""
+    path = _model_chat(tmp_path, [{"agent_idx": 0, "text": "hi"}, "not a message"])
+    with pytest.raises(DataError, match=rf"^{path}, message 1: unexpected content"):
+        load([path], fmt="parlai-model-chat", log=None)
+    path = _model_chat(tmp_path, [{"agent_idx": 0, "text": "hi"}, {"agent_idx": 1, "text": "yo", "final_rating": "9"}])
+    with pytest.raises(DataError, match=rf"^{path}, message 1: field 'value': value is above the scale's scale_max"):
+        load([path], fmt="parlai-model-chat", log=None)

@@ -5,8 +5,9 @@ from pathlib import Path
 
 from parlai_dialeval.importers.formats.parlai_formats.common import (HUMAN, bucket_ratings, files_matching,
                                                                      load_json)
-from parlai_dialeval.importers.registry import ImportReport, register_importer
+from parlai_dialeval.importers.registry import ImportReport, register_importer, unexpected_content
 
+FORMAT = "parlai-model-chat"
 _FINAL_SCALE = (1, 5)  # model_chat's end-of-chat rating question is 1-5
 
 
@@ -17,6 +18,34 @@ def _is_model_chat(path: Path) -> bool:
     return isinstance(obj, dict) and {"dialog", "workers", "task_description"} <= set(obj)
 
 
+def _message_ratings(path: Path, index: int, message: dict, conv_id: str, worker: str, model: str,
+                     report: ImportReport) -> list[dict]:
+    """The bucket ticks and final rating(s) a worker gave one bot message, each placed at that message."""
+    base = {"_file": str(path), "_line": f"message {index}", "type": "rating", "conversation_id": conv_id,
+            "worker_id": worker, "model": model, "turn_index": index}
+    ratings = []
+    if isinstance(message.get("problem_data"), dict):
+        report.read += 1
+        kept = bucket_ratings(message["problem_data"], base, f"{path} message {index}", report)
+        report.kept += bool(kept)
+        ratings += kept
+    if message.get("final_rating") not in (None, ""):
+        values = str(message["final_rating"]).split("|")
+        for k, value in enumerate(values):
+            report.read += 1
+            criterion = "final_rating" if len(values) == 1 else f"final_rating_{k + 1}"
+            try:
+                number = int(value)
+            except ValueError:
+                report.skip(f"{path} message {index}", f"final rating '{value}' is not an integer")
+                continue
+            ratings.append({**{k2: v for k2, v in base.items() if k2 != "turn_index"}, "criterion": criterion,
+                            "scale": "likert", "scale_min": _FINAL_SCALE[0], "scale_max": _FINAL_SCALE[1],
+                            "value": number})
+            report.kept += 1
+    return ratings
+
+
 def _model_chat_records(path: Path, root: Path, data: dict, report: ImportReport) -> list[dict]:
     description = data.get("task_description") or {}
     model = str(description.get("model_nickname") or "bot")
@@ -25,35 +54,15 @@ def _model_chat_records(path: Path, root: Path, data: dict, report: ImportReport
     conv_id = str(path.relative_to(root).with_suffix("")) if path != root else path.stem
     turns, ratings = [], []
     for index, message in enumerate(data.get("dialog") or []):
-        is_human = message.get("agent_idx") == 0
-        turn = {"speaker": HUMAN if is_human else model, "text": str(message.get("text", "")),
-                "meta": {"id": str(message.get("id", ""))}}
-        if message.get("fake_start"):
-            turn["meta"]["fake_start"] = True
-        turns.append(turn)
-        if is_human or worker is None:
-            continue
-        base = {"type": "rating", "conversation_id": conv_id, "worker_id": worker, "model": model,
-                "turn_index": index}
-        if isinstance(message.get("problem_data"), dict):
-            report.read += 1
-            kept = bucket_ratings(message["problem_data"], base, f"{path} message {index}", report)
-            report.kept += bool(kept)
-            ratings += kept
-        if message.get("final_rating") not in (None, ""):
-            values = str(message["final_rating"]).split("|")
-            for k, value in enumerate(values):
-                report.read += 1
-                criterion = "final_rating" if len(values) == 1 else f"final_rating_{k + 1}"
-                try:
-                    number = int(value)
-                except ValueError:
-                    report.skip(f"{path} message {index}", f"final rating '{value}' is not an integer")
-                    continue
-                ratings.append({**{k2: v for k2, v in base.items() if k2 != "turn_index"}, "criterion": criterion,
-                                "scale": "likert", "scale_min": _FINAL_SCALE[0], "scale_max": _FINAL_SCALE[1],
-                                "value": number})
-                report.kept += 1
+        with unexpected_content(path, f"message {index}", FORMAT):
+            is_human = message.get("agent_idx") == 0
+            turn = {"speaker": HUMAN if is_human else model, "text": str(message.get("text", "")),
+                    "meta": {"id": str(message.get("id", ""))}}
+            if message.get("fake_start"):
+                turn["meta"]["fake_start"] = True
+            turns.append(turn)
+            if not is_human and worker is not None:
+                ratings += _message_ratings(path, index, message, conv_id, worker, model, report)
     conversation = {"type": "conversation", "id": conv_id, "models": [model], "turns": turns, "task": "model_chat",
                     "meta": {k: data.get(k) for k in ("context_dataset", "person1_seed_utterance",
                                                       "person2_seed_utterance", "additional_context",
@@ -76,11 +85,11 @@ def _model_chat_records(path: Path, root: Path, data: dict, report: ImportReport
     return [conversation] + ratings
 
 
-@register_importer("parlai-model-chat", detect=lambda p: bool(files_matching(p, "*.json", _is_model_chat)),
+@register_importer(FORMAT, detect=lambda p: bool(files_matching(p, "*.json", _is_model_chat)),
                    help="ParlAI model_chat results (*.json with dialog, workers, task_description): "
                         "conversations, per-message bucket annotations, final ratings; a file or folder")
 def import_model_chat(paths) -> ImportReport:
-    report = ImportReport("parlai-model-chat")
+    report = ImportReport(FORMAT)
     seen: set = set()
     for given in paths:
         root = given if given.is_dir() else given.parent
@@ -88,8 +97,8 @@ def import_model_chat(paths) -> ImportReport:
             report.read += 1
             with report.reading(path):
                 records = _model_chat_records(path, root, load_json(path), report)
-            for record in records:
-                record["_file"] = str(path)
+            for record in records:  # ratings already name their message
+                record.setdefault("_file", str(path))
             if records[0]["id"] in seen:
                 report.skip(str(path), f"duplicate conversation id '{records[0]['id']}' (already imported)")
                 continue
