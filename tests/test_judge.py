@@ -43,6 +43,7 @@ def _sm_dialog_data(path, distinct=False):
     write_jsonl(records, path)
 
 
+@pytest.mark.slow
 def test_a_tiny_lm_judge_answers_from_the_cache_on_a_rerun(tmp_path, capsys):
     lm = build_gpt2(tmp_path / "lm")
     _sm_dialog_data(tmp_path / "human.jsonl")
@@ -60,6 +61,7 @@ def test_a_tiny_lm_judge_answers_from_the_cache_on_a_rerun(tmp_path, capsys):
     assert (again["prompts_asked"], again["prompts_cached"]) == (0, 4)
 
 
+@pytest.mark.slow
 def test_an_endpoint_judge_counts_tokens_cost_and_bad_replies(tmp_path):
     from parlai_dialeval.testing.fake_openai import FakeOpenAI
 
@@ -86,6 +88,7 @@ def test_an_endpoint_judge_counts_tokens_cost_and_bad_replies(tmp_path):
     assert set(read_jsonl([tmp_path / "judge.jsonl"]).ratings["value"]) == {4.0}
 
 
+@pytest.mark.slow
 def test_a_local_chat_model_judge_leaves_unreadable_replies_unanswered(tmp_path):
     lm = build_gpt2(tmp_path / "chat")
     _sm_dialog_data(tmp_path / "human.jsonl", distinct=True)
@@ -128,6 +131,7 @@ def kappa(x, y, weights=None, categories=None):
     return 1 - observed / expected
 
 
+@pytest.mark.slow
 def test_chateval_ab_scripted_judge_agreement_equals_a_hand_computation(shared_data, tmp_path, capsys):
     from parlai_dialeval.importers import load
 
@@ -206,6 +210,7 @@ def test_chateval_ab_scripted_judge_agreement_equals_a_hand_computation(shared_d
 
 # ---- FED annotations with a scripted judge's ratings ------------------------------------------------
 
+@pytest.mark.slow
 def test_fed_ratings_agreement_equals_a_hand_computation(shared_data, tmp_path):
     from parlai_dialeval.importers import load
 
@@ -251,6 +256,7 @@ def test_fed_ratings_agreement_equals_a_hand_computation(shared_data, tmp_path):
 
 # ---- Ji et al. live-chat ratings through dialeval judge ----------------------------------------------
 
+@pytest.mark.slow
 def test_ji2022_live_chat_judge_and_agreement_equal_a_hand_computation(shared_data, tmp_path):
     from parlai_dialeval.importers import load
 
