@@ -144,7 +144,8 @@ def test_failed_write_leaves_no_file(tmp_path):
 
 def test_encoding_error_names_its_line(tmp_path):
     path = tmp_path / "latin.jsonl"
-    path.write_bytes(json.dumps(dict(STUDY, format_version="1.0")).encode() + b"\n" + b'{"type": "rating", "worker_id": "J\xe9r\xf4me"}\n')
+    path.write_bytes(json.dumps(dict(STUDY, format_version="1.0")).encode() + b"\n"
+                     + b'{"type": "rating", "worker_id": "J\xe9r\xf4me"}\n')
     with pytest.raises(DataError, match=r"latin.jsonl:2: not UTF-8 text"):
         read_jsonl([path])
 
@@ -257,9 +258,11 @@ NO_RANGE = {k: v for k, v in RATING.items() if k not in ("scale_min", "scale_max
     (dict(NO_RANGE, scale="likert", value=1e308), "value",
      r"value is above the scale's scale_max \(expected a likert value within the assumed range \[0, 10\] "
      r"\(scale_max not recorded"),
-    (dict(NO_RANGE, scale="likert", value=-1), "value", r"value is below the scale's scale_min .*assumed range \[0, 10\]"),
+    (dict(NO_RANGE, scale="likert", value=-1), "value",
+     r"value is below the scale's scale_min .*assumed range \[0, 10\]"),
     (dict(NO_RANGE, scale="binary", value=0.5), "value", r"a binary value must be one end of the scale"),
-    (dict(NO_RANGE, scale="binary", value=2), "value", r"value is above the scale's scale_max .*assumed range \[0, 1\]"),
+    (dict(NO_RANGE, scale="binary", value=2), "value",
+     r"value is above the scale's scale_max .*assumed range \[0, 1\]"),
     (dict(NO_RANGE, scale="binary", scale_min=0, scale_max=1, value=0.5), "value", r"a binary value must be one end"),
     (dict(NO_RANGE, scale="best_worst", value=0.5), "value", r"a best_worst value must be a whole number"),
     (dict(NO_RANGE, scale="count", value=-2), "value", r"value is below the scale's scale_min"),
@@ -267,7 +270,8 @@ NO_RANGE = {k: v for k, v in RATING.items() if k not in ("scale_min", "scale_max
      r"a magnitude rating needs its reference_value"),
     (dict(NO_RANGE, scale="magnitude", value=50, reference_value=-5), "reference_value",
      r"reference_value is negative"),
-    (dict(NO_RANGE, scale="magnitude", value=-3, reference_value=100), "value", r"value is below the scale's scale_min"),
+    (dict(NO_RANGE, scale="magnitude", value=-3, reference_value=100), "value",
+     r"value is below the scale's scale_min"),
     (dict(RATING, scale_max=float("inf")), "scale_max", r"scale_max is not a finite number"),
     (dict(RATING, value=float("-inf")), "value", r"value is not a finite number"),
     (dict(RATING, value=float("nan")), "value", r"missing required field"),

@@ -146,7 +146,8 @@ def convert_folder(folder: Path, report: ImportReport) -> None:
                                           "responses are automatic ties)"})
     for index, item in enumerate(items):
         item_id = f"{folder.name}/ex-{index:03d}"
-        base = {"_file": str(folder / RESULTS), "_line": item["line"], "type": "comparison", "study": STUDY_PREFIX + folder.name, "item_id": item_id, "model_a": model_a,
+        base = {"_file": str(folder / RESULTS), "_line": item["line"], "type": "comparison",
+                "study": STUDY_PREFIX + folder.name, "item_id": item_id, "model_a": model_a,
                 "model_b": model_b, "context": item["source"], "response_a": item["a"],
                 "response_b": item["b"],
                 "meta": {"folder": folder.name, "eval_set": eval_set, "prompt_index": index,

@@ -8,8 +8,8 @@ from typing import Iterable, Sequence
 
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers.formats.ji2022.study import (CRITERIA, DIALOGUES, LETTER_TO_MODEL, NEGATIVE,
-                                                            QC_MODEL, RELEASE_QC_NAME, RUN_NAMES, SCALE_MAX, SCALE_MIN, TASK,
-                                                            TOPIC_CHANGE_CODES, Ji2022Report, model_labels,
+                                                            QC_MODEL, RELEASE_QC_NAME, RUN_NAMES, SCALE_MAX, SCALE_MIN,
+                                                            TASK, TOPIC_CHANGE_CODES, Ji2022Report, model_labels,
                                                             rating_records, study_name, study_record)
 from parlai_dialeval.importers.registry import register_importer, unexpected_content
 

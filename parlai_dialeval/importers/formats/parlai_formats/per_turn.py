@@ -35,36 +35,37 @@ def _per_turn_file(path: Path, report: ImportReport, seen: set) -> None:
     duration = (times["task_end"] - times["task_start"]) if {"task_start", "task_end"} <= set(times) else None
     subtasks = data["outputs"]["final_data"]
     for position, subtask in enumerate(subtasks):
-        report.read += 1
-        index = subtask.get("subtask_index", position)
-        conv_id = f"{hit}_{index}"
-        onboarding = position == len(subtasks) - 1
-        messages = subtask.get("data") or []
-        if not messages:
-            report.skip(f"{path} subtask {index}", "no messages")
-            continue
-        if conv_id not in seen:
-            seen.add(conv_id)
-            conversation = {"type": "conversation", "id": conv_id, "models": ["bot"], "hit_id": hit,
-                            "task": "turn_annotations_static",
-                            "turns": [{"speaker": HUMAN if m.get("agent_idx") == 0 else "bot",
-                                       "text": str(m.get("text", ""))} for m in messages]}
-            if onboarding:
-                conversation["status"] = "onboarding"
-            report.records.append(conversation)
-        report.kept += 1
-        for message in messages:
-            if message.get("agent_idx") != 1:
-                continue
-            annotations = {k: v for k, v in message.items() if k.startswith("bucket_") or k.startswith("none")}
-            if not annotations or all(v is None for v in annotations.values()):
-                continue  # turn not offered for annotation
+        with report.reading(path, f"subtask {position}"):
             report.read += 1
-            base = {"type": "rating", "conversation_id": conv_id, "worker_id": worker, "model": "bot",
-                    "turn_index": int(message.get("turn_idx", messages.index(message))),
-                    "assignment_id": f"{hit}/{worker}",
-                    "meta": {"onboarding": onboarding, "assignment_duration": duration}}
-            kept = bucket_ratings({k: v for k, v in annotations.items() if v is not None}, base,
-                                  f"{path} subtask {index} turn {base['turn_index']}", report)
-            report.kept += bool(kept)
-            report.records += kept
+            index = subtask.get("subtask_index", position)
+            conv_id = f"{hit}_{index}"
+            onboarding = position == len(subtasks) - 1
+            messages = subtask.get("data") or []
+            if not messages:
+                report.skip(f"{path} subtask {index}", "no messages")
+                continue
+            if conv_id not in seen:
+                seen.add(conv_id)
+                conversation = {"type": "conversation", "id": conv_id, "models": ["bot"], "hit_id": hit,
+                                "task": "turn_annotations_static",
+                                "turns": [{"speaker": HUMAN if m.get("agent_idx") == 0 else "bot",
+                                           "text": str(m.get("text", ""))} for m in messages]}
+                if onboarding:
+                    conversation["status"] = "onboarding"
+                report.records.append(conversation)
+            report.kept += 1
+            for message in messages:
+                if message.get("agent_idx") != 1:
+                    continue
+                annotations = {k: v for k, v in message.items() if k.startswith("bucket_") or k.startswith("none")}
+                if not annotations or all(v is None for v in annotations.values()):
+                    continue  # turn not offered for annotation
+                report.read += 1
+                base = {"type": "rating", "conversation_id": conv_id, "worker_id": worker, "model": "bot",
+                        "turn_index": int(message.get("turn_idx", messages.index(message))),
+                        "assignment_id": f"{hit}/{worker}",
+                        "meta": {"onboarding": onboarding, "assignment_duration": duration}}
+                kept = bucket_ratings({k: v for k, v in annotations.items() if v is not None}, base,
+                                      f"{path} subtask {index} turn {base['turn_index']}", report)
+                report.kept += bool(kept)
+                report.records += kept
