@@ -14,7 +14,7 @@ from parlai_dialeval.cli import main as dialeval
 from parlai_dialeval.errors import DialevalError
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (TOKEN, ProlificMockRun, provider_overrides, register, scale_items,
+from .prolific_harness import (TOKEN, ProlificMockRun, arrive, provider_overrides, register, scale_items,
                                scale_overrides)
 
 pytestmark = pytest.mark.slow
@@ -87,13 +87,19 @@ def test_launch_keeps_the_token_secret_and_retries_429(tmp_path, fake, monkeypat
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     fake.inject(429, 2, path=r"studies/$", method="POST", retry_after=0.1)
-    run = ProlificMockRun("scale_designs", data, 3312, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"))
+    run = ProlificMockRun("scale_designs", data, 3312, fake, [
+        *scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"), "mephisto.provider.block_list=[PID_BANNED]",
+        "mephisto.provider.eligibility_filters=[{filter_id: current-country-of-residence, selected_values: ['1']}]"])
     try:
         assert len(fake.state.studies) == 1
         study = fake.state.studies[run.study["study_id"]]
         assert study["status"] == "ACTIVE" and study["reward"] == 250  # 2.50 GBP in pence
         run.wait(lambda: study["total_available_places"] == 2, what="a place per unit")  # units launch in a thread
         assert "{{%PROLIFIC_PID%}}" in study["external_study_url"]
+        assert {"filter_id": "current-country-of-residence", "selected_values": ["1"]} in study["filters"]
+        assert {"filter_id": "custom_blocklist", "selected_values": ["PID_BANNED"]} in study["filters"]
+        with pytest.raises(AssertionError, match="403"):
+            arrive(fake, study["id"], "PID_BANNED")
         with sqlite3.connect(data / "database.db") as mephisto_db:  # Mephisto's saved config of the run
             saved = mephisto_db.execute("SELECT init_params FROM task_runs").fetchone()[0]
         assert "_provider_type: prolific" in saved and TOKEN not in saved

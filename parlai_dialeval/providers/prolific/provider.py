@@ -19,6 +19,7 @@ from mephisto.abstractions.crowd_provider import CrowdProvider, ProviderArgs
 from mephisto.data_model.constants.assignment_state import AssignmentState
 from mephisto.operations.registry import register_mephisto_abstraction
 from mephisto.utils.logger_core import get_logger
+from omegaconf import OmegaConf
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
@@ -269,7 +270,8 @@ class ProlificProvider(CrowdProvider):
                                         "title", args.provider.project)
             group_id = find_or_create(client, "participant-groups/", {"workspace_id": ws, "name": args.provider.block_group},
                                       "name", args.provider.block_group, params={"workspace_id": ws})
-            filters = [dict(f) for f in args.provider.get("eligibility_filters") or []]
+            filters = OmegaConf.to_container(args.provider.eligibility_filters, resolve=True) \
+                if args.provider.get("eligibility_filters") else []
             filters.append({"filter_id": "participant_group_blocklist", "selected_values": [group_id]})
             if args.provider.get("block_list"):
                 filters.append({"filter_id": "custom_blocklist", "selected_values": list(args.provider.block_list)})
