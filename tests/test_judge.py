@@ -206,6 +206,10 @@ def test_chateval_ab_scripted_judge_agreement_equals_a_hand_computation(shared_d
         assert ranks.loc[model, "judge_win_rate"] == pytest.approx(sum(mine) / len(mine))
         assert ranks.loc[model, "human_win_rate"] == pytest.approx(sum(theirs) / len(theirs))
     assert (report / "report.html").read_text().count("<img") >= 1
+    # canonical comparisons: the existing pairwise analysis reads the judge's file like human votes
+    assert main(["analyze_pairwise", "--data", str(out), "--out", str(tmp_path / "pairwise")]) == 0
+    win_rates = pd.read_csv(tmp_path / "pairwise" / "win_rates.csv")
+    assert (win_rates["wins_a"] + win_rates["wins_b"] + win_rates["ties"]).sum() == len(judge_winner)
 
 
 # ---- FED annotations with a scripted judge's ratings ------------------------------------------------
