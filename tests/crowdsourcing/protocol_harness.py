@@ -205,6 +205,27 @@ def set_slider(slider, value) -> None:
     }""", value)
 
 
+def live_chat_conversation(page, messages: list[str], rating: int, topic: str = "gardening") -> None:
+    """One live-chat slot in the worker's page: topic, the messages (each answered), every statement
+    rated ``rating`` (not the sliders' starting 50, which the page does not count as moved)."""
+    page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+    page.fill("#topic-input", topic)
+    page.check("#attitude-like")
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+    for text in messages:
+        before = page.locator(".dialeval-msg-other").count()
+        page.fill(".response-text-input", text)
+        page.click(".submit-response")
+        page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
+    page.click("[data-testid=next-chatbot]")
+    page.wait_for_selector("[data-testid=rating-form]")
+    sliders = page.locator("[data-testid=rating-form] input[type=range]")
+    for k in range(sliders.count()):
+        set_slider(sliders.nth(k), rating)
+    page.click("[data-testid=submit-ratings]")
+
+
 def pause(page, seconds: float) -> None:
     """A person reading or thinking: the page keeps running (heartbeats, incoming messages) meanwhile."""
     page.wait_for_timeout(int(seconds * 1000))

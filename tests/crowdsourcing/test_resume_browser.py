@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, require_chromium, set_slider
+from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, live_chat_conversation, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 PORT = 3265
@@ -21,21 +21,7 @@ OVERRIDES = [f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lc_kill
 
 
 def rate_one_conversation(page, slot: int) -> None:
-    page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
-    page.fill("#topic-input", "gardening")
-    page.check("#attitude-like")
-    page.click("[data-testid=start-chat]")
-    page.wait_for_selector("[data-testid=chat-panel]")
-    before = page.locator(".dialeval-msg-other").count()
-    page.fill(".response-text-input", f"I grow tomatoes, conversation {slot}")
-    page.click(".submit-response")
-    page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
-    page.click("[data-testid=next-chatbot]")
-    page.wait_for_selector("[data-testid=rating-form]")
-    sliders = page.locator("[data-testid=rating-form] input[type=range]")
-    for k in range(sliders.count()):
-        set_slider(sliders.nth(k), 20 + slot)
-    page.click("[data-testid=submit-ratings]")
+    live_chat_conversation(page, [f"I grow tomatoes, conversation {slot}"], rating=20 + slot)
 
 
 def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tmp_path):
