@@ -12,6 +12,7 @@ units in flight; a second stops at once, saving their partial work. Mephisto's o
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ def one_line_per_log() -> None:
 
     for logger in loggers.values():
         logger.propagate = False
+    # the mock provider also prints each unit's line itself (with a placeholder worker_id=x)
+    logging.getLogger("mephisto.abstractions.providers.mock.mock_unit").setLevel(logging.WARNING)
 
 
 @dataclass
