@@ -81,7 +81,7 @@ def live_chat_step(run, agent, task_data, text="", after=None):
 def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_path):
     overrides = ["mephisto.task.task_name=lc_resume", "mephisto.blueprint.num_conversations=2",
                  "mephisto.task.maximum_units_per_worker=0", "live_chat.min_inputs=1", "live_chat.seed=2"]
-    run = LaunchedRun("live_chat_da", tmp_path, 3254, overrides)
+    run = LaunchedRun("live_chat_da", tmp_path, 3324, overrides)
     try:
         run.register("W1", "REG_1")
         agent = run.unit_agent("W1")
@@ -97,7 +97,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
     finally:
         run.kill()
 
-    run = LaunchedRun("live_chat_da", tmp_path, 3255, overrides)
+    run = LaunchedRun("live_chat_da", tmp_path, 3325, overrides)
     try:
         assert run.launched.resume_note.startswith("Resuming task 'lc_resume': its run 1 was interrupted with 0 of 2")
         assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
@@ -150,7 +150,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
         run.settle()
         return run.unit_agent(worker)
 
-    run = LaunchedRun("pw_turn", tmp_path, 3256, overrides)
+    run = LaunchedRun("pw_turn", tmp_path, 3326, overrides)
     try:
         done = onboard(run, "W1")
         chat_turn(run, done, finish=False)
@@ -162,7 +162,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
     finally:
         run.kill()
 
-    run = LaunchedRun("pw_turn", tmp_path, 3257, overrides)
+    run = LaunchedRun("pw_turn", tmp_path, 3327, overrides)
     try:
         assert "1 of 2 unit(s) finished; 1 unit(s) offered now. 1 worker(s) who were mid-HIT" in run.launched.resume_note
         assert len(run.units()) == 1
@@ -205,7 +205,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
         return shown
 
-    run = LaunchedRun("acute", tmp_path, 3258, overrides)
+    run = LaunchedRun("acute", tmp_path, 3328, overrides)
     try:
         planned = [u.get_assignment_data().shared["shown"] for u in run.units()]
         assert len(planned) == 3
@@ -215,7 +215,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
     finally:
         run.kill()
 
-    run = LaunchedRun("acute", tmp_path, 3259, overrides)
+    run = LaunchedRun("acute", tmp_path, 3329, overrides)
     try:
         assert "1 of 3 unit(s) finished; 2 unit(s) offered now" in run.launched.resume_note
         offered = [u.get_assignment_data().shared["shown"] for u in run.units()]

@@ -15,7 +15,7 @@ import pytest
 from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, live_chat_conversation, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT = 3265
+PORT = 3334
 OVERRIDES = [f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lc_kill",
              "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=1", "live_chat.seed=0"]
 
