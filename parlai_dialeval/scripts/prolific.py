@@ -39,7 +39,8 @@ class Prolific(ParlaiScript):
         db = LocalMephistoDB(database_path=str(database_path(data_dir)))
         found = db.find_requesters(requester_name=name)
         if found and found[0].provider_type != "prolific":
-            raise DialevalError(f"requester {name!r} already exists for provider {found[0].provider_type}; choose another NAME")
+            raise DialevalError(f"requester {name!r} already exists for provider {found[0].provider_type}; "
+                                "choose another NAME")
         # the token is checked before the requester is created: a bad token leaves nothing behind
         base = register_token(name, self.opt["token_env"], self.opt["token_file"], self.opt["api_base_url"])
         if not found:

@@ -69,7 +69,8 @@ def scale_items(path: Path, n: int = 3) -> Path:
     import json
 
     path.write_text("".join(json.dumps({
-        "item_id": f"i{k}", "context": ["How was your day?"], "reference": "Great.", "responses": {"a": "Good.", "b": "Fine."},
+        "item_id": f"i{k}", "context": ["How was your day?"], "reference": "Great.",
+        "responses": {"a": "Good.", "b": "Fine."},
         "reference_metrics": {"readability": 80, "coherence": 40}}) + "\n" for k in range(n)))
     return path
 
@@ -84,7 +85,8 @@ def submit_scale_unit(run, pid: str) -> None:
     run.register(pid)
     prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
     submit_static_unit(run, pid, lambda inputs: {"ratings": {
-        item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}} for c in ("readability", "coherence")}
+        item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
+                          for c in ("readability", "coherence")}
         for item in inputs["shown"]}, "prior_experience": prior, "duration": 5.0, "item_durations": {}})
 
 

@@ -77,7 +77,8 @@ def test_refused_token_stops_before_anything_is_created(tmp_path, fake, monkeypa
 
 def test_server_errors_during_setup_leave_no_orphan_study(tmp_path, fake, monkeypatch):
     publishing_fails = {"status": 503, "count": 20, "path": r"studies/[^/]+/transition/$"}
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"], [publishing_fails])
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"],
+                               [publishing_fails])
     assert "HTTP 503" in message and "deleted the unpublished study" in message
     assert [c["method"] for c in fake.state.calls if c["path"].startswith("/api/v1/studies/")
             and c["method"] == "DELETE"] == ["DELETE"]
@@ -88,7 +89,8 @@ def test_launch_keeps_the_token_secret_and_retries_429(tmp_path, fake, monkeypat
     register(data, fake, monkeypatch)
     fake.inject(429, 2, path=r"studies/$", method="POST", retry_after=0.1)
     run = ProlificMockRun("scale_designs", data, 3312, fake, [
-        *scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"), "mephisto.provider.block_list=[PID_BANNED]",
+        *scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"),
+        "mephisto.provider.block_list=[PID_BANNED]",
         "mephisto.provider.eligibility_filters=[{filter_id: current-country-of-residence, selected_values: ['1']}]"])
     try:
         assert len(fake.state.studies) == 1
@@ -105,8 +107,10 @@ def test_launch_keeps_the_token_secret_and_retries_429(tmp_path, fake, monkeypat
         assert "_provider_type: prolific" in saved and TOKEN not in saved
     finally:
         run.shutdown()
-    assert [c["status"] for c in fake.state.calls if c["path"] == "/api/v1/studies/" and c["method"] == "POST"] == [429, 429, 201]
-    leaks = [p for p in data.rglob("*") if p.is_file() and p.name != "credentials.json" and TOKEN.encode() in p.read_bytes()]
+    creates = [c["status"] for c in fake.state.calls if c["path"] == "/api/v1/studies/" and c["method"] == "POST"]
+    assert creates == [429, 429, 201]
+    leaks = [p for p in data.rglob("*")
+             if p.is_file() and p.name != "credentials.json" and TOKEN.encode() in p.read_bytes()]
     assert leaks == []
     assert TOKEN not in capsys.readouterr().out + caplog.text
     creds = data / "prolific" / "credentials.json"

@@ -125,11 +125,13 @@ class ProlificClient:
                 response = self._http.request(method, path.lstrip("/"), json=json, params=params)
             except httpx.TransportError as error:
                 if 503 not in retry or attempt == self.max_retries:
-                    raise ProlificServerError(f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
+                    raise ProlificServerError(
+                        f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
                 self.sleep(self._wait(attempt, None))
                 continue
             if response.status_code < 400:
-                return response.json() if response.content and "json" in response.headers.get("content-type", "") else None
+                is_json = response.content and "json" in response.headers.get("content-type", "")
+                return response.json() if is_json else None
             status = response.status_code
             if status in retry and attempt < self.max_retries:
                 self.sleep(self._wait(attempt, response))
@@ -138,7 +140,7 @@ class ProlificClient:
             hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
                                        "`dialeval prolific register NAME`)",
                     ProlificRateLimited: f" (still rate limited after {self.max_retries} retries; try again later)",
-                    ProlificServerError: f" (Prolific failed{' after ' + str(attempt) + ' retries' if attempt else ''})",
+                    ProlificServerError: f" (Prolific failed{f' after {attempt} retries' if attempt else ''})",
                     }.get(cls, "")
             raise cls(f"{what}: HTTP {status}: {_detail(response)}{hint}", status)
         raise AssertionError("unreachable")
@@ -151,7 +153,8 @@ class ProlificClient:
         return self.call("GET", path, params=params)["results"]
 
     def cost(self, reward_minor: int, places: int) -> dict:
-        return self.call("POST", "study-cost-calculator/", json={"reward": reward_minor, "total_available_places": places})
+        return self.call("POST", "study-cost-calculator/",
+                         json={"reward": reward_minor, "total_available_places": places})
 
     def balance(self, workspace_id: str) -> dict:
         return self.call("GET", f"workspaces/{workspace_id}/balance/")

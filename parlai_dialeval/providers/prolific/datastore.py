@@ -87,7 +87,8 @@ class ProlificDatastore:
         """Count one more launched unit; returns (launched, places the study has)."""
         with self.connect() as db:
             db.execute("UPDATE studies SET launched = launched + 1 WHERE task_run_id = ?", (str(task_run_id),))
-            row = db.execute("SELECT launched, places FROM studies WHERE task_run_id = ?", (str(task_run_id),)).fetchone()
+            row = db.execute("SELECT launched, places FROM studies WHERE task_run_id = ?",
+                             (str(task_run_id),)).fetchone()
         return row["launched"], row["places"]
 
     # ---- blocks
@@ -109,7 +110,8 @@ class ProlificDatastore:
         fields["created"] = fields["updated"] = time.time()
         names = ", ".join(fields)
         try:
-            return self.run(f"INSERT INTO decisions ({names}) VALUES ({', '.join('?' * len(fields))})", *fields.values())
+            marks = ", ".join("?" * len(fields))
+            return self.run(f"INSERT INTO decisions ({names}) VALUES ({marks})", *fields.values())
         except sqlite3.IntegrityError:
             raise DialevalError(f"a bonus for submission {fields.get('submission_id')} with reason "
                                 f"{fields.get('reason')!r} is already recorded (see `dialeval review`)") from None

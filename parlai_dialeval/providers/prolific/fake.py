@@ -80,7 +80,8 @@ class FakeProlificState:
     # ------------------------------------------------------------------ hooks
     def take_fault(self, method: str, path: str) -> dict | None:
         for fault in self.faults:
-            if fault["count"] > 0 and fault.get("method", method).upper() == method and re.search(fault.get("path", ""), path):
+            same_method = fault.get("method", method).upper() == method
+            if fault["count"] > 0 and same_method and re.search(fault.get("path", ""), path):
                 fault["count"] -= 1
                 return fault
         return None
@@ -121,7 +122,8 @@ class FakeProlificState:
             raise ApiError(403, f"participant {pid} is not eligible for study {study_id}: {why}")
         taken = sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREE_PLACE)
         if taken >= study["total_available_places"]:
-            raise ApiError(409, f"study {study_id} has no free places ({taken} of {study['total_available_places']} taken)")
+            raise ApiError(409, f"study {study_id} has no free places "
+                                f"({taken} of {study['total_available_places']} taken)")
         sub = {"id": self.new_id("sub"), "study_id": study_id, "participant_id": pid, "status": "ACTIVE",
                "started_at": time.time(), "completed_at": None, "study_code": None, "bonus_payments": []}
         self.submissions[sub["id"]] = sub
@@ -156,7 +158,8 @@ class FakeProlificState:
         parts = [p for p in path[len(API):].split("/") if p]
         route = "/".join(p if not re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p) else "{id}" for p in parts)
         ids = [p for p in parts if re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p)]
-        handler = getattr(self, "api_" + method.lower() + "_" + re.sub(r"[^a-zA-Z]+", "_", route.replace("{id}", "X")).strip("_"), None)
+        name = re.sub(r"[^a-zA-Z]+", "_", route.replace("{id}", "X")).strip("_")
+        handler = getattr(self, f"api_{method.lower()}_{name}", None)
         if handler is None:
             raise ApiError(404, f"no such endpoint: {method} {path}")
         return handler(*ids, query=query, body=body)
@@ -208,7 +211,8 @@ class FakeProlificState:
             raise ApiError(400, "reward must be a positive integer in minor units")
         hourly = body["reward"] * 60 / max(1, body["estimated_completion_time"])
         if hourly < self.min_hourly_minor:
-            raise ApiError(400, f"reward is below the minimum hourly rate ({hourly:.0f} < {self.min_hourly_minor} per hour)")
+            raise ApiError(400, f"reward is below the minimum hourly rate "
+                                f"({hourly:.0f} < {self.min_hourly_minor} per hour)")
         sid = self.new_id("stu")
         study = dict(body, id=sid, status="UNPUBLISHED", filters=list(body.get("filters") or []))
         self.studies[sid] = study
@@ -225,7 +229,8 @@ class FakeProlificState:
         study = self.get(self.studies, sid, "study")
         if study["status"] != "UNPUBLISHED":
             allowed = set(body) <= {"internal_name", "total_available_places"}
-            fewer = body.get("total_available_places", study["total_available_places"]) < study["total_available_places"]
+            places = study["total_available_places"]
+            fewer = body.get("total_available_places", places) < places
             if not allowed or fewer:
                 raise ApiError(400, "a published study only takes a new internal_name or more places")
         study.update(body)
@@ -278,7 +283,8 @@ class FakeProlificState:
         rows = []
         for line in (body.get("csv_bonuses") or "").strip().splitlines():
             pid, _, amount = line.partition(",")
-            if not any(s["participant_id"] == pid.strip() and s["study_id"] == study["id"] for s in self.submissions.values()):
+            if not any(s["participant_id"] == pid.strip() and s["study_id"] == study["id"]
+                       for s in self.submissions.values()):
                 raise ApiError(400, f"participant {pid.strip()} has no submission in study {study['id']}")
             rows.append((pid.strip(), round(float(amount) * 100)))
         if not rows:
@@ -336,7 +342,8 @@ class FakeProlificState:
         return self.api_get_participant_groups_X_participants(gid, query, body)
 
     def api_delete_participant_groups_X_participants(self, gid, query, body):
-        self.get(self.groups, gid, "participant group")["participants"].difference_update(body.get("participant_ids") or [])
+        group = self.get(self.groups, gid, "participant group")
+        group["participants"].difference_update(body.get("participant_ids") or [])
         return self.api_get_participant_groups_X_participants(gid, query, body)
 
 
@@ -352,8 +359,12 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _send(self, status: int, payload, headers: dict | None = None, content_type="application/json"):
-        data = b"" if payload is None else (payload.encode() if isinstance(payload, str) and content_type != "application/json"
-                                           else json.dumps(payload).encode())
+        if payload is None:
+            data = b""
+        elif isinstance(payload, str) and content_type != "application/json":
+            data = payload.encode()
+        else:
+            data = json.dumps(payload).encode()
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, str(value))
@@ -403,7 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise
         if fault:  # the work is done, but the answer is lost: what makes a 5xx on a payment ambiguous
             call["status"] = fault["status"]
-            raise ApiError(fault["status"], f"injected fault {fault['status']} (after doing the work)", _retry_after(fault))
+            raise ApiError(fault["status"], f"injected fault {fault['status']} (after doing the work)",
+                           _retry_after(fault))
         status, payload = result if isinstance(result, tuple) else (200, result)
         call["status"] = status
         self._send(status, payload)

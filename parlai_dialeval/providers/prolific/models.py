@@ -45,7 +45,8 @@ def read_token(token_env: str | None, token_file: str | None) -> str:
     if token_env:
         token = os.environ.get(token_env, "").strip()
         if not token:
-            raise DialevalError(f"environment variable {token_env} is not set or empty (it should hold the Prolific API token)")
+            raise DialevalError(f"environment variable {token_env} is not set or empty "
+                                "(it should hold the Prolific API token)")
         return token
     path = Path(token_file).expanduser()
     if not path.is_file():
@@ -236,7 +237,8 @@ class ProlificAgent(Agent):
     def submission_id(self) -> str:
         row = common.datastore(self.db).agent(self.db_id)
         if not row or not row.get("submission_id"):
-            raise DialevalError(f"agent {self.db_id} has no Prolific submission (participant arrived without SESSION_ID)")
+            raise DialevalError(f"agent {self.db_id} has no Prolific submission "
+                                "(the participant arrived without SESSION_ID)")
         return row["submission_id"]
 
     def approve_work(self) -> None:

@@ -268,8 +268,9 @@ class ProlificProvider(CrowdProvider):
             ws = plan["workspace_id"]
             project_id = find_or_create(client, f"workspaces/{ws}/projects/", {"title": args.provider.project},
                                         "title", args.provider.project)
-            group_id = find_or_create(client, "participant-groups/", {"workspace_id": ws, "name": args.provider.block_group},
-                                      "name", args.provider.block_group, params={"workspace_id": ws})
+            group = args.provider.block_group
+            group_id = find_or_create(client, "participant-groups/", {"workspace_id": ws, "name": group},
+                                      "name", group, params={"workspace_id": ws})
             filters = OmegaConf.to_container(args.provider.eligibility_filters, resolve=True) \
                 if args.provider.get("eligibility_filters") else []
             filters.append({"filter_id": "participant_group_blocklist", "selected_values": [group_id]})

@@ -87,8 +87,9 @@ def pay_bonus(db, agent, amount, reason: str) -> str:
     try:
         earlier = store.decisions(kind="bonus", submission_id=submission, reason=reason)
         if earlier and earlier[0]["state"] == "paid":
-            raise DialevalError(f"bonus to {pid} for {reason!r} is already paid ({to_major(earlier[0]['amount_minor'])} "
-                                f"{earlier[0]['currency']}, decision {earlier[0]['id']}); not paying it again")
+            paid = earlier[0]
+            raise DialevalError(f"bonus to {pid} for {reason!r} is already paid ({to_major(paid['amount_minor'])} "
+                                f"{paid['currency']}, decision {paid['id']}); not paying it again")
         if earlier:
             decision = earlier[0]
             if decision["amount_minor"] != minor:
@@ -97,8 +98,9 @@ def pay_bonus(db, agent, amount, reason: str) -> str:
         else:
             remote = client.submission(submission)
             if remote["status"] not in REVIEWABLE or agent.get_status() not in SUBMITTED:
-                raise DialevalError(f"participant {pid} never submitted work on this task (Prolific: {remote['status']}, "
-                                    f"Mephisto: {agent.get_status()}); a bonus goes with a submission")
+                raise DialevalError(f"participant {pid} never submitted work on this task (Prolific: "
+                                    f"{remote['status']}, Mephisto: {agent.get_status()}); "
+                                    "a bonus goes with a submission")
             payments = remote.get("bonus_payments")
             before = None if payments is None else len(payments)
             decision = store.decisions(id=store.record_decision(
@@ -161,8 +163,8 @@ def block(db, worker_name: str, reason: str, requester_name: str | None = None) 
     if not db.find_workers(worker_name=worker_name):
         raise DialevalError(f"--block: no participant {worker_name!r} ever worked on a task in {db.db_path}")
     client, study = _block_context(db, requester_name)
-    decision = store.record_decision(task_name=study["task_name"], study_id=study["study_id"], participant_id=worker_name,
-                                     kind="block", reason=reason)
+    decision = store.record_decision(task_name=study["task_name"], study_id=study["study_id"],
+                                     participant_id=worker_name, kind="block", reason=reason)
     try:
         client.call("POST", f"participant-groups/{study['block_group_id']}/participants/",
                     json={"participant_ids": [worker_name]})
