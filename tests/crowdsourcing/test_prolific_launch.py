@@ -75,11 +75,14 @@ def test_refused_token_stops_before_anything_is_created(tmp_path, fake, monkeypa
     assert db.find_task_runs() == []
 
 
-def test_server_errors_during_setup_leave_no_orphan_study(tmp_path, fake, monkeypatch):
-    publishing_fails = {"status": 503, "count": 20, "path": r"studies/[^/]+/transition/$"}
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"],
-                               [publishing_fails])
-    assert "HTTP 503" in message and "deleted the unpublished study" in message
+@pytest.mark.parametrize("fault", [
+    {"status": 503, "count": 20, "path": r"studies/[^/]+/transition/$"},  # publishing keeps failing
+    {"status": 500, "path": r"studies/$", "method": "POST", "after": True},  # created, but the answer is lost
+], ids=["publish_fails", "create_answer_lost"])
+def test_server_errors_during_setup_leave_no_orphan_study(tmp_path, fake, monkeypatch, fault):
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"], [fault])
+    assert f"HTTP {fault['status']}" in message and "deleted the unpublished study" in message
+    assert "nothing is left on Prolific" in message
     assert [c["method"] for c in fake.state.calls if c["path"].startswith("/api/v1/studies/")
             and c["method"] == "DELETE"] == ["DELETE"]
 

@@ -257,12 +257,12 @@ class ProlificProvider(CrowdProvider):
 
         client = ProlificClient(plan["api_base_url"], plan["token"], max_retries=plan["max_retries"])
         store = self.datastore
+        url = study_address(args.provider.get("public_url") or server_url, plan["api_base_url"])
         internal = f"dialeval:{task_run.get_task().task_name}:run{task_run.db_id}:{plan['code']}"
         store.run("INSERT OR REPLACE INTO studies (task_run_id, task_name, requester_name, api_base_url, "
                   "internal_name, completion_code, currency, reward_minor, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   str(task_run.db_id), task_run.get_task().task_name, plan["requester_name"], plan["api_base_url"],
                   internal, plan["code"], plan["currency"], plan["reward_minor"], "creating")
-        url = study_address(args.provider.get("public_url") or server_url, plan["api_base_url"])
         project_id = None
         try:
             ws = plan["workspace_id"]
@@ -294,12 +294,15 @@ class ProlificProvider(CrowdProvider):
                          project_id=project_id, block_group_id=group_id, places=1)
             self._publish(client, study["id"])
             store.update("studies", "task_run_id", str(task_run.db_id), status="published")
-        except (ProlificError, DialevalError) as error:
+        except Exception as error:  # whatever failed, the half-created study goes
             removed = self._remove_orphans(client, project_id, internal)
             store.update("studies", "task_run_id", str(task_run.db_id), status="failed")
-            raise DialevalError(f"could not set up the Prolific study: {error}"
-                                + (f"; deleted the unpublished study {', '.join(removed)}" if removed else "")
-                                + "; nothing is left on Prolific") from None
+            if not isinstance(error, (ProlificError, DialevalError)):
+                raise
+            left = ("; check the project on app.prolific.com for a study named " + internal if removed is None
+                    else (f"; deleted the unpublished study {', '.join(removed)}" if removed else "")
+                    + "; nothing is left on Prolific")
+            raise DialevalError(f"could not set up the Prolific study: {error}{left}") from None
         finally:
             client.close()
         print(f"Prolific study {study['id']} published (completion code in the page); participants start at "
@@ -314,8 +317,9 @@ class ProlificProvider(CrowdProvider):
                 raise
 
     @staticmethod
-    def _remove_orphans(client, project_id: str | None, internal_name: str) -> list[str]:
-        """Delete the studies this setup created (found by their unique internal name), if any."""
+    def _remove_orphans(client, project_id: str | None, internal_name: str) -> list[str] | None:
+        """Delete the studies this setup created (found by their unique internal name), if any; None when
+        Prolific could not be asked."""
         if project_id is None:
             return []
         removed = []
@@ -325,7 +329,8 @@ class ProlificProvider(CrowdProvider):
                     client.call("DELETE", f"studies/{study['id']}/")
                     removed.append(study["id"])
         except ProlificError as error:
-            logger.error(f"could not look for the half-created study {internal_name}: {error}; check Prolific")
+            logger.error(f"could not look for the half-created study {internal_name}: {error}")
+            return None
         return removed
 
     def cleanup_resources_from_task_run(self, task_run, server_url: str) -> None:
