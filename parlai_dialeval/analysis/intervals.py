@@ -1,14 +1,16 @@
-"""Confidence intervals valid for the n at hand, shared by the analyses (scipy's t distribution)."""
+"""Confidence intervals valid for the n at hand, shared by the analyses (scipy's t distribution, imported
+where used so that commands' --help does not wait for scipy.stats)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
     """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE); nan below two values
     and a zero-width interval when every value is equal."""
+    from scipy import stats
+
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return np.nan, np.nan

@@ -6,7 +6,6 @@ dependence between the tests); ``none`` switches it off and the report says so.
 from __future__ import annotations
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 CORRECTIONS = ("holm", "bonferroni", "sidak", "holm-sidak", "fdr_bh", "fdr_by", "none")
 DEFAULT_CORRECTION = "holm"
@@ -25,6 +24,8 @@ def adjust(p_values, method: str = DEFAULT_CORRECTION) -> np.ndarray:
     if method == "none":
         out[finite] = p[finite]
     elif finite.any():
+        from statsmodels.stats.multitest import multipletests  # 0.5 s: only when a table is corrected
+
         out[finite] = multipletests(p[finite], method=method)[1]
     return out
 

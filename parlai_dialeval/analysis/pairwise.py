@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
 from parlai_dialeval.metrics.distinct import distinct_n, tokenize
 
@@ -29,6 +27,8 @@ def wilson_ci(successes, n, alpha: float = 0.05):
     """Wilson score interval(s) for successes out of n; nan where n is 0. Arrays or scalars."""
     successes, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
     safe = np.where(n > 0, n, 1)
+    from statsmodels.stats.proportion import proportion_confint  # imported here: commands' --help stays fast
+
     low, high = proportion_confint(successes, safe, alpha=alpha, method="wilson")
     return np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
 
@@ -38,6 +38,8 @@ def binomial_p(wins, losses) -> float:
     wins, losses = int(wins), int(losses)
     if wins + losses == 0:
         return float("nan")
+    from scipy import stats  # imported here: commands' --help stays fast
+
     return float(stats.binomtest(wins, wins + losses, 0.5, alternative="two-sided").pvalue)
 
 

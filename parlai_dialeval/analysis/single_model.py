@@ -10,8 +10,6 @@ import itertools
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
 from parlai_dialeval.analysis.intervals import t_interval
 
@@ -66,6 +64,8 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
     wta = grouped["wta"].agg(wta="mean", n_conversations="size")
     ci = grouped["success"].apply(lambda v: t_interval(v, alpha))
     wta["lin_ci_low"], wta["lin_ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    from statsmodels.stats.proportion import proportion_confint  # here: commands' --help stays fast
+
     low, high = proportion_confint(wta["wta"] * wta["n_conversations"], wta["n_conversations"], alpha=alpha,
                                    method="wilson")
     wta["wta_ci_low"], wta["wta_ci_high"] = low, high
@@ -109,6 +109,8 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
     """Two-sided independent (Student) t-tests of ``value`` between the models of each pair, per group,
     with the t interval of the difference of means. No test (t and p empty, ``note`` says why) where a
     model has fewer than two scores or both samples have zero variance (t would be infinite)."""
+    from scipy import stats  # here: commands' --help stays fast
+
     rows = []
     for (criterion, frame), (a, b) in itertools.product(scores.groupby(group), pairs):
         x = frame.loc[frame["model"] == a, value].to_numpy(float)

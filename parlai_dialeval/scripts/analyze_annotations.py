@@ -11,11 +11,14 @@ from pathlib import Path
 
 from parlai.core.script import register_script
 
-from parlai_dialeval.analysis import fed_annotations as fed
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+fed = lazy_module("parlai_dialeval.analysis.fed_annotations")
 
 
 @dataclass

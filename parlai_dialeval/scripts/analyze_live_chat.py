@@ -16,13 +16,17 @@ import numpy as np
 import pandas as pd
 from parlai.core.script import register_script
 
-from parlai_dialeval.analysis import live_chat, live_chat_plots
+from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
 from parlai_dialeval.scripts import command_line
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+live_chat_plots = lazy_module("parlai_dialeval.analysis.live_chat_plots")
 
 WORKER_COLUMNS = ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
 

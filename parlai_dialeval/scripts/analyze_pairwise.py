@@ -13,12 +13,17 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
-from parlai_dialeval.analysis import agreement, pairwise, pairwise_plots, rankings
+from parlai_dialeval.analysis import pairwise
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
+                                       ("agreement", "pairwise_plots", "rankings"))
 
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",

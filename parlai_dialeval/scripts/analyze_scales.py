@@ -12,12 +12,15 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
-from parlai_dialeval.analysis import scale_designs as sd
-from parlai_dialeval.analysis import scale_designs_plots
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+sd = lazy_module("parlai_dialeval.analysis.scale_designs")
+scale_designs_plots = lazy_module("parlai_dialeval.analysis.scale_designs_plots")
 
 NO_STUDY = "(no study)"
 

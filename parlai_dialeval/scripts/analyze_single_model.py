@@ -11,13 +11,16 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
-from parlai_dialeval.analysis import single_model as sm
-from parlai_dialeval.analysis import single_model_plots
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+sm = lazy_module("parlai_dialeval.analysis.single_model")
+single_model_plots = lazy_module("parlai_dialeval.analysis.single_model_plots")
 
 # Fewer conversations than this per model in a test: the report warns that the test is weak.
 SMALL_N = 5

@@ -9,21 +9,20 @@ import json
 import math
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from parlai.core.params import ParlaiParser  # noqa: E402
-from parlai.core.script import ParlaiScript, register_script  # noqa: E402
+from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.lazy import lazy_module
+from parlai_dialeval.options import checked
+from parlai_dialeval.report import Report
+from parlai_dialeval.scripts.analysis_command import Outputs
+from parlai_dialeval.scripts.command_line import output_folder
 
-from parlai_dialeval.analysis import replication  # noqa: E402
-from parlai_dialeval.errors import DataError, DialevalError  # noqa: E402
-from parlai_dialeval.options import checked  # noqa: E402
-from parlai_dialeval.report import Report  # noqa: E402
-from parlai_dialeval.scripts.analysis_command import Outputs  # noqa: E402
-from parlai_dialeval.scripts.command_line import output_folder  # noqa: E402
+# Loaded on first use, so --help and option errors do not wait for scipy.
+replication = lazy_module("parlai_dialeval.analysis.replication")
 
 
 def read_run(folder: str | Path) -> dict:
@@ -55,6 +54,8 @@ def scatter(a: pd.DataFrame, b: pd.DataFrame, columns: list[str], labels: dict, 
     n = len(columns)
     cols = min(4, n)
     rows = math.ceil(n / cols)
+    import matplotlib.pyplot as plt  # here: only the figure needs it (the report set the Agg backend)
+
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
     r_of = correlations.set_index("score")["pearson"]
     for ax, column in zip(axes.flat, columns):

@@ -14,14 +14,17 @@ import pandas as pd
 from parlai.core.script import register_script
 from tqdm import tqdm
 
-from parlai_dialeval.analysis import significance_time as st
 from parlai_dialeval.analysis import single_model as sm
-from parlai_dialeval.analysis.significance_time.plots import hours_by_technique
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, weightings, weightings_text
 from parlai_dialeval.protocols import PROTOCOLS
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+
+# Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
+st = lazy_module("parlai_dialeval.analysis.significance_time")
+plots = lazy_module("parlai_dialeval.analysis.significance_time.plots")
 
 
 def _ratio(text, flag: str = "--combo-ratio") -> tuple[int, int]:
@@ -154,7 +157,7 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     main = table[~table["technique"].str.startswith("sm_combo")]
     report.table(main)
     for (a, b), part in main.groupby(["model_a", "model_b"]):
-        fig = hours_by_technique(part, f"{a} vs {b}")
+        fig = plots.hours_by_technique(part, f"{a} vs {b}")
         if fig is not None:
             report.figure(fig, _stem("time", a, b), f"Time needed for significance, {a} vs {b}")
     combo = table[table["technique"].str.startswith("sm_combo")]
@@ -164,7 +167,7 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
                     "conversation's duration.")
         report.table(combo)
         for (a, b), part in combo.groupby(["model_a", "model_b"]):
-            fig = hours_by_technique(part, f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
+            fig = plots.hours_by_technique(part, f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
             if fig is not None:
                 report.figure(fig, _stem("combination", a, b), f"Weighted SM combination, {a} vs {b}")
     report.heading(f"Win-rate variability across {chunk_minutes:g}-minute chunks (Smith App. E, Table 8)")

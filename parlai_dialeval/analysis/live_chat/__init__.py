@@ -28,20 +28,28 @@ Modules: ``settings`` (options, resolved settings, result, study choice), ``prep
 """
 from __future__ import annotations
 
-from parlai_dialeval.analysis.live_chat.descriptive import durations, input_lengths, topic_attitudes
-from parlai_dialeval.analysis.live_chat.engine import grouped_test, two_sample_p
-from parlai_dialeval.analysis.live_chat.pipeline import CheckedWorkers, analyze, check_workers
-from parlai_dialeval.analysis.live_chat.prepare import add_z, group_sd, prepare_ratings, reverse, standardise
-from parlai_dialeval.analysis.live_chat.settings import (AGREEMENT_BY, CORRECTIONS, HUMAN, QC_TESTS, SIG_TESTS,
-                                                         LiveChatConfig, LiveChatResult, Settings, resolve_settings,
-                                                         select_study)
-from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, pairwise_significance,
-                                                      quality_control, rater_agreement, significance_matrix,
-                                                      system_scores)
+import importlib
 
-__all__ = ["AGREEMENT_BY", "CORRECTIONS", "HUMAN", "QC_TESTS", "SIG_TESTS", "CheckedWorkers", "LiveChatConfig",
-           "LiveChatResult", "Settings", "add_z", "analyze", "check_workers", "conversation_scores",
-           "criteria_correlations", "durations", "group_sd", "grouped_test", "input_lengths",
-           "pairwise_significance", "prepare_ratings", "quality_control", "rater_agreement", "resolve_settings",
-           "reverse", "select_study", "significance_matrix", "standardise", "system_scores", "topic_attitudes",
-           "two_sample_p"]
+# Names load from their module on first use (PEP 562), so importing one module of the package, such as
+# ``settings`` for a command's options, does not load the statistics of the others.
+_WHERE = {
+    "AGREEMENT_BY": "settings", "CORRECTIONS": "settings", "CheckedWorkers": "pipeline", "HUMAN": "settings",
+    "LiveChatConfig": "settings", "LiveChatResult": "settings", "QC_TESTS": "settings", "SIG_TESTS": "settings",
+    "Settings": "settings", "add_z": "prepare", "analyze": "pipeline", "check_workers": "pipeline",
+    "conversation_scores": "steps", "criteria_correlations": "steps", "durations": "descriptive",
+    "group_sd": "prepare", "grouped_test": "engine", "input_lengths": "descriptive",
+    "pairwise_significance": "steps", "prepare_ratings": "prepare", "quality_control": "steps",
+    "rater_agreement": "steps", "resolve_settings": "settings", "reverse": "prepare", "select_study": "settings",
+    "significance_matrix": "steps", "standardise": "prepare", "system_scores": "steps",
+    "topic_attitudes": "descriptive", "two_sample_p": "engine",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
