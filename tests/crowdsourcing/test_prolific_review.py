@@ -57,6 +57,12 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
             f"/api/v1/submissions/{run.submission('PID_B')['id']}/"]
         unit_b.get_status()  # asked again within 10 s: Prolific is not asked again
         assert len(fake.state.calls) == before + 1
+        # the participant returns the study on Prolific: the next poll frees the unit
+        with fake.state.lock:
+            fake.state.submissions[run.submission("PID_B")["id"]]["status"] = "RETURNED"
+        type(unit_b)._last_poll.clear()
+        unit_b.get_status()
+        run.wait(lambda: run.db.get_agent(agent_b.db_id)["status"] == "returned", what="the returned agent")
         submit_scale_unit(run, "PID_C")
     finally:
         run.shutdown()
@@ -132,7 +138,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "approved PID_A" in done.stdout and "approved PID_C" not in done.stdout and "PID_B" in done.stdout
     assert run.submission("PID_A")["status"] == "APPROVED"
-    assert run.submission("PID_B")["status"] == "ACTIVE"  # never completed: left alone
+    assert run.submission("PID_B")["status"] == "RETURNED"  # never completed: left alone
     assert db.get_agent(agent_a.db_id)["status"] == "approved"
     assert TOKEN not in done.stdout + done.stderr
 
