@@ -1,6 +1,7 @@
-"""Adaptive collection in the static pairwise tasks (``dialeval launch acute adaptive=true``; issue 16).
+"""Adaptive collection in the pairwise tasks (``dialeval launch acute adaptive=true``; issue 16).
 
-The launch emits HITs in batches instead of the whole fixed design at once. Mephisto 1.1.1's
+The launch emits HITs in batches instead of the whole fixed design at once (static tasks: ACUTE, A/B)
+or instead of ``num_conversations`` HITs whose models the pool balances (PW-Turn). Mephisto 1.1.1's
 TaskLauncher takes a generator for the units' data and calls it from its own thread, creating each
 HIT as it is yielded; ``Controller.hits`` is that generator. After yielding a batch it blocks until
 every HIT of the batch is finished, reads their answers from Mephisto's database through the task's
@@ -10,9 +11,11 @@ current ranking certified at ``adaptive_alpha``, or the budget spent) or lets th
 (parlai_dialeval.adaptive.allocation) pick the next batch's model pairs. A generator that returns ends
 the run once the HITs in flight are done (Mephisto's own end of a generated run).
 
-The judgments come from the fixed design the task built (``static_task_data``): per model pair, its
-items (ACUTE conversation pairs, A/B prompts), dealt in a seeded order and reused once exhausted. Each
-judgment keeps its pair's selection probability in the HIT's server-side data.
+The judgments of a static task come from the fixed design it built (``static_task_data``): per model
+pair, its items (ACUTE conversation pairs, A/B prompts), dealt in a seeded order and reused once
+exhausted. A PW-Turn HIT is one conversation with the chosen pair (its world reads them from the unit's
+server-side data), its per-turn votes one outcome. Each judgment keeps its pair's selection probability
+in the HIT's server-side data.
 
 The state (``adaptive_state``, default ``<mephisto data>/adaptive/<task name>.json``) is written
 atomically when a batch is emitted and after it is read. A killed launch, relaunched, resumes through
@@ -34,7 +37,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.blueprint import GENERATED_HITS, SERVER_KEY
 from parlai_dialeval.errors import DialevalError
 
 BATCH_KEY = "adaptive_batch"  # in a HIT's server-side data: the batch it belongs to
@@ -73,6 +76,15 @@ class StaticPairwise:
     public: Callable[[dict], dict]
 
 
+@dataclass(frozen=True)
+class ChatPairwise:
+    """A chat task comparing two models per HIT (PW-Turn): each HIT is one conversation with the pair the
+    allocator chose (its world reads ``models`` from the unit's server-side data); per-turn votes of one
+    conversation count as one outcome, their mean (turns of a conversation are not independent)."""
+
+    models: Callable[[object], list[str]]  # shared state -> the models of the launch
+
+
 def check_overrides(spec, overrides: list[str]) -> None:
     """``adaptive...=`` given to a task without adaptive collection: one line saying which tasks have it."""
     keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides or []]
@@ -80,7 +92,7 @@ def check_overrides(spec, overrides: list[str]) -> None:
         from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
 
         offered = [name for name in available_tasks() if "adaptive" in get_task(name).extra]
-        raise DialevalError(f"adaptive=true: task {spec.name} is not a static pairwise task; adaptive collection "
+        raise DialevalError(f"adaptive=true: task {spec.name} is not a pairwise task; adaptive collection "
                             f"is offered by {', '.join(offered)}")
 
 
@@ -95,15 +107,51 @@ def attach(spec, cfg, shared, db, data_dir: Path, resumed: bool) -> Optional["Co
     if state is None and resumed:
         raise DialevalError(f"{path}: no adaptive state for the interrupted run being resumed; give its "
                             "adaptive_state, or launch under another mephisto.task.task_name")
-    left = list(shared.static_task_data) if resumed else []
-    if state is None:
-        design = list(shared.static_task_data)
+    task_name = cfg.mephisto.task.task_name
+    chat = isinstance(spec.extra["adaptive"], ChatPairwise)
+    if chat:
+        # an interrupted batch's unfinished conversations are not offered again: the allocator chooses anew
+        models, design, left = sorted(spec.extra["adaptive"].models(shared)), [], []
+        fixed_hits = int(cfg.mephisto.blueprint.get("num_conversations") or 0)
     else:
-        design = state["design"]
-    controller = Controller(spec, cfg.mephisto.task.task_name, db, design, settings, path, state, left,
-                            units_per_hit=int(cfg.mephisto.blueprint.get("units_per_assignment", 1) or 1))
-    shared.static_task_data = controller.hits()
+        design = state["design"] if state else list(shared.static_task_data)
+        models, left, fixed_hits = None, list(shared.static_task_data) if resumed else [], len(design)
+    controller = Controller(spec, task_name, db, design, settings, path, state, left, models=models,
+                            fixed_hits=fixed_hits)
+    _launch_units_safely()
+    setattr(shared, GENERATED_HITS if chat else "static_task_data", controller.hits())
     return controller
+
+
+def _launch_units_safely() -> None:
+    """Mephisto 1.1.1's unit thread iterates over ``unlaunched_units`` (launching a unit at every step)
+    while the generator's thread adds to it: "dictionary changed size during iteration" kills the unit
+    thread and no HIT is launched again. Same loop over a copy taken under the launcher's lock."""
+    from mephisto.data_model.constants.assignment_state import AssignmentState
+    from mephisto.operations import task_launcher
+
+    if getattr(task_launcher.TaskLauncher.generate_units, "dialeval_safe", False):
+        return
+
+    def generate_units(self):
+        while self.keep_launching_units:
+            for db_id, unit in list(self.launched_units.items()):
+                if unit.get_status() not in (AssignmentState.LAUNCHED, AssignmentState.ASSIGNED):
+                    self.launched_units.pop(db_id)
+            with self.unlaunched_units_access_condition:
+                waiting = list(self.unlaunched_units.items())
+            room = self.max_num_concurrent_units - len(self.launched_units)
+            for db_id, unit in waiting if self.max_num_concurrent_units == 0 else waiting[:max(room, 0)]:
+                self.launched_units[db_id] = unit
+                with self.unlaunched_units_access_condition:
+                    self.unlaunched_units.pop(db_id)
+                yield unit
+            time.sleep(task_launcher.UNIT_GENERATOR_WAIT_SECONDS)
+            if not self.unlaunched_units:
+                break
+
+    generate_units.dialeval_safe = True
+    task_launcher.TaskLauncher.generate_units = generate_units
 
 
 @dataclass(frozen=True)
@@ -139,23 +187,41 @@ def _key(a: str, b: str) -> str:
     return "|".join(sorted((a, b)))
 
 
+def outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
+    """(worker, first model, second model, outcome for the first) per judgment of canonical records, in
+    order: a comparison of workers (automatic ties and onboarding left out) scores 1, 1/2 or 0; the
+    per-turn votes of one conversation (``turn_index`` set) score once, their mean."""
+    single, turns = [], {}
+    for record in records:
+        if record["type"] != "comparison" or record.get("automatic") or record.get("onboarding"):
+            continue
+        first, second = sorted((record["model_a"], record["model_b"]))
+        score = OUTCOME[record["choice"]] if record["model_a"] == first else 1 - OUTCOME[record["choice"]]
+        if record.get("turn_index") is None:
+            single.append((record["worker_id"], first, second, score))
+        else:
+            turns.setdefault((record["worker_id"], first, second, record["item_id"]), []).append(score)
+    return single + [(*key[:3], float(np.mean(scores))) for key, scores in turns.items()]
+
+
 class Controller:
     """The batch loop of one adaptive study (see the module docstring); ``say`` prints its progress."""
 
     def __init__(self, spec, task_name: str, db, design: list[dict], settings: Settings, path: Path,
-                 state: dict | None, left: list[dict], units_per_hit: int = 1, say: Callable[[str], None] = print):
-        self.pairwise: StaticPairwise = spec.extra["adaptive"]
+                 state: dict | None, left: list[dict], models: list[str] | None = None, fixed_hits: int = 0,
+                 say: Callable[[str], None] = print):
+        self.pairwise = spec.extra["adaptive"]
         self.spec, self.task_name, self.db, self.settings, self.path = spec, task_name, db, settings, path
-        self.left, self.units_per_hit, self.say = left, units_per_hit, say
+        self.left, self.say = left, say
         self.stop = threading.Event()  # set when Mephisto stops launching (Ctrl-C, shutdown)
         self.launcher = None
         self._batch_of_unit: dict[str, int | None] = {}
         self.pools = self._pools(design)
-        models = sorted({m for key in self.pools for m in key.split("|")})
+        models = models or sorted({m for key in self.pools for m in key.split("|")})
         if len(models) < 2:
             raise DialevalError(f"adaptive=true needs at least two models to compare; the design of {task_name} "
                                 f"has {', '.join(models) or 'none'}")
-        budget = settings.budget or len(design)
+        budget = settings.budget or fixed_hits
         if budget < settings.batch_size:
             raise DialevalError(f"adaptive budget: the fixed design has {budget} HIT(s), smaller than one batch "
                                 f"(adaptive_batch_size={settings.batch_size}); set adaptive_budget or lower the batch")
@@ -250,15 +316,12 @@ class Controller:
                  if u.agent_id in finished and u.server.get(BATCH_KEY) is not None]
         report = self.spec.export(units, self.task_name) if units else None
         caps, counts = self.settings.worker_cap, self.state["worker_judgments"]
-        for record in report.records if report else []:
-            if record["type"] != "comparison" or record.get("automatic") or record.get("onboarding"):
-                continue
-            worker = record["worker_id"]
+        for worker, first, second, outcome in outcomes(report.records if report else []):
             if caps and counts.get(worker, 0) >= caps:
                 self.state["over_cap"] += 1
                 continue
             counts[worker] = counts.get(worker, 0) + 1
-            self.ledger.add(record["model_a"], record["model_b"], OUTCOME[record["choice"]])
+            self.ledger.add(first, second, outcome)
             self.state["judgments"] += 1
         self.state["ingested_agents"] += sorted(u.agent_id for u in units)
         if self.state["batches"]:
@@ -285,11 +348,16 @@ class Controller:
     def _emit(self) -> list[dict]:
         """The next batch's HITs, recorded in the state before Mephisto sees them."""
         hits = min(self.settings.batch_size, self.budget - self.state["hits_emitted"])
-        chosen, probability = self.allocator.choose(self.ledger, hits * self.per_hit, self.rng)
+        chat = isinstance(self.pairwise, ChatPairwise)
+        chosen, probability = self.allocator.choose(self.ledger, hits * (1 if chat else self.per_hit), self.rng)
         self.state["judgments_chosen"] = self.state.get("judgments_chosen", 0) + len(chosen)
-        judgments = [self._draw(a, b, probability) for a, b in chosen]
+        if chat:  # one conversation per HIT
+            judgments = [{"models": list(p), "selection_probability": probability[p]} for p in chosen]
+            units = [[judgment] for judgment in judgments]
+        else:
+            judgments = [self._draw(a, b, probability) for a, b in chosen]
+            units = self._cut(judgments, hits)
         batch = len(self.state["batches"]) + 1
-        units = self._cut(judgments, hits)
         self.state["batches"].append({
             "batch": batch, "hits": len(units), "pairs": [list(p) for p in chosen], "read": False,
             "selection_probability": {_key(*p): probability[p] for p in all_pairs(self.ledger.models)}})
@@ -321,6 +389,8 @@ class Controller:
         return [unit for unit in units if unit]
 
     def _hit(self, judgments: list[dict], batch: int) -> dict:
+        if isinstance(self.pairwise, ChatPairwise):
+            return {SERVER_KEY: {**judgments[0], BATCH_KEY: batch}}
         public = {k: v for k, v in self.template.items() if k != SERVER_KEY}
         server = {k: v for k, v in self.template[SERVER_KEY].items() if k != "pairs"}
         return {**public, "shown": [self.pairwise.public(j) for j in judgments],

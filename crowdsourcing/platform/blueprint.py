@@ -35,6 +35,8 @@ from parlai_dialeval.crowdsourcing.platform import frontend
 BLUEPRINT_TYPE_DIALEVAL_CHAT = "dialeval_chat"
 BLUEPRINT_TYPE_DIALEVAL_STATIC = "dialeval_static"
 SERVER_KEY = "server"  # the part of a static task's unit / onboarding data that stays on the server
+# shared-state attribute: a generator of unit data replacing a chat task's num_conversations (adaptive.py)
+GENERATED_HITS = "generated_hits"
 ONBOARDING_SERVER_FILE = "dialeval_onboarding_server.json"
 FRONTEND_ENTRY_HELP = "name of the frontend entry: crowdsourcing/frontend/src/tasks/<entry>/index.jsx"
 
@@ -69,6 +71,26 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
     ArgsClass = DialevalChatBlueprintArgs
     BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_CHAT
 
+    def __init__(self, task_run, args, shared_state):
+        super().__init__(task_run, args, shared_state)
+        hits = getattr(shared_state, GENERATED_HITS, None)
+        if hits is not None:
+            self._initialization_data_dicts = hits
+
+    def get_initialization_data(self):
+        if not isinstance(self._initialization_data_dicts, types.GeneratorType):
+            return super().get_initialization_data()
+        return with_server_data(self._initialization_data_dicts, self.agent_count)
+
+
+def with_server_data(dicts, count: int):
+    """InitializationData of each unit data dict, its ``server`` part kept in every unit's ``unit_data``.
+    A generator (adaptive collection, platform/adaptive.py) stays one: Mephisto creates its units as it
+    yields."""
+    data = (InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
+            for public, server in map(split_server, dicts))
+    return data if isinstance(dicts, types.GeneratorType) else list(data)
+
 
 def onboarding_server_path(task_run) -> str:
     return f"{task_run.get_run_dir()}/{ONBOARDING_SERVER_FILE}"
@@ -100,8 +122,4 @@ class DialevalStaticBlueprint(StaticReactBlueprint):
             task_run.db.write_dict(onboarding_server_path(task_run), server)
 
     def get_initialization_data(self):
-        count = self.args.blueprint.units_per_assignment
-        data = (InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
-                for public, server in map(split_server, self._initialization_data_dicts))
-        # a generator (adaptive collection, platform/adaptive.py) stays one: Mephisto creates its units as it yields
-        return data if isinstance(self._initialization_data_dicts, types.GeneratorType) else list(data)
+        return with_server_data(self._initialization_data_dicts, self.args.blueprint.units_per_assignment)

@@ -154,6 +154,9 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     """
     data_dir = prepare_mephisto(data_dir)
     spec = get_task(task)
+    from parlai_dialeval.crowdsourcing.platform import adaptive
+
+    adaptive.check_overrides(spec, overrides)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
     from mephisto.operations.operator import Operator
     from mephisto.tools.scripts import augment_config_from_db
@@ -181,6 +184,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
+    controller = adaptive.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
     operator = Operator(db)
     try:
         run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
@@ -192,6 +196,8 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
                             resume_note=note)
     one_line_per_log()
+    if controller is not None:
+        controller.bind(launched)
     if port is not None:
         _require_router(launched, port)
     from mephisto.data_model.task_run import TaskRun

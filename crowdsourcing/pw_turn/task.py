@@ -4,9 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from mephisto.operations.hydra_config import TaskConfig
-
 from parlai_dialeval.analysis.worker_checks import worker_report
+from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -33,7 +32,7 @@ class PwTurnArgs:
 
 
 @dataclass
-class PwTurnConfig(TaskConfig):
+class PwTurnConfig(AdaptiveConfig):
     pw_turn: PwTurnArgs = field(default_factory=PwTurnArgs)
 
 
@@ -93,4 +92,5 @@ TASK = TaskSpec(name="pw_turn", config_class=PwTurnConfig, shared_state=shared_s
                 description="PW-Turn: per-turn pairwise comparison of two models (Smith et al. 2022)",
                 export_onboarding=export_onboarding,
                 worker_checks=worker_report,
-                extra={"export_files": (RECORD_FILE,), "continues_units": True})
+                extra={"export_files": (RECORD_FILE,), "continues_units": True,
+                       "adaptive": ChatPairwise(models=lambda shared: shared.world_opt["pool"].genuine_models)})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from parlai_dialeval.crowdsourcing.platform.session_world import (SYSTEM_ID, SessionWorld, blind_history,
-                                                                  wait_for_act)
+                                                                  hit_models, wait_for_act)
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, OnboardingGrader, PairwiseTurnSession,
                                                             onboarding_task, question_text)
 
@@ -22,7 +22,7 @@ def get_world_params() -> dict:
 
 
 def make_world(opt: dict, agents: list, initialization_data=None) -> "PairwiseTurnWorld":
-    return PairwiseTurnWorld(opt, agents[0])
+    return PairwiseTurnWorld(opt, agents[0], models=hit_models(initialization_data))
 
 
 def make_onboarding_world(opt: dict, agent, initialization_data=None) -> "OnboardingWorld":
@@ -94,8 +94,8 @@ class OnboardingWorld:
 class PairwiseTurnWorld(SessionWorld):
     record_file = RECORD_FILE
 
-    def __init__(self, opt: dict, agent):
-        super().__init__(opt, agent, num_models=2)
+    def __init__(self, opt: dict, agent, models: list[str] | None = None):
+        super().__init__(opt, agent, num_models=2, models=models)
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
                                            rng=random.Random(self.pool.randint(0, 2 ** 31)))

@@ -19,7 +19,8 @@ from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError
 
 from .test_acute_mock import onboarding_choices
-from .test_resume import LaunchedRun
+from .test_pw_turn_mock import answer_onboarding
+from .test_resume import LaunchedRun, submit_chat
 
 pytestmark = pytest.mark.slow
 LEVELS = {"bot_best": 3, "bot_good": 2, "bot_fair": 1, "bot_poor": 0}
@@ -76,6 +77,7 @@ class Workers:
             self.onboarded = True
         run.wait(lambda: len(self.agents()) > before, what="a new HIT for the worker")
         agent = self.agents()[-1]
+        run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
         shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if level(p["left"]) > level(p["right"]) else "right",
                     "justification": "higher level"} for p in shown]
@@ -208,6 +210,37 @@ def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
     assert state["judgments"] == 8 and state["models"] == ["bot_best", "bot_fair", "bot_good"]
 
 
+def test_pw_turn_adaptive_chooses_each_conversations_models_and_writes_state(tmp_path):
+    run = LaunchedRun("pw_turn", tmp_path / "mephisto", 3267, [
+        "mephisto.task.task_name=pw_adaptive", "pw_turn.seed=4", "pw_turn.num_turns=1", "~pw_turn.models.retrieval",
+        "+pw_turn.models.parrot.opt.model=repeat_label", "+pw_turn.models.mirror.opt.model=repeat_query",
+        "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2", "adaptive_seed=5"])
+    try:
+        for number in range(2):  # one HIT per worker (the task's maximum_units_per_worker)
+            worker = f"P{number}"
+            run.wait(lambda: bool(run.db.find_units(task_run_id=run.launched.task_run_id, status="launched")),
+                     timeout=30, what="a launched HIT")
+            run.register(worker, f"REG_{worker}")
+            onboarding = run.onboarding_agent(worker)
+            answer_onboarding(run, onboarding, correct=True)
+            run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+            run.settle()
+            agent = run.unit_agent(worker)
+            run.last_task_data(agent)
+            run.act(agent, {"action": "choose", "choice": "left", "justification": "clearer"})
+            submit_chat(run, agent)
+        run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
+    finally:
+        run.shutdown()
+    state = read_state(tmp_path / "mephisto" / "adaptive" / "pw_adaptive.json")
+    assert [b["batch"] for b in state["batches"]] == [1, 2] and state["status"] == "budget_spent"
+    assert state["judgments"] == 2  # one outcome per conversation
+    report, _ = collect_from_db(run.db, "pw_adaptive")
+    convs = [r for r in report.records if r["type"] == "conversation"]
+    # each conversation was held with the pair its batch chose
+    assert [sorted(c["models"]) for c in convs] == [sorted(b["pairs"][0]) for b in state["batches"]]
+
+
 def level_of(text: str) -> int:
     return int(re.search(r"level (\d)", text)[1])
 
@@ -215,7 +248,7 @@ def level_of(text: str) -> int:
 @pytest.mark.parametrize("task, overrides, expected", [
     ("acute", ["adaptive_budget=1", "adaptive_batch_size=2"], "adaptive_budget=1 is smaller than one batch"),
     ("acute", ["acute.model_pairs=[[bot_best,bot_best]]"], "needs at least two models"),
-    ("sm_eval", [], "task sm_eval is not a static pairwise task"),
+    ("sm_eval", [], "task sm_eval is not a pairwise task"),
 ])
 def test_bad_adaptive_settings_are_one_line(tmp_path, task, overrides, expected):
     base = acute_overrides(tmp_path, "bad", 3266)[:-3] if task == "acute" else ["adaptive=true"]
