@@ -58,3 +58,18 @@ def test_command_list_is_cached_and_equals_parlais_own(tmp_path):
     assert "parlai scripts loaded: False" in second.stdout
     for command in ("validate", "analyze_pairwise", "self_chat", "display_data"):
         assert command in direct.stdout
+
+
+def test_no_plugin_commands_help_loads_the_heavy_libraries():
+    # One process runs every plugin command's --help; none needs torch, scipy.stats, statsmodels or pyplot
+    # (they cost 0.5-1.2 s each to import), so none may have been imported at the end.
+    commands = sorted(set(cli.plugin_script_modules()))
+    code = ("import contextlib, io, sys; from parlai_dialeval.cli import main\n"
+            f"for command in {commands!r}:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        main([command, '--help'])\n"
+            "heavy = ('torch', 'scipy.stats', 'statsmodels', 'matplotlib.pyplot', 'transformers', 'sklearn')\n"
+            "print('loaded:', sorted(m for m in heavy if m in sys.modules))")
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "loaded: []" in result.stdout, result.stdout[-500:]

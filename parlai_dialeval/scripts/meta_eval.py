@@ -15,10 +15,13 @@ import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.analysis.meta_eval import correlation_table, item_human_scores
 from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import checked
 from parlai_dialeval.scripts.command_line import output_file, write_csv
+
+# Loaded on first use, so --help and option errors do not wait for scipy.
+meta_eval = lazy_module("parlai_dialeval.analysis.meta_eval")
 
 # FED dataset annotation names that differ from the FED metric's quality names.
 ALIASES = {"understanding": "understand"}
@@ -164,7 +167,7 @@ class MetaEval(ParlaiScript):
             default_pairs(list(human.columns), metric_columns(metric), opt["against"])
         if not pairs:
             raise DialevalError("no human criterion matches a metric column; name them with --pairs or --against")
-        table = correlation_table(human, metric[metric_columns(metric)], pairs, groups=groups,
+        table = meta_eval.correlation_table(human, metric[metric_columns(metric)], pairs, groups=groups,
                                   n_resamples=opt["bootstrap"], confidence=opt["confidence"], seed=opt["seed"])
         if table.empty:
             raise DialevalError("no keys (items or models) common to the human and metric scores")
@@ -179,7 +182,7 @@ class MetaEval(ParlaiScript):
         from parlai_dialeval.scripts.command_line import load_data
 
         data = load_data(self.opt)
-        human = item_human_scores(data.ratings)
+        human = meta_eval.item_human_scores(data.ratings)
         levels = data.conversations.set_index("id")["meta"].map(
             lambda m: m.get("level") if isinstance(m, dict) else None)
         scores = pd.concat([read_scores(Path(p), data) for p in self.opt["scores"]], ignore_index=True)

@@ -76,7 +76,8 @@ def scatter(a: pd.DataFrame, b: pd.DataFrame, columns: list[str], labels: dict, 
     return fig
 
 
-def replicate(dir_a, dir_b, out, levels=replication.LEVELS, column: str = "p_value", log=print) -> dict:
+def replicate(dir_a, dir_b, out, levels=None, column: str = "p_value", log=print) -> dict:
+    levels = replication.LEVELS if levels is None else levels
     a, b = read_run(dir_a), read_run(dir_b)
     scores_a, scores_b = a["system_scores"], b["system_scores"]
     statements = [c for c in scores_a.columns if c not in ("model", "n", "overall") and c in scores_b.columns]

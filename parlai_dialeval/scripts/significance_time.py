@@ -24,7 +24,6 @@ from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 st = lazy_module("parlai_dialeval.analysis.significance_time")
-plots = lazy_module("parlai_dialeval.analysis.significance_time.plots")
 
 
 def _ratio(text, flag: str = "--combo-ratio") -> tuple[int, int]:
@@ -131,6 +130,8 @@ def analyze(data, out: Path, pw_turns=(2, 6), sm_turns=(3, 6), power=0.8, alpha=
 
 
 def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_turns, sm_turns, weights) -> Report:
+    from parlai_dialeval.analysis.significance_time.plots import hours_by_technique  # pyplot: not for --help
+
     table = results["time_to_significance"]
     report = Report("Crowdsourcing time needed for significance", out)
     report.text(f"Each technique's ratings are resampled ({trials} resamples per size) at growing sizes; the time "
@@ -157,7 +158,7 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     main = table[~table["technique"].str.startswith("sm_combo")]
     report.table(main)
     for (a, b), part in main.groupby(["model_a", "model_b"]):
-        fig = plots.hours_by_technique(part, f"{a} vs {b}")
+        fig = hours_by_technique(part, f"{a} vs {b}")
         if fig is not None:
             report.figure(fig, _stem("time", a, b), f"Time needed for significance, {a} vs {b}")
     combo = table[table["technique"].str.startswith("sm_combo")]
@@ -167,7 +168,7 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
                     "conversation's duration.")
         report.table(combo)
         for (a, b), part in combo.groupby(["model_a", "model_b"]):
-            fig = plots.hours_by_technique(part, f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
+            fig = hours_by_technique(part, f"{a} vs {b}: SM-Turn:SM-Dialog weighting")
             if fig is not None:
                 report.figure(fig, _stem("combination", a, b), f"Weighted SM combination, {a} vs {b}")
     report.heading(f"Win-rate variability across {chunk_minutes:g}-minute chunks (Smith App. E, Table 8)")
