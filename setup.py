@@ -31,6 +31,7 @@ setup(
         "numpy",
         "orjson",
         "pandas",
+        "pyarrow",  # the columnar load of canonical JSON Lines (parlai_dialeval/data/columnar.py)
         "scipy",
         "statsmodels",
         "pingouin",

@@ -176,24 +176,40 @@ class _Builder:
             self.frames[record_type].append(record, path, line)
 
     def assemble(self, validate: bool) -> EvalData:
-        frames = {}
-        for record_type in FRAME_TYPES:
-            columns = self.frames[record_type]
-            frame = columns.frame() if columns.size else _empty(record_type)
-            if validate:
-                validate_frame(record_type, frame)
-            for column in schema.columns_of(record_type):
-                if column not in frame.columns:
-                    frame[column] = None
-            frames[record_type] = frame.drop(columns=["type"], errors="ignore")
+        return assemble(self.studies, {t: c.frame() for t, c in self.frames.items() if c.size}, validate)
+
+
+def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], validate: bool) -> EvalData:
+    """Validate the records of every type (as parsed, with ``_file`` and ``_line``) and give each frame
+    the schema's columns in schema order. Both loading paths end here, so they obey the same rules."""
+    done = {}
+    for record_type in FRAME_TYPES:
+        frame = frames.get(record_type)
+        frame = _empty(record_type) if frame is None else frame
         if validate:
-            validate_frame("study", pd.DataFrame.from_records(self.studies) if self.studies else _empty("study"))
-        studies = [{k: v for k, v in study.items() if k not in ("type", "_file", "_line", "format_version")}
-                   for study in self.studies]
-        if validate:
-            check_criteria(frames["rating"], studies)
-            check_unique(frames)
-        return EvalData(studies, frames["conversation"], frames["rating"], frames["comparison"])
+            validate_frame(record_type, frame)
+        frame.attrs.pop("proven", None)  # holds only for the frame as read
+        done[record_type] = _schema_order(record_type, frame)
+    if validate:
+        validate_frame("study", pd.DataFrame.from_records(studies) if studies else _empty("study"))
+    studies = [{k: v for k, v in study.items() if k not in ("type", "_file", "_line", "format_version")}
+               for study in studies]
+    if validate:
+        check_criteria(done["rating"], studies)
+        check_unique(done)
+    return EvalData(studies, done["conversation"], done["rating"], done["comparison"])
+
+
+def _schema_order(record_type: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Schema columns (None where no record has the field), then any other field some record holds
+    (only without validation), then where each record came from; ``type`` is implied by the frame."""
+    order = schema.columns_of(record_type)
+    for column in order:
+        if column not in frame.columns:
+            frame[column] = None
+    extra = [c for c in frame.columns if c not in order and c not in ("type", "_file", "_line")
+             and frame[c].notna().any()]
+    return frame[order + extra + [c for c in ("_file", "_line") if c in frame.columns]]
 
 
 @contextlib.contextmanager
@@ -208,10 +224,45 @@ def _gc_paused():
             gc.enable()
 
 
-def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True) -> EvalData:
-    """Load canonical JSON Lines files; raises DataError naming file, line and field on bad input."""
+def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True, columnar: bool = True) -> EvalData:
+    """Load canonical JSON Lines files; raises DataError naming file, line and field on bad input.
+
+    ``columnar`` tries the fast path first (data/columnar.py); ``False`` forces the detailed path.
+    """
     paths = [Path(p) for p in paths]
     refuse_repeated_files(paths)
+    if columnar:
+        with _gc_paused():
+            parts = _read_columnar(paths)
+        if parts is not None:
+            try:
+                return assemble(*parts, validate)
+            except DataError:
+                pass  # the detailed path below reports the fault, as it always has
+    return _read_detailed(paths, validate)
+
+
+def _read_columnar(paths: list[Path]) -> tuple[list[dict], dict[str, pd.DataFrame]] | None:
+    """Every file through the fast path, or None. Files are joined only where their frames have the
+    same columns and dtypes, so the result equals the detailed path's one set of columns."""
+    from parlai_dialeval.data import columnar  # pyarrow is imported only when a file is read
+
+    studies, frames = [], {}
+    for path in paths:
+        part = columnar.read_file(path, str(path))
+        if part is None:
+            return None
+        studies += part[0]
+        for record_type, frame in part[1].items():
+            frames.setdefault(record_type, []).append(frame)
+    for pieces in frames.values():
+        if any(not piece.dtypes.sort_index().equals(pieces[0].dtypes.sort_index()) for piece in pieces[1:]):
+            return None
+    return studies, {t: p[0] if len(p) == 1 else pd.concat(p, ignore_index=True) for t, p in frames.items()}
+
+
+def _read_detailed(paths: list[Path], validate: bool) -> EvalData:
+    """Record by record with orjson: exact line numbers and a named fault for any bad input."""
     builder = _Builder()
     with _gc_paused():
         for path in paths:
