@@ -98,9 +98,9 @@ class LaunchedTask:
         try:
             loop.run_until_complete(self._serve(say))
         finally:
+            self.shutdown()  # still under our handlers: a Ctrl-C meanwhile only counts as one more request
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            self.shutdown()
         say(self.saved_summary())
 
     def _request_stop(self) -> None:

@@ -87,6 +87,8 @@ def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tm
         time.sleep(3)
         assert run.proc.poll() is None, "the first Ctrl-C must wait for the worker in flight"
         os.killpg(run.proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        os.killpg(run.proc.pid, signal.SIGINT)  # an impatient third one, while it shuts down
         log = assert_clean_exit(run, 3331)
     assert "Stopping now" in log and "1 disconnect" in log
     assert agent_statuses(run) == ["disconnect"]  # partial, never counted as submitted
