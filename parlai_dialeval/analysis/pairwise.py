@@ -160,6 +160,38 @@ def conversation_win_rates(comparisons: pd.DataFrame, turns: tuple[int, int] | N
         ["model_a", "model_b", "conversations", "wins_a", "wins_b", "linear", "squared", "wta"]]
 
 
+CONVERSATION_TEST_COLUMNS = ["model_a", "model_b", "conversations", "conversations_won_a", "conversations_won_b",
+                             "conversations_tied", "p_conversations", "turns_decided", "p_turns",
+                             "icc_within_conversation", "design_effect", "per_turn_test_doubtful"]
+
+
+def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None = None) -> pd.DataFrame:
+    """PW-Turn tested by conversation beside the per-turn binomial test (``clustering`` says why): per
+    model pair, conversations won (more turns won than lost), lost and tied, a two-sided binomial
+    (sign) test over the decided conversations, the per-turn test on the same turns, the intraclass
+    correlation of turn outcomes within conversations, the design effect, and whether the per-turn
+    test's independence assumption is doubtful."""
+    from parlai_dialeval.analysis.clustering import DOUBTFUL_ICC, design_effect, icc_oneway
+
+    frame = _select_turns(oriented(comparisons), turns)
+    frame = frame[~frame["auto"] & (frame["score"] != 0)]
+    rows = []
+    for (first, second), pair in frame.groupby(["first", "second"], sort=False):
+        won = (pair["score"] > 0).astype(float)
+        per_conv = won.groupby(pair["item_id"], sort=False).agg(["sum", "size"])
+        x, y = per_conv["sum"], per_conv["size"] - per_conv["sum"]
+        wins, losses = int((x > y).sum()), int((x < y).sum())
+        icc = icc_oneway(won.to_numpy(), pair["item_id"].to_numpy())
+        rows.append({"model_a": first, "model_b": second, "conversations": len(per_conv),
+                     "conversations_won_a": wins, "conversations_won_b": losses,
+                     "conversations_tied": int((x == y).sum()),
+                     "p_conversations": binomial_p(wins, losses),
+                     "turns_decided": len(pair), "p_turns": binomial_p(int(won.sum()), int(len(won) - won.sum())),
+                     "icc_within_conversation": icc, "design_effect": design_effect(icc, per_conv["size"].mean()),
+                     "per_turn_test_doubtful": bool(np.isfinite(icc) and icc > DOUBTFUL_ICC)})
+    return pd.DataFrame(rows, columns=CONVERSATION_TEST_COLUMNS)
+
+
 def win_rate_by_turn(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Win rate of model_a per Bot Speaker turn number (Smith et al. 2022, Figure 5 / Table 4)."""
     frame = _select_turns(oriented(comparisons), None)

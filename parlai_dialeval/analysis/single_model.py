@@ -57,7 +57,8 @@ def per_conversation_success(turn_ratings: pd.DataFrame) -> pd.DataFrame:
 def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per model and criterion: linear success rate (all responses pooled) with a t interval over the
     conversations' success fractions (the conversation is the unit: its turns are not independent), and
-    the WTA rate over conversations with a Wilson interval."""
+    the WTA rate over conversations with a Wilson interval; ``icc_within_conversation``: how far the
+    turn ratings of one conversation move together (why every test here is by conversation)."""
     linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
     per_conv = per_conversation_success(turn_ratings)
     grouped = per_conv.groupby(["model", "criterion"])
@@ -69,9 +70,13 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
     low, high = proportion_confint(wta["wta"] * wta["n_conversations"], wta["n_conversations"], alpha=alpha,
                                    method="wilson")
     wta["wta_ci_low"], wta["wta_ci_high"] = low, high
+    from parlai_dialeval.analysis.clustering import icc_oneway
+
+    wta["icc_within_conversation"] = turn_ratings.groupby(["model", "criterion"]).apply(
+        lambda part: icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy()), include_groups=False)
     out = linear.join(wta).reset_index()
     return out[["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",
-                "wta_ci_high", "n_conversations"]]
+                "wta_ci_high", "n_conversations", "icc_within_conversation"]]
 
 
 def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:

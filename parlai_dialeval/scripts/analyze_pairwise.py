@@ -118,7 +118,7 @@ def _tables(comparisons: pd.DataFrame, config: PairwiseConfig, report: Report) -
     rates = pairwise.win_rates(comparisons, by=SECTION, alpha=config.alpha)
     rates["p_adjusted"] = adjust(rates["p_value"], config.correction)
     wmt = pairwise.wmt_scores(rates, by=SECTION)
-    ranks, agree, annotators, items, per_conversation, per_turn = [], [], [], [], [], []
+    ranks, agree, annotators, items, per_conversation, per_turn, by_conversation = [], [], [], [], [], [], []
     for question, unit, part in _sections(comparisons):
         section_wmt = wmt[(wmt["question"] == question) & (wmt["unit"] == unit)]
         wins = pairwise.system_win_counts(section_wmt)
@@ -130,6 +130,7 @@ def _tables(comparisons: pd.DataFrame, config: PairwiseConfig, report: Report) -
         if unit == "turn":
             per_conversation.append(_keyed(pairwise.conversation_win_rates(part, config.turns), question, unit))
             per_turn.append(_keyed(pairwise.win_rate_by_turn(part, config.alpha), question, unit))
+            by_conversation.append(_keyed(pairwise.conversation_tests(part, config.turns), question, unit))
     _warn_small(rates, config, report)
     texts = pairwise.response_stats(comparisons)
     return {"win_rates": rates[WIN_RATE_COLUMNS + ["automatic_ties", "distinct_a", "distinct_b"]],
@@ -138,7 +139,14 @@ def _tables(comparisons: pd.DataFrame, config: PairwiseConfig, report: Report) -
             "wmt_scores": wmt, "win_rates_by_study": _by_study(comparisons, config.alpha),
             "conversation_win_rates": pd.concat(per_conversation, ignore_index=True) if per_conversation else None,
             "win_rate_by_turn": pd.concat(per_turn, ignore_index=True) if per_turn else None,
+            "conversation_tests": _adjusted(pd.concat(by_conversation, ignore_index=True), config)
+            if by_conversation else None,
             "responses": texts if not texts.empty else None}
+
+
+def _adjusted(tests: pd.DataFrame, config: PairwiseConfig) -> pd.DataFrame:
+    tests["p_conversations_adjusted"] = adjust(tests["p_conversations"], config.correction)
+    return tests
 
 
 def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> None:
@@ -212,6 +220,19 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
         report.heading("Per-conversation win rates (Smith et al. 4.2)")
         report.table(tables["conversation_win_rates"],
                      caption=f"turns {turns_text(config.turns)}: linear, squared and winner-takes-all")
+        tests = tables["conversation_tests"]
+        report.heading("Tests by conversation (turns of one conversation are not independent)")
+        report.text("Smith et al.'s per-turn binomial test (p_turns) counts every turn as an independent vote. "
+                    "Turns of one conversation share a partner, a topic and a worker; the test by conversation "
+                    "(p_conversations: conversations won vs lost, two-sided sign test; p_conversations_adjusted "
+                    "with the same correction as the win rates) does not assume it. icc_within_conversation is the intraclass correlation of turn outcomes "
+                    "within conversations; design_effect how many times it inflates the variance of a win rate.")
+        doubtful = tests[tests["per_turn_test_doubtful"]]
+        if len(doubtful):
+            report.warn(f"{len(doubtful)} PW-Turn pair(s) have turns that move together within conversations "
+                        "(intraclass correlation above 0.05): their per-turn binomial p-values are too small; "
+                        "read p_conversations in conversation_tests.csv instead.")
+        report.table(tests, floatfmt="{:.4g}")
         report.heading("Win rate per turn")
         report.table(tables["win_rate_by_turn"])
         report.figure(pairwise_plots.turn_plot(tables["win_rate_by_turn"]), "win_rate_by_turn",

@@ -124,7 +124,14 @@ def _report(report: Report, results: dict, turn, config: SingleModelConfig, work
         worker_checks.add_to(report)
     report.heading("SM-Turn success rates and SM-Dialog Likert scores (Smith Table 2)")
     report.table(results["success_rates"], caption="lin: responses pooled, with a t interval over conversations "
-                 "(the unit of analysis; n_conversations per model); wta: share of conversations won, Wilson interval")
+                 "(the unit of analysis; n_conversations per model); wta: share of conversations won, Wilson interval; "
+                 "icc_within_conversation: intraclass correlation of the turn ratings within conversations")
+    rates = results["success_rates"]
+    correlated = rates[rates["icc_within_conversation"] > 0.05]
+    if len(correlated):
+        report.text(f"Turn ratings move together within conversations for {len(correlated)} model and criterion "
+                    "row(s) (intraclass correlation above 0.05): a test that counted each turn as independent would "
+                    "give p-values that are too small, so every SM-Turn test here is by conversation.", note=True)
     report.table(results["likert"], caption="SM-Dialog Likert mean, SD and t interval; n = conversations")
     report.heading("Success rate by Bot Speaker turn (Smith Table 5)")
     report.table(results["per_turn"], floatfmt="{:.0f}")
