@@ -13,32 +13,38 @@ import time
 import pytest
 
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
-from .protocol_harness import DIALEVAL, chromium_page, dialeval, pause, require_chromium, set_slider
-from .test_live_chat_da_browser import _stop
+from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, pause, require_chromium, set_slider
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(480)]
 PORT = 3300
 PID = "5f0c1d2e3a4b5c6d7e8f9a0b"  # Prolific participant ids are 24 hex characters
 QC_SLOT = 1  # offline_small: the QC bot sits between the two genuine models
 
 
-def _launch(tmp_path, fake):
-    log_path = tmp_path / "launch.log"
-    proc = subprocess.Popen(DIALEVAL + [
-        "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
-        f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lcda_prolific",
-        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "--mephisto-data", str(tmp_path / "mephisto")],
-        stdout=open(log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
-    router_pid, end = None, time.time() + 180
-    while time.time() < end and not (router_pid and any(s["status"] == "ACTIVE" for s in fake.state.studies.values())):
-        found = re.search(r"Server running locally with pid (\d+)", log_path.read_text())
-        router_pid = int(found[1]) if found else None
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    studies = [s for s in fake.state.studies.values() if s["status"] == "ACTIVE"]
-    assert studies, "no study published:\n" + log_path.read_text()[-3000:]
-    return proc, router_pid, studies[0], log_path
+class ProlificCliRun(CliRun):
+    """`dialeval launch live_chat_da ... mephisto/provider=prolific`: ready once the fake holds the published
+    study (there is no worker URL to print: participants come from Prolific); ``stop`` as ``CliRun``."""
+
+    def __init__(self, tmp_path, fake):
+        self.tmp_path, self.data_dir, self.log_path = tmp_path, tmp_path / "mephisto", tmp_path / "launch.log"
+        self.proc = subprocess.Popen(DIALEVAL + [
+            "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
+            f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lcda_prolific",
+            "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "--mephisto-data", str(self.data_dir)],
+            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.url, self.router_pid, end = None, None, time.time() + 180
+        while time.time() < end and not (self.router_pid and self.studies(fake)) and self.proc.poll() is None:
+            found = re.search(r"Server running locally with pid (\d+)", self.log())
+            self.router_pid = int(found[1]) if found else None
+            time.sleep(0.5)
+        if not self.studies(fake):
+            self.stop()
+            raise AssertionError("no study published:\n" + self.log()[-3000:])
+        self.study = self.studies(fake)[0]
+
+    @staticmethod
+    def studies(fake) -> list[dict]:
+        return [s for s in fake.state.studies.values() if s["status"] == "ACTIVE"]
 
 
 def _conversation(page, slot: int) -> None:
@@ -66,7 +72,8 @@ def test_live_chat_on_prolific_in_chromium(tmp_path, monkeypatch):
     data = tmp_path / "mephisto"
     with fake_prolific() as fake:
         register(data, fake, monkeypatch)
-        proc, router_pid, study, log_path = _launch(tmp_path, fake)
+        launch = ProlificCliRun(tmp_path, fake)
+        study = launch.study
         try:
             with chromium_page(tmp_path) as page:
                 page.goto(fake.study_url(study["id"], PID))  # Prolific's "start" button: redirected to the task
@@ -83,11 +90,10 @@ def test_live_chat_on_prolific_in_chromium(tmp_path, monkeypatch):
             (submission,) = [s for s in fake.state.submissions.values() if s["participant_id"] == PID]
             assert submission["status"] == "AWAITING REVIEW"
             assert submission["study_code"] == study["completion_codes"][0]["code"]
-            proc.wait(120)  # one unit: the run ends by itself once it is submitted
+            launch.proc.wait(120)  # one unit: the run ends by itself once it is submitted
         finally:
-            _stop(proc, router_pid)
-        launch_log = log_path.read_text()
-        assert "Prolific: 1 place(s) x 3.00 GBP" in launch_log and TOKEN not in launch_log
+            launch.stop()
+        assert "Prolific: 1 place(s) x 3.00 GBP" in launch.log() and TOKEN not in launch.log()
 
         done = dialeval("review", "lcda_prolific", "--approve-passing", "--mephisto-data", str(data))
         assert f"approved {PID}" in done.stdout
