@@ -3,7 +3,7 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput } from "../../components";
+import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = [
@@ -15,6 +15,7 @@ const ATTITUDES = [
 function TopicForm({ state, sendAction }) {
   const [topic, setTopic] = React.useState("");
   const [attitude, setAttitude] = React.useState(null);
+  const [pending, sendOnce] = useSendOnce(state);
   const fixedTopic = state.ice_breaker ? state.persona : null;
   const ready = (fixedTopic || topic.trim()) && attitude;
   return (
@@ -53,8 +54,8 @@ function TopicForm({ state, sendAction }) {
       <button
         className="btn btn-primary"
         data-testid="start-chat"
-        disabled={!ready}
-        onClick={() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude })}
+        disabled={pending || !ready}
+        onClick={() => sendOnce(() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude }))}
       >
         Start conversation
       </button>
@@ -65,6 +66,7 @@ function TopicForm({ state, sendAction }) {
 function ChatPanel({ state, messages, sendAction }) {
   const [changingTopic, setChangingTopic] = React.useState(false);
   const [newTopic, setNewTopic] = React.useState("");
+  const [pending, sendOnce] = useSendOnce(state);
   // The server counts the inputs and judges "Next chatbot" (a count kept by the page would restart
   // at 0 when the tab is reopened); its refusal arrives as state.warning, cleared by its next reply.
   return (
@@ -92,7 +94,8 @@ function ChatPanel({ state, messages, sendAction }) {
         <button
           className="btn btn-outline-success"
           data-testid="next-chatbot"
-          onClick={() => sendAction({ action: "next" })}
+          disabled={pending}
+          onClick={() => sendOnce(() => sendAction({ action: "next" }))}
         >
           Next chatbot
         </button>
@@ -121,6 +124,7 @@ function RatingForm({ state, sendAction }) {
   const statements = state.statements || [];
   const [values, setValues] = React.useState(statements.map(() => null));
   const done = values.every((v) => v !== null);
+  const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="rating-form">
       <h5>How much do you agree with each statement about the chatbot you just talked to?</h5>
@@ -135,7 +139,12 @@ function RatingForm({ state, sendAction }) {
       ))}
       {done ? null : <p className="text-muted">Please move every slider.</p>}
       {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
-      <button className="btn btn-primary" data-testid="submit-ratings" disabled={!done} onClick={() => sendAction({ action: "rating", values })}>
+      <button
+        className="btn btn-primary"
+        data-testid="submit-ratings"
+        disabled={pending || !done}
+        onClick={() => sendOnce(() => sendAction({ action: "rating", values }))}
+      >
         Next
       </button>
     </div>
@@ -143,23 +152,31 @@ function RatingForm({ state, sendAction }) {
 }
 
 function FailedPanel({ state, sendAction }) {
+  const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="failed-panel">
       <div className="alert alert-danger">{state.failure_text}</div>
-      <button className="btn btn-primary" data-testid="next-after-failure" onClick={() => sendAction({ action: "next" })}>
+      <button className="btn btn-primary" data-testid="next-after-failure" disabled={pending} onClick={() => sendOnce(() => sendAction({ action: "next" }))}>
         Continue
       </button>
     </div>
   );
 }
 
-function FeedbackForm({ sendAction }) {
+function FeedbackForm({ state, sendAction }) {
   const [feedback, setFeedback] = React.useState("");
+  const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="feedback-form">
       <label htmlFor="feedback">Any problems or comments? (optional)</label>
       <textarea id="feedback" className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
-      <button className="btn btn-primary" style={{ marginTop: 8 }} data-testid="send-feedback" onClick={() => sendAction({ action: "feedback", feedback })}>
+      <button
+        className="btn btn-primary"
+        style={{ marginTop: 8 }}
+        data-testid="send-feedback"
+        disabled={pending}
+        onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback }))}
+      >
         Finish
       </button>
     </div>
@@ -181,7 +198,7 @@ function LiveChatApp() {
   } else if (state.phase === "failed") {
     body = <FailedPanel state={state} sendAction={sendAction} />;
   } else if (state.phase === "feedback") {
-    body = <FeedbackForm sendAction={sendAction} />;
+    body = <FeedbackForm state={state} sendAction={sendAction} />;
   } else {
     body = <div className="alert alert-secondary">Connecting to the chatbots...</div>;
   }

@@ -38,7 +38,7 @@ function ValueInput({ kind, min, max, value, onChange, testid }) {
       />
       {wrong ? (
         <span className="invalid-feedback d-block" data-testid={testid + "-error"}>
-          {rangeText(min, max)}
+          Please enter a number from {min} to {max}.
         </span>
       ) : null}
     </span>
@@ -46,7 +46,6 @@ function ValueInput({ kind, min, max, value, onChange, testid }) {
 }
 
 const inRange = (value, min, max) => typeof value === "number" && value >= min && value <= max;
-const rangeText = (min, max) => `Please enter a number from ${min} to ${max}.`;
 
 function ItemForm({ data, item, index, onDone }) {
   const started = React.useRef(Date.now());

@@ -3,12 +3,13 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
 
 function Annotate({ state, sendAction }) {
   const [checked, setChecked] = React.useState([]);
+  const [pending, sendOnce] = useSendOnce(state);
   const labels = state.labels || {};
   const toggle = (name) => {
     if (name === "none") {
@@ -37,7 +38,12 @@ function Annotate({ state, sendAction }) {
         </div>
       ))}
       <div>
-        <button className="btn btn-primary mt-2" data-testid="submit-marks" disabled={checked.length === 0} onClick={() => sendAction({ checked })}>
+        <button
+          className="btn btn-primary mt-2"
+          data-testid="submit-marks"
+          disabled={pending || checked.length === 0}
+          onClick={() => sendOnce(() => sendAction({ checked }))}
+        >
           Continue
         </button>
       </div>
@@ -48,6 +54,7 @@ function Annotate({ state, sendAction }) {
 function Rate({ state, sendAction }) {
   const questions = state.questions || [];
   const [ratings, setRatings] = React.useState({});
+  const [pending, sendOnce] = useSendOnce(state);
   const scale = [];
   for (let v = state.min || 1; v <= (state.max || 5); v += 1) scale.push(v);
   return (
@@ -73,8 +80,8 @@ function Rate({ state, sendAction }) {
       <button
         className="btn btn-primary"
         data-testid="submit-ratings"
-        disabled={questions.some((q) => !ratings[q.criterion])}
-        onClick={() => sendAction({ ratings })}
+        disabled={pending || questions.some((q) => !ratings[q.criterion])}
+        onClick={() => sendOnce(() => sendAction({ ratings }))}
       >
         Finish
       </button>
