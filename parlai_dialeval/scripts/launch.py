@@ -10,7 +10,8 @@ class Launch(ParlaiScript):
     @classmethod
     def setup_args(cls):
         parser = ParlaiParser(False, False, "Launch a crowdsourcing task (default: locally, LocalArchitect + "
-                              "MockProvider + SQLite; MTurk through overrides, see docs/crowdsourcing.md). Ctrl-C "
+                              "MockProvider + SQLite; Prolific with mephisto/provider=prolific, MTurk through "
+                              "overrides, see docs/crowdsourcing.md). Ctrl-C "
                               "or SIGTERM lets no new worker in and waits for those working; a second stops at "
                               "once. Launching a task name whose run was killed resumes that run.")
         parser.add_argument("crowd_task", metavar="TASK", nargs="?", default=None,
