@@ -194,3 +194,25 @@ def test_simulated_adaptive_study_stops_with_the_true_order():
     strengths = neighbour_strengths(4, np.random.default_rng(0), low=0.7, high=0.75)
     result = run_study(GreedyAdjacent(), strengths, np.random.default_rng(1), cap=20000)
     assert result.stopped and result.wrong_claims == 0 and result.any_claim
+
+
+def test_pilot_measures_win_rates_ties_and_durations():
+    frame = pd.DataFrame(votes("x", "y", 30, 10, ties=10)).assign(duration=[40.0] * 25 + [80.0] * 25)
+    found = planner.assumptions_from_pilot(frame, pd.DataFrame(), pd.DataFrame())
+    assert found["win_rates"] == [0.75] and found["tie_rate"] == pytest.approx(10 / 50)
+    assert found["seconds_per_judgment"] == pytest.approx(60.0)
+
+
+@pytest.mark.parametrize("frame, message", [
+    (pd.DataFrame(votes("x", "y", 0, 0, ties=8)), "all ties"),
+    (pd.DataFrame(votes("x", "y", 12, 0)), "unanimously (no variance)"),
+])
+def test_pilot_without_variance_is_refused(frame, message):
+    with pytest.raises(ValueError, match=message):
+        planner.assumptions_from_pilot(frame, pd.DataFrame(), pd.DataFrame())
+
+
+def test_pilot_with_constant_likert_scores_is_refused():
+    dialog = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "value": [4.0] * 3 + [3.0] * 3})
+    with pytest.raises(ValueError, match="SD 0"):
+        planner.assumptions_from_pilot(pd.DataFrame(), pd.DataFrame(), dialog)

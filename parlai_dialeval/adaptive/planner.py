@@ -101,3 +101,44 @@ def plan_per_model(protocol: str, size: float, costs: Costs, assumption: str, ju
     units = math.ceil(size)
     return {"protocol": protocol, "assumption": assumption, "design": "fixed", "statistic": "n",
             "units_per_model": units, **costs.table(units * judgments_per_unit)}
+
+
+def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame,
+                           dialog_ratings: pd.DataFrame) -> dict:
+    """Planning assumptions measured on a pilot's export: per model pair the observed win rate of the
+    better model among decided votes, the tie share, median seconds per judgment, and for single-model
+    protocols the two best models' SM-Turn success rates and SM-Dialog Likert means with the pooled SD.
+    Only what the pilot holds is returned; a pilot that cannot tell models apart raises ValueError."""
+    found: dict = {}
+    if len(comparisons):
+        from parlai_dialeval.analysis.pairwise import oriented
+
+        votes = oriented(comparisons)
+        decided = votes[votes["score"] != 0].groupby(["first", "second"])["score"].agg(
+            wins=lambda s: int((s > 0).sum()), n="size")
+        if decided.empty:
+            raise ValueError("the pilot's comparisons are all ties: no win rate to plan for")
+        rates = (decided["wins"] / decided["n"]).to_numpy()
+        better = np.maximum(rates, 1 - rates)
+        if np.all(better >= 1):
+            raise ValueError("every pilot pair was decided unanimously (no variance): a win rate of 1 cannot size "
+                             "a study; give --win-rates instead")
+        found["win_rates"] = sorted({round(float(r), 3) for r in better if 0.5 < r < 1}) or [0.55]
+        found["tie_rate"] = float((votes["score"] == 0).mean())
+        if "duration" in votes and votes["duration"].notna().any():
+            found["seconds_per_judgment"] = float(votes["duration"].median())
+    if len(turn_ratings):
+        rates = turn_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
+        if len(rates) >= 2 and rates.iloc[0] != rates.iloc[1]:
+            found["sm_turn_rates"] = [float(rates.iloc[0]), float(rates.iloc[1])]
+    if len(dialog_ratings):
+        means = dialog_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
+        sd = float(dialog_ratings.groupby("model")["value"].std().mean())
+        if len(means) >= 2:
+            if not sd > 0:
+                raise ValueError("the pilot's SM-Dialog scores do not vary within a model (SD 0): no study size "
+                                 "follows from them; give --sm-dialog-sd instead")
+            found["sm_dialog_means"], found["sm_dialog_sd"] = [float(means.iloc[0]), float(means.iloc[1])], sd
+    if not found:
+        raise ValueError("the pilot holds no comparisons and no SM-Turn or SM-Dialog ratings of two models")
+    return found

@@ -43,7 +43,11 @@ class PlanConfig:
     simulations: int = option(400, "simulated studies per sequential estimate", kind="positive_int")
 
 
-def plan(config: PlanConfig, out: Path) -> dict:
+def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
+    """Plan from ``config``'s assumptions; where a ``pilot`` (EvalData) is given, what it measures
+    replaces the assumptions it covers."""
+    import dataclasses
+
     import pandas as pd
 
     from parlai_dialeval.adaptive import planner
@@ -51,6 +55,16 @@ def plan(config: PlanConfig, out: Path) -> dict:
     from parlai_dialeval.report import Report
     from parlai_dialeval.scripts.analysis_command import Outputs
 
+    measured = {}
+    if pilot is not None:
+        from parlai_dialeval.analysis import single_model as sm
+
+        try:
+            measured = planner.assumptions_from_pilot(pilot.comparisons, sm.sm_turn_ratings(pilot.ratings),
+                                                      sm.sm_dialog_ratings(pilot.ratings))
+        except ValueError as error:
+            raise DialevalError(f"--pilot: {error}") from None
+        config = dataclasses.replace(config, **measured)
     if config.qc_pass_rate > 1:
         raise DialevalError(f"--qc-pass-rate {config.qc_pass_rate}: expected a share between 0 and 1")
     if len(config.sm_turn_rates) != 2 or len(config.sm_dialog_means) != 2:
@@ -78,6 +92,9 @@ def plan(config: PlanConfig, out: Path) -> dict:
                 f"plus a fee of {config.fee:g}. Fixed designs are sized by statsmodels' power solvers; sequential "
                 "designs are the betting e-process of `dialeval certify`, simulated, looking after every vote "
                 "(p50 is the median study, p80 and p90 the costlier ones).")
+    if measured:
+        report.text("Measured on the pilot: " + "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in measured.items())
+                    + ".", note=True)
     report.heading("Pairwise protocols (per model pair)")
     report.table(pairwise, floatfmt="{:,.1f}")
     report.figure(_plot(pairwise), "pairwise_plan", "Worker-hours per model pair: fixed design vs sequential")
@@ -105,11 +122,19 @@ class Plan(ParlaiScript):
     def setup_args(cls):
         parser = ParlaiParser(False, False, "Judgments, worker-hours and money a study needs, per protocol and design")
         parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+        parser.add_argument("--pilot", nargs="+", default=None, metavar="PATH",
+                            help="a pilot's export (any importable format): its win rates, tie share, seconds per "
+                                 "judgment, SM-Turn rates and SM-Dialog means and SD replace the assumptions below")
         add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
         return parser
 
     def run(self):
         out = Path(self.opt["out"])
-        result = plan(config_from_opt(self.opt, PlanConfig), out)
+        pilot = None
+        if self.opt.get("pilot"):
+            from parlai_dialeval.importers import load
+
+            pilot = load(self.opt["pilot"], log=print)
+        result = plan(config_from_opt(self.opt, PlanConfig), out, pilot)
         print(f"wrote {', '.join(result['written'])} to {out}")
         return result
