@@ -1,0 +1,34 @@
+"""What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive.py ``outcomes``): one
+outcome per comparison, oriented to the pair's first model by name; a PW-Turn conversation's per-turn
+votes one outcome, their mean; automatic ties and onboarding left out. Expected values by hand."""
+from __future__ import annotations
+
+import pytest
+
+from parlai_dialeval.crowdsourcing.platform.adaptive import outcomes
+
+
+def comparison(a, b, choice, **extra):
+    return {"type": "comparison", "model_a": a, "model_b": b, "choice": choice, "worker_id": "w1",
+            "item_id": "i1", **extra}
+
+
+def test_single_comparisons_are_oriented_to_the_first_model_by_name():
+    records = [comparison("zeta", "alpha", "a"), comparison("alpha", "zeta", "a"), comparison("zeta", "alpha", "tie"),
+               {"type": "conversation", "id": "c1"}]
+    assert outcomes(records) == [("w1", "alpha", "zeta", 0.0), ("w1", "alpha", "zeta", 1.0),
+                                 ("w1", "alpha", "zeta", 0.5)]
+
+
+def test_per_turn_votes_of_one_conversation_are_one_outcome():
+    turns = [comparison("m2", "m1", "a", turn_index=1), comparison("m1", "m2", "a", turn_index=3),
+             comparison("m2", "m1", "tie", turn_index=5)]
+    other = [comparison("m1", "m2", "b", turn_index=1, item_id="i2")]
+    # conversation i1, from m1's side: lost, won, tied -> 1/2; conversation i2: lost -> 0
+    assert outcomes(turns + other) == [("w1", "m1", "m2", pytest.approx(0.5)), ("w1", "m1", "m2", 0.0)]
+
+
+def test_automatic_ties_and_onboarding_are_not_evidence():
+    records = [comparison("a", "b", "tie", automatic=True), comparison("onboarding_good", "onboarding_bad", "a",
+                                                                       onboarding=True)]
+    assert outcomes(records) == []
