@@ -169,16 +169,25 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
             f"{limit:.0f} s of starting it: finished conversations kept, a half one restarts (kept as incomplete).")
 
 
-def close(interrupted: Interrupted) -> None:
-    """The interrupted run's unfinished work is partial from now on (see the module docstring)."""
-    for agent in interrupted.unfinished:
-        agent.db.update_agent(agent.db_id, status="disconnect")
+def close(interrupted: Interrupted) -> str | None:
+    """The interrupted run's unfinished work is partial from now on (see the module docstring); returns a
+    line naming the old units the provider would not withdraw (MTurk: expire them there), else None."""
     from mephisto.data_model.constants.assignment_state import AssignmentState
 
+    for agent in interrupted.unfinished:
+        agent.db.update_agent(agent.db_id, status="disconnect")
+    refused = []
     for unit in interrupted.run.get_units():
         if unit.get_status() in AssignmentState.incomplete():
-            unit.expire()
+            try:
+                unit.expire()
+            except Exception as error:  # a provider's API error must not stop the new run, now serving
+                refused.append(f"{unit.db_id} ({type(error).__name__}: {error})")
     write_marker(interrupted.run, stopped=True, resumed=True)
+    if refused:
+        return (f"Could not withdraw {len(refused)} unit(s) of the interrupted run {interrupted.run.db_id} from the "
+                f"provider: {'; '.join(refused)}")
+    return None
 
 
 def take_resumable(opt: dict, agent) -> dict | None:

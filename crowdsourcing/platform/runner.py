@@ -204,7 +204,8 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
 
     resume.write_marker(TaskRun.get(db, run_id), port=port)
     if interrupted is not None:
-        resume.close(interrupted)
+        refused = resume.close(interrupted)
+        launched.resume_note = "\n".join(filter(None, [note, refused])) or None
     return launched
 
 
