@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -208,7 +209,7 @@ def test_pilot_measures_win_rates_ties_and_durations():
     (pd.DataFrame(votes("x", "y", 12, 0)), "unanimously (no variance)"),
 ])
 def test_pilot_without_variance_is_refused(frame, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         planner.assumptions_from_pilot(frame, pd.DataFrame(), pd.DataFrame())
 
 
