@@ -132,7 +132,7 @@ def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float
         report.warn("No pairwise test was possible (a model needs at least one passing conversation on each side).")
     elif len(significance) and result.settings.config.sig_test == "mannwhitney":
         # the smallest one-sided Mann-Whitney p with n_a and n_b values is 1 / C(n_a + n_b, n_a)
-        floor = 1 / np.array([math.comb(a + b, a) for a, b in zip(significance["n_a"], significance["n_b"])], float)
+        floor = np.array([1 / math.comb(a + b, a) for a, b in zip(significance["n_a"], significance["n_b"])])
         if (floor >= sig_threshold).all():
             report.warn(f"With so few conversations no pair can reach p < {sig_threshold:g}: the smallest possible "
                         f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")
