@@ -14,6 +14,7 @@ import pandas as pd
 from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import pairwise
+from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
@@ -81,9 +82,10 @@ def _by_study(comparisons: pd.DataFrame, alpha: float) -> pd.DataFrame | None:
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
-            worker_checks=None) -> dict:
+            worker_checks=None, left_out: dict[str, int] | None = None) -> dict:
     """Compute everything per question and unit, write the CSV/JSON outputs and report.html into ``out``;
-    returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None."""
+    returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None;
+    ``left_out``: counts of judgments the caller left out, and why (shown in the report)."""
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
@@ -109,6 +111,9 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     if worker_checks is not None:
         summary["worker_checks"] = worker_checks.summary()
         tables["worker_checks"] = worker_checks.table
+    for reason, count in (left_out or {}).items():
+        report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
+    summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
@@ -272,4 +277,7 @@ class AnalyzePairwise(AnalysisCommand):
     worker_checks = True
 
     def analyse(self, data, config, checks, out):
-        return analyze(data.comparisons, out, config, worker_checks=checks)
+        _, comparisons, left_out = finished_only(data.ratings.iloc[:0], data.comparisons, data.conversations)
+        for reason, count in left_out.items():
+            print(f"left out {count} {reason}")
+        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
+from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
@@ -42,9 +43,12 @@ class SingleModelConfig:
 
 def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), worker_checks=None) -> dict:
     """Every table, written to ``out`` with report.html. ``worker_checks``: a WorkerChecks (already
-    applied to the data) or None."""
-    turn = sm.sm_turn_ratings(data.ratings)
-    dialog = sm.sm_dialog_ratings(data.ratings)
+    applied to the data) or None. Ratings of conversations that were not finished are left out."""
+    ratings, _, left_out = finished_only(data.ratings, data.comparisons.iloc[:0], data.conversations)
+    for reason, count in left_out.items():
+        print(f"left out {count} {reason}")
+    turn = sm.sm_turn_ratings(ratings)
+    dialog = sm.sm_dialog_ratings(ratings)
     if turn.empty and dialog.empty:
         raise DialevalError("no SM-Turn (binary, per-turn) or SM-Dialog (Likert) ratings of engaging / humanlike / "
                             "interesting in the data; see docs/single_model_analysis.md for the conventions")
@@ -61,6 +65,8 @@ def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), wo
         results = _tables(turn, dialog, config, sm.model_pairs(models, config.reference), label)
     if worker_checks is not None:
         results["worker_checks"] = worker_checks.table
+    for reason, count in left_out.items():
+        report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     _report(report, results, turn, config, worker_checks)
     written = Outputs(results, {}, report).write(out)
     return {**results, "written": written}

@@ -4,11 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.live_chat.settings import Settings
-
-
-def _complete(status: pd.Series) -> pd.Series:
-    return status.isna() | status.eq("complete")
 
 
 def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
@@ -24,13 +21,8 @@ def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
     if (~keep).any():
         left_out["ratings of criteria not analysed"] = int((~keep).sum())
         frame = frame[keep]
-    if len(conversations) and "status" in conversations.columns:
-        bad = conversations.loc[~_complete(conversations["status"]), "id"]
-        if len(bad):
-            drop = frame["conversation_id"].isin(bad)
-            if drop.any():
-                left_out["ratings of conversations not complete (status)"] = int(drop.sum())
-                frame = frame[~drop]
+    frame, _, unfinished = finished_only(frame, pd.DataFrame(), conversations)
+    left_out.update(unfinished)
     columns = ["worker_id", "conversation_id", "model", "criterion", "value"]
     out = pd.DataFrame({c: frame[c].to_numpy() for c in columns})
     out["assignment_id"] = frame["assignment_id"].to_numpy() if "assignment_id" in frame else None
