@@ -299,3 +299,36 @@ def test_ji2022_live_chat_judge_and_agreement_equal_a_hand_computation(shared_da
     assert got["items_2plus_ratings"] == 0 and pd.isna(got["human_human_spearman_item"])
     ranks = pd.read_csv(tmp_path / "agree" / "rating_rankings.csv").set_index("model")
     assert ranks["human_rank"].to_dict() == systems["value"].rank(ascending=False, method="min").astype(int).to_dict()
+
+
+def test_turn_and_dialog_protocol_items_show_what_the_human_task_shows(tmp_path):
+    from parlai_dialeval.judge.items import build_items, options, prompt
+
+    turns = [{"speaker": "human", "text": "Hi!"}, {"speaker": "m1", "text": "Hello there."},
+             {"speaker": "human", "text": "Any plans?"}, {"speaker": "m1", "text": "Hiking tomorrow."}]
+    records = [{"type": "conversation", "id": "c1", "models": ["m1"], "turns": turns},
+               {"type": "rating", "conversation_id": "c1", "worker_id": "w", "model": "m1", "criterion": "engaging",
+                "scale": "binary", "scale_min": 0, "scale_max": 1, "value": 1, "turn_index": 1},
+               {"type": "comparison", "item_id": "i1", "worker_id": "w", "model_a": "m1", "model_b": "m2",
+                "choice": "a", "turn_index": 3, "question": "Which next response from your partner sounds more human?",
+                "context": ["Hi!", "Hello there."], "response_a": "Hiking tomorrow.", "response_b": "I am a bot."},
+               {"type": "comparison", "item_id": "d1", "worker_id": "w", "model_a": "m1", "model_b": "m2",
+                "choice": "b", "conversation_a": "c1", "conversation_b": "missing",
+                "question": "Which speaker sounds more human?"}]
+    write_jsonl(records, tmp_path / "h.jsonl")
+    data = read_jsonl([tmp_path / "h.jsonl"])
+
+    (item,), bad, _ = build_items(data, "sm_turn")
+    text = prompt(item)
+    assert "Conversation:\nUser: Hi!\n\nResponse to judge:\nBot: Hello there." in text
+    assert "Does this describe the response: Engaging?" in text and options(item) == ["0", "1"]
+
+    (item,), bad, _ = build_items(data, "pw_turn")
+    assert item["criterion"] == "humanlike" and not item["allow_tie"]
+    assert prompt(item, first=1).startswith("Conversation:\nHi!\nHello there.\n\nResponse A:\nI am a bot.\n\n"
+                                             "Response B:\nHiking tomorrow.\n\nQuestion: Which next response")
+
+    items, bad, examples = build_items(data, "acute")
+    # the PW-Turn comparison is reported too: its question is not one PW-Dialog asks
+    assert items == [] and bad == {"conversation not in the data": 1, "question pw_dialog does not ask": 1}
+    assert "d1: c1, missing" in [e["item"] for e in examples]

@@ -80,7 +80,7 @@ def _pairwise_items(protocol, comparisons: pd.DataFrame, conversations):
         try:
             questions = _questions(protocol, _none(row.question))
         except ProtocolError:
-            reject(f"question not asked by {protocol.name}", f"{row.item_id}: {row.question!r}")
+            reject(f"question {protocol.name} does not ask", f"{row.item_id}: {row.question!r}")
             continue
         for question in questions:
             key = (row.item_id, tuple(sorted((row.model_a, row.model_b))), turn, question.id)
