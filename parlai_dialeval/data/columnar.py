@@ -92,7 +92,7 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
     cached, identity = _identity(path) if use_cache else (None, b"")
     if cached is not None and cached.exists():
         try:
-            with pa.memory_map(str(cached)) as source:
+            with pa.OSFile(str(cached)) as source:  # read into memory: no array may outlive a mapping
                 table = pa_ipc.open_file(source, memory_pool=_POOL).read_all()
             meta = table.schema.metadata or {}
             if meta.get(b"dialeval_source") == identity:
