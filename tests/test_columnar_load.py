@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -102,6 +103,24 @@ def test_several_files_equal_on_both_paths(tmp_path, cache):
     write_jsonl(varied_records(), first)
     write_jsonl(varied_records(offset=100)[1:], second)
     frames_equal(read_jsonl([first, second]), read_jsonl([first, second], columnar=False))
+
+
+def test_floats_read_to_the_same_double(tmp_path, cache):
+    """pyarrow's number parsing must round every decimal as orjson does (correctly rounded)."""
+    rng = np.random.default_rng(0)
+    # below 2**53: larger doubles are whole numbers, which the fast path leaves to the detailed one
+    durations = rng.normal(0, 1, 2000) * 10.0 ** rng.integers(-300, 12, 2000)
+    records = [{"type": "rating", "conversation_id": f"c{i}", "worker_id": "w", "model": "m", "criterion": "fun",
+                "scale": "continuous", "value": 0.5, "duration": float(d)} for i, d in enumerate(durations)]
+    path = tmp_path / "data.jsonl"
+    write_jsonl(records, path)
+    with open(path, "a") as handle:  # more digits than a double holds, and the smallest doubles
+        for i, text in enumerate(["0.1000000000000000055511151231257827", "2.2250738585072011e-308",
+                                  "123456.78901234567890123", "4.9e-324"]):
+            handle.write(f'{{"type": "rating", "format_version": "1.0", "conversation_id": "x{i}", "worker_id": "w", '
+                         f'"model": "m", "criterion": "fun", "scale": "continuous", "value": 0.5, "duration": {text}}}\n')
+    assert columnar.read_file(path, str(path)) is not None
+    frames_equal(read_jsonl([path]), read_jsonl([path], columnar=False))
 
 
 RATING = {"type": "rating", "format_version": "1.0", "conversation_id": "c", "worker_id": "w", "model": "m",
