@@ -48,10 +48,11 @@ def read_file(path: Path, name: str, use_cache: bool = True):
     """(studies, {record type: DataFrame}) for one file, as the detailed path would build them before
     validation, or None where the fast path cannot vouch for an exact result."""
     try:
-        table, lines = _load_table(path, use_cache)
-        return _convert(table, path, name, lines)
+        return _convert(*_load_table(path, use_cache), path, name)  # the table is freed on return
     except (Unsupported, pa.ArrowException, OSError, ValueError, KeyError):
         return None  # ValueError covers orjson's and UTF-8 decoding errors
+    finally:
+        _return_freed_memory()
 
 
 def _count_lines(path: Path) -> int:
@@ -112,8 +113,8 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
 
 
 def _return_freed_memory() -> None:
-    """glibc keeps the JSON reader's freed blocks (0.5 GB on the benchmark) for reuse by malloc, which
-    the millions of small Python objects built next do not draw on: hand them back to the system."""
+    """glibc keeps freed Arrow blocks (the JSON reader's, then the table's: 0.5 GB each on the
+    benchmark) for reuse by malloc, which the Python objects built next mostly do not draw on."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -133,7 +134,7 @@ def _write_cache(table: pa.Table, cached: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _convert(table: pa.Table, path: Path, name: str, lines: int):
+def _convert(table: pa.Table, lines: int, path: Path, name: str):
     if table.num_rows != lines:  # blank lines or two objects on a line: rows are not lines
         raise Unsupported("rows and lines differ")
     if "type" not in table.column_names or "format_version" not in table.column_names:
