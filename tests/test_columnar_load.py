@@ -219,3 +219,14 @@ def test_duplicate_across_files_same_message(tmp_path, cache):
         read_jsonl([first, second])
     assert str(fast.value) == str(detailed.value)
     assert "c11" in str(detailed.value) and f"{first}:" in str(detailed.value)
+
+
+def test_unwritable_cache_only_costs_speed(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(columnar, "_CACHE_MIN_BYTES", 0)
+    path = tmp_path / "data.jsonl"
+    write_jsonl(varied_records(), path)
+    assert columnar.read_file(path, str(path)) is not None
+    frames_equal(read_jsonl([path]), read_jsonl([path], columnar=False))

@@ -10,6 +10,7 @@ Nested values other than plain turns and lists of names are re-read with orjson 
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -131,7 +132,8 @@ def _write_cache(table: pa.Table, cached: Path) -> None:
             writer.write_table(table)
         os.replace(temporary, cached)
     except (OSError, pa.ArrowException):
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # also when the folder itself could not be made
+            temporary.unlink()
 
 
 def _convert(table: pa.Table, lines: int, path: Path, name: str):
