@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -165,6 +166,18 @@ def test_cache_follows_the_file(tmp_path, cache):
     assert len(list(cache.glob("*.arrow"))) == 1  # replaced, not piled up
     next(cache.glob("*.arrow")).write_bytes(b"damaged")
     frames_equal(read_jsonl([path]), read_jsonl([path], columnar=False))
+
+
+def test_entries_unused_for_a_month_are_pruned(tmp_path, cache):
+    cache.mkdir(parents=True)
+    old, recent = cache / ("0" * 32 + ".arrow"), cache / ("1" * 32 + ".arrow")
+    for entry, days in ((old, 31), (recent, 29)):
+        entry.write_bytes(b"an entry of a file analysed earlier")
+        os.utime(entry, (time.time() - days * 86400,) * 2)
+    path = tmp_path / "data.jsonl"
+    write_jsonl(varied_records(), path)
+    read_jsonl([path])
+    assert not old.exists() and recent.exists() and len(list(cache.glob("*.arrow"))) == 2
 
 
 def edit(records: list[dict], index: int, **changes) -> list[dict]:

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ _CHUNK = 1 << 26  # bytes read at a time to count lines
 _PROBE = 1 << 16  # bytes hashed at each end of a file for the cache key
 _CACHE_MIN_BYTES = 1 << 23  # smaller files parse in well under a second: not worth a cache entry
 _CACHE_VERSION = "1"
+_CACHE_DAYS = 30  # an entry unused this long (its source gone or no longer analysed) is removed
 _EXACT_FLOAT = 2.0 ** 53  # beyond this a JSON integer read as a double may have changed value
 # Arrow memory from the system allocator: freed columns go back to the process for the Python objects
 # built next (pyarrow's default mimalloc pool kept them: 2.6 GB peak instead of 2.2 on the benchmark).
@@ -98,6 +100,7 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
                 table = pa_ipc.open_file(source, memory_pool=_POOL).read_all()
             meta = table.schema.metadata or {}
             if meta.get(b"dialeval_source") == identity:
+                os.utime(cached)  # used: kept from pruning
                 return table.replace_schema_metadata(None), int(meta[b"dialeval_lines"])
         except (pa.ArrowException, OSError, KeyError, ValueError):
             pass  # a damaged cache entry: read the source again and rewrite it
@@ -131,9 +134,18 @@ def _write_cache(table: pa.Table, cached: Path) -> None:
                              options=pa_ipc.IpcWriteOptions(compression="lz4")) as writer:
             writer.write_table(table)
         os.replace(temporary, cached)
+        _prune(cached)
     except (OSError, pa.ArrowException):
         with contextlib.suppress(OSError):  # also when the folder itself could not be made
             temporary.unlink()
+
+
+def _prune(kept: Path) -> None:
+    cutoff = time.time() - _CACHE_DAYS * 86400
+    for entry in kept.parent.glob("*.arrow"):
+        with contextlib.suppress(OSError):  # another process may be pruning too
+            if entry != kept and entry.stat().st_mtime < cutoff:
+                entry.unlink()
 
 
 def _convert(table: pa.Table, lines: int, path: Path, name: str):
