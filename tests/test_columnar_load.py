@@ -25,7 +25,7 @@ def varied_records(offset: int = 0) -> list[dict]:
     floats in one column, nested turns (plain, and with time and meta) and meta dicts."""
     records = [STUDY]
     for i in range(offset, offset + 12):
-        turns = [{"speaker": "human", "text": f"hi {i}"}, {"speaker": "bot", "text": "hello"}]
+        turns = [{"speaker": "human", "text": f"hi {i}"}, {"speaker": "bot", "text": "hello"}][: 2 - (i == 7) * 2]
         conversation = {"type": "conversation", "study": "s", "id": f"c{i}", "models": ["bot", "qc"][: 1 + i % 2],
                         "worker_id": f"w{i % 4}", "turns": turns, "task": "live_chat_da"}
         if i % 3 == 0:
@@ -83,7 +83,7 @@ def test_both_paths_give_equal_frames(tmp_path, cache, records):
     # spot checks of what the detailed path keeps (so the comparison is not between two wrong frames)
     ratings = detailed.ratings.set_index(["conversation_id", "criterion"])
     assert ratings.loc[("c0", "fun"), "value"] == 1 and detailed.ratings["value"].dtype == "float64"
-    assert detailed.conversations["models"][1] == ["bot", "qc"]
+    assert detailed.conversations["models"][1] == ["bot", "qc"] and detailed.conversations["turns"][7] == []
     assert detailed.comparisons["automatic"].tolist()[:2] == [True, None]
 
 
@@ -202,6 +202,8 @@ BAD = {
     "duplicate-id": lambda r: edit(r, 9, id="c0"),
     "bad-status": lambda r: edit(r, 5, status="lost"),
     "wrong-version": lambda r: edit(r, 6, format_version="2.0"),
+    "no-turns": lambda r: edit(r, 9, turns=None),
+    "null-turn": lambda r: edit(r, 9, turns=[{"speaker": "human", "text": "hi"}, None]),
 }
 
 

@@ -244,14 +244,14 @@ def _turns(column: pa.ChunkedArray, rows: np.ndarray) -> list:
     """The turns of the given rows, from the whole column: other record types' rows hold null there,
     so no copy of the column is made."""
     column = column.combine_chunks(memory_pool=_POOL)
-    items = column.flatten()
+    items = column.values  # every turn, indexed by the offsets as they stand
     first, second = (items.type.field(i).name for i in range(2))  # JSON's key order, kept
     speakers = pc.dictionary_encode(items.field("speaker"))  # a few names repeated over every turn
     names = np.asarray(speakers.dictionary.to_pylist(), dtype=object)[speakers.indices.to_numpy()].tolist()
     texts = items.field("text").to_pylist()
     pairs = zip(names, texts) if first == "speaker" else zip(texts, names)
     turns = [{first: a, second: b} for a, b in pairs]
-    offsets = column.offsets.to_numpy() - column.offsets[0].as_py()
+    offsets = column.offsets.to_numpy()
     valid = column.is_valid().to_numpy(zero_copy_only=False)[rows].tolist()
     return [turns[start:end] if ok else None
             for start, end, ok in zip(offsets[rows].tolist(), offsets[rows + 1].tolist(), valid)]
