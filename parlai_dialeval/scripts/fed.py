@@ -93,6 +93,10 @@ class Fed(ParlaiScript):
                            max_tokens=opt["max_tokens"])
 
         def work(part):
+            if not opt["cache"]:
+                # A value kept from another part could differ in the last bits (other batch), and which
+                # parts a process scored depends on the number of processes.
+                scorer.cache.clear()
             scores = scorer.score([item["input"] for item in part])
             return [{k: v for k, v in item.items() if v is not None} | {"scores": score}
                     for item, score in zip(part, scores)]
