@@ -54,6 +54,6 @@ setup(
         "psutil",
         "httpx",  # the Prolific provider's API client
     ],
-    extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "playwright"]},
+    extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
 )
