@@ -8,6 +8,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
+from parlai_dialeval.home import offline_bots_dir
 
 
 @dataclass
@@ -25,8 +26,9 @@ class LiveChatArgs:
         "help": "name -> {opt: {ParlAI agent opt: model/model_file/...}, persona: [sentences]}"})
     qc_models: List[str] = field(default_factory=list, metadata={
         "help": "names (among `models`) of quality-control bots; one per HIT"})
-    bots_dir: str = field(default="${task_dir}/../../data/offline_bots", metadata={
-        "help": "folder written by `dialeval build_offline_bots`; confs refer to it as ${live_chat.bots_dir}"})
+    bots_dir: str = field(default_factory=lambda: str(offline_bots_dir()), metadata={
+        "help": "folder written by `dialeval build_offline_bots` (default offline_bots/ in $DIALEVAL_HOME); "
+                "confs refer to it as ${live_chat.bots_dir}"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed for the order of models (None: random)"})
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
@@ -42,11 +44,11 @@ def shared_state(cfg):
     from omegaconf import OmegaConf
 
     from parlai_dialeval.crowdsourcing.live_chat_da import worlds
-    from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
 
     args = cfg.live_chat
     pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
-                   allow_zoo=args.allow_zoo)
+                   allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
                  "ice_breaker": args.ice_breaker, "ice_breakers": list(args.ice_breakers),
                  "turn_timeout": args.turn_timeout}
