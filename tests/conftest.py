@@ -17,3 +17,20 @@ def shared_data() -> Path:
         pytest.skip(f"third-party data not found at {SHARED_DATA} (see README 'Test data'); "
                     "set DIALEVAL_SHARED_DATA to its location")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_data_and_cache_folders(tmp_path_factory):
+    """Every test session (each xdist worker has its own) writes its Mephisto data, offline bots and
+    caches under a folder of its own, never into the user's ~/.local/share or ~/.cache, so parallel
+    workers and a developer's real studies never meet."""
+    saved = {name: os.environ.get(name) for name in ("DIALEVAL_HOME", "XDG_CACHE_HOME")}
+    root = tmp_path_factory.mktemp("dialeval")
+    os.environ["DIALEVAL_HOME"] = str(root / "home")
+    os.environ["XDG_CACHE_HOME"] = str(root / "cache")
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
