@@ -96,6 +96,12 @@ def check_overrides(spec, overrides: list[str]) -> None:
                             f"is offered by {', '.join(offered)}")
 
 
+def check_settings(cfg) -> None:
+    """The adaptive settings of a composed config, when ``adaptive=true``: one line for a bad one."""
+    if cfg.get("adaptive"):
+        Settings.from_config(cfg)
+
+
 def attach(spec, cfg, shared, db, data_dir: Path, resumed: bool) -> Optional["Controller"]:
     """Replace the task's fixed design by the adaptive generator when ``adaptive=true`` (else None).
     ``resumed``: platform/resume.py has put the interrupted run's unfinished HITs in ``shared``."""
@@ -173,7 +179,8 @@ class Settings:
             raise DialevalError(f"adaptive_batch_size={settings.batch_size}: expected at least 1 HIT per batch")
         if settings.budget and settings.budget < settings.batch_size:
             raise DialevalError(f"adaptive_budget={settings.budget} is smaller than one batch "
-                                f"(adaptive_batch_size={settings.batch_size} HITs): raise the budget or lower the batch")
+                                f"(adaptive_batch_size={settings.batch_size} HITs): raise the budget or lower "
+                                "the batch")
         if not 0 < settings.alpha < 1:
             raise DialevalError(f"adaptive_alpha={settings.alpha}: expected a level between 0 and 1")
         if not 0 <= settings.explore <= 1:

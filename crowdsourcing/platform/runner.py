@@ -167,6 +167,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     cfg = compose(spec, overrides)  # a typo stops the launch before anything is created
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
+    adaptive.check_settings(cfg)  # before the task loads its data or bots
     db = LocalMephistoDB(database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
         from parlai_dialeval.providers.prolific.provider import require_requester
