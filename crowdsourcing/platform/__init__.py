@@ -9,6 +9,8 @@
 - ``runner``: launching a task (LocalArchitect + MockProvider by default, MTurk through config) and
   stopping it on Ctrl-C / SIGTERM.
 - ``resume``: a launch of a task name whose run was killed resumes it.
+- ``adaptive``: ``adaptive=true`` in the pairwise tasks: HITs in batches, pairs chosen from the answers so
+  far, stop once the ranking is certified (parlai_dialeval.adaptive) or the budget is spent.
 - ``ports``: whether the launch's port is free, and what holds it when not.
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.
 - ``bots``: ParlAI agents configured per model, loaded once, balanced across HITs.

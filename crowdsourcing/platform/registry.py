@@ -30,8 +30,9 @@ class TaskSpec:
         onboarding attempts (``UnitData.onboarding``), marked ``onboarding: true`` (comparisons) or
         ``status: onboarding`` (conversations); without it each attempt becomes a note.
     worker_checks: optional ``fn(records) -> DataFrame`` with columns worker_id, passed, ... (qc_workers).
-    extra: ``export_files`` (JSON files the worlds write per agent, read back by export) and
-        ``continues_units`` (its worlds carry on a unit of an interrupted run, platform/resume.py).
+    extra: ``export_files`` (JSON files the worlds write per agent, read back by export),
+        ``continues_units`` (its worlds carry on a unit of an interrupted run, platform/resume.py) and
+        ``adaptive`` (a pairwise task that collects in batches with ``adaptive=true``, platform/adaptive.py).
     """
 
     name: str
