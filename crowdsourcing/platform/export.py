@@ -19,6 +19,12 @@ FINISHED = {"completed", "approved", "rejected", "soft_rejected"}
 RETURNED = {"returned", "expired"}
 
 
+def record_status(record: dict) -> str:
+    """The canonical status of a session world's unfinished record: ``failed`` when a bot failed it
+    (platform/session_world.py), else ``incomplete``."""
+    return "failed" if record.get("status") == "failed" else "incomplete"
+
+
 def work_status(agent_status: str) -> str:
     """complete / returned / incomplete (disconnected, timed out or still in progress)."""
     if agent_status in FINISHED:

@@ -18,6 +18,8 @@ from parlai_dialeval.atomic import atomic_open
 from parlai_dialeval.crowdsourcing.platform.resume import take_resumable
 
 SYSTEM_ID = "System"
+BOT_FAILED = ("Sorry, the chatbot stopped working, so this conversation ends here. Your work so far is saved: "
+              "please submit.")
 
 
 def wait_for_act(agent, turn_timeout: float):
@@ -82,6 +84,7 @@ class SessionWorld:
         self.reserved = [] if hit_models or models else list(self.models)  # given back to the pool if not completed
         self.restarted_from = saved["agent_id"] if saved else None
         self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
+        self.error = None
 
     def observe_state(self, state: dict) -> None:
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
@@ -94,6 +97,20 @@ class SessionWorld:
         except AbsentAgentError:
             self._finish("incomplete")
             raise
+
+    def bot_turn(self, step) -> bool:
+        """Run ``step``, a turn that needs the bots. A bot that fails (an endpoint's last retry, a model
+        that crashes) ends this conversation as ``failed`` with the error in the record and the worker
+        told, as in live chat: never a crashed world or a hung page. False when it failed."""
+        try:
+            step()
+            return True
+        except Exception as error:  # any bot failure ends this conversation, never the worker's page
+            self.error = f"{type(error).__name__}: {error}"
+            self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
+                "phase": "failed", "history": blind_history(self.session.turns), "warning": BOT_FAILED}})
+            self._finish("failed")
+            return False
 
     def episode_done(self) -> bool:
         return self.ended is not None
@@ -108,7 +125,8 @@ class SessionWorld:
 
     def record(self) -> dict:
         return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
-                "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from}
+                "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from,
+                "error": self.error}
 
     def _finish(self, status: str) -> None:
         self.status, self.ended = status, time.time()

@@ -21,7 +21,8 @@ def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str,
     checks = check_messages(worker_messages(turns))
     records = [{"type": "conversation", "study": study, "id": conversation_id, "models": list(state["models"]),
                 "worker_id": worker_id, "assignment_id": assignment_id, "task": TASK, "turns": turns,
-                "status": status, "meta": {"question": state["question"], "worker_checks": checks}}]
+                "status": status, "meta": {"question": state["question"], "worker_checks": checks,
+                                           **({"error": state["error"]} if state.get("error") else {})}}]
     for choice in state["choices"]:
         left, right = choice["left"], choice["right"]
         records.append({

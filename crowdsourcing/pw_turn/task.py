@@ -7,7 +7,7 @@ from typing import Any, Optional
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import QUESTIONS
@@ -66,7 +66,7 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no PW-Turn record")
             continue
         question = record["question"]
-        status = unit.status if record["status"] == "complete" else "incomplete"
+        status = unit.status if record["status"] == "complete" else record_status(record)
         records += pw_export.unit_records(record, study=study, worker_id=unit.worker_id,
                                           assignment_id=unit.assignment_id,
                                           conversation_id=unit.conversation_id(task_name), status=status)

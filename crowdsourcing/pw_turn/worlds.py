@@ -99,13 +99,19 @@ class PairwiseTurnWorld(SessionWorld):
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
                                            rng=random.Random(self.pool.randint(0, 2 ** 31)))
-        self._show_choice(self.session.human_says(FIXED_OPENING, fixed=True))
+        self._ask(FIXED_OPENING, fixed=True)
 
     def _send(self, phase: str, **state) -> None:
         state.setdefault("warning", None)
         self.observe_state({"phase": phase, "history": blind_history(self.session.turns),
                             "question": question_text(self.session.question),
                             "turn": len(self.session.choices) + 1, "num_turns": self.session.num_turns, **state})
+
+    def _ask(self, text: str, fixed: bool = False) -> None:
+        """The worker's message to both bots, then their two replies to choose from."""
+        shown = {}
+        if self.bot_turn(lambda: shown.update(self.session.human_says(text, fixed=fixed))):
+            self._show_choice(shown)
 
     def _show_choice(self, shown: dict, warning=None) -> None:
         self._send("choose", left=shown["left"], right=shown["right"], warning=warning)
@@ -131,4 +137,4 @@ class PairwiseTurnWorld(SessionWorld):
             return
         text = (act.get("text") or "").strip()
         if text:
-            self._show_choice(self.session.human_says(text))
+            self._ask(text)

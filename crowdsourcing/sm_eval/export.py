@@ -22,7 +22,8 @@ def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str,
     turns = [{k: v for k, v in t.items() if k in ("speaker", "text", "time", "meta")} for t in state["turns"]]
     conversation = {"type": "conversation", "study": study, "id": conversation_id, "models": [model],
                     "worker_id": worker_id, "assignment_id": assignment_id, "task": TASK, "turns": turns,
-                    "status": status, "meta": {"worker_checks": check_messages(worker_messages(turns))}}
+                    "status": status, "meta": {"worker_checks": check_messages(worker_messages(turns)),
+                                               **({"error": state["error"]} if state.get("error") else {})}}
     if state.get("persona"):
         conversation["personas"] = {"human": list(state["persona"])}
     if duration is not None:

@@ -8,7 +8,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
 from parlai_dialeval.crowdsourcing.sm_eval.worlds import RECORD_FILE
@@ -62,7 +62,7 @@ def export(units, task_name: str) -> ExportReport:
             record, study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
             conversation_id=unit.conversation_id(task_name),
             duration=(ended - record["started"]) if ended else None,
-            status=unit.status if record["status"] == "complete" else "incomplete")
+            status=unit.status if record["status"] == "complete" else record_status(record))
     return ExportReport(records=records, notes=notes)
 
 
