@@ -194,6 +194,17 @@ def _key(a: str, b: str) -> str:
     return "|".join(sorted((a, b)))
 
 
+def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tuple[list[tuple], int]:
+    """The judgments (worker first) counted as evidence: at most ``cap`` per worker over the whole study
+    (``counts``, updated: what each worker has had counted so far); 0 = no cap. Also how many were not."""
+    kept = []
+    for judgment in judgments:
+        if not cap or counts.get(judgment[0], 0) < cap:
+            counts[judgment[0]] = counts.get(judgment[0], 0) + 1
+            kept.append(judgment)
+    return kept, len(judgments) - len(kept)
+
+
 def outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
     """(worker, first model, second model, outcome for the first) per judgment of canonical records, in
     order: a comparison of workers (automatic ties and onboarding left out) scores 1, 1/2 or 0; the
@@ -322,14 +333,12 @@ class Controller:
         units = [u for u in read_units(self.db, self.task_name, tuple(self.spec.extra.get("export_files", ())))
                  if u.agent_id in finished and u.server.get(BATCH_KEY) is not None]
         report = self.spec.export(units, self.task_name) if units else None
-        caps, counts = self.settings.worker_cap, self.state["worker_judgments"]
-        for worker, first, second, outcome in outcomes(report.records if report else []):
-            if caps and counts.get(worker, 0) >= caps:
-                self.state["over_cap"] += 1
-                continue
-            counts[worker] = counts.get(worker, 0) + 1
+        kept, over = within_cap(outcomes(report.records if report else []), self.state["worker_judgments"],
+                                self.settings.worker_cap)
+        for _, first, second, outcome in kept:
             self.ledger.add(first, second, outcome)
-            self.state["judgments"] += 1
+        self.state["judgments"] += len(kept)
+        self.state["over_cap"] += over
         self.state["ingested_agents"] += sorted(u.agent_id for u in units)
         if self.state["batches"]:
             self.state["batches"][-1]["read"] = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlai_dialeval.crowdsourcing.platform.adaptive import outcomes
+from parlai_dialeval.crowdsourcing.platform.adaptive import outcomes, within_cap
 
 
 def comparison(a, b, choice, **extra):
@@ -32,3 +32,12 @@ def test_automatic_ties_and_onboarding_are_not_evidence():
     records = [comparison("a", "b", "tie", automatic=True), comparison("onboarding_good", "onboarding_bad", "a",
                                                                        onboarding=True)]
     assert outcomes(records) == []
+
+
+def test_worker_cap_counts_across_batches():
+    counts = {"w1": 2}  # w1 had two judgments counted in earlier batches
+    judgments = [("w1", "a", "b", 1.0), ("w2", "a", "b", 0.0), ("w1", "a", "b", 0.5), ("w2", "a", "b", 1.0),
+                 ("w2", "a", "b", 1.0)]
+    kept, over = within_cap(judgments, counts, cap=3)
+    assert kept == judgments[:2] + judgments[3:] and over == 1 and counts == {"w1": 3, "w2": 3}
+    assert within_cap(judgments, {}, cap=0) == (judgments, 0)
