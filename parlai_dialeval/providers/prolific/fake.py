@@ -20,7 +20,9 @@ calculator. Hooks for people and tests (not part of Prolific's API):
   ``POST /__fake__/return`` ``{"submission_id": id}`` (the participant returns the study).
 
 It is a stdlib server, not a framework app, so that it starts in milliseconds inside tests and needs
-nothing beyond Python.
+nothing beyond Python. It is longer than our other modules because it is one state machine (studies,
+submissions, bonuses and groups change each other's state, as on Prolific); split, each part would need
+the others' state.
 """
 from __future__ import annotations
 
