@@ -16,6 +16,13 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.options import checked, names
 
 
+def add_mephisto_data_arg(parser) -> None:
+    """--mephisto-data, the one option every crowdsourcing command shares."""
+    parser.add_argument("--mephisto-data", default=None, metavar="DIR",
+                        help="Mephisto data directory (database, agent data); default $DIALEVAL_MEPHISTO_DATA, "
+                             "else mephisto/ in $DIALEVAL_HOME")
+
+
 def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -> None:
     """--data PATH... (any supported format, detected), --from FORMAT to force one, --out."""
     group = parser.add_argument_group("Input and output")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.scripts.command_line import output_file
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, output_file
 
 
 @register_script("export")
@@ -16,9 +16,7 @@ class Export(ParlaiScript):
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         parser.add_argument("--out", required=True, metavar="FILE.jsonl", type=output_file,
                             help="canonical JSON Lines output (a missing folder is created, and said so)")
-        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
-                                 "$DIALEVAL_HOME")
+        add_mephisto_data_arg(parser)
         parser.add_argument("--task-type", default=None, metavar="TASK",
                             help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
                                  "recorded in the run at launch)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
+
 
 @register_script("launch")
 class Launch(ParlaiScript):
@@ -18,9 +20,7 @@ class Launch(ParlaiScript):
                             help="task folder in crowdsourcing/ (e.g. live_chat_da); --list shows them")
         parser.add_argument("overrides", nargs="*", default=[],
                             help="Hydra overrides, e.g. conf=example mephisto.architect.port=3100 live_chat.num_slots=4")
-        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory (database, agent data); default "
-                                 "$DIALEVAL_MEPHISTO_DATA, else mephisto/ in $DIALEVAL_HOME")
+        add_mephisto_data_arg(parser)
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
         return parser
 

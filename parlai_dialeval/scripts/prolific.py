@@ -4,6 +4,8 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
+
 
 @register_script("prolific")
 class Prolific(ParlaiScript):
@@ -21,9 +23,7 @@ class Prolific(ParlaiScript):
         parser.add_argument("--api-base-url", default=None, metavar="URL",
                             help="Prolific API address (default https://api.prolific.com/api/v1/; the fake's "
                                  "address to rehearse, see `python -m parlai_dialeval.providers.prolific.fake`)")
-        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
-                                 "$DIALEVAL_HOME")
+        add_mephisto_data_arg(parser)
         return parser
 
     def run(self):

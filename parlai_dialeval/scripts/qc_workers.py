@@ -5,6 +5,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.options import checked
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, write_csv
 
 
 @register_script("qc_workers")
@@ -14,9 +15,7 @@ class QcWorkers(ParlaiScript):
         parser = ParlaiParser(False, False, "Check every worker who finished a HIT of TASK_NAME against the "
                               "quality-control bot (Ji et al. 2022) and optionally soft-block those who fail")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
-        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
-                                 "$DIALEVAL_HOME")
+        add_mephisto_data_arg(parser)
         parser.add_argument("--task-type", default=None, metavar="TASK",
                             help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
                                  "recorded in the run at launch)")
@@ -34,7 +33,6 @@ class QcWorkers(ParlaiScript):
 
     def run(self):
         from parlai_dialeval.crowdsourcing.platform.quality import check_workers, soft_block
-        from parlai_dialeval.scripts.command_line import write_csv
 
         table, db = check_workers(self.opt["task_name"], self.opt["mephisto_data"], self.opt["task_type"],
                                   self.opt["alpha"])

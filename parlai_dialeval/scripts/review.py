@@ -5,6 +5,8 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
+
 
 @register_script("review")
 class Review(ParlaiScript):
@@ -15,9 +17,7 @@ class Review(ParlaiScript):
                               "and act on them. Every decision is written to the ledger (prolific/prolific.db in the "
                               "Mephisto data directory) before Prolific is called, so nothing is paid twice.")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
-        parser.add_argument("--mephisto-data", default=None, metavar="DIR",
-                            help="Mephisto data directory; default $DIALEVAL_MEPHISTO_DATA, else mephisto/ in "
-                                 "$DIALEVAL_HOME")
+        add_mephisto_data_arg(parser)
         parser.add_argument("--approve-passing", action="store_true",
                             help="approve every submission awaiting review whose suggestion is 'approve' (finished "
                                  "in Mephisto and not failing the task's quality control)")
