@@ -111,8 +111,12 @@ def export(units, task_name: str) -> ExportReport:
         items = [protocol.ScaleItem(**item) for item in server["items"]]
         ratings = {item_id: {c: _to_models(a, server["keys"][item_id]) for c, a in per_item.items()}
                    for item_id, per_item in outputs["ratings"].items()}
-        records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design, study=task_name,
-                                          worker_id=unit.worker_id, assignment_id=unit.assignment_id)
+        try:
+            records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design,
+                                              study=task_name, worker_id=unit.worker_id,
+                                              assignment_id=unit.assignment_id)
+        except ValueError as error:  # an answer the page should not have let through: reported, not exported
+            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): not exported: {error}")
     head = [sd_export.study_record(task_name, design)] if design else []
     return ExportReport(records=head + records, notes=notes)
 
