@@ -45,22 +45,26 @@ def onboarding_choices(onboarding_data: dict, correct: bool) -> list[dict]:
     return answers
 
 
+def pass_acute_onboarding(run, worker: str, correct: bool = True):
+    """Answer ACUTE's known-answer onboarding for a registered ``worker``; returns the onboarding agent and
+    the data its page was sent."""
+    onboarding = run.onboarding_agent(worker)
+    data = run.live_agent(onboarding).state.get_data()["inputs"]
+    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
+                                                    {"answers": onboarding_choices(data, correct=correct)})
+    run.settle()
+    return onboarding, data
+
+
 def test_onboarding_then_units_and_export(run):
     run.register("W1", "REG_1")
-    onboarding = run.onboarding_agent("W1")
-    data = run.live_agent(onboarding).state.get_data()["inputs"]
+    onboarding, data = pass_acute_onboarding(run, "W1", correct=False)
     assert run.sent_init_data() == [data]  # the onboarding page's data, as Mephisto sent it
-    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                    {"answers": onboarding_choices(data, correct=False)})
-    run.settle()
     worker = onboarding.get_worker()
     run.wait(lambda: worker.is_disqualified("dialeval_acute_onboarded"), what="failed onboarding")
 
     run.register("W2", "REG_2")
-    onboarding = run.onboarding_agent("W2")
-    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                    {"answers": onboarding_choices(data, correct=True)})
-    run.settle()
+    pass_acute_onboarding(run, "W2")
     agent = run.unit_agent("W2")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     assert inputs in run.sent_init_data() and len(run.sent_init_data()) == 3

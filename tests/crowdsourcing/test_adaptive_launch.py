@@ -22,7 +22,7 @@ from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError
 
-from .test_acute_mock import onboarding_choices
+from .test_acute_mock import pass_acute_onboarding
 from .test_pw_turn_mock import answer_onboarding
 from .test_resume import LaunchedRun, submit_chat
 
@@ -71,11 +71,7 @@ class Workers:
         self.count += 1
         worker = f"{self.prefix}{self.count}"
         run.register(worker, f"REG_{worker}")
-        onboarding = run.onboarding_agent(worker)
-        data = run.live_agent(onboarding).state.get_data()["inputs"]
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                        {"answers": onboarding_choices(data, correct=True)})
-        run.settle()
+        pass_acute_onboarding(run, worker)
         agent = live_unit_agent(run, worker)
         run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
         shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]

@@ -11,7 +11,7 @@ from parlai_dialeval.data import from_records
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 
 from .protocol_harness import MockRun, dialeval
-from .test_acute_mock import onboarding_choices
+from .test_acute_mock import pass_acute_onboarding
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 REPLIES = {"model-a": "I love books, what are you reading these days?", "model-b": "no."}
@@ -38,11 +38,7 @@ def test_self_chats_of_endpoint_models_feed_acute(tmp_path):
         "acute.subtasks_per_unit=2", "mephisto.task.task_name=acute_endpoints_test"])
     try:
         run.register("W1", "REG_1")
-        onboarding = run.onboarding_agent("W1")
-        data = run.live_agent(onboarding).state.get_data()["inputs"]
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                        {"answers": onboarding_choices(data, correct=True)})
-        run.settle()
+        pass_acute_onboarding(run, "W1")
         agent = run.unit_agent("W1")
         shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if p["left"][0]["text"] != "no." else "right",

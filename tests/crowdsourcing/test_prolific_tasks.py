@@ -90,7 +90,7 @@ def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
 
 
 def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
-    from .test_acute_mock import onboarding_choices, write_conversations
+    from .test_acute_mock import pass_acute_onboarding, write_conversations
 
     register(tmp_path / "mephisto", fake, monkeypatch)
     convs = tmp_path / "convs.jsonl"
@@ -100,11 +100,7 @@ def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
         "mephisto.task.task_name=acute_prolific"])
     try:
         run.register("PID_AC_1")
-        onboarding = run.onboarding_agent("PID_AC_1")
-        data = run.live_agent(onboarding).state.get_data()["inputs"]
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                        {"answers": onboarding_choices(data, correct=True)})
-        run.settle()
+        pass_acute_onboarding(run, "PID_AC_1")
         submit_static_unit(run, "PID_AC_1", lambda inputs: {"answers": [
             {"pair_id": p["pair_id"], "choice": "left", "justification": "asks questions", "duration": 3.0}
             for p in inputs["shown"]]})

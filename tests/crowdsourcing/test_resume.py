@@ -20,7 +20,7 @@ from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import from_records
 
 from .protocol_harness import MockRun
-from .test_acute_mock import onboarding_choices, write_conversations
+from .test_acute_mock import pass_acute_onboarding, write_conversations
 from .test_pw_turn_mock import answer_onboarding
 
 pytestmark = pytest.mark.slow
@@ -190,11 +190,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
 
     def onboard(run, worker):
         run.register(worker, f"REG_{worker}")
-        onboarding = run.onboarding_agent(worker)
-        data = run.live_agent(onboarding).state.get_data()["inputs"]
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
-                                                        {"answers": onboarding_choices(data, correct=True)})
-        run.settle()
+        pass_acute_onboarding(run, worker)
         return run.unit_agent(worker)
 
     def submit(run, agent):
