@@ -86,6 +86,15 @@ def test_per_turn_votes_of_one_conversation_are_one_outcome():
     assert row.win_rate_a == pytest.approx(0.8)
 
 
+def test_automatic_ties_are_not_evidence():
+    # identical responses tie without a worker: the rankings and adaptive collection leave them out too
+    judged = pd.DataFrame(votes("x", "y", 20, 5))
+    with_auto = pd.concat([judged, pd.DataFrame(votes("x", "y", 0, 0, ties=30)).assign(automatic=True)])
+    plain, padded = certify(judged).iloc[0], certify(with_auto.reset_index(drop=True)).iloc[0]
+    assert (padded.units, padded.e_a_beats_b) == (plain.units, plain.e_a_beats_b) == (25, e_value(
+        np.array([1.0] * 20 + [0.0] * 5)))
+
+
 def test_certify_on_chateval_2018(shared_data, tmp_path):
     from parlai_dialeval.importers import load
     from parlai_dialeval.scripts.certify import CertifyConfig, analyze
@@ -101,7 +110,7 @@ def test_certify_on_chateval_2018(shared_data, tmp_path):
     assert frozenset(("Human1", "Human2")) not in settled
     # Each pair's e-value recomputed independently from its own votes, in file order.
     frame = data.comparisons
-    pair = frame[frame[["model_a", "model_b"]].isin(["Human1", "Human2"]).all(axis=1)]
+    pair = frame[frame[["model_a", "model_b"]].isin(["Human1", "Human2"]).all(axis=1) & ~frame["automatic"].eq(True)]
     first = pairs.set_index(["model_a", "model_b"]).loc[("Human1", "Human2")]
     y = np.where(pair["choice"] == "tie", 0.5, (pair["choice"] == "a") == (pair["model_a"] == "Human1")).astype(float)
     assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - y), rel=1e-9)

@@ -3,7 +3,9 @@
 Each pair's evidence is its direct head-to-head record, in the order the comparisons were collected
 (file order): a vote is 1 when the first model of the pair wins, 0 when it loses and 1/2 for a tie; for
 per-turn data (PW-Turn) the votes of one conversation are averaged into one outcome, because turns of a
-conversation are not independent. Per question and unit of judgement, as the pairwise analysis.
+conversation are not independent. Automatic ties (identical responses, no worker judged them) are not
+evidence, as in the rankings and in adaptive collection. Per question and unit of judgement, as the
+pairwise analysis.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ def pair_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     """One row per question, unit and model pair (``model_a`` first seen as A): ``outcomes``, the
     array of outcomes for ``model_a`` in collection order, and ``votes``."""
     frame = oriented(with_sections(comparisons), by=SECTION)
+    frame = frame[~frame["auto"]]
     frame = frame.assign(outcome=(frame["score"] + 1) / 2, order=np.arange(len(frame)))
     per_turn = frame["unit"] == "turn"
     clustered = frame[per_turn].groupby([*SECTION, "first", "second", "item_id"], sort=False).agg(

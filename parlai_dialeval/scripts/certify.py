@@ -39,7 +39,8 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> 
     report.text(f"A claim \"A beats B\" is settled when its evidence (an e-value from A's and B's direct "
                 f"head-to-head votes) reaches K(K-1)/alpha for K models: then the chance that any settled claim "
                 f"is wrong is at most alpha = {config.alpha}, however often this command was run while the "
-                "votes came in. Ties count as half a win; the votes of one conversation (per-turn data) count "
+                "votes came in. Ties count as half a win (ties decided without a worker, identical responses, not at "
+                "all); the votes of one conversation (per-turn data) count "
                 "as one outcome. The interval is A's win rate, valid at every look.")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
