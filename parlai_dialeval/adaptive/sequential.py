@@ -18,15 +18,16 @@ BETS = np.linspace(0.025, 0.5, 20)  # the note's grid; every bet keeps wealth po
 NULL_WIN_RATE = 0.5
 
 
-def wealth_paths(outcomes: np.ndarray, p0: float | np.ndarray = NULL_WIN_RATE, sign: int = 1) -> np.ndarray:
-    """Grid-averaged wealth after each outcome, betting that the mean is above p0 (sign=1) or below it
-    (sign=-1). ``p0`` may be an array: one wealth path per null value, shape (len(p0), len(outcomes))."""
+def _log_steps(outcomes: np.ndarray, p0: np.ndarray, sign: int) -> np.ndarray:
+    """log(1 + sign * bet * (Y - p0)), shape (null value, bet, outcome)."""
     y = np.asarray(outcomes, dtype=float)
-    p0 = np.atleast_1d(np.asarray(p0, dtype=float))
-    steps = 1 + sign * BETS[None, :, None] * (y[None, None, :] - p0[:, None, None])
-    log_wealth = np.cumsum(np.log(steps), axis=2)  # (null value, bet, outcome)
-    mean = np.exp(log_wealth).mean(axis=1)
-    return mean if mean.shape[0] > 1 else mean[0]
+    return np.log1p(sign * BETS[None, :, None] * (y[None, None, :] - np.atleast_1d(p0)[:, None, None]))
+
+
+def wealth_paths(outcomes: np.ndarray, p0: float = NULL_WIN_RATE, sign: int = 1) -> np.ndarray:
+    """Grid-averaged wealth after each outcome, betting that the mean is above p0 (sign=1) or below it
+    (sign=-1)."""
+    return np.exp(np.cumsum(_log_steps(outcomes, p0, sign), axis=2)).mean(axis=1)[0]
 
 
 def e_value(outcomes: np.ndarray, p0: float = NULL_WIN_RATE) -> float:
@@ -53,8 +54,7 @@ def confidence_sequence(outcomes: np.ndarray, alpha: float, resolution: float = 
 
 def _hedged_final(outcomes: np.ndarray, p0: np.ndarray) -> np.ndarray:
     """Wealth after the last outcome of the two-sided (hedged) bet against each null value in ``p0``."""
-    return 0.5 * (wealth_paths(outcomes, p0, 1).reshape(len(p0), -1)[:, -1]
-                  + wealth_paths(outcomes, p0, -1).reshape(len(p0), -1)[:, -1])
+    return 0.5 * sum(np.exp(_log_steps(outcomes, p0, sign).sum(axis=2)).mean(axis=1) for sign in (1, -1))
 
 
 def certification_threshold(n_models: int, alpha: float) -> float:
