@@ -7,7 +7,8 @@ crashed), ``complete`` (rated), else ``returned`` when the worker returned the H
 from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import SCALE_MAX, SCALE_MIN, study_criteria
-from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE, TASK_TYPE
+from parlai_dialeval.crowdsourcing.live_chat_da.protocol import TASK_TYPE
+from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, UnitData
 
 

@@ -1,9 +1,12 @@
-"""What the per-turn chat worlds (SM-Turn + SM-Dialog, PW-Turn) share.
+"""What the chat worlds (SM-Turn + SM-Dialog, PW-Turn, live-chat DA) share.
 
-Each keeps its whole state in a protocol session object, sends the page blind state (speakers are
-'human' or 'bot', never model names), saves its record in the worker's data folder after every event
-so partial work survives a worker who leaves, and finishes by releasing unfinished models or, when
-complete, running the Smith et al. Appendix B worker checks with an optional soft block.
+Each keeps its whole state in a protocol session object (its task's ``protocol.py``), sends the page
+blind state (speakers are 'human' or 'bot', never model names), saves its record in the worker's data
+folder after every event so partial work survives a worker who leaves, and finishes by releasing
+unfinished models or, when complete, running the Smith et al. Appendix B worker checks with an
+optional soft block. Hooks (``saved_models``, ``choose_models``, ``bot_failed``, ``end_session``,
+``record``) let a protocol differ: live chat carries on a HIT after a restart, fails one slot when a
+bot fails, and saves its own record shape.
 """
 from __future__ import annotations
 
@@ -70,25 +73,42 @@ class SessionWorld:
 
     record_file: str
 
-    def __init__(self, opt: dict, agent, num_models: int, models: list[str] | None = None):
+    def __init__(self, opt: dict, agent, num_models: int = 0, models: list[str] | None = None):
         self.opt = opt
         self.agent = agent
         self.pool = opt["pool"]
-        # a worker back after a restart (platform/resume.py) gets their HIT's models again; the half
-        # conversation cannot go on (the bots' state died with the old process), so it stays in the old
-        # record, exported as incomplete, and this one starts afresh
-        saved = take_resumable(opt, agent)
-        hit_models = (saved or {}).get("record", {}).get("hit_models")
+        # ``saved``: the worker's record from an interrupted run (platform/resume.py), or None; a worker
+        # back after a restart gets their HIT's models again
+        self.saved = take_resumable(opt, agent)
+        kept = self.saved_models(self.saved["record"]) if self.saved else None
         # ``models``: chosen for this HIT by an adaptive launch (platform/adaptive.py), not the pool's
-        self.models = list(hit_models or models or []) or self.pool.reserve(num_models)
-        self.reserved = [] if hit_models or models else list(self.models)  # given back to the pool if not completed
-        self.restarted_from = saved["agent_id"] if saved else None
+        self.models = list(kept or models or []) or self.choose_models(num_models)
+        self.reserved = [] if kept or models else list(self.models)  # given back to the pool if not completed
+        self.restarted_from = self.saved["agent_id"] if self.saved else None
         self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
         self.error = None
 
+    def saved_models(self, record: dict) -> list[str] | None:
+        """The models of a saved HIT. The half conversation cannot go on (the bots' state died with the
+        old process), so it stays in the old record, exported as incomplete, and this one starts afresh."""
+        return record.get("hit_models")
+
+    def choose_models(self, num_models: int) -> list[str]:
+        """This HIT's models, reserved from the pool."""
+        return self.pool.reserve(num_models)
+
     def observe_state(self, state: dict) -> None:
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
+        self.save()
+
+    def save(self) -> None:
         save_record(self.agent, self.record(), self.record_file)
+
+    def release(self, model: str) -> None:
+        """Give a model this HIT reserved back to the pool, once."""
+        if model in self.reserved:
+            self.reserved.remove(model)
+            self.pool.release(model)
 
     def poll(self) -> dict | None:
         """The worker's next act, or None; a worker who left ends the session as incomplete."""
@@ -98,19 +118,22 @@ class SessionWorld:
             self._finish("incomplete")
             raise
 
-    def bot_turn(self, step) -> bool:
-        """Run ``step``, a turn that needs the bots. A bot that fails (an endpoint's last retry, a model
-        that crashes) ends this conversation as ``failed`` with the error in the record and the worker
-        told, as in live chat: never a crashed world or a hung page. False when it failed."""
+    def bot_turn(self, step):
+        """Run ``step``, a turn that needs the bots, and return what it returns. A bot that fails (an
+        endpoint's last retry, a model that crashes) goes to ``bot_failed``: never a crashed world or a
+        hung page. None when it failed."""
         try:
-            step()
-            return True
+            return step()
         except Exception as error:  # any bot failure ends this conversation, never the worker's page
-            self.error = f"{type(error).__name__}: {error}"
-            self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
-                "phase": "failed", "history": blind_history(self.session.turns), "warning": BOT_FAILED}})
-            self._finish("failed")
-            return False
+            self.bot_failed(f"{type(error).__name__}: {error}")
+            return None
+
+    def bot_failed(self, error: str) -> None:
+        """End this conversation as ``failed`` with the error in the record and the worker told."""
+        self.error = error
+        self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
+            "phase": "failed", "history": blind_history(self.session.turns), "warning": BOT_FAILED}})
+        self._finish("failed")
 
     def episode_done(self) -> bool:
         return self.ended is not None
@@ -128,13 +151,16 @@ class SessionWorld:
                 "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from,
                 "error": self.error}
 
+    def end_session(self, status: str) -> list[str]:
+        """The session ends with ``status``; returns the models whose conversation did not complete."""
+        return [] if status == "complete" else list(self.reserved)
+
     def _finish(self, status: str) -> None:
         self.status, self.ended = status, time.time()
-        if status != "complete":
-            for name in self.reserved:
-                self.pool.release(name)
-        elif self.opt.get("block_on_worker_checks"):
+        for name in self.end_session(status):
+            self.release(name)
+        if status == "complete" and self.opt.get("block_on_worker_checks"):
             self.blocked = bool(violations(check_messages(worker_messages(self.session.turns))))
             if self.blocked:
                 block_worker(self.agent, self.opt["block_qualification"])
-        save_record(self.agent, self.record(), self.record_file)
+        self.save()

@@ -109,8 +109,8 @@ class PairwiseTurnWorld(SessionWorld):
 
     def _ask(self, text: str, fixed: bool = False) -> None:
         """The worker's message to both bots, then their two replies to choose from."""
-        shown = {}
-        if self.bot_turn(lambda: shown.update(self.session.human_says(text, fixed=fixed))):
+        shown = self.bot_turn(lambda: self.session.human_says(text, fixed=fixed))
+        if shown is not None:
             self._show_choice(shown)
 
     def _show_choice(self, shown: dict, warning=None) -> None:

@@ -30,7 +30,7 @@ class SingleModelWorld(SessionWorld):
         personas = opt.get("worker_personas") or []
         persona = list(self.pool.choice(personas)) if personas else []
         self.session = SingleModelSession(self.pool.new_bot(self.model), self.model, int(opt["num_turns"]), persona)
-        if self.bot_turn(self.session.start):
+        if self.bot_turn(self.session.start) is not None:
             self._send("annotate")
 
     def _send(self, phase: str, warning=None) -> None:
@@ -56,7 +56,7 @@ class SingleModelWorld(SessionWorld):
                 self._send("rate" if self.session.chat_done else "chat")
             elif self.phase == "chat":
                 text = (act.get("text") or "").strip()
-                if text and self.bot_turn(lambda: self.session.human_says(text)):
+                if text and self.bot_turn(lambda: self.session.human_says(text)) is not None:
                     self._send("annotate")
             elif self.phase == "rate":
                 self.session.rate({k: v for k, v in (data.get("ratings") or {}).items()})
