@@ -26,6 +26,7 @@ import pyarrow.json as pa_json
 import pyarrow.ipc as pa_ipc
 
 from parlai_dialeval.data import schema
+from parlai_dialeval.data.turns import TurnColumns
 
 _CHUNK = 1 << 26  # bytes read at a time to count lines
 _PROBE = 1 << 16  # bytes hashed at each end of a file for the cache key
@@ -48,8 +49,10 @@ def cache_folder() -> Path:
 
 
 def read_file(path: Path, name: str, use_cache: bool = True):
-    """(studies, {record type: DataFrame}) for one file, as the detailed path would build them before
-    validation, or None where the fast path cannot vouch for an exact result."""
+    """(studies, {record type: DataFrame}, turns) for one file, as the detailed path would build them
+    before validation, or None where the fast path cannot vouch for an exact result. ``turns`` are the
+    conversations' turns as ``TurnColumns`` where every conversation has a list of plain turns (the frame
+    then has no ``turns`` column: see data/turns.py), else None."""
     try:
         return _convert(*_load_table(path, use_cache), path, name)  # the table is freed on return
     except (Unsupported, pa.ArrowException, OSError, ValueError, KeyError):
@@ -163,7 +166,7 @@ def _convert(table: pa.Table, lines: int, path: Path, name: str):
     major = schema.FORMAT_VERSION.split(".")[0]
     if any(v.split(".")[0] != major for v in pc.unique(versions).to_pylist()):
         raise Unsupported("format version")
-    studies, frames = [], {}
+    studies, frames, turns = [], {}, None
     for record_type in schema.RECORD_TYPES:
         mask = pc.equal(types, record_type)
         rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
@@ -172,20 +175,25 @@ def _convert(table: pa.Table, lines: int, path: Path, name: str):
         if record_type == "study":
             studies = [dict(record, _file=name, _line=int(i) + 1) for i, record in zip(rows, _records(path, rows))]
         else:
-            frames[record_type] = _frame(table, mask, rows, path, name)
-    return studies, frames
+            frames[record_type], found = _frame(table, mask, rows, path, name, record_type == "conversation")
+            turns = found or turns
+    return studies, frames, turns
 
 
-def _frame(table: pa.Table, mask: pa.ChunkedArray, rows: np.ndarray, path: Path, name: str) -> pd.DataFrame:
-    """One record type's rows (``mask``) as a DataFrame; only the columns its records fill are copied."""
-    columns, nested, proven = {}, {}, ()
+def _frame(table: pa.Table, mask: pa.ChunkedArray, rows: np.ndarray, path: Path, name: str,
+           keep_turns: bool) -> tuple[pd.DataFrame, TurnColumns | None]:
+    """One record type's rows (``mask``) as a DataFrame, and their turns where they stay in columns
+    (``keep_turns``: conversations); only the columns its records fill are copied."""
+    columns, nested, proven, turns = {}, {}, (), None
     for column_name in table.column_names:
         full = table[column_name]
         if not pc.sum(pc.and_(mask, pc.is_valid(full))).as_py():
             continue  # absent (or null) in every record of this type: filled in as None later
         if column_name == "turns" and _plain_turns(full.type) and _no_nulls_inside(full):
-            columns[column_name] = pd.Series(_turns(full, rows), dtype=object)
             proven = ("turns",)  # every turn a {speaker, text} of strings: validate.py skips its check
+            turns = TurnColumns.from_list_array(full.combine_chunks(memory_pool=_POOL), rows)
+            if not (keep_turns and turns.complete):  # e.g. a conversation without turns: validation names it
+                columns[column_name], turns = pd.Series(turns.lists(), dtype=object), None
             continue
         column = pc.filter(full, mask, memory_pool=_POOL)
         values = _column(column)
@@ -201,7 +209,7 @@ def _frame(table: pa.Table, mask: pa.ChunkedArray, rows: np.ndarray, path: Path,
     columns["_line"] = rows + 1
     frame = pd.DataFrame(columns)
     frame.attrs["proven"] = proven
-    return frame
+    return frame, turns
 
 
 def _column(column: pa.ChunkedArray):
@@ -238,23 +246,6 @@ def _no_nulls_inside(column: pa.ChunkedArray) -> bool:
     items = pc.list_flatten(column)
     return not (items.null_count or pc.struct_field(items, [0]).null_count
                 or pc.struct_field(items, [1]).null_count)
-
-
-def _turns(column: pa.ChunkedArray, rows: np.ndarray) -> list:
-    """The turns of the given rows, from the whole column: other record types' rows hold null there,
-    so no copy of the column is made."""
-    column = column.combine_chunks(memory_pool=_POOL)
-    items = column.values  # every turn, indexed by the offsets as they stand
-    first, second = (items.type.field(i).name for i in range(2))  # JSON's key order, kept
-    speakers = pc.dictionary_encode(items.field("speaker"))  # a few names repeated over every turn
-    names = np.asarray(speakers.dictionary.to_pylist(), dtype=object)[speakers.indices.to_numpy()].tolist()
-    texts = items.field("text").to_pylist()
-    pairs = zip(names, texts) if first == "speaker" else zip(texts, names)
-    turns = [{first: a, second: b} for a, b in pairs]
-    offsets = column.offsets.to_numpy()
-    valid = column.is_valid().to_numpy(zero_copy_only=False)[rows].tolist()
-    return [turns[start:end] if ok else None
-            for start, end, ok in zip(offsets[rows].tolist(), offsets[rows + 1].tolist(), valid)]
 
 
 def _records(path: Path, rows: np.ndarray) -> list[dict]:

@@ -8,7 +8,6 @@ import math
 import gc
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -17,6 +16,7 @@ import orjson
 import pandas as pd
 
 from parlai_dialeval.data import schema
+from parlai_dialeval.data.turns import TurnColumns, turn_table
 from parlai_dialeval.data.validate import check_criteria, check_unique, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.atomic import atomic_open
@@ -29,24 +29,46 @@ def _empty(record_type: str) -> pd.DataFrame:
     return pd.DataFrame(columns=schema.columns_of(record_type))
 
 
-@dataclass
 class EvalData:
     """Studies as dicts; conversations, ratings and comparisons as DataFrames with schema columns.
 
     Each frame may also carry ``_file`` and ``_line`` (where a record came from) for error messages.
+    The columnar loader may hand over the conversations' turns as ``TurnColumns``: the ``turns`` column
+    of ``conversations`` is then built on its first reading, and ``conversation_fields()`` and
+    ``turns()`` never build it.
     """
 
-    studies: list[dict] = field(default_factory=list)
-    conversations: pd.DataFrame = field(default_factory=lambda: _empty("conversation"))
-    ratings: pd.DataFrame = field(default_factory=lambda: _empty("rating"))
-    comparisons: pd.DataFrame = field(default_factory=lambda: _empty("comparison"))
+    def __init__(self, studies: list[dict] | None = None, conversations: pd.DataFrame | None = None,
+                 ratings: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None,
+                 turns: TurnColumns | None = None):
+        self.studies = [] if studies is None else studies
+        self._conversations = _empty("conversation") if conversations is None else conversations
+        self.ratings = _empty("rating") if ratings is None else ratings
+        self.comparisons = _empty("comparison") if comparisons is None else comparisons
+        self._turns = turns  # pending: not yet a column of _conversations
+
+    @property
+    def conversations(self) -> pd.DataFrame:
+        if self._turns is not None:
+            self._conversations = with_turns(self._conversations, self._turns)
+            self._turns = None
+        return self._conversations
+
+    @conversations.setter
+    def conversations(self, frame: pd.DataFrame) -> None:
+        self._conversations, self._turns = frame, None
+
+    def conversation_fields(self) -> pd.DataFrame:
+        """The conversations without their turns (never builds them; ``turns()`` gives them as a table)."""
+        frame = self._conversations
+        return frame.drop(columns="turns") if "turns" in frame.columns else frame.copy(deep=False)
 
     def frame(self, record_type: str) -> pd.DataFrame:
         return {"conversation": self.conversations, "rating": self.ratings,
                 "comparison": self.comparisons}[record_type]
 
     def counts(self) -> dict[str, int]:
-        return {"study": len(self.studies), "conversation": len(self.conversations),
+        return {"study": len(self.studies), "conversation": len(self._conversations),
                 "rating": len(self.ratings), "comparison": len(self.comparisons)}
 
     def criteria(self) -> dict[str, dict]:
@@ -83,12 +105,22 @@ class EvalData:
                         cat(self.conversations, other.conversations), cat(self.ratings, other.ratings),
                         cat(self.comparisons, other.comparisons))
 
-    def turns(self) -> pd.DataFrame:
-        """One row per turn: conversation_id, turn_index, speaker, text, time."""
-        rows = [(cid, i, t.get("speaker"), t.get("text"), t.get("time"))
-                for cid, turns in zip(self.conversations["id"], self.conversations["turns"])
-                for i, t in enumerate(turns)]
-        return pd.DataFrame(rows, columns=["conversation_id", "turn_index", "speaker", "text", "time"])
+    def turns(self, speaker: str | None = None) -> pd.DataFrame:
+        """One row per turn (of ``speaker`` only, where given): conversation_id, turn_index, speaker, text,
+        time; see data/turns.py. Built from columns where the loader kept them (no dict per turn)."""
+        frame = self._conversations
+        if self._turns is not None:
+            return self._turns.table(frame["id"], speaker)
+        return turn_table(frame["id"], frame["turns"], speaker)
+
+
+def with_turns(frame: pd.DataFrame, turns: TurnColumns) -> pd.DataFrame:
+    """The frame with the ``turns`` column built from its columns, where the schema puts it."""
+    order = schema.columns_of("conversation")
+    position = sum(column in frame.columns for column in order[:order.index("turns")])
+    frame = frame.copy(deep=False)  # a frame handed out without the column keeps its columns
+    frame.insert(position, "turns", pd.Series(turns.lists(), index=frame.index, dtype=object))
+    return frame
 
 
 def _plain(value):
@@ -176,12 +208,14 @@ class _Builder:
             self.frames[record_type].append(record, path, line)
 
     def assemble(self, validate: bool) -> EvalData:
-        return assemble(self.studies, {t: c.frame() for t, c in self.frames.items() if c.size}, validate)
+        return assemble(self.studies, {t: c.frame() for t, c in self.frames.items() if c.size}, None, validate)
 
 
-def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], validate: bool) -> EvalData:
+def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], turns: TurnColumns | None,
+             validate: bool) -> EvalData:
     """Validate the records of every type (as parsed, with ``_file`` and ``_line``) and give each frame
-    the schema's columns in schema order. Both loading paths end here, so they obey the same rules."""
+    the schema's columns in schema order. Both loading paths end here, so they obey the same rules.
+    ``turns``: the conversations' turns kept in columns (their frame has no ``turns`` column)."""
     done = {}
     for record_type in FRAME_TYPES:
         frame = frames.get(record_type)
@@ -189,7 +223,7 @@ def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], validate: boo
         if validate:
             validate_frame(record_type, frame)
         frame.attrs.pop("proven", None)  # holds only for the frame as read
-        done[record_type] = _schema_order(record_type, frame)
+        done[record_type] = _schema_order(record_type, frame, ("turns",) if turns is not None else ())
     if validate:
         validate_frame("study", pd.DataFrame.from_records(studies) if studies else _empty("study"))
     studies = [{k: v for k, v in study.items() if k not in ("type", "_file", "_line", "format_version")}
@@ -197,13 +231,14 @@ def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], validate: boo
     if validate:
         check_criteria(done["rating"], studies)
         check_unique(done)
-    return EvalData(studies, done["conversation"], done["rating"], done["comparison"])
+    return EvalData(studies, done["conversation"], done["rating"], done["comparison"], turns)
 
 
-def _schema_order(record_type: str, frame: pd.DataFrame) -> pd.DataFrame:
-    """Schema columns (None where no record has the field), then any other field some record holds
-    (only without validation), then where each record came from; ``type`` is implied by the frame."""
-    order = schema.columns_of(record_type)
+def _schema_order(record_type: str, frame: pd.DataFrame, held_apart: tuple = ()) -> pd.DataFrame:
+    """Schema columns (None where no record has the field; none for those ``held_apart``), then any other
+    field some record holds (only without validation), then where each record came from; ``type`` is
+    implied by the frame."""
+    order = [c for c in schema.columns_of(record_type) if c not in held_apart]
     for column in order:
         if column not in frame.columns:
             frame[column] = None
@@ -242,12 +277,13 @@ def read_jsonl(paths: Iterable[str | os.PathLike], validate: bool = True, column
     return _read_detailed(paths, validate)
 
 
-def _read_columnar(paths: list[Path]) -> tuple[list[dict], dict[str, pd.DataFrame]] | None:
+def _read_columnar(paths: list[Path]) -> tuple[list[dict], dict[str, pd.DataFrame], TurnColumns | None] | None:
     """Every file through the fast path, or None. Files are joined only where their frames have the
-    same columns and dtypes, so the result equals the detailed path's one set of columns."""
+    same columns and dtypes, so the result equals the detailed path's one set of columns; turns stay in
+    columns only where every file's do."""
     from parlai_dialeval.data import columnar  # pyarrow is imported only when a file is read
 
-    studies, frames = [], {}
+    studies, frames, turns = [], {}, []
     for path in paths:
         part = columnar.read_file(path, str(path))
         if part is None:
@@ -255,10 +291,17 @@ def _read_columnar(paths: list[Path]) -> tuple[list[dict], dict[str, pd.DataFram
         studies += part[0]
         for record_type, frame in part[1].items():
             frames.setdefault(record_type, []).append(frame)
+        if "conversation" in part[1]:
+            turns.append(part[2])
+    kept = TurnColumns.concat(turns) if turns and all(t is not None for t in turns) else None
+    if kept is None and any(t is not None for t in turns):  # some files' turns in columns, others not
+        frames["conversation"] = [frame if t is None else with_turns(frame, t)
+                                  for frame, t in zip(frames["conversation"], turns)]
     for pieces in frames.values():
         if any(not piece.dtypes.sort_index().equals(pieces[0].dtypes.sort_index()) for piece in pieces[1:]):
             return None
-    return studies, {t: p[0] if len(p) == 1 else pd.concat(p, ignore_index=True) for t, p in frames.items()}
+    return (studies, {t: p[0] if len(p) == 1 else pd.concat(p, ignore_index=True) for t, p in frames.items()},
+            kept)
 
 
 def _read_detailed(paths: list[Path], validate: bool) -> EvalData:

@@ -86,9 +86,10 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
         _fail(frame, frame[column].notna(), f"unknown field for a {record_type} record",
               field=column, expected="one of " + ", ".join(sorted(known - {"_file", "_line"}))
               + " (put extra data under 'meta')", value_column=column)
+    proven = frame.attrs.get("proven", ())  # fields the columnar reader proved (data/columnar.py)
     for field in schema.fields_of(record_type):
         if field.name not in frame.columns:
-            if field.required:
+            if field.required and field.name not in proven:  # proven but absent: kept in columns
                 _fail(frame, np.ones(len(frame), bool), "missing required field", field=field.name,
                       expected=_EXPECTED[field.kind])
             continue
@@ -117,7 +118,7 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
         _check_rating_values(frame)
     if record_type == "conversation":
         _check_models(frame)
-        if "turns" not in frame.attrs.get("proven", ()):  # the columnar reader proved every turn plain
+        if "turns" not in proven:  # the columnar reader proved every turn plain
             _check_turns(frame)
 
 

@@ -2,8 +2,6 @@
 lengths (Table 12), the counts summary and Table 1 itself."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 
@@ -58,21 +56,22 @@ def topic_attitudes(conversations: pd.DataFrame, passed_workers: set) -> pd.Data
     return table.reset_index()
 
 
-def input_lengths(conversations: pd.DataFrame, passed_workers: set, speaker: str = HUMAN) -> pd.DataFrame | None:
+def input_lengths(conversations: pd.DataFrame, turns: pd.DataFrame, passed_workers: set,
+                  speaker: str = HUMAN) -> pd.DataFrame | None:
     """Table 12: median characters and words (whitespace tokens) of worker inputs, per input and per
-    conversation, for passing and failing workers."""
-    if "turns" not in conversations.columns or conversations.empty:
+    conversation, for passing and failing workers. ``turns``: one row per turn (``EvalData.turns()``)
+    of these conversations (matched by id) and perhaps others."""
+    if conversations.empty:
         return None
-    # turns are validated on load: a list of {speaker, text, ...}
-    per_conversation = [[t["text"] for t in turns if t["speaker"] == speaker] if isinstance(turns, list) else []
-                        for turns in conversations["turns"].tolist()]
-    counts = np.fromiter(map(len, per_conversation), dtype=np.int64, count=len(per_conversation))
-    texts = list(itertools.chain.from_iterable(per_conversation))
-    if not texts:
+    inputs = turns[(turns["speaker"] == speaker).to_numpy()]
+    # a categorical conversation_id (EvalData.turns) is looked up once per conversation, not per turn
+    owner = pd.Index(conversations["id"]).get_indexer(inputs["conversation_id"])
+    texts = inputs["text"][owner >= 0]
+    if not len(texts):
         return None
-    owner = np.repeat(np.arange(len(per_conversation)), counts)
-    chars = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    words = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
+    owner = owner[owner >= 0]
+    chars = texts.str.len().to_numpy(dtype=np.int64)  # code points, as Python's len
+    words = np.fromiter(map(len, map(str.split, texts.tolist())), dtype=np.int64, count=len(texts))
     n = len(conversations)
     has_input = np.bincount(owner, minlength=n) > 0
     chars_conv = np.bincount(owner, weights=chars, minlength=n)
@@ -95,8 +94,8 @@ def _median(values: np.ndarray) -> float:
 
 
 def conversation_meta(conversations: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
-    """The rated conversations with their canonical fields (turns, durations, topic attitude, hit_id)."""
-    wanted = [c for c in ("id", "hit_id", "assignment_duration", "duration", "topic_attitude", "turns")
+    """The rated conversations with their canonical fields (durations, topic attitude, hit_id)."""
+    wanted = [c for c in ("id", "hit_id", "assignment_duration", "duration", "topic_attitude")
               if c in conversations.columns]
     base = conv[["conversation_id", "worker_id", "assignment_id", "model", "qc", "passed"]].rename(
         columns={"conversation_id": "id"})

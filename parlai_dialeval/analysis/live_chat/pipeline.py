@@ -8,8 +8,8 @@ import pandas as pd
 from parlai_dialeval.analysis.live_chat.descriptive import (conversation_meta, durations, input_lengths, make_table1,
                                                             summarise, topic_attitudes)
 from parlai_dialeval.analysis.live_chat.prepare import add_z, prepare_ratings
-from parlai_dialeval.analysis.live_chat.settings import (LiveChatConfig, LiveChatResult, Settings, resolve_settings,
-                                                         select_study)
+from parlai_dialeval.analysis.live_chat.settings import (HUMAN, LiveChatConfig, LiveChatResult, Settings,
+                                                         resolve_settings, select_study)
 from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, overall_intervals,
                                                       pairwise_significance, quality_control, rater_agreement,
                                                       system_scores)
@@ -89,7 +89,10 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
                      "random sample of pairs was used")
     table_durations = durations(conv_meta, passed_workers)
     topics = topic_attitudes(conv_meta, passed_workers)
-    inputs = input_lengths(conv_meta, passed_workers)
+    turns = data.turns(speaker=HUMAN)  # only the workers' turns: half the rows to build
+    if len(checked.conversations) < data.counts()["conversation"]:  # other studies' conversations too
+        turns = turns[turns["conversation_id"].isin(checked.conversations["id"]).to_numpy()]
+    inputs = input_lengths(conv_meta, turns, passed_workers)
 
     summary = summarise(settings, frame, conv, workers, checked.empty, notes)
     table1 = make_table1(summary, table_durations)

@@ -108,14 +108,15 @@ class LiveChatResult:
 
 def _study_names(data) -> list[str]:
     names = [s["name"] for s in data.studies]
-    for frame in (data.ratings, data.conversations):
+    for frame in (data.ratings, data.conversation_fields()):
         if "study" in frame.columns:
             names += [n for n in frame["study"].dropna().unique().tolist() if n not in names]
     return list(dict.fromkeys(names))
 
 
 def select_study(data, study: str | None):
-    """The study's record (or None) and its conversations and ratings."""
+    """The study's record (or None) and its conversations (without turns: ``data.turns()`` has them) and
+    ratings."""
     names = _study_names(data)
     if study is None:
         if len(names) > 1:
@@ -125,7 +126,7 @@ def select_study(data, study: str | None):
     elif study not in names:
         raise DialevalError(f"no study named '{study}' in the data; found: {', '.join(names) or 'none'}")
     record = next((s for s in data.studies if s["name"] == study), None)
-    conversations, ratings = data.conversations, data.ratings
+    conversations, ratings = data.conversation_fields(), data.ratings
     if study is not None and len(names) > 1:
         conversations = conversations[conversations["study"].eq(study)]
         ratings = ratings[ratings["study"].eq(study)]
