@@ -13,6 +13,7 @@ Measured in fresh processes (peak memory is the process's maximum resident set s
                loader on a cold cache (it parses the JSON Lines and writes the cache) and on a warm one;
   CLI          the whole ``dialeval analyze_live_chat`` command, ParlAI's start-up included (warm cache).
 The cache lives in OUT/cache (XDG_CACHE_HOME of the measured processes), emptied before the cold run.
+The study is generated once per scale and kept in OUT (regenerated when this generator's code changes).
 Target (issue 21): under 10 s and 2 GB on a 2-core machine; report.html stays small (aggregates only).
 Usage: .venv/bin/python benchmarks/bench_live_chat.py [--scale 100] [--out benchmarks/out/live_chat]
        [--detailed-only] [--skip-cli]
@@ -23,10 +24,10 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +40,22 @@ GENUINE = {"biencoder": 0.5, "polyencoder": 0.4, "kvmemnn": 0.25, "seq2seq": -0.
 WORDS = ("i like dogs and cats what do you do for fun today my favourite movie is about space "
          "travel we went hiking last weekend the weather was lovely have you ever been to paris").split()
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def study(path: Path, scale: int) -> dict:
+    """The synthetic study at ``path``: the one kept there if this generator made it, else a new one."""
+    import hashlib
+    import inspect
+
+    sidecar = path.with_suffix(".json")
+    key = hashlib.sha256(inspect.getsource(make_study).encode()).hexdigest()
+    if path.exists() and sidecar.exists():
+        kept = json.loads(sidecar.read_text())
+        if kept.pop("generator", None) == key and kept["bytes"] == path.stat().st_size:
+            return kept
+    sizes = make_study(path, scale)
+    sidecar.write_text(json.dumps(dict(sizes, generator=key)))
+    return sizes
 
 
 def make_study(path: Path, scale: int, seed: int = 0) -> dict:
@@ -105,6 +122,9 @@ def make_study(path: Path, scale: int, seed: int = 0) -> dict:
 
 IN_PROCESS = r"""
 import gc, json, resource, sys, time
+if len(sys.argv) > 4:  # earlier code: its tree first, and the editable install's finder (which wins) dropped
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+    sys.path.insert(0, sys.argv[4])
 from parlai_dialeval.scripts.command_line import load_data
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.scripts.analyze_live_chat import config_from_opt, write_outputs
@@ -127,6 +147,20 @@ print(json.dumps({"load": t1 - t0, "analyse": t2 - t1, "write": t3 - t2, "total"
 """
 
 
+def _measure_child(command: list[str], env: dict) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak memory (MiB) of one command, in a process of its own (wait4
+    gives that process's own usage, not the largest child's so far)."""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty command cannot block on it
+        start = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status):
+            errors.seek(0)
+            raise SystemExit(f"{' '.join(command)} failed: {errors.read().decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=100, help="multiple of free run 1's size")
@@ -134,15 +168,18 @@ def main():
     parser.add_argument("--skip-cli", action="store_true", help="measure only the in-process runs")
     parser.add_argument("--detailed-only", action="store_true",
                         help="measure only the detailed (record-by-record) loader, the baseline")
+    parser.add_argument("--before", metavar="DIR",
+                        help="also measure the columnar runs with earlier code: a folder holding its parlai_dialeval "
+                             "(e.g. git archive COMMIT parlai_dialeval | tar -x -C DIR)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = out / f"synthetic_x{args.scale}.jsonl"
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     start = time.perf_counter()
-    sizes = make_study(data, args.scale)
-    print(f"generated {sizes['hits']:,} HITs, {sizes['workers']:,} workers, {sizes['conversations']:,} conversations, "
-          f"{sizes['ratings']:,} ratings ({sizes['bytes'] / 1e6:.0f} MB) in {time.perf_counter() - start:.1f} s")
+    sizes = study(data, args.scale)
+    print(f"study of {sizes['hits']:,} HITs, {sizes['workers']:,} workers, {sizes['conversations']:,} conversations, "
+          f"{sizes['ratings']:,} ratings ({sizes['bytes'] / 1e6:.0f} MB), ready in {time.perf_counter() - start:.1f} s")
 
     cache = out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
@@ -150,8 +187,15 @@ def main():
     print(f"load average before: {os.getloadavg()[0]:.1f} (the machine is shared: wall time above CPU time "
           "means other jobs took the cores)")
     runs = {}
-    for mode in ("detailed",) if args.detailed_only else ("detailed", "columnar, cold cache", "columnar, warm cache"):
-        command = [sys.executable, "-c", IN_PROCESS, str(data), str(out / "in_process"), mode.split(",")[0]]
+    modes = ["detailed"] if args.detailed_only else ["detailed", "columnar, cold cache", "columnar, warm cache"]
+    if args.before and not args.detailed_only:
+        modes[1:1] = ["before: columnar, cold cache", "before: columnar, warm cache"]
+    for mode in modes:
+        before = mode.startswith("before")
+        if "cold" in mode:
+            shutil.rmtree(cache, ignore_errors=True)
+        command = [sys.executable, "-c", IN_PROCESS, str(data), str(out / "in_process"),
+                   mode.removeprefix("before: ").split(",")[0], *([args.before] if before else [])]
         result = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         runs[mode] = numbers = json.loads(result.stdout.strip().splitlines()[-1])
         print(f"{mode}:")
@@ -171,16 +215,14 @@ def main():
     report = out / "in_process" / "report.html"
     print(f"report.html: {report.stat().st_size / 1024:.0f} KB, "
           f"{sum(p.stat().st_size for p in report.parent.glob('*.png')) / 1024:.0f} KB of PNG")
-    if not args.skip_cli:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_live_chat", "--data", str(data),
-                        "--out", str(out / "cli")], check=True, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        print(f"CLI dialeval analyze_live_chat: {wall:.1f} s wall, {cpu:.1f} s CPU, peak memory "
-              f"{after.ru_maxrss / 1024:,.0f} MiB (largest child process so far)")
+    for cache_state in () if args.skip_cli else ("cold", "warm"):
+        if cache_state == "cold":
+            shutil.rmtree(cache, ignore_errors=True)
+        wall, cpu, peak = _measure_child([str(Path(sys.executable).with_name("dialeval")), "analyze_live_chat",
+                                          "--data", str(data), "--out", str(out / "cli")], env)
+        print(f"CLI dialeval analyze_live_chat, {cache_state} cache: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+              f"peak memory {peak:,.0f} MiB")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     for mode, numbers in runs.items():
         ok = numbers["total"] < 10 and numbers["peak_rss_mb"] < 2048
         print(f"target (< 10 s wall, < 2 GB), {mode}:", "met" if ok else "NOT met",

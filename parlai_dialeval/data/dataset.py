@@ -101,9 +101,13 @@ class EvalData:
                 return b
             return a if b.empty else pd.concat([a, b], ignore_index=True)
 
-        return EvalData(self.studies + [s for s in other.studies if s not in self.studies],
-                        cat(self.conversations, other.conversations), cat(self.ratings, other.ratings),
-                        cat(self.comparisons, other.comparisons))
+        if self._conversations.empty or other._conversations.empty:  # turns kept in columns stay there
+            whole = other if self._conversations.empty else self
+            conversations, turns = whole._conversations, whole._turns
+        else:
+            conversations, turns = cat(self.conversations, other.conversations), None
+        return EvalData(self.studies + [s for s in other.studies if s not in self.studies], conversations,
+                        cat(self.ratings, other.ratings), cat(self.comparisons, other.comparisons), turns)
 
     def turns(self, speaker: str | None = None) -> pd.DataFrame:
         """One row per turn (of ``speaker`` only, where given): conversation_id, turn_index, speaker, text,
