@@ -127,11 +127,16 @@ if len(sys.argv) > 4:  # earlier code: its tree first, and the editable install'
     sys.path.insert(0, sys.argv[4])
 from parlai_dialeval.scripts.command_line import load_data
 from parlai_dialeval.analysis import live_chat
+from parlai_dialeval.scripts import analyze_live_chat
 from parlai_dialeval.scripts.analyze_live_chat import config_from_opt, write_outputs
 from parlai_dialeval.data import read_jsonl
 opt = {"data": [sys.argv[1]], "out": sys.argv[2]}
 t0, c0 = time.perf_counter(), time.process_time()
+# as run_analysis does (where it does: earlier code has no import_in_background)
+imports = getattr(analyze_live_chat, "import_in_background", lambda: None)()
 data = read_jsonl(opt["data"], columnar=False) if sys.argv[3] == "detailed" else load_data(opt, log=None)
+if imports is not None:
+    imports.join()
 t1, c1 = time.perf_counter(), time.process_time()
 gc.freeze()  # as run_analysis does
 result = live_chat.analyze(data, config_from_opt(opt))

@@ -56,6 +56,17 @@ def test_plain_turns_stay_in_columns_and_equal_the_dicts(tmp_path):
     assert fast.turns("nobody").empty and list(fast.turns("nobody").columns) == list(table.columns)
 
 
+def test_many_chunks(tmp_path, monkeypatch):
+    """A large file is parsed in blocks, so the turns arrive in many chunks (here about one per record)."""
+    monkeypatch.setattr(columnar, "_BLOCK", 300)
+    path = tmp_path / "data.jsonl"
+    write_jsonl(varied_records(), path)
+    parts = columnar.read_file(path, str(path), use_cache=False)
+    assert parts[2].text.num_chunks > 10
+    for _ in range(2):  # parsed, then from the cache
+        _same_data(path)
+
+
 def test_turns_table_codes_are_conversation_positions(tmp_path):
     """conversation_id is categorical over the conversations' ids: its codes are their positions."""
     path = tmp_path / "data.jsonl"

@@ -10,6 +10,7 @@ Nested values other than plain turns and lists of names are re-read with orjson 
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import hashlib
@@ -29,6 +30,7 @@ from parlai_dialeval.data import schema
 from parlai_dialeval.data.turns import TurnColumns
 
 _CHUNK = 1 << 26  # bytes read at a time to count lines
+_BLOCK = 1 << 24  # bytes pyarrow's JSON reader parses at a time: the table's chunks
 _PROBE = 1 << 16  # bytes hashed at each end of a file for the cache key
 _CACHE_MIN_BYTES = 1 << 23  # smaller files parse in well under a second: not worth a cache entry
 _CACHE_VERSION = "1"
@@ -107,11 +109,14 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
                 return table.replace_schema_metadata(None), int(meta[b"dialeval_lines"])
         except (pa.ArrowException, OSError, KeyError, ValueError):
             pass  # a damaged cache entry: read the source again and rewrite it
-    lines = _count_lines(path)
-    # One thread: on the 2-core machines we measure, a second parsing thread saved little wall time and
-    # cost 0.3 GB more peak memory (each thread's blocks in flight).
-    options = pa_json.ReadOptions(block_size=1 << 24, use_threads=False)
-    table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
+    # One parsing thread: on the 2-core machines we measure, a second one saved little wall time and
+    # cost 0.3 GB more peak memory (each thread's blocks in flight). The lines are counted beside it
+    # (0.5 s on the benchmark's 616 MB; the parser does not hold the GIL).
+    with concurrent.futures.ThreadPoolExecutor(1) as counter:
+        lines = counter.submit(_count_lines, path)
+        options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
+        table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
+        lines = lines.result()
     _return_freed_memory()
     if cached is not None:
         _write_cache(table.replace_schema_metadata({"dialeval_source": identity,
@@ -191,7 +196,7 @@ def _frame(table: pa.Table, mask: pa.ChunkedArray, rows: np.ndarray, path: Path,
             continue  # absent (or null) in every record of this type: filled in as None later
         if column_name == "turns" and _plain_turns(full.type) and _no_nulls_inside(full):
             proven = ("turns",)  # every turn a {speaker, text} of strings: validate.py skips its check
-            turns = TurnColumns.from_list_array(full.combine_chunks(memory_pool=_POOL), rows)
+            turns = TurnColumns.from_list_array(full, rows)
             if not (keep_turns and turns.complete):  # e.g. a conversation without turns: validation names it
                 columns[column_name], turns = pd.Series(turns.lists(), dtype=object), None
             continue
@@ -205,7 +210,7 @@ def _frame(table: pa.Table, mask: pa.ChunkedArray, rows: np.ndarray, path: Path,
         records = dict(zip(wanted.tolist(), _records(path, rows[wanted])))
         for c, valid in nested.items():
             columns[c] = pd.Series([records[i][c] if ok else None for i, ok in enumerate(valid)], dtype=object)
-    columns["_file"] = pa.array([name]).take(np.zeros(len(rows), np.int64)).to_pandas()
+    columns["_file"] = pa.repeat(pa.scalar(name, pa.large_string()), len(rows)).to_pandas()  # pandas' str type
     columns["_line"] = rows + 1
     frame = pd.DataFrame(columns)
     frame.attrs["proven"] = proven

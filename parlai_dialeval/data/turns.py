@@ -14,26 +14,40 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 class TurnColumns:
-    """The turns of each conversation of a frame: conversation ``i`` holds items ``starts[i]:ends[i]``
-    of ``speaker`` (dictionary-encoded: a few names repeat over every turn) and ``text``, or no list at
-    all where ``valid[i]`` is false. ``keys`` is the order of the two keys in the file, kept in the dicts
-    so that they equal (and serialise as) the parsed records."""
+    """The turns of each conversation of a frame, in columns over every item (turn): ``text`` (Arrow
+    strings, in the reader's chunks) and ``codes`` into ``names`` (the speakers: a few names repeat over
+    every turn). Conversation ``i`` holds items ``starts[i]:ends[i]``, or no list at all where
+    ``valid[i]`` is false; the items of one conversation come before those of the next. Items of no
+    conversation (other record types' turns) may lie between. ``keys`` is the order of the two keys
+    in the file, kept in the dicts so that they equal (and serialise as) the parsed records."""
 
-    def __init__(self, speaker: pa.DictionaryArray, text: pa.ChunkedArray, starts: np.ndarray, ends: np.ndarray,
-                 valid: np.ndarray, keys: tuple[str, str] = ("speaker", "text")):
-        self.speaker, self.text, self.keys = speaker, text, keys
+    def __init__(self, text: pa.ChunkedArray, codes: np.ndarray, names: list[str], starts: np.ndarray,
+                 ends: np.ndarray, valid: np.ndarray, keys: tuple[str, str] = ("speaker", "text")):
+        self.text, self.codes, self.names, self.keys = text, codes, names, keys
         self.starts, self.ends, self.valid = starts, ends, valid
 
     @classmethod
-    def from_list_array(cls, column: pa.ListArray, rows: np.ndarray) -> "TurnColumns":
-        """The given rows of a list<struct<speaker, text>> column (other rows, e.g. other record
-        types' null turns, are not copied)."""
-        items = column.values  # every turn, indexed by the offsets as they stand
-        keys = tuple(items.type.field(i).name for i in range(2))
-        offsets = column.offsets.to_numpy()
-        valid = column.is_valid().to_numpy(zero_copy_only=False)[rows]
-        return cls(pc.dictionary_encode(items.field("speaker")), pa.chunked_array([items.field("text")]),
-                   offsets[rows].astype(np.int64), offsets[rows + 1].astype(np.int64), valid, keys)
+    def from_list_array(cls, column: pa.ChunkedArray, rows: np.ndarray) -> "TurnColumns":
+        """The given rows of a list<struct<speaker, text>> column, chunk by chunk (no copy of the texts;
+        other rows, e.g. other record types' null turns, are left out)."""
+        texts, speakers, starts, ends, shift = [], [], [], [], 0
+        for chunk in column.chunks:
+            items = chunk.values  # the chunk's every turn, indexed by its offsets as they stand
+            offsets = chunk.offsets.to_numpy().astype(np.int64) + shift
+            starts.append(offsets[:-1])
+            ends.append(offsets[1:])
+            texts.append(items.field("text"))
+            speakers.append(items.field("speaker"))
+            shift += len(items)
+        item_type = column.type.value_type
+        speakers = pc.dictionary_encode(pa.chunked_array(speakers, item_type.field("speaker").type))
+        speakers = speakers.unify_dictionaries()
+        names = speakers.chunk(0).dictionary.to_pylist() if speakers.num_chunks else []
+        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in speakers.chunks] or [[]])
+        return cls(pa.chunked_array(texts, item_type.field("text").type), codes.astype(np.int32), names,
+                   np.concatenate(starts)[rows], np.concatenate(ends)[rows],
+                   column.is_valid().to_numpy(zero_copy_only=False)[rows],
+                   tuple(item_type.field(i).name for i in range(2)))
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -46,10 +60,9 @@ class TurnColumns:
     def lists(self) -> list:
         """One list of ``{speaker, text}`` dicts per conversation (None where it has no list)."""
         first, second = self.keys
-        names = np.asarray(self.speaker.dictionary.to_pylist(), dtype=object)
-        names = names[self.speaker.indices.to_numpy(zero_copy_only=False)].tolist()  # one object per name
+        speakers = np.asarray(self.names, dtype=object)[self.codes].tolist()  # one object per name
         texts = self.text.to_pylist()
-        pairs = zip(names, texts) if first == "speaker" else zip(texts, names)
+        pairs = zip(speakers, texts) if first == "speaker" else zip(texts, speakers)
         turns = [{first: a, second: b} for a, b in pairs]
         return [turns[start:end] if ok else None
                 for start, end, ok in zip(self.starts.tolist(), self.ends.tolist(), self.valid.tolist())]
@@ -60,14 +73,16 @@ class TurnColumns:
         counts = np.where(self.valid, self.ends - self.starts, 0)
         owner = np.repeat(np.arange(len(counts)), counts)
         turn_index = np.arange(len(owner)) - (np.cumsum(counts) - counts)[owner]
-        items = self.starts[owner] + turn_index
-        codes = self.speaker.indices.to_numpy(zero_copy_only=False)[items]
+        wanted = np.zeros(len(self.codes), bool)
+        wanted[self.starts[owner] + turn_index] = True  # in item order, which is the table's
         if speaker is not None:
-            names = self.speaker.dictionary.to_pylist()
-            keep = codes == (names.index(speaker) if speaker in names else -1)
-            owner, turn_index, items, codes = owner[keep], turn_index[keep], items[keep], codes[keep]
-        return _table(ids, owner, turn_index, self.speaker.dictionary.take(pa.array(codes)).to_pandas(),
-                      self.text.take(pa.array(items)).to_pandas(), pd.Series([None] * len(owner), dtype=object))
+            code = self.names.index(speaker) if speaker in self.names else -1
+            said = self.codes[wanted] == code
+            owner, turn_index = owner[said], turn_index[said]
+            wanted &= self.codes == code
+        speakers = pd.array(self.names, dtype="str").take(self.codes[wanted])
+        return _table(ids, owner, turn_index, pd.Series(speakers), self.text.filter(pa.array(wanted)).to_pandas(),
+                      pd.Series([None] * len(owner), dtype=object))
 
     @staticmethod
     def concat(parts: list["TurnColumns"]) -> "TurnColumns | None":
@@ -77,10 +92,11 @@ class TurnColumns:
             return parts[0]
         if len({p.keys for p in parts}) > 1:
             return None
-        shifts = np.cumsum([0] + [len(p.text) for p in parts[:-1]])
-        speakers = pa.chunked_array([p.speaker for p in parts]).unify_dictionaries()
-        return TurnColumns(speakers.combine_chunks(),
-                           pa.chunked_array([c for p in parts for c in p.text.chunks], parts[0].text.type),
+        names = list(dict.fromkeys(n for p in parts for n in p.names))
+        codes = [np.array([names.index(n) for n in p.names], dtype=np.int32)[p.codes] for p in parts]
+        shifts = np.cumsum([0] + [len(p.codes) for p in parts[:-1]])
+        return TurnColumns(pa.chunked_array([c for p in parts for c in p.text.chunks], parts[0].text.type),
+                           np.concatenate(codes), names,
                            np.concatenate([p.starts + s for p, s in zip(parts, shifts)]),
                            np.concatenate([p.ends + s for p, s in zip(parts, shifts)]),
                            np.concatenate([p.valid for p in parts]), parts[0].keys)

@@ -24,8 +24,9 @@ def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
     frame, _, unfinished = finished_only(frame, pd.DataFrame(), conversations)
     left_out.update(unfinished)
     columns = ["worker_id", "conversation_id", "model", "criterion", "value"]
-    out = pd.DataFrame({c: frame[c].to_numpy() for c in columns})
-    out["assignment_id"] = frame["assignment_id"].to_numpy() if "assignment_id" in frame else None
+    # .array, not .to_numpy(): Arrow-backed strings stay in Arrow (no Python object per value and back)
+    out = pd.DataFrame({c: frame[c].array for c in columns})
+    out["assignment_id"] = frame["assignment_id"].array if "assignment_id" in frame else None
     out["value"] = pd.to_numeric(out["value"]).astype(float)
     for column in ("worker_id", "conversation_id", "model", "criterion"):
         out[column] = out[column].astype(str)
