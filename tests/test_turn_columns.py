@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import orjson
 import pandas as pd
 import pytest
 
 from parlai_dialeval.analysis import live_chat
+from parlai_dialeval.analysis.live_chat import descriptive
 from parlai_dialeval.data import columnar, read_jsonl, write_jsonl
 from parlai_dialeval.data.turns import TurnColumns
 from parlai_dialeval.errors import DataError
@@ -200,3 +202,25 @@ def test_real_study_through_both_loaders(shared_data, tmp_path):
     assert texts.tolist() == [t["text"] for turns in imported.conversations["turns"] for t in turns
                               if t["speaker"] == "human"]
     assert json.loads(path.read_text().splitlines()[1])["type"] == "conversation"
+
+
+def test_word_counts_equal_str_split():
+    """Table 12's words are Python's whitespace tokens; the byte-level count must agree on every kind of
+    space (ASCII ones, the file separators str.split also takes, and Unicode ones), on empty texts and on
+    texts split over several slices."""
+    rng = np.random.default_rng(1)
+    alphabet = [" ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1f", "a", "b", "é", "\u3000", "\xa0", "\x85",
+                "z", "\u200b", "x"]
+    texts = ["".join(rng.choice(alphabet, rng.integers(0, 12))) for _ in range(5000)] + ["", " ", "a", " a b "]
+    series = pd.Series(texts, dtype="str")
+    expected = np.array([len(t.split()) for t in texts])
+    assert (descriptive.word_counts(series) == expected).all()
+    assert (descriptive.word_counts(series.iloc[7:4000:3]) == expected[7:4000:3]).all()  # a view into the buffer
+    assert descriptive.word_counts(series.iloc[:0]).tolist() == []
+    assert descriptive.word_counts(pd.Series(["a b\x1cc", "d\u3000e f"], dtype="str")).tolist() == [3, 3]
+
+
+def test_word_counts_over_several_slices(monkeypatch):
+    monkeypatch.setattr(descriptive, "_SLICE", 7)
+    texts = [" ".join(["w"] * (i % 5)) + " " * (i % 3) for i in range(50)]
+    assert descriptive.word_counts(pd.Series(texts, dtype="str")).tolist() == [len(t.split()) for t in texts]

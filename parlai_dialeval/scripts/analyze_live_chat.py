@@ -133,8 +133,12 @@ def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float
     if len(significance) and significance["p_value"].isna().all():
         report.warn("No pairwise test was possible (a model needs at least one passing conversation on each side).")
     elif len(significance) and result.settings.config.sig_test == "mannwhitney":
-        # the smallest one-sided Mann-Whitney p with n_a and n_b values is 1 / C(n_a + n_b, n_a)
-        floor = np.array([1 / math.comb(a + b, a) for a, b in zip(significance["n_a"], significance["n_b"])])
+        # the smallest one-sided Mann-Whitney p with n_a and n_b values is 1 / C(n_a + n_b, n_a). As
+        # C >= 2 ** min(n_a, n_b), a pair with more values on both sides can reach the threshold, and C is
+        # computed (exactly) only otherwise: with thousands of conversations it has thousands of digits.
+        sizes = list(zip(significance["n_a"], significance["n_b"]))
+        few = math.inf if sig_threshold <= 0 else math.log2(1 / sig_threshold)
+        floor = np.array([1 / math.comb(a + b, a) if min(a, b) <= few else 0.0 for a, b in sizes])
         if (floor >= sig_threshold).all():
             report.warn(f"With so few conversations no pair can reach p < {sig_threshold:g}: the smallest possible "
                         f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from parlai_dialeval.analysis.live_chat.settings import HUMAN, Settings
 
@@ -71,7 +73,7 @@ def input_lengths(conversations: pd.DataFrame, turns: pd.DataFrame, passed_worke
         return None
     owner = owner[owner >= 0]
     chars = texts.str.len().to_numpy(dtype=np.int64)  # code points, as Python's len
-    words = np.fromiter(map(len, map(str.split, texts.tolist())), dtype=np.int64, count=len(texts))
+    words = word_counts(texts)
     n = len(conversations)
     has_input = np.bincount(owner, minlength=n) > 0
     chars_conv = np.bincount(owner, weights=chars, minlength=n)
@@ -87,6 +89,43 @@ def input_lengths(conversations: pd.DataFrame, turns: pd.DataFrame, passed_worke
                      "median_words_per_input": _median(words[inputs]),
                      "median_words_per_conversation": _median(words_conv[conv])})
     return pd.DataFrame(rows)
+
+
+# str.split's whitespace among the one-byte (ASCII) characters
+_ASCII_SPACE = np.array([chr(byte).isspace() for byte in range(256)]) & (np.arange(256) < 128)
+_SLICE = 1 << 20  # texts counted at a time: bounds the per-byte temporaries (about 80 MB)
+
+
+def word_counts(texts: pd.Series) -> np.ndarray:
+    """``len(text.split())`` for each text. ASCII texts are counted on their UTF-8 bytes with numpy (a word
+    starts at a non-space byte that begins the text or follows a space); the others by ``str.split``
+    itself (Unicode has more spaces). ``str.split`` on every text took 0.5 s for the benchmark's 1.8 M
+    worker inputs; no library counts Python's whitespace tokens in bulk."""
+    counts = []
+    texts = pa.chunked_array(pa.array(texts.array, type=pa.large_string()))
+    for chunk in texts.chunks:
+        for begin in range(0, len(chunk), _SLICE):
+            counts.append(_ascii_word_counts(chunk.slice(begin, _SLICE)))
+    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    other = np.flatnonzero(~pc.string_is_ascii(texts).to_numpy(zero_copy_only=False))
+    counts[other] = [len(text.split()) for text in texts.take(pa.array(other)).to_pylist()]
+    return counts
+
+
+def _ascii_word_counts(chunk: pa.LargeStringArray) -> np.ndarray:
+    offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset: chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(chunk.buffers()[2], np.uint8) if offsets[-1] > offsets[0] else np.zeros(0, np.uint8)
+    space = _ASCII_SPACE[data[offsets[0]:offsets[-1]]]
+    bounds = offsets - offsets[0]
+    start = ~space
+    start[1:] &= space[:-1]
+    filled = bounds[:-1] < bounds[1:]
+    firsts = bounds[:-1][filled]  # each non-empty text's first byte, whatever byte precedes it
+    start[firsts] = ~space[firsts]
+    counts = np.zeros(len(chunk), np.int64)
+    if len(firsts):  # the non-empty texts lie end to end: one sum from each first byte to the next
+        counts[filled] = np.add.reduceat(start, firsts, dtype=np.int64)
+    return counts
 
 
 def _median(values: np.ndarray) -> float:
