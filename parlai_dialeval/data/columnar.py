@@ -114,7 +114,7 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
     # (0.5 s on the benchmark's 616 MB; the parser does not hold the GIL).
     with concurrent.futures.ThreadPoolExecutor(1) as counter:
         lines = counter.submit(_count_lines, path)
-        options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=True)
+        options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
         table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
         lines = lines.result()
     _return_freed_memory()
