@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 
-from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES, STATEMENTS
+from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES
 from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
 
 TASK_TYPE = "live_chat_da"
 TOPIC_MISSING = "Please enter a topic and say how you feel about it."
 RATING_MISSING = "Please move every slider."
-FINISHED = ("complete", "failed")  # a conversation in these states is over for good
+OVER = ("complete", "failed")  # a conversation in these states is over for good
 
 
 def plan_hit(pool, num_slots: int) -> list[str]:
@@ -58,8 +58,8 @@ class LiveChatSession:
         now = time.time()
         record = {"dialeval_task": TASK_TYPE, "version": 1, "started": now, "ended": None, "last_event": now,
                   "qc_models": list(qc_models), "ice_breaker": ice_breaker, "min_inputs": min_inputs,
-                  "feedback": None, "finished": False,
-                  "conversations": [new_conversation(slot, name, name in qc_models) for slot, name in enumerate(models)]}
+                  "feedback": None, "finished": False, "conversations": [
+                      new_conversation(slot, name, name in qc_models) for slot, name in enumerate(models)]}
         return cls(record, min_inputs)
 
     @classmethod
@@ -71,18 +71,19 @@ class LiveChatSession:
         record.setdefault("restarted", [])
         conversations = record["conversations"]
         for conv in conversations:
-            if conv["status"] in (*FINISHED, "rating"):
+            if conv["status"] in (*OVER, "rating"):
                 continue
             if conv["turns"]:
                 record["restarted"].append({**conv, "status": "incomplete"})
             conversations[conv["slot"]] = new_conversation(conv["slot"], conv["model"], conv["qc"])
-        waiting = [conv["slot"] for conv in conversations if conv["status"] not in FINISHED]
+        waiting = [conv["slot"] for conv in conversations if conv["status"] not in OVER]
         last = len(conversations) - 1
         if record.get("finished"):
             return cls(record, min_inputs, last, "done")
         if not waiting:
             return cls(record, min_inputs, last, "feedback")
-        return cls(record, min_inputs, waiting[0], "rate" if conversations[waiting[0]]["status"] == "rating" else "topic")
+        slot = waiting[0]
+        return cls(record, min_inputs, slot, "rate" if conversations[slot]["status"] == "rating" else "topic")
 
     # ---------------------------------------------------------------- what the page shows
     @property
@@ -189,7 +190,7 @@ class LiveChatSession:
 
     def stop(self) -> list[str]:
         """The HIT ends: conversations neither rated nor failed become ``incomplete``; returns their models."""
-        unfinished = [conv for conv in self.record["conversations"] if conv["status"] not in FINISHED]
+        unfinished = [conv for conv in self.record["conversations"] if conv["status"] not in OVER]
         for conv in unfinished:
             conv["status"] = "incomplete"
         return [conv["model"] for conv in unfinished]
