@@ -3,11 +3,14 @@ naive per-utterance loop (one ``model(ids, labels=ids)`` per follow-up, batch si
 items in one run. The model has DialoGPT-small's shape (GPT-2, 12 layers, 768 wide, 50,257-token
 output layer) with random weights and a byte-level BPE trained on the FED dataset (no downloads).
 
-    .venv/bin/python benchmarks/bench_fed.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3]
+    .venv/bin/python benchmarks/bench_fed.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3] [--naive-packed]
 
 Each variant runs in its own process so its peak memory (max RSS) is its own; the script prints
-seconds, items per second and tokens fed to the model per level, peak memory, the speed-up and the
-largest score difference.
+seconds, items per second and tokens fed to the model per level, the linear layers' GFLOP/s (set
+against the machine's fp32 GEMM GFLOP/s at the model's shapes, measured first, through MKL as
+torch's matmul calls it and through oneDNN as FedScorer does), peak memory, the speed-up and the
+largest score difference. ``--naive-packed`` also times the naive loop with FedScorer's oneDNN
+layers, to show how much of the speed-up is the kernels rather than the work saved.
 """
 from __future__ import annotations
 
@@ -71,8 +74,12 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
 
     torch.set_num_threads(threads)
     items = json.loads(Path(items_path).read_text())
-    if variant == "naive":
+    if variant in ("naive", "naive_packed"):
         model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+        if variant == "naive_packed":
+            from parlai_dialeval.metrics.fed_lm import pack_linear_layers
+
+            pack_linear_layers(model)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         followups = load_followups()
         qualities = select_qualities(followups)
@@ -83,7 +90,7 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
     loaded_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = {"loaded_rss_mib": loaded_rss / 1024}
     tokens = []  # tokens fed to the model (padding included): the work both variants do
-    model = model if variant == "naive" else scorer.model
+    model = scorer.model if variant == "fed" else model
     model.register_forward_pre_hook(
         lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
         with_kwargs=True)
@@ -104,7 +111,9 @@ def main() -> None:
     parser.add_argument("--turn", type=int, default=10)
     parser.add_argument("--dialog", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--variant", choices=("naive", "fed"), help=argparse.SUPPRESS)
+    parser.add_argument("--naive-packed", action="store_true",
+                        help="also time the naive loop with FedScorer's oneDNN linear layers")
+    parser.add_argument("--variant", choices=("naive", "naive_packed", "fed"), help=argparse.SUPPRESS)
     parser.add_argument("--paths", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
@@ -114,19 +123,21 @@ def main() -> None:
     from tiny_lm import build_gpt2
 
     items = load_items(Path(args.fed), args.turn, args.dialog)
+    load_start = os.getloadavg()[0]
+    peak = gemm_gflops(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         build_gpt2(Path(tmp) / "model", texts=_training_texts(Path(args.fed)), n_layer=12, n_embd=768,
                    n_head=12, n_positions=1024, vocab_size=50257, tokenizer_vocab=8000)
         items_path = Path(tmp) / "items.json"
         items_path.write_text(json.dumps(items))
-        results, load_start = {}, os.getloadavg()[0]
-        for variant in ("fed", "naive"):
+        results = {}
+        for variant in ("fed", "naive") + (("naive_packed",) if args.naive_packed else ()):
             out = Path(tmp) / f"{variant}.json"
             subprocess.run([sys.executable, __file__, "--variant", variant, "--threads", str(args.threads),
                             "--paths", str(Path(tmp) / "model"), str(items_path), str(out)],
                            check=True, env=dict(os.environ, TQDM_DISABLE="1"))
             results[variant] = json.loads(out.read_text())
-    print(_report(results, items))
+    print(_report(results, items, peak))
     print(f"load average (1 min) at start / end: {load_start:.1f} / {os.getloadavg()[0]:.1f}")
 
 
@@ -135,26 +146,63 @@ def _training_texts(fed_path: Path) -> list[str]:
     return [item["context"] + "\n" + item.get("response", "") for item in data]
 
 
-def _report(results, items) -> str:
-    fed, naive = results["fed"], results["naive"]
-    worst = max(abs(a[q] - b[q]) for level in ("turn", "dialog")
-                for a, b in zip(fed[f"{level}_scores"], naive[f"{level}_scores"]) for q in a)
-    lines = ["variant  level   items  seconds  items/s   tokens  CPU s"]
-    for name, res in (("naive", naive), ("fed", fed)):
+# The benchmark model: GPT-2, 12 layers, 768 wide, 50,257-token output layer.
+LAYERS, WIDTH, VOCAB = 12, 768, 50257
+# Multiply-adds of one token in the linear layers: per layer attention's 3d + d and the MLP's 4d + 4d
+# outputs of d inputs each (12 d^2), then the output layer. Attention scores are left out (a few %).
+LINEAR_MACS = LAYERS * 12 * WIDTH ** 2 + WIDTH * VOCAB
+
+
+def gemm_gflops(threads: int, rows: int = 256) -> dict[str, float]:
+    """fp32 GFLOP/s of the model's linear layers at ``rows`` tokens: torch's matmul (MKL) and oneDNN."""
+    import torch
+
+    from parlai_dialeval.metrics.fed_lm import PackedLinear
+
+    torch.set_num_threads(threads)
+    shapes = [(WIDTH, 3 * WIDTH), (WIDTH, WIDTH), (WIDTH, 4 * WIDTH), (4 * WIDTH, WIDTH), (WIDTH, VOCAB)]
+    calls = {"mkl": [], "onednn": []}
+    for n_in, n_out in shapes:
+        x, layer = torch.randn(rows, n_in), torch.nn.Linear(n_in, n_out)
+        calls["mkl"].append(lambda x=x, layer=layer: layer(x))
+        if torch.backends.mkldnn.is_available():
+            calls["onednn"].append(lambda x=x, packed=PackedLinear(layer.weight, layer.bias): packed(x))
+    flops = 2 * rows * sum(n_in * n_out for n_in, n_out in shapes)
+    result = {}
+    with torch.inference_mode():
+        for name, fns in calls.items():
+            if fns:
+                for fn in fns:
+                    fn()
+                start = time.perf_counter()
+                for _ in range(3):
+                    for fn in fns:
+                        fn()
+                result[name] = 3 * flops / (time.perf_counter() - start) / 1e9
+    return result
+
+
+def _report(results, items, peak) -> str:
+    fed = results["fed"]
+    worst = max(abs(a[q] - b[q]) for level in ("turn", "dialog") for res in results.values() if res is not fed
+                for a, b in zip(fed[f"{level}_scores"], res[f"{level}_scores"]) for q in a)
+    lines = [f"fp32 GEMM at the model's shapes, 256 rows: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()),
+             "variant      level   items  seconds  items/s   tokens  CPU s  linear GFLOP  GFLOP/s"]
+    for name, res in results.items():
         for level in ("turn", "dialog"):
-            n, sec = len(items[level]), res[f"{level}_seconds"]
-            lines.append(f"{name:8} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {res[f'{level}_tokens']:8d} "
-                         f"{res[f'{level}_cpu']:7.2f}")
-        lines.append(f"{name:8} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
+            n, sec, tokens = len(items[level]), res[f"{level}_seconds"], res[f"{level}_tokens"]
+            gflop = 2 * LINEAR_MACS * tokens / 1e9
+            lines.append(f"{name:12} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {tokens:8d} "
+                         f"{res[f'{level}_cpu']:7.2f} {gflop:12.0f} {gflop / sec:8.0f}")
+        lines.append(f"{name:12} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
                      f"{res['loaded_rss_mib']:.0f} MiB)")
-    total = {k: res["turn_seconds"] + res["dialog_seconds"] for k, res in results.items()}
-    lines.append(f"speed-up (naive / fed, all items): {total['naive'] / total['fed']:.1f}x "
-                 f"(turn {naive['turn_seconds'] / fed['turn_seconds']:.1f}x, "
-                 f"dialog {naive['dialog_seconds'] / fed['dialog_seconds']:.1f}x)")
-    # Process CPU time (both threads) moves less than wall time when other jobs share the cores.
-    cpu = {k: res["turn_cpu"] + res["dialog_cpu"] for k, res in results.items()}
-    lines.append(f"CPU-time ratio (naive / fed): {cpu['naive'] / cpu['fed']:.1f}x "
-                 f"(turn {naive['turn_cpu'] / fed['turn_cpu']:.1f}x, dialog {naive['dialog_cpu'] / fed['dialog_cpu']:.1f}x)")
+    for base in (name for name in results if name != "fed"):
+        # Process CPU time (both threads) moves less than wall time when other jobs share the cores.
+        for label, key in (("speed-up", "seconds"), ("CPU-time ratio", "cpu")):
+            ratio = {level: results[base][f"{level}_{key}"] / fed[f"{level}_{key}"] for level in ("turn", "dialog")}
+            total = sum(results[base][f"{level}_{key}"] for level in ratio) / sum(fed[f"{level}_{key}"] for level in ratio)
+            lines.append(f"{label} ({base} / fed, all items): {total:.1f}x "
+                         f"(turn {ratio['turn']:.1f}x, dialog {ratio['dialog']:.1f}x)")
     lines.append(f"largest |score difference|: {worst:.2e} (must be <= 1e-4)")
     return "\n".join(lines)
 
