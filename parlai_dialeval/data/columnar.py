@@ -56,7 +56,10 @@ def read_file(path: Path, name: str, use_cache: bool = True):
     conversations' turns as ``TurnColumns`` where every conversation has a list of plain turns (the frame
     then has no ``turns`` column: see data/turns.py), else None."""
     try:
-        return _convert(*_load_table(path, use_cache), path, name)  # the table is freed on return
+        # a thread beside the main work counts the lines during the parse and writes the cache during the
+        # conversion (neither the parser nor the writer holds the GIL for long)
+        with concurrent.futures.ThreadPoolExecutor(1) as beside:
+            return _convert(*_load_table(path, use_cache, beside), path, name)  # the table is freed on return
     except (Unsupported, pa.ArrowException, OSError, ValueError, KeyError):
         return None  # ValueError covers orjson's and UTF-8 decoding errors
     finally:
@@ -92,7 +95,7 @@ def _identity(path: Path) -> tuple[Path, bytes]:
     return cache_folder() / f"{name}.arrow", digest.hexdigest().encode()
 
 
-def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
+def _load_table(path: Path, use_cache: bool, beside: concurrent.futures.Executor) -> tuple[pa.Table, int]:
     """The file's table and its line count, from the cache where it still matches the file.
 
     The cache is Arrow IPC (lz4) rather than Parquet: it reads back about ten times faster here
@@ -109,18 +112,18 @@ def _load_table(path: Path, use_cache: bool) -> tuple[pa.Table, int]:
                 return table.replace_schema_metadata(None), int(meta[b"dialeval_lines"])
         except (pa.ArrowException, OSError, KeyError, ValueError):
             pass  # a damaged cache entry: read the source again and rewrite it
-    # One parsing thread: on the 2-core machines we measure, a second one saved little wall time and
-    # cost 0.3 GB more peak memory (each thread's blocks in flight). The lines are counted beside it
-    # (0.5 s on the benchmark's 616 MB; the parser does not hold the GIL).
-    with concurrent.futures.ThreadPoolExecutor(1) as counter:
-        lines = counter.submit(_count_lines, path)
-        options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
-        table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
-        lines = lines.result()
+    # One parsing thread: on the 2-core machines we measure, the second core counts the lines (0.5 s on
+    # the benchmark's 616 MB) and imports the analysis's libraries meanwhile. A second parsing thread
+    # (parse alone: 1.9 s instead of 3.2 s on idle cores) would compete with those for the cores, and it
+    # raised the load's peak memory by 0.3 GB (each thread's blocks in flight).
+    lines = beside.submit(_count_lines, path)
+    options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
+    table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
+    lines = lines.result()
     _return_freed_memory()
     if cached is not None:
-        _write_cache(table.replace_schema_metadata({"dialeval_source": identity,
-                                                    "dialeval_lines": str(lines)}), cached)
+        beside.submit(_write_cache, table.replace_schema_metadata({"dialeval_source": identity,
+                                                                   "dialeval_lines": str(lines)}), cached)
     return table, lines
 
 
