@@ -143,9 +143,9 @@ def _check_rating_values(frame: pd.DataFrame) -> None:
     with np.errstate(invalid="ignore"):
         _fail(frame, low > high, "scale_min is above scale_max", field="scale_min",
               expected="scale_min <= scale_max", value_column="scale_min")
-    scale = frame["scale"].to_numpy()
+    codes, names = pd.factorize(frame["scale"])  # a few names over millions of rows: no object per row
     for name, rule in schema.SCALES.items():
-        rows = scale == name
+        rows = codes == (names.get_loc(name) if name in names else -2)
         if rows.any():
             _check_scale(frame, rows, name, rule, value, low, high, recorded["reference_value"])
 

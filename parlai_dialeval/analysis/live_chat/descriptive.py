@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parlai_dialeval.analysis.live_chat.prepare import is_in
 from parlai_dialeval.analysis.live_chat.settings import HUMAN, Settings
 
 
@@ -19,7 +20,7 @@ def durations(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame:
         per_hit = frame.groupby("assignment_id").agg(worker_id=("worker_id", "first"),
                                                      seconds=("assignment_duration", "first"),
                                                      conversations=("id", "size")).dropna(subset=["seconds"])
-        per_hit["passed"] = per_hit["worker_id"].isin(passed_workers)
+        per_hit["passed"] = is_in(per_hit["worker_id"], passed_workers)
         per_hit["per_conversation"] = per_hit["seconds"] / per_hit["conversations"]
         for label, sub in (("passed", per_hit[per_hit["passed"]]), ("failed", per_hit[~per_hit["passed"]]),
                            ("all", per_hit)):
@@ -29,7 +30,7 @@ def durations(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     if "duration" in frame.columns and frame["duration"].notna().any():
         measured = frame.dropna(subset=["duration"])
-        passed = measured["worker_id"].isin(passed_workers)
+        passed = is_in(measured["worker_id"], passed_workers)
         values = {"passed": measured.loc[passed, "duration"], "failed": measured.loc[~passed, "duration"],
                   "all": measured["duration"]}
         column = {k: (v.astype(float).mean() / 60 if len(v) else np.nan) for k, v in values.items()}
@@ -45,7 +46,7 @@ def topic_attitudes(conversations: pd.DataFrame, passed_workers: set) -> pd.Data
     if "topic_attitude" not in conversations.columns or conversations["topic_attitude"].isna().all():
         return None
     frame = conversations.dropna(subset=["topic_attitude"])
-    outcome = np.where(frame["worker_id"].isin(passed_workers), "passed", "failed")
+    outcome = np.where(is_in(frame["worker_id"], passed_workers), "passed", "failed")
     table = pd.crosstab(frame["topic_attitude"], pd.Series(outcome, index=frame.index, name="workers"),
                         normalize="columns") * 100
     wanted = [a for a in ("like", "ambivalent", "dislike") if a in table.index]
@@ -78,7 +79,7 @@ def input_lengths(conversations: pd.DataFrame, turns: pd.DataFrame, passed_worke
     has_input = np.bincount(owner, minlength=n) > 0
     chars_conv = np.bincount(owner, weights=chars, minlength=n)
     words_conv = np.bincount(owner, weights=words, minlength=n)
-    passed_conv = conversations["worker_id"].isin(passed_workers).to_numpy()
+    passed_conv = is_in(conversations["worker_id"], passed_workers)
     rows = []
     for label, mask in (("passed", passed_conv), ("failed", ~passed_conv), ("all", np.ones(n, bool))):
         conv = mask & has_input

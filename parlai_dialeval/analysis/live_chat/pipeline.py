@@ -7,7 +7,7 @@ import pandas as pd
 
 from parlai_dialeval.analysis.live_chat.descriptive import (conversation_meta, durations, input_lengths, make_table1,
                                                             summarise, topic_attitudes)
-from parlai_dialeval.analysis.live_chat.prepare import add_z, prepare_ratings
+from parlai_dialeval.analysis.live_chat.prepare import add_z, is_in, prepare_ratings
 from parlai_dialeval.analysis.live_chat.settings import (HUMAN, LiveChatConfig, LiveChatResult, Settings,
                                                          resolve_settings, select_study)
 from parlai_dialeval.analysis.live_chat.steps import (conversation_scores, criteria_correlations, overall_intervals,
@@ -57,7 +57,7 @@ def check_workers(data, config: LiveChatConfig | None = None) -> CheckedWorkers:
         if item.get("worker_id"):
             empty_hits[item["worker_id"]] = empty_hits.get(item["worker_id"], 0) + 1
     workers = quality_control(frame, settings, empty_hits)
-    frame["passed"] = frame["worker_id"].isin(set(workers.loc[workers["passed"], "worker_id"]))
+    frame["passed"] = is_in(frame["worker_id"], workers.loc[workers["passed"], "worker_id"])
     return CheckedWorkers(settings, record, conversations, frame, workers, empty, notes)
 
 
@@ -67,7 +67,7 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     settings, frame, workers, notes = checked.settings, checked.frame, checked.workers, checked.notes
     passed_workers = set(workers.loc[workers["passed"], "worker_id"])
     conv = conversation_scores(frame, settings.qc_models)
-    conv["passed"] = conv["worker_id"].isin(passed_workers)
+    conv["passed"] = is_in(conv["worker_id"], passed_workers)
 
     genuine = frame[frame["passed"] & ~frame["model"].isin(settings.qc_models)]
     scores = system_scores(genuine, "z", settings.criteria, config.order)

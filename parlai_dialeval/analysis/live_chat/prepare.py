@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.live_chat.settings import Settings
@@ -42,6 +44,15 @@ def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
     out["assignment_id"] = out["assignment_id"].astype(str)
     out["x"] = reverse(out["value"].to_numpy(), out["criterion"].to_numpy(), settings)
     return out, left_out
+
+
+def is_in(column: pd.Series, values) -> np.ndarray:
+    """``column.isin(values)`` as a bool array: one pyarrow call for Arrow-backed strings, where pandas
+    makes a pyarrow scalar of each value first (25 ms a call for the benchmark's 17,500 passing workers)."""
+    if not isinstance(column.array, pd.arrays.ArrowStringArray):
+        return column.isin(values).to_numpy(dtype=bool)
+    wanted = pa.array([v for v in values if isinstance(v, str)], type=pa.large_string())
+    return pc.is_in(pa.array(column.array), value_set=wanted).to_numpy(zero_copy_only=False)
 
 
 def reverse(values: np.ndarray, criteria: np.ndarray, settings: Settings) -> np.ndarray:

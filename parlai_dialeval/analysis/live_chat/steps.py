@@ -7,7 +7,7 @@ import pandas as pd
 
 from parlai_dialeval.analysis.intervals import mean_intervals
 from parlai_dialeval.analysis.live_chat.engine import grouped_test, two_sample_p
-from parlai_dialeval.analysis.live_chat.prepare import group_sd
+from parlai_dialeval.analysis.live_chat.prepare import group_sd, is_in
 from parlai_dialeval.analysis.live_chat.settings import Settings
 from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION, adjust
 from parlai_dialeval.errors import DialevalError
@@ -151,7 +151,7 @@ def rater_agreement(conversations: pd.DataFrame, passed_workers: set, by: str = 
     worker = frame["worker_id"].to_numpy()[offset]
     hit = pd.DataFrame({"key": key.ravel(), "worker_id": worker, "width": width, "offset": offset},
                        index=assignments)
-    hit["passed"] = hit["worker_id"].isin(passed_workers)
+    hit["passed"] = is_in(hit["worker_id"], passed_workers)
     values = frame["overall_z"].to_numpy()
     result = {"by": by, "sampled": False}
     rng = np.random.default_rng(seed)
