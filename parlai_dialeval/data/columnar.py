@@ -29,7 +29,7 @@ import pyarrow.ipc as pa_ipc
 from parlai_dialeval.data import schema
 from parlai_dialeval.data.turns import TurnColumns
 
-_CHUNK = 1 << 26  # bytes read at a time to count lines
+_CHUNK = 1 << 24  # bytes read at a time to count lines
 _BLOCK = 1 << 24  # bytes pyarrow's JSON reader parses at a time: the table's chunks
 _PROBE = 1 << 16  # bytes hashed at each end of a file for the cache key
 _CACHE_MIN_BYTES = 1 << 23  # smaller files parse in well under a second: not worth a cache entry
@@ -68,17 +68,16 @@ def read_file(path: Path, name: str, use_cache: bool = True):
 
 def _count_lines(path: Path) -> int:
     """Lines in the file, a last line without a newline included."""
-    count, last = 0, b""
-    with open(path, "rb") as handle:
-        if handle.read(3) == b"\xef\xbb\xbf":  # orjson refuses a byte order mark; pyarrow skips it
-            raise Unsupported("byte order mark")
-        handle.seek(0)
-        while chunk := handle.read(_CHUNK):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    if not last:
+    count, last, chunk = 0, None, bytearray(_CHUNK)  # one buffer refilled: half the time of fresh ones
+    with open(path, "rb", buffering=0) as handle:
+        while size := handle.readinto(chunk):
+            if last is None and chunk[:3] == b"\xef\xbb\xbf":  # orjson refuses a byte order mark; pyarrow skips it
+                raise Unsupported("byte order mark")
+            count += chunk.count(b"\n", 0, size)
+            last = chunk[size - 1]
+    if last is None:
         raise Unsupported("empty file")
-    return count + (last != b"\n")
+    return count + (last != ord("\n"))
 
 
 def _identity(path: Path) -> tuple[Path, bytes]:
