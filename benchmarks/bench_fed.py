@@ -3,9 +3,12 @@ naive per-utterance loop (one ``model(ids, labels=ids)`` per follow-up, batch si
 items in one run. The model has DialoGPT-small's shape (GPT-2, 12 layers, 768 wide, 50,257-token
 output layer) with random weights and a byte-level BPE trained on the FED dataset (no downloads).
 
-    .venv/bin/python benchmarks/bench_fed.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3] [--naive-packed]
+    .venv/bin/python benchmarks/bench_fed.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3] [--repeat 3]
+        [--naive-packed]
 
-Each variant runs in its own process so its peak memory (max RSS) is its own; the script prints
+Each variant runs in its own process so its peak memory (max RSS) is its own. FedScorer scores each
+level ``--repeat`` times and its median is compared (its few seconds are easily hit by a burst of other
+jobs on a shared machine; the naive loop's minutes average them out); the script prints
 seconds, items per second and tokens fed to the model per level, the linear layers' GFLOP/s (set
 against the machine's fp32 GEMM GFLOP/s at the model's shapes, measured first, through MKL as
 torch's matmul calls it and through oneDNN as FedScorer does), peak memory, the speed-up and the
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,7 +70,7 @@ def naive_scores(model, tokenizer, conversations, followups, qualities):
     return out
 
 
-def run_variant(variant: str, model_path: str, items_path: str, out_path: str, threads: int) -> None:
+def run_variant(variant: str, model_path: str, items_path: str, out_path: str, threads: int, repeat: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -86,7 +90,10 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
         score = lambda convs: naive_scores(model, tokenizer, convs, followups, qualities)  # noqa: E731
     else:
         scorer = FedScorer(model_path, mode="reference", device="cpu", batch_size=16)
-        score = scorer.score
+
+        def score(convs):
+            scorer.cache.clear()  # every repetition scores from scratch
+            return scorer.score(convs)
     loaded_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = {"loaded_rss_mib": loaded_rss / 1024}
     tokens = []  # tokens fed to the model (padding included): the work both variants do
@@ -95,12 +102,16 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
         lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
         with_kwargs=True)
     for level in ("turn", "dialog"):
-        start, cpu = time.perf_counter(), time.process_time()
-        result[f"{level}_scores"] = score(items[level])
-        result[f"{level}_seconds"] = time.perf_counter() - start
-        result[f"{level}_cpu"] = time.process_time() - cpu
+        runs = []
+        for _ in range(repeat if variant == "fed" else 1):
+            tokens.clear()
+            start, cpu = time.perf_counter(), time.process_time()
+            result[f"{level}_scores"] = score(items[level])
+            runs.append((time.perf_counter() - start, time.process_time() - cpu))
+        result[f"{level}_runs"] = runs
+        result[f"{level}_seconds"] = statistics.median(wall for wall, _ in runs)
+        result[f"{level}_cpu"] = statistics.median(cpu for _, cpu in runs)
         result[f"{level}_tokens"] = sum(tokens)
-        tokens.clear()
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(out_path).write_text(json.dumps(result))
 
@@ -111,13 +122,15 @@ def main() -> None:
     parser.add_argument("--turn", type=int, default=10)
     parser.add_argument("--dialog", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="FedScorer's repetitions per level (the median is compared; the naive loop runs once)")
     parser.add_argument("--naive-packed", action="store_true",
                         help="also time the naive loop with FedScorer's oneDNN linear layers")
     parser.add_argument("--variant", choices=("naive", "naive_packed", "fed"), help=argparse.SUPPRESS)
     parser.add_argument("--paths", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
-        run_variant(args.variant, *args.paths, args.threads)
+        run_variant(args.variant, *args.paths, args.threads, args.repeat)
         return
 
     from tiny_lm import build_gpt2
@@ -134,6 +147,7 @@ def main() -> None:
         for variant in ("fed", "naive") + (("naive_packed",) if args.naive_packed else ()):
             out = Path(tmp) / f"{variant}.json"
             subprocess.run([sys.executable, __file__, "--variant", variant, "--threads", str(args.threads),
+                            "--repeat", str(args.repeat),
                             "--paths", str(Path(tmp) / "model"), str(items_path), str(out)],
                            check=True, env=dict(os.environ, TQDM_DISABLE="1"))
             results[variant] = json.loads(out.read_text())
@@ -194,6 +208,9 @@ def _report(results, items, peak) -> str:
             gflop = 2 * LINEAR_MACS * tokens / 1e9
             lines.append(f"{name:12} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {tokens:8d} "
                          f"{res[f'{level}_cpu']:7.2f} {gflop:12.0f} {gflop / sec:8.0f}")
+        if len(res["turn_runs"]) > 1:
+            lines.append(f"{name:12} repetitions (wall s / CPU s; the median above): " + "; ".join(
+                f"{level} " + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in res[f"{level}_runs"]) for level in ("turn", "dialog")))
         lines.append(f"{name:12} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
                      f"{res['loaded_rss_mib']:.0f} MiB)")
     for base in (name for name in results if name != "fed"):
