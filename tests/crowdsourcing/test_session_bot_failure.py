@@ -1,5 +1,5 @@
-"""A bot that fails mid-chat in SM-Eval ends that conversation as failed, tells the worker and lets them
-submit; the export keeps it as `failed` (issue 15: never a hung worker page)."""
+"""A bot that fails mid-chat in SM-Eval or PW-Turn ends that conversation as failed, tells the worker and
+lets them submit; the export keeps it as `failed` (issue 15: never a hung worker page)."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +13,7 @@ CRASHING = "parlai_dialeval.crowdsourcing.platform.diagnostic_bots:CrashingAgent
 
 
 def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
-    run = MockRun("sm_eval", tmp_path, port=3241, overrides=[
+    run = MockRun("sm_eval", tmp_path, port=3243, overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
         "~sm_eval.models.retrieval", f"sm_eval.models.echo.opt.model={CRASHING}", "+sm_eval.models.echo.opt.crash_after=1"])
     try:
@@ -37,5 +37,45 @@ def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
         conversation = next(r for r in report.records if r["type"] == "conversation")
         assert conversation["status"] == "failed"
         assert conversation["meta"]["error"] == "RuntimeError: CrashingAgent: simulated model failure"
+    finally:
+        run.shutdown()
+
+
+def test_pw_turn_bot_failure_ends_the_conversation_as_failed_and_releases_both_models(tmp_path):
+    from .test_pw_turn_mock import answer_onboarding
+
+    run = MockRun("pw_turn", tmp_path, port=3242, overrides=[
+        "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=3", "pw_turn.seed=1",
+        "~pw_turn.models.retrieval", f"+pw_turn.models.crash.opt.model={CRASHING}",
+        "+pw_turn.models.crash.opt.crash_after=1"])
+    try:
+        run.register("W1", "REG_1")
+        onboarding = run.onboarding_agent("W1")
+        answer_onboarding(run, onboarding, correct=True)
+        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+        run.settle()
+        agent = run.unit_agent("W1")
+        assert run.last_task_data(agent)["phase"] == "choose"  # both bots answered "Hi!"
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "choose", "choice": "left", "justification": "friendlier"})
+        assert run.last_task_data(agent, after=seen)["phase"] == "chat"
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "message"}, text="tell me more")  # the crashing bot's second act raises
+        failed = run.last_task_data(agent, after=seen)
+        assert failed["phase"] == "failed" and failed["warning"] == BOT_FAILED
+        assert [t["speaker"] for t in failed["history"]] == ["human", "bot", "human"]
+        run.last_task_data(agent, key="task_done")
+        # the failed HIT's two reservations went back to the pool: the next HIT is balanced as if unused
+        assert set(run.live_run.task_runner.shared_state.world_opt["pool"].assigned.values()) == {0}
+        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+        run.settle()
+
+        from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+        report = run.spec.export(read_units(run.db, "pw_turn", run.spec.extra["export_files"]), "pw_turn")
+        conversation = next(r for r in report.records if r["type"] == "conversation")
+        assert conversation["status"] == "failed"
+        assert conversation["meta"]["error"] == "RuntimeError: CrashingAgent: simulated model failure"
+        assert [t["text"] for t in conversation["turns"] if t["speaker"] == "human"] == ["Hi!", "tell me more"]
     finally:
         run.shutdown()
