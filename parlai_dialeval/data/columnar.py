@@ -112,9 +112,9 @@ def _load_table(path: Path, use_cache: bool, beside: concurrent.futures.Executor
         except (pa.ArrowException, OSError, KeyError, ValueError):
             pass  # a damaged cache entry: read the source again and rewrite it
     # One parsing thread: on the 2-core machines we measure, the second core counts the lines (0.5 s on
-    # the benchmark's 616 MB) and imports the analysis's libraries meanwhile. A second parsing thread
-    # (parse alone: 1.9 s instead of 3.2 s on idle cores) would compete with those for the cores, and it
-    # raised the load's peak memory by 0.3 GB (each thread's blocks in flight).
+    # the benchmark's 616 MB) and imports the analysis's libraries meanwhile. Parsing on two threads
+    # loaded the benchmark 1.2-1.7 s sooner but raised the load's peak memory from 1.45 GB to 1.75-1.99 GB
+    # (blocks in flight; whatever the block size or malloc arenas), too close to the 2 GB we keep under.
     lines = beside.submit(_count_lines, path)
     options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
     table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
