@@ -14,7 +14,7 @@ import pytest
 from parlai_dialeval.data import from_records
 
 from .protocol_harness import MockRun
-from .test_pw_turn_mock import answer_onboarding
+from .test_pw_turn_mock import answer_onboarding, pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 PAUSE = 2.5  # seconds a person may look away: longer than the old one-second poll
@@ -80,10 +80,7 @@ def test_pw_turn_onboarding_and_chat_at_human_pace_then_idle_timeout(tmp_path):
 
         # a second worker goes quiet past the configured turn_timeout (6 s): ended, exported incomplete
         run.register("W2", "REG_2")
-        onboarding = run.onboarding_agent("W2")
-        answer_onboarding(run, onboarding, correct=True)
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
-        run.settle()
+        pass_pw_turn_onboarding(run, "W2")
         idle = run.unit_agent("W2")
         run.last_task_data(idle)
         run.wait(lambda: run.live_agent(idle).get_status() == "timeout", timeout=20, what="the idle timeout")

@@ -31,6 +31,15 @@ def answer_onboarding(run, agent, correct: bool) -> None:
     run.act(agent, {"action": "onboarding", "choices": choices})
 
 
+def pass_pw_turn_onboarding(run, worker: str):
+    """Pass PW-Turn's onboarding for a registered ``worker``, who then gets a unit; returns the onboarding agent."""
+    onboarding = run.onboarding_agent(worker)
+    answer_onboarding(run, onboarding, correct=True)
+    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+    run.settle()
+    return onboarding
+
+
 def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
     # worker 1 fails both tries: Mephisto gives them the failed-onboarding qualification (soft block)
     run.register("W1", "REG_1")

@@ -21,7 +21,7 @@ from parlai_dialeval.data import from_records
 
 from .protocol_harness import MockRun
 from .test_acute_mock import pass_acute_onboarding, write_conversations
-from .test_pw_turn_mock import answer_onboarding
+from .test_pw_turn_mock import pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 
@@ -144,10 +144,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
 
     def onboard(run, worker):
         run.register(worker, f"REG_{worker}")
-        onboarding = run.onboarding_agent(worker)
-        answer_onboarding(run, onboarding, correct=True)
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
-        run.settle()
+        pass_pw_turn_onboarding(run, worker)
         return run.unit_agent(worker)
 
     run = LaunchedRun("pw_turn", tmp_path, 3326, overrides)

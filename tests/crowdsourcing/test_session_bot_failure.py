@@ -7,6 +7,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.platform.session_world import BOT_FAILED
 
 from .protocol_harness import MockRun
+from .test_pw_turn_mock import pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 CRASHING = "parlai_dialeval.crowdsourcing.platform.diagnostic_bots:CrashingAgent"
@@ -42,18 +43,13 @@ def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
 
 
 def test_pw_turn_bot_failure_ends_the_conversation_as_failed_and_releases_both_models(tmp_path):
-    from .test_pw_turn_mock import answer_onboarding
-
     run = MockRun("pw_turn", tmp_path, port=3242, overrides=[
         "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=3", "pw_turn.seed=1",
         "~pw_turn.models.retrieval", f"+pw_turn.models.crash.opt.model={CRASHING}",
         "+pw_turn.models.crash.opt.crash_after=1"])
     try:
         run.register("W1", "REG_1")
-        onboarding = run.onboarding_agent("W1")
-        answer_onboarding(run, onboarding, correct=True)
-        run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
-        run.settle()
+        pass_pw_turn_onboarding(run, "W1")
         agent = run.unit_agent("W1")
         assert run.last_task_data(agent)["phase"] == "choose"  # both bots answered "Hi!"
         seen = run.message_count(agent)
