@@ -13,6 +13,19 @@ pytestmark = pytest.mark.slow
 CRASHING = "parlai_dialeval.crowdsourcing.platform.diagnostic_bots:CrashingAgent"
 
 
+def submitted_conversation(run, agent, task: str) -> dict:
+    """The worker submits; the task's export keeps their conversation as failed, with the bot's error."""
+    from parlai_dialeval.crowdsourcing.platform.export import read_units
+
+    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
+    run.settle()
+    report = run.spec.export(read_units(run.db, task, run.spec.extra["export_files"]), task)
+    conversation = next(r for r in report.records if r["type"] == "conversation")
+    assert conversation["status"] == "failed"
+    assert conversation["meta"]["error"] == "RuntimeError: CrashingAgent: simulated model failure"
+    return conversation
+
+
 def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
     run = MockRun("sm_eval", tmp_path, port=3243, overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
@@ -29,15 +42,7 @@ def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
         failed = run.last_task_data(agent, after=seen)
         assert failed["phase"] == "failed" and failed["warning"] == BOT_FAILED
         run.last_task_data(agent, key="task_done")
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
-
-        from parlai_dialeval.crowdsourcing.platform.export import read_units
-
-        report = run.spec.export(read_units(run.db, "sm_eval", run.spec.extra["export_files"]), "sm_eval")
-        conversation = next(r for r in report.records if r["type"] == "conversation")
-        assert conversation["status"] == "failed"
-        assert conversation["meta"]["error"] == "RuntimeError: CrashingAgent: simulated model failure"
+        submitted_conversation(run, agent, "sm_eval")
     finally:
         run.shutdown()
 
@@ -63,15 +68,7 @@ def test_pw_turn_bot_failure_ends_the_conversation_as_failed_and_releases_both_m
         run.last_task_data(agent, key="task_done")
         # the failed HIT's two reservations went back to the pool: the next HIT is balanced as if unused
         assert set(run.live_run.task_runner.shared_state.world_opt["pool"].assigned.values()) == {0}
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
-
-        from parlai_dialeval.crowdsourcing.platform.export import read_units
-
-        report = run.spec.export(read_units(run.db, "pw_turn", run.spec.extra["export_files"]), "pw_turn")
-        conversation = next(r for r in report.records if r["type"] == "conversation")
-        assert conversation["status"] == "failed"
-        assert conversation["meta"]["error"] == "RuntimeError: CrashingAgent: simulated model failure"
+        conversation = submitted_conversation(run, agent, "pw_turn")
         assert [t["text"] for t in conversation["turns"] if t["speaker"] == "human"] == ["Hi!", "tell me more"]
     finally:
         run.shutdown()
