@@ -6,9 +6,12 @@ module runs the shared prefix once (batched across dialogues, its key/value cach
 all follow-ups of the dialogue at once as a token trie with tree attention (see ``PrefixLM``).
 Dialogues that extend one another (FED's turn-level items of one conversation, per-turn scores of a
 chat) also share their common token prefix: it runs once, and each dialogue runs only its new tokens.
+A model loaded here gets faster CPU kernels of the same fp32 arithmetic (``fuse_gelu``,
+``pack_linear_layers``).
 """
 from __future__ import annotations
 
+import platform
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -92,12 +95,14 @@ class PackedLinear(torch.nn.Module):
 
 
 def pack_linear_layers(model) -> None:
-    """On a CPU with oneDNN, swap the model's fp32 linear layers (torch's ``Linear``, GPT-2's ``Conv1D``,
-    which stores its weight transposed) for ``PackedLinear``. Inference only: no gradients flow.
-    In GPT-2's MLP (``c_fc``, then ``act``) a tanh GELU (see ``fuse_gelu``) moves into ``c_fc``'s kernel."""
+    """On an x86-64 CPU with oneDNN, swap the model's fp32 linear layers (torch's ``Linear``, GPT-2's
+    ``Conv1D``, which stores its weight transposed) for ``PackedLinear``. Inference only: no gradients
+    flow. In GPT-2's MLP (``c_fc``, then ``act``) a tanh GELU (see ``fuse_gelu``) moves into ``c_fc``."""
     from transformers.pytorch_utils import Conv1D
 
-    if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
+    # Measured on x86-64 only; oneDNN on ARM runs through other kernels.
+    if platform.machine().lower() not in ("x86_64", "amd64") or not torch.backends.mkldnn.is_available() \
+            or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
         return
     # Parents and names only, so each replaced layer's weight is freed before the next is packed.
     places = [(module, name) for module in model.modules() for name, child in module.named_children()
@@ -116,11 +121,11 @@ def pack_linear_layers(model) -> None:
 
 
 def logsumexp_rows(x: torch.Tensor, rows: int = 16) -> torch.Tensor:
-    """``torch.logsumexp(x, dim=-1)``, computed ``rows`` rows at a time (the same numbers: each row's
-    reduction is unchanged). Why: over a whole rows x 50,257 logits tensor torch allocates a temporary
-    as large as the logits (fresh pages from the kernel every call) and passes over it three times in
-    memory; 16 rows (3 MB) stay in cache. On the benchmark this cut the trie's normalisation from more
-    than the output layer's own time to about nothing beside it."""
+    """``torch.logsumexp(x, dim=-1)``, computed ``rows`` rows at a time (each row's reduction is
+    unchanged). Why: over a whole rows x 50,257 logits tensor torch allocates a temporary as large as
+    the logits (fresh pages from the kernel every call) and passes over it three times in memory; 16
+    rows (3 MB) stay in cache. For one item's trie (284 rows) whole took longer than the output
+    layer's product itself; row-wise it adds next to nothing (benchmarks/README.md)."""
     flat = x.reshape(-1, x.shape[-1])
     out = torch.empty(flat.shape[0], dtype=x.dtype, device=x.device)
     for start in range(0, flat.shape[0], rows):
