@@ -200,7 +200,8 @@ def _report(results, items, peak) -> str:
     fed = results["fed"]
     worst = max(abs(a[q] - b[q]) for level in ("turn", "dialog") for res in results.values() if res is not fed
                 for a, b in zip(fed[f"{level}_scores"], res[f"{level}_scores"]) for q in a)
-    lines = [f"fp32 GEMM at the model's shapes, 256 rows: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()),
+    gemm = ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items())
+    lines = [f"fp32 GEMM at the model's shapes, 256 rows: {gemm}",
              "variant      level   items  seconds  items/s   tokens  CPU s  linear GFLOP  GFLOP/s"]
     for name, res in results.items():
         for level in ("turn", "dialog"):
@@ -209,15 +210,17 @@ def _report(results, items, peak) -> str:
             lines.append(f"{name:12} {level:7} {n:5d} {sec:8.2f} {n / sec:8.3f} {tokens:8d} "
                          f"{res[f'{level}_cpu']:7.2f} {gflop:12.0f} {gflop / sec:8.0f}")
         if len(res["turn_runs"]) > 1:
-            lines.append(f"{name:12} repetitions (wall s / CPU s; the median above): " + "; ".join(
-                f"{level} " + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in res[f"{level}_runs"]) for level in ("turn", "dialog")))
+            runs = "; ".join(f"{level} " + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in res[f"{level}_runs"])
+                             for level in ("turn", "dialog"))
+            lines.append(f"{name:12} repetitions (wall s / CPU s; the median above): {runs}")
         lines.append(f"{name:12} peak RSS {res['peak_rss_mib']:.0f} MiB (after loading the model: "
                      f"{res['loaded_rss_mib']:.0f} MiB)")
     for base in (name for name in results if name != "fed"):
         # Process CPU time (both threads) moves less than wall time when other jobs share the cores.
         for label, key in (("speed-up", "seconds"), ("CPU-time ratio", "cpu")):
-            ratio = {level: results[base][f"{level}_{key}"] / fed[f"{level}_{key}"] for level in ("turn", "dialog")}
-            total = sum(results[base][f"{level}_{key}"] for level in ratio) / sum(fed[f"{level}_{key}"] for level in ratio)
+            spent = {level: (results[base][f"{level}_{key}"], fed[f"{level}_{key}"]) for level in ("turn", "dialog")}
+            ratio = {level: theirs / ours for level, (theirs, ours) in spent.items()}
+            total = sum(theirs for theirs, _ in spent.values()) / sum(ours for _, ours in spent.values())
             lines.append(f"{label} ({base} / fed, all items): {total:.1f}x "
                          f"(turn {ratio['turn']:.1f}x, dialog {ratio['dialog']:.1f}x)")
     lines.append(f"largest |score difference|: {worst:.2e} (must be <= 1e-4)")
