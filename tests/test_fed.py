@@ -291,3 +291,25 @@ def test_follow_ups_of_one_token_each(tiny):
             assert loss.total == pytest.approx(nll.sum().item(), abs=1e-5)
             assert loss.tail == pytest.approx(nll[1:].sum().item(), abs=1e-5)
     assert PrefixLM(model).score([group[:2]], [[2, 2]])[0][1].total == pytest.approx(got[1].total, abs=1e-5)
+
+
+def test_conditional_mode_runs_the_output_layer_on_each_prefix_end_only(tiny):
+    model, tokenizer = tiny
+    rows = {}
+    for mode in ("reference", "conditional"):
+        seen = rows[mode] = []
+        handle = model.lm_head.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[:-1]))
+        scorer = FedScorer(model, tokenizer=tokenizer, mode=mode, qualities="turn", batch_size=8)
+        try:
+            scores = scorer.score(CONVERSATIONS)
+        finally:
+            handle.remove()
+        if mode == "conditional":
+            for conversation, got in zip(CONVERSATIONS[1:], scores[1:]):
+                expected = naive_conditional(model, tokenizer, conversation, scorer.followups, scorer.qualities)
+                assert got == pytest.approx(expected, abs=1e-4)
+    # One batched prefix pass (3 unrelated dialogues), then the tries: the tries' rows are the same;
+    # the prefix pass keeps the 3 dialogues' last positions instead of all of them.
+    assert rows["reference"][1:] == rows["conditional"][1:]
+    assert rows["reference"][0][0] == rows["conditional"][0][0] == 3
+    assert rows["conditional"][0][1] <= 3 < rows["reference"][0][1]

@@ -156,7 +156,9 @@ class FedScorer:
             raise DialevalError(f"the tokenizer of '{self.model_name}' has no {EOS} token")
         self.followups = dict(followups) if isinstance(followups, Mapping) else load_followups(followups)
         self.qualities = select_qualities(self.followups, qualities)
-        self.lm = PrefixLM(self.model, batch_size=batch_size, max_tokens=max_tokens)
+        # Conditional mode reads only the follow-ups' losses (``tail``): the context's are not needed.
+        self.lm = PrefixLM(self.model, batch_size=batch_size, max_tokens=max_tokens,
+                           prefix_losses=mode == "reference")
         self.cache = cache if cache is not None else {}
         self.progress = progress
 

@@ -11,6 +11,7 @@ A model loaded here gets faster CPU kernels of the same fp32 arithmetic (``fuse_
 """
 from __future__ import annotations
 
+import inspect
 import platform
 import warnings
 from dataclasses import dataclass
@@ -201,10 +202,17 @@ class PrefixLM:
     the shifted window of a truncated dialogue can fool it) run one at a time, in token order, along
     a chain: the previous prefix's key/value cache and per-token losses are cut back to the common
     part and only the new tokens run. Only the current chain's cache is kept.
+
+    ``prefix_losses=False`` (for callers that read only ``tail``): the prefix's own token losses are
+    not computed, so ``total`` covers the suffix alone, and where the model takes ``logits_to_keep``
+    its output layer runs for the prefix's last position only (about 30% of a prefix token's work).
     """
 
-    def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048, min_shared: int = 8):
+    def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048, min_shared: int = 8,
+                 prefix_losses: bool = True):
         self.model = model
+        self.prefix_losses = prefix_losses
+        self.last_only = not prefix_losses and "logits_to_keep" in inspect.signature(model.forward).parameters
         self.min_shared = min_shared
         self.batch_size = max(1, batch_size)
         self.max_tokens = max_tokens
@@ -253,14 +261,16 @@ class PrefixLM:
             del nll[keep:]
             for start in range(keep, len(prefix), self.max_tokens):
                 chunk = torch.tensor([prefix[start: start + self.max_tokens]], device=self.device)
-                out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True)
+                keep_logits = {"logits_to_keep": 1} if self.last_only else {}
+                out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True, **keep_logits)
                 cache = out.past_key_values
                 logits = out.logits[0].float()
-                targets = prefix[start + 1: start + 1 + chunk.shape[1]]
                 lse = logsumexp_rows(logits)
-                picked = logits[torch.arange(len(targets), device=self.device),
-                                torch.tensor(targets, dtype=torch.long, device=self.device)]
-                nll += (lse[: len(targets)] - picked).tolist()
+                if self.prefix_losses:
+                    targets = prefix[start + 1: start + 1 + chunk.shape[1]]
+                    picked = logits[torch.arange(len(targets), device=self.device),
+                                    torch.tensor(targets, dtype=torch.long, device=self.device)]
+                    nll += (lse[: len(targets)] - picked).tolist()
             ids = list(prefix)
             mask = torch.ones((1, len(prefix)), dtype=torch.long, device=self.device)
             self._tree([g], plans, results, cache, mask, [sum(nll)], [lse[-1]], [logits[-1]])
@@ -328,17 +338,21 @@ class PrefixLM:
         model, device = self.model, self.device
         prefixes = [plans[g]["prefix"] for g in batch]
         ids, mask = _pad(prefixes, 0, device)
-        out = model(input_ids=ids, attention_mask=mask, use_cache=True)
+        ends = [len(prefix) - 1 for prefix in prefixes]
+        kept = sorted(set(ends)) if self.last_only else list(range(ids.shape[1]))
+        keep_logits = {"logits_to_keep": torch.tensor(kept, device=device)} if self.last_only else {}
+        out = model(input_ids=ids, attention_mask=mask, use_cache=True, **keep_logits)
         cache = out.past_key_values
-        lse = logsumexp_rows(out.logits.float())
-        picked = out.logits.float().gather(2, ids[:, 1:, None].clamp(min=0)).squeeze(2)
-        prefix_sum, last_lse, last_logits = [], [], []
-        for row, prefix in enumerate(prefixes):
-            n = len(prefix)
-            prefix_sum.append(float((lse[row, : n - 1] - picked[row, : n - 1]).sum()))
-            last_lse.append(lse[row, n - 1])
-            last_logits.append(out.logits[row, n - 1].float())
-        del out, lse, picked
+        logits = out.logits.float()
+        last_logits = logits[torch.arange(len(batch)), torch.tensor([kept.index(n) for n in ends])]
+        last_lse = logsumexp_rows(last_logits)
+        prefix_sum = [0.0] * len(batch)
+        if self.prefix_losses:
+            lse = logsumexp_rows(logits)
+            picked = logits.gather(2, ids[:, 1:, None].clamp(min=0)).squeeze(2)
+            prefix_sum = [float((lse[row, :n] - picked[row, :n]).sum()) for row, n in enumerate(ends)]
+            del lse, picked
+        del out, logits
         self._tree(batch, plans, results, cache, mask, prefix_sum, last_lse, last_logits)
 
     def _tree(self, batch, plans, results, cache, mask, prefix_sum, last_lse, last_logits):
