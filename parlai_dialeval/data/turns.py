@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+
 class TurnColumns:
     """The turns of each conversation of a frame, in columns over every item (turn): ``text`` (Arrow
     strings, in the reader's chunks) and ``codes`` into ``names`` (the speakers: a few names repeat over
@@ -49,9 +50,6 @@ class TurnColumns:
                    column.is_valid().to_numpy(zero_copy_only=False)[rows],
                    tuple(item_type.field(i).name for i in range(2)))
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
     @property
     def complete(self) -> bool:
         """Every conversation has a turns list (a missing one is an error validation must name)."""
@@ -80,6 +78,7 @@ class TurnColumns:
             said = self.codes[wanted] == code
             owner, turn_index = owner[said], turn_index[said]
             wanted &= self.codes == code
+        # the columns have no time: all None, as the dicts' table infers it
         speakers = pd.array(self.names, dtype="str").take(self.codes[wanted])
         return _table(ids, owner, turn_index, pd.Series(speakers), self.text.filter(pa.array(wanted)).to_pandas(),
                       pd.Series([None] * len(owner), dtype=object))
@@ -112,7 +111,7 @@ def turn_table(ids: pd.Series, turns: pd.Series, speaker: str | None = None) -> 
             for i, t in enumerate(conversation) if speaker is None or t.get("speaker") == speaker]
     owner, turn_index, speakers, texts, times = (list(c) for c in zip(*rows)) if rows else ([],) * 5
     return _table(ids, np.asarray(owner, dtype=np.int64), np.asarray(turn_index, dtype=np.int64),
-                  pd.Series(speakers, dtype="str"), pd.Series(texts, dtype="str"), pd.Series(times, dtype=object))
+                  pd.Series(speakers, dtype="str"), pd.Series(texts, dtype="str"), pd.Series(times))
 
 
 def _table(ids: pd.Series, owner: np.ndarray, turn_index: np.ndarray, speaker: pd.Series, text: pd.Series,
