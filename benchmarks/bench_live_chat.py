@@ -11,12 +11,14 @@ Measured in fresh processes (peak memory is the process's maximum resident set s
                split into load / analyse / write, three ways in the same run: the detailed
                record-by-record loader (the baseline, ``read_jsonl(columnar=False)``), the columnar
                loader on a cold cache (it parses the JSON Lines and writes the cache) and on a warm one;
-  CLI          the whole ``dialeval analyze_live_chat`` command, ParlAI's start-up included (warm cache).
-The cache lives in OUT/cache (XDG_CACHE_HOME of the measured processes), emptied before the cold run.
+               with ``--before DIR``, also the columnar runs of earlier code (its parlai_dialeval in DIR);
+  CLI          the whole ``dialeval analyze_live_chat`` command, start-up included, cold and warm cache.
+CPU times count every thread. The cache lives in OUT/cache (XDG_CACHE_HOME of the measured processes),
+emptied before each cold run.
 The study is generated once per scale and kept in OUT (regenerated when this generator's code changes).
 Target (issue 21): under 10 s and 2 GB on a 2-core machine; report.html stays small (aggregates only).
 Usage: .venv/bin/python benchmarks/bench_live_chat.py [--scale 100] [--out benchmarks/out/live_chat]
-       [--detailed-only] [--skip-cli]
+       [--detailed-only] [--skip-cli] [--before DIR]
 """
 from __future__ import annotations
 
