@@ -2,7 +2,7 @@
 
 Free run 1 has 305 assignments (HITs) from 249 workers, six conversations per HIT, seven ratings per
 conversation. ``--scale 100`` makes 30,500 HITs from 24,900 workers: 183,000 conversations of 20 turns
-and 1,281,000 ratings, written as canonical JSON Lines (about 0.5 GB). Workers take 1-4 HITs, three in
+and 1,281,000 ratings, written as canonical JSON Lines (616 MB). Workers take 1-4 HITs, three in
 ten rate at random (they should fail quality control), the rest rate by model quality with their own
 bias and spread; models with and without persona as in the paper, plus the QC bot.
 
