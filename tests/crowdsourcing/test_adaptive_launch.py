@@ -23,7 +23,7 @@ from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError
 
 from .test_acute_mock import pass_acute_onboarding
-from .test_pw_turn_mock import answer_onboarding
+from .test_pw_turn_mock import pass_pw_turn_onboarding
 from .test_resume import LaunchedRun, submit_chat
 
 pytestmark = pytest.mark.slow
@@ -224,10 +224,7 @@ def test_pw_turn_adaptive_chooses_each_conversations_models_and_writes_state(tmp
             worker = f"P{number}"
             run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
             run.register(worker, f"REG_{worker}")
-            onboarding = run.onboarding_agent(worker)
-            answer_onboarding(run, onboarding, correct=True)
-            run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
-            run.settle()
+            pass_pw_turn_onboarding(run, worker)
             agent = live_unit_agent(run, worker)
             run.last_task_data(agent)
             run.act(agent, {"action": "choose", "choice": "left", "justification": "clearer"})

@@ -14,7 +14,7 @@ from parlai_dialeval.testing.fake_openai import FakeOpenAI
 
 from .protocol_harness import MockRun
 from .test_live_chat_da_world import MockWorker, export_records
-from .test_pw_turn_mock import answer_onboarding
+from .test_pw_turn_mock import pass_pw_turn_onboarding
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 COST_KEYS = {"latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts"}
@@ -182,11 +182,7 @@ def test_pw_turn_parlai_pairwise_model_opts_and_pair_quota(tmp_path, monkeypatch
 def pw_turn_worker(run):
     """A worker who passes PW-Turn's onboarding and reaches the chat."""
     run.register("W1", "REG_1")
-    onboarding = run.onboarding_agent("W1")
-    answer_onboarding(run, onboarding, correct=True)
-    run.last_task_data(onboarding, key="passed")
-    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
-    run.settle()
+    pass_pw_turn_onboarding(run, "W1")
     return run.unit_agent("W1")
 
 

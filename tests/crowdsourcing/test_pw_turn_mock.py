@@ -35,6 +35,7 @@ def pass_pw_turn_onboarding(run, worker: str):
     """Pass PW-Turn's onboarding for a registered ``worker``, who then gets a unit; returns the onboarding agent."""
     onboarding = run.onboarding_agent(worker)
     answer_onboarding(run, onboarding, correct=True)
+    run.last_task_data(onboarding, key="passed")  # the world has judged the answers
     run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
     run.settle()
     return onboarding
