@@ -22,6 +22,10 @@ atomically when a batch is emitted and after it is read. A killed launch, relaun
 platform/resume.py, which re-offers the unfinished HITs of the interrupted run: they are yielded first,
 then the batch they belong to is awaited and read like any other. Answers are read once per Mephisto
 agent (``ingested_agents``), so no batch is counted twice.
+
+Why one module of about 420 lines: everything here is glue to Mephisto 1.1.1's launcher (its options,
+the hook that hands it the generator, the loop that generator runs); the statistics it drives live in
+parlai_dialeval/adaptive/ as pure functions.
 """
 from __future__ import annotations
 
