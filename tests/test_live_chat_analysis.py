@@ -336,7 +336,7 @@ def test_incomplete_conversations_are_left_out_and_counted():
 
 
 def _live_chat_units(workers: int = 10, bad: tuple = (0,), seed: int = 0):
-    """Units as this project's live-chat task records them (crowdsourcing/live_chat_da/worlds.py)."""
+    """Units as this project's live-chat task records them (``LiveChatSession``, live_chat_da/protocol.py)."""
     from parlai_dialeval.crowdsourcing.live_chat_da.criteria import CRITERION_NAMES
     from parlai_dialeval.crowdsourcing.platform.export import UnitData
 
