@@ -42,6 +42,10 @@ def prepare_ratings(conversations: pd.DataFrame, ratings: pd.DataFrame,
     if missing.any():
         out.loc[missing, "assignment_id"] = out.loc[missing, "conversation_id"]
     out["assignment_id"] = out["assignment_id"].astype(str)
+    # names as categories: the steps factorise, group, filter and look them up many times, on integer
+    # codes so (0.5-0.9 s less of the benchmark's 3 s analysis, the same tables)
+    for column in ("worker_id", "conversation_id", "model", "criterion", "assignment_id"):
+        out[column] = out[column].astype("category")
     out["x"] = reverse(out["value"].to_numpy(), out["criterion"].to_numpy(), settings)
     return out, left_out
 
