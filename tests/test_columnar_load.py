@@ -87,6 +87,30 @@ def test_both_paths_give_equal_frames(tmp_path, cache, records):
     assert detailed.comparisons["automatic"].tolist()[:2] == [True, None]
 
 
+@pytest.mark.parametrize("late_field", [False, True])
+def test_many_blocks_equal_whether_or_not_later_blocks_bring_new_fields(tmp_path, cache, monkeypatch, late_field):
+    """The threaded streaming reader takes its columns from the first block; a field first seen in a later
+    block (here a comparison's ``context``, in the last of some 40 blocks of 4 KB) must still be read, by
+    the whole-file reader it then falls back to."""
+    monkeypatch.setattr(columnar, "_BLOCK", 1 << 12)
+    records = [STUDY] + [r for offset in range(0, 240, 12) for r in varied_records(offset)[1:]]
+    if late_field:
+        assert records[-1]["type"] == "comparison"
+        records[-1]["context"] = "what the bots answered"
+    path = tmp_path / "data.jsonl"
+    write_jsonl(records, path)
+    assert path.stat().st_size > 40 * (1 << 12)
+    whole_file_reads = []
+    read_json = columnar.pa_json.read_json
+    monkeypatch.setattr(columnar.pa_json, "read_json", lambda *a, **k: whole_file_reads.append(1) or read_json(*a, **k))
+    assert columnar.read_file(path, str(path), use_cache=False) is not None  # the fast path, not the detailed one
+    assert len(whole_file_reads) == late_field  # the streaming reader alone, unless a later block differs
+    detailed = read_jsonl([path], columnar=False)
+    frames_equal(read_jsonl([path]), detailed)
+    contexts = detailed.comparisons["context"] if "context" in detailed.comparisons else pd.Series([], dtype=object)
+    assert contexts.dropna().tolist() == (["what the bots answered"] if late_field else [])
+
+
 def test_nested_values_are_kept_exactly(tmp_path, cache):
     path = tmp_path / "data.jsonl"
     write_jsonl(nested_records(), path)

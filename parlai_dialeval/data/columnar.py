@@ -111,13 +111,18 @@ def _load_table(path: Path, use_cache: bool, beside: concurrent.futures.Executor
                 return table.replace_schema_metadata(None), int(meta[b"dialeval_lines"])
         except (pa.ArrowException, OSError, KeyError, ValueError):
             pass  # a damaged cache entry: read the source again and rewrite it
-    # One parsing thread: on the 2-core machines we measure, the second core counts the lines (0.5 s on
-    # the benchmark's 616 MB) and imports the analysis's libraries meanwhile. Parsing on two threads
-    # loaded the benchmark 1.2-1.7 s sooner but raised the load's peak memory from 1.45 GB to 1.75-1.99 GB
-    # (blocks in flight; whatever the block size or malloc arenas), too close to the 2 GB we keep under.
+    # pyarrow's streaming reader on threads: it parses blocks in parallel with a bounded read-ahead
+    # (benchmark: load 1.1 s sooner, peak +0.1 GB), where ``read_json`` on threads holds the whole file
+    # (peak +0.35 GB). It takes its columns from the first block, so a file whose later records bring a
+    # new field or type is read again by ``read_json``, which looks at every block (same table).
     lines = beside.submit(_count_lines, path)
-    options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
-    table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
+    try:
+        table = pa_json.open_json(path, read_options=pa_json.ReadOptions(block_size=_BLOCK, use_threads=True),
+                                  memory_pool=_POOL).read_all()
+    except pa.ArrowInvalid:
+        _return_freed_memory()
+        options = pa_json.ReadOptions(block_size=_BLOCK, use_threads=False)
+        table = pa_json.read_json(path, read_options=options, memory_pool=_POOL)
     lines = lines.result()
     _return_freed_memory()
     if cached is not None:
