@@ -89,10 +89,9 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
                      "random sample of pairs was used")
     table_durations = durations(conv_meta, passed_workers)
     topics = topic_attitudes(conv_meta, passed_workers)
-    turns = data.turns(speaker=HUMAN)  # only the workers' turns: half the rows to build
-    if len(checked.conversations) < data.counts()["conversation"]:  # other studies' conversations too
-        turns = turns[turns["conversation_id"].isin(checked.conversations["id"]).to_numpy()]
-    inputs = input_lengths(conv_meta, turns, passed_workers)
+    # only the workers' turns (half the rows to build); input_lengths matches them to conv_meta by id,
+    # which leaves out other studies' conversations
+    inputs = input_lengths(conv_meta, data.turns(speaker=HUMAN), passed_workers)
 
     summary = summarise(settings, frame, conv, workers, checked.empty, notes)
     table1 = make_table1(summary, table_durations)
