@@ -253,8 +253,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
 
 def import_in_background() -> threading.Thread:
     """Import the analysis's and the figures' libraries (scipy.stats, matplotlib: about 1.5 s) in a
-    thread while the data load, which leaves the GIL to it while pyarrow parses: an idle second core
-    then does the imports. Python's per-module import locks make a later import wait for this one."""
+    thread while the data load: pyarrow's parse runs outside the GIL, so the imports go on beside it.
+    Python's per-module import locks make a later import wait for this one."""
     def load():
         importlib.import_module("parlai_dialeval.analysis.live_chat.pipeline")
         importlib.import_module("matplotlib.pyplot")
