@@ -3,14 +3,14 @@
 A plugin command is dispatched straight to its own module: ParlAI's superscript would first import
 every ParlAI script and torch (5-6 s) only to build a parser for one command. ParlAI's own commands
 still go through ParlAI's superscript, unchanged, and so does the command list (cached, see
-``cached_command_list``).
+``cached_command_list``). What this changes in ParlAI itself (torch hidden during one import, ``--help``
+with required options) is in ``compat/parlai.py``.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import importlib
-import importlib.abc
 import io
 import os
 import pkgutil
@@ -23,6 +23,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 import parlai_dialeval  # noqa: E402  (applies compat fixes and registers the dialeval: prefix)
+from parlai_dialeval.compat.parlai import import_core_without_torch, let_help_skip_required_options  # noqa: E402
 from parlai_dialeval.errors import DialevalError  # noqa: E402
 
 SCRIPTS_DIR = Path(__file__).with_name("scripts")
@@ -47,59 +48,6 @@ def register_plugin_scripts() -> None:
 
     for module in pkgutil.iter_modules(scripts.__path__, "parlai_dialeval.scripts."):
         importlib.import_module(module.name)
-
-
-class _NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError(name)
-
-
-def import_parlai_core_without_torch() -> None:
-    """ParlAI's ``build_data`` imports torch (about 1 s) only for the multiprocessing Pool of its
-    dataset downloads, and falls back to the standard library's Pool when torch is missing. Hide torch
-    during that one import; anything that needs torch later imports it as usual."""
-    if "parlai.core.build_data" in sys.modules:
-        return
-    blocker = _NoTorch()
-    sys.meta_path.insert(0, blocker)
-    try:
-        importlib.import_module("parlai.core.script")
-    finally:
-        sys.meta_path.remove(blocker)
-
-
-_discovery_passes = 0
-
-
-def let_help_skip_required_options() -> None:
-    """Make ``dialeval COMMAND --help`` print the help and exit 0 for commands with required options.
-
-    ParlAI parses a command line twice: first with --help removed, only to discover the options a
-    model or task adds; argparse then found this plugin's required options (--data, --out ...) missing
-    and exited 2 before the second pass could print the help. ParlAI's own scripts have no required
-    options, so nothing in ParlAI meets this. Here a missing required option is not an error during the
-    discovery pass alone; the second pass, which prints the help or runs the command, still checks."""
-    from parlai.core.params import ParlaiParser
-
-    if getattr(ParlaiParser, "_dialeval_help_fix", False):
-        return
-    parse_known_args, error = ParlaiParser.parse_known_args, ParlaiParser.error
-
-    def discovering_parse_known_args(self, args=None, namespace=None, nohelp=False):
-        global _discovery_passes
-        _discovery_passes += nohelp
-        try:
-            return parse_known_args(self, args, namespace, nohelp)
-        finally:
-            _discovery_passes -= nohelp
-
-    def tolerant_error(self, message):
-        if not (_discovery_passes and message.startswith("the following arguments are required")):
-            error(self, message)
-
-    ParlaiParser.parse_known_args, ParlaiParser.error = discovering_parse_known_args, tolerant_error
-    ParlaiParser._dialeval_help_fix = True
 
 
 def run_plugin_command(command: str, module: str, args: list[str]):
@@ -160,7 +108,7 @@ def dispatch(args: list[str]):
     command = args[0] if args else None
     module = plugin_script_modules().get(command)
     if module is not None:
-        import_parlai_core_without_torch()
+        import_core_without_torch()
         let_help_skip_required_options()
         return run_plugin_command(command, module, args[1:])
     if command in LIST_COMMANDS and len(args) <= 1:

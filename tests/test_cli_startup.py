@@ -38,8 +38,8 @@ def test_a_plugin_command_runs_without_loading_torch(tmp_path):
 
 
 def test_a_model_command_still_gets_torch_after_the_fast_dispatch():
-    result = run_python("from parlai_dialeval import cli; cli.import_parlai_core_without_torch(); "
-                        "import torch, parlai.core.torch_agent; print(torch.zeros(2).sum().item())")
+    result = run_python("from parlai_dialeval.compat.parlai import import_core_without_torch; "
+                        "import_core_without_torch(); import torch, parlai.core.torch_agent; print(torch.zeros(2).sum().item())")
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "0.0"
 

@@ -29,6 +29,7 @@ parlai_dialeval/adaptive/ as pure functions.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -106,6 +107,14 @@ def check_settings(cfg) -> None:
         Settings.from_config(cfg)
 
 
+def launching(controller: Optional["Controller"]):
+    """The context of Mephisto's launch call: a generated run's units are launched by the thread-safe
+    launcher of compat/mephisto.py (Mephisto's own loses its unit thread to the generator's)."""
+    from parlai_dialeval.compat.mephisto import safe_unit_launching
+
+    return contextlib.nullcontext() if controller is None else safe_unit_launching()
+
+
 def attach(spec, cfg, shared, db, data_dir: Path, resumed: bool) -> Optional["Controller"]:
     """Replace the task's fixed design by the adaptive generator when ``adaptive=true`` (else None).
     ``resumed``: platform/resume.py has put the interrupted run's unfinished HITs in ``shared``."""
@@ -128,40 +137,8 @@ def attach(spec, cfg, shared, db, data_dir: Path, resumed: bool) -> Optional["Co
         models, left, fixed_hits = None, list(shared.static_task_data) if resumed else [], len(design)
     controller = Controller(spec, task_name, db, design, settings, path, state, left, models=models,
                             fixed_hits=fixed_hits)
-    _launch_units_safely()
     setattr(shared, GENERATED_HITS if chat else "static_task_data", controller.hits())
     return controller
-
-
-def _launch_units_safely() -> None:
-    """Mephisto 1.1.1's unit thread iterates over ``unlaunched_units`` (launching a unit at every step)
-    while the generator's thread adds to it: "dictionary changed size during iteration" kills the unit
-    thread and no HIT is launched again. Same loop over a copy taken under the launcher's lock."""
-    from mephisto.data_model.constants.assignment_state import AssignmentState
-    from mephisto.operations import task_launcher
-
-    if getattr(task_launcher.TaskLauncher.generate_units, "dialeval_safe", False):
-        return
-
-    def generate_units(self):
-        while self.keep_launching_units:
-            for db_id, unit in list(self.launched_units.items()):
-                if unit.get_status() not in (AssignmentState.LAUNCHED, AssignmentState.ASSIGNED):
-                    self.launched_units.pop(db_id)
-            with self.unlaunched_units_access_condition:
-                waiting = list(self.unlaunched_units.items())
-            room = self.max_num_concurrent_units - len(self.launched_units)
-            for db_id, unit in waiting if self.max_num_concurrent_units == 0 else waiting[:max(room, 0)]:
-                self.launched_units[db_id] = unit
-                with self.unlaunched_units_access_condition:
-                    self.unlaunched_units.pop(db_id)
-                yield unit
-            time.sleep(task_launcher.UNIT_GENERATOR_WAIT_SECONDS)
-            if not self.unlaunched_units:
-                break
-
-    generate_units.dialeval_safe = True
-    task_launcher.TaskLauncher.generate_units = generate_units
 
 
 @dataclass(frozen=True)
@@ -284,7 +261,10 @@ class Controller:
 
     def bind(self, launched) -> None:
         """The launched run: its TaskLauncher says when Mephisto stops taking HITs."""
+        from parlai_dialeval.compat.mephisto import require_safe_launcher
+
         for run in launched.operator.get_running_task_runs().values():
+            require_safe_launcher(run.task_launcher)
             self.launcher = run.task_launcher
 
     # ------------------------------------------------------------------ the generator Mephisto runs

@@ -1,13 +1,14 @@
 """Mephisto's environment: its data directory and the Python 3.11 fix, before Mephisto loads.
 
-Mephisto asks for a data directory on stdin (``input()``) the first time it needs one; we set
-``mephisto.utils.dirs.loaded_data_dir`` instead, so nothing ever prompts (CI has no stdin).
+Mephisto asks for a data directory on stdin (``input()``) the first time it needs one; it is set in
+code instead (``compat/mephisto.py``, ``use_data_dir``), so nothing ever prompts (CI has no stdin).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 import parlai_dialeval  # noqa: F401  (installs the Python 3.11 dataclass fix before mephisto loads)
+from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.home import mephisto_dir
 
 
@@ -20,21 +21,11 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     """Point Mephisto at ``data_dir`` (created if needed) and register our abstractions."""
     path = Path(data_dir).resolve() if data_dir else default_data_dir()
     path.mkdir(parents=True, exist_ok=True)
-    import mephisto.utils.dirs as dirs
-
-    dirs.loaded_data_dir = str(path)
-    # LocalArchitect builds its server in site-packages/tmp/local_server_<run id>; run ids restart at 1
-    # in every database, so two launches (tests, several projects) would collide there.
+    compat_mephisto.use_data_dir(path)
     import mephisto.abstractions.architects.local_architect as local_architect
 
-    local_architect.get_mephisto_tmp_dir = lambda: str(path / "tmp")
     local_architect.build_router = _router_builder(local_architect.build_router)
-    import mephisto.operations.operator as operator
-
-    # Mephisto's Prometheus exporter binds port 3031 in every launch (a second launch logs a traceback
-    # there) and only feeds a Grafana setup this project never installs: leave it off.
-    operator.start_metrics_server = lambda *args, **kwargs: None
-    operator.launch_prometheus_server = lambda *args, **kwargs: False
+    compat_mephisto.metrics_server_off()
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path

@@ -188,7 +188,8 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     controller = adaptive.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
     operator = Operator(db)
     try:
-        run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
+        with adaptive.launching(controller):
+            run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
     except BaseException as error:  # Ctrl-C while launching included: never leave a router behind
         operator.force_shutdown(timeout=5)
         if not isinstance(error, Exception) or isinstance(error, DialevalError):  # ours already say what to do
@@ -198,7 +199,11 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
                             resume_note=note)
     one_line_per_log()
     if controller is not None:
-        controller.bind(launched)
+        try:
+            controller.bind(launched)
+        except BaseException:
+            launched.shutdown()
+            raise
     if port is not None:
         _require_router(launched, port)
     from mephisto.data_model.task_run import TaskRun

@@ -2,33 +2,26 @@
 
 ParlAI resolves such a path by calling the zoo module's ``download(datapath)``, which downloads from
 parl.ai whenever the model is not built yet. ``resolve_zoo_paths`` runs that resolution with
-ParlAI's download entry points replaced by a refusal, so a model already built under the datapath
-resolves as ParlAI would, and one that is not stops the launch naming where it goes and the command
-that builds it. Every string option is checked (``model_file``, ``init_model``, ``dict_file``, BPE
-files and any other), and so are the options saved in a local model's ``.opt`` file.
+ParlAI's download entry points replaced by a refusal (``downloads_refused`` in compat/parlai.py), so
+a model already built under the datapath resolves as ParlAI would, and one that is not stops the
+launch naming where it goes and the command that builds it. Every string option is checked
+(``model_file``, ``init_model``, ``dict_file``, BPE files and any other), and so are the options saved
+in a local model's ``.opt`` file.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
 from typing import Any, Mapping
 
+from parlai_dialeval.compat.parlai import WouldDownload, downloads_refused
 from parlai_dialeval.errors import DialevalError
 
 ZOO_PREFIXES = ("zoo:", "models:", "izoo:")
-_PATCH_LOCK = threading.Lock()  # the refusal patches ParlAI's module globals for a moment
 
 
 class ZooDownloadRefused(DialevalError):
     pass
-
-
-class _WouldDownload(Exception):
-    def __init__(self, where: str):
-        super().__init__(where)
-        self.where = where
 
 
 def default_datapath() -> str:
@@ -37,39 +30,14 @@ def default_datapath() -> str:
     return ParlaiParser(False, False).parse_args([])["datapath"]
 
 
-@contextlib.contextmanager
-def _downloads_refused():
-    from parlai.core import build_data
-
-    original = (build_data.built, build_data.download, build_data.download_from_google_drive,
-                build_data.DownloadableFile.download_file)
-
-    def built(path, version_string=None):
-        if original[0](path, version_string):
-            return True
-        raise _WouldDownload(str(path))  # before ParlAI removes an outdated copy or downloads
-
-    def refuse(*args, **kwargs):
-        raise _WouldDownload(str(args[1] if len(args) > 1 else args[0] if args else "?"))
-
-    with _PATCH_LOCK:
-        build_data.built, build_data.download, build_data.download_from_google_drive = built, refuse, refuse
-        build_data.DownloadableFile.download_file = lambda self, dpath: refuse(None, dpath)
-        try:
-            yield
-        finally:
-            (build_data.built, build_data.download, build_data.download_from_google_drive,
-             build_data.DownloadableFile.download_file) = original
-
-
 def resolve_zoo_path(datapath: str, path: str, option: str, bot: str) -> str:
     """The local path ParlAI would use for ``path``; ZooDownloadRefused when it would download."""
     from parlai.core.build_data import modelzoo_path
 
     try:
-        with _downloads_refused():
+        with downloads_refused():
             return modelzoo_path(datapath, path)
-    except _WouldDownload as would:
+    except WouldDownload as would:
         command = ("python -c \"from parlai.core.build_data import modelzoo_path; "
                    f"modelzoo_path('{datapath}', '{path}')\"")
         raise ZooDownloadRefused(

@@ -1,0 +1,50 @@
+"""Every change this project makes to someone else's code, one module per library (docs/architecture.md,
+"Patches", lists them all):
+
+- ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, its data directory, its metrics
+  server, a thread-safe unit launcher for generated runs);
+- the router's ``server.js`` that Mephisto copies for every run: ``compat/mephisto_router.py`` (until it
+  moves there, ``_router_builder`` in ``crowdsourcing/platform/env.py``);
+- ``compat/parlai.py``: ParlAI 1.7.2 (a Python 3.11 source fix, the fast command start, ``--help`` with
+  required options, zoo paths resolved without downloading);
+- ``compat/torch.py``: torch's private oneDNN operators for packed linear layers.
+
+Each patch asserts the version it was written for (``patching.require_version``) and checks that it
+took effect (a replace that matched exactly once, a function that is now ours) and says why it exists
+and which upstream change would retire it. ``patching.py`` and ``source_fixes.py`` are the shared
+machinery.
+
+``install()`` puts the source fixes' import hook on ``sys.meta_path``; it must run before anything
+imports ``mephisto``: ``parlai_dialeval/__init__.py`` calls it, so importing this package first is
+enough. ``python -c "from parlai_dialeval import compat; compat.check()"`` (install.sh) confirms that
+every patch takes effect.
+"""
+from __future__ import annotations
+
+import sys
+
+from parlai_dialeval.compat import mephisto as _mephisto
+from parlai_dialeval.compat import parlai as _parlai
+from parlai_dialeval.compat import source_fixes
+from parlai_dialeval.compat.patching import CompatError  # noqa: F401  (what a patch that no longer fits raises)
+
+source_fixes.register(_mephisto.SOURCE_FIX)
+source_fixes.register(_parlai.SOURCE_FIX)
+
+
+def install() -> None:
+    source_fixes.install()
+
+
+def check() -> None:
+    from parlai_dialeval.compat import torch as _torch
+
+    install()
+    for module in (_mephisto, _parlai, _torch):
+        for line in module.check():
+            print(f"parlai_dialeval.compat: {line}")
+    print(f"parlai_dialeval.compat: every patch takes effect on Python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    check()

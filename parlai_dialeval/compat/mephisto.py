@@ -1,0 +1,119 @@
+"""Every change this project makes to Mephisto 1.1.1 (the router's ``server.js`` fix is in
+``compat/mephisto_router.py``). Each checks the installed version first and that it took effect after.
+
+- ``SOURCE_FIX``: dataclass defaults Python 3.11 rejects, rewritten at import. Retire when Mephisto
+  uses ``field(default_factory=...)`` in ``hydra_config.py`` (Mephisto >= 1.2 does).
+- ``use_data_dir``: Mephisto's data directory set in code, never asked for on stdin, and LocalArchitect's
+  build folder inside it. Retire when Mephisto reads both from its config.
+- ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
+- ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
+  call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+
+from parlai_dialeval.compat.patching import ours, require_ours, require_version, swapped
+from parlai_dialeval.compat.source_fixes import SourceFix
+
+WRITTEN_FOR = "1.1.1"
+_LOCK = threading.Lock()
+
+SOURCE_FIX = SourceFix("mephisto.operations.hydra_config", "mephisto", WRITTEN_FOR, [
+    ("    task: TaskRunArgs = TaskRunArgs()", "    task: TaskRunArgs = field(default_factory=TaskRunArgs)"),
+    ("    database: DatabaseArgs = DatabaseArgs()", "    database: DatabaseArgs = field(default_factory=DatabaseArgs)"),
+    ("    mephisto: MephistoConfig = MephistoConfig()",
+     "    mephisto: MephistoConfig = field(default_factory=MephistoConfig)"),
+], header="from dataclasses import field")
+
+
+def use_data_dir(path: Path) -> None:
+    """Mephisto asks for a data directory on stdin (``input()``) the first time it needs one, and
+    LocalArchitect builds its server in site-packages/tmp/local_server_<run id>, where run ids restart
+    at 1 in every database, so two launches (tests, several projects) would collide. Both go in
+    ``path`` instead."""
+    require_version("mephisto", WRITTEN_FOR, "use_data_dir")
+    import mephisto.abstractions.architects.local_architect as local_architect
+    import mephisto.utils.dirs as dirs
+
+    dirs.loaded_data_dir = str(path)
+    local_architect.get_mephisto_tmp_dir = ours(lambda: str(path / "tmp"))
+    require_ours(local_architect, "get_mephisto_tmp_dir", "use_data_dir")
+    if dirs.get_root_data_dir() != str(path):
+        raise ImportError(f"parlai_dialeval.compat: Mephisto's data directory is {dirs.get_root_data_dir()}, "
+                          f"not {path}")
+
+
+def metrics_server_off() -> None:
+    """Mephisto's Prometheus exporter binds port 3031 in every launch (a second launch logs a traceback
+    there) and only feeds a Grafana setup this project never installs: leave it off."""
+    require_version("mephisto", WRITTEN_FOR, "metrics_server_off")
+    import mephisto.operations.operator as operator
+
+    operator.start_metrics_server = ours(lambda *args, **kwargs: None)
+    operator.launch_prometheus_server = ours(lambda *args, **kwargs: False)
+    for name in ("start_metrics_server", "launch_prometheus_server"):
+        require_ours(operator, name, "metrics_server_off")
+
+
+def _safe_unit_launcher():
+    from mephisto.data_model.constants.assignment_state import AssignmentState
+    from mephisto.operations import task_launcher
+
+    class SafeUnitLauncher(task_launcher.TaskLauncher):
+        """Mephisto 1.1.1's unit thread iterates over ``unlaunched_units`` (launching a unit at every step)
+        while a generator's thread adds to it: "dictionary changed size during iteration" kills the unit
+        thread and no HIT is launched again. Same loop over a copy taken under the launcher's lock."""
+
+        @ours
+        def generate_units(self):
+            while self.keep_launching_units:
+                for db_id, unit in list(self.launched_units.items()):
+                    if unit.get_status() not in (AssignmentState.LAUNCHED, AssignmentState.ASSIGNED):
+                        self.launched_units.pop(db_id)
+                with self.unlaunched_units_access_condition:
+                    waiting = list(self.unlaunched_units.items())
+                room = self.max_num_concurrent_units - len(self.launched_units)
+                for db_id, unit in waiting if self.max_num_concurrent_units == 0 else waiting[:max(room, 0)]:
+                    self.launched_units[db_id] = unit
+                    with self.unlaunched_units_access_condition:
+                        self.unlaunched_units.pop(db_id)
+                    yield unit
+                time.sleep(task_launcher.UNIT_GENERATOR_WAIT_SECONDS)
+                if not self.unlaunched_units:
+                    break
+
+    return SafeUnitLauncher
+
+
+@contextlib.contextmanager
+def safe_unit_launching():
+    """Within the block, the launchers Mephisto's operator creates are ``SafeUnitLauncher``s (for the
+    launch call of a run fed by a generator); Mephisto's own class is left as it is."""
+    require_version("mephisto", WRITTEN_FOR, "safe_unit_launching")
+    from mephisto.operations import operator
+
+    with _LOCK, swapped(operator, "safe_unit_launching", TaskLauncher=_safe_unit_launcher()):
+        yield
+
+
+def require_safe_launcher(launcher) -> None:
+    """A launched run's launcher must be ours (``safe_unit_launching`` took effect)."""
+    require_ours(type(launcher), "generate_units", "safe_unit_launching")
+
+
+def check() -> list[str]:
+    """What install.sh confirms: the fixed config imports, and the runtime patches take effect."""
+    from mephisto.operations.hydra_config import MephistoConfig, TaskConfig
+
+    if TaskConfig.__dataclass_fields__["mephisto"].default_factory is not MephistoConfig:
+        raise ImportError("parlai_dialeval.compat: the hydra_config source fix did not take effect")
+    metrics_server_off()
+    with safe_unit_launching():
+        from mephisto.operations import operator
+
+        require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
+    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching"]

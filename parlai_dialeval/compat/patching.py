@@ -1,0 +1,68 @@
+"""How every patch in this package checks itself: the version it was written for, a text replace that
+matched exactly once, a replaced attribute that is now ours. Standard library only (imported before
+Mephisto and ParlAI)."""
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+
+OURS = "__dialeval_patch__"  # set on every function this package puts into someone else's code
+
+
+class CompatError(ImportError):
+    """A patch no longer fits the library it patches: upgrade this package or pin the library.
+    An ImportError, so that what fails at import says so as an import."""
+
+
+def require_version(distribution: str, written_for: str, patch: str) -> None:
+    """Refuse to patch a version the patch was not written for (its code may have moved or changed)."""
+    installed = importlib.metadata.version(distribution)
+    if installed != written_for:
+        raise CompatError(f"parlai_dialeval.compat: {patch} was written for {distribution} {written_for}, "
+                          f"{installed} is installed; install {distribution}=={written_for} "
+                          "(requirements/constraints.txt) or update the patch")
+
+
+def replace_once(source: str, old: str, new: str, where: str) -> str:
+    """``source`` with the one occurrence of ``old`` replaced; an error when it occurs 0 or 2+ times."""
+    found = source.count(old)
+    if found != 1:
+        raise CompatError(f"parlai_dialeval.compat: expected exactly one {old!r} in {where}, found {found}: "
+                          "the upstream file changed")
+    return source.replace(old, new)
+
+
+def ours(function):
+    """Mark a function as this package's replacement, so ``require_ours`` can tell it took effect."""
+    setattr(function, OURS, True)
+    return function
+
+
+def is_ours(value) -> bool:
+    return getattr(value, OURS, False) is True
+
+
+def require_ours(owner, name: str, patch: str) -> None:
+    """``owner.name`` must be our replacement (someone may have replaced it again, or it moved)."""
+    if not is_ours(getattr(owner, name, None)):
+        raise CompatError(f"parlai_dialeval.compat: {patch} did not take effect: "
+                          f"{getattr(owner, '__name__', owner)}.{name} is not ours")
+
+
+@contextlib.contextmanager
+def swapped(owner, patch: str, **replacements):
+    """Replace attributes of ``owner`` (marked ours) for the ``with`` block only and put the originals
+    back however the block ends. An attribute is shared by every thread: callers hold a lock."""
+    missing = [name for name in replacements if not hasattr(owner, name)]
+    if missing:
+        raise CompatError(f"parlai_dialeval.compat: {patch}: {getattr(owner, '__name__', owner)} has no "
+                          f"{', '.join(missing)}: the upstream code changed")
+    originals = {name: getattr(owner, name) for name in replacements}
+    try:
+        for name, value in replacements.items():
+            setattr(owner, name, ours(value))
+            require_ours(owner, name, patch)
+        yield originals
+    finally:
+        for name, value in originals.items():
+            setattr(owner, name, value)
