@@ -81,7 +81,7 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
     if variant in ("naive", "naive_packed"):
         model = AutoModelForCausalLM.from_pretrained(model_path).eval()
         if variant == "naive_packed":
-            from parlai_dialeval.metrics.fed_lm import pack_linear_layers
+            from parlai_dialeval.metrics.lm_packing import pack_linear_layers
 
             pack_linear_layers(model)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -171,7 +171,7 @@ def gemm_gflops(threads: int, rows: int = 256) -> dict[str, float]:
     """fp32 GFLOP/s of the model's linear layers at ``rows`` tokens: torch's matmul (MKL) and oneDNN."""
     import torch
 
-    from parlai_dialeval.metrics.fed_lm import PackedLinear
+    from parlai_dialeval.metrics.lm_packing import PackedLinear
 
     torch.set_num_threads(threads)
     shapes = [(WIDTH, 3 * WIDTH), (WIDTH, WIDTH), (WIDTH, 4 * WIDTH), (4 * WIDTH, WIDTH), (WIDTH, VOCAB)]

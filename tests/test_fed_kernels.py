@@ -1,4 +1,4 @@
-"""The CPU kernels FedScorer swaps in when it loads a model (parlai_dialeval/metrics/fed_lm.py): oneDNN
+"""The CPU kernels FedScorer swaps in when it loads a model (parlai_dialeval/metrics/lm_packing.py): oneDNN
 linear layers with pre-packed weights must compute what torch's Linear and GPT-2's Conv1D compute,
 checked against float64 products of the same weights."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import platform
 import pytest
 import torch
 
-from parlai_dialeval.metrics.fed_lm import PackedLinear, load_causal_lm, pack_linear_layers
+from parlai_dialeval.metrics.lm_loading import load_causal_lm
+from parlai_dialeval.metrics.lm_packing import PackedLinear, pack_linear_layers
 from tiny_lm import build_gpt2
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
@@ -71,3 +72,82 @@ def test_logsumexp_rows_equals_torch_logsumexp(rows):
     assert got.shape == (3, 37) and got.dtype == torch.float32
     assert torch.allclose(got.double(), expected, atol=1e-5, rtol=0)
     assert torch.allclose(got, torch.logsumexp(x, dim=-1), atol=1e-5, rtol=0)
+
+
+# ------------------------------------------------------------------ the switch and the fallback
+CONVERSATIONS = ["Hi! How are you doing today? <|endoftext|> I'm good, thanks. What about you?",
+                 "Tell me more about your favourite movie. <|endoftext|> Wow that is really interesting."]
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory):
+    return build_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), n_positions=96)
+
+
+def fed_scores(path, **kwargs):
+    from parlai_dialeval.metrics.fed import FedScorer
+
+    scorer = FedScorer(str(path), device="cpu", **kwargs)
+    kinds = {type(m).__name__ for m in scorer.model.modules()}
+    return scorer.score(CONVERSATIONS), kinds
+
+
+@pytest.mark.parametrize("failure", ["raises", "wrong numbers"])
+def test_fed_with_packing_failing_its_trial_equals_fed_with_packing_off(tiny_path, monkeypatch, failure):
+    from parlai_dialeval.compat import torch as compat_torch
+
+    off, off_kinds = fed_scores(tiny_path, packing=False)
+    assert "PackedLinear" not in off_kinds
+
+    def broken(x, packed, bias, post_op):
+        if failure == "raises":
+            raise RuntimeError("oneDNN: unsupported")  # what a changed private operator may do
+        return torch.zeros(*x.shape[:-1], packed.shape[0])
+
+    monkeypatch.setattr(compat_torch, "linear", broken)
+    monkeypatch.setattr(compat_torch, "unavailable", lambda: None)  # tried wherever the test runs
+    with pytest.warns(UserWarning, match="failed its trial"):
+        failed, failed_kinds = fed_scores(tiny_path, packing=True)
+    assert "PackedLinear" not in failed_kinds  # every layer fell back to the plain one
+    assert failed == off  # identical, not merely close: the very same plain layers ran
+
+
+def test_the_environment_variable_turns_packing_off(tiny_path, monkeypatch):
+    monkeypatch.setenv("DIALEVAL_PACKING", "0")
+    _, kinds = fed_scores(tiny_path)
+    assert "PackedLinear" not in kinds
+    monkeypatch.setenv("DIALEVAL_PACKING", "1")
+    _, kinds = fed_scores(tiny_path)
+    assert ("PackedLinear" in kinds) == PACKS
+    _, kinds = fed_scores(tiny_path, packing=False)  # the option wins over the variable
+    assert "PackedLinear" not in kinds
+
+
+@pytest.mark.skipif(not PACKS, reason="models are packed on x86-64 CPUs with oneDNN only")
+def test_packed_scores_equal_plain_scores_to_rounding(tiny_path):
+    packed, kinds = fed_scores(tiny_path, packing=True)
+    plain, _ = fed_scores(tiny_path, packing=False)
+    assert "PackedLinear" in kinds
+    for a, b in zip(packed, plain):
+        assert a.keys() == b.keys()
+        assert all(abs(a[q] - b[q]) < 1e-4 for q in a)
+
+
+@pytest.mark.skipif(not PACKS, reason="models are packed on x86-64 CPUs with oneDNN only")
+def test_state_dict_keeps_the_linear_weights(tiny_path):
+    from transformers import AutoModelForCausalLM
+
+    packed, _ = load_causal_lm(str(tiny_path), device="cpu", packing=True)
+    plain = AutoModelForCausalLM.from_pretrained(tiny_path).eval()
+    got, expected = packed.state_dict(), plain.state_dict()
+    assert got.keys() == expected.keys()
+    assert all(torch.equal(got[key], expected[key]) for key in expected)
+    # and a packed model takes a state dict back: other weights, other logits, as the plain model
+    torch.manual_seed(2)
+    other = {key: value + 0.01 * torch.randn_like(value) for key, value in expected.items()}
+    other["lm_head.weight"] = other["transformer.wte.weight"]  # GPT-2 ties them
+    packed.load_state_dict(other)
+    plain.load_state_dict(other)
+    ids = torch.randint(0, plain.config.vocab_size, (1, 12))
+    with torch.inference_mode():
+        assert torch.allclose(packed(ids).logits, plain(ids).logits, atol=1e-5, rtol=0)

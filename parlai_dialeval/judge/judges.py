@@ -24,7 +24,8 @@ class LikelihoodJudge:
     concurrency = 1
 
     def __init__(self, path: str, device=None, dtype=None):
-        from parlai_dialeval.metrics.fed_lm import PrefixLM, load_causal_lm
+        from parlai_dialeval.metrics.fed_lm import PrefixLM
+        from parlai_dialeval.metrics.lm_loading import load_causal_lm
 
         self.name = f"lm:{Path(path).name or path}"
         self.model, self.tokenizer = load_causal_lm(path, device, dtype)

@@ -132,25 +132,30 @@ class FedScorer:
     ``model``: a Hugging Face causal LM name or local path (or an already loaded model, with
     ``tokenizer``). ``batch_size``: rows of one forward pass (follow-ups of one or more dialogues).
     ``cache``: a dict (or ``ScoreCache``) of per-text values keyed by model, mode and text.
+    ``packing``: oneDNN pre-packed linear layers for a model loaded here on CPU (metrics/lm_packing.py);
+    None = on unless ``$DIALEVAL_PACKING`` is 0. ``packed``: whether any layer was packed.
     """
 
     def __init__(self, model=DEFAULT_MODEL, mode: str = "reference", device=None, batch_size: int = 16,
                  dtype: str | None = None, followups: str | os.PathLike | Mapping[str, Quality] | None = None,
                  qualities: Iterable[str] | str | None = None, tokenizer=None, cache=None,
-                 progress: bool = False, max_tokens: int = 2048):
-        from parlai_dialeval.metrics.fed_lm import PrefixLM, load_causal_lm
+                 progress: bool = False, max_tokens: int = 2048, packing: bool | None = None):
+        from parlai_dialeval.metrics.fed_lm import PrefixLM
+        from parlai_dialeval.metrics.lm_loading import load_causal_lm
+        from parlai_dialeval.metrics.lm_packing import PackedLinear
 
         if mode not in MODES:
             raise DialevalError(f"unknown FED mode '{mode}'; choose {' or '.join(MODES)}")
         self.mode = mode
         if isinstance(model, (str, os.PathLike)):
             self.model_name = str(model)
-            self.model, self.tokenizer = load_causal_lm(self.model_name, device, dtype)
+            self.model, self.tokenizer = load_causal_lm(self.model_name, device, dtype, packing=packing)
         else:
             if tokenizer is None:
                 raise DialevalError("a loaded model needs its tokenizer (tokenizer=...)")
             self.model, self.tokenizer = model, tokenizer
             self.model_name = getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.packed = any(isinstance(module, PackedLinear) for module in self.model.modules())
         self.eos_id = self.tokenizer.convert_tokens_to_ids(EOS)
         if self.eos_id is None or self.tokenizer.convert_ids_to_tokens(self.eos_id) != EOS:
             raise DialevalError(f"the tokenizer of '{self.model_name}' has no {EOS} token")

@@ -6,13 +6,11 @@ module runs the shared prefix once (batched across dialogues, its key/value cach
 all follow-ups of the dialogue at once as a token trie with tree attention (see ``PrefixLM``).
 Dialogues that extend one another (FED's turn-level items of one conversation, per-turn scores of a
 chat) also share their common token prefix: it runs once, and each dialogue runs only its new tokens.
-A model loaded here gets faster CPU kernels of the same fp32 arithmetic (``fuse_gelu``,
-``pack_linear_layers``).
+Models are loaded by ``lm_loading`` (with the CPU kernels of ``lm_packing``); this module only scores.
 """
 from __future__ import annotations
 
 import inspect
-import platform
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -23,7 +21,6 @@ from parlai_dialeval.errors import DialevalError
 
 # Prefixes of one batch may hold at most this many times their own tokens with padding.
 PAD_SLACK = 1.25
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -35,90 +32,6 @@ class SequenceLoss:
     total: float
     count: int
     tail: float
-
-
-def pick_device(device: str | torch.device | None = None) -> torch.device:
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def load_causal_lm(name: str, device=None, dtype: str | None = None):
-    """(model, tokenizer) for a Hugging Face causal LM name or local path, in eval mode on ``device``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if dtype not in (None, "auto") and dtype not in DTYPES:
-        raise DialevalError(f"unknown dtype '{dtype}'; choose auto, {', '.join(DTYPES)}")
-    kwargs = {"dtype": DTYPES[dtype]} if dtype in DTYPES else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, **kwargs)
-    except OSError as error:
-        raise DialevalError(f"cannot load the language model '{name}': {error}") from None
-    model.to(pick_device(device)).eval()
-    fuse_gelu(model)
-    pack_linear_layers(model)
-    return model, tokenizer
-
-
-def fuse_gelu(model) -> None:
-    """Swap GPT-2's tanh GELU, written as five tensor operations (``NewGELUActivation``), for torch's
-    one-kernel version of the same formula: on CPU the five passes over the MLP's 4x-wide activations
-    took about a fifth of FED's time; results agree to float rounding (about 1e-7)."""
-    from transformers.activations import NewGELUActivation
-
-    for module in list(model.modules()):
-        for name, child in list(module.named_children()):
-            if isinstance(child, NewGELUActivation):
-                setattr(module, name, torch.nn.GELU(approximate="tanh"))
-
-
-class PackedLinear(torch.nn.Module):
-    """``x @ weight.T + bias`` through oneDNN, its weight reordered once into oneDNN's blocked layout.
-
-    Why: torch's CPU matrix products call MKL, which on this project's AMD EPYC (AVX-512) reached
-    190-200 GFLOP/s with 2 threads at the model's shapes, about the AVX2 peak; oneDNN's AVX-512 kernels
-    reached 430-460 (benchmarks/README.md). The arithmetic is the same fp32 (sums in another order).
-    The operator is the one torch's own compiler (inductor) emits for frozen linear layers on CPU.
-    ``gelu_tanh``: the tanh GELU is applied to the output inside the same kernel (one pass less over
-    the MLP's 4x-wide activations; same formula, same rounding as ``torch.nn.GELU("tanh")`` to ~1e-7)."""
-
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, gelu_tanh: bool = False):
-        super().__init__()
-        self.out_features = weight.shape[0]
-        self.post_op = ("gelu", [], "tanh") if gelu_tanh else ("none", [], "")
-        self.register_buffer("weight", torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None),
-                             persistent=False)
-        self.register_buffer("bias", None if bias is None else bias.detach(), persistent=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, *self.post_op)
-
-
-def pack_linear_layers(model) -> None:
-    """On an x86-64 CPU with oneDNN, swap the model's fp32 linear layers (torch's ``Linear``, GPT-2's
-    ``Conv1D``, which stores its weight transposed) for ``PackedLinear``. Inference only: no gradients
-    flow. In GPT-2's MLP (``c_fc``, then ``act``) a tanh GELU (see ``fuse_gelu``) moves into ``c_fc``."""
-    from transformers.pytorch_utils import Conv1D
-
-    # Measured on x86-64 only; oneDNN on ARM runs through other kernels.
-    if platform.machine().lower() not in ("x86_64", "amd64") or not torch.backends.mkldnn.is_available() \
-            or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        return
-    # Parents and names only, so each replaced layer's weight is freed before the next is packed.
-    places = [(module, name) for module in model.modules() for name, child in module.named_children()
-              if isinstance(child, (torch.nn.Linear, Conv1D)) and child.weight.device.type == "cpu"
-              and child.weight.dtype == torch.float32]
-    for module, name in places:
-        child = getattr(module, name)
-        weight = child.weight.t() if isinstance(child, Conv1D) else child.weight
-        act = getattr(module, "act", None)
-        gelu = (type(module).__name__ == "GPT2MLP" and name == "c_fc" and isinstance(act, torch.nn.GELU)
-                and act.approximate == "tanh")
-        setattr(module, name, PackedLinear(weight.contiguous(), child.bias, gelu_tanh=gelu))
-        if gelu:
-            module.act = torch.nn.Identity()
-        del child, weight
 
 
 def logsumexp_rows(x: torch.Tensor, rows: int = 16) -> torch.Tensor:

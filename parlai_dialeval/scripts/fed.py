@@ -75,6 +75,9 @@ class Fed(ParlaiScript):
         fed.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
         fed.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
         fed.add_argument("--batch-size", type=int, default=16, help="dialogues per forward pass")
+        fed.add_argument("--packing", type="bool", default=None,
+                         help="oneDNN pre-packed linear layers on CPU (faster, same numbers to ~1e-6; any layer "
+                              "shape failing its trial call stays plain); default: on unless $DIALEVAL_PACKING=0")
         fed.add_argument("--max-tokens", type=int, default=2048,
                          help="bound on rows x tokens of one forward pass (memory)")
         fed.add_argument("--cache", default=None, metavar="FILE.jsonl",
@@ -90,7 +93,7 @@ class Fed(ParlaiScript):
                            batch_size=opt["batch_size"], dtype=opt["dtype"], followups=opt["followups"],
                            qualities=[q.strip() for q in opt["qualities"].split(",") if q.strip()],
                            cache=ScoreCache(opt["cache"]) if opt["cache"] else None, progress=world.main,
-                           max_tokens=opt["max_tokens"])
+                           max_tokens=opt["max_tokens"], packing=opt["packing"])
 
         def work(part):
             if not opt["cache"]:
@@ -103,7 +106,7 @@ class Fed(ParlaiScript):
 
         # Everything that changes a number: a shard folder made with other values is refused.
         identity = {"command": "fed", "lm": opt["lm"], "mode": opt["mode"], "dtype": opt["dtype"],
-                    "device": scorer.model.device.type, "batch_size": opt["batch_size"],
+                    "device": scorer.model.device.type, "packed": scorer.packed, "batch_size": opt["batch_size"],
                     "max_tokens": opt["max_tokens"], "qualities": scorer.qualities,
                     "followups": {q: scorer.followups[q].positive + scorer.followups[q].negative
                                   for q in scorer.qualities},

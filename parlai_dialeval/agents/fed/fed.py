@@ -25,6 +25,8 @@ class FedAgent(Agent):
         group.add_argument("--fed-followups", default=None, help="custom follow-up sets (JSON file)")
         group.add_argument("--fed-device", default=None, help="torch device (default: cuda when present)")
         group.add_argument("--fed-batch-size", type=int, default=16)
+        group.add_argument("--fed-packing", type="bool", default=None,
+                           help="oneDNN pre-packed linear layers on CPU; default: on unless $DIALEVAL_PACKING=0")
         return parser
 
     def __init__(self, opt, shared=None):
@@ -36,7 +38,8 @@ class FedAgent(Agent):
             self.scorer = FedScorer(opt.get("fed_lm", DEFAULT_MODEL), mode=opt.get("fed_mode", "reference"),
                                     device=opt.get("fed_device"), batch_size=opt.get("fed_batch_size", 16),
                                     followups=opt.get("fed_followups"),
-                                    qualities=opt.get("fed_qualities", "reference").split(","))
+                                    qualities=opt.get("fed_qualities", "reference").split(","),
+                                    packing=opt.get("fed_packing"))
         self.turns: list[str] = []
         self.ended = False
         self.totals: dict[str, AverageMetric] = {}
