@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import time
 from pathlib import Path
 
-from parlai_dialeval.compat.patching import ours, require_ours, require_version, swapped
+from parlai_dialeval.compat.patching import CompatError, ours, require_ours, require_version, swapped
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -90,12 +91,17 @@ def _safe_unit_launcher():
 
 
 @contextlib.contextmanager
-def safe_unit_launching():
+def safe_unit_launching(operator=None):
     """Within the block, the launchers Mephisto's operator creates are ``SafeUnitLauncher``s (for the
-    launch call of a run fed by a generator); Mephisto's own class is left as it is."""
+    launch call of a run fed by a generator); Mephisto's own class is left as it is. ``operator``:
+    ``mephisto.operations.operator`` (or a copy of it, in tests)."""
     require_version("mephisto", WRITTEN_FOR, "safe_unit_launching")
-    from mephisto.operations import operator
-
+    if operator is None:
+        from mephisto.operations import operator
+    # The swap reaches the launchers only while the operator calls the class by its module-global name.
+    if "launcher = TaskLauncher(" not in inspect.getsource(operator.Operator._create_live_task_run):
+        raise CompatError("parlai_dialeval.compat: safe_unit_launching: Mephisto's Operator no longer creates "
+                          "its TaskLauncher by that name: the upstream code changed")
     with _LOCK, swapped(operator, "safe_unit_launching", TaskLauncher=_safe_unit_launcher()):
         yield
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.abc
+import inspect
 import sys
 import threading
 
-from parlai_dialeval.compat.patching import is_ours, ours, require_ours, require_version, swapped
+from parlai_dialeval.compat.patching import CompatError, is_ours, ours, require_ours, require_version, swapped
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.7.2"
@@ -76,6 +77,9 @@ def let_help_skip_required_options(parser_class=None) -> None:
         return
     require_version("parlai", WRITTEN_FOR, "let_help_skip_required_options")
     parse_known_args, error = parser_class.parse_known_args, parser_class.error
+    if "nohelp" not in inspect.signature(parse_known_args).parameters:
+        raise CompatError("parlai_dialeval.compat: let_help_skip_required_options: ParlaiParser.parse_known_args "
+                          "has no nohelp parameter any more: the upstream code changed")
 
     @ours
     def discovering_parse_known_args(self, args=None, namespace=None, nohelp=False):

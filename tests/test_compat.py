@@ -1,0 +1,147 @@
+"""Every patch of someone else's code (parlai_dialeval/compat/) fails loudly when it would no longer take
+effect: each check is run here on a copy of its real target (the installed upstream file, loaded under
+another name) changed the way an upstream release could change it."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from parlai_dialeval.compat import mephisto as compat_mephisto
+from parlai_dialeval.compat import parlai as compat_parlai
+from parlai_dialeval.compat import patching, source_fixes
+from parlai_dialeval.compat.patching import CompatError, is_ours
+
+
+def upstream_source(module: str) -> str:
+    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+
+
+def load_copy(module: str, tmp_path: Path, edit=lambda text: text):
+    """A fresh module built from ``module``'s installed source after ``edit``, under another name."""
+    name = f"copy_of_{module.replace('.', '_')}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(edit(upstream_source(module)), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    return copy
+
+
+# ------------------------------------------------------------------ text replaced at import
+@pytest.mark.parametrize("module", sorted(source_fixes.FIXES))
+def test_every_source_fix_matches_its_installed_file_once_and_compiles(module):
+    fix = source_fixes.FIXES[module]
+    fixed = fix.apply(upstream_source(module), module)
+    compile(fixed, module, "exec")
+    assert all(new in fixed and old + "\n" not in fixed for old, new in fix.lines)
+
+
+def _edit_line(text, old):
+    return text.replace(old, old.replace(" = ", " =  "))  # e.g. a reformatted upstream line
+
+
+def _double_line(text, old):
+    return text.replace(old + "\n", old + "\n" + old + "\n")
+
+
+@pytest.mark.parametrize("change", [_edit_line, _double_line], ids=["line changed", "line twice"])
+@pytest.mark.parametrize("module", sorted(source_fixes.FIXES))
+def test_a_source_fix_refuses_a_changed_copy(module, change):
+    fix = source_fixes.FIXES[module]
+    changed = change(upstream_source(module), fix.lines[0][0])
+    with pytest.raises(CompatError, match="expected exactly one"):
+        fix.apply(changed, f"copy of {module}")
+
+
+def test_the_import_hook_fixes_a_copy_and_refuses_a_changed_one(tmp_path, monkeypatch):
+    """The whole path: a module named in the hook's table is rewritten as it loads, or fails to import."""
+    fix = compat_mephisto.SOURCE_FIX
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, edit in (("hydra_copy_ok", lambda t: t), ("hydra_copy_changed", lambda t: _edit_line(t, fix.lines[0][0]))):
+        (tmp_path / f"{name}.py").write_text(edit(upstream_source(fix.module)), encoding="utf-8")
+        monkeypatch.setitem(source_fixes.FIXES, name, source_fixes.SourceFix(
+            name, fix.distribution, fix.written_for, fix.lines, header=fix.header))
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    ok = importlib.import_module("hydra_copy_ok")
+    assert ok.TaskConfig.__dataclass_fields__["mephisto"].default_factory is ok.MephistoConfig
+    with pytest.raises(ImportError, match="expected exactly one"):
+        importlib.import_module("hydra_copy_changed")
+
+
+# ------------------------------------------------------------------ the version each was written for
+def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
+    monkeypatch.setattr(patching.importlib.metadata, "version", lambda distribution: "99.0")
+    attempts = {
+        "use_data_dir": lambda: compat_mephisto.use_data_dir(tmp_path),
+        "metrics_server_off": compat_mephisto.metrics_server_off,
+        "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
+        "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
+        "let_help_skip_required_options": lambda: compat_parlai.let_help_skip_required_options(
+            load_copy("parlai.core.params", tmp_path).ParlaiParser),
+    }
+    for patch, attempt in attempts.items():
+        with pytest.raises(CompatError, match=f"{patch} was written for .* 99.0 is installed"):
+            attempt()
+
+
+# ------------------------------------------------------------------ functions replaced at run time
+def test_downloads_are_refused_on_a_copy_and_restored_after(tmp_path):
+    build_data = load_copy("parlai.core.build_data", tmp_path)
+    originals = build_data.download, build_data.built, build_data.DownloadableFile.download_file
+    with compat_parlai.downloads_refused(build_data):
+        assert is_ours(build_data.download) and is_ours(build_data.DownloadableFile.download_file)
+        with pytest.raises(compat_parlai.WouldDownload):
+            build_data.download("http://example.org/x.tgz", str(tmp_path), "x.tgz")
+        with pytest.raises(compat_parlai.WouldDownload):
+            build_data.built(str(tmp_path / "never_built"))
+    assert (build_data.download, build_data.built, build_data.DownloadableFile.download_file) == originals
+
+
+def test_downloads_refused_fails_on_a_copy_without_the_function(tmp_path):
+    # an upstream rename: the refusal would leave the renamed function free to download
+    build_data = load_copy("parlai.core.build_data", tmp_path,
+                           lambda text: text.replace("def download_from_google_drive(", "def download_gdrive("))
+    download = build_data.download
+    with pytest.raises(CompatError, match="has no download_from_google_drive"):
+        with compat_parlai.downloads_refused(build_data):
+            pass
+    assert build_data.download is download  # nothing left half-patched
+
+
+def test_the_help_fix_takes_effect_on_a_copy_and_refuses_a_changed_one(tmp_path):
+    params = load_copy("parlai.core.params", tmp_path)
+    compat_parlai.let_help_skip_required_options(params.ParlaiParser)
+    assert is_ours(params.ParlaiParser.parse_known_args) and is_ours(params.ParlaiParser.error)
+    parser = params.ParlaiParser(False, False)
+    parser.add_argument("--data", required=True)
+    assert parser.parse_known_args([], nohelp=True)[0].data is None  # the discovery pass lets it go
+    with pytest.raises(SystemExit):
+        parser.parse_args([])  # the real pass still checks
+    changed = load_copy("parlai.core.params", tmp_path, lambda text: text.replace(
+        "def parse_known_args(self, args=None, namespace=None, nohelp=False):",
+        "def parse_known_args(self, args=None, namespace=None, discover=False):"))
+    with pytest.raises(CompatError, match="no nohelp parameter"):
+        compat_parlai.let_help_skip_required_options(changed.ParlaiParser)
+
+
+def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
+    from mephisto.operations import operator, task_launcher
+
+    mephisto_generate_units = task_launcher.TaskLauncher.generate_units
+    with compat_mephisto.safe_unit_launching():
+        safe = operator.TaskLauncher
+        assert issubclass(safe, task_launcher.TaskLauncher) and is_ours(safe.generate_units)
+        assert task_launcher.TaskLauncher.generate_units is mephisto_generate_units  # Mephisto's class untouched
+    assert operator.TaskLauncher is task_launcher.TaskLauncher
+    compat_mephisto.require_safe_launcher(object.__new__(safe))
+    with pytest.raises(CompatError, match="did not take effect"):
+        compat_mephisto.require_safe_launcher(object.__new__(task_launcher.TaskLauncher))
+    # an operator that no longer calls the class by its module-global name would not see the swap
+    changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
+        "launcher = TaskLauncher(", "launcher = task_launcher_class("))
+    with pytest.raises(CompatError, match="no longer creates its TaskLauncher"):
+        with compat_mephisto.safe_unit_launching(changed):
+            pass
