@@ -185,10 +185,12 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
-    controller = adaptive.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
+    from parlai_dialeval.crowdsourcing.platform import adaptive_launch
+
+    controller = adaptive_launch.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
     operator = Operator(db)
     try:
-        with adaptive.launching(controller):
+        with adaptive_launch.launching(controller):
             run_id = operator.launch_task_run_or_die(cfg.mephisto, shared_state=shared)
     except BaseException as error:  # Ctrl-C while launching included: never leave a router behind
         operator.force_shutdown(timeout=5)

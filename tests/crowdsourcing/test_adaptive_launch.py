@@ -17,7 +17,7 @@ import pytest
 
 from parlai_dialeval.adaptive.allocation import Uniform
 from parlai_dialeval.adaptive.simulate import run_study
-from parlai_dialeval.crowdsourcing.platform import adaptive
+from parlai_dialeval.crowdsourcing.platform import adaptive_controller
 from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError
@@ -37,7 +37,7 @@ def quick_batches(monkeypatch):
 
     monkeypatch.setattr(task_launcher, "UNIT_GENERATOR_WAIT_SECONDS", 0.2)
     monkeypatch.setattr(task_launcher, "ASSIGNMENT_GENERATOR_WAIT_SECONDS", 0.05)
-    monkeypatch.setattr(adaptive, "POLL_SECONDS", 0.1)
+    monkeypatch.setattr(adaptive_controller, "POLL_SECONDS", 0.1)
 
 
 def write_conversations(path, per_model: int = 3) -> None:
@@ -170,7 +170,7 @@ def test_killed_after_two_batches_resumes_without_repeating_a_batch(tmp_path):
     assert [b["pairs"] for b in state["batches"][:3]] == [b["pairs"] for b in before["batches"]]
     assert len(set(state["ingested_agents"])) == len(state["ingested_agents"])
     # every batch's HITs were done once: finished HITs per batch = HITs the state says it emitted
-    done = Counter(u.server[adaptive.BATCH_KEY] for u in _finished_units(run))
+    done = Counter(u.server[adaptive_controller.BATCH_KEY] for u in _finished_units(run))
     assert done == {b["batch"]: b["hits"] for b in state["batches"]}
     report, _ = collect_from_db(run.db, "killed")
     comps = from_records(report.records).comparisons

@@ -1,11 +1,11 @@
-"""What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive.py ``outcomes``): one
-outcome per comparison, oriented to the pair's first model by name; a PW-Turn conversation's per-turn
+"""What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive_controller.py
+``outcomes``): one outcome per comparison, oriented to the pair's first model by name; a PW-Turn conversation's per-turn
 votes one outcome, their mean; automatic ties and onboarding left out. Expected values by hand."""
 from __future__ import annotations
 
 import pytest
 
-from parlai_dialeval.crowdsourcing.platform.adaptive import outcomes, within_cap
+from parlai_dialeval.crowdsourcing.platform.adaptive_controller import outcomes, within_cap
 
 
 def comparison(a, b, choice, **extra):
