@@ -8,8 +8,10 @@ study; if that fails half way, the study it created is deleted again (no orphan 
 """
 from __future__ import annotations
 
+import atexit
 import json
 import secrets
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +190,7 @@ def render_wrapper(completion_url: str, code: str) -> Path:
     text = text.replace('"__COMPLETION_URL__"', json.dumps(completion_url)).replace(
         '"__COMPLETION_CODE__"', json.dumps(code))
     folder = Path(tempfile.mkdtemp(prefix="dialeval_prolific_js_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # Mephisto copies it into each build
     path = folder / "wrap_crowd_source.js"
     path.write_text(text)
     return path
