@@ -1,8 +1,8 @@
-"""Every change this project makes to Mephisto 1.1.1 (the router's ``server.js`` fix is in
+"""Every change this project makes to Mephisto 1.1.1 but the router's ``server.js`` fix (moving to
 ``compat/mephisto_router.py``). Each checks the installed version first and that it took effect after.
 
 - ``SOURCE_FIX``: dataclass defaults Python 3.11 rejects, rewritten at import. Retire when Mephisto
-  uses ``field(default_factory=...)`` in ``hydra_config.py`` (Mephisto >= 1.2 does).
+  uses ``field(default_factory=...)`` in ``hydra_config.py``.
 - ``use_data_dir``: Mephisto's data directory set in code, never asked for on stdin, and LocalArchitect's
   build folder inside it. Retire when Mephisto reads both from its config.
 - ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
@@ -12,12 +12,11 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import threading
 import time
 from pathlib import Path
 
-from parlai_dialeval.compat.patching import CompatError, ours, require_ours, require_version, swapped
+from parlai_dialeval.compat.patching import CompatError, ours, require_call, require_ours, require_version, swapped
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -43,8 +42,9 @@ def use_data_dir(path: Path) -> None:
     dirs.loaded_data_dir = str(path)
     local_architect.get_mephisto_tmp_dir = ours(lambda: str(path / "tmp"))
     require_ours(local_architect, "get_mephisto_tmp_dir", "use_data_dir")
+    require_call(local_architect.LocalArchitect, "get_mephisto_tmp_dir()", "use_data_dir")
     if dirs.get_root_data_dir() != str(path):
-        raise ImportError(f"parlai_dialeval.compat: Mephisto's data directory is {dirs.get_root_data_dir()}, "
+        raise CompatError(f"parlai_dialeval.compat: Mephisto's data directory is {dirs.get_root_data_dir()}, "
                           f"not {path}")
 
 
@@ -58,6 +58,7 @@ def metrics_server_off() -> None:
     operator.launch_prometheus_server = ours(lambda *args, **kwargs: False)
     for name in ("start_metrics_server", "launch_prometheus_server"):
         require_ours(operator, name, "metrics_server_off")
+        require_call(operator.Operator, f"{name}()", "metrics_server_off")
 
 
 def _safe_unit_launcher():
@@ -98,10 +99,7 @@ def safe_unit_launching(operator=None):
     require_version("mephisto", WRITTEN_FOR, "safe_unit_launching")
     if operator is None:
         from mephisto.operations import operator
-    # The swap reaches the launchers only while the operator calls the class by its module-global name.
-    if "launcher = TaskLauncher(" not in inspect.getsource(operator.Operator._create_live_task_run):
-        raise CompatError("parlai_dialeval.compat: safe_unit_launching: Mephisto's Operator no longer creates "
-                          "its TaskLauncher by that name: the upstream code changed")
+    require_call(operator.Operator._create_live_task_run, "launcher = TaskLauncher(", "safe_unit_launching")
     with _LOCK, swapped(operator, "safe_unit_launching", TaskLauncher=_safe_unit_launcher()):
         yield
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import inspect
 
 OURS = "__dialeval_patch__"  # set on every function this package puts into someone else's code
 
@@ -40,6 +41,14 @@ def ours(function):
 
 def is_ours(value) -> bool:
     return getattr(value, OURS, False) is True
+
+
+def require_call(code, call: str, patch: str) -> None:
+    """``code`` (a module, class or function) must still contain ``call``: a replaced module global
+    reaches only the callers that look it up by that name."""
+    if call not in inspect.getsource(code):
+        raise CompatError(f"parlai_dialeval.compat: {patch}: {getattr(code, '__qualname__', code.__name__)} no "
+                          f"longer calls {call!r}: the upstream code changed")
 
 
 def require_ours(owner, name: str, patch: str) -> None:
