@@ -59,7 +59,7 @@ function shorten(value) {
 
 function refuse(where, reason, subject, counter) {
   const n = counter ? ++counter.refused : 1;
-  if (n <= 10 || n % LOG_EVERY === 0) {
+  if (n <= 50 || n % LOG_EVERY === 0) {
     console.log(`[dialeval-router] refused ${where}: ${reason} (subject ${shorten(subject)}, refusal ${n} here)`);
   }
   return null;
