@@ -14,7 +14,9 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -272,3 +274,40 @@ def test_router_lockfile_has_no_known_vulnerable_versions():
              "qs": (6, 14, 1), "express": (4, 21, 2)}
     for name, minimum in fixed.items():
         assert versions[name] >= minimum, f"{name} {versions[name]} is older than {minimum}"
+
+
+def test_built_router_runs_on_our_modules_without_npm(tmp_path):
+    """A launch's router build never runs `npm install` (Mephisto's source folder is given as the server
+    source), links the modules install.sh installed, and starts from them: no network needed."""
+    require_router()
+    from mephisto.abstractions.architects.router import build_router as mephisto_router
+
+    sources = []
+
+    def mephisto_build(build_dir, task_run, version, server_source_path=None):
+        sources.append(server_source_path)
+        shutil.copytree(server_source_path, Path(build_dir) / "router")
+        return str(Path(build_dir) / "router")
+
+    router = Path(compat_router.router_builder(mephisto_build)(str(tmp_path), None))
+    assert sources == [mephisto_router.NODE_SERVER_SOURCE_ROOT]
+    assert (router / "node_modules").resolve() == (compat_router.ROUTER_DIR / "node_modules").resolve()
+    assert (router / compat_router.SECRET_FILE).stat().st_mode & 0o077 == 0
+    port = PORT + 1
+    node = subprocess.Popen(["node", "server.js"], cwd=router, env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.time() + 30
+        while time.time() < end:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/is_alive", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        reply = httpx.post(f"http://127.0.0.1:{port}/submit_task", json={"USED_AGENT_ID": "1", "final_data": {}})
+        assert reply.status_code == 403
+        assert httpx.get(f"http://127.0.0.1:{port}/download_file/..%2Fetc%2Fpasswd").status_code == 404
+    finally:
+        node.terminate()
+        output = node.communicate(timeout=10)[0]
+    assert "refused POST /submit_task: missing or forged token" in output
