@@ -2,18 +2,17 @@
 
 `dialeval launch live_chat_da conf=offline_small` runs as it would for real (LocalArchitect: the Mephisto
 server process + the node router on 127.0.0.1; offline bots: QC bot, TF-IDF retrieval, repeat_query).
-Each simulated worker does what the page does (mephisto-task 2.0.4): POST /request_agent, a websocket to the
-router with the `alive` packet, heartbeats every 6 s, `mephisto_bound_live_update` packets for its actions,
-`client_bound_live_update` packets for the world's state and the bot's replies, POST /submit_task at the
-end. It drives a whole HIT from the server's state only (3 conversations of INPUTS messages, ratings,
+Each simulated worker does what the page does (tests/crowdsourcing/page_client.py: mephisto-task 2.0.4 plus
+the router's session token and the server's acknowledgements of stored messages). It drives a whole HIT from the server's state only (3 conversations of INPUTS messages, ratings,
 feedback), waiting for each reply and thinking about THINK s before typing again; if its socket drops it
 reloads (a new /request_agent, retried every 2 s) and carries on from whatever state the server sends.
 
 Run 1 (one launch): 1 worker alone (the baseline), then WORKERS workers at once, each bounded by
 DURATION s. Run 2 (a second task): WORKERS workers; after KILL_AFTER s the server and the router are
 killed (SIGKILL, as in a crash) and `dialeval launch` is started again on the same data; the workers
-reload until it answers. Prints reply latency p50/p95/p99 (send -> reply on the socket), messages sent
-vs stored (the export's worker turns, matched by text), router and server memory at start and end, and,
+reload until it answers. Prints reply latency p50/p95/p99 (send -> reply on the socket), messages sent,
+confirmed by the server (what the page shows as sent) and stored (the export's worker turns, matched by
+text): a confirmed message not stored is a lost one, router and server memory at start and end, and,
 for run 2, what the workers saw. Traffic goes to 127.0.0.1 only; every loop is bounded.
 
     .venv/bin/python benchmarks/bench_router_load.py [--workers 50] [--port 3350] [--part load|restart]
@@ -89,13 +88,16 @@ def stored_texts(task: str, data_dir: Path, out: Path):
 def describe(label: str, clients, wall: float, human: Counter) -> np.ndarray:
     lat = np.array([x for c in clients for x in c.latencies]) * 1000
     sent = [t for c in clients for t in c.sent]
-    lost = [t for t in sent if t not in human]
+    confirmed = [t for c in clients for t in c.confirmed]
+    lost = [t for t in confirmed if t not in human]
+    unconfirmed_lost = [t for t in sent if t not in human and t not in confirmed]
     doubled = sum(n > 1 for n in human.values())
     quantiles = "p50 / p95 / p99 " + " / ".join(f"{np.percentile(lat, q):.0f}" for q in (50, 95, 99)) + " ms" \
         if len(lat) else "no replies"
     print(f"{label}: {wall:.1f} s, {sum(c.done for c in clients)}/{len(clients)} HITs submitted; reply latency "
-          f"{quantiles} ({len(lat)} replies); messages sent {len(sent)}, stored {sum(human[t] > 0 for t in sent)}, "
-          f"lost {len(lost)}, stored twice {doubled}")
+          f"{quantiles} ({len(lat)} replies); messages sent {len(sent)}, confirmed by the server {len(confirmed)}, "
+          f"stored {sum(human[t] > 0 for t in sent)}; confirmed but lost {len(lost)}, never confirmed and not "
+          f"stored {len(unconfirmed_lost)}; stored twice {doubled}")
     return lat
 
 
@@ -169,7 +171,8 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     describe(f"{args.workers} workers across the restart", clients, wall, human)
     lost = [c.sent_at[t] - killed["at"] for c in clients for t in c.sent if t not in human]
     if lost:
-        print(f"the lost messages were sent {', '.join(f'{x:+.1f}' for x in sorted(lost))} s from the kill")
+        print(f"the messages not stored were sent {', '.join(f'{x:+.1f}' for x in sorted(lost))} s from the kill "
+              "(none was confirmed: the page never showed it as sent)")
     print("memory (RSS, MB) router / server: start {:.0f} / {:.0f}, end (relaunched) {:.0f} / {:.0f}".format(
         *start_memory, *end_memory))
     statuses = Counter(c["status"] for c in convs)

@@ -15,6 +15,9 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure.
 
+Mephisto's agents also confirm to the page each act the world has stored (``_acknowledging``), so that
+the page can resend what was not.
+
 Each text replacement must match exactly once and the Mephisto version must be the one the patches
 were written for: anything else raises ``RouterPatchError`` before a router is started.
 """
@@ -35,6 +38,7 @@ ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "r
 GUARD = "dialeval_guard.js"
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
+ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
 # One secret per server process: every router it builds checks tokens against it.
 SECRET = secrets.token_bytes(32)
 
@@ -161,10 +165,35 @@ def _send_alive(self, channel_id: str) -> bool:
         Packet(packet_type=PACKET_TYPE_ALIVE, subject_id=SYSTEM_ID, data={"agent_token": token(SYSTEM_ID)}))
 
 
+def _acknowledging(get_live_update):
+    """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
+
+    A world asks for a worker's next act only once its parley that took the previous ones has ended, and
+    every world of ours ends a parley by saving its record (platform/session_world.py): so on entry the
+    acts taken so far are stored, and their update ids go back to the page (``ACK_KEY``), which resends
+    what was never confirmed (frontend/src/components/transport.js)."""
+    if getattr(get_live_update, "dialeval_acks", False):
+        return get_live_update
+
+    def get_live_update_acknowledged(self, timeout=None):
+        taken = self.__dict__.pop("dialeval_taken", None)
+        if taken and self.agent_in_active_run():
+            self.get_live_run().client_io.send_live_update(self.get_agent_id(), {ACK_KEY: taken})
+        act = get_live_update(self, timeout)
+        if isinstance(act, dict) and act.get("update_id") is not None:
+            self.__dict__.setdefault("dialeval_taken", []).append(act["update_id"])
+        return act
+
+    get_live_update_acknowledged.dialeval_acks = True
+    return get_live_update_acknowledged
+
+
 def install() -> None:
-    """Patch LocalArchitect's router build and Mephisto's system alive (checked, idempotent)."""
+    """Patch LocalArchitect's router build, Mephisto's system alive and its agents' acknowledgements
+    (checked, idempotent)."""
     check_version()
     import mephisto.abstractions.architects.local_architect as local_architect
+    from mephisto.data_model.agent import _AgentBase
     from mephisto.operations import client_io_handler
 
     if client_io_handler.SYSTEM_CHANNEL_ID != SYSTEM_ID:
@@ -172,3 +201,4 @@ def install() -> None:
                                f"the router guard expects {SYSTEM_ID!r}")
     local_architect.build_router = router_builder(local_architect.build_router)
     client_io_handler.ClientIOHandler._send_alive = _send_alive
+    _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)

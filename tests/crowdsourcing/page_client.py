@@ -18,6 +18,7 @@ import websockets
 
 RATING = [50, 60, 70, 80, 90, 40, 30]
 NORMAL = {"none", "waiting", "in task", "completed"}  # agent statuses of a worker who is doing fine
+ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat_router.py)
 
 
 class PageClient:
@@ -27,6 +28,8 @@ class PageClient:
         self.name, self.inputs, self.think, self.deadline = name, inputs, think, deadline
         self.http_url, self.ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
         self.sent: list[str] = []  # texts whose packet went out on an open socket
+        self.confirmed: list[str] = []  # texts the server acknowledged as stored (what the page shows as sent)
+        self.unconfirmed: dict[str, str] = {}  # update id -> text, sent but not acknowledged yet
         self.sent_at: dict[str, float] = {}
         self.latencies: list[float] = []
         self.seen: list[str] = []  # what a person would have noticed: reloads, refusals, statuses
@@ -60,12 +63,15 @@ class PageClient:
         self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
         return True
 
-    async def _packet(self, kind: str, data: dict | None) -> None:
+    async def _packet(self, kind: str, data: dict | None) -> str:
+        """Send a packet; returns its update id."""
         packet = {"packet_type": kind, "subject_id": self.agent_id, "agent_token": self.token,
                   "client_timestamp": time.time()}
+        update_id = str(uuid.uuid4())
         if data is not None:
-            packet["data"] = {"update_id": str(uuid.uuid4()), **data}
+            packet["data"] = {"update_id": update_id, **data}
         await self.ws.send(json.dumps(packet))
+        return update_id
 
     async def _heartbeat(self) -> None:
         while self.connected:
@@ -79,7 +85,11 @@ class PageClient:
         try:
             async for raw in self.ws:
                 packet = json.loads(raw)
-                if packet["packet_type"] == "client_bound_live_update":
+                if packet["packet_type"] == "client_bound_live_update" and ACK_KEY in packet["data"]:
+                    for update_id in packet["data"][ACK_KEY]:
+                        if update_id in self.unconfirmed:
+                            self.confirmed.append(self.unconfirmed.pop(update_id))
+                elif packet["packet_type"] == "client_bound_live_update":
                     self._on_update(packet["data"])
                 elif packet["packet_type"] == "update_status" and packet["data"].get("status") not in NORMAL:
                     self.seen.append(f"status {packet['data'].get('status')}")
@@ -118,11 +128,13 @@ class PageClient:
 
     async def act(self, task_data: dict, text: str = "") -> bool:
         try:
-            await self._packet("mephisto_bound_live_update", {"id": self.agent_id, "text": text,
-                                                              "task_data": task_data, "episode_done": False})
-            return True
+            update_id = await self._packet("mephisto_bound_live_update", {
+                "id": self.agent_id, "text": text, "task_data": task_data, "episode_done": False})
         except websockets.ConnectionClosed:
             return False
+        if text:
+            self.unconfirmed[update_id] = text
+        return True
 
     async def step(self, http: httpx.AsyncClient) -> None:
         """One action chosen from the server's state, as the page would offer it."""

@@ -246,6 +246,8 @@ def test_hostile_clients_leave_honest_work_intact(tmp_path):
     honest_turns = sorted(t["text"] for c in convs if not c["worker_id"].startswith("mallory")
                           for t in c["turns"] if t["speaker"] == "human")
     assert honest_turns == sorted(t for c in honest for t in c.sent)
+    # every message was acknowledged end to end (the server confirms what the world stored)
+    assert all(sorted(c.confirmed) == sorted(c.sent) and not c.unconfirmed for c in honest)
     assert INJECTED not in json.dumps([c for c in convs if not c["worker_id"].startswith("mallory")])
 
 

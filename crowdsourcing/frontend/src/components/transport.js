@@ -2,7 +2,8 @@
 // answers POST /request_agent (and /submit_onboarding) with agent_details carrying `agent_token`, and
 // refuses every later packet or POST of that agent without it. mephisto-task 2.0.4 knows nothing of the
 // token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
-// subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios).
+// subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
+// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect.
 // Importing it once (components/index.js) installs both before any task connects.
 import { axiosInstance } from "mephisto-task";
 
@@ -37,7 +38,39 @@ axiosInstance.interceptors.response.use((response) => {
   return response;
 });
 
+// Messages acknowledged end to end: the server confirms each act once the world has stored it
+// (parlai_dialeval/compat_router.py, a live update {dialeval_ack: [update ids]}). Until then the act
+// stays in `outbox` and is sent again on every new socket of this page (mephisto-task opens one after a
+// drop); the server drops a copy it already has by its update id.
+const ACK_KEY = "dialeval_ack";
+const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the new socket
+const outbox = new Map(); // update id -> packet (without token), insertion order = sending order
+const ackListeners = new Set();
+
+export function onAcknowledged(listener) {
+  ackListeners.add(listener);
+  return () => ackListeners.delete(listener);
+}
+
+function signed(packet) {
+  return tokens.has(packet.subject_id) ? { ...packet, agent_token: tokens.get(packet.subject_id) } : packet;
+}
+
 const PageSocket = class extends window.WebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("open", () => window.setTimeout(() => this.resend(), RESEND_AFTER_OPEN_MS));
+  }
+
+  resend() {
+    for (const packet of outbox.values()) {
+      if (this.readyState !== window.WebSocket.OPEN) {
+        return;
+      }
+      super.send(JSON.stringify(signed(packet)));
+    }
+  }
+
   send(text) {
     let packet;
     try {
@@ -45,10 +78,33 @@ const PageSocket = class extends window.WebSocket {
     } catch (error) {
       return super.send(text);
     }
-    if (packet && tokens.has(packet.subject_id)) {
-      packet.agent_token = tokens.get(packet.subject_id);
+    if (packet && packet.packet_type === "mephisto_bound_live_update" && packet.data && packet.data.update_id) {
+      outbox.set(packet.data.update_id, packet);
     }
-    return super.send(JSON.stringify(packet));
+    return super.send(JSON.stringify(signed(packet)));
+  }
+
+  // mephisto-task reads packets through onmessage: acknowledgements are taken out before it sees them.
+  set onmessage(handler) {
+    super.onmessage = (event) => {
+      let packet = null;
+      try {
+        packet = JSON.parse(event.data);
+      } catch (error) {
+        // not ours to judge: mephisto-task gets it as it is
+      }
+      const acked = packet && packet.packet_type === "client_bound_live_update" && packet.data && packet.data[ACK_KEY];
+      if (Array.isArray(acked)) {
+        acked.forEach((id) => outbox.delete(id));
+        ackListeners.forEach((listener) => listener(acked));
+        return undefined;
+      }
+      return handler && handler(event);
+    };
+  }
+
+  get onmessage() {
+    return super.onmessage;
   }
 };
 
