@@ -179,6 +179,7 @@ def _acknowledging(get_live_update):
         taken = self.__dict__.pop("dialeval_taken", None)
         if taken and self.agent_in_active_run():
             self.get_live_run().client_io.send_live_update(self.get_agent_id(), {ACK_KEY: taken})
+            self.__dict__.setdefault("dialeval_acked", set()).update(taken)
         act = get_live_update(self, timeout)
         if isinstance(act, dict) and act.get("update_id") is not None:
             self.__dict__.setdefault("dialeval_taken", []).append(act["update_id"])
@@ -186,6 +187,25 @@ def _acknowledging(get_live_update):
 
     get_live_update_acknowledged.dialeval_acks = True
     return get_live_update_acknowledged
+
+
+def _reacknowledging(on_message):
+    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
+    page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
+    if getattr(on_message, "dialeval_acks", False):
+        return on_message
+    from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
+
+    def on_message_reacknowledging(self, packet, channel_id):
+        update_id = packet.data.get("update_id") if isinstance(packet.data, dict) else None
+        if packet.type == PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE and update_id in self.seen_update_ids:
+            agent = self.get_live_run().worker_pool.get_agent_for_id(packet.subject_id)
+            if agent is not None and update_id in agent.__dict__.get("dialeval_acked", ()):
+                self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
+        return on_message(self, packet, channel_id)
+
+    on_message_reacknowledging.dialeval_acks = True
+    return on_message_reacknowledging
 
 
 def install() -> None:
@@ -202,3 +222,4 @@ def install() -> None:
     local_architect.build_router = router_builder(local_architect.build_router)
     client_io_handler.ClientIOHandler._send_alive = _send_alive
     _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
+    client_io_handler.ClientIOHandler._on_message = _reacknowledging(client_io_handler.ClientIOHandler._on_message)
