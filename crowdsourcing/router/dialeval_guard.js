@@ -22,7 +22,7 @@ const MAX_PAYLOAD = 16 * 1024 * 1024;
 const BODY_LIMIT = "512kb";
 // A page sends a heartbeat every 6 s and a packet per action; far more than this per second is a flood.
 const PAGE_PACKETS_PER_SECOND = 50;
-const LOG_EVERY = 100; // after the first refusals of a socket, log one in LOG_EVERY (a flood must not fill the disk)
+const LOG_EVERY = 100; // after the first 50 refusals of a socket (or of all POSTs), log one in LOG_EVERY (a flood must not fill the disk)
 
 const SYSTEM_PACKETS = new Set([
   "request_statuses",
@@ -38,6 +38,7 @@ if (SECRET.length < 32) {
 }
 
 const submitted = new Set(); // agent ids whose unit was submitted: a replayed submission is refused
+const posts = { refused: 0 }; // refused POSTs, counted together for the log's throttle
 
 function token(agent_id) {
   return crypto.createHmac("sha256", SECRET).update("agent:" + String(agent_id)).digest("hex");
@@ -58,7 +59,7 @@ function shorten(value) {
 }
 
 function refuse(where, reason, subject, counter) {
-  const n = counter ? ++counter.refused : 1;
+  const n = ++counter.refused;
   if (n <= 50 || n % LOG_EVERY === 0) {
     console.log(`[dialeval-router] refused ${where}: ${reason} (subject ${shorten(subject)}, refusal ${n} here)`);
   }
@@ -136,32 +137,32 @@ function post_check(req, res, next) {
   const fields = req.path === "/submit_onboarding" ? body.provider_data : body;
   const where = "POST " + req.path;
   if (fields === null || typeof fields !== "object" || Array.isArray(fields)) {
-    refuse(where, "no agent fields in the body", "");
+    refuse(where, "no agent fields in the body", "", posts);
     return res.status(400).json({ status: "refused", reason: "malformed request" });
   }
   const agent_id = fields.USED_AGENT_ID;
   const given = fields.agent_token;
   delete fields.agent_token;
   if (!valid(agent_id, given)) {
-    refuse(where, "missing or forged token", agent_id);
+    refuse(where, "missing or forged token", agent_id, posts);
     return res.status(403).json({ status: "refused", reason: "this page's session is not valid" });
   }
   if (req.path === "/submit_task") {
     const data = body.final_string_data !== undefined ? body.final_string_data : body.final_data;
     if (data === undefined || data === null || (typeof data !== "object" && typeof data !== "string")) {
-      refuse(where, "no final_data object", agent_id);
+      refuse(where, "no final_data object", agent_id, posts);
       return res.status(400).json({ status: "refused", reason: "malformed submission" });
     }
     if (typeof body.final_string_data === "string") {
       try {
         JSON.parse(body.final_string_data);
       } catch (error) {
-        refuse(where, "final_string_data is not JSON", agent_id);
+        refuse(where, "final_string_data is not JSON", agent_id, posts);
         return res.status(400).json({ status: "refused", reason: "malformed submission" });
       }
     }
     if (submitted.has(agent_id)) {
-      refuse(where, "unit already submitted (replay)", agent_id);
+      refuse(where, "unit already submitted (replay)", agent_id, posts);
       return res.status(409).json({ status: "refused", reason: "already submitted" });
     }
     submitted.add(agent_id);
@@ -174,7 +175,7 @@ function registration_check(req, res, next) {
   const body = req.body !== null && typeof req.body === "object" ? req.body : {};
   const data = body.provider_data;
   if (data === null || typeof data !== "object" || Array.isArray(data) || typeof data.agent_registration_id !== "string") {
-    refuse("POST /request_agent", "provider_data without an agent_registration_id string", "");
+    refuse("POST /request_agent", "provider_data without an agent_registration_id string", "", posts);
     return res.status(400).json({ status: "refused", reason: "malformed request" });
   }
   next();
