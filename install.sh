@@ -16,12 +16,16 @@ $PIP install --quiet -c requirements/constraints.txt mephisto==1.1.1
 $PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
 $PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
 $PIP install --quiet -c requirements/constraints.txt -e ".[test]"
-.venv/bin/python -W ignore -c "from parlai_dialeval import compat; compat.check()"
 # Worker pages of every crowdsourcing task (docs/crowdsourcing.md): exact packages from the committed
 # lockfile, then one webpack bundle per task in crowdsourcing/frontend/build/. Safe to re-run.
+# The node router's dependencies (crowdsourcing/router, pinned by its lockfile): every launch links them
+# into its router, so a launch never runs npm and starts with no network (parlai_dialeval/compat/mephisto_router.py).
 if command -v npm >/dev/null; then
   (cd crowdsourcing/frontend && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+  (cd crowdsourcing/router && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
 else
   echo "npm not found: crowdsourcing tasks cannot run until you install Node.js >= 18 and re-run install.sh" >&2
 fi
+# Every patch of Mephisto, ParlAI, torch and the router takes effect (docs/architecture.md, "Patches").
+.venv/bin/python -W ignore -c "from parlai_dialeval import compat; compat.check()"
 echo "installed: $(.venv/bin/dialeval --version 2>/dev/null || echo dialeval)"

@@ -23,10 +23,12 @@ setup(
     package_dir=ROOTS,
     packages=PACKAGES,
     include_package_data=True,
-    # A wheel must run outside the checkout: each task's Hydra confs and the worker pages (webpack
-    # bundles, built by install.sh before a wheel is made, and the static page around them).
+    # A wheel must run outside the checkout: each task's Hydra confs, the worker pages (webpack
+    # bundles, built by install.sh before a wheel is made, and the static page around them) and the node
+    # router's guard and dependencies (installed by install.sh before a wheel is made).
     package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js", "conf/*.yaml"],
-                  "parlai_dialeval.crowdsourcing": ["frontend/build/*/*", "frontend/src/static/*"]},
+                  "parlai_dialeval.crowdsourcing": ["frontend/build/*/*", "frontend/src/static/*", "router/*.js",
+                                                    "router/*.json", "router/node_modules/**/*"]},
     install_requires=[
         "numpy",
         "orjson",

@@ -2,18 +2,17 @@
 
 `dialeval launch live_chat_da conf=offline_small` runs as it would for real (LocalArchitect: the Mephisto
 server process + the node router on 127.0.0.1; offline bots: QC bot, TF-IDF retrieval, repeat_query).
-Each simulated worker does what the page does (mephisto-task 2.0.4): POST /request_agent, a websocket to the
-router with the `alive` packet, heartbeats every 6 s, `mephisto_bound_live_update` packets for its actions,
-`client_bound_live_update` packets for the world's state and the bot's replies, POST /submit_task at the
-end. It drives a whole HIT from the server's state only (3 conversations of INPUTS messages, ratings,
+Each simulated worker does what the page does (tests/crowdsourcing/page_client.py: mephisto-task 2.0.4 plus
+the router's session token and the server's acknowledgements of stored messages). It drives a whole HIT from the server's state only (3 conversations of INPUTS messages, ratings,
 feedback), waiting for each reply and thinking about THINK s before typing again; if its socket drops it
 reloads (a new /request_agent, retried every 2 s) and carries on from whatever state the server sends.
 
 Run 1 (one launch): 1 worker alone (the baseline), then WORKERS workers at once, each bounded by
 DURATION s. Run 2 (a second task): WORKERS workers; after KILL_AFTER s the server and the router are
 killed (SIGKILL, as in a crash) and `dialeval launch` is started again on the same data; the workers
-reload until it answers. Prints reply latency p50/p95/p99 (send -> reply on the socket), messages sent
-vs stored (the export's worker turns, matched by text), router and server memory at start and end, and,
+reload until it answers. Prints reply latency p50/p95/p99 (send -> reply on the socket), messages sent,
+confirmed by the server (what the page shows as sent) and stored (the export's worker turns, matched by
+text): a confirmed message not stored is a lost one, router and server memory at start and end, and,
 for run 2, what the workers saw. Traffic goes to 127.0.0.1 only; every loop is bounded.
 
     .venv/bin/python benchmarks/bench_router_load.py [--workers 50] [--port 3350] [--part load|restart]
@@ -31,183 +30,27 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
 import httpx
 import numpy as np
 import psutil
-import websockets
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOTS = 3
-RATING = [50, 60, 70, 80, 90, 40, 30]
-NORMAL = {"none", "waiting", "in task", "completed"}  # agent statuses of a worker who is doing fine
 
 
-def _cli_run():
-    """`CliRun` of the browser tests: `dialeval launch` in its own process group, URL and router pid read
-    from its log (loaded by path: tests/ is not a package on sys.path)."""
-    spec = importlib.util.spec_from_file_location("protocol_harness", ROOT / "tests/crowdsourcing/protocol_harness.py")
+def _load(name: str):
+    """A helper module of the tests (loaded by path: tests/ is not a package on sys.path): ``protocol_harness``
+    (`CliRun`: `dialeval launch` in its own process group) or ``page_client`` (`PageClient`)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"tests/crowdsourcing/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.CliRun
+    return module
 
 
-class PageClient:
-    """One worker's page, reduced to its packets."""
-
-    def __init__(self, name: str, port: int, inputs: int, think: float, deadline: float):
-        self.name, self.inputs, self.think, self.deadline = name, inputs, think, deadline
-        self.http_url, self.ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
-        self.sent: list[str] = []  # texts whose packet went out on an open socket
-        self.sent_at: dict[str, float] = {}
-        self.latencies: list[float] = []
-        self.seen: list[str] = []  # what a person would have noticed: reloads, refusals, statuses
-        self.version, self.done, self.ws = 0, False, None
-        self.changed = asyncio.Event()
-
-    # ------------------------------------------------------------ the page's connection
-    async def open(self, http: httpx.AsyncClient) -> bool:
-        """Load the page: ask the router for an agent (retried while the server is away), then connect."""
-        registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
-                        "assignment_id": self.name, "provider_type": "mock"}
-        while time.time() < self.deadline:
-            try:
-                reply = await http.post(self.http_url + "/request_agent", timeout=30, json={
-                    "provider_data": registration, "client_timestamp": time.time()})
-                details = reply.json()["data"]
-                break
-            except (httpx.HTTPError, ValueError, KeyError):
-                await asyncio.sleep(2)
-        else:
-            return False
-        if not details.get("agent_id"):
-            self.seen.append(f"refused: {details.get('failure_reason')}")
-            return False
-        self.agent_id, self.state, self.replies = details["agent_id"], {}, set()
-        for update in (details.get("init_task_data") or {}).get("past_live_updates") or []:
-            self._on_update(update)
-        self.ws = await websockets.connect(self.ws_url, max_size=None)
-        self.connected = True
-        await self._packet("alive", {})
-        self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
-        return True
-
-    async def _packet(self, kind: str, data: dict | None) -> None:
-        packet = {"packet_type": kind, "subject_id": self.agent_id, "client_timestamp": time.time()}
-        if data is not None:
-            packet["data"] = {"update_id": str(uuid.uuid4()), **data}
-        await self.ws.send(json.dumps(packet))
-
-    async def _heartbeat(self) -> None:
-        while self.connected:
-            await asyncio.sleep(6)
-            try:
-                await self._packet("heartbeat", None)
-            except websockets.ConnectionClosed:
-                return
-
-    async def _read(self) -> None:
-        try:
-            async for raw in self.ws:
-                packet = json.loads(raw)
-                if packet["packet_type"] == "client_bound_live_update":
-                    self._on_update(packet["data"])
-                elif packet["packet_type"] == "update_status" and packet["data"].get("status") not in NORMAL:
-                    self.seen.append(f"status {packet['data'].get('status')}")
-                self.changed.set()
-        except websockets.ConnectionClosed:
-            pass
-        self.connected = False
-        self.changed.set()
-
-    def _on_update(self, message: dict) -> None:
-        task_data = message.get("task_data") or {}
-        self.state.update(task_data)
-        self.version += bool(task_data)
-        if message.get("text") and message.get("id") == self.state.get("bot_id", "Chatbot"):
-            self.replies.add(message.get("update_id"))
-
-    async def close(self) -> None:
-        self.connected = False
-        if self.ws is not None:
-            await self.ws.close()
-            for task in self.tasks:
-                task.cancel()
-
-    # ------------------------------------------------------------ the person
-    async def until(self, condition, timeout: float = 60) -> bool:
-        end = min(time.time() + timeout, self.deadline)
-        while not condition():
-            if not self.connected or time.time() > end:
-                return False
-            self.changed.clear()
-            try:
-                await asyncio.wait_for(self.changed.wait(), timeout=max(0.0, end - time.time()))
-            except asyncio.TimeoutError:
-                pass
-        return True
-
-    async def act(self, task_data: dict, text: str = "") -> bool:
-        try:
-            await self._packet("mephisto_bound_live_update", {"id": self.agent_id, "text": text,
-                                                              "task_data": task_data, "episode_done": False})
-            return True
-        except websockets.ConnectionClosed:
-            return False
-
-    async def step(self, http: httpx.AsyncClient) -> None:
-        """One action chosen from the server's state, as the page would offer it."""
-        state, version = dict(self.state), self.version
-        phase = state.get("phase")
-        if state.get("task_done"):
-            reply = await http.post(self.http_url + "/submit_task", timeout=30, json={
-                "USED_AGENT_ID": self.agent_id, "final_data": {}, "client_timestamp": time.time()})
-            self.done = reply.status_code == 200
-            if not self.done:
-                self.seen.append(f"submit refused: HTTP {reply.status_code}")
-            return
-        if phase == "topic":
-            await self.act({"action": "topic", "topic": "books", "attitude": "like"})
-        elif phase == "chat" and state.get("inputs", 0) < state.get("min_inputs", self.inputs):
-            text = f"{self.name} message {len(self.sent)}: do you like reading books?"
-            before, start = len(self.replies), time.time()
-            if await self.act({"action": "message"}, text):
-                self.sent.append(text)
-                self.sent_at[text] = start
-                if await self.until(lambda: len(self.replies) > before):
-                    self.latencies.append(time.time() - start)
-                    await asyncio.sleep(random.uniform(0.5, 1.5) * self.think)
-            return
-        elif phase == "chat":
-            await self.act({"action": "next"})
-        elif phase == "rate":
-            await self.act({"action": "rating", "values": RATING})
-        elif phase == "failed":
-            await self.act({"action": "next"})
-        elif phase == "feedback":
-            await self.act({"action": "feedback", "feedback": "benchmark"})
-        await self.until(lambda: self.version > version)  # the world's answer: its next state or a warning
-
-    async def run(self, http: httpx.AsyncClient) -> None:
-        opened = await self.open(http)
-        while opened and not self.done and time.time() < self.deadline:
-            if not self.connected:  # the socket dropped: the person reloads the page after a moment
-                await self.close()
-                self.seen.append("connection lost, reloading")
-                reached = (self.state.get("slot") or 0) + 1
-                await asyncio.sleep(3)
-                opened = await self.open(http)
-                if opened and await self.until(lambda: "phase" in self.state or self.state.get("task_done")):
-                    where = (self.state.get("slot") or 0) + 1
-                    self.seen.append(f"reopened at conversation {where} (had reached {reached})")
-                continue
-            await self.step(http)
-        if not self.done and opened:
-            self.seen.append("unfinished at the deadline")
-        await self.close()
+PageClient = _load("page_client").PageClient
 
 
 def memory_mb(pid: int | None) -> float:
@@ -245,13 +88,16 @@ def stored_texts(task: str, data_dir: Path, out: Path):
 def describe(label: str, clients, wall: float, human: Counter) -> np.ndarray:
     lat = np.array([x for c in clients for x in c.latencies]) * 1000
     sent = [t for c in clients for t in c.sent]
-    lost = [t for t in sent if t not in human]
+    confirmed = [t for c in clients for t in c.confirmed]
+    lost = [t for t in confirmed if t not in human]
+    unconfirmed_lost = [t for t in sent if t not in human and t not in confirmed]
     doubled = sum(n > 1 for n in human.values())
     quantiles = "p50 / p95 / p99 " + " / ".join(f"{np.percentile(lat, q):.0f}" for q in (50, 95, 99)) + " ms" \
         if len(lat) else "no replies"
     print(f"{label}: {wall:.1f} s, {sum(c.done for c in clients)}/{len(clients)} HITs submitted; reply latency "
-          f"{quantiles} ({len(lat)} replies); messages sent {len(sent)}, stored {sum(human[t] > 0 for t in sent)}, "
-          f"lost {len(lost)}, stored twice {doubled}")
+          f"{quantiles} ({len(lat)} replies); messages sent {len(sent)}, confirmed by the server {len(confirmed)}, "
+          f"stored {sum(human[t] > 0 for t in sent)}; confirmed but lost {len(lost)}, never confirmed and not "
+          f"stored {len(unconfirmed_lost)}; stored twice {doubled}")
     return lat
 
 
@@ -325,7 +171,8 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     describe(f"{args.workers} workers across the restart", clients, wall, human)
     lost = [c.sent_at[t] - killed["at"] for c in clients for t in c.sent if t not in human]
     if lost:
-        print(f"the lost messages were sent {', '.join(f'{x:+.1f}' for x in sorted(lost))} s from the kill")
+        print(f"the messages not stored were sent {', '.join(f'{x:+.1f}' for x in sorted(lost))} s from the kill "
+              "(none was confirmed: the page never showed it as sent)")
     print("memory (RSS, MB) router / server: start {:.0f} / {:.0f}, end (relaunched) {:.0f} / {:.0f}".format(
         *start_memory, *end_memory))
     statuses = Counter(c["status"] for c in convs)
@@ -352,7 +199,7 @@ def main() -> int:
                         help="run 1 (load), run 2 (restart) or both")
     args = parser.parse_args()
     random.seed(0)
-    CliRun = _cli_run()
+    CliRun = _load("protocol_harness").CliRun
     tmp = Path(tempfile.mkdtemp(prefix="bench_router_"))
     print(f"machine: {os.cpu_count()} CPU cores, no GPU, load average {os.getloadavg()[0]:.1f} at start; "
           f"{SLOTS} conversations x {args.inputs} messages per HIT, think time ~{args.think:.1f} s")

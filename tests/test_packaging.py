@@ -68,7 +68,11 @@ def _free_port() -> int:
 
 def _copy_sources(target: Path) -> Path:
     """What a wheel is built from, away from the checkout (a stale build/ there must not leak in)."""
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
+
+    def skip(folder, names):  # the router's node_modules ship in the wheel (install.sh installs them first)
+        router = Path(folder).is_relative_to(REPO / "crowdsourcing" / "router")
+        return ignore(folder, names) - ({"node_modules"} if router else set())
     for name in ("setup.py", "README.md", "MANIFEST.in"):
         shutil.copy2(REPO / name, target / name)
     for name in ("parlai_dialeval", "tasks", "crowdsourcing"):

@@ -3,8 +3,8 @@
 
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, its data directory, its metrics
   server, a thread-safe unit launcher for generated runs);
-- the router's ``server.js`` that Mephisto copies for every run: ``compat/mephisto_router.py`` (until it
-  moves there, ``_router_builder`` in ``crowdsourcing/platform/env.py``);
+- ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session
+  tokens, limits) and its agents' acknowledgements of stored acts;
 - ``compat/parlai.py``: ParlAI 1.7.2 (a Python 3.11 source fix, the fast command start, ``--help`` with
   required options, zoo paths resolved without downloading);
 - ``compat/torch.py``: torch's private oneDNN operators for packed linear layers.
@@ -37,10 +37,11 @@ def install() -> None:
 
 
 def check() -> None:
+    from parlai_dialeval.compat import mephisto_router as _mephisto_router
     from parlai_dialeval.compat import torch as _torch
 
     install()
-    for module in (_mephisto, _parlai, _torch):
+    for module in (_mephisto, _mephisto_router, _parlai, _torch):
         for line in module.check():
             print(f"parlai_dialeval.compat: {line}")
     print(f"parlai_dialeval.compat: every patch takes effect on Python {sys.version.split()[0]}")

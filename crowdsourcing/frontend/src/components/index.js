@@ -1,4 +1,5 @@
 // Shared worker-page components: import from "../../components" in src/tasks/<task>/index.jsx.
+import "./transport"; // the router's session tokens on every packet and POST (first: before any task connects)
 import "bootstrap/dist/css/bootstrap.min.css";
 import "bootstrap-chat/styles.css";
 import "./styles.css";

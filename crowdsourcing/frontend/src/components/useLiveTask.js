@@ -3,6 +3,7 @@
 // merged). Worlds drive the page by sending task_data; pages answer with sendAction.
 import React from "react";
 import { useMephistoLiveTask, AGENT_STATUS, STATUS_TO_TEXT_MAP } from "mephisto-task";
+import { onAcknowledged } from "./transport";
 
 const INACTIVE = [
   AGENT_STATUS.DISCONNECT,
@@ -14,10 +15,17 @@ const INACTIVE = [
 ];
 
 export function useLiveTask() {
-  const [messages, addMessage] = React.useReducer(
-    (previous, message) => (message === false ? [] : [...previous, message]),
-    []
-  );
+  // A message the worker sent stays `pending` until the server confirms it stored it (transport.js).
+  const [messages, addMessage] = React.useReducer((previous, message) => {
+    if (message === false) {
+      return [];
+    }
+    if (message.dialevalAcked) {
+      return previous.map((m) => (m.pending && message.dialevalAcked.includes(m.update_id) ? { ...m, pending: false } : m));
+    }
+    return [...previous, message];
+  }, []);
+  React.useEffect(() => onAcknowledged((ids) => addMessage({ dialevalAcked: ids })), []);
   const [state, updateState] = React.useReducer((old, update) => ({ ...old, ...update }), {});
   const [inactiveText, setInactiveText] = React.useState(null);
 
@@ -52,7 +60,7 @@ export function useLiveTask() {
       const message = { id: agentId, text, task_data: taskData, episode_done: false };
       return sendLiveUpdate(message).then((sent) => {
         if (text) {
-          addMessage(sent);
+          addMessage({ ...sent, pending: true });
         }
       });
     },

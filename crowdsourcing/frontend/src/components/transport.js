@@ -1,0 +1,114 @@
+// The page's side of the router's session binding (crowdsourcing/router/dialeval_guard.js): the router
+// answers POST /request_agent (and /submit_onboarding) with agent_details carrying `agent_token`, and
+// refuses every later packet or POST of that agent without it. mephisto-task 2.0.4 knows nothing of the
+// token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
+// subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
+// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect.
+// Importing it once (components/index.js) installs both before any task connects.
+import { axiosInstance } from "mephisto-task";
+
+const tokens = new Map(); // agent id -> token issued by the router
+
+function remember(packet) {
+  const data = packet && packet.data;
+  if (data && typeof data.agent_id === "string" && typeof data.agent_token === "string") {
+    tokens.set(data.agent_id, data.agent_token);
+  }
+}
+
+function withToken(fields) {
+  if (fields && typeof fields === "object" && tokens.has(fields.USED_AGENT_ID)) {
+    return { ...fields, agent_token: tokens.get(fields.USED_AGENT_ID) };
+  }
+  return fields;
+}
+
+axiosInstance.interceptors.request.use((config) => {
+  const body = config.data;
+  if (body && typeof body === "object") {
+    config.data = body.provider_data && body.provider_data.USED_AGENT_ID !== undefined
+      ? { ...body, provider_data: withToken(body.provider_data) }
+      : withToken(body);
+  }
+  return config;
+});
+
+axiosInstance.interceptors.response.use((response) => {
+  remember(response.data);
+  return response;
+});
+
+// Messages acknowledged end to end: the server confirms each act once the world has stored it
+// (parlai_dialeval/compat/mephisto_router.py, a live update {dialeval_ack: [update ids]}). Until then the act
+// stays in `outbox` and is sent again on every new socket of this page (mephisto-task opens one after a
+// drop); the server drops a copy it already has by its update id.
+const ACK_KEY = "dialeval_ack";
+const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the new socket
+const outbox = new Map(); // update id -> packet (without token), insertion order = sending order
+const ackListeners = new Set();
+
+export function onAcknowledged(listener) {
+  ackListeners.add(listener);
+  return () => ackListeners.delete(listener);
+}
+
+function signed(packet) {
+  return tokens.has(packet.subject_id) ? { ...packet, agent_token: tokens.get(packet.subject_id) } : packet;
+}
+
+const PageSocket = class extends window.WebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("open", () => window.setTimeout(() => this.resend(), RESEND_AFTER_OPEN_MS));
+  }
+
+  resend() {
+    for (const packet of outbox.values()) {
+      if (this.readyState !== window.WebSocket.OPEN) {
+        return;
+      }
+      super.send(JSON.stringify(signed(packet)));
+    }
+  }
+
+  send(text) {
+    let packet;
+    try {
+      packet = JSON.parse(text);
+    } catch (error) {
+      return super.send(text);
+    }
+    if (packet && packet.packet_type === "mephisto_bound_live_update" && packet.data && packet.data.update_id) {
+      outbox.set(packet.data.update_id, packet);
+    }
+    return super.send(JSON.stringify(signed(packet)));
+  }
+
+  // mephisto-task reads packets through onmessage: acknowledgements are taken out before it sees them.
+  set onmessage(handler) {
+    super.onmessage = (event) => {
+      let packet = null;
+      try {
+        packet = JSON.parse(event.data);
+      } catch (error) {
+        // not ours to judge: mephisto-task gets it as it is
+      }
+      const acked = packet && packet.packet_type === "client_bound_live_update" && packet.data && packet.data[ACK_KEY];
+      if (Array.isArray(acked)) {
+        acked.forEach((id) => outbox.delete(id));
+        ackListeners.forEach((listener) => listener(acked));
+        return undefined;
+      }
+      return handler && handler(event);
+    };
+  }
+
+  get onmessage() {
+    return super.onmessage;
+  }
+};
+
+if (!window.WebSocket.dialevalTokens) {
+  PageSocket.dialevalTokens = true;
+  window.WebSocket = PageSocket;
+}

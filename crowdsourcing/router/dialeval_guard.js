@@ -1,0 +1,198 @@
+/* What the node router lets through (parlai_dialeval/compat/mephisto_router.py puts this file beside Mephisto's
+ * server.js and hooks it in): every packet and every POST of a participant's page must carry the token
+ * this router issued for its agent id; only the Mephisto server's own socket may speak for the system.
+ *
+ * token(agent id) = HMAC-SHA256(secret, "agent:" + agent id), hex. The secret is a file the Python side
+ * writes next to server.js at build time (mode 0600); the router gives a page its token inside the
+ * agent_details answer to POST /request_agent (or /submit_onboarding), and the page sends it back with
+ * every packet (`agent_token`) and POST body. A refused packet or request is logged, never routed.
+ */
+"use strict";
+
+const crypto = require("crypto");
+const fs = require("fs");
+const path = require("path");
+
+const SYSTEM_ID = "mephisto";
+// Frames from pages: a person's chat message is far below this; the router passes page packets on to
+// the Mephisto server, whose websocket client refuses frames over 1 MiB and drops its whole channel then.
+const PAGE_FRAME_LIMIT = 512 * 1024;
+// Frames from the Mephisto server (agent_details with a task's initial data) may be larger.
+const MAX_PAYLOAD = 16 * 1024 * 1024;
+const BODY_LIMIT = "512kb";
+// A page sends a heartbeat every 6 s and a packet per action; far more than this per second is a flood.
+const PAGE_PACKETS_PER_SECOND = 50;
+const LOG_EVERY = 100; // after the first 50 refusals of a socket (or of all POSTs), log one in LOG_EVERY (a flood must not fill the disk)
+
+const SYSTEM_PACKETS = new Set([
+  "request_statuses",
+  "client_bound_live_update",
+  "update_status",
+  "agent_details",
+]);
+const PAGE_PACKETS = new Set(["alive", "heartbeat", "mephisto_bound_live_update", "log_error"]);
+
+const SECRET = fs.readFileSync(path.join(__dirname, "dialeval_router_secret"));
+if (SECRET.length < 32) {
+  throw new Error("dialeval_router_secret is shorter than 32 bytes");
+}
+
+const submitted = new Set(); // agent ids whose unit was submitted: a replayed submission is refused
+const posts = { refused: 0 }; // refused POSTs, counted together for the log's throttle
+
+function token(agent_id) {
+  return crypto.createHmac("sha256", SECRET).update("agent:" + String(agent_id)).digest("hex");
+}
+
+function valid(agent_id, given) {
+  if (typeof agent_id !== "string" || typeof given !== "string") {
+    return false;
+  }
+  const expected = Buffer.from(token(agent_id));
+  const actual = Buffer.from(given);
+  return actual.length === expected.length && crypto.timingSafeEqual(actual, expected);
+}
+
+function shorten(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 80 ? text.slice(0, 80) + "..." : text;
+}
+
+function refuse(where, reason, subject, counter) {
+  const n = ++counter.refused;
+  if (n <= 50 || n % LOG_EVERY === 0) {
+    console.log(`[dialeval-router] refused ${where}: ${reason} (subject ${shorten(subject)}, refusal ${n} here)`);
+  }
+  return null;
+}
+
+// The packet a socket sent, parsed and checked, its token removed; null when refused (and logged).
+function admit(socket, raw) {
+  const now = Date.now();
+  if (!socket.dialeval) {
+    socket.dialeval = { refused: 0, second: now, count: 0, system: false };
+  }
+  const state = socket.dialeval;
+  if (now - state.second >= 1000) {
+    state.second = now;
+    state.count = 0;
+  }
+  state.count += 1;
+  if (!state.system && state.count > PAGE_PACKETS_PER_SECOND) {
+    return refuse("packet", `more than ${PAGE_PACKETS_PER_SECOND} packets in a second`, "", state);
+  }
+  if (!state.system && raw.length > PAGE_FRAME_LIMIT) {
+    return refuse("packet", `frame of ${raw.length} bytes (limit ${PAGE_FRAME_LIMIT})`, "", state);
+  }
+  let packet;
+  try {
+    packet = JSON.parse(raw);
+  } catch (error) {
+    return refuse("packet", "not JSON", "", state);
+  }
+  if (packet === null || typeof packet !== "object" || Array.isArray(packet)) {
+    return refuse("packet", "not a JSON object", "", state);
+  }
+  const type = packet.packet_type;
+  if (state.system) {
+    return packet;
+  }
+  if (SYSTEM_PACKETS.has(type)) {
+    return refuse("packet", `${shorten(type)} from a socket that is not the Mephisto server's`, packet.subject_id, state);
+  }
+  const given = packet.agent_token !== undefined ? packet.agent_token : (packet.data || {}).agent_token;
+  delete packet.agent_token;
+  if (type === "alive" && packet.subject_id === SYSTEM_ID) {
+    if (!valid(SYSTEM_ID, given)) {
+      return refuse("packet", "system alive without the server's token", SYSTEM_ID, state);
+    }
+    state.system = true;
+    return packet;
+  }
+  if (!PAGE_PACKETS.has(type)) {
+    return refuse("packet", `unknown packet type ${shorten(type)}`, packet.subject_id, state);
+  }
+  if (!valid(packet.subject_id, given)) {
+    return refuse("packet", `${type} with a missing or forged token`, packet.subject_id, state);
+  }
+  if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object")) {
+    return refuse("packet", "live update without a data object", packet.subject_id, state);
+  }
+  return packet;
+}
+
+// The agent_details answer for a page, with the token of the agent id it names.
+function with_token(packet) {
+  const agent_id = packet.data && packet.data.agent_id;
+  if (typeof agent_id === "string" && agent_id !== "") {
+    packet.data.agent_token = token(agent_id);
+  }
+  return packet;
+}
+
+// Express middleware of the POSTs a page makes as an agent: the body's USED_AGENT_ID must come with
+// its token (inside provider_data for /submit_onboarding); a unit is submitted once.
+function post_check(req, res, next) {
+  const body = req.body !== null && typeof req.body === "object" ? req.body : {};
+  const fields = req.path === "/submit_onboarding" ? body.provider_data : body;
+  const where = "POST " + req.path;
+  if (fields === null || typeof fields !== "object" || Array.isArray(fields)) {
+    refuse(where, "no agent fields in the body", "", posts);
+    return res.status(400).json({ status: "refused", reason: "malformed request" });
+  }
+  const agent_id = fields.USED_AGENT_ID;
+  const given = fields.agent_token;
+  delete fields.agent_token;
+  if (!valid(agent_id, given)) {
+    refuse(where, "missing or forged token", agent_id, posts);
+    return res.status(403).json({ status: "refused", reason: "this page's session is not valid" });
+  }
+  if (req.path === "/submit_task") {
+    const data = body.final_string_data !== undefined ? body.final_string_data : body.final_data;
+    if (data === undefined || data === null || (typeof data !== "object" && typeof data !== "string")) {
+      refuse(where, "no final_data object", agent_id, posts);
+      return res.status(400).json({ status: "refused", reason: "malformed submission" });
+    }
+    if (typeof body.final_string_data === "string") {
+      try {
+        JSON.parse(body.final_string_data);
+      } catch (error) {
+        refuse(where, "final_string_data is not JSON", agent_id, posts);
+        return res.status(400).json({ status: "refused", reason: "malformed submission" });
+      }
+    }
+    if (submitted.has(agent_id)) {
+      refuse(where, "unit already submitted (replay)", agent_id, posts);
+      return res.status(409).json({ status: "refused", reason: "already submitted" });
+    }
+    submitted.add(agent_id);
+  }
+  next();
+}
+
+// POST /request_agent: Mephisto's server reads provider_data.agent_registration_id unchecked.
+function registration_check(req, res, next) {
+  const body = req.body !== null && typeof req.body === "object" ? req.body : {};
+  const data = body.provider_data;
+  if (data === null || typeof data !== "object" || Array.isArray(data) || typeof data.agent_registration_id !== "string") {
+    refuse("POST /request_agent", "provider_data without an agent_registration_id string", "", posts);
+    return res.status(400).json({ status: "refused", reason: "malformed request" });
+  }
+  next();
+}
+
+// Uploads are not accepted (no task of this project takes files), so nothing is ever served back.
+function no_files(req, res) {
+  res.status(404).end();
+}
+
+module.exports = {
+  BODY_LIMIT,
+  MAX_PAYLOAD,
+  admit,
+  no_files,
+  post_check,
+  registration_check,
+  token,
+  with_token,
+};

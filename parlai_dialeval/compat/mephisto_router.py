@@ -1,0 +1,240 @@
+"""The one place where Mephisto 1.1.1's node router is patched (site-packages stays as it is).
+
+Every launch builds its router from Mephisto's ``server.js``; ``install()`` wraps LocalArchitect's
+``build_router`` so that the copy it builds:
+
+- runs on this project's router dependencies (``crowdsourcing/router``: package.json + package-lock.json,
+  installed by install.sh with ``npm ci``), linked in, so a launch never runs ``npm install`` (Mephisto
+  runs it in site-packages at every launch, without a timeout) and starts with no network;
+- loads ``crowdsourcing/router/dialeval_guard.js``: a participant's page must send, with every packet
+  and every POST, the token the router issued for its agent id (an HMAC with a secret written next to
+  server.js at build time); forged or missing tokens are refused and logged, never routed; only the
+  Mephisto server's socket (whose ``alive`` carries the system token, added to Mephisto's
+  ``ClientIOHandler._send_alive`` here) may send system packets; frames, bodies and packet rates are
+  bounded; a unit is submitted once; file uploads (multer) and ``/download_file`` are gone;
+- no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
+  router took for a failure.
+
+Mephisto's agents also confirm to the page each act the world has stored (``_acknowledging``), so that
+the page can resend what was not.
+
+Each text replacement must match exactly once and the Mephisto version must be the one the patches
+were written for: anything else raises ``RouterPatchError`` before a router is started.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import shutil
+from importlib import metadata
+from importlib.util import find_spec
+from pathlib import Path
+
+MEPHISTO_VERSION = "1.1.1"
+# crowdsourcing/ of the repository, installed as parlai_dialeval.crowdsourcing (found without importing it)
+ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "router"
+GUARD = "dialeval_guard.js"
+SECRET_FILE = "dialeval_router_secret"
+SYSTEM_ID = "mephisto"
+ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
+# One secret per server process: every router it builds checks tokens against it.
+SECRET = secrets.token_bytes(32)
+
+
+class RouterPatchError(RuntimeError):
+    """Mephisto's router is not the one these patches were written for."""
+
+
+# (what, exact text in Mephisto 1.1.1's server.js, replacement)
+SERVER_PATCHES: list[tuple[str, str, str]] = [
+    ("load the guard instead of multer",
+     'const multer = require("multer");\n',
+     'const guard = require("./dialeval_guard");\n'),
+    ("bounded bodies", "app.use(bodyParser.text());", "app.use(bodyParser.text({ limit: guard.BODY_LIMIT }));"),
+    ("bounded form bodies", "    extended: true,\n",
+     "    extended: true,\n    limit: guard.BODY_LIMIT,\n    parameterLimit: 100,\n"),
+    ("bounded JSON bodies", "app.use(bodyParser.json());", "app.use(bodyParser.json({ limit: guard.BODY_LIMIT }));"),
+    ("no upload storage",
+     'var storage = multer.diskStorage({\n  destination: function (req, file, cb) {\n    cb(null, "/tmp/");\n  },\n'
+     '  filename: function (req, file, cb) {\n'
+     '    const uniqueSuffix = Date.now() + "-" + Math.round(Math.random() * 1e9);\n'
+     '    cb(null, uniqueSuffix + "-" + file.fieldname + "-" + file.originalname);\n  },\n});\n\n'
+     'var upload = multer({ storage: storage });\n',
+     ""),
+    ("bounded frames", "const wss = new WebSocket.Server({ server });",
+     "const wss = new WebSocket.Server({ server, maxPayload: guard.MAX_PAYLOAD });"),
+    ("ws 8 calls back with null on success", "if (error === undefined) {",
+     "if (error === undefined || error === null) {"),
+    ("check every packet", "      packet = JSON.parse(packet);\n",
+     "      packet = guard.admit(socket, packet);\n      if (packet === null) {\n        return;\n      }\n"),
+    ("issue the token with the agent", "res_obj.json(packet);", "res_obj.json(guard.with_token(packet));"),
+    ("check registrations", 'app.post("/request_agent", function (req, res) {',
+     'app.post("/request_agent", guard.registration_check, function (req, res) {'),
+    ("check onboarding submissions", 'app.post("/submit_onboarding", function (req, res) {',
+     'app.post("/submit_onboarding", guard.post_check, function (req, res) {'),
+    ("check unit submissions", 'app.post("/submit_task", upload.any(), function (req, res) {',
+     'app.post("/submit_task", guard.post_check, function (req, res) {'),
+    ("check metadata", 'app.post("/submit_metadata", function (req, res) {',
+     'app.post("/submit_metadata", guard.post_check, function (req, res) {'),
+    ("check error logs", 'app.post("/log_error", function (req, res) {',
+     'app.post("/log_error", guard.post_check, function (req, res) {'),
+    ("serve no files", 'app.get("/download_file/:file", function (req, res) {',
+     'app.get("/download_file/:file", guard.no_files, function (req, res) {'),
+]
+
+
+def token(agent_id: str) -> str:
+    """The token the router issues for ``agent_id`` (dialeval_guard.js computes the same)."""
+    return hmac.new(SECRET, f"agent:{agent_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def check_version() -> None:
+    found = metadata.version("mephisto")
+    if found != MEPHISTO_VERSION:
+        raise RouterPatchError(f"parlai_dialeval.compat.mephisto_router patches Mephisto {MEPHISTO_VERSION}'s router; "
+                               f"Mephisto {found} is installed: review SERVER_PATCHES against its server.js")
+
+
+def patch_server(source: str) -> str:
+    """Mephisto's server.js with every patch applied; each must match exactly once."""
+    for what, old, new in SERVER_PATCHES:
+        count = source.count(old)
+        if count != 1:
+            raise RouterPatchError(f"router patch {what!r}: expected its text once in server.js, found it "
+                                   f"{count} times: {old[:60]!r}")
+        source = source.replace(old, new)
+    return source
+
+
+def router_modules() -> Path:
+    """The installed router dependencies; a clear error when install.sh has not installed them."""
+    modules = ROUTER_DIR / "node_modules"
+    if not (modules / "ws" / "package.json").is_file() or not (modules / "express" / "package.json").is_file():
+        raise RouterPatchError(f"router dependencies missing in {modules}: run "
+                               f"`cd {ROUTER_DIR} && npm ci --omit=dev` (install.sh does this)")
+    return modules
+
+
+def prepare_router_dir(router_dir: Path) -> None:
+    """Turn a copy of Mephisto's node router into ours, in place."""
+    server = router_dir / "server.js"
+    patched = patch_server(server.read_text())
+    modules = router_modules()
+    for stale in ("node_modules", "package.json", "package-lock.json", "uploads"):
+        path = router_dir / stale
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+    server.write_text(patched)
+    for name in ("package.json", "package-lock.json", GUARD):
+        shutil.copy2(ROUTER_DIR / name, router_dir / name)
+    (router_dir / "node_modules").symlink_to(modules, target_is_directory=True)
+    secret = router_dir / SECRET_FILE
+    fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(SECRET)
+
+
+def router_builder(build_router):
+    """Mephisto's ``build_router`` building our router (idempotent: a wrapped builder is returned as is)."""
+    if getattr(build_router, "dialeval_router", False):
+        return build_router
+    from mephisto.abstractions.architects.router import build_router as module
+
+    def build(build_dir, task_run, version: str = "node", server_source_path=None):
+        if version != "node" or server_source_path is not None:
+            raise RouterPatchError("parlai_dialeval runs only its own node router "
+                                   f"(asked for server_type={version!r}, server_source_path={server_source_path!r})")
+        # Giving Mephisto's source folder as the server source skips its `npm install` in site-packages.
+        router_dir = Path(build_router(build_dir, task_run, version, server_source_path=module.NODE_SERVER_SOURCE_ROOT))
+        prepare_router_dir(router_dir)
+        return str(router_dir)
+
+    build.dialeval_router = True
+    return build
+
+
+def _send_alive(self, channel_id: str) -> bool:
+    """Mephisto's ``ClientIOHandler._send_alive`` with the system token the router asks for."""
+    from mephisto.data_model.packet import PACKET_TYPE_ALIVE, Packet
+
+    return self.channels[channel_id].enqueue_send(
+        Packet(packet_type=PACKET_TYPE_ALIVE, subject_id=SYSTEM_ID, data={"agent_token": token(SYSTEM_ID)}))
+
+
+def _acknowledging(get_live_update):
+    """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
+
+    A world asks for a worker's next act only once its parley that took the previous ones has ended, and
+    every world of ours ends a parley by saving its record (platform/session_world.py): so on entry the
+    acts taken so far are stored, and their update ids go back to the page (``ACK_KEY``), which resends
+    what was never confirmed (frontend/src/components/transport.js)."""
+    if getattr(get_live_update, "dialeval_acks", False):
+        return get_live_update
+
+    def get_live_update_acknowledged(self, timeout=None):
+        taken = self.__dict__.pop("dialeval_taken", None)
+        if taken and self.agent_in_active_run():
+            self.get_live_run().client_io.send_live_update(self.get_agent_id(), {ACK_KEY: taken})
+            self.__dict__.setdefault("dialeval_acked", set()).update(taken)
+        act = get_live_update(self, timeout)
+        if isinstance(act, dict) and act.get("update_id") is not None:
+            self.__dict__.setdefault("dialeval_taken", []).append(act["update_id"])
+        return act
+
+    get_live_update_acknowledged.dialeval_acks = True
+    return get_live_update_acknowledged
+
+
+def _reacknowledging(on_message):
+    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
+    page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
+    if getattr(on_message, "dialeval_acks", False):
+        return on_message
+    from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
+
+    def on_message_reacknowledging(self, packet, channel_id):
+        update_id = packet.data.get("update_id") if isinstance(packet.data, dict) else None
+        if packet.type == PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE and update_id in self.seen_update_ids:
+            agent = self.get_live_run().worker_pool.get_agent_for_id(packet.subject_id)
+            if agent is not None and update_id in agent.__dict__.get("dialeval_acked", ()):
+                self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
+        return on_message(self, packet, channel_id)
+
+    on_message_reacknowledging.dialeval_acks = True
+    return on_message_reacknowledging
+
+
+def install() -> None:
+    """Patch LocalArchitect's router build, Mephisto's system alive and its agents' acknowledgements
+    (checked, idempotent)."""
+    check_version()
+    import mephisto.abstractions.architects.local_architect as local_architect
+    from mephisto.data_model.agent import _AgentBase
+    from mephisto.operations import client_io_handler
+
+    if client_io_handler.SYSTEM_CHANNEL_ID != SYSTEM_ID:
+        raise RouterPatchError(f"Mephisto's system channel id is {client_io_handler.SYSTEM_CHANNEL_ID!r}, "
+                               f"the router guard expects {SYSTEM_ID!r}")
+    local_architect.build_router = router_builder(local_architect.build_router)
+    client_io_handler.ClientIOHandler._send_alive = _send_alive
+    _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
+    client_io_handler.ClientIOHandler._on_message = _reacknowledging(client_io_handler.ClientIOHandler._on_message)
+
+
+def check() -> list[str]:
+    """What install.sh confirms: every server.js patch fits Mephisto's router (and whether the router's
+    own dependencies are installed: without npm they are not, and install.sh says so)."""
+    from mephisto.abstractions.architects.router import build_router as module
+
+    install()
+    patch_server((Path(module.NODE_SERVER_SOURCE_ROOT) / "server.js").read_text())
+    try:
+        modules = f"dependencies in {router_modules()}"
+    except RouterPatchError as missing:
+        modules = str(missing)
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES)} server.js patches fit, session tokens "
+            f"and acknowledgements installed; {modules}"]

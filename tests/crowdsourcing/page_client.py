@@ -1,0 +1,189 @@
+"""A worker's page reduced to its packets (mephisto-task 2.0.4's protocol plus the router's session token,
+crowdsourcing/frontend/src/components/transport.js): POST /request_agent, a websocket to the router with the
+`alive` packet, heartbeats every 6 s, `mephisto_bound_live_update` packets for its actions,
+`client_bound_live_update` packets for the world's state and the bot's replies, POST /submit_task at the end.
+It drives a whole live-chat HIT from the server's state only. Used by tests/crowdsourcing/test_router_hostile.py
+and benchmarks/bench_router_load.py (loaded by path: tests/ is not a package on sys.path).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+
+import httpx
+import websockets
+
+RATING = [50, 60, 70, 80, 90, 40, 30]
+NORMAL = {"none", "waiting", "in task", "completed"}  # agent statuses of a worker who is doing fine
+ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
+
+
+class PageClient:
+    """One worker's page, reduced to its packets."""
+
+    def __init__(self, name: str, port: int, inputs: int, think: float, deadline: float):
+        self.name, self.inputs, self.think, self.deadline = name, inputs, think, deadline
+        self.http_url, self.ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
+        self.sent: list[str] = []  # texts whose packet went out on an open socket
+        self.confirmed: list[str] = []  # texts the server acknowledged as stored (what the page shows as sent)
+        self.unconfirmed: dict[str, str] = {}  # update id -> text, sent but not acknowledged yet
+        self.sent_at: dict[str, float] = {}
+        self.latencies: list[float] = []
+        self.seen: list[str] = []  # what a person would have noticed: reloads, refusals, statuses
+        self.version, self.done, self.ws = 0, False, None
+        self.changed = asyncio.Event()
+
+    # ------------------------------------------------------------ the page's connection
+    async def open(self, http: httpx.AsyncClient) -> bool:
+        """Load the page: ask the router for an agent (retried while the server is away), then connect."""
+        registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
+                        "assignment_id": self.name, "provider_type": "mock"}
+        while time.time() < self.deadline:
+            try:
+                reply = await http.post(self.http_url + "/request_agent", timeout=30, json={
+                    "provider_data": registration, "client_timestamp": time.time()})
+                details = reply.json()["data"]
+                break
+            except (httpx.HTTPError, ValueError, KeyError):
+                await asyncio.sleep(2)
+        else:
+            return False
+        if not details.get("agent_id"):
+            self.seen.append(f"refused: {details.get('failure_reason')}")
+            return False
+        self.agent_id, self.token, self.state, self.replies = details["agent_id"], details["agent_token"], {}, set()
+        for update in (details.get("init_task_data") or {}).get("past_live_updates") or []:
+            self._on_update(update)
+        self.ws = await websockets.connect(self.ws_url, max_size=None)
+        self.connected = True
+        await self._packet("alive", {})
+        self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
+        return True
+
+    async def _packet(self, kind: str, data: dict | None) -> str:
+        """Send a packet; returns its update id."""
+        packet = {"packet_type": kind, "subject_id": self.agent_id, "agent_token": self.token,
+                  "client_timestamp": time.time()}
+        update_id = str(uuid.uuid4())
+        if data is not None:
+            packet["data"] = {"update_id": update_id, **data}
+        await self.ws.send(json.dumps(packet))
+        return update_id
+
+    async def _heartbeat(self) -> None:
+        while self.connected:
+            await asyncio.sleep(6)
+            try:
+                await self._packet("heartbeat", None)
+            except websockets.ConnectionClosed:
+                return
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.ws:
+                packet = json.loads(raw)
+                if packet["packet_type"] == "client_bound_live_update" and ACK_KEY in packet["data"]:
+                    for update_id in packet["data"][ACK_KEY]:
+                        if update_id in self.unconfirmed:
+                            self.confirmed.append(self.unconfirmed.pop(update_id))
+                elif packet["packet_type"] == "client_bound_live_update":
+                    self._on_update(packet["data"])
+                elif packet["packet_type"] == "update_status" and packet["data"].get("status") not in NORMAL:
+                    self.seen.append(f"status {packet['data'].get('status')}")
+                self.changed.set()
+        except websockets.ConnectionClosed:
+            pass
+        self.connected = False
+        self.changed.set()
+
+    def _on_update(self, message: dict) -> None:
+        task_data = message.get("task_data") or {}
+        self.state.update(task_data)
+        self.version += bool(task_data)
+        if message.get("text") and message.get("id") == self.state.get("bot_id", "Chatbot"):
+            self.replies.add(message.get("update_id"))
+
+    async def close(self) -> None:
+        self.connected = False
+        if self.ws is not None:
+            await self.ws.close()
+            for task in self.tasks:
+                task.cancel()
+
+    # ------------------------------------------------------------ the person
+    async def until(self, condition, timeout: float = 60) -> bool:
+        end = min(time.time() + timeout, self.deadline)
+        while not condition():
+            if not self.connected or time.time() > end:
+                return False
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), timeout=max(0.0, end - time.time()))
+            except asyncio.TimeoutError:
+                pass
+        return True
+
+    async def act(self, task_data: dict, text: str = "") -> bool:
+        try:
+            update_id = await self._packet("mephisto_bound_live_update", {
+                "id": self.agent_id, "text": text, "task_data": task_data, "episode_done": False})
+        except websockets.ConnectionClosed:
+            return False
+        if text:
+            self.unconfirmed[update_id] = text
+        return True
+
+    async def step(self, http: httpx.AsyncClient) -> None:
+        """One action chosen from the server's state, as the page would offer it."""
+        state, version = dict(self.state), self.version
+        phase = state.get("phase")
+        if state.get("task_done"):
+            self.submission = {"USED_AGENT_ID": self.agent_id, "agent_token": self.token, "final_data": {},
+                               "client_timestamp": time.time()}
+            reply = await http.post(self.http_url + "/submit_task", timeout=30, json=self.submission)
+            self.done = reply.status_code == 200
+            if not self.done:
+                self.seen.append(f"submit refused: HTTP {reply.status_code}")
+            return
+        if phase == "topic":
+            await self.act({"action": "topic", "topic": "books", "attitude": "like"})
+        elif phase == "chat" and state.get("inputs", 0) < state.get("min_inputs", self.inputs):
+            text = f"{self.name} message {len(self.sent)}: do you like reading books?"
+            before, start = len(self.replies), time.time()
+            if await self.act({"action": "message"}, text):
+                self.sent.append(text)
+                self.sent_at[text] = start
+                if await self.until(lambda: len(self.replies) > before):
+                    self.latencies.append(time.time() - start)
+                    await asyncio.sleep(random.uniform(0.5, 1.5) * self.think)
+            return
+        elif phase == "chat":
+            await self.act({"action": "next"})
+        elif phase == "rate":
+            await self.act({"action": "rating", "values": RATING})
+        elif phase == "failed":
+            await self.act({"action": "next"})
+        elif phase == "feedback":
+            await self.act({"action": "feedback", "feedback": "benchmark"})
+        await self.until(lambda: self.version > version)  # the world's answer: its next state or a warning
+
+    async def run(self, http: httpx.AsyncClient) -> None:
+        opened = await self.open(http)
+        while opened and not self.done and time.time() < self.deadline:
+            if not self.connected:  # the socket dropped: the person reloads the page after a moment
+                await self.close()
+                self.seen.append("connection lost, reloading")
+                reached = (self.state.get("slot") or 0) + 1
+                await asyncio.sleep(3)
+                opened = await self.open(http)
+                if opened and await self.until(lambda: "phase" in self.state or self.state.get("task_done")):
+                    where = (self.state.get("slot") or 0) + 1
+                    self.seen.append(f"reopened at conversation {where} (had reached {reached})")
+                continue
+            await self.step(http)
+        if not self.done and opened:
+            self.seen.append("unfinished at the deadline")
+        await self.close()

@@ -1,0 +1,93 @@
+"""The page resends what the server has not acknowledged, in a real browser (`dialeval launch live_chat_da`,
+node router, headless Chromium). Playwright sits on the page's websocket: it drops one chat message on its
+way to the router, and later the server's acknowledgement of another, closing the page's socket each time
+as a network failure would. The page (crowdsourcing/frontend/src/components/transport.js) reconnects and
+sends both again; the bot answers the lost one, the server acknowledges the copy of the other again (so
+the page stops resending it), and the export holds each message exactly once.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
+LOST = "this message is lost on its way"
+ACK_LOST = "this one arrives but its acknowledgement is lost"
+
+
+def _faulty_network(seen: dict):
+    """A websocket route: the first packet carrying LOST never reaches the router, the first
+    acknowledgement of ACK_LOST never reaches the page; the page's socket is closed after each."""
+
+    def route(ws):
+        server = ws.connect_to_server()
+
+        def to_server(message):
+            packet = json.loads(message)
+            data = packet.get("data") or {}
+            if packet.get("packet_type") == "mephisto_bound_live_update":
+                seen["sent"].append(data.get("text"))
+                if data.get("text") == ACK_LOST:
+                    seen["ack_lost_id"] = data.get("update_id")
+                if data.get("text") == LOST and not seen["dropped_message"]:
+                    seen["dropped_message"] = True
+                    ws.close()
+                    return
+            server.send(message)
+
+        def to_page(message):
+            acked = (json.loads(message).get("data") or {}).get("dialeval_ack") or []
+            seen["acked"].extend(acked)
+            if seen.get("ack_lost_id") in acked and not seen["dropped_ack"]:
+                seen["dropped_ack"] = True
+                ws.close()
+                return
+            ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
+    return route
+
+
+def _say(page, text):
+    before = page.locator(".dialeval-msg-other").count()
+    page.fill(".response-text-input", text)
+    page.click(".submit-response")
+    # the bot's answer: for LOST only after the page reconnected and sent it again
+    page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=90000)
+
+
+def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
+    require_chromium()
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", "mephisto.architect.port=3422",
+                                             "mephisto.task.task_name=acks_browser",
+                                             "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
+    seen = {"sent": [], "acked": [], "dropped_message": False, "dropped_ack": False}
+    try:
+        with chromium_page(tmp_path) as page:
+            page.route_web_socket(lambda url: url.startswith("ws://"), _faulty_network(seen))
+            page.goto(run.worker_url("acks_worker"))
+            page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
+            page.fill("#topic-input", "books")
+            page.check("#attitude-like")
+            page.click("[data-testid=start-chat]")
+            page.wait_for_selector("[data-testid=chat-panel]")
+            _say(page, LOST)
+            _say(page, ACK_LOST)
+            _say(page, "and a third one after both reconnects")
+            page.wait_for_timeout(8000)  # the page's resend of ACK_LOST after its reconnect
+    finally:
+        run.stop()
+    assert seen["dropped_message"] and seen["dropped_ack"]
+    assert seen["sent"].count(LOST) == 2 and seen["sent"].count(ACK_LOST) == 2  # each sent again once
+    assert seen["acked"].count(seen["ack_lost_id"]) == 2  # the copy is acknowledged again, never stored again
+
+    out = tmp_path / "out.jsonl"
+    run.export("acks_browser", out)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    human = [t["text"] for r in records if r["type"] == "conversation" for t in r["turns"] if t["speaker"] == "human"]
+    assert human == [LOST, ACK_LOST, "and a third one after both reconnects"]
