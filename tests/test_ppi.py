@@ -45,7 +45,7 @@ def _bt_sample(seed: int, n: int = 200, big_n: int = 800, k: int = 4):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mean_equals_ppi_py_with_power_tuning(seed):
     y, f, f_u = _binary_sample(seed)
-    ours = ppi.ppi_mean(y, f, f_u, alpha=0.1, ddof=0)
+    ours = ppi.ppi_mean(y, f, f_u, alpha=0.1, ddof=0, t_interval=False)
     assert ours.estimate[0] == pytest.approx(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, f_u))[0], abs=1e-12)
     low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.1)
     assert ours.interval()[0][0] == pytest.approx(low[0], abs=1e-12)
@@ -56,7 +56,7 @@ def test_mean_equals_ppi_py_with_power_tuning(seed):
 @pytest.mark.parametrize("lam", [0.0, 0.5, 1.0])
 def test_mean_equals_ppi_py_at_a_fixed_weight(lam):
     y, f, f_u = _binary_sample(3)
-    ours = ppi.ppi_mean(y, f, f_u, alpha=0.05, ddof=0, lam=lam)
+    ours = ppi.ppi_mean(y, f, f_u, alpha=0.05, ddof=0, lam=lam, t_interval=False)
     low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.05, lam=lam)
     assert ours.estimate[0] == pytest.approx(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=lam))[0], abs=1e-12)
     assert (ours.interval()[0][0], ours.interval()[1][0]) == pytest.approx((low[0], high[0]), abs=1e-12)
@@ -65,7 +65,7 @@ def test_mean_equals_ppi_py_at_a_fixed_weight(lam):
 @pytest.mark.parametrize("lam", [0.0, 0.4, 1.0])
 def test_bradley_terry_logistic_equals_ppi_py_at_a_fixed_weight(lam):
     x, y, f, x_u, f_u = _bt_sample(4)
-    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1, lam=lam)
+    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1, lam=lam, t_interval=False)
     np.testing.assert_allclose(ours.estimate, ppi_py.ppi_logistic_pointestimate(x, y, f, x_u, f_u, lam=lam),
                                atol=1e-6)
     low, high = ppi_py.ppi_logistic_ci(x, y, f, x_u, f_u, alpha=0.1, lam=lam)
@@ -78,7 +78,7 @@ def test_bradley_terry_power_tuning_equals_ppi_py():
     (its ppi_logistic_ci re-tunes once more at the tuned fit, a second pass we do not make): the weight
     is ppi_py's _calc_lam_glm on ppi_py's own statistics, and the interval ppi_py's at that weight."""
     x, y, f, x_u, f_u = _bt_sample(5)
-    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1)
+    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1, t_interval=False)
     at_one = ppi_py.ppi_logistic_pointestimate(x, y, f, x_u, f_u, lam=1)
     n, big_n = len(y), len(f_u)
     stats = ppi_py.ppi._logistic_get_stats(at_one, x, y, f, x_u, f_u, np.ones(n), np.ones(big_n))
@@ -97,11 +97,11 @@ def test_copies_of_a_row_in_one_cluster_change_nothing():
     y, f, f_u = _binary_sample(6, n=80, big_n=300)
     m = 3
     clustered = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), np.repeat(np.arange(80), m),
-                             np.repeat(np.arange(300), m), alpha=0.1, ddof=0)
+                             np.repeat(np.arange(300), m), alpha=0.1, ddof=0, t_interval=False)
     low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.1)
     assert clustered.estimate[0] == pytest.approx(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, f_u))[0], abs=1e-12)
     assert (clustered.interval()[0][0], clustered.interval()[1][0]) == pytest.approx((low[0], high[0]), abs=1e-12)
-    naive = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), alpha=0.1, ddof=0)
+    naive = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), alpha=0.1, ddof=0, t_interval=False)
     assert naive.se[0] < 0.6 * clustered.se[0]  # treating the copies as votes would claim sqrt(3) too much
 
 

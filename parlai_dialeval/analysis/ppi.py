@@ -11,7 +11,7 @@ Why hand-written rather than ``ppi_py``: several human votes judge one item (thr
 prompt; the turns of a conversation), so the variances must be computed from cluster sums of the
 estimating-equation scores; ppi_py assumes independent rows. With one row per cluster every formula
 here reduces to ppi_py 0.2.3's (``ppi_mean_ci`` with ``ddof=0``, ``ppi_logistic_ci`` with ``ddof=1``,
-including its power-tuning rule ``_calc_lam_glm``), which tests/test_ppi.py checks against ppi_py
+both with ``t_interval=False``, including its power-tuning rule ``_calc_lam_glm``), which tests/test_ppi.py checks against ppi_py
 itself; ppi_py is a test dependency only (it pulls numba and a dataset downloader into an install).
 
 Conventions: ``labelled`` rows are human votes, each with the judge's label of its item
@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 # Below this power-tuning weight the report says the judge was set aside.
 WEIGHT_NEGLIGIBLE = 0.05
@@ -45,6 +46,9 @@ class PPIEstimate:
     n_unlabelled: int  # judge-only rows
     clusters_labelled: int
     clusters_unlabelled: int
+    # Student t with (labelled clusters - 1) degrees of freedom, the usual small-sample choice for
+    # cluster-robust intervals (Cameron and Miller 2015); False: the normal quantile, as ppi_py.
+    t_interval: bool = True
 
     @property
     def se(self) -> np.ndarray:
@@ -55,10 +59,15 @@ class PPIEstimate:
         return np.sqrt(np.diag(self.human_cov))
 
     def interval(self, human: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Normal (1 - alpha) interval(s) of the PPI estimate, or of the human-only one."""
+        """(1 - alpha) interval(s) of the PPI estimate, or of the human-only one."""
+        from scipy import stats  # here: commands' --help stays fast
+
         estimate, se = (self.human_estimate, self.human_se) if human else (self.estimate, self.se)
-        z = _z(self.alpha)
-        return estimate - z * se, estimate + z * se
+        if self.t_interval and self.clusters_labelled > 1:
+            q = float(stats.t.ppf(1 - self.alpha / 2, self.clusters_labelled - 1))
+        else:
+            q = float(stats.norm.ppf(1 - self.alpha / 2))
+        return estimate - q * se, estimate + q * se
 
     @property
     def variance_ratio(self) -> float:
@@ -73,35 +82,29 @@ class PPIEstimate:
         return self.n_labelled * self.variance_ratio
 
 
-def _z(alpha: float) -> float:
-    from scipy.stats import norm  # here: commands' --help stays fast
-
-    return float(norm.ppf(1 - alpha / 2))
-
-
 def _as_2d(values) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     return values.reshape(len(values), -1)
 
 
-def _clusters(clusters, n: int, offset: int = 0) -> np.ndarray:
-    """Integer cluster codes; every row its own cluster when None."""
+def _clusters(clusters, n: int) -> np.ndarray:
+    """Cluster codes 0..G-1 (in order of first appearance); every row its own cluster when None."""
     if clusters is None:
-        return np.arange(offset, offset + n)
+        return np.arange(n)
     clusters = np.asarray(clusters)
     if len(clusters) != n:
         raise ValueError(f"{len(clusters)} cluster ids for {n} rows")
-    return clusters
+    return pd.factorize(clusters)[0]
 
 
-def cluster_sums(scores: np.ndarray, clusters: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:
+def cluster_sums(scores: np.ndarray, clusters, centre: np.ndarray | None = None) -> np.ndarray:
     """Per cluster, the sum of its rows' scores minus the centre (default the mean over all rows)."""
     scores = _as_2d(scores)
-    centre = scores.mean(axis=0) if centre is None else centre
-    _, codes = np.unique(clusters, return_inverse=True)
-    sums = np.zeros((codes.max(initial=-1) + 1, scores.shape[1]))
-    np.add.at(sums, codes, scores - centre)
-    return sums
+    codes = _clusters(clusters, len(scores))
+    centred = scores - (scores.mean(axis=0) if centre is None else centre)
+    groups = int(codes.max(initial=-1)) + 1
+    return np.column_stack([np.bincount(codes, weights=column, minlength=groups) for column in centred.T]) \
+        if groups else np.zeros((0, scores.shape[1]))
 
 
 def mean_covariance(scores, clusters=None, ddof: int = 1) -> np.ndarray:
@@ -110,7 +113,7 @@ def mean_covariance(scores, clusters=None, ddof: int = 1) -> np.ndarray:
     ddof = 1 with one row per cluster is np.cov / n, ddof = 0 is the plug-in variance / n)."""
     scores = _as_2d(scores)
     n = len(scores)
-    sums = cluster_sums(scores, _clusters(clusters, n))
+    sums = cluster_sums(scores, clusters)
     g = len(sums)
     if g <= ddof:
         return np.full((scores.shape[1],) * 2, np.nan)
@@ -128,13 +131,12 @@ def tuned_weight(grads, grads_judge, grads_judge_unlabelled, inv_hessian, cluste
     n, big_n = len(grads), len(grads_u)
     if n < 2 or big_n < 1:
         return 0.0
-    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n, offset=n)
+    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n)
     g_sums, h_sums = cluster_sums(grads, c_l), cluster_sums(grads_judge, c_l)
     cross = (g_sums.T @ h_sums + h_sums.T @ g_sums) / n
     pooled = np.vstack([grads_judge, grads_u])
     # Clusters of the two samples are distinct even when their ids coincide.
-    pooled_clusters = np.concatenate([np.char.add("l", c_l.astype(str)), np.char.add("u", c_u.astype(str))])
-    p_sums = cluster_sums(pooled, pooled_clusters)
+    p_sums = cluster_sums(pooled, np.concatenate([c_l, c_u + c_l.max() + 1]))
     groups = len(p_sums)
     var_judge = p_sums.T @ p_sums / (n + big_n) * groups / (groups - 1)
     a = np.atleast_2d(inv_hessian)
@@ -144,14 +146,15 @@ def tuned_weight(grads, grads_judge, grads_judge_unlabelled, inv_hessian, cluste
     return float(np.clip(np.trace(a @ cross @ a) / denominator, 0.0, 1.0))
 
 
-def _result(estimate, cov, human_estimate, human_cov, lam, alpha, n, big_n, c_l, c_u) -> PPIEstimate:
+def _result(estimate, cov, human_estimate, human_cov, lam, alpha, n, big_n, c_l, c_u, t_interval) -> PPIEstimate:
     return PPIEstimate(np.atleast_1d(estimate).astype(float), np.atleast_2d(cov),
                        np.atleast_1d(human_estimate).astype(float), np.atleast_2d(human_cov), alpha, float(lam), n,
-                       big_n, len(np.unique(c_l)), len(np.unique(c_u)))
+                       big_n, int(c_l.max(initial=-1)) + 1, int(c_u.max(initial=-1)) + 1, t_interval)
 
 
 def ppi_mean(labels, judge_labelled, judge_unlabelled, clusters=None, clusters_unlabelled=None,
-             alpha: float = 0.05, lam: float | None = None, ddof: int = 1) -> PPIEstimate:
+             alpha: float = 0.05, lam: float | None = None, ddof: int = 1,
+             t_interval: bool = True) -> PPIEstimate:
     """PPI++ mean of the human labels (a win rate with ties as 1/2, a success rate, a Likert mean):
     ``lam`` * mean(judge on unlabelled) + mean(label - ``lam`` * judge on labelled), with a normal
     interval from the clustered variances of the two independent parts; ``lam`` None = power-tuned."""
@@ -161,7 +164,7 @@ def ppi_mean(labels, judge_labelled, judge_unlabelled, clusters=None, clusters_u
         raise ValueError(f"{len(f)} judge labels for {n} human labels")
     if n < 2:
         raise ValueError("PPI needs at least two human labels")
-    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n, offset=n)
+    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n)
     if lam is None:
         lam = tuned_weight(y, f, f_u, np.eye(1), c_l, c_u)
     if big_n == 0:
@@ -170,7 +173,7 @@ def ppi_mean(labels, judge_labelled, judge_unlabelled, clusters=None, clusters_u
     var = mean_covariance(y - lam * f, c_l, ddof)
     if big_n:
         var = var + mean_covariance(lam * f_u, c_u, ddof)
-    return _result(estimate, var, y.mean(), mean_covariance(y, c_l, ddof), lam, alpha, n, big_n, c_l, c_u)
+    return _result(estimate, var, y.mean(), mean_covariance(y, c_l, ddof), lam, alpha, n, big_n, c_l, c_u, t_interval)
 
 
 def _expit(t: np.ndarray) -> np.ndarray:
@@ -223,7 +226,7 @@ def _logistic_stats(theta, x, y, f, x_u, f_u, use_unlabelled: bool):
 
 def ppi_logistic(x, labels, judge_labelled, x_unlabelled, judge_unlabelled, clusters=None,
                  clusters_unlabelled=None, alpha: float = 0.05, lam: float | None = None,
-                 ddof: int = 1) -> PPIEstimate:
+                 ddof: int = 1, t_interval: bool = True) -> PPIEstimate:
     """PPI++ logistic regression without intercept (Bradley-Terry: rows are votes, ``x`` the pair's
     indicator e_a - e_b without a reference model's column, labels 1 = a won, 0 = b, 1/2 = tie) with
     the clustered sandwich variance A (V_unlabelled + V_labelled) A; ``lam`` None = power-tuned."""
@@ -232,7 +235,7 @@ def ppi_logistic(x, labels, judge_labelled, x_unlabelled, judge_unlabelled, clus
     n, big_n = len(y), len(f_u)
     if n < 2:
         raise ValueError("PPI needs at least two human labels")
-    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n, offset=n)
+    c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n)
     if big_n == 0:
         lam = 0.0
     if lam is None:
@@ -246,7 +249,7 @@ def ppi_logistic(x, labels, judge_labelled, x_unlabelled, judge_unlabelled, clus
     human = _logistic_fit(x, y, f, x_u, f_u, 0.0)
     h_grads, _, _, h_inv = _logistic_stats(human, x, y, f, x_u, f_u, False)
     return _result(theta, inv_h @ middle @ inv_h, human, h_inv @ mean_covariance(h_grads, c_l, ddof) @ h_inv,
-                   lam, alpha, n, big_n, c_l, c_u)
+                   lam, alpha, n, big_n, c_l, c_u, t_interval)
 
 
 def bradley_terry_design(models: list[str], model_a, model_b, reference: str | None = None) -> np.ndarray:
@@ -267,4 +270,4 @@ def centred(result: PPIEstimate, n_models: int, reference: int = 0) -> PPIEstima
     m = centre @ embed
     return PPIEstimate(m @ result.estimate, m @ result.cov @ m.T, m @ result.human_estimate,
                        m @ result.human_cov @ m.T, result.alpha, result.lam, result.n_labelled,
-                       result.n_unlabelled, result.clusters_labelled, result.clusters_unlabelled)
+                       result.n_unlabelled, result.clusters_labelled, result.clusters_unlabelled, result.t_interval)
