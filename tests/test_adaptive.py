@@ -86,6 +86,23 @@ def test_per_turn_votes_of_one_conversation_are_one_outcome():
     assert row.win_rate_a == pytest.approx(0.8)
 
 
+def test_votes_of_several_workers_on_one_prompt_are_one_outcome_in_submit_order():
+    # prompt p1: 3 votes (2 for x), p2: 3 votes (all for y), p3: 1 tie; p2 was submitted first
+    rows = [("p1", "a", "w1", "2018-01-02T00:00:00"), ("p1", "a", "w2", "2018-01-02T00:00:01"),
+            ("p1", "b", "w3", "2018-01-03T00:00:00"), ("p2", "b", "w1", "2018-01-01T00:00:00"),
+            ("p2", "b", "w2", "2018-01-04T00:00:00"), ("p2", "b", "w3", "2018-01-04T00:00:00"),
+            ("p3", "tie", "w1", "2018-01-05T00:00:00")]
+    frame = pd.DataFrame([{"item_id": f"file-{i}", "context": prompt, "worker_id": worker, "model_a": "x",
+                           "model_b": "y", "choice": choice, "meta": {"submit_time": time}}
+                          for i, (prompt, choice, worker, time) in enumerate(rows)])
+    row = certify(frame).iloc[0]
+    assert (row.units, row.votes, row.order, row.unit_of_independence) == (3, 7, "submit time", "prompt")
+    assert row.e_b_beats_a == pytest.approx(naive_wealth(1 - np.array([0.0, 2 / 3, 0.5])), rel=1e-12)
+    untimed = certify(frame.drop(columns="meta")).iloc[0]
+    assert untimed.order.startswith("file order") and untimed.e_b_beats_a == pytest.approx(
+        naive_wealth(1 - np.array([2 / 3, 0.0, 0.5])), rel=1e-12)
+
+
 def test_automatic_ties_are_not_evidence():
     # identical responses tie without a worker: the rankings and adaptive collection leave them out too
     judged = pd.DataFrame(votes("x", "y", 20, 5))
@@ -106,14 +123,21 @@ def test_certify_on_chateval_2018(shared_data, tmp_path):
     settled = {frozenset((r.model_a, r.model_b)): r.certified_winner for r in pairs.itertuples()
                if isinstance(r.certified_winner, str)}
     # Human2's replies beat the Twitter-trained seq2seq model in 87% of 570 votes; Human1 vs Human2 is close.
+    # (Betting on votes as if independent settled 8 pairs; one outcome per prompt settles 6.)
     assert settled[frozenset(("Human2", "seed_701_glove_emb_twitter_clean"))] == "Human2"
     assert frozenset(("Human1", "Human2")) not in settled
-    # Each pair's e-value recomputed independently from its own votes, in file order.
+    # Each pair's e-value recomputed independently: one outcome per prompt (the mean of its three workers'
+    # votes, ties 1/2), prompts in the order of their first vote's MTurk submit time (file order among equal times).
     frame = data.comparisons
     pair = frame[frame[["model_a", "model_b"]].isin(["Human1", "Human2"]).all(axis=1) & ~frame["automatic"].eq(True)]
     first = pairs.set_index(["model_a", "model_b"]).loc[("Human1", "Human2")]
     y = np.where(pair["choice"] == "tie", 0.5, (pair["choice"] == "a") == (pair["model_a"] == "Human1")).astype(float)
-    assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - y), rel=1e-9)
+    by_prompt = pd.DataFrame({"prompt": pair["context"].to_numpy(), "y": y,
+                              "time": [m["submit_time"] for m in pair["meta"]]}).groupby("prompt", sort=False).agg(
+        y=("y", "mean"), time=("time", "min")).sort_values("time", kind="stable")
+    assert (first["units"], first["votes"], first["order"]) == (len(by_prompt), len(y), "submit time")
+    assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - by_prompt["y"].to_numpy()), rel=1e-9)
+    assert first["unit_of_independence"] == "prompt" and 0 < first["icc"] < 1 and first["design_effect"] > 1
     written = json.loads((tmp_path / "certified.json").read_text())
     assert written["sections"][0]["settled"] and (tmp_path / "report.html").exists()
 

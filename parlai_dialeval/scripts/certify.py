@@ -13,7 +13,8 @@ from parlai.core.script import register_script
 from parlai_dialeval.options import option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
-TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "units", "votes", "win_rate_a", "cs_low", "cs_high",
+TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence", "units", "votes", "icc",
+                 "design_effect", "order", "win_rate_a", "cs_low", "cs_high",
                  "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]
 
 
@@ -40,8 +41,12 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> 
                 f"head-to-head votes) reaches K(K-1)/alpha for K models: then the chance that any settled claim "
                 f"is wrong is at most alpha = {config.alpha}, however often this command was run while the "
                 "votes came in. Ties count as half a win (ties decided without a worker, identical responses, not at "
-                "all); the votes of one conversation (per-turn data) count "
-                "as one outcome. The interval is A's win rate, valid at every look.")
+                "all). Votes on one item are not independent, so each cluster of them counts as one outcome, their "
+                "mean: the votes of several workers on one prompt (A/B) or conversation pair (ACUTE), or the per-turn "
+                "votes of one conversation (PW-Turn); the table gives each pair's unit of independence, the "
+                "intraclass correlation (ICC) of its votes within clusters and the design effect. Clusters are bet "
+                "on in the order their first vote was collected: " + ", ".join(sorted(set(pairs["order"])))
+                + ". The interval is A's win rate (mean cluster outcome), valid at every look.")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
