@@ -92,17 +92,42 @@ def test_bradley_terry_power_tuning_equals_ppi_py():
 
 def test_copies_of_a_row_in_one_cluster_change_nothing():
     """Hand computation: m identical copies of every row, the copies forming one cluster, hold the
-    information of one row; the clustered estimator must give ppi_py's figures on the rows themselves
-    (weight, estimate and interval: the cluster sums are m times the row's score, over (m n)^2)."""
+    information of one row; at a given weight the clustered estimator must give ppi_py's figures on
+    the rows themselves (the cluster sums are m times the row's score, over (m n)^2)."""
     y, f, f_u = _binary_sample(6, n=80, big_n=300)
     m = 3
-    clustered = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), np.repeat(np.arange(80), m),
-                             np.repeat(np.arange(300), m), alpha=0.1, ddof=0, t_interval=False)
-    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.1)
-    assert clustered.estimate[0] == pytest.approx(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, f_u))[0], abs=1e-12)
-    assert (clustered.interval()[0][0], clustered.interval()[1][0]) == pytest.approx((low[0], high[0]), abs=1e-12)
-    naive = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), alpha=0.1, ddof=0, t_interval=False)
+    for lam in (0.3, 0.8):
+        clustered = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), np.repeat(np.arange(80), m),
+                                 np.repeat(np.arange(300), m), alpha=0.1, lam=lam, ddof=0, t_interval=False)
+        low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.1, lam=lam)
+        assert clustered.estimate[0] == pytest.approx(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=lam))[0])
+        assert (clustered.interval()[0][0], clustered.interval()[1][0]) == pytest.approx((low[0], high[0]),
+                                                                                        abs=1e-12)
+    naive = ppi.ppi_mean(np.repeat(y, m), np.repeat(f, m), np.repeat(f_u, m), alpha=0.1, lam=0.8, ddof=0,
+                         t_interval=False)
     assert naive.se[0] < 0.6 * clustered.se[0]  # treating the copies as votes would claim sqrt(3) too much
+
+
+def test_clustered_power_tuning_weight_by_hand():
+    """Three votes per labelled prompt, one judge answer per judge-only prompt: the weight is the
+    covariance of the means over the variance of the judge's part, each from its own sample's cluster
+    sums (ddof 1), computed here from its definition."""
+    rng = np.random.default_rng(12)
+    share = rng.beta(2, 2, 90)
+    votes = (rng.random((60, 3)) < share[:60, None]).astype(float)
+    judge = (share + rng.normal(0, 0.2, 90) > 0.5).astype(float)
+    y, f = votes.ravel(), np.repeat(judge[:60], 3)
+    clusters = np.repeat(np.arange(60), 3)
+    result = ppi.ppi_mean(y, f, judge[60:], clusters, np.arange(30))
+    n, g = len(y), 60
+    y_sums = np.array([np.sum(votes[i] - y.mean()) for i in range(g)])
+    f_sums = np.array([3 * (judge[i] - f.mean()) for i in range(g)])
+    cov_means = np.sum(y_sums * f_sums) / n ** 2
+    var_l = np.sum(f_sums ** 2) / n ** 2 * g / (g - 1)
+    var_u = np.var(judge[60:], ddof=1) / 30
+    assert result.lam == pytest.approx(cov_means / (var_l + var_u))
+    expected = result.lam * judge[60:].mean() + np.mean(y - result.lam * f)
+    assert result.estimate[0] == pytest.approx(expected)
 
 
 def _clustered_study(rng, items: int, votes: int, icc: float, agreement_noise: float, p: float):

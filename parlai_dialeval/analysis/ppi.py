@@ -122,25 +122,25 @@ def mean_covariance(scores, clusters=None, ddof: int = 1) -> np.ndarray:
 
 def tuned_weight(grads, grads_judge, grads_judge_unlabelled, inv_hessian, clusters=None,
                  clusters_unlabelled=None) -> float:
-    """PPI++'s power-tuning weight, clipped to [0, 1]: the covariance of the human and judge scores on
-    the labelled rows over (1 + n/N) times the judge scores' variance on all rows, both through the
-    inverse Hessian (ppi_py's ``_calc_lam_glm``, overall mode), with per-row products replaced by
-    products of cluster sums (per row of the sample; the variance with the G / (G - 1) factor, which
-    is ppi_py's np.cov with one row per cluster)."""
+    """PPI++'s power-tuning weight, clipped to [0, 1]: the covariance of the means of the human and the
+    judge scores on the labelled rows over the variance of the judge part (its mean on the labelled plus
+    on the unlabelled rows), both through the inverse Hessian (ppi_py's ``_calc_lam_glm``, overall
+    mode), from cluster sums. With one row per cluster in both samples the judge scores' variance is
+    pooled over the two samples exactly as ppi_py does; otherwise each sample's own clustered variance is
+    used, since pooling assumes rows of one kind (three votes of a prompt against one judge answer)."""
     grads, grads_judge, grads_u = _as_2d(grads), _as_2d(grads_judge), _as_2d(grads_judge_unlabelled)
     n, big_n = len(grads), len(grads_u)
     if n < 2 or big_n < 1:
         return 0.0
     c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n)
     g_sums, h_sums = cluster_sums(grads, c_l), cluster_sums(grads_judge, c_l)
-    cross = (g_sums.T @ h_sums + h_sums.T @ g_sums) / n
-    pooled = np.vstack([grads_judge, grads_u])
-    # Clusters of the two samples are distinct even when their ids coincide.
-    p_sums = cluster_sums(pooled, np.concatenate([c_l, c_u + c_l.max() + 1]))
-    groups = len(p_sums)
-    var_judge = p_sums.T @ p_sums / (n + big_n) * groups / (groups - 1)
+    cross = (g_sums.T @ h_sums + h_sums.T @ g_sums) / n ** 2
+    if c_l.max() + 1 == n and c_u.max() + 1 == big_n:
+        var_judge = np.atleast_2d(np.cov(np.vstack([grads_judge, grads_u]).T)) * (1 / n + 1 / big_n)
+    else:
+        var_judge = mean_covariance(grads_judge, c_l) + mean_covariance(grads_u, c_u)
     a = np.atleast_2d(inv_hessian)
-    denominator = 2 * (1 + n / big_n) * np.trace(a @ var_judge @ a)
+    denominator = 2 * np.trace(a @ var_judge @ a)
     if not denominator > 0:
         return 0.0
     return float(np.clip(np.trace(a @ cross @ a) / denominator, 0.0, 1.0))

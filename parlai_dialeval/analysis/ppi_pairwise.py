@@ -7,7 +7,8 @@ answered are the labelled rows, each with the judge's answer; judge answers on i
 are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
 counted (``human_votes_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
 the judge's ties, flips across the two orders included); automatic ties are left out. Rows cluster by
-item (a prompt, a conversation pair, a PW-Turn conversation).
+the project's one rule (``clustering.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
+conversation).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis import ppi
+from parlai_dialeval.analysis.clustering import cluster_ids
 from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
 KEY = SECTION + ["first", "second", "item_id", "turn"]
@@ -30,19 +32,21 @@ SEPARATED = 15.0
 
 def matched(human: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
     """Human and judge comparisons in one frame, oriented together (``first``/``second`` per section),
-    with ``outcome`` for ``first``, ``judged`` (True for judge rows) and ``turn`` (turn_index or -1)."""
+    with ``outcome`` for ``first``, ``judged`` (True for judge rows), ``turn`` (turn_index or -1) and
+    ``cluster``."""
     both = pd.concat([human.assign(judged=False), judge.assign(judged=True)], ignore_index=True)
     frame = oriented(with_sections(both), by=SECTION)
     frame = frame[~frame["auto"]]
     turn = frame["turn_index"] if "turn_index" in frame else pd.Series(np.nan, index=frame.index)
     return frame.assign(outcome=(frame["score"] + 1) / 2, turn=pd.to_numeric(turn, errors="coerce").fillna(-1),
-                        item_id=frame["item_id"].astype(str))
+                        item_id=frame["item_id"].astype(str), cluster=cluster_ids(frame))
 
 
 def _split(part: pd.DataFrame):
     """(labelled human votes with the judge's answer ``judge``, judge-only answers, unjudged human votes)."""
-    answers = part[part["judged"]].groupby(KEY, sort=False, dropna=False)["outcome"].mean().rename("judge")
-    people = part[~part["judged"]].join(answers, on=KEY)
+    grouped = part[part["judged"]].groupby(KEY, sort=False, dropna=False)
+    answers = grouped.agg(judge=("outcome", "mean"), cluster=("cluster", "first"))
+    people = part[~part["judged"]].join(answers[["judge"]], on=KEY)
     labelled = people[people["judge"].notna()]
     judged_keys = pd.MultiIndex.from_frame(people[KEY].drop_duplicates())
     only = answers[~answers.index.isin(judged_keys)].reset_index()
@@ -67,12 +71,12 @@ def win_rates(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> 
         labelled, only, unjudged = _split(part)
         row = {"question": question, "unit": unit, "model_a": first, "model_b": second,
                "human_votes": len(labelled), "judge_only_items": len(only), "human_votes_unjudged": unjudged,
-               "clusters": labelled["item_id"].nunique()}
+               "clusters": labelled["cluster"].nunique()}
         if len(labelled) < 2:
             rows.append({**row, "note": "fewer than two human votes on judged items: no estimate"})
             continue
-        result = ppi.ppi_mean(labelled["outcome"], labelled["judge"], only["judge"], labelled["item_id"],
-                              only["item_id"], alpha=alpha)
+        result = ppi.ppi_mean(labelled["outcome"], labelled["judge"], only["judge"], labelled["cluster"],
+                              only["cluster"], alpha=alpha)
         (low, high), (h_low, h_high) = result.interval(), result.interval(human=True)
         rows.append({**row, "win_rate_human": result.human_estimate[0], "human_ci_low": h_low[0],
                      "human_ci_high": h_high[0], "win_rate_ppi": result.estimate[0], "ppi_ci_low": low[0],
@@ -96,7 +100,7 @@ def bradley_terry(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05)
         x_u = ppi.bradley_terry_design(models, only["first"], only["second"])
         try:
             result = ppi.centred(ppi.ppi_logistic(x, labelled["outcome"], labelled["judge"], x_u, only["judge"],
-                                                  labelled["item_id"], only["item_id"], alpha=alpha), len(models))
+                                                  labelled["cluster"], only["cluster"], alpha=alpha), len(models))
         except np.linalg.LinAlgError:
             result = None
         if result is None or not np.all(np.abs(np.concatenate([result.estimate, result.human_estimate]))

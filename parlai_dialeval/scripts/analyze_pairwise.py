@@ -21,6 +21,7 @@ from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -44,6 +45,7 @@ class PairwiseConfig:
     correction: str = option(DEFAULT_CORRECTION, HELP, choices=CORRECTIONS)
     min_annotator_items: int = option(5, "items an annotator must share with others to get a correlation",
                                       kind="positive_int")
+    judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
 
 
 def _sections(frame: pd.DataFrame):
@@ -82,10 +84,11 @@ def _by_study(comparisons: pd.DataFrame, alpha: float) -> pd.DataFrame | None:
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
-            worker_checks=None, left_out: dict[str, int] | None = None) -> dict:
+            worker_checks=None, left_out: dict[str, int] | None = None, judge: pd.DataFrame | None = None) -> dict:
     """Compute everything per question and unit, write the CSV/JSON outputs and report.html into ``out``;
     returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None;
-    ``left_out``: counts of judgments the caller left out, and why (shown in the report)."""
+    ``left_out``: counts of judgments the caller left out, and why (shown in the report); ``judge``: an
+    LLM judge's comparisons (``dialeval judge`` output) for the PPI++ section, or None."""
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
@@ -115,6 +118,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
+    if judge is not None:
+        _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
 
@@ -263,6 +268,29 @@ def _report_annotators(report: Report, tables: dict, summary: dict) -> None:
         report.table(tables["responses"], caption="distinct-n = unique n-grams / tokens; mean length in tokens")
 
 
+def _judge_section(comparisons, judge, tables: dict, summary: dict, config: PairwiseConfig, report: Report) -> None:
+    """PPI++ win rates (ties 1/2) and Bradley-Terry scores with the judge, next to the human-only ones."""
+    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.scripts.judge_option import report_ppi
+
+    with report.library_warnings():
+        rates = ppi_pairwise.win_rates(comparisons, judge, config.alpha)
+        scores = ppi_pairwise.bradley_terry(comparisons, judge, config.alpha)
+    tables["ppi_win_rates"], tables["ppi_bradley_terry"] = rates, scores
+    summary["judge"] = {"file": config.judge, "judge_records": int(len(judge)),
+                        "win_rates": report_ppi(report, rates, "win rates", "vote share",
+                                                "model_a's vote share with ties as 1/2 (not win_rate_a above, "
+                                                "which leaves ties out), human-only and PPI++ on the same votes"),
+                        "human_votes_unjudged": int(rates["human_votes_unjudged"].sum())}
+    if summary["judge"]["human_votes_unjudged"]:
+        report.warn(f"{summary['judge']['human_votes_unjudged']} human vote(s) are on items the judge did not answer: "
+                    "they are in every table above but not in the PPI estimates (ppi_win_rates.csv, "
+                    "human_votes_unjudged).")
+    report.heading("Bradley-Terry with the LLM judge (PPI++ logistic model on pair indicators)", level=3)
+    report.table(scores, caption="log-strengths with mean 0, human-only and PPI++ (ties as half a win), "
+                 "clustered by item; a normal-theory interval, unlike the bootstrap above", floatfmt="{:.4g}")
+
+
 def _name(stem: str, question: str, unit: str) -> str:
     """A file name per section that does not depend on what the question says (it may hold anything)."""
     return f"{stem}_{unit}_{hashlib.sha1(str(question).encode()).hexdigest()[:8]}"
@@ -280,4 +308,9 @@ class AnalyzePairwise(AnalysisCommand):
         _, comparisons, left_out = finished_only(data.ratings.iloc[:0], data.comparisons, data.conversations)
         for reason, count in left_out.items():
             print(f"left out {count} {reason}")
-        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out)
+        judge = None
+        if config.judge:
+            from parlai_dialeval.scripts.judge_option import load_judge
+
+            judge = load_judge(config.judge, "comparisons")
+        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge)

@@ -1,0 +1,97 @@
+"""`--judge F.jsonl` on the analysis commands: a judge file written here (canonical records with worker
+`judge:...`, as `dialeval judge` writes them) on every prompt of a real ChatEval comparison, people's
+votes on half of the prompts. Figures are recomputed here from the records."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from parlai_dialeval.cli import main
+from parlai_dialeval.data.dataset import write_jsonl
+from parlai_dialeval.importers import load
+
+FOLDER = "AMT_NCM_Test_NCM_Cakechat"
+SCORE = {"a": 1.0, "b": 0.0, "tie": 0.5}
+
+
+def _files(shared_data, tmp_path, agreement: float, seed: int = 0):
+    records = list(load([shared_data / "chateval" / "amt_ab_2018" / FOLDER], log=None).records())
+    studies = [r for r in records if r["type"] == "study"]
+    votes = [r for r in records if r["type"] == "comparison" and not r.get("automatic")]
+    items = sorted({r["item_id"] for r in votes})
+    people_items = set(items[: len(items) // 2])
+    rng = np.random.default_rng(seed)
+    judge = []
+    for item in items:
+        mine = [r for r in votes if r["item_id"] == item]
+        mean = np.mean([SCORE[r["choice"]] for r in mine])
+        majority = "a" if mean > 0.5 else "b" if mean < 0.5 else str(rng.choice(["a", "b"]))
+        other = {"a": "b", "b": "a"}[majority]
+        record = {k: v for k, v in mine[0].items() if k not in ("assignment_id", "meta")}
+        judge.append({**record, "worker_id": "judge:simulated",
+                      "choice": majority if rng.random() < agreement else other})
+    human_file, judge_file = tmp_path / f"human{seed}.jsonl", tmp_path / f"judge{seed}.jsonl"
+    write_jsonl(studies + [r for r in votes if r["item_id"] in people_items], human_file)
+    write_jsonl(studies + judge, judge_file)
+    return human_file, judge_file, votes, judge, people_items
+
+
+def test_analyze_pairwise_reports_ppi_next_to_human_only(shared_data, tmp_path):
+    human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.9)
+    out = tmp_path / "out"
+    assert main(["analyze_pairwise", "--data", str(human_file), "--judge", str(judge_file), "--out", str(out),
+                 "--bootstrap-rounds", "20"]) == 0
+    row = pd.read_csv(out / "ppi_win_rates.csv").iloc[0]
+    # By hand: people's votes on their items (model_a = NCM), the judge's answer per item.
+    answer = {r["item_id"]: SCORE[r["choice"]] for r in judge}
+    mine = [r for r in votes if r["item_id"] in people_items]
+    y = np.array([SCORE[r["choice"]] for r in mine])
+    f = np.array([answer[r["item_id"]] for r in mine])
+    f_u = np.array([answer[i] for i in answer if i not in people_items])
+    assert (row["model_a"], row["human_votes"], row["judge_only_items"]) == ("NCM", len(y), len(f_u))
+    assert row["clusters"] == len(people_items)
+    assert row["win_rate_human"] == pytest.approx(y.mean())
+    lam = row["judge_weight"]
+    assert 0.1 < lam <= 1  # about half the slope of the prompt-mean vote on the judge (as many judge-only prompts)
+    assert row["win_rate_ppi"] == pytest.approx(lam * f_u.mean() + np.mean(y - lam * f))
+    # Human-only interval: t over prompts of the votes' sums around the mean (cluster-robust), by hand.
+    from scipy import stats
+
+    prompts = [r["item_id"] for r in mine]
+    sums = pd.Series(y - y.mean()).groupby(prompts).sum().to_numpy()
+    g = len(sums)
+    se = np.sqrt(np.sum(sums ** 2) / len(y) ** 2 * g / (g - 1))
+    assert row["human_ci_high"] - row["human_ci_low"] == pytest.approx(2 * stats.t.ppf(0.975, g - 1) * se)
+    assert row["ppi_ci_high"] - row["ppi_ci_low"] < row["human_ci_high"] - row["human_ci_low"]
+    assert row["effective_human_votes"] > len(y)
+    summary = json.loads((out / "agreement.json").read_text())
+    assert summary["judge"]["win_rates"]["judge_set_aside"] == 0
+    bt = pd.read_csv(out / "ppi_bradley_terry.csv").set_index("model")
+    assert bt["bt_ppi"].sum() == pytest.approx(0, abs=1e-9)
+    # Two models: log-strength difference = logit of the vote share (ties as half a win) for people alone.
+    share = y.mean()
+    assert bt.loc["NCM", "bt_human"] - bt.loc["Cakechat", "bt_human"] == pytest.approx(np.log(share / (1 - share)))
+    assert "prediction-powered" in (out / "report.html").read_text()
+
+
+def test_a_judge_unrelated_to_people_is_set_aside_and_the_report_says_so(shared_data, tmp_path):
+    human_file, judge_file, *_ = _files(shared_data, tmp_path, 0.5, seed=3)
+    out = tmp_path / "useless"
+    assert main(["analyze_pairwise", "--data", str(human_file), "--judge", str(judge_file), "--out", str(out),
+                 "--bootstrap-rounds", "20"]) == 0
+    row = pd.read_csv(out / "ppi_win_rates.csv").iloc[0]
+    assert row["judge_weight"] < 0.05
+    assert row["ppi_ci_high"] - row["ppi_ci_low"] == pytest.approx(row["human_ci_high"] - row["human_ci_low"],
+                                                                 rel=0.03)
+    assert "judge set aside" in row["note"]
+    assert "The judge was set aside" in (out / "report.html").read_text()
+
+
+def test_a_judge_file_holding_peoples_votes_is_refused(shared_data, tmp_path, capsys):
+    human_file, *_ = _files(shared_data, tmp_path, 0.9)
+    assert main(["analyze_pairwise", "--data", str(human_file), "--judge", str(human_file),
+                 "--out", str(tmp_path / "x")]) != 0
+    assert "judge:<judge name>" in capsys.readouterr().err
