@@ -252,6 +252,29 @@ def ppi_logistic(x, labels, judge_labelled, x_unlabelled, judge_unlabelled, clus
                    lam, alpha, n, big_n, c_l, c_u, t_interval)
 
 
+ESTIMATE_COLUMNS = ["human", "human_ci_low", "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "judge_weight",
+                    "effective_human_judgments", "judge_worth_judgments", "note"]
+
+
+def note(result: PPIEstimate) -> str:
+    """What a reader must know about one estimate: the judge was not used, and why."""
+    if result.n_unlabelled == 0:
+        return "no item was judged by the judge alone: the estimate is the human-only one"
+    if result.lam < WEIGHT_NEGLIGIBLE:
+        return (f"judge set aside (weight {result.lam:.2f}): its answers do not track the people's, the interval "
+                "is the human-only one")
+    return ""
+
+
+def estimate_row(result: PPIEstimate) -> dict:
+    """One scalar estimate as a table row (ESTIMATE_COLUMNS): human-only and PPI++ with intervals."""
+    (low, high), (h_low, h_high) = result.interval(), result.interval(human=True)
+    return {"human": result.human_estimate[0], "human_ci_low": h_low[0], "human_ci_high": h_high[0],
+            "ppi": result.estimate[0], "ppi_ci_low": low[0], "ppi_ci_high": high[0], "judge_weight": result.lam,
+            "effective_human_judgments": result.effective_n,
+            "judge_worth_judgments": result.effective_n - result.n_labelled, "note": note(result)}
+
+
 def bradley_terry_design(models: list[str], model_a, model_b, reference: str | None = None) -> np.ndarray:
     """Rows e_a - e_b over ``models`` without the reference model's column (default the first)."""
     index = {m: i for i, m in enumerate(models)}

@@ -5,7 +5,7 @@ Matching: a judge record (``dialeval judge`` output, worker ``judge:...``) answe
 (question, unit, model pair, item_id, turn_index) as human votes. Human votes on an item the judge
 answered are the labelled rows, each with the judge's answer; judge answers on items no person judged
 are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
-counted (``human_votes_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
+counted (``human_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
 the judge's ties, flips across the two orders included); automatic ties are left out. Rows cluster by
 the project's one rule (``clustering.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
 conversation).
@@ -20,12 +20,10 @@ from parlai_dialeval.analysis.clustering import cluster_ids
 from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
 KEY = SECTION + ["first", "second", "item_id", "turn"]
-WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "human_votes", "judge_only_items", "human_votes_unjudged",
-                              "clusters", "win_rate_human", "human_ci_low", "human_ci_high", "win_rate_ppi",
-                              "ppi_ci_low", "ppi_ci_high", "judge_weight", "effective_human_votes", "judge_worth_votes",
-                              "note"]
+WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "human_judgments", "judge_only", "human_unjudged",
+                              "clusters"] + ppi.ESTIMATE_COLUMNS
 BT_COLUMNS = SECTION + ["model", "bt_human", "bt_human_ci_low", "bt_human_ci_high", "bt_ppi", "bt_ppi_ci_low",
-                        "bt_ppi_ci_high", "judge_weight", "human_votes", "judge_only_items", "note"]
+                        "bt_ppi_ci_high", "judge_weight", "human_judgments", "judge_only", "note"]
 # A fitted log-strength beyond this means a model never lost (or never won): no finite estimate.
 SEPARATED = 15.0
 
@@ -53,15 +51,6 @@ def _split(part: pd.DataFrame):
     return labelled, only, int(people["judge"].isna().sum())
 
 
-def _note(result: ppi.PPIEstimate) -> str:
-    if result.n_unlabelled == 0:
-        return "no item was judged by the judge alone: the estimate is the human-only one"
-    if result.lam < ppi.WEIGHT_NEGLIGIBLE:
-        return (f"judge set aside (weight {result.lam:.2f}): its answers do not track the people's, the interval "
-                "is the human-only one")
-    return ""
-
-
 def win_rates(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per question, unit and model pair: model_a's vote share (ties 1/2) by people alone and by PPI++
     with the judge, clustered by item, with the power-tuning weight and the effective human votes."""
@@ -70,18 +59,14 @@ def win_rates(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> 
     for (question, unit, first, second), part in frame.groupby(SECTION + ["first", "second"], sort=False):
         labelled, only, unjudged = _split(part)
         row = {"question": question, "unit": unit, "model_a": first, "model_b": second,
-               "human_votes": len(labelled), "judge_only_items": len(only), "human_votes_unjudged": unjudged,
+               "human_judgments": len(labelled), "judge_only": len(only), "human_unjudged": unjudged,
                "clusters": labelled["cluster"].nunique()}
         if len(labelled) < 2:
             rows.append({**row, "note": "fewer than two human votes on judged items: no estimate"})
             continue
         result = ppi.ppi_mean(labelled["outcome"], labelled["judge"], only["judge"], labelled["cluster"],
                               only["cluster"], alpha=alpha)
-        (low, high), (h_low, h_high) = result.interval(), result.interval(human=True)
-        rows.append({**row, "win_rate_human": result.human_estimate[0], "human_ci_low": h_low[0],
-                     "human_ci_high": h_high[0], "win_rate_ppi": result.estimate[0], "ppi_ci_low": low[0],
-                     "ppi_ci_high": high[0], "judge_weight": result.lam, "effective_human_votes": result.effective_n,
-                     "judge_worth_votes": result.effective_n - result.n_labelled, "note": _note(result)})
+        rows.append({**row, **ppi.estimate_row(result)})
     return pd.DataFrame(rows, columns=WIN_RATE_COLUMNS)
 
 
@@ -93,7 +78,7 @@ def bradley_terry(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05)
     for (question, unit), part in frame.groupby(SECTION, sort=False):
         labelled, only, _ = _split(part)
         models = sorted(set(part["first"]) | set(part["second"]))
-        base = {"question": question, "unit": unit, "human_votes": len(labelled), "judge_only_items": len(only)}
+        base = {"question": question, "unit": unit, "human_judgments": len(labelled), "judge_only": len(only)}
         if len(models) < 2 or len(labelled) < 2:
             continue
         x = ppi.bradley_terry_design(models, labelled["first"], labelled["second"])
@@ -112,5 +97,5 @@ def bradley_terry(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05)
         for i, model in enumerate(models):
             rows.append({**base, "model": model, "bt_human": result.human_estimate[i], "bt_human_ci_low": h_low[i],
                          "bt_human_ci_high": h_high[i], "bt_ppi": result.estimate[i], "bt_ppi_ci_low": low[i],
-                         "bt_ppi_ci_high": high[i], "judge_weight": result.lam, "note": _note(result)})
+                         "bt_ppi_ci_high": high[i], "judge_weight": result.lam, "note": ppi.note(result)})
     return pd.DataFrame(rows, columns=BT_COLUMNS)

@@ -281,11 +281,11 @@ def _judge_section(comparisons, judge, tables: dict, summary: dict, config: Pair
                         "win_rates": report_ppi(report, rates, "win rates", "vote share",
                                                 "model_a's vote share with ties as 1/2 (not win_rate_a above, "
                                                 "which leaves ties out), human-only and PPI++ on the same votes"),
-                        "human_votes_unjudged": int(rates["human_votes_unjudged"].sum())}
-    if summary["judge"]["human_votes_unjudged"]:
-        report.warn(f"{summary['judge']['human_votes_unjudged']} human vote(s) are on items the judge did not answer: "
+                        "human_unjudged": int(rates["human_unjudged"].sum())}
+    if summary["judge"]["human_unjudged"]:
+        report.warn(f"{summary['judge']['human_unjudged']} human vote(s) are on items the judge did not answer: "
                     "they are in every table above but not in the PPI estimates (ppi_win_rates.csv, "
-                    "human_votes_unjudged).")
+                    "human_unjudged).")
     report.heading("Bradley-Terry with the LLM judge (PPI++ logistic model on pair indicators)", level=3)
     report.table(scores, caption="log-strengths with mean 0, human-only and PPI++ (ties as half a win), "
                  "clustered by item; a normal-theory interval, unlike the bootstrap above", floatfmt="{:.4g}")

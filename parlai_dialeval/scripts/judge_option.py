@@ -35,7 +35,7 @@ def load_judge(path: str, kind: str) -> pd.DataFrame:
 
 def report_ppi(report, table: pd.DataFrame, what: str, estimate: str, caption: str) -> dict:
     """The report's PPI section for one table (rows with ``judge_weight``, ``note`` and, where a mean,
-    ``effective_human_votes``); returns its summary (pairs or groups estimated, judge set aside)."""
+    ``effective_human_judgments``); returns its summary (rows estimated, judge set aside)."""
     report.heading(f"With the LLM judge: prediction-powered {what} (PPI++)")
     report.text(
         f"The judge's answers on items no person judged, corrected by how far it differed from the people on the "
@@ -43,8 +43,8 @@ def report_ppi(report, table: pd.DataFrame, what: str, estimate: str, caption: s
         f"The weight on the judge (judge_weight) is chosen from the data: 0 gives the human-only {estimate}, so a "
         f"judge that does not track the people costs (asymptotically) nothing. Intervals are clustered by item "
         f"(t with clusters - 1 degrees of freedom), valid whatever the judge's quality when the people's items "
-        f"are a random sample of all judged items. effective_human_votes: how many human judgments a human-only "
-        f"study would need for the same precision.")
+        f"are a random sample of all judged items. effective_human_judgments: how many human judgments a human-only "
+        f"study would need for the same precision; judge_worth_judgments: how many of those the judge supplied.")
     report.table(table, caption=caption, floatfmt="{:.4g}")
     estimated = table[table["judge_weight"].notna()]
     aside = estimated[estimated["judge_weight"] < WEIGHT_NEGLIGIBLE]
@@ -56,8 +56,8 @@ def report_ppi(report, table: pd.DataFrame, what: str, estimate: str, caption: s
                     "human-only ones.")
     if not len(estimated):
         report.warn("No PPI estimate: no item judged by people was also answered by the judge.")
-    elif "effective_human_votes" in estimated:
-        worth = (estimated["effective_human_votes"] / estimated["human_votes"]).median()
+    elif "effective_human_judgments" in estimated:
+        worth = (estimated["effective_human_judgments"] / estimated["human_judgments"]).median()
         report.text(f"In plain words: with the judge, the {what} are as precise as a human-only study with "
                     f"{worth:.2f} times the human judgments (median over rows; 1 = the judge added nothing).")
     return summary
