@@ -156,3 +156,17 @@ def test_analyze_single_model_reports_ppi_means(tmp_path):
         assert row.ppi == pytest.approx(row.judge_weight * f_u.mean() + np.mean(y - row.judge_weight * f))
         assert row.judge_weight > 0.05 and row.effective_human_judgments > row.human_judgments
     assert "prediction-powered means" in (out / "report.html").read_text()
+
+
+def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data, tmp_path):
+    human_file, judge_file, *_ = _files(shared_data, tmp_path, 0.9)
+    with_judge, without = tmp_path / "with", tmp_path / "without"
+    assert main(["certify", "--data", str(human_file), "--judge", str(judge_file), "--out", str(with_judge)]) == 0
+    assert main(["certify", "--data", str(human_file), "--out", str(without)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(with_judge / "pairs.csv"), pd.read_csv(without / "pairs.csv"))
+    rates = pd.read_csv(with_judge / "ppi_win_rates.csv")
+    analysed = tmp_path / "pairwise"
+    assert main(["analyze_pairwise", "--data", str(human_file), "--judge", str(judge_file), "--out", str(analysed),
+                 "--bootstrap-rounds", "20"]) == 0
+    pd.testing.assert_frame_equal(rates, pd.read_csv(analysed / "ppi_win_rates.csv"))
+    assert "not at every look" in (with_judge / "report.html").read_text()
