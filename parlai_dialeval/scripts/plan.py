@@ -41,6 +41,11 @@ class PlanConfig:
     hourly_pay: float = option(12.0, "pay per worker-hour, in your currency", kind="non_negative")
     fee: float = option(0.333, "platform fee as a share of pay (Prolific: 0.333)", kind="non_negative")
     simulations: int = option(400, "simulated studies per sequential estimate", kind="positive_int")
+    judge_agreement: float | None = option(None, "an LLM judge's agreement with the majority of an item's votes "
+                                           "(0 < X < 1): adds the fixed pairwise designs with the judge (PPI++, "
+                                           "docs/judge.md) next to the human-only ones", kind="probability")
+    judge_pool: float = option(5.0, "with --judge-agreement: items the judge alone answers, as a multiple of the "
+                               "human-only study's items", kind="non_negative")
 
 
 def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
@@ -100,8 +105,46 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
     report.figure(_plot(pairwise), "pairwise_plan", "Worker-hours per model pair: fixed design vs sequential")
     report.heading("Single-model protocols (per model)")
     report.table(single, floatfmt="{:,.1f}")
-    outputs = Outputs(tables={"pairwise_plan": pairwise, "single_model_plan": single}, report=report)
-    return {"pairwise": pairwise, "single_model": single, "written": outputs.write(out)}
+    tables = {"pairwise_plan": pairwise, "single_model_plan": single}
+    if config.judge_agreement is not None:
+        tables["judge_plan"] = _judge_plan(pairwise, config, costs, report)
+    outputs = Outputs(tables=tables, report=report)
+    return {"pairwise": pairwise, "single_model": single, "judge": tables.get("judge_plan"),
+            "written": outputs.write(out)}
+
+
+# Until the planner takes votes per item and their ICC as inputs, the judge plan assumes ChatEval's
+# design: 3 votes per prompt, median within-prompt ICC 0.13 (../shared/data/chateval).
+JUDGE_PLAN_VOTES_PER_ITEM, JUDGE_PLAN_ICC = 3, 0.13
+
+
+def _judge_plan(pairwise, config: PlanConfig, costs, report):
+    """Per fixed pairwise design: the human judgments needed with the judge for the same precision."""
+    import pandas as pd
+
+    from parlai_dialeval.analysis import ppi_planning
+
+    rows = []
+    for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):
+        rate = float(row.assumption.split()[-1])
+        rho = ppi_planning.judge_correlation(config.judge_agreement, rate, JUDGE_PLAN_VOTES_PER_ITEM, JUDGE_PLAN_ICC)
+        share = ppi_planning.human_share(rho, config.judge_pool, row.judgments / JUDGE_PLAN_VOTES_PER_ITEM)
+        rows.append({"protocol": row.protocol, "assumption": row.assumption, "design": "fixed, with judge (PPI++)",
+                     "judge_agreement": config.judge_agreement, "judge_correlation": rho, "share_of_human_only": share,
+                     "human_only_judgments": row.judgments,
+                     "judge_items": config.judge_pool * row.judgments / JUDGE_PLAN_VOTES_PER_ITEM,
+                     **costs.table(share * row.judgments)})
+    table = pd.DataFrame(rows)
+    report.heading("With an LLM judge (PPI++)")
+    report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
+                f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
+                f"sample of items, {JUDGE_PLAN_VOTES_PER_ITEM} votes each (within-item ICC {JUDGE_PLAN_ICC}, "
+                "ChatEval's median). judge_correlation is the correlation of an item's mean vote with the judge's "
+                "answer under that model; share_of_human_only the human judgments needed for the precision of the "
+                "human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact test "
+                "the human-only design is sized for). The sequential designs above use people's votes only.")
+    report.table(table, floatfmt="{:,.3g}")
+    return table
 
 
 def _plot(pairwise):
