@@ -1,6 +1,6 @@
 """``--judge F.jsonl`` of the analysis commands: read a ``dialeval judge`` output and put its PPI++
-estimates in the report next to the human-only ones (docs/judge.md, "PPI: the judge carries part of
-the load"). CLI glue only: the statistics live in parlai_dialeval.analysis.ppi*."""
+estimates in the report next to the human-only ones (docs/ppi.md). CLI glue only: the statistics live
+in parlai_dialeval.analysis.ppi*."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,7 +10,7 @@ from parlai_dialeval.errors import DataError, DialevalError
 
 HELP = ("a `dialeval judge` output (canonical JSON Lines) on these items and more: adds prediction-powered "
         "(PPI++) estimates next to the human-only ones, clustered by item, with the judge's power-tuning weight "
-        "and the human judgments it was worth (docs/judge.md)")
+        "and the human judgments it was worth (docs/ppi.md)")
 JUDGE_PREFIX = "judge:"
 
 

@@ -43,7 +43,7 @@ class PlanConfig:
     simulations: int = option(400, "simulated studies per sequential estimate", kind="positive_int")
     judge_agreement: float | None = option(None, "an LLM judge's agreement with the majority of an item's votes "
                                            "(0 < X < 1): adds the fixed pairwise designs with the judge (PPI++, "
-                                           "docs/judge.md) next to the human-only ones", kind="probability")
+                                           "docs/ppi.md) next to the human-only ones", kind="probability")
     judge_pool: float = option(5.0, "with --judge-agreement: items the judge alone answers, as a multiple of the "
                                "human-only study's items", kind="non_negative")
 
