@@ -185,3 +185,23 @@ def test_centred_bradley_terry_scores_sum_to_zero_and_keep_differences():
     # The variance of a difference is that of the fitted parameter (the reference has none).
     diff = np.array([-1, 1, 0])
     assert diff @ scores.cov @ diff == pytest.approx(result.cov[0, 0], rel=1e-9)
+
+
+def test_bradley_terry_says_when_a_model_never_loses():
+    import pandas as pd
+
+    from parlai_dialeval.analysis import ppi_pairwise
+
+    rows = []
+    for i in range(30):
+        rows.append({"item_id": f"p{i}", "worker_id": "w", "model_a": "x", "model_b": "y", "choice": "a",
+                     "context": f"c{i}"})
+        rows.append({"item_id": f"q{i}", "worker_id": "w", "model_a": "y", "model_b": "z",
+                     "choice": "a" if i % 3 else "b", "context": f"d{i}"})
+    human = pd.DataFrame(rows)
+    judge = pd.concat([human.assign(worker_id="judge:j"),
+                       human.assign(worker_id="judge:j", item_id=lambda f: f["item_id"] + "-more",
+                                    context=lambda f: f["context"] + "-more")])
+    table = ppi_pairwise.bradley_terry(human, judge)
+    assert set(table["model"]) == {"x", "y", "z"}
+    assert table["bt_ppi"].isna().all() and table["note"].str.contains("never won or never lost").all()
