@@ -156,8 +156,8 @@ def ppi_mean(labels, judge_labelled, judge_unlabelled, clusters=None, clusters_u
              alpha: float = 0.05, lam: float | None = None, ddof: int = 1,
              t_interval: bool = True) -> PPIEstimate:
     """PPI++ mean of the human labels (a win rate with ties as 1/2, a success rate, a Likert mean):
-    ``lam`` * mean(judge on unlabelled) + mean(label - ``lam`` * judge on labelled), with a normal
-    interval from the clustered variances of the two independent parts; ``lam`` None = power-tuned."""
+    ``lam`` * mean(judge on unlabelled) + mean(label - ``lam`` * judge on labelled), with an interval
+    from the clustered variances of the two independent parts; ``lam`` None = power-tuned."""
     y, f, f_u = (np.asarray(v, dtype=float) for v in (labels, judge_labelled, judge_unlabelled))
     n, big_n = len(y), len(f_u)
     if len(f) != n:
