@@ -55,6 +55,7 @@ def test_plan_command_puts_the_judge_designs_next_to_the_human_only_ones(tmp_pat
     row = judge.iloc[0]
     assert row["human_only_judgments"] == fixed["judgments"]
     rho = ppi_planning.judge_correlation(0.9, 0.6, 3, 0.13)
-    assert row["judgments"] == pytest.approx(fixed["judgments"] * ppi_planning.human_share(rho, 5, fixed["judgments"] / 3))
+    share = ppi_planning.human_share(rho, 5, fixed["judgments"] / 3)
+    assert row["judgments"] == pytest.approx(fixed["judgments"] * share)
     assert row["judgments"] < 0.8 * fixed["judgments"]
     assert "With an LLM judge" in (tmp_path / "report.html").read_text()

@@ -11,8 +11,9 @@ Why hand-written rather than ``ppi_py``: several human votes judge one item (thr
 prompt; the turns of a conversation), so the variances must be computed from cluster sums of the
 estimating-equation scores; ppi_py assumes independent rows. With one row per cluster every formula
 here reduces to ppi_py 0.2.3's (``ppi_mean_ci`` with ``ddof=0``, ``ppi_logistic_ci`` with ``ddof=1``,
-both with ``t_interval=False``, including its power-tuning rule ``_calc_lam_glm``), which tests/test_ppi.py checks against ppi_py
-itself; ppi_py is a test dependency only (it pulls numba and a dataset downloader into an install).
+both with ``t_interval=False``, including its power-tuning rule ``_calc_lam_glm``), which
+tests/test_ppi.py checks against ppi_py itself; ppi_py is a test dependency only (it pulls numba and a
+dataset downloader into an install).
 
 Conventions: ``labelled`` rows are human votes, each with the judge's label of its item
 (``judge_labelled``); ``judge_unlabelled`` are the judge's labels of items no person judged. The

@@ -288,7 +288,8 @@ def _judge_section(comparisons, judge, tables: dict, summary: dict, config: Pair
                     "human_unjudged).")
     report.heading("Bradley-Terry with the LLM judge (PPI++ logistic model on pair indicators)", level=3)
     report.table(scores, caption="log-strengths with mean 0, human-only and PPI++ (ties as half a win), "
-                 "clustered by item; a normal-theory interval, unlike the bootstrap above", floatfmt="{:.4g}")
+                 "clustered by item; t intervals from the clustered sandwich variance, unlike the bootstrap above",
+                 floatfmt="{:.4g}")
 
 
 def _name(stem: str, question: str, unit: str) -> str:
