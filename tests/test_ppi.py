@@ -210,3 +210,12 @@ def test_bradley_terry_says_when_a_model_never_loses():
     table = ppi_pairwise.bradley_terry(human, judge)
     assert set(table["model"]) == {"x", "y", "z"}
     assert table["bt_ppi"].isna().all() and table["note"].str.contains("never won or never lost").all()
+
+
+def test_a_judge_that_contradicts_people_gets_weight_zero_and_a_note():
+    y, f, f_u = _binary_sample(14, agreement=0.2)  # the judge says the opposite 80% of the time
+    result = ppi.ppi_mean(y, f, f_u)
+    assert result.lam == 0.0
+    assert result.estimate[0] == pytest.approx(y.mean())
+    np.testing.assert_allclose(result.interval(), result.interval(human=True))
+    assert ppi.note(result).startswith("judge set aside (weight 0.00)")
