@@ -35,7 +35,8 @@ def pair_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     pair_votes = dict(list(votes.groupby(pair_key, sort=False)))
     rows = []
     for key, group in clusters.groupby(pair_key, sort=False):
-        summary = clustering_summary(pair_votes[key], group)
+        votes_of_pair = pair_votes[key]
+        summary = clustering_summary(votes_of_pair["outcome"].to_numpy(), votes_of_pair["cluster"].to_numpy())
         rows.append({"question": key[0], "unit": key[1], "model_a": key[2], "model_b": key[3],
                      "outcomes": group["outcome"].to_numpy(float), "votes": int(group["votes"].sum()),
                      "order": order, "unit_of_independence": UNIT_OF_INDEPENDENCE[key[1]],
@@ -43,12 +44,12 @@ def pair_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-def certify(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+def certify(comparisons: pd.DataFrame, alpha: float = 0.05, intervals: bool = True) -> pd.DataFrame:
     """Per question, unit and model pair: units of evidence (clusters), votes, the unit of
     independence with the ICC and design effect, the order the clusters were bet in, the mean cluster
-    outcome for ``model_a``, the
-    largest e-value for each direction, the simultaneous confidence sequence of ``model_a``'s win rate,
-    and the verdict (``model_a`` or ``model_b`` certified better, or ``unsettled``)."""
+    outcome for ``model_a``, the largest e-value for each direction, the simultaneous confidence
+    sequence of ``model_a``'s win rate, and the verdict (``model_a`` or ``model_b`` certified better, or
+    ``unsettled``). ``intervals=False`` leaves the confidence sequence out (nan), as calibration runs do."""
     comparisons, _ = split_onboarding(comparisons)
     pairs = pair_outcomes(comparisons)
     rows = []
@@ -58,7 +59,8 @@ def certify(comparisons: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
         for pair in section.itertuples(index=False):
             y = pair.outcomes
             e_a, e_b = e_value(y), e_value(1 - y)
-            low, high = confidence_sequence(y, 2 / threshold)
+            # the verdict never depends on the interval; calibration runs skip it (its grid is the slow part)
+            low, high = confidence_sequence(y, 2 / threshold) if intervals else (np.nan, np.nan)
             winner = pair.model_a if e_a >= threshold else pair.model_b if e_b >= threshold else None
             rows.append({"question": question, "unit": unit, "model_a": pair.model_a, "model_b": pair.model_b,
                          "units": len(y), "votes": pair.votes, "unit_of_independence": pair.unit_of_independence,

@@ -19,15 +19,15 @@ def icc_oneway(values: np.ndarray, clusters: np.ndarray) -> float:
     """ICC(1) from a one-way ANOVA with unequal cluster sizes (n0 of Donner 1986). pingouin's
     intraclass_corr needs every target rated by the same raters, which conversations of different
     lengths are not, hence this formula. NaN with fewer than two clusters or no within-cluster spread."""
-    frame = pd.DataFrame({"y": np.asarray(values, dtype=float), "c": np.asarray(clusters)})
-    groups = frame.groupby("c", sort=False)["y"]
-    sizes, means = groups.size().to_numpy(float), groups.mean().to_numpy()
+    y = np.asarray(values, dtype=float)
+    codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
+    sizes = np.bincount(codes).astype(float)
+    means = np.bincount(codes, weights=y) / sizes
     k, n = len(sizes), sizes.sum()
     if k < 2 or n <= k:
         return float("nan")
-    grand = frame["y"].mean()
-    msb = float(np.sum(sizes * (means - grand) ** 2) / (k - 1))
-    msw = float(((frame["y"] - groups.transform("mean")) ** 2).sum() / (n - k))
+    msb = float(np.sum(sizes * (means - y.mean()) ** 2) / (k - 1))
+    msw = float(np.sum((y - means[codes]) ** 2) / (n - k))
     n0 = (n - np.sum(sizes ** 2) / n) / (k - 1)
     denominator = msb + (n0 - 1) * msw
     return float((msb - msw) / denominator) if denominator > 0 else float("nan")
@@ -127,11 +127,13 @@ def record_outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
     return out
 
 
-def clustering_summary(votes: pd.DataFrame, clusters: pd.DataFrame) -> dict:
-    """How much one pair's votes cluster: clusters, mean votes per cluster, the ICC of vote outcomes
-    within clusters and the design effect (floored at 1: a negative ICC estimate is not taken as a gain)."""
-    size = float(clusters["votes"].mean()) if len(clusters) else float("nan")
-    icc = icc_oneway(votes["outcome"].to_numpy(), votes["cluster"].to_numpy()) if len(votes) else float("nan")
+def clustering_summary(values: np.ndarray, clusters: np.ndarray) -> dict:
+    """How much votes cluster: ``clusters``, mean ``votes_per_cluster``, the ``icc`` of the vote values
+    within clusters and the ``design_effect`` (floored at 1: a negative ICC estimate is not taken as a gain;
+    1 where every cluster is one vote)."""
+    sizes = pd.Series(np.asarray(clusters, dtype=object)).value_counts(sort=False)
+    size = float(sizes.mean()) if len(sizes) else float("nan")
+    icc = icc_oneway(values, clusters)
     deff = design_effect(icc, size)
-    return {"clusters": len(clusters), "votes_per_cluster": size, "icc": icc,
-            "design_effect": max(deff, 1.0) if np.isfinite(deff) else (1.0 if size == 1 else float("nan"))}
+    return {"clusters": len(sizes), "votes_per_cluster": size, "icc": icc,
+            "design_effect": max(deff, 1.0) if np.isfinite(deff) else 1.0 if size == 1 else float("nan")}

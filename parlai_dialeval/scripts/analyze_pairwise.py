@@ -29,7 +29,8 @@ agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{n
 
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
-                              "p_value", "p_adjusted"]
+                              "p_value", "p_adjusted", "clusters", "clusters_won_a", "clusters_won_b",
+                              "votes_per_cluster", "icc", "design_effect"]
 # Fewer decided votes than this in a pair: the report warns that its interval is wide.
 SMALL_PAIR = 10
 
@@ -183,7 +184,15 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
     report.text(describe(config.correction, int(rates["p_value"].notna().sum())))
     report.table(rates[WIN_RATE_COLUMNS + ["automatic_ties"]],
                  caption="win_rate_a = wins_a / (wins_a + wins_b) (= WMT major score) with "
-                         f"{100 * (1 - config.alpha):g}% Wilson interval; two-sided binomial test, ties excluded")
+                         f"{100 * (1 - config.alpha):g}% Wilson interval over the effective number of votes "
+                         "(decided votes / design_effect); two-sided binomial test over clusters won and lost "
+                         "(clusters_won_a vs clusters_won_b), ties excluded")
+    report.text("Unit of independence: votes on the same item (an A/B prompt, an ACUTE / PW-Dialog conversation "
+                "pair, a PW-Turn conversation) move together, so they form one cluster. icc is the intraclass "
+                "correlation of decided votes within clusters, design_effect = 1 + (votes_per_cluster - 1) x icc "
+                "(at least 1) how many times clustering inflates the variance of a win rate; the interval is "
+                "widened by it, the test counts clusters, and the Bradley-Terry bootstrap resamples whole "
+                "clusters. Where every cluster is one vote these are the plain per-vote statistics.")
     if tables["win_rates_by_study"] is not None:
         report.heading("Per comparison (study): counts, win rate and agreement")
         report.table(tables["win_rates_by_study"].drop(columns=["distinct_a", "distinct_b"]))
