@@ -48,14 +48,15 @@ def test_plan_command_puts_the_judge_designs_next_to_the_human_only_ones(tmp_pat
     from parlai_dialeval.cli import main
 
     assert main(["plan", "--out", str(tmp_path), "--simulations", "10", "--judge-agreement", "0.9",
-                 "--win-rates", "0.6"]) == 0
+                 "--win-rates", "0.6", "--votes-per-item", "3", "--icc", "0.13"]) == 0
     human = pd.read_csv(tmp_path / "pairwise_plan.csv")
     judge = pd.read_csv(tmp_path / "judge_plan.csv")
     fixed = human[human["design"] == "fixed"].iloc[0]
     row = judge.iloc[0]
     assert row["human_only_judgments"] == fixed["judgments"]
     rho = ppi_planning.judge_correlation(0.9, 0.6, 3, 0.13)
-    share = ppi_planning.human_share(rho, 5, fixed["judgments"] / 3)
+    share = ppi_planning.human_share(rho, 5, fixed["items"])
+    assert fixed["judgments"] == 3 * fixed["items"]
     assert row["judgments"] == pytest.approx(fixed["judgments"] * share)
     assert row["judgments"] < 0.8 * fixed["judgments"]
     assert "With an LLM judge" in (tmp_path / "report.html").read_text()

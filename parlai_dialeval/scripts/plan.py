@@ -132,11 +132,6 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
             "written": outputs.write(out)}
 
 
-# Until the planner takes votes per item and their ICC as inputs, the judge plan assumes ChatEval's
-# design: 3 votes per prompt, median within-prompt ICC 0.13 (../shared/data/chateval).
-JUDGE_PLAN_VOTES_PER_ITEM, JUDGE_PLAN_ICC = 3, 0.13
-
-
 def _judge_plan(pairwise, config: PlanConfig, costs, report):
     """Per fixed pairwise design: the human judgments needed with the judge for the same precision."""
     import pandas as pd
@@ -146,23 +141,27 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report):
     rows = []
     for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):
         rate = float(row.assumption.split()[-1])
-        rho = ppi_planning.judge_correlation(config.judge_agreement, rate, JUDGE_PLAN_VOTES_PER_ITEM, JUDGE_PLAN_ICC)
-        share = ppi_planning.human_share(rho, config.judge_pool, row.judgments / JUDGE_PLAN_VOTES_PER_ITEM)
+        rho = ppi_planning.judge_correlation(config.judge_agreement, rate, int(row.votes_per_item), float(row.icc))
+        share = ppi_planning.human_share(rho, config.judge_pool, row.items)
         rows.append({"protocol": row.protocol, "assumption": row.assumption, "design": "fixed, with judge (PPI++)",
                      "judge_agreement": config.judge_agreement, "judge_correlation": rho, "share_of_human_only": share,
                      "human_only_judgments": row.judgments,
-                     "judge_items": config.judge_pool * row.judgments / JUDGE_PLAN_VOTES_PER_ITEM,
+                     "judge_items": config.judge_pool * row.items,
                      **costs.table(share * row.judgments)})
     table = pd.DataFrame(rows)
     report.heading("With an LLM judge (PPI++)")
     report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
                 f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
-                f"sample of items, {JUDGE_PLAN_VOTES_PER_ITEM} votes each (within-item ICC {JUDGE_PLAN_ICC}, "
-                "ChatEval's median). judge_correlation is the correlation of an item's mean vote with the judge's "
+                f"sample of items, {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g} (as above). "
+                "judge_correlation is the correlation of an item's mean vote with the judge's "
                 "answer under that model; share_of_human_only the human judgments needed for the precision of the "
                 "human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact test "
                 "the human-only design is sized for). The sequential designs above use people's votes only.")
     report.table(table, floatfmt="{:,.3g}")
+    if config.icc == 0:
+        report.warn("--judge-agreement with --icc 0: the votes on an item then share nothing a judge could see, so "
+                    "agreement above chance is not attainable and the judge plan is optimistic; give --icc "
+                    "(ChatEval's median 0.13) or measure it with --pilot.")
     return table
 
 
