@@ -56,6 +56,7 @@ setup(
         "psutil",
         "httpx",  # the Prolific provider's API client
     ],
-    extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright"]},
+    extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
+                             "ppi-python"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
 )

@@ -86,6 +86,23 @@ def test_per_turn_votes_of_one_conversation_are_one_outcome():
     assert row.win_rate_a == pytest.approx(0.8)
 
 
+def test_votes_of_several_workers_on_one_prompt_are_one_outcome_in_submit_order():
+    # prompt p1: 3 votes (2 for x), p2: 3 votes (all for y), p3: 1 tie; p2 was submitted first
+    rows = [("p1", "a", "w1", "2018-01-02T00:00:00"), ("p1", "a", "w2", "2018-01-02T00:00:01"),
+            ("p1", "b", "w3", "2018-01-03T00:00:00"), ("p2", "b", "w1", "2018-01-01T00:00:00"),
+            ("p2", "b", "w2", "2018-01-04T00:00:00"), ("p2", "b", "w3", "2018-01-04T00:00:00"),
+            ("p3", "tie", "w1", "2018-01-05T00:00:00")]
+    frame = pd.DataFrame([{"item_id": f"file-{i}", "context": prompt, "worker_id": worker, "model_a": "x",
+                           "model_b": "y", "choice": choice, "meta": {"submit_time": time}}
+                          for i, (prompt, choice, worker, time) in enumerate(rows)])
+    row = certify(frame).iloc[0]
+    assert (row.units, row.votes, row.order, row.unit_of_independence) == (3, 7, "submit time", "prompt")
+    assert row.e_b_beats_a == pytest.approx(naive_wealth(1 - np.array([0.0, 2 / 3, 0.5])), rel=1e-12)
+    untimed = certify(frame.drop(columns="meta")).iloc[0]
+    assert untimed.order.startswith("file order") and untimed.e_b_beats_a == pytest.approx(
+        naive_wealth(1 - np.array([2 / 3, 0.0, 0.5])), rel=1e-12)
+
+
 def test_automatic_ties_are_not_evidence():
     # identical responses tie without a worker: the rankings and adaptive collection leave them out too
     judged = pd.DataFrame(votes("x", "y", 20, 5))
@@ -106,26 +123,46 @@ def test_certify_on_chateval_2018(shared_data, tmp_path):
     settled = {frozenset((r.model_a, r.model_b)): r.certified_winner for r in pairs.itertuples()
                if isinstance(r.certified_winner, str)}
     # Human2's replies beat the Twitter-trained seq2seq model in 87% of 570 votes; Human1 vs Human2 is close.
+    # (Betting on votes as if independent settled 8 pairs; one outcome per prompt settles 6.)
     assert settled[frozenset(("Human2", "seed_701_glove_emb_twitter_clean"))] == "Human2"
     assert frozenset(("Human1", "Human2")) not in settled
-    # Each pair's e-value recomputed independently from its own votes, in file order.
+    # Each pair's e-value recomputed independently: one outcome per prompt (the mean of its three workers'
+    # votes, ties 1/2), prompts in the order of their first vote's MTurk submit time (file order among equal times).
     frame = data.comparisons
     pair = frame[frame[["model_a", "model_b"]].isin(["Human1", "Human2"]).all(axis=1) & ~frame["automatic"].eq(True)]
     first = pairs.set_index(["model_a", "model_b"]).loc[("Human1", "Human2")]
     y = np.where(pair["choice"] == "tie", 0.5, (pair["choice"] == "a") == (pair["model_a"] == "Human1")).astype(float)
-    assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - y), rel=1e-9)
+    by_prompt = pd.DataFrame({"prompt": pair["context"].to_numpy(), "y": y,
+                              "time": [m["submit_time"] for m in pair["meta"]]}).groupby("prompt", sort=False).agg(
+        y=("y", "mean"), time=("time", "min")).sort_values("time", kind="stable")
+    assert (first["units"], first["votes"], first["order"]) == (len(by_prompt), len(y), "submit time")
+    assert first["e_b_beats_a"] == pytest.approx(naive_wealth(1 - by_prompt["y"].to_numpy()), rel=1e-9)
+    assert first["unit_of_independence"] == "prompt" and 0 < first["icc"] < 1 and first["design_effect"] > 1
     written = json.loads((tmp_path / "certified.json").read_text())
     assert written["sections"][0]["settled"] and (tmp_path / "report.html").exists()
 
 
-def test_planner_reproduces_the_notes_fixed_n_figures():
-    # ../shared/notes/adaptive_evaluation.md section 4: 782 / 194 / 85 decisive votes at win rates
-    # 0.55 / 0.60 / 0.65; 325 dialogues per model for Smith et al.'s SM-Dialog 4.19 vs 3.97 (SD 1);
-    # 1,376 turns per model for SM-Turn 0.70 vs 0.65.
-    for rate, expected in ((0.55, 782), (0.60, 194), (0.65, 85)):
-        assert planner.pairwise_decisive_votes(rate) == pytest.approx(expected, rel=0.05)
+def exact_power(n, rate, level=0.05):
+    """Independent of the planner: power of scipy's two-sided binomtest over n independent decided votes."""
+    from scipy import stats
+
+    rejects = [k for k in range(n + 1) if stats.binomtest(k, n, 0.5).pvalue <= level]
+    return stats.binom.pmf(rejects, n, rate).sum()
+
+
+def test_planner_sizes_the_exact_test_the_analysis_runs():
+    # The smallest n whose exact binomial test (analyze_pairwise's) has power 0.8: 786 at win rate 0.55
+    # (issue 25's independent recomputation; the normal approximation of the note says 782), and 90 at 0.65:
+    # checked here with scipy's binomtest at n - 1 and n.
+    for rate, expected in ((0.55, 786), (0.65, 90)):
+        n = planner.pairwise_decisive_votes(rate)
+        assert n == expected and exact_power(n, rate) >= 0.8 > exact_power(n - 1, rate)
+    # 325 dialogues per model for Smith et al.'s SM-Dialog 4.19 vs 3.97 (SD 1); 1,376 turns per model for
+    # SM-Turn 0.70 vs 0.65 with independent turns (note, section 4), 1,376 x (1 + 4 x 0.1) = 1,927 at ICC 0.1
+    # with 5 turns per conversation (Kish's design effect; issue 25).
     assert planner.sm_dialog_per_model(4.19, 3.97, 1.0) == pytest.approx(325, rel=0.05)
     assert planner.sm_turn_per_model(0.70, 0.65) == pytest.approx(1376, rel=0.05)
+    assert math.ceil(planner.sm_turn_per_model(0.70, 0.65, turns_per_dialog=5, icc=0.1)) == 1927
 
 
 def test_plan_costs_follow_from_judgments():

@@ -41,6 +41,14 @@ def test_whole_conversations_that_agree_are_one_vote_each():
     assert row.icc_within_conversation == pytest.approx(1.0) and row.per_turn_test_doubtful
 
 
+def test_conversations_of_tied_turns_are_counted_as_tied():
+    # 3 won by x, 1 won by y, 1 with one turn each way, 2 in which every turn tied (issue 25: these vanished)
+    frame = pw_turn([["a", "a"]] * 3 + [["b", "tie"]] + [["a", "b"]] + [["tie", "tie"]] * 2)
+    row = pairwise.conversation_tests(frame).iloc[0]
+    assert (row.conversations, row.conversations_won_a, row.conversations_won_b, row.conversations_tied) == (7, 3, 1, 3)
+    assert row.turns_decided == 9
+
+
 def test_per_turn_test_is_too_liberal_when_turns_move_together():
     # Equal models; each conversation leans one way (ICC about 0.3). The per-turn test rejects far more
     # often than 5%; the test by conversation stays at its level (note: 0.21 at ICC 0.3).

@@ -219,3 +219,28 @@ def test_metric_named_by_an_unknown_question_is_reported(tmp_path):
     assert "engaging" in set(results["time_to_significance"]["metric"])
     html = (tmp_path / "report.html").read_text()
     assert "Metrics named by their question text" in html and "Which bot is funnier?" in html
+
+
+def test_pw_dialog_hours_are_the_distinct_conversations_durations():
+    # Issue 25: a human-model conversation shown as A in some comparisons and as B in others was charged
+    # once per side. Three models, two conversations each (durations 100..600 s), every conversation of
+    # one model against every conversation of the others, both orders: each appears on both sides.
+    from parlai_dialeval.analysis.significance_time import pairwise_samples
+    from parlai_dialeval.data import from_records
+
+    durations = {f"{m}{i}": 100.0 * (2 * k + i + 1) for k, m in enumerate("xyz") for i in range(2)}
+    records = [{"type": "conversation", "id": cid, "models": [cid[0]], "worker_id": f"w{cid}", "task": "live_chat",
+                "turns": [{"speaker": "human", "text": "hi"}, {"speaker": "bot", "text": "hello"}],
+                "duration": seconds} for cid, seconds in durations.items()]
+    choices = iter(["a", "b", "tie"] * 100)
+    for first in durations:
+        for second in durations:
+            if first[0] < second[0]:
+                for a, b in ((first, second), (second, first)):
+                    records.append({"type": "comparison", "item_id": f"{a}|{b}", "worker_id": "judge",
+                                    "model_a": a[0], "model_b": b[0], "conversation_a": a, "conversation_b": b,
+                                    "question": "Who is more engaging?", "choice": next(choices), "duration": 10.0})
+    samples = [s for s in pairwise_samples(from_records(records)) if s.technique == "pw_dialog"]
+    judging = 10.0 * (len(records) - len(durations))
+    # the judging time plus 2,100 s of conversations, not twice that
+    assert sum(float(s.a.cost.sum()) for s in samples) == pytest.approx(judging + sum(durations.values()))

@@ -12,13 +12,13 @@ import numpy as np
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
+from parlai_dialeval.analysis.clustering import record_outcomes
 from parlai_dialeval.crowdsourcing.platform.adaptive import ChatPairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.errors import DialevalError
 
 BATCH_KEY = "adaptive_batch"  # in a HIT's server-side data: the batch it belongs to
 POLL_SECONDS = 2.0  # how often a waiting batch looks at Mephisto's database
-OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
 
 def _key(a: str, b: str) -> str:
@@ -37,20 +37,10 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
 
 
 def outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
-    """(worker, first model, second model, outcome for the first) per judgment of canonical records, in
-    order: a comparison of workers (automatic ties and onboarding left out) scores 1, 1/2 or 0; the
-    per-turn votes of one conversation (``turn_index`` set) score once, their mean."""
-    single, turns = [], {}
-    for record in records:
-        if record["type"] != "comparison" or record.get("automatic") or record.get("onboarding"):
-            continue
-        first, second = sorted((record["model_a"], record["model_b"]))
-        score = OUTCOME[record["choice"]] if record["model_a"] == first else 1 - OUTCOME[record["choice"]]
-        if record.get("turn_index") is None:
-            single.append((record["worker_id"], first, second, score))
-        else:
-            turns.setdefault((record["worker_id"], first, second, record["item_id"]), []).append(score)
-    return single + [(*key[:3], float(np.mean(scores))) for key, scores in turns.items()]
+    """(worker, first model, second model, outcome for the first) per cluster of votes in canonical
+    records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection order;
+    automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.clustering's."""
+    return record_outcomes(records)
 
 
 class Controller:

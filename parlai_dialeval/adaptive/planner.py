@@ -1,9 +1,13 @@
 """What a study costs before it runs: judgments, worker-hours and money per protocol for a chosen power
 and alpha (../shared/notes/adaptive_evaluation.md, section 4).
 
-Fixed-n sizes come from statsmodels' power solvers; the sequential (anytime-valid) design has no
-closed form, so its stopping time is simulated with the same betting e-process ``dialeval certify``
-uses, and reported as median and 80th / 90th percentiles.
+Pairwise designs are planned for the tests the analyses run, on clustered votes (several votes per item,
+within-item ICC; parlai_dialeval.analysis.clustering): the fixed design for ``analyze_pairwise``'s exact
+two-sided binomial (sign) test over items won and lost, its power computed exactly from the
+beta-binomial model of votes; the sequential design for ``dialeval certify``'s rule (one betting outcome
+per item, threshold K(K-1)/alpha), whose stopping time has no closed form and is simulated with the same
+e-process, reported as median and 80th / 90th percentiles. Single-model sizes come from statsmodels'
+power solvers, multiplied by the design effect where judgments cluster in conversations.
 """
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.power import NormalIndPower, TTestIndPower
-from statsmodels.stats.proportion import proportion_effectsize, samplesize_proportions_2indep_onetail
+from scipy import special, stats
+from statsmodels.stats.power import TTestIndPower
+from statsmodels.stats.proportion import samplesize_proportions_2indep_onetail
 
-from parlai_dialeval.adaptive.sequential import wealth_paths
+from parlai_dialeval.adaptive.sequential import certification_threshold, wealth_paths
+from parlai_dialeval.analysis.clustering import design_effect
 
 PROTOCOLS = ("pairwise", "sm_turn", "sm_dialog")
 PERCENTILES = (50, 80, 90)  # p50 is the median
@@ -38,16 +44,94 @@ class Costs:
                 "money": hours * self.hourly_pay * (1 + self.fee)}
 
 
+@dataclass(frozen=True)
+class Votes:
+    """How pairwise votes arise: the better model's win rate among decided votes, the tie share, votes per
+    item (workers per prompt, turns per PW-Turn conversation) and the within-item ICC of decided votes."""
+
+    win_rate: float
+    tie_rate: float = 0.0
+    votes_per_item: int = 1
+    icc: float = 0.0
+
+    def beta(self) -> tuple[float, float] | None:
+        """Parameters of the items' win probabilities (beta-binomial: icc = 1 / (a + b + 1)); None at icc 0."""
+        if self.icc <= 0:
+            return None
+        concentration = 1 / self.icc - 1
+        return self.win_rate * concentration, (1 - self.win_rate) * concentration
+
+    def item_outcomes(self) -> tuple[float, float]:
+        """(P(an item is won by the better model), P(it is lost)): more decided votes one way, exactly."""
+        m, t, shape = self.votes_per_item, self.tie_rate, self.beta()
+        won = lost = 0.0
+        for wins in range(m + 1):
+            for losses in range(m + 1 - wins):
+                if wins == losses:
+                    continue
+                ways = math.factorial(m) / (math.factorial(wins) * math.factorial(losses)
+                                            * math.factorial(m - wins - losses))
+                # E[p^wins (1 - p)^losses] over the items' p: a beta function ratio, or plain powers at icc 0
+                moment = (self.win_rate ** wins * (1 - self.win_rate) ** losses if shape is None else
+                          math.exp(special.betaln(shape[0] + wins, shape[1] + losses) - special.betaln(*shape)))
+                chance = ways * t ** (m - wins - losses) * (1 - t) ** (wins + losses) * moment
+                won, lost = (won + chance, lost) if wins > losses else (won, lost + chance)
+        return won, lost
+
+    def simulate_items(self, rng: np.random.Generator, items: int) -> np.ndarray:
+        """Betting outcomes of ``items`` items for the better model: the mean of their votes (1, 1/2, 0)."""
+        shape = self.beta()
+        p = np.full(items, self.win_rate) if shape is None else rng.beta(*shape, size=items)
+        tie = rng.binomial(self.votes_per_item, self.tie_rate, size=items)
+        wins = rng.binomial(self.votes_per_item - tie, p)
+        return (wins + tie / 2) / self.votes_per_item
+
+
+def sign_test_power(items: np.ndarray, won: float, lost: float, level: float) -> np.ndarray:
+    """Power of the two-sided exact binomial test at ``level`` over items won vs lost (ties left out), for
+    each number of items: averaged over how many items are decided."""
+    out = []
+    decided_share, rate = won + lost, won / (won + lost)
+    for n in np.atleast_1d(items):
+        decided = np.arange(n + 1)
+        # the largest count k with 2 P(X <= k) <= level under p = 1/2 rejects, and so does n - k
+        k = stats.binom.ppf(level / 2, decided, 0.5)
+        k = np.where(stats.binom.cdf(k, decided, 0.5) <= level / 2, k, k - 1)
+        power = np.where(k >= 0, stats.binom.cdf(k, decided, rate) + stats.binom.sf(decided - k - 1, decided, rate), 0)
+        out.append(float(np.sum(stats.binom.pmf(decided, n, decided_share) * power)))
+    return np.array(out)
+
+
+def fixed_items(votes: Votes, level: float = 0.05, power: float = 0.8) -> int:
+    """The fewest items whose exact sign test reaches ``power`` (at independent votes without ties: 786
+    decided votes at 0.55, where the normal approximation says 782). Exact power is saw-toothed in n, so
+    a few larger sizes can fall just short."""
+    won, lost = votes.item_outcomes()
+    rate = won / (won + lost)
+    guess = (stats.norm.ppf(1 - level / 2) + stats.norm.ppf(power)) ** 2 / (4 * (rate - 0.5) ** 2) / (won + lost)
+    n = max(1, int(0.8 * guess))
+    while True:
+        sizes = np.arange(n, n + 50)
+        reached = np.flatnonzero(sign_test_power(sizes, won, lost, level) >= power)
+        if reached.size:
+            return int(sizes[reached[0]])
+        n += 50
+
+
 def pairwise_decisive_votes(win_rate: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Decisive (non-tie) votes for a two-sided test of win rate 0.5 to reach ``power`` at ``win_rate``
-    (normal approximation: 782 / 194 / 85 at 0.55 / 0.60 / 0.65)."""
-    return NormalIndPower().solve_power(proportion_effectsize(win_rate, 0.5), alpha=alpha, power=power, ratio=0)
+    """Decisive (non-tie) independent votes for the exact two-sided binomial test of win rate 0.5 to reach
+    ``power`` at ``win_rate`` (786 / 200 / 88 at 0.55 / 0.60 / 0.65)."""
+    return fixed_items(Votes(win_rate), alpha, power)
 
 
-def sm_turn_per_model(rate_a: float, rate_b: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Turn judgments per model to tell SM-Turn success rates apart (1,376 for 0.70 vs 0.65)."""
-    return samplesize_proportions_2indep_onetail(abs(rate_a - rate_b), min(rate_a, rate_b), power, alpha=alpha,
+def sm_turn_per_model(rate_a: float, rate_b: float, alpha: float = 0.05, power: float = 0.8,
+                      turns_per_dialog: int = 1, icc: float = 0.0) -> float:
+    """Turn judgments per model to tell SM-Turn success rates apart (1,376 for 0.70 vs 0.65 with
+    independent turns), times the design effect of ``turns_per_dialog`` turns per conversation at
+    within-conversation ``icc`` (1,927 at ICC 0.1 and 5 turns): the conversation-level test needs it."""
+    size = samplesize_proportions_2indep_onetail(abs(rate_a - rate_b), min(rate_a, rate_b), power, alpha=alpha,
                                                  alternative="two-sided")
+    return size * design_effect(icc, turns_per_dialog)
 
 
 def sm_dialog_per_model(mean_a: float, mean_b: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -55,44 +139,51 @@ def sm_dialog_per_model(mean_a: float, mean_b: float, sd: float, alpha: float = 
     return TTestIndPower().solve_power(effect_size=abs(mean_a - mean_b) / sd, alpha=alpha, power=power)
 
 
-def sequential_decisive_votes(win_rate: float, alpha: float = 0.05, simulations: int = 400, cap: int = 20000,
-                              seed: int = 0) -> dict[int, float]:
-    """Percentiles of the decisive votes the betting e-process needs to certify a pair at ``win_rate``,
-    looking after every vote; runs still open at ``cap`` count as ``cap`` (the figure is then a bound)."""
+def sequential_items(votes: Votes, threshold: float, simulations: int = 400, cap: int = 20000,
+                     seed: int = 0) -> dict[int, float]:
+    """Percentiles of the items ``certify``'s rule needs to settle a pair: one outcome per item (the mean
+    of its votes), the betting e-process looked at after every item, settled at ``threshold``
+    (K(K-1)/alpha); runs still open at ``cap`` items count as ``cap`` (the figure is then a bound)."""
     rng = np.random.default_rng(seed)
     stops = np.full(simulations, float(cap))
-    block = 500
     for run in range(simulations):
-        wins = np.empty(0)
-        while len(wins) < cap:
-            wins = np.concatenate([wins, (rng.random(block) < win_rate).astype(float)])
-            hits = np.flatnonzero(wealth_paths(wins) >= 1 / alpha)
+        outcomes, block = np.empty(0), 250
+        while len(outcomes) < cap:
+            outcomes = np.concatenate([outcomes, votes.simulate_items(rng, min(block, cap - len(outcomes)))])
+            hits = np.flatnonzero(wealth_paths(outcomes) >= threshold)
             if hits.size:
                 stops[run] = hits[0] + 1
                 break
-            block = min(2 * block, cap)
+            block *= 2
     return {q: float(np.percentile(stops, q)) for q in PERCENTILES}
 
 
 def plan_pairwise(win_rates: list[float], tie_rate: float, costs: Costs, alpha: float = 0.05, power: float = 0.8,
-                  comparisons: int = 1, simulations: int = 400) -> pd.DataFrame:
-    """Per assumed win rate: fixed-n and sequential designs, each as decisive votes, all votes (ties
-    included) and their cost. ``comparisons`` pairs share alpha (Bonferroni), as a study's pairs do."""
+                  models: int = 2, simulations: int = 400, votes_per_item: int = 1, icc: float = 0.0) -> pd.DataFrame:
+    """Per assumed win rate, per model pair of a study of ``models`` models: the fixed design (exact sign
+    test over items at alpha / (K(K-1)/2), Bonferroni over the pairs) and the sequential design
+    (certify's threshold K(K-1)/alpha), each as items, votes, expected decisive votes and their cost."""
     if not 0 <= tie_rate < 1:
         raise ValueError(f"tie rate must be in [0, 1), got {tie_rate}")
-    level = alpha / comparisons
+    if not 0 <= icc < 1:
+        raise ValueError(f"ICC must be in [0, 1), got {icc}")
+    if models < 2 or votes_per_item < 1:
+        raise ValueError(f"need at least two models and one vote per item, got {models} and {votes_per_item}")
+    pairs = models * (models - 1) // 2
     rows = []
     for rate in win_rates:
         if not 0.5 < rate < 1:
             raise ValueError(f"win rate must be above 0.5 and below 1, got {rate}")
-        designs = {"fixed": {"n": math.ceil(pairwise_decisive_votes(rate, level, power))}}
-        designs["sequential"] = {f"p{q}": votes for q, votes in
-                                 sequential_decisive_votes(rate, level, simulations).items()}
+        votes = Votes(rate, tie_rate, votes_per_item, icc)
+        designs = {"fixed": {"n": fixed_items(votes, alpha / pairs, power)},
+                   "sequential": {f"p{q}": items for q, items in
+                                  sequential_items(votes, certification_threshold(models, alpha), simulations).items()}}
         for design, statistics in designs.items():
-            for statistic, decisive in statistics.items():
+            for statistic, items in statistics.items():
+                judged = items * votes_per_item
                 rows.append({"protocol": "pairwise", "assumption": f"win rate {rate:.2f}", "design": design,
-                             "statistic": statistic, "decisive_votes": decisive,
-                             **costs.table(decisive / (1 - tie_rate))})
+                             "statistic": statistic, "items": items, "votes_per_item": votes_per_item, "icc": icc,
+                             "decisive_votes": judged * (1 - tie_rate), **costs.table(judged)})
     return pd.DataFrame(rows)
 
 
@@ -106,31 +197,47 @@ def plan_per_model(protocol: str, size: float, costs: Costs, assumption: str, ju
 def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame,
                            dialog_ratings: pd.DataFrame) -> dict:
     """Planning assumptions measured on a pilot's export: per model pair the observed win rate of the
-    better model among decided votes, the tie share, median seconds per judgment, and for single-model
-    protocols the two best models' SM-Turn success rates and SM-Dialog Likert means with the pooled SD.
+    better model among decided votes, the tie share, how votes cluster (median votes per item and median
+    within-item ICC over the pairs, the clusters of parlai_dialeval.analysis.clustering), median seconds
+    per judgment, and for single-model protocols the two best models' SM-Turn success rates, turns per
+    conversation and within-conversation ICC, and SM-Dialog Likert means with the pooled SD.
     Only what the pilot holds is returned; a pilot that cannot tell models apart raises ValueError."""
     found: dict = {}
     if len(comparisons):
-        from parlai_dialeval.analysis.pairwise import oriented
+        from parlai_dialeval.analysis.clustering import cluster_outcomes, vote_clusters
+        from parlai_dialeval.analysis.pairwise import SECTION, oriented, win_rates, with_sections
 
-        votes = oriented(comparisons)
-        decided = votes[votes["score"] != 0].groupby(["first", "second"])["score"].agg(
-            wins=lambda s: int((s > 0).sum()), n="size")
+        sections = with_sections(comparisons)
+        votes = oriented(sections)
+        rates = win_rates(sections, by=SECTION)
+        decided = rates[rates["wins_a"] + rates["wins_b"] > 0]
         if decided.empty:
             raise ValueError("the pilot's comparisons are all ties: no win rate to plan for")
-        rates = (decided["wins"] / decided["n"]).to_numpy()
-        better = np.maximum(rates, 1 - rates)
+        better = np.maximum(decided["win_rate_a"], 1 - decided["win_rate_a"]).to_numpy()
         if np.all(better >= 1):
             raise ValueError("every pilot pair was decided unanimously (no variance): a win rate of 1 cannot size "
                              "a study; give --win-rates instead")
         found["win_rates"] = sorted({round(float(r), 3) for r in better if 0.5 < r < 1}) or [0.55]
-        found["tie_rate"] = float((votes["score"] == 0).mean())
+        found["tie_rate"] = float((votes.loc[~votes["auto"], "score"] == 0).mean())
+        clusters = cluster_outcomes(vote_clusters(comparisons)[0])
+        found["votes_per_item"] = max(1, int(round(float(clusters["votes"].median()))))
+        icc = decided["icc"].dropna()
+        if len(icc):
+            found["icc"] = float(min(max(icc.median(), 0.0), 0.99))
         if "duration" in votes and votes["duration"].notna().any():
             found["seconds_per_judgment"] = float(votes["duration"].median())
     if len(turn_ratings):
         rates = turn_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
         if len(rates) >= 2 and rates.iloc[0] != rates.iloc[1]:
             found["sm_turn_rates"] = [float(rates.iloc[0]), float(rates.iloc[1])]
+            found["turns_per_dialog"] = max(1, int(round(float(turn_ratings.groupby("conversation_id").size().median()))))
+            from parlai_dialeval.analysis.clustering import icc_oneway
+
+            icc = [icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy())
+                   for _, part in turn_ratings.groupby("model")]
+            icc = [value for value in icc if np.isfinite(value)]
+            if icc:
+                found["sm_turn_icc"] = float(min(max(np.median(icc), 0.0), 0.99))
     if len(dialog_ratings):
         means = dialog_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
         sd = float(dialog_ratings.groupby("model")["value"].std().mean())

@@ -19,15 +19,15 @@ def icc_oneway(values: np.ndarray, clusters: np.ndarray) -> float:
     """ICC(1) from a one-way ANOVA with unequal cluster sizes (n0 of Donner 1986). pingouin's
     intraclass_corr needs every target rated by the same raters, which conversations of different
     lengths are not, hence this formula. NaN with fewer than two clusters or no within-cluster spread."""
-    frame = pd.DataFrame({"y": np.asarray(values, dtype=float), "c": np.asarray(clusters)})
-    groups = frame.groupby("c", sort=False)["y"]
-    sizes, means = groups.size().to_numpy(float), groups.mean().to_numpy()
+    y = np.asarray(values, dtype=float)
+    codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
+    sizes = np.bincount(codes).astype(float)
+    means = np.bincount(codes, weights=y) / sizes
     k, n = len(sizes), sizes.sum()
     if k < 2 or n <= k:
         return float("nan")
-    grand = frame["y"].mean()
-    msb = float(np.sum(sizes * (means - grand) ** 2) / (k - 1))
-    msw = float(((frame["y"] - groups.transform("mean")) ** 2).sum() / (n - k))
+    msb = float(np.sum(sizes * (means - y.mean()) ** 2) / (k - 1))
+    msw = float(np.sum((y - means[codes]) ** 2) / (n - k))
     n0 = (n - np.sum(sizes ** 2) / n) / (k - 1)
     denominator = msb + (n0 - 1) * msw
     return float((msb - msw) / denominator) if denominator > 0 else float("nan")
@@ -36,3 +36,104 @@ def icc_oneway(values: np.ndarray, clusters: np.ndarray) -> float:
 def design_effect(icc: float, mean_cluster_size: float) -> float:
     """How many times the variance of a mean grows because clusters hold correlated judgments (Kish)."""
     return 1 + (mean_cluster_size - 1) * icc if np.isfinite(icc) else float("nan")
+
+
+# --- The one rule for what a cluster of pairwise votes is (certify, adaptive collection, the planner and
+# the pairwise analyses all call the functions below; docs/adaptive_evaluation.md, "Clusters").
+# Votes on the same item for the same question and model pair form one cluster: an A/B prompt (its context
+# text, wherever it was asked) or an ACUTE / PW-Dialog conversation pair judged by several workers, or the
+# per-turn votes of one PW-Turn conversation (item_id is the conversation there). Clusters, not votes, are the units of independence.
+UNIT_OF_INDEPENDENCE = {"response": "prompt", "dialog": "conversation pair", "turn": "conversation"}
+SUBMIT_TIME = "submit_time"  # a vote's submission time: a column, or a key of its ``meta``
+
+
+def submit_times(comparisons: pd.DataFrame) -> pd.Series:
+    """Each vote's submission time (NaT where the data records none), from a ``submit_time`` column or
+    ``meta["submit_time"]`` (the ChatEval importer keeps MTurk's SubmitTime there)."""
+    if SUBMIT_TIME in comparisons:
+        raw = comparisons[SUBMIT_TIME]
+    elif "meta" in comparisons:
+        raw = comparisons["meta"].map(lambda m: m.get(SUBMIT_TIME) if isinstance(m, dict) else None)
+    else:
+        raw = pd.Series(None, index=comparisons.index, dtype=object)
+    return pd.to_datetime(raw, errors="coerce", utc=True)
+
+
+def collection_order(comparisons: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """(position of each vote in collection order, which order that is): submission times where every
+    vote has one (ties in time keep file order), else the order of the file, which the caller must say."""
+    times = submit_times(comparisons)
+    if len(times) and times.notna().all():
+        return np.argsort(np.argsort(times.to_numpy(), kind="stable"), kind="stable"), "submit time"
+    missing = int(times.isna().sum())
+    reason = "the data records no submit times" if missing == len(times) else f"{missing} vote(s) have no submit time"
+    return np.arange(len(comparisons)), f"file order ({reason})"
+
+
+def vote_clusters(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """(the votes that are evidence, with their cluster, the order used). Automatic ties (identical
+    responses, no worker) and onboarding items are left out; each vote gets ``first``/``second`` (the pair
+    as first seen per question and unit), ``outcome`` for ``first`` (1, 1/2, 0), ``cluster`` (its
+    item_id) and ``position`` in collection order; rows are sorted by position."""
+    from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
+
+    frame = oriented(with_sections(comparisons), by=SECTION)
+    keep = ~frame["auto"]
+    if "onboarding" in frame:
+        keep &= ~frame["onboarding"].eq(True)
+    frame = frame[keep]
+    position, order = collection_order(frame)
+    frame = frame.assign(position=position).sort_values("position", kind="stable")
+    return frame.assign(outcome=(frame["score"] + 1) / 2, cluster=cluster_ids(frame)), order
+
+
+def cluster_ids(frame: pd.DataFrame) -> pd.Series:
+    """The item a vote judged: for A/B responses the prompt (its ``context`` where recorded, so one prompt
+    asked in two batches or files is one cluster), otherwise ``item_id`` (an ACUTE / PW-Dialog
+    conversation pair, a PW-Turn conversation)."""
+    item = frame["item_id"].astype(str)
+    if "context" not in frame:
+        return item
+    context = frame["context"].map(lambda c: None if c is None or (isinstance(c, float) and np.isnan(c)) else str(c))
+    use = frame["unit"].eq("response") & context.notna()
+    return ("context:" + context).where(use, "item:" + item)
+
+
+CLUSTER_KEY = ["question", "unit", "first", "second", "cluster"]
+
+
+def cluster_outcomes(votes: pd.DataFrame) -> pd.DataFrame:
+    """One row per cluster of ``vote_clusters`` votes, in the collection order of its first vote: the
+    key, ``outcome`` (the mean of its votes for ``first``), ``votes``, ``wins``/``losses`` (votes decided
+    each way), ``position`` and ``worker`` of its first vote."""
+    scored = votes.assign(win=(votes["score"] > 0).astype(int), loss=(votes["score"] < 0).astype(int))
+    out = scored.groupby(CLUSTER_KEY, sort=False).agg(
+        outcome=("outcome", "mean"), votes=("outcome", "size"), wins=("win", "sum"), losses=("loss", "sum"),
+        position=("position", "min"), worker=("worker_id", "first")).reset_index()
+    return out.sort_values("position", kind="stable").reset_index(drop=True)
+
+
+def record_outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
+    """Canonical records -> (worker of its first vote, first model by name, second, outcome for the
+    first) per cluster of ``vote_clusters``, in collection order: the adaptive launch's evidence."""
+    rows = [r for r in records if r.get("type") == "comparison"]
+    if not rows:
+        return []
+    votes, _ = vote_clusters(pd.DataFrame(rows))
+    out = []
+    for row in cluster_outcomes(votes).itertuples(index=False):
+        first, second = sorted((row.first, row.second))
+        out.append((row.worker, first, second, row.outcome if row.first == first else 1 - row.outcome))
+    return out
+
+
+def clustering_summary(values: np.ndarray, clusters: np.ndarray) -> dict:
+    """How much votes cluster: ``clusters``, mean ``votes_per_cluster``, the ``icc`` of the vote values
+    within clusters and the ``design_effect`` (floored at 1: a negative ICC estimate is not taken as a gain;
+    1 where every cluster is one vote)."""
+    sizes = pd.Series(np.asarray(clusters, dtype=object)).value_counts(sort=False)
+    size = float(sizes.mean()) if len(sizes) else float("nan")
+    icc = icc_oneway(values, clusters)
+    deff = design_effect(icc, size)
+    return {"clusters": len(sizes), "votes_per_cluster": size, "icc": icc,
+            "design_effect": max(deff, 1.0) if np.isfinite(deff) else 1.0 if size == 1 else float("nan")}

@@ -77,17 +77,17 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     ``score`` (+1 when ``first`` was chosen, -1 for ``second``, 0 for a tie) and a boolean ``auto``."""
     frame = comparisons.reset_index(drop=True)
     a, b = frame["model_a"].astype(str), frame["model_b"].astype(str)
-    group = group_ids(frame, by)
-    keys = [(g, frozenset(pair)) for g, pair in zip(group, zip(a, b))]
-    seen: dict[tuple, tuple[str, str]] = {}
-    for key, pair in zip(keys, zip(a, b)):
-        seen.setdefault(key, pair)
-    first = np.array([seen[key][0] for key in keys], dtype=object)
-    flipped = (a.to_numpy(dtype=object) != first)
+    a_values, b_values = a.to_numpy(dtype=object), b.to_numpy(dtype=object)
+    pair_key = pd.DataFrame({"group": group_ids(frame, by).to_numpy(), "low": np.where(a < b, a, b),
+                             "high": np.where(a < b, b, a)})
+    codes = pair_key.groupby(["group", "low", "high"], sort=False).ngroup().to_numpy()
+    _, first_row = np.unique(codes, return_index=True)  # the row where each pair is first seen
+    first = a_values[first_row[codes]]
+    flipped = a_values != first
     choice = frame["choice"].astype(str).to_numpy()
     score = np.select([choice == "a", choice == "b"], [1, -1], 0)
     score = np.where(flipped, -score, score)
-    second = np.where(flipped, a.to_numpy(dtype=object), b.to_numpy(dtype=object))
+    second = np.where(flipped, a_values, b_values)
     auto = frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.zeros(len(frame), bool)
     return frame.assign(first=first, second=second, score=score, auto=auto)
 
@@ -101,27 +101,67 @@ def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return counts.rename(columns={"first": "model_a", "second": "model_b"})
 
 
-def add_rates(counts: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Linear win rate of model_a, Wilson CI, binomial p, and Lee's WMT major/distinct scores."""
+def add_rates(counts: pd.DataFrame, alpha: float = 0.05, clusters: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Linear win rate of model_a, Wilson CI, binomial p, and Lee's WMT major/distinct scores. With
+    ``clusters`` (from ``cluster_counts``, same rows) the interval and test allow for votes clustered on
+    one item: the Wilson interval over the effective number of decided votes (decided / design effect,
+    Kish's effective sample size) and the exact binomial (sign) test over clusters won vs lost. Where
+    every cluster is one vote both equal the plain vote-level versions."""
     counts = counts.copy()
     decided = counts["wins_a"] + counts["wins_b"]
     all_ties = counts["ties"] + counts["automatic_ties"]
     counts["win_rate_a"] = np.where(decided > 0, counts["wins_a"] / decided.where(decided > 0), np.nan)
-    counts["ci_low"], counts["ci_high"] = wilson_ci(counts["wins_a"], decided, alpha)
-    counts["p_value"] = [binomial_p(w, l) for w, l in zip(counts["wins_a"], counts["wins_b"])]
+    if clusters is None:
+        counts["ci_low"], counts["ci_high"] = wilson_ci(counts["wins_a"], decided, alpha)
+        counts["p_value"] = [binomial_p(w, l) for w, l in zip(counts["wins_a"], counts["wins_b"])]
+    else:
+        for column in CLUSTER_COLUMNS:
+            counts[column] = clusters[column].to_numpy()
+        effective = decided / counts["design_effect"].fillna(1.0)
+        counts["ci_low"], counts["ci_high"] = wilson_ci(counts["win_rate_a"].fillna(0) * effective, effective, alpha)
+        counts["p_value"] = [binomial_p(w, l) for w, l in zip(counts["clusters_won_a"], counts["clusters_won_b"])]
     total = decided + all_ties
     counts["distinct_a"] = counts["wins_a"] / total.where(total > 0)
     counts["distinct_b"] = counts["wins_b"] / total.where(total > 0)
     return counts
 
 
+CLUSTER_COLUMNS = ["clusters", "clusters_won_a", "clusters_won_b", "votes_per_cluster", "icc", "design_effect"]
+
+
+def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per ``keys`` group of an ``oriented`` frame with ``unit`` (the rows of ``_count_table``, same
+    order): the clusters of decided votes (parlai_dialeval.analysis.clustering's rule: the votes on one
+    item), those won and lost by model_a (more decided votes one way), the mean decided votes per
+    cluster, the ICC of decided votes within clusters and the design effect (floored at 1)."""
+    from parlai_dialeval.analysis.clustering import cluster_ids, clustering_summary
+
+    group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
+    decided = (~frame["auto"] & (frame["score"] != 0)).to_numpy()
+    part_of = frame[decided].assign(group=group[decided], won=(frame["score"][decided] > 0).astype(float))
+    part_of = part_of.assign(cluster=cluster_ids(part_of))
+    empty = {"clusters": 0, "clusters_won_a": 0, "clusters_won_b": 0, "votes_per_cluster": np.nan, "icc": np.nan,
+             "design_effect": np.nan}
+    rows = [empty] * (int(group.max()) + 1 if len(group) else 0)
+    for number, part in part_of.groupby("group", sort=False):
+        per = part.groupby("cluster", sort=False)["won"].agg(["sum", "size"])
+        margin = 2 * per["sum"] - per["size"]
+        rows[number] = {"clusters_won_a": int((margin > 0).sum()), "clusters_won_b": int((margin < 0).sum()),
+                        **clustering_summary(part["won"].to_numpy(), part["cluster"].to_numpy())}
+    return pd.DataFrame(rows, columns=CLUSTER_COLUMNS)
+
+
 def win_rates(comparisons: pd.DataFrame, by: list[str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Per model pair (and per ``by`` columns, e.g. ``["study"]``): wins_a, wins_b, ties,
-    automatic_ties, win_rate_a (linear: wins_a / (wins_a + wins_b); = Lee's major score), Wilson
-    ci_low/ci_high, two-sided binomial p_value (ties excluded), distinct_a/distinct_b (Lee's distinct
-    scores, ties included)."""
-    frame = oriented(comparisons, by)
-    return add_rates(_count_table(frame, (by or []) + ["first", "second"]), alpha)
+    automatic_ties, win_rate_a (linear: wins_a / (wins_a + wins_b); = Lee's major score), the clusters
+    of votes (votes on one item: CLUSTER_COLUMNS, with ICC and design effect), Wilson ci_low/ci_high
+    over the effective decided votes, two-sided binomial p_value over clusters won and lost (ties
+    excluded), distinct_a/distinct_b (Lee's distinct scores, ties included)."""
+    frame = comparisons if "unit" in comparisons else with_sections(comparisons)
+    frame = oriented(frame, by)
+    keys = (by or []) + ["first", "second"]
+    counts = _count_table(frame, keys)
+    return add_rates(counts, alpha, cluster_counts(frame, keys))
 
 
 def turn_numbers(frame: pd.DataFrame) -> pd.Series:
@@ -174,20 +214,24 @@ def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None 
     from parlai_dialeval.analysis.clustering import DOUBTFUL_ICC, design_effect, icc_oneway
 
     frame = _select_turns(oriented(comparisons), turns)
-    frame = frame[~frame["auto"] & (frame["score"] != 0)]
+    frame = frame[~frame["auto"]]  # worker ties stay: a conversation of tied turns is a tied conversation
     rows = []
     for (first, second), pair in frame.groupby(["first", "second"], sort=False):
-        won = (pair["score"] > 0).astype(float)
-        per_conv = won.groupby(pair["item_id"], sort=False).agg(["sum", "size"])
-        x, y = per_conv["sum"], per_conv["size"] - per_conv["sum"]
+        decided = pair[pair["score"] != 0]
+        won = (decided["score"] > 0).astype(float)
+        per_conv = pair.assign(x=pair["score"] > 0, y=pair["score"] < 0).groupby("item_id", sort=False)[["x", "y"]].sum()
+        x, y = per_conv["x"], per_conv["y"]
         wins, losses = int((x > y).sum()), int((x < y).sum())
-        icc = icc_oneway(won.to_numpy(), pair["item_id"].to_numpy())
+        icc = icc_oneway(won.to_numpy(), decided["item_id"].to_numpy())
+        decided_per_conv = (x + y)[(x + y) > 0]
         rows.append({"model_a": first, "model_b": second, "conversations": len(per_conv),
                      "conversations_won_a": wins, "conversations_won_b": losses,
                      "conversations_tied": int((x == y).sum()),
                      "p_conversations": binomial_p(wins, losses),
-                     "turns_decided": len(pair), "p_turns": binomial_p(int(won.sum()), int(len(won) - won.sum())),
-                     "icc_within_conversation": icc, "design_effect": design_effect(icc, per_conv["size"].mean()),
+                     "turns_decided": len(decided),
+                     "p_turns": binomial_p(int(won.sum()), int(len(won) - won.sum())),
+                     "icc_within_conversation": icc,
+                     "design_effect": design_effect(icc, decided_per_conv.mean()) if len(decided_per_conv) else np.nan,
                      "per_turn_test_doubtful": bool(np.isfinite(icc) and icc > DOUBTFUL_ICC)})
     return pd.DataFrame(rows, columns=CONVERSATION_TEST_COLUMNS)
 

@@ -7,6 +7,8 @@ draw in TrueSkill; automatic ties (identical responses, no worker judgement) are
 Speed: votes are deduplicated into counts of unique (a, b, outcome) rows, and each bootstrap round
 resamples those counts from a multinomial instead of resampling millions of rows (the idea behind
 FastChat's rating_systems.py); all rounds' win matrices are then fitted at once (``fit_bt_rounds``).
+Where votes cluster (several votes on one item: parlai_dialeval.analysis.clustering) the bootstrap
+resamples whole clusters instead, each round's win matrix one sparse product (``_cluster_draws``).
 """
 from __future__ import annotations
 
@@ -94,27 +96,55 @@ def fit_bt_rounds(matrices: np.ndarray, alpha: float = BT_ALPHA, max_iter: int =
 
 
 def bradley_terry(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, rounds: int = 1000,
-                  ci: float = 0.95, seed: int = 0, progress: bool = False):
+                  ci: float = 0.95, seed: int = 0, progress: bool = False, clusters: np.ndarray | None = None):
     """(strengths, ci_low, ci_high): maximum-likelihood log-strengths (mean 0) and percentile bootstrap
-    intervals over ``rounds`` resamples of the votes (multinomial over deduplicated rows)."""
+    intervals over ``rounds`` resamples. ``clusters`` (one label per vote; parlai_dialeval.analysis.
+    clustering's rule) makes it a cluster bootstrap: whole clusters are resampled, since votes on one item
+    are not independent. Without it, or where every cluster is one vote, the votes are resampled
+    (multinomial over deduplicated rows, the same distribution)."""
     unique, counts = deduplicate(a, b, outcome)
     strengths = fit_bt(win_matrix(unique, counts, n_models))
     if rounds <= 0:
         nan = np.full(n_models, np.nan)
         return strengths, nan, nan
     rng = np.random.default_rng(seed)
-    total = int(counts.sum())
-    samples = rng.multinomial(total, counts / total, size=rounds)
-    a_idx, b_idx, won = unique[:, 0].astype(int), unique[:, 1].astype(int), unique[:, 2]
-    matrices = np.zeros((rounds, n_models, n_models))
-    for start in tqdm(range(0, rounds, 250), desc="Bradley-Terry bootstrap", disable=not progress):
-        chunk = samples[start:start + 250]
-        np.add.at(matrices[start:start + 250], (slice(None), a_idx, b_idx), chunk * won)
-        np.add.at(matrices[start:start + 250], (slice(None), b_idx, a_idx), chunk * (1 - won))
+    codes = pd.factorize(np.asarray(clusters, dtype=object))[0] if clusters is not None else None
+    if codes is not None and codes.max(initial=-1) + 1 < len(codes):
+        draws = _cluster_draws(codes, a, b, outcome, n_models, rounds, rng)
+    else:
+        total = int(counts.sum())
+        samples = rng.multinomial(total, counts / total, size=rounds)
+        a_idx, b_idx, won = unique[:, 0].astype(int), unique[:, 1].astype(int), unique[:, 2]
+        draws = (_vote_draws(samples[start:start + 250], a_idx, b_idx, won, n_models) for start in range(0, rounds, 250))
+    matrices = np.concatenate(list(tqdm(draws, total=-(-rounds // 250), desc="Bradley-Terry bootstrap",
+                                        disable=not progress)))
     boot = fit_bt_rounds(matrices)
     tail = (1 - ci) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail], axis=0)
     return strengths, low, high
+
+
+def _vote_draws(chunk: np.ndarray, a_idx, b_idx, won, n_models: int) -> np.ndarray:
+    """Win matrices of resampled vote counts (rounds x deduplicated rows)."""
+    matrices = np.zeros((len(chunk), n_models, n_models))
+    np.add.at(matrices, (slice(None), a_idx, b_idx), chunk * won)
+    np.add.at(matrices, (slice(None), b_idx, a_idx), chunk * (1 - won))
+    return matrices
+
+
+def _cluster_draws(codes: np.ndarray, a, b, outcome, n_models: int, rounds: int, rng):
+    """Win matrices of resampled clusters, 250 rounds at a time: each cluster's own win matrix (sparse,
+    clusters x models^2) weighted by how often a round drew it."""
+    from scipy.sparse import csr_matrix
+
+    n_clusters = int(codes.max()) + 1
+    cells = np.concatenate([a * n_models + b, b * n_models + a])
+    own = csr_matrix((np.concatenate([outcome, 1 - outcome]), (np.concatenate([codes, codes]), cells)),
+                     shape=(n_clusters, n_models * n_models))
+    for start in range(0, rounds, 250):
+        size = min(250, rounds - start)
+        drawn = rng.multinomial(n_clusters, np.full(n_clusters, 1 / n_clusters), size=size)
+        yield np.asarray((own.T @ drawn.T).T).reshape(size, n_models, n_models)
 
 
 def trueskill_ratings(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
@@ -129,6 +159,18 @@ def trueskill_ratings(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_model
             i, j = j, i
         ratings[i], ratings[j] = trueskill.rate_1vs1(ratings[i], ratings[j], drawn=bool(o == 0.5), env=env)
     return np.array([r.mu for r in ratings]), np.array([r.sigma for r in ratings])
+
+
+def vote_clusters(comparisons: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """The cluster of each encoded vote (model pair and item, as everywhere: parlai_dialeval.analysis.
+    clustering), or None where the comparisons carry no unit of judgement (``pairwise.with_sections``)."""
+    if "unit" not in comparisons:
+        return None
+    from parlai_dialeval.analysis.clustering import cluster_ids
+
+    votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
+    pair = np.minimum(a, b).astype(str).astype(object) + "|" + np.maximum(a, b).astype(str).astype(object)
+    return pair + "|" + cluster_ids(votes).to_numpy(dtype=object)
 
 
 def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
@@ -153,6 +195,7 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     models, a, b, outcome = encode(comparisons)
     if len(models) < 2:
         return pd.DataFrame(columns=RANKING_COLUMNS)
+    clusters = vote_clusters(comparisons, a, b)
     part = components(a, b, len(models))
     votes = np.bincount(a, minlength=len(models)) + np.bincount(b, minlength=len(models))
     frame = pd.DataFrame({"model": models, "votes": votes, "component": part, "bt_score": np.nan, "bt_ci_low": np.nan,
@@ -166,7 +209,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         local[members] = np.arange(len(members))
         rows = part[a] == label
         strength, low, high = bradley_terry(local[a[rows]], local[b[rows]], outcome[rows], len(members),
-                                            rounds=rounds, ci=ci, seed=seed, progress=progress)
+                                            rounds=rounds, ci=ci, seed=seed, progress=progress,
+                                            clusters=None if clusters is None else clusters[rows])
         frame.loc[members, "bt_score"] = strength
         if len(deduplicate(a[rows], b[rows], outcome[rows])[1]) == 1:
             frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "

@@ -21,6 +21,7 @@ from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -28,7 +29,8 @@ agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{n
 
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
-                              "p_value", "p_adjusted"]
+                              "p_value", "p_adjusted", "clusters", "clusters_won_a", "clusters_won_b",
+                              "votes_per_cluster", "icc", "design_effect"]
 # Fewer decided votes than this in a pair: the report warns that its interval is wide.
 SMALL_PAIR = 10
 
@@ -44,6 +46,7 @@ class PairwiseConfig:
     correction: str = option(DEFAULT_CORRECTION, HELP, choices=CORRECTIONS)
     min_annotator_items: int = option(5, "items an annotator must share with others to get a correlation",
                                       kind="positive_int")
+    judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
 
 
 def _sections(frame: pd.DataFrame):
@@ -82,10 +85,11 @@ def _by_study(comparisons: pd.DataFrame, alpha: float) -> pd.DataFrame | None:
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
-            worker_checks=None, left_out: dict[str, int] | None = None) -> dict:
+            worker_checks=None, left_out: dict[str, int] | None = None, judge: pd.DataFrame | None = None) -> dict:
     """Compute everything per question and unit, write the CSV/JSON outputs and report.html into ``out``;
     returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None;
-    ``left_out``: counts of judgments the caller left out, and why (shown in the report)."""
+    ``left_out``: counts of judgments the caller left out, and why (shown in the report); ``judge``: an
+    LLM judge's comparisons (``dialeval judge`` output) for the PPI++ section, or None."""
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
@@ -115,6 +119,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
+    if judge is not None:
+        _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
 
@@ -178,7 +184,15 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
     report.text(describe(config.correction, int(rates["p_value"].notna().sum())))
     report.table(rates[WIN_RATE_COLUMNS + ["automatic_ties"]],
                  caption="win_rate_a = wins_a / (wins_a + wins_b) (= WMT major score) with "
-                         f"{100 * (1 - config.alpha):g}% Wilson interval; two-sided binomial test, ties excluded")
+                         f"{100 * (1 - config.alpha):g}% Wilson interval over the effective number of votes "
+                         "(decided votes / design_effect); two-sided binomial test over clusters won and lost "
+                         "(clusters_won_a vs clusters_won_b), ties excluded")
+    report.text("Unit of independence: votes on the same item (an A/B prompt, an ACUTE / PW-Dialog conversation "
+                "pair, a PW-Turn conversation) move together, so they form one cluster. icc is the intraclass "
+                "correlation of decided votes within clusters, design_effect = 1 + (votes_per_cluster - 1) x icc "
+                "(at least 1) how many times clustering inflates the variance of a win rate; the interval is "
+                "widened by it, the test counts clusters, and the Bradley-Terry bootstrap resamples whole "
+                "clusters. Where every cluster is one vote these are the plain per-vote statistics.")
     if tables["win_rates_by_study"] is not None:
         report.heading("Per comparison (study): counts, win rate and agreement")
         report.table(tables["win_rates_by_study"].drop(columns=["distinct_a", "distinct_b"]))
@@ -263,6 +277,30 @@ def _report_annotators(report: Report, tables: dict, summary: dict) -> None:
         report.table(tables["responses"], caption="distinct-n = unique n-grams / tokens; mean length in tokens")
 
 
+def _judge_section(comparisons, judge, tables: dict, summary: dict, config: PairwiseConfig, report: Report) -> None:
+    """PPI++ win rates (ties 1/2) and Bradley-Terry scores with the judge, next to the human-only ones."""
+    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.scripts.judge_option import report_ppi
+
+    with report.library_warnings():
+        rates = ppi_pairwise.win_rates(comparisons, judge, config.alpha)
+        scores = ppi_pairwise.bradley_terry(comparisons, judge, config.alpha)
+    tables["ppi_win_rates"], tables["ppi_bradley_terry"] = rates, scores
+    summary["judge"] = {"file": config.judge, "judge_records": int(len(judge)),
+                        "win_rates": report_ppi(report, rates, "win rates", "vote share",
+                                                "model_a's vote share with ties as 1/2 (not win_rate_a above, "
+                                                "which leaves ties out), human-only and PPI++ on the same votes"),
+                        "human_unjudged": int(rates["human_unjudged"].sum())}
+    if summary["judge"]["human_unjudged"]:
+        report.warn(f"{summary['judge']['human_unjudged']} human vote(s) are on items the judge did not answer: "
+                    "they are in every table above but not in the PPI estimates (ppi_win_rates.csv, "
+                    "human_unjudged).")
+    report.heading("Bradley-Terry with the LLM judge (PPI++ logistic model on pair indicators)", level=3)
+    report.table(scores, caption="log-strengths with mean 0, human-only and PPI++ (ties as half a win), "
+                 "clustered by item; t intervals from the clustered sandwich variance, unlike the bootstrap above",
+                 floatfmt="{:.4g}")
+
+
 def _name(stem: str, question: str, unit: str) -> str:
     """A file name per section that does not depend on what the question says (it may hold anything)."""
     return f"{stem}_{unit}_{hashlib.sha1(str(question).encode()).hexdigest()[:8]}"
@@ -280,4 +318,9 @@ class AnalyzePairwise(AnalysisCommand):
         _, comparisons, left_out = finished_only(data.ratings.iloc[:0], data.comparisons, data.conversations)
         for reason, count in left_out.items():
             print(f"left out {count} {reason}")
-        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out)
+        judge = None
+        if config.judge:
+            from parlai_dialeval.scripts.judge_option import load_judge
+
+            judge = load_judge(config.judge, "comparisons")
+        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge)

@@ -18,6 +18,7 @@ from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 sm = lazy_module("parlai_dialeval.analysis.single_model")
@@ -39,11 +40,14 @@ class SingleModelConfig:
                            "comma separated", parse=weightings, metavar="T:D,...")
     alpha: float = option(0.05, "significance level; intervals are 1 - alpha (0 < alpha < 1)", kind="probability")
     correction: str = option(DEFAULT_CORRECTION, HELP, choices=CORRECTIONS)
+    judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
 
 
-def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), worker_checks=None) -> dict:
+def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), worker_checks=None,
+            judge: pd.DataFrame | None = None) -> dict:
     """Every table, written to ``out`` with report.html. ``worker_checks``: a WorkerChecks (already
-    applied to the data) or None. Ratings of conversations that were not finished are left out."""
+    applied to the data) or None; ``judge``: an LLM judge's ratings (``dialeval judge`` output) for the
+    PPI++ section, or None. Ratings of conversations that were not finished are left out."""
     ratings, _, left_out = finished_only(data.ratings, data.comparisons.iloc[:0], data.conversations)
     for reason, count in left_out.items():
         print(f"left out {count} {reason}")
@@ -68,6 +72,8 @@ def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), wo
     for reason, count in left_out.items():
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     _report(report, results, turn, config, worker_checks)
+    if judge is not None:
+        _judge_section(turn, dialog, judge, results, config, report)
     written = Outputs(results, {}, report).write(out)
     return {**results, "written": written}
 
@@ -154,6 +160,26 @@ def _report(report: Report, results: dict, turn, config: SingleModelConfig, work
         report.table(results["combination"])
 
 
+def _judge_section(turn, dialog, judge: pd.DataFrame, results: dict, config: SingleModelConfig,
+                   report: Report) -> None:
+    """PPI++ SM-Turn success rates (every turn) and SM-Dialog Likert means with the judge."""
+    from parlai_dialeval.analysis.ppi_single_model import ppi_means
+    from parlai_dialeval.scripts.judge_option import report_ppi
+
+    with report.library_warnings():
+        table = pd.concat([ppi_means(turn, sm.sm_turn_ratings(judge), "sm_turn success rate (all turns)", config.alpha),
+                           ppi_means(dialog, sm.sm_dialog_ratings(judge), "sm_dialog likert mean", config.alpha)],
+                          ignore_index=True)
+    results["ppi_means"] = table
+    report_ppi(report, table, "means", "mean",
+               "per model and criterion: mean rating (SM-Turn: every turn pooled) human-only and PPI++ on the same "
+               "ratings, clustered by conversation")
+    unjudged = int(table["human_unjudged"].sum())
+    if unjudged:
+        report.warn(f"{unjudged} human rating(s) are on items the judge did not rate: they are in every table "
+                    "above but not in the PPI estimates (ppi_means.csv, human_unjudged).")
+
+
 @register_script("analyze_single_model")
 class AnalyzeSingleModel(AnalysisCommand):
     description = "SM-Turn / SM-Dialog analysis (Smith et al. 2022)"
@@ -162,7 +188,12 @@ class AnalyzeSingleModel(AnalysisCommand):
     worker_checks = True
 
     def analyse(self, data, config, checks, out):
-        result = analyze(data, out, config, checks)
+        judge = None
+        if config.judge:
+            from parlai_dialeval.scripts.judge_option import load_judge
+
+            judge = load_judge(config.judge, "ratings")
+        result = analyze(data, out, config, checks, judge)
         if checks is not None and len(checks.table):
             print(checks.table.to_string(index=False))
         return result

@@ -12,8 +12,10 @@ from parlai.core.script import register_script
 
 from parlai_dialeval.options import option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
+from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
-TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "units", "votes", "win_rate_a", "cs_low", "cs_high",
+TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence", "units", "votes", "icc",
+                 "design_effect", "order", "win_rate_a", "cs_low", "cs_high",
                  "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]
 
 
@@ -21,10 +23,13 @@ TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "units", "votes", "wi
 class CertifyConfig:
     alpha: float = option(0.05, "family-wise error rate over every claim of every pair, at every look (0 < alpha < 1)",
                           kind="probability")
+    judge: str | None = option(None, JUDGE_HELP + "; here for one look at the data: the certified claims use "
+                               "people's votes only", metavar="F.jsonl")
 
 
-def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> dict:
-    """Certify every pair; write pairs.csv, certified.json and report.html into ``out``."""
+def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
+    """Certify every pair; write pairs.csv, certified.json and report.html into ``out``; ``judge``: an
+    LLM judge's comparisons for a PPI++ section (fixed-look intervals beside the certification) or None."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
@@ -40,8 +45,12 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> 
                 f"head-to-head votes) reaches K(K-1)/alpha for K models: then the chance that any settled claim "
                 f"is wrong is at most alpha = {config.alpha}, however often this command was run while the "
                 "votes came in. Ties count as half a win (ties decided without a worker, identical responses, not at "
-                "all); the votes of one conversation (per-turn data) count "
-                "as one outcome. The interval is A's win rate, valid at every look.")
+                "all). Votes on one item are not independent, so each cluster of them counts as one outcome, their "
+                "mean: the votes of several workers on one prompt (A/B) or conversation pair (ACUTE), or the per-turn "
+                "votes of one conversation (PW-Turn); the table gives each pair's unit of independence, the "
+                "intraclass correlation (ICC) of its votes within clusters and the design effect. Clusters are bet "
+                "on in the order their first vote was collected: " + ", ".join(sorted(set(pairs["order"])))
+                + ". The interval is A's win rate (mean cluster outcome), valid at every look.")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
@@ -59,9 +68,28 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig()) -> 
                       "Win rate of the first model per pair, with its interval valid at every look; "
                       "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
-    outputs = Outputs(tables={"pairs": pairs[TABLE_COLUMNS]},
-                      documents={"certified": {"alpha": config.alpha, "sections": sections}}, report=report)
-    return {"pairs": pairs, "sections": sections, "written": outputs.write(out)}
+    tables = {"pairs": pairs[TABLE_COLUMNS]}
+    if judge is not None:
+        tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
+    outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections}},
+                      report=report)
+    return {"pairs": pairs, "sections": sections, "written": outputs.write(out), **tables}
+
+
+def _judge_section(comparisons, judge, config: CertifyConfig, report):
+    """PPI++ win rates with the judge, for this one look; the certification above does not use them."""
+    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.scripts.judge_option import report_ppi
+
+    with report.library_warnings():
+        rates = ppi_pairwise.win_rates(comparisons, judge, config.alpha)
+    report_ppi(report, rates, "win rates", "vote share",
+               f"model_a's vote share (ties 1/2), human-only and PPI++, {100 * (1 - config.alpha):g}% intervals "
+               "clustered by item")
+    report.text("These intervals hold for one look at the data as it stands, not at every look: they do not "
+                "settle claims, and the certified claims above rest on people's votes alone (an anytime-valid "
+                "PPI e-process is not part of certify yet).", note=True)
+    return rates
 
 
 def _interval_plot(pairs):
@@ -91,4 +119,9 @@ class Certify(AnalysisCommand):
     config_class = CertifyConfig
 
     def analyse(self, data, config, checks, out):
-        return analyze(data.comparisons, out, config)
+        judge = None
+        if config.judge:
+            from parlai_dialeval.scripts.judge_option import load_judge
+
+            judge = load_judge(config.judge, "comparisons")
+        return analyze(data.comparisons, out, config, judge)

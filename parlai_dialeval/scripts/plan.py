@@ -25,8 +25,15 @@ class PlanConfig:
                              "the better model, comma-separated", parse=_rates, metavar="P,P,...")
     tie_rate: float = option(0.22, "share of pairwise votes that are ties (ChatEval's median: 0.22)",
                              kind="non_negative")
-    pairs: int = option(1, "model pairs the study compares; alpha is shared among them (Bonferroni)",
-                        kind="positive_int")
+    models: int = option(2, "models the study compares (K >= 2): the sequential design settles a pair at "
+                         "certify's K(K-1)/alpha, the fixed design tests each of the K(K-1)/2 pairs at "
+                         "alpha/(K(K-1)/2)", kind="positive_int")
+    votes_per_item: int = option(1, "pairwise votes per item: workers per prompt or conversation pair (A/B, "
+                                 "ACUTE), turns per conversation (PW-Turn)", kind="positive_int")
+    icc: float = option(0.0, "intraclass correlation of decided votes within an item (ChatEval's median: 0.13)",
+                        kind="non_negative")
+    sm_turn_icc: float = option(0.0, "SM-Turn: intraclass correlation of turn ratings within a conversation",
+                                kind="non_negative")
     sm_turn_rates: list = option([0.70, 0.65], "SM-Turn: the two models' assumed success rates", parse=_rates,
                                  metavar="P,P")
     sm_dialog_means: list = option([4.19, 3.97], "SM-Dialog: the two models' assumed Likert means (Smith et al.)",
@@ -41,6 +48,11 @@ class PlanConfig:
     hourly_pay: float = option(12.0, "pay per worker-hour, in your currency", kind="non_negative")
     fee: float = option(0.333, "platform fee as a share of pay (Prolific: 0.333)", kind="non_negative")
     simulations: int = option(400, "simulated studies per sequential estimate", kind="positive_int")
+    judge_agreement: float | None = option(None, "an LLM judge's agreement with the majority of an item's votes "
+                                           "(0 < X < 1): adds the fixed pairwise designs with the judge (PPI++, "
+                                           "docs/ppi.md) next to the human-only ones", kind="probability")
+    judge_pool: float = option(5.0, "with --judge-agreement: items the judge alone answers, as a multiple of the "
+                               "human-only study's items", kind="non_negative")
 
 
 def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
@@ -71,27 +83,39 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
         raise DialevalError("--sm-turn-rates and --sm-dialog-means take two values each, one per model")
     costs = planner.Costs(config.seconds_per_judgment, config.qc_pass_rate, config.hourly_pay, config.fee)
     try:
+        if config.models < 2:
+            raise ValueError(f"--models {config.models}: a study compares at least two models")
+        if not (config.icc < 1 and config.sm_turn_icc < 1):
+            raise ValueError("--icc and --sm-turn-icc are correlations below 1")
         pairwise = planner.plan_pairwise(config.win_rates, config.tie_rate, costs, config.alpha, config.power,
-                                         config.pairs, config.simulations)
+                                         config.models, config.simulations, config.votes_per_item, config.icc)
         means = [float(m) for m in config.sm_dialog_means]
     except ValueError as error:
         raise DialevalError(str(error)) from None
     if config.sm_turn_rates[0] == config.sm_turn_rates[1] or means[0] == means[1]:
         raise DialevalError("the two models' assumed rates and means must differ: no study can tell equal models apart")
-    turn_n = planner.sm_turn_per_model(*config.sm_turn_rates, config.alpha, config.power)
+    turn_n = planner.sm_turn_per_model(*config.sm_turn_rates, config.alpha, config.power, config.turns_per_dialog,
+                                       config.sm_turn_icc)
     dialog_n = planner.sm_dialog_per_model(*means, config.sm_dialog_sd, config.alpha, config.power)
     single = pd.DataFrame([
         planner.plan_per_model("sm_turn", turn_n / config.turns_per_dialog, costs,
                                f"success {config.sm_turn_rates[0]:.2f} vs {config.sm_turn_rates[1]:.2f}, "
-                               f"{config.turns_per_dialog} turns per conversation", config.turns_per_dialog),
+                               f"{config.turns_per_dialog} turns per conversation, ICC {config.sm_turn_icc:g}",
+                               config.turns_per_dialog),
         planner.plan_per_model("sm_dialog", dialog_n, costs, f"Likert {means[0]} vs {means[1]}, SD {config.sm_dialog_sd}"),
     ])
     report = Report("Study plan", out)
     report.text(f"Power {config.power} at alpha {config.alpha}; {config.seconds_per_judgment:g} s per judgment, "
                 f"{config.qc_pass_rate:g} of workers passing quality control, pay {config.hourly_pay:g} per hour "
-                f"plus a fee of {config.fee:g}. Fixed designs are sized by statsmodels' power solvers; sequential "
-                "designs are the betting e-process of `dialeval certify`, simulated, looking after every vote "
-                "(p50 is the median study, p80 and p90 the costlier ones).")
+                f"plus a fee of {config.fee:g}. Pairwise designs count items (prompts, conversation pairs, "
+                f"conversations) of {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g}, the unit "
+                "of independence of the analyses: the fixed design is sized for analyze_pairwise's exact binomial "
+                f"test over items won and lost, at alpha / {config.models * (config.models - 1) // 2} "
+                f"(Bonferroni over the pairs of {config.models} models); the sequential design is the rule of "
+                f"`dialeval certify`, simulated: one betting outcome per item, a pair settled at K(K-1)/alpha = "
+                f"{config.models * (config.models - 1) / config.alpha:,.0f}, looking after every item (p50 is the "
+                "median study, p80 and p90 the costlier ones). SM-Turn sizes are multiplied by the design effect "
+                "of turns clustered in conversations.")
     if measured:
         report.text("Measured on the pilot: " + "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in measured.items())
                     + ".", note=True)
@@ -100,8 +124,45 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
     report.figure(_plot(pairwise), "pairwise_plan", "Worker-hours per model pair: fixed design vs sequential")
     report.heading("Single-model protocols (per model)")
     report.table(single, floatfmt="{:,.1f}")
-    outputs = Outputs(tables={"pairwise_plan": pairwise, "single_model_plan": single}, report=report)
-    return {"pairwise": pairwise, "single_model": single, "written": outputs.write(out)}
+    tables = {"pairwise_plan": pairwise, "single_model_plan": single}
+    if config.judge_agreement is not None:
+        tables["judge_plan"] = _judge_plan(pairwise, config, costs, report)
+    outputs = Outputs(tables=tables, report=report)
+    return {"pairwise": pairwise, "single_model": single, "judge": tables.get("judge_plan"),
+            "written": outputs.write(out)}
+
+
+def _judge_plan(pairwise, config: PlanConfig, costs, report):
+    """Per fixed pairwise design: the human judgments needed with the judge for the same precision."""
+    import pandas as pd
+
+    from parlai_dialeval.analysis import ppi_planning
+
+    rows = []
+    for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):
+        rate = float(row.assumption.split()[-1])
+        rho = ppi_planning.judge_correlation(config.judge_agreement, rate, int(row.votes_per_item), float(row.icc))
+        share = ppi_planning.human_share(rho, config.judge_pool, row.items)
+        rows.append({"protocol": row.protocol, "assumption": row.assumption, "design": "fixed, with judge (PPI++)",
+                     "judge_agreement": config.judge_agreement, "judge_correlation": rho, "share_of_human_only": share,
+                     "human_only_judgments": row.judgments,
+                     "judge_items": config.judge_pool * row.items,
+                     **costs.table(share * row.judgments)})
+    table = pd.DataFrame(rows)
+    report.heading("With an LLM judge (PPI++)")
+    report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
+                f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
+                f"sample of items, {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g} (as above). "
+                "judge_correlation is the correlation of an item's mean vote with the judge's "
+                "answer under that model; share_of_human_only the human judgments needed for the precision of the "
+                "human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact test "
+                "the human-only design is sized for). The sequential designs above use people's votes only.")
+    report.table(table, floatfmt="{:,.3g}")
+    if config.icc == 0:
+        report.warn("--judge-agreement with --icc 0: the votes on an item then share nothing a judge could see, so "
+                    "agreement above chance is not attainable and the judge plan is optimistic; give --icc "
+                    "(ChatEval's median 0.13) or measure it with --pilot.")
+    return table
 
 
 def _plot(pairwise):
@@ -123,8 +184,9 @@ class Plan(ParlaiScript):
         parser = ParlaiParser(False, False, "Judgments, worker-hours and money a study needs, per protocol and design")
         parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
         parser.add_argument("--pilot", nargs="+", default=None, metavar="PATH",
-                            help="a pilot's export (any importable format): its win rates, tie share, seconds per "
-                                 "judgment, SM-Turn rates and SM-Dialog means and SD replace the assumptions below")
+                            help="a pilot's export (any importable format): its win rates, tie share, votes per item and "
+                                 "ICC, seconds per judgment, SM-Turn rates, turns per conversation and ICC, and "
+                                 "SM-Dialog means and SD replace the assumptions below")
         add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
         return parser
 

@@ -1,6 +1,7 @@
 """What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive_controller.py
-``outcomes``): one outcome per comparison, oriented to the pair's first model by name; a PW-Turn conversation's per-turn
-votes one outcome, their mean; automatic ties and onboarding left out. Expected values by hand."""
+``outcomes``): one outcome per cluster (the votes on one item), oriented to the pair's first model by name: a comparison
+alone on its item, a PW-Turn conversation's per-turn votes or several workers' votes on one prompt each
+one outcome, their mean; automatic ties and onboarding left out. Expected values by hand."""
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,8 @@ def comparison(a, b, choice, **extra):
 
 
 def test_single_comparisons_are_oriented_to_the_first_model_by_name():
-    records = [comparison("zeta", "alpha", "a"), comparison("alpha", "zeta", "a"), comparison("zeta", "alpha", "tie"),
-               {"type": "conversation", "id": "c1"}]
+    records = [comparison("zeta", "alpha", "a", item_id="i1"), comparison("alpha", "zeta", "a", item_id="i2"),
+               comparison("zeta", "alpha", "tie", item_id="i3"), {"type": "conversation", "id": "c1"}]
     assert outcomes(records) == [("w1", "alpha", "zeta", 0.0), ("w1", "alpha", "zeta", 1.0),
                                  ("w1", "alpha", "zeta", 0.5)]
 
@@ -26,6 +27,15 @@ def test_per_turn_votes_of_one_conversation_are_one_outcome():
     other = [comparison("m1", "m2", "b", turn_index=1, item_id="i2")]
     # conversation i1, from m1's side: lost, won, tied -> 1/2; conversation i2: lost -> 0
     assert outcomes(turns + other) == [("w1", "m1", "m2", pytest.approx(0.5)), ("w1", "m1", "m2", 0.0)]
+
+
+def test_votes_of_several_workers_on_one_prompt_are_one_outcome():
+    # three workers judge prompt p1 (alpha, zeta, zeta: alpha's mean 1/3); p2 has one vote, a tie
+    records = [comparison("alpha", "zeta", "a", item_id="p1"), comparison("zeta", "alpha", "a", item_id="p2"),
+               comparison("zeta", "alpha", "a", item_id="p1", worker_id="w2"),
+               comparison("alpha", "zeta", "b", item_id="p1", worker_id="w3")]
+    records[1]["choice"] = "tie"
+    assert outcomes(records) == [("w1", "alpha", "zeta", pytest.approx(1 / 3)), ("w1", "alpha", "zeta", 0.5)]
 
 
 def test_automatic_ties_and_onboarding_are_not_evidence():

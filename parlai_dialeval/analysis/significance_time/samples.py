@@ -104,11 +104,12 @@ def pairwise_samples(data, turns: tuple[int, int] | None = (2, 6), onboarding_de
         self_chat = flagged | both_self
         dialog["technique"] = np.where(self_chat, "pw_dialog_self", "pw_dialog")
         own = pd.to_numeric(dialog["duration"], errors="coerce").to_numpy(float)
-        # Human-model conversations are bought too (Smith App. F): amortise each over the comparisons using it.
+        # Human-model conversations are bought too (Smith App. F): amortise each over every comparison side
+        # showing it, A or B, so that the comparisons together pay for each conversation once.
+        uses = pd.concat([dialog["conversation_a"], dialog["conversation_b"]]).value_counts()
         collect = np.zeros(len(dialog))
         for column in ("conversation_a", "conversation_b"):
-            uses = dialog.groupby(column)[column].transform("size").to_numpy(float)
-            collect += np.nan_to_num(dialog[column].map(seconds).to_numpy(float)) / uses
+            collect += np.nan_to_num(dialog[column].map(seconds).to_numpy(float) / dialog[column].map(uses).to_numpy(float))
         dialog["cost"] = own + np.where(self_chat, 0.0, collect)
     samples = []
     for frame in (f for f in (per_turn, dialog) if len(f)):

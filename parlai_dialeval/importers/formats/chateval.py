@@ -128,7 +128,8 @@ def _answers(folder: Path) -> dict[int, list[dict]]:
                                 expected="{example: ex-NNN, choice: 0|1|tie}", got=answer)
             by_item[int(example[3:])].append({
                 "worker_id": assignment["WorkerId"], "assignment_id": assignment["AssignmentId"],
-                "hit_id": assignment.get("HITId"), "choice": _JSON_CHOICE[choice]})
+                "hit_id": assignment.get("HITId"), "submit_time": assignment.get("SubmitTime"),
+                "choice": _JSON_CHOICE[choice]})
     return by_item
 
 
@@ -168,7 +169,9 @@ def convert_folder(folder: Path, report: ImportReport) -> None:
                 remaining.remove(answer["choice"])
                 report.records.append({**base, "worker_id": answer["worker_id"], "choice": answer["choice"],
                                        "assignment_id": answer["assignment_id"],
-                                       "meta": {**base["meta"], "hit_id": answer["hit_id"]}})
+                                       "meta": {**base["meta"], "hit_id": answer["hit_id"],
+                                                **({"submit_time": answer["submit_time"]} if answer["submit_time"]
+                                                   else {})}})
                 report.kept += 1
             else:
                 report.skip(f"{folder.name} {answer['assignment_id']} ex-{index:03d}",

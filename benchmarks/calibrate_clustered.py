@@ -1,0 +1,164 @@
+"""Calibration with clustered votes (issue 25): false-claim rates under the null and interval coverage
+under alternatives, for `dialeval certify`, the win-rate tests and intervals and the Bradley-Terry
+bootstrap of `analyze_pairwise`, and the PW-Turn test by conversation.
+
+Studies come from parlai_dialeval.testing.clustered_votes (beta-binomial votes per item, no project
+code). Every A/B pair is judged on its own 200 prompts, 3 votes per prompt, 20% ties, in random order;
+PW-Turn: 200 conversations per pair, 5 turns each. "ICC" is the intraclass correlation of decided votes
+within an item. Each row prints the rate, its Monte-Carlo standard error (SE) and the bound it must keep
+(alpha + 2 SE for false claims, 1 - alpha - 2 SE for coverage). Reference rows ("per vote") run the same
+data through the old rule, every vote independent, to show what clustering does to it.
+
+Usage: .venv/bin/python benchmarks/calibrate_clustered.py [--studies 1000] [--k12-studies 1000]
+       [--coverage-studies 200] [--seed 2025]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import time
+
+import numpy as np
+from scipy import stats
+from tqdm import tqdm
+
+from parlai_dialeval.adaptive.certification import certify
+from parlai_dialeval.adaptive.sequential import certification_threshold, e_value
+from parlai_dialeval.analysis import pairwise, rankings
+from parlai_dialeval.testing.clustered_votes import clustered_study
+
+ALPHA = 0.05
+ROWS: list[tuple] = []
+
+
+def row(what: str, studies: int, rate: float, bound_kind: str, seed: int) -> None:
+    se = math.sqrt(max(rate * (1 - rate), 1e-12) / studies)
+    if bound_kind == "false claims":
+        target = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
+        ok = rate <= target
+    elif bound_kind == "coverage":
+        target = 1 - ALPHA - 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
+        ok = rate >= target
+    else:  # a reference row: no bound, shown for contrast
+        target, ok = float("nan"), None
+    ROWS.append((what, studies, seed, rate, se, target, "" if ok is None else ("yes" if ok else "NO")))
+    print(f"{what}: {rate:.4f} (SE {se:.4f}) over {studies} studies, seed {seed}", flush=True)
+
+
+def per_vote_claim(study, models: int) -> bool:
+    """The old rule for contrast: every vote one bet, in file order."""
+    threshold = certification_threshold(models, ALPHA)
+    frame = pairwise.oriented(study)
+    y = (frame["score"] + 1) / 2
+    return any(max(e_value(part.to_numpy()), e_value(1 - part.to_numpy())) >= threshold
+               for _, part in y.groupby([frame["first"], frame["second"]], sort=False))
+
+
+def certify_null(models: int, icc: float, studies: int, seed: int, reference: bool) -> None:
+    rng = np.random.default_rng(seed)
+    claims, vote_claims = 0, 0
+    bar = tqdm(range(studies), desc=f"certify null K={models} ICC={icc}", mininterval=30)
+    for _ in bar:
+        study = clustered_study(rng, models=models, items_per_pair=200, votes_per_item=3, icc=icc, tie_rate=0.2)
+        claims += certify(study, ALPHA, intervals=False)["certified_winner"].notna().any()
+        if reference:
+            vote_claims += per_vote_claim(study, models)
+        bar.set_postfix(claims=int(claims), per_vote=int(vote_claims), refresh=False)
+    row(f"certify, {models} equal models, ICC {icc}: studies with any claim", studies, claims / studies,
+        "false claims", seed)
+    if reference:
+        row(f"  per vote (old rule), same studies", studies, vote_claims / studies, "reference", seed)
+
+
+def certify_coverage(studies: int, seed: int) -> None:
+    # win rate 0.6 among decided votes, 20% ties: a cluster's mean outcome has mean 0.2 * 0.5 + 0.8 * 0.6
+    rng, truth, covered = np.random.default_rng(seed), 0.58, 0
+    for _ in tqdm(range(studies), desc="certify coverage", leave=False):
+        study = clustered_study(rng, models=2, icc=0.3, tie_rate=0.2, win_rates={(0, 1): 0.6})
+        pair = certify(study, ALPHA).iloc[0]
+        rate = truth if pair["model_a"] == "m0" else 1 - truth
+        covered += pair["cs_low"] <= rate <= pair["cs_high"]
+    row("certify interval (valid at every look), win rate 0.6, ICC 0.3: coverage", studies, covered / studies,
+        "coverage", seed)
+
+
+def win_rate_tests(icc: float, studies: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rejected, vote_rejected = 0, 0
+    for _ in tqdm(range(studies), desc=f"win-rate test ICC={icc}", leave=False):
+        study = clustered_study(rng, models=2, icc=icc, tie_rate=0.2)
+        rates = pairwise.win_rates(study).iloc[0]
+        rejected += rates["p_value"] < ALPHA
+        vote_rejected += stats.binomtest(int(rates["wins_a"]), int(rates["wins_a"] + rates["wins_b"])).pvalue < ALPHA
+    row(f"analyze_pairwise binomial test by prompt, equal models, ICC {icc}: p < 0.05", studies,
+        rejected / studies, "false claims", seed)
+    row("  per vote (old rule), same studies", studies, vote_rejected / studies, "reference", seed)
+
+
+def win_rate_coverage(icc: float, studies: int, seed: int) -> None:
+    rng, covered, bt_covered = np.random.default_rng(seed), 0, 0
+    # Bradley-Terry with two models and ties as half wins: strength of m0 = logit(mean outcome) / 2
+    bt_truth = math.log(0.58 / 0.42) / 2
+    for _ in tqdm(range(studies), desc=f"win-rate coverage ICC={icc}", leave=False):
+        study = pairwise.with_sections(clustered_study(rng, models=2, icc=icc, tie_rate=0.2,
+                                                       win_rates={(0, 1): 0.6}))
+        rates = pairwise.win_rates(study).iloc[0]
+        rate = 0.6 if rates["model_a"] == "m0" else 0.4
+        covered += rates["ci_low"] <= rate <= rates["ci_high"]
+        ranked = rankings.rankings(study, rounds=200, seed=0).set_index("model")
+        bt_covered += ranked.loc["m0", "bt_ci_low"] <= bt_truth <= ranked.loc["m0", "bt_ci_high"]
+    row(f"analyze_pairwise Wilson interval, win rate 0.6, ICC {icc}: coverage", studies, covered / studies,
+        "coverage", seed)
+    row(f"analyze_pairwise Bradley-Terry bootstrap (200 rounds), ICC {icc}: coverage", studies,
+        bt_covered / studies, "coverage", seed)
+
+
+def conversation_test(icc: float, studies: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rejected, turn_rejected = 0, 0
+    for _ in tqdm(range(studies), desc=f"PW-Turn ICC={icc}", leave=False):
+        study = clustered_study(rng, models=2, votes_per_item=5, icc=icc, tie_rate=0.2, per_turn=True)
+        tests = pairwise.conversation_tests(study).iloc[0]
+        rejected += tests["p_conversations"] < ALPHA
+        turn_rejected += tests["p_turns"] < ALPHA
+    row(f"PW-Turn test by conversation, equal models, ICC {icc}: p < 0.05", studies, rejected / studies,
+        "false claims", seed)
+    row("  per turn (Smith App. F), same studies", studies, turn_rejected / studies, "reference", seed)
+
+
+PARTS = {
+    "certify": lambda args, seed: [certify_null(2, icc, args.studies, seed + step, reference=icc == 0.3)
+                                   for step, icc in enumerate((0.0, 0.13, 0.3))],
+    "certify12": lambda args, seed: certify_null(12, 0.3, args.k12_studies, seed + 10, reference=True),
+    "coverage": lambda args, seed: (certify_coverage(args.coverage_studies, seed + 20),
+                                    win_rate_coverage(0.3, args.coverage_studies, seed + 40)),
+    "tests": lambda args, seed: [win_rate_tests(icc, args.studies, seed + 30 + step)
+                                 for step, icc in enumerate((0.0, 0.13, 0.3))],
+    "pw_turn": lambda args, seed: [conversation_test(icc, args.studies, seed + 50 + step)
+                                   for step, icc in enumerate((0.1, 0.3))],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=1000)
+    parser.add_argument("--k12-studies", type=int, default=1000)
+    parser.add_argument("--coverage-studies", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=2025)
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    args = parser.parse_args()
+    start, seed = time.time(), args.seed
+    for part in args.parts.split(","):
+        PARTS[part](args, seed)
+    print(f"\n{platform.machine()}, {os.cpu_count()} CPUs, {time.time() - start:.0f} s; alpha {ALPHA}\n")
+    print("| what | studies | seed | rate | SE | bound | within |")
+    print("|---|---|---|---|---|---|---|")
+    for what, studies, used_seed, rate, se, target, ok in ROWS:
+        bound = "" if math.isnan(target) else f"{'<=' if 'coverage' not in what else '>='} {target:.4f}"
+        print(f"| {what.strip()} | {studies} | {used_seed} | {rate:.4f} | {se:.4f} | {bound} | {ok} |")
+
+
+if __name__ == "__main__":
+    main()

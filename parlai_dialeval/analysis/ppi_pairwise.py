@@ -1,0 +1,101 @@
+"""Pairwise votes with an LLM judge: PPI++ win rates and Bradley-Terry scores next to the human-only
+ones (parlai_dialeval.analysis.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
+
+Matching: a judge record (``dialeval judge`` output, worker ``judge:...``) answers one item: the same
+(question, unit, model pair, item_id, turn_index) as human votes. Human votes on an item the judge
+answered are the labelled rows, each with the judge's answer; judge answers on items no person judged
+are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
+counted (``human_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
+the judge's ties, flips across the two orders included); automatic ties are left out. Rows cluster by
+the project's one rule (``clustering.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
+conversation).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.analysis import ppi
+from parlai_dialeval.analysis.clustering import cluster_ids
+from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
+
+KEY = SECTION + ["first", "second", "item_id", "turn"]
+WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "human_judgments", "judge_only", "human_unjudged",
+                              "clusters"] + ppi.ESTIMATE_COLUMNS
+BT_COLUMNS = SECTION + ["model", "bt_human", "bt_human_ci_low", "bt_human_ci_high", "bt_ppi", "bt_ppi_ci_low",
+                        "bt_ppi_ci_high", "judge_weight", "human_judgments", "judge_only", "note"]
+# A fitted log-strength beyond this means a model never lost (or never won): no finite estimate.
+SEPARATED = 15.0
+
+
+def matched(human: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """Human and judge comparisons in one frame, oriented together (``first``/``second`` per section),
+    with ``outcome`` for ``first``, ``judged`` (True for judge rows), ``turn`` (turn_index or -1) and
+    ``cluster``."""
+    both = pd.concat([human.assign(judged=False), judge.assign(judged=True)], ignore_index=True)
+    frame = oriented(with_sections(both), by=SECTION)
+    frame = frame[~frame["auto"]]
+    turn = frame["turn_index"] if "turn_index" in frame else pd.Series(np.nan, index=frame.index)
+    return frame.assign(outcome=(frame["score"] + 1) / 2, turn=pd.to_numeric(turn, errors="coerce").fillna(-1),
+                        item_id=frame["item_id"].astype(str), cluster=cluster_ids(frame))
+
+
+def _split(part: pd.DataFrame):
+    """(labelled human votes with the judge's answer ``judge``, judge-only answers, unjudged human votes)."""
+    grouped = part[part["judged"]].groupby(KEY, sort=False, dropna=False)
+    answers = grouped.agg(judge=("outcome", "mean"), cluster=("cluster", "first"))
+    people = part[~part["judged"]].join(answers[["judge"]], on=KEY)
+    labelled = people[people["judge"].notna()]
+    judged_keys = pd.MultiIndex.from_frame(people[KEY].drop_duplicates())
+    only = answers[~answers.index.isin(judged_keys)].reset_index()
+    return labelled, only, int(people["judge"].isna().sum())
+
+
+def win_rates(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per question, unit and model pair: model_a's vote share (ties 1/2) by people alone and by PPI++
+    with the judge, clustered by item, with the power-tuning weight and the effective human votes."""
+    frame = matched(human, judge)
+    rows = []
+    for (question, unit, first, second), part in frame.groupby(SECTION + ["first", "second"], sort=False):
+        labelled, only, unjudged = _split(part)
+        row = {"question": question, "unit": unit, "model_a": first, "model_b": second,
+               "human_judgments": len(labelled), "judge_only": len(only), "human_unjudged": unjudged,
+               "clusters": labelled["cluster"].nunique()}
+        if len(labelled) < 2:
+            rows.append({**row, "note": "fewer than two human votes on judged items: no estimate"})
+            continue
+        result = ppi.ppi_mean(labelled["outcome"], labelled["judge"], only["judge"], labelled["cluster"],
+                              only["cluster"], alpha=alpha)
+        rows.append({**row, **ppi.estimate_row(result)})
+    return pd.DataFrame(rows, columns=WIN_RATE_COLUMNS)
+
+
+def bradley_terry(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per question and unit: Bradley-Terry log-strengths (mean 0) from a logistic model on pair
+    indicators, by people alone and by PPI++ with the judge, clustered by item."""
+    frame = matched(human, judge)
+    rows = []
+    for (question, unit), part in frame.groupby(SECTION, sort=False):
+        labelled, only, _ = _split(part)
+        models = sorted(set(part["first"]) | set(part["second"]))
+        base = {"question": question, "unit": unit, "human_judgments": len(labelled), "judge_only": len(only)}
+        if len(models) < 2 or len(labelled) < 2:
+            continue
+        x = ppi.bradley_terry_design(models, labelled["first"], labelled["second"])
+        x_u = ppi.bradley_terry_design(models, only["first"], only["second"])
+        try:
+            result = ppi.centred(ppi.ppi_logistic(x, labelled["outcome"], labelled["judge"], x_u, only["judge"],
+                                                  labelled["cluster"], only["cluster"], alpha=alpha), len(models))
+        except np.linalg.LinAlgError:
+            result = None
+        if result is None or not np.all(np.abs(np.concatenate([result.estimate, result.human_estimate]))
+                                        < SEPARATED):
+            rows += [{**base, "model": m, "note": "no finite Bradley-Terry fit: a model never won or never lost "
+                      "against the others, or the models are not connected by votes"} for m in models]
+            continue
+        (low, high), (h_low, h_high) = result.interval(), result.interval(human=True)
+        for i, model in enumerate(models):
+            rows.append({**base, "model": model, "bt_human": result.human_estimate[i], "bt_human_ci_low": h_low[i],
+                         "bt_human_ci_high": h_high[i], "bt_ppi": result.estimate[i], "bt_ppi_ci_low": low[i],
+                         "bt_ppi_ci_high": high[i], "judge_weight": result.lam, "note": ppi.note(result)})
+    return pd.DataFrame(rows, columns=BT_COLUMNS)

@@ -1,0 +1,64 @@
+"""``--judge F.jsonl`` of the analysis commands: read a ``dialeval judge`` output and put its PPI++
+estimates in the report next to the human-only ones (docs/ppi.md). CLI glue only: the statistics live
+in parlai_dialeval.analysis.ppi*."""
+from __future__ import annotations
+
+import pandas as pd
+
+from parlai_dialeval.analysis.ppi import WEIGHT_NEGLIGIBLE
+from parlai_dialeval.errors import DataError, DialevalError
+
+HELP = ("a `dialeval judge` output (canonical JSON Lines) on these items and more: adds prediction-powered "
+        "(PPI++) estimates next to the human-only ones, clustered by item, with the judge's power-tuning weight "
+        "and the human judgments it was worth (docs/ppi.md)")
+JUDGE_PREFIX = "judge:"
+
+
+def load_judge(path: str, kind: str) -> pd.DataFrame:
+    """The judge's ``kind`` records ("comparisons" or "ratings"); refused when the file holds none or
+    holds records of people (a worker_id without the ``judge:`` prefix)."""
+    from parlai_dialeval.importers.registry import CANONICAL, load
+
+    data = load([path], fmt=CANONICAL, log=None)
+    records = getattr(data, kind)
+    if records.empty:
+        raise DialevalError(f"{path}: no {kind} records: --judge needs a `dialeval judge` output of the "
+                            f"same protocol as --data")
+    workers = records["worker_id"].astype(str)
+    people = records[~workers.str.startswith(JUDGE_PREFIX)]
+    if len(people):
+        row = people.iloc[0]
+        raise DataError(row.get("_file", path), "a record of a person in the judge file", row.get("_line"),
+                        "worker_id", f"'{JUDGE_PREFIX}<judge name>' as `dialeval judge` writes", row["worker_id"])
+    return records
+
+
+def report_ppi(report, table: pd.DataFrame, what: str, estimate: str, caption: str) -> dict:
+    """The report's PPI section for one table (rows with ``judge_weight``, ``note`` and, where a mean,
+    ``effective_human_judgments``); returns its summary (rows estimated, judge set aside)."""
+    report.heading(f"With the LLM judge: prediction-powered {what} (PPI++)")
+    report.text(
+        f"The judge's answers on items no person judged, corrected by how far it differed from the people on the "
+        f"items both judged (Angelopoulos et al. 2023; PPI++ power tuning, Angelopoulos, Duchi and Zrnic 2023). "
+        f"The weight on the judge (judge_weight) is chosen from the data: 0 gives the human-only {estimate}, so a "
+        f"judge that does not track the people costs (asymptotically) nothing. Intervals are clustered by item "
+        f"(t with clusters - 1 degrees of freedom), valid whatever the judge's quality when the people's items "
+        f"are a random sample of all judged items. effective_human_judgments: how many human judgments a human-only "
+        f"study would need for the same precision; judge_worth_judgments: how many of those the judge supplied.")
+    report.table(table, caption=caption, floatfmt="{:.4g}")
+    estimated = table[table["judge_weight"].notna()]
+    aside = estimated[estimated["judge_weight"] < WEIGHT_NEGLIGIBLE]
+    summary = {"estimated": int(len(estimated)), "judge_set_aside": int(len(aside)),
+               "median_judge_weight": float(estimated["judge_weight"].median()) if len(estimated) else None}
+    if len(aside):
+        report.warn(f"The judge was set aside (weight below {WEIGHT_NEGLIGIBLE:g}) in {len(aside)} of {len(estimated)} "
+                    f"{what} rows: its answers do not track the people's there, so those intervals are the "
+                    "human-only ones.")
+    if not len(estimated):
+        report.warn("No PPI estimate: no item judged by people was also answered by the judge.")
+    elif "effective_human_judgments" in estimated:
+        worth = (estimated["effective_human_judgments"] / estimated["human_judgments"]).median()
+        report.text(f"In plain words: with the judge, the {what} are as precise as a human-only study with "
+                    f"{worth:.2f} times the human judgments (median over rows; 1 = the judge added nothing).")
+    return summary
+

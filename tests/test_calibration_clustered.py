@@ -1,0 +1,118 @@
+"""Calibration with clustered votes (issue 25), the fast part; benchmarks/calibrate_clustered.py runs the
+full-size tables (docs/adaptive_evaluation.md, "Calibration").
+
+Studies come from parlai_dialeval.testing.clustered_votes, a beta-binomial generator that imports no
+project code. Strong clustering (5 votes per item, ICC 0.5) so that the old per-vote rules visibly fail
+on the same studies: the simulations can tell valid from invalid.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from parlai_dialeval.adaptive import planner
+from parlai_dialeval.adaptive.certification import certify, pair_outcomes
+from parlai_dialeval.adaptive.sequential import certification_threshold, e_value, wealth_paths
+from parlai_dialeval.analysis import pairwise
+from parlai_dialeval.testing.clustered_votes import clustered_study
+
+ALPHA = 0.05
+
+
+def bound(studies: int) -> float:
+    return ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
+
+
+def test_equal_models_with_clustered_votes_keep_alpha_in_certify_and_the_win_rate_test():
+    rng, studies = np.random.default_rng(11), 100
+    claims = per_vote_claims = rejected = per_vote_rejected = 0
+    for _ in range(studies):
+        study = clustered_study(rng, models=2, items_per_pair=60, votes_per_item=5, icc=0.5, tie_rate=0.1)
+        claims += certify(study, ALPHA, intervals=False)["certified_winner"].notna().any()
+        rates = pairwise.win_rates(study).iloc[0]
+        rejected += rates["p_value"] < ALPHA
+        # the old rules on the same studies, written out here: every vote an independent bet / trial
+        frame = pairwise.oriented(study)
+        y = ((frame["score"] + 1) / 2).to_numpy()
+        per_vote_claims += max(e_value(y), e_value(1 - y)) >= 2 / ALPHA
+        per_vote_rejected += stats.binomtest(int(rates["wins_a"]), int(rates["wins_a"] + rates["wins_b"])).pvalue < ALPHA
+    assert claims / studies <= bound(studies) and rejected / studies <= bound(studies)
+    assert per_vote_rejected / studies > bound(studies) and per_vote_claims > claims
+
+
+def test_wilson_interval_covers_the_win_rate_when_votes_cluster():
+    rng, studies, covered = np.random.default_rng(12), 100, 0
+    for _ in range(studies):
+        study = clustered_study(rng, models=2, items_per_pair=80, votes_per_item=5, icc=0.5, tie_rate=0.1,
+                                win_rates={(0, 1): 0.6})
+        rates = pairwise.win_rates(study).iloc[0]
+        truth = 0.6 if rates["model_a"] == "m0" else 0.4
+        covered += rates["ci_low"] <= truth <= rates["ci_high"]
+    assert covered / studies >= 1 - bound(studies)
+
+
+def in_item_order(study: pd.DataFrame) -> pd.DataFrame:
+    """The study's votes with each item's votes together (as when a HIT's workers answer at once), items
+    in order of first appearance, numbered in ``position``."""
+    order = {item: i for i, item in enumerate(pd.unique(study["item_id"]))}
+    return study.assign(position=study["item_id"].map(order)).sort_values("position", kind="stable")
+
+
+def certify_stopping_items(study: pd.DataFrame, cap: int) -> int:
+    """Items certify's rule needs to settle the pair: its per-item outcomes (pair_outcomes), the first
+    item at which their betting wealth reaches the threshold K(K-1)/alpha; ``cap`` if never."""
+    outcomes = pair_outcomes(study.drop(columns="position"))["outcomes"].iloc[0]
+    hits = np.flatnonzero(wealth_paths(outcomes) >= certification_threshold(2, ALPHA))
+    return int(hits[0]) + 1 if hits.size else cap
+
+
+def settled(study: pd.DataFrame, items: int) -> bool:
+    return certify(study[study["position"] < items].drop(columns="position"), ALPHA,
+                   intervals=False)["certified_winner"].notna().any()
+
+
+def median_se(values: np.ndarray, rng: np.random.Generator) -> float:
+    return float(np.std([np.median(rng.choice(values, len(values))) for _ in range(400)]))
+
+
+def test_planned_sequential_median_equals_a_simulation_of_certify():
+    votes = planner.Votes(win_rate=0.75, tie_rate=0.2, votes_per_item=3, icc=0.3)
+    planned_runs = planner.sequential_items(votes, threshold=2 / ALPHA, simulations=400, seed=3)
+    rng, cap = np.random.default_rng(13), 160
+    studies = [in_item_order(clustered_study(rng, models=2, items_per_pair=cap, votes_per_item=3, icc=0.3,
+                                             tie_rate=0.2, win_rates={(0, 1): 0.75})) for _ in range(60)]
+    stops = np.array([certify_stopping_items(study, cap) for study in studies], dtype=float)
+    # certify itself settles exactly there, on a few of the studies: not one item earlier
+    for study, stop in [(study, int(stop)) for study, stop in zip(studies, stops) if stop < cap][:4]:
+        assert settled(study, stop) and not settled(study, stop - 1)
+    observed, planned = float(np.median(stops)), planned_runs[50]
+    # Monte-Carlo error of both medians: bootstrap here; the planner's 400 runs by the normal rule
+    # 1.2533 sd / sqrt(n), with sd read from its 50th-80th percentile spread (0.8416 sd)
+    planned_se = 1.2533 * (planned_runs[80] - planned_runs[50]) / 0.8416 / math.sqrt(400)
+    error = math.hypot(median_se(stops, rng), planned_se)
+    assert abs(observed - planned) <= 3 * error + 1, (observed, planned, error)
+
+
+def test_planned_fixed_design_has_its_power_under_the_test_the_analysis_runs():
+    votes = planner.Votes(win_rate=0.65, tie_rate=0.2, votes_per_item=3, icc=0.3)
+    items = planner.fixed_items(votes, ALPHA, 0.8)
+    # independent votes would need about 90 / 0.8 / 3 = 38 items: clustering costs more
+    assert items > 60
+    rng, studies, significant = np.random.default_rng(14), 120, 0
+    for _ in range(studies):
+        study = clustered_study(rng, models=2, items_per_pair=items, votes_per_item=3, icc=0.3, tie_rate=0.2,
+                                win_rates={(0, 1): 0.65})
+        significant += pairwise.win_rates(study).iloc[0]["p_value"] < ALPHA
+    assert significant / studies == pytest.approx(0.8, abs=3 * math.sqrt(0.8 * 0.2 / studies))
+
+
+def test_pilot_measures_votes_per_item_and_icc():
+    pilot = clustered_study(np.random.default_rng(15), models=3, items_per_pair=300, votes_per_item=3, icc=0.3,
+                            tie_rate=0.2, win_rates={(0, 1): 0.6, (1, 2): 0.6, (0, 2): 0.7})
+    found = planner.assumptions_from_pilot(pilot, pd.DataFrame(), pd.DataFrame())
+    assert found["votes_per_item"] == 3 and found["icc"] == pytest.approx(0.3, abs=0.1)
+    assert found["tie_rate"] == pytest.approx(0.2, abs=0.03)
