@@ -54,8 +54,8 @@ def _launch_fails(tmp_path, fake, monkeypatch, port, extra=(), faults=()):
 
 def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, capsys):
     with fake.state.lock:
-        for ws in fake.state.workspaces.values():
-            ws["available_balance"] = 500  # 5.00 GBP
+        for balance in fake.state.balances.values():
+            balance["available_balance"] = 500  # 5.00 GBP
     message, db = _launch_fails(tmp_path, fake, monkeypatch, 3308)
     # 3 places x 2.50 GBP = 7.50 + 33.3% fees (the fake's cost calculator) = 10.00 GBP
     assert "the run costs 10.00 GBP" in message and "has 5.00 GBP" in message
