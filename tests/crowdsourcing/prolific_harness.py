@@ -12,6 +12,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
 
+from .prolific_contract import violations
 from .protocol_harness import MockRun
 
 TOKEN = "tok-Secret-7f3a9c1e5b"  # distinctive, so a leak is found by grep
@@ -25,9 +26,11 @@ def fake_prolific(**kwargs) -> FakeProlific:
 
 @pytest.fixture
 def fake():
-    """A running fake Prolific (import this fixture into a test module)."""
+    """A running fake Prolific (import this fixture into a test module); afterwards every call made to it
+    must fit Prolific's contract (prolific_contract.py), requests and answers."""
     with fake_prolific() as server:
         yield server
+    assert violations(server.state.calls) == []
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
