@@ -164,7 +164,9 @@ def sync_places(db, task_run_id: str) -> None:
     try:
         client, study = common.client_for_run(db, task_run_id)
         try:
-            client.call("PATCH", f"studies/{study['study_id']}/", json={"total_available_places": row["launched"]})
+            # no retries here: this thread launches the other units; the next launch or poll asks again
+            client.call("PATCH", f"studies/{study['study_id']}/", json={"total_available_places": row["launched"]},
+                        retry=frozenset())
         finally:
             client.close()
     except (ProlificError, DialevalError) as error:
