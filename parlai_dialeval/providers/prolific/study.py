@@ -4,6 +4,8 @@ no unit of the run can still be worked on. A half-created study is deleted again
 """
 from __future__ import annotations
 
+import threading
+
 from mephisto.data_model.constants.assignment_state import AssignmentState
 from mephisto.utils.logger_core import get_logger
 from omegaconf import OmegaConf
@@ -15,6 +17,7 @@ from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificClient
 from parlai_dialeval.providers.prolific.page import external_study_url, study_address
 
 logger = get_logger(name=__name__)
+_PLACES = threading.Lock()  # Mephisto's launcher and its status polls may both sync at once: one PATCH
 # Study statuses (Prolific's study object; PUBLISHING and SCHEDULED in its docs and CLI model/study.go,
 # PROCESSING in Mephisto's docs/.../prolific_api_oddities.md): after a failed PUBLISH these mean it went out.
 PUBLISHED = frozenset({"ACTIVE", "PUBLISHING", "SCHEDULED", "PROCESSING"})
@@ -157,6 +160,11 @@ def sync_places(db, task_run_id: str) -> None:
     """Give the study as many places as the run has launched units. A refusal is logged, never raised:
     this runs in Mephisto's unit-launch thread, which a raise would end (no further unit would launch);
     the next launch or status poll tries again."""
+    with _PLACES:
+        _sync_places(db, task_run_id)
+
+
+def _sync_places(db, task_run_id: str) -> None:
     store = common.datastore(db)
     row = store.study_of_run(task_run_id)
     if not row or not row.get("study_id") or row["launched"] <= row["places"]:
