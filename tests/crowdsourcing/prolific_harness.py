@@ -3,6 +3,9 @@
 study URL the fake hands out, redirected to the task with PROLIFIC_PID, STUDY_ID and SESSION_ID."""
 from __future__ import annotations
 
+import re
+import subprocess
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -13,7 +16,7 @@ from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
 
 from .prolific_contract import violations
-from .protocol_harness import MockRun
+from .protocol_harness import DIALEVAL, CliRun, MockRun
 
 TOKEN = "tok-Secret-7f3a9c1e5b"  # distinctive, so a leak is found by grep
 REQUESTER = "lab"
@@ -147,3 +150,27 @@ class ProlificMockRun(MockRun):
 
     def submission(self, pid: str) -> dict:
         return [s for s in self.fake.state.submissions.values() if s["participant_id"] == pid][-1]
+
+
+class ProlificCliRun(CliRun):
+    """`dialeval launch TASK ... mephisto/provider=prolific` (live_chat_da unless ``task``): ready once the
+    launch says which Prolific study it serves (there is no worker URL to print: participants come from
+    Prolific); ``study`` is that study on the fake; ``stop`` as ``CliRun``."""
+
+    def __init__(self, tmp_path, fake, overrides: list[str], data_dir: Path | None = None, task: str = "live_chat_da"):
+        self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.log_path = tmp_path / "launch.log"
+        self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
+                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.url, self.router_pid, end = None, None, time.time() + 180
+        served = None
+        while time.time() < end and not (self.router_pid and served) and self.proc.poll() is None:
+            found = re.search(r"Server running locally with pid (\d+)", self.log())
+            self.router_pid = int(found[1]) if found else None
+            served = re.search(r"^Prolific study (\S+) ", self.log(), re.M)
+            time.sleep(0.5)
+        if not served or served[1] not in fake.state.studies:
+            self.stop()
+            raise AssertionError("no study published:\n" + self.log()[-3000:])
+        self.study = fake.state.studies[served[1]]

@@ -63,7 +63,8 @@ def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F
     assert {s["id"] for s in client.submissions(study["id"])} == {first, second}
     client.transition_submission(first, "APPROVE")
     client.transition_submission(second, "REJECT", "x" * 120, "LOW_EFFORT")
-    setup = client.call("POST", "submissions/bonus-payments/", json={"study_id": study["id"], "csv_bonuses": "PID_1,0.50\n"})
+    setup = client.call("POST", "submissions/bonus-payments/",
+                        json={"study_id": study["id"], "csv_bonuses": "PID_1,0.50\n"})
     client.call("POST", f"bulk-bonus-payments/{setup['id']}/pay/")
     assert client.submission(first)["bonus_payments"]
     group = client.call("POST", "participant-groups/", json={"workspace_id": ws, "name": "blocked"})
@@ -80,7 +81,8 @@ def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F
     client.call("POST", "workspaces/", json={"title": "second"})
     assert violations(fake.state.calls) == []
     used = {(e.method, e.path) for e in (endpoint(c["method"], c["path"]) for c in fake.state.calls)}
-    assert [f"{e.method} {e.path}" for e in ENDPOINTS if (e.method, e.path) not in used] == []  # the whole contract was driven
+    # the whole contract was driven
+    assert [f"{e.method} {e.path}" for e in ENDPOINTS if (e.method, e.path) not in used] == []
 
 
 def test_the_contract_catches_what_either_side_invents(monkeypatch):

@@ -31,9 +31,11 @@ class Ledger:
             ws = next(iter(st.workspaces))
             project = st.api_post_workspaces_X_projects(ws, {}, {"title": "money"})[1]["id"]
             study = st.api_post_studies({}, {
-                "project": project, "name": "t", "description": "t", "external_study_url": "https://x/?p={{%PROLIFIC_PID%}}",
+                "project": project, "name": "t", "description": "t",
+                "external_study_url": "https://x/?p={{%PROLIFIC_PID%}}",
                 "prolific_id_option": "url_parameters", "completion_option": "code",
-                "completion_codes": [{"code": CODE, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
+                "completion_codes": [{"code": CODE, "code_type": "COMPLETED",
+                                      "actions": [{"action": "MANUALLY_REVIEW"}]}],
                 "total_available_places": 1, "estimated_completion_time": 10, "reward": 200})[1]
             st.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
             _, sub = st.start(study["id"], "PID_A")

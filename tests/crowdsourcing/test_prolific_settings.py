@@ -91,6 +91,14 @@ def test_every_submission_status_has_a_suggestion(status, suggestion):
     assert suggest(status, "completed", "pass").startswith(suggestion)
 
 
+def test_a_failed_check_is_a_rejection_only_when_the_run_says_so():
+    assert suggest("AWAITING REVIEW", "completed", "fail").startswith("ask to return")
+    assert suggest("AWAITING REVIEW", "completed", "fail", "reject").startswith("reject FAILED_CHECK")
+    assert suggest("AWAITING REVIEW", "completed", "pass", "reject") == "approve"
+    with pytest.raises(DialevalError, match="failed_check: `return` or `reject`"):
+        settings(_args(reward="5", failed_check="fine"))
+
+
 def test_a_refused_places_patch_is_logged_and_caught_up(tmp_path, fake, monkeypatch):  # noqa: F811
     monkeypatch.setattr(common, "provider_root", lambda: tmp_path)
     save_token(tmp_path, "lab", TOKEN, fake.api_base_url)

@@ -54,8 +54,9 @@ def pay(db, agent, amount, reason: str) -> str:
             if decision["state"] in AMBIGUOUS and settle(store, decision, client.submission(submission)):
                 decision["state"] = "paid"
             if decision["state"] == "paid":
-                raise DialevalError(f"bonus to {pid} for {reason!r} is already paid ({to_major(decision['amount_minor'])} "
-                                    f"{decision['currency']}, decision {decision['id']}); not paying it again")
+                raise DialevalError(f"bonus to {pid} for {reason!r} is already paid "
+                                    f"({to_major(decision['amount_minor'])} {decision['currency']}, decision "
+                                    f"{decision['id']}); not paying it again")
             if decision["state"] in AMBIGUOUS:
                 raise DialevalError(_pending_message(decision))
             if decision["amount_minor"] != minor:
@@ -139,8 +140,8 @@ def repay(db, decision_id: int) -> str:
         raise DialevalError(f"--bonus-unpaid: bonus decision {decision_id} is {decision['state']}, not {PENDING}")
     ready = decision["updated"] + REPAY_AFTER
     if time.time() < ready:
-        raise DialevalError(f"--bonus-unpaid: wait until {time.strftime('%H:%M', time.localtime(ready))}: Prolific pays "
-                            "bonuses in the minutes after it accepts them, so it may still show up")
+        raise DialevalError(f"--bonus-unpaid: wait until {time.strftime('%H:%M', time.localtime(ready))}: "
+                            "Prolific pays bonuses in the minutes after it accepts them, so it may still show up")
     row = store.one("SELECT * FROM studies WHERE study_id = ? ORDER BY rowid DESC", decision["study_id"])
     client = common.client_for(row["requester_name"], row["api_base_url"])
     try:

@@ -51,7 +51,8 @@ STUDY_REQUIRED = ("name", "description", "external_study_url", "prolific_id_opti
                   "total_available_places", "estimated_completion_time", "reward")
 # from state -> {action: to state}
 STUDY_TRANSITIONS = {"UNPUBLISHED": {"PUBLISH": "ACTIVE"}, "PUBLISHING": {}, "SCHEDULED": {"STOP": "AWAITING REVIEW"},
-                     "AWAITING REVIEW": {"STOP": "AWAITING REVIEW"}, "ACTIVE": {"PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"},
+                     "AWAITING REVIEW": {"STOP": "AWAITING REVIEW"},
+                     "ACTIVE": {"PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"},
                      "PAUSED": {"START": "ACTIVE", "STOP": "AWAITING REVIEW"}}
 FREE_PLACE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}  # submissions in these states give their place back
 PAGE_SIZE = 20  # Prolific's default page size, and the most this fake gives in one page
@@ -109,7 +110,7 @@ class FakeProlificState:
         body = {"results": items[(page - 1) * size:page * size], "meta": {"count": len(items)}}
         if links:
             def href(n):
-                return f"{API.rstrip('/')}{path[len(API) - 1:]}?{urlencode({**{k: v[0] for k, v in query.items()}, 'page': n, 'page_size': size})}"
+                return f"{path}?{urlencode({**{k: v[0] for k, v in query.items()}, 'page': n, 'page_size': size})}"
 
             body["_links"] = {"self": {"href": href(page), "title": "Current"},
                               "next": {"href": href(page + 1) if page < last else None, "title": "Next"},
@@ -489,7 +490,8 @@ class _Handler(BaseHTTPRequestHandler):
         call["answer"] = json.loads(json.dumps(payload))  # a copy: later changes to the state do not show
         if fault:  # the work is done, but the answer is lost: what makes a 5xx on a payment ambiguous
             call["status"] = fault["status"]
-            error = {"error": {"status": fault["status"], "detail": f"injected fault {fault['status']} (after doing the work)"}}
+            detail = f"injected fault {fault['status']} (after doing the work)"
+            error = {"error": {"status": fault["status"], "detail": detail}}
             return fault["status"], error, _retry_after(fault), delay
         call["status"] = status
         return status, payload, {}, delay

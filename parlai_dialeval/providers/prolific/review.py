@@ -101,13 +101,17 @@ def unblock(db, worker_name: str, requester_name: str | None = None) -> None:
 
 
 # ---------------------------------------------------------------- the review table
-def suggest(prolific_status: str, mephisto_status: str, qc: str) -> str:
-    """What to do with one submission, from Prolific's status, Mephisto's and the worker's QC result."""
+def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return") -> str:
+    """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
+    run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
+    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
     if prolific_status == "AWAITING REVIEW":
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
-        if qc == "fail":
+        if qc == "fail" and failed_check == "reject":
             return "reject FAILED_CHECK (failed quality control: read the work first)"
+        if qc == "fail":
+            return "ask to return (failed quality control: message them on Prolific; not a reason to reject)"
         return "approve"
     if prolific_status in ("APPROVED", "REJECTED", "PARTIALLY APPROVED"):
         return "done"
@@ -120,6 +124,14 @@ def suggest(prolific_status: str, mephisto_status: str, qc: str) -> str:
     if prolific_status in ("ACTIVE", "RESERVED"):
         return "wait (still working)"
     return f"check on Prolific (status {prolific_status!r} is new to dialeval)"
+
+
+def failed_check_policy(db, task_run_id: str) -> str:
+    """The run's ``mephisto.provider.failed_check`` (runs launched before the option: ``return``)."""
+    from mephisto.data_model.task_run import TaskRun
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(TaskRun.get(db, task_run_id).args, "provider.failed_check", default=None) or "return"
 
 
 def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
@@ -157,6 +169,7 @@ def review_table(db, task_name: str, data_dir=None):
         finally:
             client.close()
         pending = bonus.settle_all(store, submissions)
+        policy = failed_check_policy(db, run["task_run_id"])
         for sub in submissions:
             # the latest agent: a participant who continued after a resumed launch has two
             row = store.one("SELECT * FROM agents WHERE submission_id = ? ORDER BY rowid DESC", sub["id"])
@@ -168,7 +181,7 @@ def review_table(db, task_name: str, data_dir=None):
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
                          "bonus_paid": to_major(paid),
                          "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
-                         "suggestion": suggest(sub["status"], status, qc),
+                         "suggestion": suggest(sub["status"], status, qc, policy),
                          "agent_id": row["agent_id"] if row else None})
     return pd.DataFrame(rows, columns=["participant", "submission", "study", "prolific_status", "mephisto_status",
                                        "qc", "bonus_paid", "bonus_pending", "suggestion",

@@ -64,6 +64,11 @@ class ProlificProviderArgs(ProviderArgs):
     block_group: str = field(default="dialeval_blocked", metadata={
         "help": "participant group in the workspace holding everyone blocked with `dialeval review --block`; "
                 "every study excludes it"})
+    failed_check: str = field(default="return", metadata={
+        "help": "what `dialeval review` suggests for a submission whose worker failed the task's quality check "
+                "(the QC bot, the acceptability checks): `return` (ask them to return it; never a rejection) or "
+                "`reject` (FAILED_CHECK: only where the check meets Prolific's attention-check policy, e.g. two "
+                "failed checks in a study of 5 minutes or more; docs/crowdsourcing.md)"})
     max_retries: int = field(default=5, metadata={
         "help": "retries of a call answered 429 or 5xx (waiting as Retry-After says, else backing off)"})
     resume_from_run: Optional[str] = field(default=None, metadata={
@@ -99,6 +104,8 @@ def settings(args) -> dict:
             f"mephisto.provider.reward: {to_major(reward_minor)} {currency} for {minutes} minutes is "
             f"{to_major(round(hourly_minor))} {currency}/hour, below Prolific's minimum of "
             f"{to_major(minimum)} {currency}/hour; raise the reward or lower estimated_completion_time")
+    if p.get("failed_check", "return") not in ("return", "reject"):
+        raise DialevalError(f"mephisto.provider.failed_check: `return` or `reject` (got {p.get('failed_check')!r})")
     per_participant = int(p.get("max_submissions_per_participant", 1))
     if per_participant == 0 or per_participant < -1:
         raise DialevalError("mephisto.provider.max_submissions_per_participant: 1 or more, or -1 for no limit "
