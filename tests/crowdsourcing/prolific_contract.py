@@ -6,7 +6,8 @@ reading (never copying):
   client/responses.go (list envelope ``results`` + ``_links`` {self,next,previous,last}{href,title} + ``meta``
   {count}; MeResponse; WorkspaceBalanceResponse; CreateBonusPaymentsResponse; ListWorkspacesResponse and
   ListProjectsResponse with ``meta`` only), client/payloads.go (CreateBonusPaymentsPayload,
-  TransitionSubmissionPayload), client/client.go:1328-1358 (bonus set-up answers 201, pay answers 202),
+  TransitionSubmissionPayload), cmd/submission/transition.go (actions APPROVE, COMPLETE with
+  ``completion_code``, REJECT), client/client.go:1328-1358 (bonus set-up answers 201, pay answers 202),
   model/study.go (Study, CreateStudy, SubmissionsConfig, CompletionCode, statuses), model/submission.go,
   model/participant_group.go, model/model.go (Workspace, Project), model/filter.go.
 - Mephisto: github facebookresearch/Mephisto tag v1.5.2 (672a8f2c02cb88b6e1883d3f27db24d6db935682),
@@ -155,7 +156,7 @@ ENDPOINTS = [
     Endpoint("GET", rf"submissions/{ID}/", answer=SUBMISSION),
     Endpoint("POST", rf"submissions/{ID}/transition/", body=Shape({"action": STR}, {
         "message": STR, "rejection_category": STR, "completion_code": STR, "completion_code_data": DICT}),
-        answer=SUBMISSION, check=_one_of("action", {"APPROVE", "REJECT"})),
+        answer=SUBMISSION, check=_one_of("action", {"APPROVE", "REJECT", "COMPLETE"})),
     Endpoint("POST", r"submissions/bonus-payments/", body=Shape({"study_id": STR, "csv_bonuses": STR}),
              answer=BONUS_SETUP, statuses=frozenset({201}), check=_bonus_csv),
     Endpoint("POST", rf"bulk-bonus-payments/{ID}/pay/", statuses=frozenset({202})),

@@ -65,9 +65,10 @@ def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
     return {k: v[0] for k, v in parse_qs(urlparse(answer.headers["location"]).query).items()}
 
 
-def complete(fake: FakeProlific, code: str, pid: str) -> httpx.Response:
-    """What the page's wrapper does on submit: Prolific's completion URL with the study's code."""
-    return httpx.get(fake.completion_url, params={"cc": code, "participant": pid})
+def back_to_prolific(fake: FakeProlific, pid: str) -> httpx.Response:
+    """What the page's wrapper does on submit: back to Prolific's completion page (no code: the server
+    completes the submission)."""
+    return httpx.get(fake.completion_url, params={"participant": pid})
 
 
 def scale_items(path: Path, n: int = 3) -> Path:
@@ -106,12 +107,13 @@ def submit_static_unit(run, pid: str, final_data) -> None:
 
 
 def finish(run, pid: str) -> None:
-    """The unit is completed in Mephisto; the wrapper sends the participant to Prolific's completion URL
-    with the study's code, and the fake shows the submission awaiting review."""
+    """The unit is completed in Mephisto, which completes the submission on Prolific with the study's
+    code (never sent to the page); the participant lands on Prolific's completion page."""
     agent = run.unit_agent(pid)
     run.wait(lambda: run.live_agent(agent).get_status() == "completed", 20, "the unit completed")
-    assert complete(run.fake, run.study["completion_code"], pid).status_code == 200
-    assert run.submission(pid)["status"] == "AWAITING REVIEW"
+    run.wait(lambda: run.submission(pid)["status"] == "AWAITING REVIEW", 20, "the submission completed")
+    assert run.submission(pid)["study_code"] == run.study["completion_code"]
+    assert "Submission complete" in back_to_prolific(run.fake, pid).text
     assert agent.get_worker().worker_name == pid  # the Prolific participant id is the worker
 
 

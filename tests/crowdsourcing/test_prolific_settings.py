@@ -13,12 +13,23 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
 from parlai_dialeval.providers.prolific.api import ProlificClient, ProlificServerError
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore, save_token
+from parlai_dialeval.providers.prolific.page import render_wrapper
 from parlai_dialeval.providers.prolific.review import suggest
 from parlai_dialeval.providers.prolific.settings import settings
 from parlai_dialeval.providers.prolific.study import publish, sync_places
 
 from .prolific_harness import TOKEN
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
+
+
+def _draft(fake, **fields) -> dict:  # noqa: F811
+    """An unpublished study on the fake, made in its state directly (call under its lock)."""
+    ws = next(iter(fake.state.workspaces))
+    project = fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
+    return fake.state.api_post_studies({}, {
+        "project": project, "name": "n", "description": "d", "external_study_url": "https://x/?{{%PROLIFIC_PID%}}",
+        "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
+        "estimated_completion_time": 10, "reward": 200, **fields})[1]
 
 
 def _args(**provider):
@@ -62,17 +73,28 @@ def test_token_goes_only_to_its_registered_https_address(tmp_path, monkeypatch):
     common.check_api_url("http://127.0.0.1:8765/api/v1/")  # the fake Prolific on this machine
 
 
+def test_the_page_holds_no_completion_code(tmp_path, fake):  # noqa: F811
+    """Issue 26, item 5: the page only sends participants back; going there without the server's
+    COMPLETE leaves the submission unfinished."""
+    text = render_wrapper("https://app.prolific.com/submissions/complete").read_text()
+    assert 'completionUrl: "https://app.prolific.com/submissions/complete"' in text
+    assert "cc=" not in text and "completionCode" not in text
+    with fake.state.lock:
+        study = _draft(fake, completion_codes=[{"code": "SECRET1", "code_type": "COMPLETED", "actions": []}])
+        fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+        _, sub = fake.state.start(study["id"], "PID_X")
+    import httpx
+
+    page = httpx.get(fake.completion_url, params={"participant": "PID_X"})
+    assert "Waiting for the study to confirm" in page.text and sub["status"] == "ACTIVE"
+
+
 @pytest.mark.parametrize("status, published", [("PUBLISHING", True), ("SCHEDULED", True), ("PROCESSING", True),
                                                ("ACTIVE", True), ("UNPUBLISHED", False)])
 def test_a_failed_publish_that_went_out_counts_as_published(fake, status, published):  # noqa: F811
     client = ProlificClient(fake.api_base_url, TOKEN, max_retries=0)
     with fake.state.lock:
-        ws = next(iter(fake.state.workspaces))
-        project = fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-        study = fake.state.api_post_studies({}, {
-            "project": project, "name": "n", "description": "d", "external_study_url": "https://x/?{{%PROLIFIC_PID%}}",
-            "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-            "estimated_completion_time": 10, "reward": 200})[1]
+        study = _draft(fake)
         fake.state.publish_status = status if published else "ACTIVE"
     fake.inject(500, 1, path="transition", after=published)  # published: the work was done, the answer lost
     if published:
@@ -104,12 +126,7 @@ def test_a_refused_places_patch_is_logged_and_caught_up(tmp_path, fake, monkeypa
     save_token(tmp_path, "lab", TOKEN, fake.api_base_url)
     store = ProlificDatastore(tmp_path)
     with fake.state.lock:
-        ws = next(iter(fake.state.workspaces))
-        project = fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-        study = fake.state.api_post_studies({}, {
-            "project": project, "name": "n", "description": "d", "external_study_url": "https://x/?{{%PROLIFIC_PID%}}",
-            "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-            "estimated_completion_time": 10, "reward": 200})[1]
+        study = _draft(fake)
     store.run("INSERT INTO studies (task_run_id, requester_name, api_base_url, study_id, places, launched, status) "
               "VALUES ('7', 'lab', ?, ?, 1, 1, 'published')", fake.api_base_url, study["id"])
     db = SimpleNamespace(get_datastore_for_provider=lambda kind: store)

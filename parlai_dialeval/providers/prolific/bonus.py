@@ -30,7 +30,9 @@ SUBMITTED = {AgentState.STATUS_COMPLETED, AgentState.STATUS_APPROVED, AgentState
              AgentState.STATUS_SOFT_REJECTED}
 # Prolific submissions that were submitted (a bonus goes with one); PROCESSING: a decision under way.
 REVIEWABLE = {"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED", "PROCESSING"}
-AMBIGUOUS = ("paying", "unsure")  # may have been paid: only Prolific's records or the researcher settle it
+# may have been paid: only Prolific's records or the researcher settle it ("pending": ledgers written before
+# these states existed)
+AMBIGUOUS = ("paying", "unsure", "pending")
 PENDING = "pending: check on Prolific"
 REPAY_AFTER = 3600.0  # seconds after the failure before a resend is accepted: Prolific may still be paying
 
@@ -108,7 +110,7 @@ def settle(store, decision, submission: dict) -> bool:
     """Mark an ambiguous bonus paid if Prolific's records show it: the submission has more bonuses than
     before it was recorded, more than the other bonuses we paid it since account for."""
     payments = submission.get("bonus_payments")
-    if payments is None:
+    if payments is None or decision["bonuses_before"] is None:  # nothing to compare with
         return False
     ours_since = [d for d in store.decisions(kind="bonus", submission_id=decision["submission_id"])
                   if d["id"] != decision["id"] and d["state"] == "paid" and d["id"] > decision["id"]]

@@ -12,7 +12,9 @@ calculator. Hooks for people and tests (not part of Prolific's API):
 - ``GET /studies/<id>/start?PROLIFIC_PID=<pid>``: a participant takes a place; redirected to the
   study URL with ``{{%PROLIFIC_PID%}}``, ``{{%STUDY_ID%}}``, ``{{%SESSION_ID%}}`` filled in.
 - ``GET /submissions/complete?cc=<code>``: Prolific's completion page (the participant's session cookie,
-  or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW.
+  or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW; without
+  ``cc`` it shows the submission's state (completed by the researcher's server with the COMPLETE
+  transition, or still waiting for it: the page reloads itself).
 - ``POST /__fake__/faults`` ``{"status": 429, "count": 1, "path": "regex", "method": "POST",
   "retry_after": 1, "after": false, "delay": 0}``: the next ``count`` matching API calls answer ``status``
   (401, 404, 429, 500, 503); with ``after`` the call does its work first and only the answer is lost;
@@ -189,6 +191,14 @@ class FakeProlificState:
             url = url.replace("{{%" + key + "%}}", value)
         return url, sub
 
+    def own_submission(self, submission_id: str | None, pid: str | None) -> dict:
+        """The latest submission of the participant on the completion page."""
+        subs = [s for s in self.submissions.values()
+                if (submission_id and s["id"] == submission_id) or (pid and s["participant_id"] == pid)]
+        if not subs:
+            raise ApiError(404, "no submission of yours")
+        return subs[-1]
+
     def complete(self, code: str, submission_id: str | None, pid: str | None) -> dict:
         subs = [s for s in self.submissions.values()
                 if (submission_id and s["id"] == submission_id) or (pid and s["participant_id"] == pid)]
@@ -319,6 +329,14 @@ class FakeProlificState:
     def api_post_submissions_X_transition(self, sub_id, query, body):
         sub = self.get(self.submissions, sub_id, "submission")
         action = body.get("action")
+        if action == "COMPLETE":  # the researcher's server completes it (Prolific's CLI: submission transition)
+            if sub["status"] != "ACTIVE":
+                raise ApiError(400, f"submission {sub_id} is {sub['status']}, not ACTIVE")
+            codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]]
+            if body.get("completion_code") not in codes:
+                raise ApiError(400, "completion_code: not a code of this study")
+            sub.update(status="AWAITING REVIEW", completed_at=_now(), study_code=body["completion_code"])
+            return sub
         done = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
         if done is None:
             raise ApiError(400, f"unknown action {action!r}")
@@ -508,10 +526,15 @@ class _Handler(BaseHTTPRequestHandler):
         elif method == "GET" and path.rstrip("/") == "/submissions/complete":
             cookie = SimpleCookie(self.headers.get("Cookie") or "")
             session = cookie["fake_prolific_session"].value if "fake_prolific_session" in cookie else None
-            sub = st.complete((query.get("cc") or [""])[0], session, (query.get("participant") or [None])[0])
-            self._send(200, f"<html><body><h1 id='complete'>Submission complete</h1><p>Study {sub['study_id']}, "
-                            f"code {sub['study_code']}: awaiting the researcher's review.</p></body></html>",
-                       content_type="text/html")
+            code, pid = (query.get("cc") or [""])[0], (query.get("participant") or [None])[0]
+            sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            if sub["status"] == "ACTIVE":
+                self._send(200, "<html><head><meta http-equiv='refresh' content='1'></head><body><h1 id='waiting'>"
+                                "Waiting for the study to confirm your submission</h1></body></html>",
+                           content_type="text/html")
+                return
+            self._send(200, f"<html><body><h1 id='complete'>Submission complete</h1><p>Study {sub['study_id']}: "
+                            f"{sub['status'].lower()}.</p></body></html>", content_type="text/html")
         elif method == "GET" and path == "/__fake__/state":
             self._send(200, st.state())
         elif method == "POST" and path == "/__fake__/faults":

@@ -254,7 +254,12 @@ class ProlificAgent(Agent):
         review.reject(self.db, self, reason, category)
 
     def mark_done(self) -> None:
-        """Nothing to tell Prolific: the page sends the participant to the completion URL."""
+        """Mephisto accepted the unit: complete the participant's submission on Prolific with the study's
+        completion code, which never reaches the page (``completion.py``)."""
+        from parlai_dialeval.providers.prolific.completion import complete_submission
+
+        if (self.state.get_data() or {}).get("outputs"):  # Mephisto also ends units nobody submitted
+            complete_submission(self.db, self)
 
     @staticmethod
     def new(db, worker, unit) -> "Agent":

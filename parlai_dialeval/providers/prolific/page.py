@@ -31,10 +31,9 @@ def external_study_url(url: str) -> str:
             f"&SESSION_ID={{{{%SESSION_ID%}}}}")
 
 
-def render_wrapper(completion_url: str, code: str) -> Path:
-    text = WRAPPER_TEMPLATE.read_text()
-    text = text.replace('"__COMPLETION_URL__"', json.dumps(completion_url)).replace(
-        '"__COMPLETION_CODE__"', json.dumps(code))
+def render_wrapper(completion_url: str) -> Path:
+    """The wrapper with the address participants go back to (the completion code stays on the server)."""
+    text = WRAPPER_TEMPLATE.read_text().replace('"__COMPLETION_URL__"', json.dumps(completion_url))
     folder = Path(tempfile.mkdtemp(prefix="dialeval_prolific_js_"))
     path = folder / "wrap_crowd_source.js"
     path.write_text(text)

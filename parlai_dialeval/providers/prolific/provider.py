@@ -40,19 +40,13 @@ class ProlificProvider(CrowdProvider):
 
     @classmethod
     def assert_task_args(cls, args, shared_state) -> None:
-        plan = preflight(args, shared_state)
-        earlier = args.provider.get("resume_from_run")
-        if earlier:  # the resumed study keeps its completion code: participants mid-task submit with it
-            row = ProlificDatastore(common.provider_root()).study_of_run(str(earlier))
-            if row and row.get("completion_code"):
-                plan["code"] = row["completion_code"]
-        cls._plan = plan
-        cls._wrapper = render_wrapper(plan["completion_url"], plan["code"])
+        cls._plan = preflight(args, shared_state)
+        cls._wrapper = render_wrapper(cls._plan["completion_url"])
 
     @classmethod
     def get_wrapper_js_path(cls):
         if cls._wrapper is None:
-            cls._wrapper = render_wrapper(DEFAULT_COMPLETION_URL, "")
+            cls._wrapper = render_wrapper(DEFAULT_COMPLETION_URL)
         return str(cls._wrapper)
 
     def setup_resources_for_task_run(self, task_run, args, shared_state, server_url: str) -> None:

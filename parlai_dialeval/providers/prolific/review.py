@@ -9,6 +9,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import bonus, common
 from parlai_dialeval.providers.prolific.api import ProlificError, ProlificNotFound, to_major
 from parlai_dialeval.providers.prolific.bonus import SUBMITTED
+from parlai_dialeval.providers.prolific.completion import complete
 
 REJECTION_CATEGORIES = ("TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
                         "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER")
@@ -39,7 +40,12 @@ def _decide(db, agent, kind: str, action, **fields):
 
 
 def approve(db, agent) -> None:
-    _decide(db, agent, "approve", lambda c, s, sub: c.transition_submission(sub, "APPROVE"))
+    def complete_then_approve(client, study, submission):
+        if client.submission(submission).get("status") == "ACTIVE":  # our completion did not reach Prolific
+            complete(client, submission, study["completion_code"])
+        return client.transition_submission(submission, "APPROVE")
+
+    _decide(db, agent, "approve", complete_then_approve)
     agent.update_status(AgentState.STATUS_APPROVED)
 
 
@@ -105,7 +111,7 @@ def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: s
     """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
     run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
     its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
-    if prolific_status == "AWAITING REVIEW":
+    if prolific_status == "AWAITING REVIEW" or (prolific_status == "ACTIVE" and mephisto_status in SUBMITTED):
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
         if qc == "fail" and failed_check == "reject":

@@ -45,7 +45,8 @@ class ProlificProviderArgs(ProviderArgs):
         "help": "Prolific's API address; default the one the requester was registered with (the token is only "
                 "ever sent there: to use another, register again with --api-base-url)"})
     completion_url: str = field(default=DEFAULT_COMPLETION_URL, metadata={
-        "help": "where the page sends participants after they submit (?cc=CODE is added)"})
+        "help": "where the page sends participants back to after they submit (the server completes their "
+                "submission on Prolific; the completion code never reaches the page)"})
     public_url: Optional[str] = field(default=None, metadata={
         "help": "the HTTPS address participants reach the task at (your reverse proxy in front of the local "
                 "architect); default: the address the architect reports"})

@@ -42,11 +42,10 @@ def set_up(store, task_run, plan: dict, args, server_url: str) -> str:
         earlier = args.provider.get("resume_from_run")
         study_id = take_over(client, store, str(earlier), task_run) if earlier else None
         if study_id:
-            return (f"Prolific study {study_id} of the interrupted run {earlier} goes on (same places, same "
-                    f"completion code); participants mid-task continue at {url}/?PROLIFIC_PID=...")
+            return (f"Prolific study {study_id} of the interrupted run {earlier} goes on (same places); "
+                    f"participants mid-task continue at {url}/?PROLIFIC_PID=...")
         study_id = create(client, store, task_run, plan, args, url)
-        return (f"Prolific study {study_id} published (completion code in the page); participants start at "
-                f"{url}/?PROLIFIC_PID=...")
+        return (f"Prolific study {study_id} published; participants start at {url}/?PROLIFIC_PID=...")
     finally:
         client.close()
 
