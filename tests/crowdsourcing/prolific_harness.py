@@ -100,6 +100,7 @@ def submit_scale_unit(run, pid: str) -> None:
 def submit_static_unit(run, pid: str, final_data) -> None:
     """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``)."""
     agent = run.unit_agent(pid)
+    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what=f"{pid}'s unit data")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
