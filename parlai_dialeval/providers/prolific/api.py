@@ -3,8 +3,10 @@
 Which calls are retried is decided per call (``retry``): reads, transitions (idempotent on Prolific) and
 bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
 bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
-done: the caller checks (an orphan study is looked up and deleted, a bonus is re-read before paying again).
-The token is sent in a header only and never appears in an error message or in ``repr``.
+done: the caller checks (an orphan study is looked up and deleted; a bonus is left "pending: check on
+Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``).
+The token is sent in a header only, only to ``base_url``, and never appears in an error message or in
+``repr``.
 """
 from __future__ import annotations
 
