@@ -137,3 +137,28 @@ def test_a_refused_places_patch_is_logged_and_caught_up(tmp_path, fake, monkeypa
     store.launch_place("7")
     sync_places(db, "7")
     assert store.study_of_run("7")["places"] == 3 and fake.state.studies[study["id"]]["total_available_places"] == 3
+
+
+def test_review_completes_what_the_server_could_not_before_approving(tmp_path, fake, monkeypatch):  # noqa: F811
+    from parlai_dialeval.providers.prolific import review
+    from parlai_dialeval.providers.prolific.completion import complete_submission
+
+    monkeypatch.setattr(common, "provider_root", lambda: tmp_path)
+    save_token(tmp_path, "lab", TOKEN, fake.api_base_url)
+    store = ProlificDatastore(tmp_path)
+    with fake.state.lock:
+        study = _draft(fake, completion_codes=[{"code": "SECRET2", "code_type": "COMPLETED", "actions": []}])
+        fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+        _, sub = fake.state.start(study["id"], "PID_Y")
+    store.run("INSERT INTO studies (task_run_id, task_name, requester_name, api_base_url, study_id, completion_code, "
+              "status) VALUES ('8', 't', 'lab', ?, ?, 'SECRET2', 'published')", fake.api_base_url, study["id"])
+    db = SimpleNamespace(get_datastore_for_provider=lambda kind: store)
+    statuses = []
+    agent = SimpleNamespace(db_id="3", task_run_id="8", submission_id=lambda: sub["id"], update_status=statuses.append,
+                            get_worker=lambda: SimpleNamespace(worker_name="PID_Y"))
+    fake.inject(404, 2, path="submissions/")  # Prolific cannot be told when the unit is accepted
+    assert complete_submission(db, agent) is False and sub["status"] == "ACTIVE"
+    review.approve(db, agent)
+    assert sub["status"] == "APPROVED" and sub["study_code"] == "SECRET2" and statuses == ["approved"]
+    assert [c["body"].get("action") for c in fake.state.calls if c["path"].endswith("/transition/")][-2:] == [
+        "COMPLETE", "APPROVE"]
