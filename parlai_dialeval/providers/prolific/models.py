@@ -168,23 +168,26 @@ class ProlificUnit(Unit):
         self.set_db_status(AssignmentState.LAUNCHED)
 
     _last_poll: ClassVar[dict] = {}  # unit id -> when Prolific was last asked about its submission
+    _last_sync: ClassVar[dict] = {}  # task run id -> when its places were last compared with its units
 
     def get_status(self) -> str:
         """Mephisto's status; while a participant works on the unit, also Prolific's view of the
         submission, at most once per POLL_SECONDS per unit whoever asks (Mephisto's launcher and its
         run tracker both poll): returned or timed out on Prolific frees the unit."""
         status = super().get_status()
-        if status not in (AssignmentState.ASSIGNED, AssignmentState.LAUNCHED):
-            return status
         now = time.monotonic()
+        if status == AssignmentState.LAUNCHED:  # a place refused at launch is asked for again, once per run
+            if now - self._last_sync.get(self.task_run_id, -POLL_SECONDS) >= POLL_SECONDS:
+                from parlai_dialeval.providers.prolific.study import sync_places
+
+                self._last_sync[self.task_run_id] = now
+                sync_places(self.db, self.task_run_id)
+            return status
+        if status != AssignmentState.ASSIGNED:
+            return status
         if now - self._last_poll.get(self.db_id, -POLL_SECONDS) < POLL_SECONDS:
             return status
         self._last_poll[self.db_id] = now
-        if status == AssignmentState.LAUNCHED:  # a place refused at launch is asked for again
-            from parlai_dialeval.providers.prolific.study import sync_places
-
-            sync_places(self.db, self.task_run_id)
-            return status
         agent = self.get_assigned_agent()
         row = common.datastore(self.db).agent(agent.db_id) if agent is not None else None
         if row is None or not row.get("submission_id"):
