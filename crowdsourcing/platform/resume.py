@@ -6,6 +6,8 @@ interrupted. Launching the same task name again then:
 
 - offers only the work that run had left: for chat tasks its ``num_conversations`` less the units
   finished, for static tasks the data of the assignments not finished (no unit is collected twice);
+- on Prolific, goes on with the interrupted run's study (no second study; the participants' submissions,
+  places and the completion code stay as they were);
 - lets a worker who was mid-HIT continue where they were if they come back within the unit's time
   limit (``assignment_duration_in_seconds``): the world gets their saved record (``RESUMABLE_KEY`` in its
   options) and, for live chat, keeps the finished conversations, slots and model order;
@@ -157,6 +159,10 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
         shared.static_task_data = list(interrupted.left_data)
     else:
         cfg.mephisto.blueprint.num_conversations = interrupted.left
+    if cfg.mephisto.provider.get("_provider_type") == "prolific":
+        # the new run takes over the interrupted run's study (providers/prolific/study.py, take_over): same
+        # places and completion code, so participants mid-task finish there
+        cfg.mephisto.provider.resume_from_run = str(interrupted.run.db_id)
     head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
             f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left} unit(s) "
             f"offered now.")

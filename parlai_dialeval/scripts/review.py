@@ -32,6 +32,10 @@ class Review(ParlaiScript):
         parser.add_argument("--bonus", nargs=2, default=None, metavar=("WORKER", "AMOUNT"),
                             help="pay this participant a bonus of AMOUNT in the study's currency, major units "
                                  "(0.50 = 50 pence); needs --reason; paid once per submission and reason")
+        parser.add_argument("--bonus-unpaid", type=int, default=None, metavar="DECISION",
+                            help="a bonus shown as 'pending: check on Prolific' (Prolific failed while paying it, so "
+                                 "it may or may not be paid): you checked on app.prolific.com that it was NOT paid; "
+                                 "send it again (refused if Prolific's records now show it paid)")
         parser.add_argument("--reason", default=None,
                             help="with --bonus: why (the participant sees it); with --block: a note for the ledger")
         parser.add_argument("--block", default=None, metavar="WORKER",
@@ -53,7 +57,7 @@ class Review(ParlaiScript):
             raise DialevalError(f"no Mephisto database at {database_path(data_dir)}; give --mephisto-data")
         from mephisto.abstractions.databases.local_database import LocalMephistoDB
 
-        from parlai_dialeval.providers.prolific import review
+        from parlai_dialeval.providers.prolific import bonus, review
 
         db = LocalMephistoDB(database_path=str(database_path(data_dir)))
         table, note = review.review_table(db, opt["task_name"], data_dir)
@@ -63,7 +67,9 @@ class Review(ParlaiScript):
             done.append(f"rejected {opt['reject']} ({opt['category']})")
         if opt["bonus"]:
             worker, amount = opt["bonus"]
-            done.append(review.pay_bonus(db, review.agent_of(db, table, worker, "--bonus"), amount, opt["reason"]))
+            done.append(bonus.pay(db, review.agent_of(db, table, worker, "--bonus"), amount, opt["reason"]))
+        if opt["bonus_unpaid"] is not None:
+            done.append(bonus.repay(db, opt["bonus_unpaid"]))
         if opt["block"]:
             review.block(db, opt["block"], opt["reason"] or "blocked with dialeval review")
             done.append(f"blocked {opt['block']} from later studies")

@@ -3,6 +3,9 @@
 study URL the fake hands out, redirected to the task with PROLIFIC_PID, STUDY_ID and SESSION_ID."""
 from __future__ import annotations
 
+import re
+import subprocess
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -12,7 +15,8 @@ import pytest
 from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
 
-from .protocol_harness import MockRun
+from .prolific_contract import violations
+from .protocol_harness import DIALEVAL, CliRun, MockRun
 
 TOKEN = "tok-Secret-7f3a9c1e5b"  # distinctive, so a leak is found by grep
 REQUESTER = "lab"
@@ -25,9 +29,11 @@ def fake_prolific(**kwargs) -> FakeProlific:
 
 @pytest.fixture
 def fake():
-    """A running fake Prolific (import this fixture into a test module)."""
+    """A running fake Prolific (import this fixture into a test module); afterwards every call made to it
+    must fit Prolific's contract (prolific_contract.py), requests and answers."""
     with fake_prolific() as server:
         yield server
+    assert violations(server.state.calls) == []
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
@@ -59,9 +65,10 @@ def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
     return {k: v[0] for k, v in parse_qs(urlparse(answer.headers["location"]).query).items()}
 
 
-def complete(fake: FakeProlific, code: str, pid: str) -> httpx.Response:
-    """What the page's wrapper does on submit: Prolific's completion URL with the study's code."""
-    return httpx.get(fake.completion_url, params={"cc": code, "participant": pid})
+def back_to_prolific(fake: FakeProlific, pid: str) -> httpx.Response:
+    """What the page's wrapper does on submit: back to Prolific's completion page (no code: the server
+    completes the submission)."""
+    return httpx.get(fake.completion_url, params={"participant": pid})
 
 
 def scale_items(path: Path, n: int = 3) -> Path:
@@ -93,6 +100,7 @@ def submit_scale_unit(run, pid: str) -> None:
 def submit_static_unit(run, pid: str, final_data) -> None:
     """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``)."""
     agent = run.unit_agent(pid)
+    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what=f"{pid}'s unit data")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
@@ -100,12 +108,13 @@ def submit_static_unit(run, pid: str, final_data) -> None:
 
 
 def finish(run, pid: str) -> None:
-    """The unit is completed in Mephisto; the wrapper sends the participant to Prolific's completion URL
-    with the study's code, and the fake shows the submission awaiting review."""
+    """The unit is completed in Mephisto, which completes the submission on Prolific with the study's
+    code (never sent to the page); the participant lands on Prolific's completion page."""
     agent = run.unit_agent(pid)
     run.wait(lambda: run.live_agent(agent).get_status() == "completed", 20, "the unit completed")
-    assert complete(run.fake, run.study["completion_code"], pid).status_code == 200
-    assert run.submission(pid)["status"] == "AWAITING REVIEW"
+    run.wait(lambda: run.submission(pid)["status"] == "AWAITING REVIEW", 20, "the submission completed")
+    assert run.submission(pid)["study_code"] == run.study["completion_code"]
+    assert "Submission complete" in back_to_prolific(run.fake, pid).text
     assert agent.get_worker().worker_name == pid  # the Prolific participant id is the worker
 
 
@@ -144,3 +153,27 @@ class ProlificMockRun(MockRun):
 
     def submission(self, pid: str) -> dict:
         return [s for s in self.fake.state.submissions.values() if s["participant_id"] == pid][-1]
+
+
+class ProlificCliRun(CliRun):
+    """`dialeval launch TASK ... mephisto/provider=prolific` (live_chat_da unless ``task``): ready once the
+    launch says which Prolific study it serves (there is no worker URL to print: participants come from
+    Prolific); ``study`` is that study on the fake; ``stop`` as ``CliRun``."""
+
+    def __init__(self, tmp_path, fake, overrides: list[str], data_dir: Path | None = None, task: str = "live_chat_da"):
+        self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.log_path = tmp_path / "launch.log"
+        self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
+                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.url, self.router_pid, end = None, None, time.time() + 180
+        served = None
+        while time.time() < end and not (self.router_pid and served) and self.proc.poll() is None:
+            found = re.search(r"Server running locally with pid (\d+)", self.log())
+            self.router_pid = int(found[1]) if found else None
+            served = re.search(r"^Prolific study (\S+) ", self.log(), re.M)
+            time.sleep(0.5)
+        if not served or served[1] not in fake.state.studies:
+            self.stop()
+            raise AssertionError("no study published:\n" + self.log()[-3000:])
+        self.study = fake.state.studies[served[1]]

@@ -54,8 +54,8 @@ def _launch_fails(tmp_path, fake, monkeypatch, port, extra=(), faults=()):
 
 def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, capsys):
     with fake.state.lock:
-        for ws in fake.state.workspaces.values():
-            ws["available_balance"] = 500  # 5.00 GBP
+        for balance in fake.state.balances.values():
+            balance["available_balance"] = 500  # 5.00 GBP
     message, db = _launch_fails(tmp_path, fake, monkeypatch, 3308)
     # 3 places x 2.50 GBP = 7.50 + 33.3% fees (the fake's cost calculator) = 10.00 GBP
     assert "the run costs 10.00 GBP" in message and "has 5.00 GBP" in message
@@ -142,3 +142,25 @@ def test_launch_without_registered_requester(tmp_path, capsys):
                      "mephisto.architect.port=3313", "--mephisto-data", str(tmp_path / "mephisto")])
     err = capsys.readouterr().err
     assert code == 2 and "no Prolific requester" in err and "dialeval prolific register NAME" in err
+
+
+def test_refused_places_do_not_stop_units_launching(tmp_path, fake, monkeypatch):
+    """A PATCH of the study's places that fails is logged, never raised out of ProlificUnit.launch (it
+    would end Mephisto's unit-launch thread); a later status poll gives the study its places."""
+    data = tmp_path / "mephisto"
+    register(data, fake, monkeypatch)
+    fake.inject(500, 2, path=r"studies/[^/]+/$", method="PATCH")  # the places of units 2 and 3
+    run = ProlificMockRun("scale_designs", data, 3315, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 3),
+                                                                             "sd_places"))
+    try:
+        def units():
+            return run.db.find_units(task_run_id=run.live_run.task_run.db_id)
+
+        run.wait(lambda: [u.get_status() for u in units()] == ["launched"] * 3, what="all three units launched")
+        study = fake.state.studies[run.study["study_id"]]
+        type(units()[0])._last_sync.clear()
+        units()[0].get_status()  # as Mephisto's launcher does every 10 s
+        assert study["total_available_places"] == 3
+        assert [c["status"] for c in fake.state.calls if c["method"] == "PATCH"] == [500, 500, 200]
+    finally:
+        run.shutdown()

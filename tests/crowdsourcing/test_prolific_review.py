@@ -1,6 +1,6 @@
-"""The review, pay and block loop on Prolific, against the fake: a bonus is paid exactly once through a
-429 on the set-up and a 500 on pay (also when the 500 comes after Prolific paid), a second request for the
-same submission and reason is refused; bad requests leave the ledger and Prolific untouched; `dialeval
+"""The review, pay and block loop on Prolific, against the fake: a bonus is paid once, a second request for
+the same submission and reason is refused, one left pending by a 500 after Prolific paid is settled by the review
+table from Prolific's records; bad requests leave the ledger and Prolific untouched; `dialeval
 review` lists and approves; a blocked participant cannot enter the next study."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def dialeval(capsys):
 
 
 def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
-    from parlai_dialeval.providers.prolific import review
+    from parlai_dialeval.providers.prolific import bonus, review
 
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
@@ -70,36 +70,19 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     db = run.db
     store = run.store
 
-    # 429 on the set-up, 500 on pay: one payment, after the retries
-    fake.inject(429, 1, path=r"submissions/bonus-payments/$", method="POST", retry_after=0.2)
-    fake.inject(500, 1, path=r"/pay/$")
-    assert "paid 0.75 GBP to PID_A" in review.pay_bonus(db, agent_a, "0.75", "careful ratings")
-    assert [(p["participant_id"], p["amount"]) for p in fake.state.payments] == [("PID_A", 75)]
-    pay_calls = [c["status"] for c in fake.state.calls if c["path"].endswith("/pay/")]
-    assert pay_calls == [500, 202]
+    # a bonus through the ledger (every fault around `pay`: test_prolific_money.py); a 500 after Prolific
+    # paid is "pending: check on Prolific", and the review table settles it from Prolific's records
+    assert "paid 0.75 GBP to PID_A" in bonus.pay(db, agent_a, "0.75", "careful ratings")
     with pytest.raises(DialevalError, match="already paid"):
-        review.pay_bonus(db, agent_a, "0.75", "careful ratings")
-    # a 500 that comes after Prolific paid: found paid by re-reading the submission, not paid again
+        bonus.pay(db, agent_a, "0.75", "careful ratings")
     fake.inject(500, 1, path=r"/pay/$", after=True)
-    review.pay_bonus(db, agent_a, "0.25", "second unit of effort")
+    with pytest.raises(DialevalError, match="pending: check on Prolific"):
+        bonus.pay(db, agent_a, "0.25", "second unit of effort")
     assert [(p["participant_id"], p["amount"]) for p in fake.state.payments] == [("PID_A", 75), ("PID_A", 25)]
+    assert [d["state"] for d in store.decisions(kind="bonus")] == ["paid", "unsure"]
+    done = dialeval("review", "sd_review", "--mephisto-data", str(data))
+    assert done.returncode == 0 and "check on Prolific" not in done.stdout, done.stdout
     assert [d["state"] for d in store.decisions(kind="bonus")] == ["paid", "paid"]
-    # a crash after Prolific paid but before the ledger said so: the next request finds it paid
-    set_decision = type(store).set_decision
-
-    def crash_when_paid(self, decision_id, **fields):
-        if fields.get("state") == "paid":
-            raise KeyboardInterrupt("crash")
-        set_decision(self, decision_id, **fields)
-
-    monkeypatch.setattr(type(store), "set_decision", crash_when_paid)
-    with pytest.raises(KeyboardInterrupt):
-        review.pay_bonus(db, agent_a, "0.10", "bonus interrupted")
-    monkeypatch.setattr(type(store), "set_decision", set_decision)
-    with pytest.raises(DialevalError, match="was already paid"):
-        review.pay_bonus(db, agent_a, "0.10", "bonus interrupted")
-    assert [p["amount"] for p in fake.state.payments] == [75, 25, 10]
-    assert store.decisions(reason="bonus interrupted")[0]["state"] == "paid"
 
     # bad requests: one clear line, nothing recorded, nothing sent
     def writes():
@@ -107,7 +90,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
 
     calls = len(writes())
     with pytest.raises(DialevalError, match="PID_B never submitted"):
-        review.pay_bonus(db, agent_b, "1.00", "trying")
+        bonus.pay(db, agent_b, "1.00", "trying")
     with pytest.raises(DialevalError, match="at least 100 characters"):
         review.reject(db, agent_a, "too short", "LOW_EFFORT")
     with pytest.raises(DialevalError, match="not one of Prolific's"):
@@ -122,7 +105,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     done = dialeval("review", "sd_review", "--bonus", "PID_A", "0.75", "--reason", "careful ratings",
                      "--mephisto-data", str(data))
     assert done.returncode == 2 and "already paid" in done.stderr + done.stdout, done.stderr[-2000:]
-    assert len(fake.state.payments) == 3
+    assert len(fake.state.payments) == 2
     done = dialeval("review", "sd_review", "--bonus", "PID_NOBODY", "1", "--reason", "x", "--mephisto-data", str(data))
     assert done.returncode == 2 and "'PID_NOBODY' has no submission" in done.stderr + done.stdout
     reason = ("Every rating in this submission is the same value and the task took a few seconds, so we cannot "
@@ -165,7 +148,8 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
 
 def test_review_and_register_help_explain_every_option(capsys):
     for command, options in (("review", ["--approve-passing", "--reject", "--message", "--category", "--bonus",
-                                         "--reason", "--block", "--mephisto-data", "100 characters", "FAILED_CHECK"]),
+                                         "--reason", "--block", "--bonus-unpaid", "--mephisto-data", "100 characters",
+                                         "FAILED_CHECK"]),
                              ("prolific", ["register", "--token-env", "--token-file", "--api-base-url"])):
         with pytest.raises(SystemExit) as exited:
             main([command, "--help"])

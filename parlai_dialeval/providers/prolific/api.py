@@ -3,8 +3,10 @@
 Which calls are retried is decided per call (``retry``): reads, transitions (idempotent on Prolific) and
 bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
 bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
-done: the caller checks (an orphan study is looked up and deleted, a bonus is re-read before paying again).
-The token is sent in a header only and never appears in an error message or in ``repr``.
+done: the caller checks (an orphan study is looked up and deleted; a bonus is left "pending: check on
+Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``).
+The token is sent in a header only, only to ``base_url``, and never appears in an error message or in
+``repr``.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
 RETRY_ON_429 = frozenset({429})
 RETRY_ON_429_5XX = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After means the caller should come back later
+DEFAULT_TIMEOUT = 30.0  # seconds per request; a pay call that times out is ambiguous (review.py)
+PAGE_SIZE = 100  # items asked per page of a list (Prolific's default is 20; Dallinger asks 100 of the live API)
 
 
 # httpx logs every request at INFO under Mephisto's logging set-up; our own messages say what matters.
@@ -89,13 +93,25 @@ def _detail(response) -> str:
     return str(detail)[:300]
 
 
+def _more_pages(body: dict, read: int, batch: int) -> bool:
+    links = body.get("_links")
+    if isinstance(links, dict) and "next" in links:
+        nxt = links["next"]
+        return bool(nxt.get("href") if isinstance(nxt, dict) else nxt)
+    count = (body.get("meta") or {}).get("count")
+    if isinstance(count, int):
+        return read < count
+    return batch >= PAGE_SIZE  # no links, no count: a full page may have a successor
+
+
 class ProlificClient:
     """``ProlificClient(base_url, token)``; ``call(method, path, json=..., retry=...)`` returns the JSON."""
 
-    def __init__(self, base_url: str, token: str, timeout: float = 30.0, max_retries: int = 5,
+    def __init__(self, base_url: str, token: str, timeout: float | None = None, max_retries: int = 5,
                  backoff: float = 1.0, sleep=time.sleep):
         import httpx
 
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.base_url = base_url.rstrip("/") + "/"
         self.max_retries, self.backoff, self.sleep = max_retries, backoff, sleep
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
@@ -150,11 +166,25 @@ class ProlificClient:
         return self.call("GET", "users/me/")
 
     def results(self, path: str, params=None) -> list[dict]:
-        return self.call("GET", path, params=params)["results"]
+        """Every item of a list endpoint, page after page (``page``/``page_size``) until Prolific's
+        ``_links.next`` is null (or, where a list carries no links, until ``meta.count`` items are read).
+        The next page is asked by number rather than by following the ``next`` address, so that the token
+        only ever goes to ``base_url``."""
+        items: list[dict] = []
+        page = 1
+        while True:
+            body = self.call("GET", path, params={**(params or {}), "page": page, "page_size": PAGE_SIZE})
+            batch = body["results"] or []
+            items.extend(batch)
+            if not batch or not _more_pages(body, len(items), len(batch)):
+                return items
+            page += 1
 
-    def cost(self, reward_minor: int, places: int) -> dict:
+    def cost(self, reward_minor: int, places: int) -> int:
+        """What ``places`` places at ``reward_minor`` cost with Prolific's fees (minor units): the cost
+        calculator answers ``total_cost`` only."""
         return self.call("POST", "study-cost-calculator/",
-                         json={"reward": reward_minor, "total_available_places": places})
+                         json={"reward": reward_minor, "total_available_places": places})["total_cost"]
 
     def balance(self, workspace_id: str) -> dict:
         return self.call("GET", f"workspaces/{workspace_id}/balance/")
@@ -167,6 +197,10 @@ class ProlificClient:
 
     def submissions(self, study_id: str) -> list[dict]:
         return self.results("submissions/", params={"study": study_id})
+
+    def groups(self, workspace_id: str) -> list[dict]:
+        """The workspace's participant groups that are not deleted (deletes are soft on Prolific)."""
+        return self.results("participant-groups/", params={"workspace_id": workspace_id, "active": "true"})
 
     def transition_submission(self, submission_id: str, action: str, message: str | None = None,
                               category: str | None = None) -> dict:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlparse
 
+from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific.api import ProlificClient
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore, load_credentials
 
@@ -20,16 +22,36 @@ def datastore(db) -> ProlificDatastore:
     return db.get_datastore_for_provider(PROVIDER_TYPE)
 
 
+def registered_url(name: str, asked: str | None) -> tuple[str, str]:
+    """(token, API address) of requester ``name``: the token goes only to the https address it was
+    registered with (or a loopback one: the fake Prolific), never to another the launch names."""
+    creds = load_credentials(provider_root(), name)
+    registered = creds["api_base_url"].rstrip("/") + "/"
+    if asked and asked.rstrip("/") + "/" != registered:
+        raise DialevalError(f"mephisto.provider.api_base_url: requester {name!r} was registered for {registered}; "
+                            f"its token is sent nowhere else. To use {asked}, run `dialeval prolific register {name} "
+                            f"--api-base-url {asked}`")
+    check_api_url(registered)
+    return creds["token"], registered
+
+
+def check_api_url(url: str) -> None:
+    """https, or http on this machine's loopback (a fake Prolific): never a token in clear over a network."""
+    parsed = urlparse(url)
+    local = parsed.hostname in ("127.0.0.1", "localhost", "::1")
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and local):
+        raise DialevalError(f"{url}: the Prolific API address must be https:// (http only on 127.0.0.1, for a "
+                            "fake Prolific); the token would travel in clear")
+
+
 def client_for(requester_name: str, api_base_url: str | None = None, max_retries: int = 5) -> ProlificClient:
-    """A client with the requester's registered token, for ``api_base_url`` (default: the registered one)."""
-    creds = load_credentials(provider_root(), requester_name)
-    return ProlificClient(api_base_url or creds["api_base_url"], creds["token"], max_retries=max_retries)
+    """A client with the requester's registered token, for the address it was registered with."""
+    token, url = registered_url(requester_name, api_base_url)
+    return ProlificClient(url, token, max_retries=max_retries)
 
 
 def client_for_run(db, task_run_id: str) -> tuple[ProlificClient, dict]:
     """(client, studies row) for a task run launched on Prolific."""
-    from parlai_dialeval.errors import DialevalError
-
     study = datastore(db).study_of_run(task_run_id)
     if study is None or not study.get("study_id"):
         raise DialevalError(f"task run {task_run_id} has no Prolific study (was it launched with "

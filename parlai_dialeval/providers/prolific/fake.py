@@ -12,10 +12,19 @@ calculator. Hooks for people and tests (not part of Prolific's API):
 - ``GET /studies/<id>/start?PROLIFIC_PID=<pid>``: a participant takes a place; redirected to the
   study URL with ``{{%PROLIFIC_PID%}}``, ``{{%STUDY_ID%}}``, ``{{%SESSION_ID%}}`` filled in.
 - ``GET /submissions/complete?cc=<code>``: Prolific's completion page (the participant's session cookie,
-  or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW.
+  or ``&participant=<pid>``, says whose submission): the right code moves it to AWAITING REVIEW; without
+  ``cc`` it shows the submission's state (completed by the researcher's server with the COMPLETE
+  transition, or still waiting for it: the page reloads itself).
 - ``POST /__fake__/faults`` ``{"status": 429, "count": 1, "path": "regex", "method": "POST",
-  "retry_after": 1, "after": false}``: the next ``count`` matching API calls answer ``status`` (401, 404,
-  429, 500, 503); with ``after`` the call does its work first and only the answer is lost.
+  "retry_after": 1, "after": false, "delay": 0}``: the next ``count`` matching API calls answer ``status``
+  (401, 404, 429, 500, 503); with ``after`` the call does its work first and only the answer is lost;
+  ``delay`` holds the answer that many seconds (a client's timeout).
+
+Lists page as Prolific's do: ``page``/``page_size`` (at most 20 a page here, Prolific's default), with
+``_links`` (``next.href`` null on the last page) and ``meta.count``; workspaces and projects carry only
+``meta`` (as in Prolific's CLI, client/responses.go); a page past the end is a 404. Bonuses paid show in
+the submission's ``bonus_payments`` only ``bonus_delay`` seconds later (Prolific pays "in the following
+minutes"). Every call is logged with its query, body and answer (``calls``) for the contract tests.
 - ``GET /__fake__/state``, ``POST /__fake__/balance`` ``{"available_balance": pence}``,
   ``POST /__fake__/return`` ``{"submission_id": id}`` (the participant returns the study).
 
@@ -43,9 +52,12 @@ REJECTION_CATEGORIES = {"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INC
 STUDY_REQUIRED = ("name", "description", "external_study_url", "prolific_id_option", "completion_codes",
                   "total_available_places", "estimated_completion_time", "reward")
 # from state -> {action: to state}
-STUDY_TRANSITIONS = {"UNPUBLISHED": {"PUBLISH": "ACTIVE"}, "ACTIVE": {"PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"},
+STUDY_TRANSITIONS = {"UNPUBLISHED": {"PUBLISH": "ACTIVE"}, "PUBLISHING": {}, "SCHEDULED": {"STOP": "AWAITING REVIEW"},
+                     "AWAITING REVIEW": {"STOP": "AWAITING REVIEW"},
+                     "ACTIVE": {"PAUSE": "PAUSED", "STOP": "AWAITING REVIEW"},
                      "PAUSED": {"START": "ACTIVE", "STOP": "AWAITING REVIEW"}}
-FREE_PLACE = {"RETURNED", "TIMED-OUT"}  # submissions in these states give their place back
+FREE_PLACE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}  # submissions in these states give their place back
+PAGE_SIZE = 20  # Prolific's default page size, and the most this fake gives in one page
 
 
 class ApiError(Exception):
@@ -58,10 +70,14 @@ class FakeProlificState:
     """Everything the fake knows; every method runs under one lock (the server is threaded)."""
 
     def __init__(self, token: str = "fake-token", balance: int = 100_000, currency: str = "GBP",
-                 fee_rate: float = 0.333, min_hourly_minor: int = 600):
+                 fee_rate: float = 0.333, min_hourly_minor: int | None = None, bonus_delay: float = 0.0):
         self.lock = threading.RLock()
         self.tokens = {token}
-        self.fee_rate, self.min_hourly_minor = fee_rate, min_hourly_minor
+        self.fee_rate, self.bonus_delay = fee_rate, bonus_delay
+        # Prolific's minimum: 6 GBP or 8 USD an hour
+        self.min_hourly_minor = min_hourly_minor or {"USD": 800}.get(currency, 600)
+        self.publish_status = "ACTIVE"  # what PUBLISH moves a study to (tests set PUBLISHING or SCHEDULED)
+        self.unseen_bonuses: list[tuple[float, str, int]] = []  # (visible at, submission id, amount)
         self.ids = itertools.count(1)
         self.workspaces: dict[str, dict] = {}
         self.projects: dict[str, dict] = {}
@@ -72,9 +88,47 @@ class FakeProlificState:
         self.faults: list[dict] = []
         self.calls: list[dict] = []  # every API call: method, path, status, time
         self.payments: list[dict] = []  # every bonus actually paid: participant_id, amount, setup id
+        self.balances: dict[str, dict] = {}
+        self.add_workspace("My workspace", currency, balance)
+
+    def add_workspace(self, title: str, currency: str = "GBP", balance: int = 0) -> dict:
         ws = self.new_id("ws")
-        self.workspaces[ws] = {"id": ws, "title": "My workspace", "currency_code": currency,
-                               "available_balance": balance, "total_balance": balance}
+        self.workspaces[ws] = {"id": ws, "title": title, "description": "", "users": []}
+        self.balances[ws] = {"currency_code": currency, "total_balance": balance, "available_balance": balance}
+        return self.workspaces[ws]
+
+    def page(self, items: list, query: dict, path: str, links: bool = True) -> dict:
+        """One page of a list, as Prolific answers it."""
+        def number(key, default):
+            try:
+                return int((query.get(key) or [default])[0])
+            except ValueError:
+                raise ApiError(400, f"{key} must be an integer") from None
+
+        size, page = max(1, min(number("page_size", PAGE_SIZE), PAGE_SIZE)), number("page", 1)
+        last = max(1, -(-len(items) // size))
+        if page < 1 or page > last:
+            raise ApiError(404, "Invalid page.")
+        body = {"results": items[(page - 1) * size:page * size], "meta": {"count": len(items)}}
+        if links:
+            def href(n):
+                return f"{path}?{urlencode({**{k: v[0] for k, v in query.items()}, 'page': n, 'page_size': size})}"
+
+            body["_links"] = {"self": {"href": href(page), "title": "Current"},
+                              "next": {"href": href(page + 1) if page < last else None, "title": "Next"},
+                              "previous": {"href": href(page - 1) if page > 1 else None, "title": "Previous"},
+                              "last": {"href": href(last), "title": "Last"}}
+        return body
+
+    def show_paid_bonuses(self) -> None:
+        """Bonuses paid at least ``bonus_delay`` seconds ago appear in their submission's bonus_payments."""
+        now, unseen = time.time(), []
+        for due, sub_id, amount in self.unseen_bonuses:
+            if due <= now:
+                self.submissions[sub_id]["bonus_payments"].append(amount)
+            else:
+                unseen.append((due, sub_id, amount))
+        self.unseen_bonuses = unseen
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self.ids):04d}{uuid.uuid4().hex[:16]}"
@@ -90,12 +144,13 @@ class FakeProlificState:
 
     def state(self) -> dict:
         def plain(obj):
-            return {k: sorted(v) if isinstance(v, set) else v for k, v in obj.items()}
+            return {k: sorted(v) if k == "participants" else v for k, v in obj.items()}
 
         return {"workspaces": list(self.workspaces.values()), "projects": list(self.projects.values()),
                 "studies": list(self.studies.values()), "submissions": list(self.submissions.values()),
                 "bonuses": list(self.bonuses.values()), "groups": [plain(g) for g in self.groups.values()],
-                "payments": self.payments, "calls": self.calls, "faults": self.faults}
+                "balances": self.balances, "payments": self.payments, "calls": self.calls,
+                "faults": self.faults}
 
     def excluded(self, study: dict, pid: str) -> str | None:
         """Why ``pid`` may not take part in ``study`` (None when eligible)."""
@@ -117,7 +172,9 @@ class FakeProlificState:
         study = self.get(self.studies, study_id, "study")
         if study["status"] != "ACTIVE":
             raise ApiError(409, f"study {study_id} is {study['status']}, not ACTIVE")
-        if any(s["participant_id"] == pid and s["study_id"] == study_id for s in self.submissions.values()):
+        allowed = (study.get("submissions_config") or {}).get("max_submissions_per_participant", 1)
+        done = sum(1 for s in self.submissions.values() if s["participant_id"] == pid and s["study_id"] == study_id)
+        if allowed != -1 and done >= allowed:
             raise ApiError(409, f"participant {pid} already took part in study {study_id}")
         why = self.excluded(study, pid)
         if why:
@@ -127,12 +184,20 @@ class FakeProlificState:
             raise ApiError(409, f"study {study_id} has no free places "
                                 f"({taken} of {study['total_available_places']} taken)")
         sub = {"id": self.new_id("sub"), "study_id": study_id, "participant_id": pid, "status": "ACTIVE",
-               "started_at": time.time(), "completed_at": None, "study_code": None, "bonus_payments": []}
+               "started_at": _now(), "completed_at": None, "study_code": None, "bonus_payments": []}
         self.submissions[sub["id"]] = sub
         url = study["external_study_url"]
         for key, value in (("PROLIFIC_PID", pid), ("STUDY_ID", study_id), ("SESSION_ID", sub["id"])):
             url = url.replace("{{%" + key + "%}}", value)
         return url, sub
+
+    def own_submission(self, submission_id: str | None, pid: str | None) -> dict:
+        """The latest submission of the participant on the completion page."""
+        subs = [s for s in self.submissions.values()
+                if (submission_id and s["id"] == submission_id) or (pid and s["participant_id"] == pid)]
+        if not subs:
+            raise ApiError(404, "no submission of yours")
+        return subs[-1]
 
     def complete(self, code: str, submission_id: str | None, pid: str | None) -> dict:
         subs = [s for s in self.submissions.values()
@@ -144,7 +209,7 @@ class FakeProlificState:
         codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]]
         if code not in codes:
             raise ApiError(400, f"completion code {code!r} is not this study's")
-        sub.update(status="AWAITING REVIEW", completed_at=time.time(), study_code=code)
+        sub.update(status="AWAITING REVIEW", completed_at=_now(), study_code=code)
         return sub
 
     # ------------------------------------------------------------------ API
@@ -157,6 +222,7 @@ class FakeProlificState:
     def handle(self, method: str, path: str, query: dict, body: dict, token: str | None):
         if token not in self.tokens:
             raise ApiError(401, "Invalid token.")
+        self.show_paid_bonuses()
         parts = [p for p in path[len(API):].split("/") if p]
         route = "/".join(p if not re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p) else "{id}" for p in parts)
         ids = [p for p in parts if re.match(r"^(ws|prj|stu|sub|bon|grp)\d{4}", p)]
@@ -164,44 +230,41 @@ class FakeProlificState:
         handler = getattr(self, f"api_{method.lower()}_{name}", None)
         if handler is None:
             raise ApiError(404, f"no such endpoint: {method} {path}")
-        return handler(*ids, query=query, body=body)
+        result = handler(*ids, query=query, body=body)
+        if isinstance(result, tuple) and result[0] in ("links", "meta"):
+            return self.page(result[1], query, path, links=result[0] == "links")
+        return result
 
     def api_get_users_me(self, query, body):
         return {"id": "researcher01", "name": "Fake Researcher", "email": "researcher@example.org"}
 
+    # a handler answering ("links" | "meta", items) is paged by ``handle``
     def api_get_workspaces(self, query, body):
-        return {"results": list(self.workspaces.values())}
+        return "meta", list(self.workspaces.values())
 
     def api_post_workspaces(self, query, body):
-        ws = self.new_id("ws")
-        self.workspaces[ws] = {"id": ws, "title": body.get("title", ""), "currency_code": "GBP",
-                               "available_balance": 0, "total_balance": 0}
-        return 201, self.workspaces[ws]
+        return 201, self.add_workspace(body.get("title", ""))
 
     def api_get_workspaces_X_balance(self, ws, query, body):
-        w = self.get(self.workspaces, ws, "workspace")
-        return {"currency_code": w["currency_code"], "total_balance": w["total_balance"],
-                "available_balance": w["available_balance"]}
+        self.get(self.workspaces, ws, "workspace")
+        return dict(self.balances[ws])
 
     def api_get_workspaces_X_projects(self, ws, query, body):
         self.get(self.workspaces, ws, "workspace")
-        return {"results": [p for p in self.projects.values() if p["workspace"] == ws]}
+        return "meta", [p for p in self.projects.values() if p["workspace"] == ws]
 
     def api_post_workspaces_X_projects(self, ws, query, body):
         self.get(self.workspaces, ws, "workspace")
         pid = self.new_id("prj")
-        self.projects[pid] = {"id": pid, "title": body.get("title", ""), "workspace": ws}
+        self.projects[pid] = {"id": pid, "title": body.get("title", ""), "description": body.get("description", ""),
+                              "workspace": ws}
         return 201, self.projects[pid]
-
-    def cost(self, reward: int, places: int) -> dict:
-        rewards = int(reward) * int(places)
-        fees = round(rewards * self.fee_rate)
-        return {"total_cost": rewards + fees, "base_cost": rewards + fees, "rewards": rewards, "fees": fees, "vat": 0}
 
     def api_post_study_cost_calculator(self, query, body):
         if not isinstance(body.get("reward"), int) or not isinstance(body.get("total_available_places"), int):
             raise ApiError(400, "reward and total_available_places must be integers (reward in minor units)")
-        return self.cost(body["reward"], body["total_available_places"])
+        rewards = body["reward"] * body["total_available_places"]
+        return {"total_cost": rewards + round(rewards * self.fee_rate)}
 
     def api_post_studies(self, query, body):
         missing = [k for k in STUDY_REQUIRED if k not in body]
@@ -222,7 +285,7 @@ class FakeProlificState:
 
     def api_get_projects_X_studies(self, project, query, body):
         self.get(self.projects, project, "project")
-        return {"results": [s for s in self.studies.values() if s["project"] == project]}
+        return "links", [s for s in self.studies.values() if s["project"] == project]
 
     def api_get_studies_X(self, sid, query, body):
         return self.get(self.studies, sid, "study")
@@ -247,17 +310,18 @@ class FakeProlificState:
 
     def api_post_studies_X_transition(self, sid, query, body):
         study = self.get(self.studies, sid, "study")
-        target = STUDY_TRANSITIONS.get(study["status"], {}).get(body.get("action"))
+        action = body.get("action")
+        target = STUDY_TRANSITIONS.get(study["status"], {}).get(action)
         if target is None:
             raise ApiError(400, f"cannot {body.get('action')} a study that is {study['status']}")
-        study["status"] = target
+        study["status"] = self.publish_status if action == "PUBLISH" else target
         return study
 
     def api_get_submissions(self, query, body):
         study = (query.get("study") or [None])[0]
         if study is not None:
             self.get(self.studies, study, "study")
-        return {"results": [s for s in self.submissions.values() if study is None or s["study_id"] == study]}
+        return "links", [s for s in self.submissions.values() if study is None or s["study_id"] == study]
 
     def api_get_submissions_X(self, sub_id, query, body):
         return self.get(self.submissions, sub_id, "submission")
@@ -265,6 +329,14 @@ class FakeProlificState:
     def api_post_submissions_X_transition(self, sub_id, query, body):
         sub = self.get(self.submissions, sub_id, "submission")
         action = body.get("action")
+        if action == "COMPLETE":  # the researcher's server completes it (Prolific's CLI: submission transition)
+            if sub["status"] != "ACTIVE":
+                raise ApiError(400, f"submission {sub_id} is {sub['status']}, not ACTIVE")
+            codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]]
+            if body.get("completion_code") not in codes:
+                raise ApiError(400, "completion_code: not a code of this study")
+            sub.update(status="AWAITING REVIEW", completed_at=_now(), study_code=body["completion_code"])
+            return sub
         done = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
         if done is None:
             raise ApiError(400, f"unknown action {action!r}")
@@ -301,7 +373,7 @@ class FakeProlificState:
     def api_post_bulk_bonus_payments_X_pay(self, bid, query, body):
         bonus = self.get(self.bonuses, bid, "bonus payment")
         study = self.studies[bonus["study"]]
-        ws = self.workspaces[self.projects[study["project"]]["workspace"]]
+        ws = self.balances[self.projects[study["project"]]["workspace"]]
         if ws["available_balance"] < bonus["total_amount"]:
             raise ApiError(400, "insufficient balance to pay these bonuses")
         ws["available_balance"] -= bonus["total_amount"]
@@ -311,13 +383,14 @@ class FakeProlificState:
             self.payments.append({"participant_id": pid, "amount": amount, "bonus_id": bid, "study_id": study["id"]})
             for sub in self.submissions.values():
                 if sub["participant_id"] == pid and sub["study_id"] == study["id"]:
-                    sub["bonus_payments"].append(amount)
+                    self.unseen_bonuses.append((time.time() + self.bonus_delay, sub["id"], amount))
         return 202, "The bonuses are being paid."
 
     def api_get_participant_groups(self, query, body):
         ws = (query.get("workspace_id") or [None])[0]
-        return {"results": [self._group(g) for g in self.groups.values()
-                            if not g["is_deleted"] and (ws is None or g["workspace_id"] == ws)]}
+        active = (query.get("active") or [""])[0].lower() == "true"  # deleted groups are listed unless asked
+        return "links", [self._group(g) for g in self.groups.values()
+                         if not (active and g["is_deleted"]) and (ws is None or g["workspace_id"] == ws)]
 
     @staticmethod
     def _group(g: dict) -> dict:
@@ -328,7 +401,7 @@ class FakeProlificState:
             raise ApiError(400, "workspace_id (a known workspace) and name are required")
         gid = self.new_id("grp")
         self.groups[gid] = {"id": gid, "name": body["name"], "workspace_id": body["workspace_id"],
-                            "participants": set(), "is_deleted": False}
+                            "description": body.get("description", ""), "participants": {}, "is_deleted": False}
         return 201, self._group(self.groups[gid])
 
     def api_delete_participant_groups_X(self, gid, query, body):
@@ -337,16 +410,24 @@ class FakeProlificState:
 
     def api_get_participant_groups_X_participants(self, gid, query, body):
         group = self.get(self.groups, gid, "participant group")
-        return {"results": [{"participant_id": p} for p in sorted(group["participants"])]}
+        return {"results": [{"participant_id": p, "datetime_created": created}
+                            for p, created in sorted(group["participants"].items())]}
 
     def api_post_participant_groups_X_participants(self, gid, query, body):
-        self.get(self.groups, gid, "participant group")["participants"].update(body.get("participant_ids") or [])
+        members = self.get(self.groups, gid, "participant group")["participants"]
+        for pid in body.get("participant_ids") or []:
+            members.setdefault(pid, _now())
         return self.api_get_participant_groups_X_participants(gid, query, body)
 
     def api_delete_participant_groups_X_participants(self, gid, query, body):
         group = self.get(self.groups, gid, "participant group")
-        group["participants"].difference_update(body.get("participant_ids") or [])
+        for pid in body.get("participant_ids") or []:
+            group["participants"].pop(pid, None)
         return self.api_get_participant_groups_X_participants(gid, query, body)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
 
 
 def _retry_after(fault: dict) -> dict:
@@ -390,22 +471,31 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         body = self._body()
         st = self.state
+        delay = 0.0
         with st.lock:
             try:
-                if url.path.startswith(API):
-                    self._api(method, url.path, query, body)
-                else:
-                    self._hook(method, url.path, query, body)
+                if not url.path.startswith(API):
+                    return self._hook(method, url.path, query, body)
+                status, payload, headers, delay = self._api(method, url.path, query, body)
             except ApiError as error:
-                self._send(error.status, {"error": {"status": error.status, "detail": error.detail}}, error.headers)
+                status, payload, headers = error.status, {"error": {"status": error.status, "detail": error.detail}}, \
+                    error.headers
+        if delay:  # outside the lock: only this answer is late
+            time.sleep(delay)
+        try:
+            self._send(status, payload, headers)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its timeout)
+            pass
 
-    def _api(self, method, path, query, body):
+    def _api(self, method, path, query, body) -> tuple[int, object, dict, float]:
         st = self.state
         auth = self.headers.get("Authorization") or ""
         token = auth[len("Token "):] if auth.startswith("Token ") else None
         fault = st.take_fault(method, path)
-        call = {"method": method, "path": path, "time": time.time()}
+        call = {"method": method, "path": path, "query": {k: v[0] for k, v in query.items()}, "body": body,
+                "time": time.time()}
         st.calls.append(call)
+        delay = float(fault.get("delay") or 0) if fault else 0.0
         if fault and not fault.get("after"):
             call["status"] = fault["status"]
             raise ApiError(fault["status"], f"injected fault {fault['status']}", _retry_after(fault))
@@ -414,13 +504,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as error:
             call["status"] = error.status
             raise
+        status, payload = result if isinstance(result, tuple) else (200, result)
+        call["answer"] = json.loads(json.dumps(payload))  # a copy: later changes to the state do not show
         if fault:  # the work is done, but the answer is lost: what makes a 5xx on a payment ambiguous
             call["status"] = fault["status"]
-            raise ApiError(fault["status"], f"injected fault {fault['status']} (after doing the work)",
-                           _retry_after(fault))
-        status, payload = result if isinstance(result, tuple) else (200, result)
+            detail = f"injected fault {fault['status']} (after doing the work)"
+            error = {"error": {"status": fault["status"], "detail": detail}}
+            return fault["status"], error, _retry_after(fault), delay
         call["status"] = status
-        self._send(status, payload)
+        return status, payload, {}, delay
 
     def _hook(self, method, path, query, body):
         st = self.state
@@ -434,22 +526,27 @@ class _Handler(BaseHTTPRequestHandler):
         elif method == "GET" and path.rstrip("/") == "/submissions/complete":
             cookie = SimpleCookie(self.headers.get("Cookie") or "")
             session = cookie["fake_prolific_session"].value if "fake_prolific_session" in cookie else None
-            sub = st.complete((query.get("cc") or [""])[0], session, (query.get("participant") or [None])[0])
-            self._send(200, f"<html><body><h1 id='complete'>Submission complete</h1><p>Study {sub['study_id']}, "
-                            f"code {sub['study_code']}: awaiting the researcher's review.</p></body></html>",
-                       content_type="text/html")
+            code, pid = (query.get("cc") or [""])[0], (query.get("participant") or [None])[0]
+            sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            if sub["status"] == "ACTIVE":
+                self._send(200, "<html><head><meta http-equiv='refresh' content='1'></head><body><h1 id='waiting'>"
+                                "Waiting for the study to confirm your submission</h1></body></html>",
+                           content_type="text/html")
+                return
+            self._send(200, f"<html><body><h1 id='complete'>Submission complete</h1><p>Study {sub['study_id']}: "
+                            f"{sub['status'].lower()}.</p></body></html>", content_type="text/html")
         elif method == "GET" and path == "/__fake__/state":
             self._send(200, st.state())
         elif method == "POST" and path == "/__fake__/faults":
             st.faults.append({"status": int(body["status"]), "count": int(body.get("count", 1)),
                               "path": body.get("path", ""), "retry_after": body.get("retry_after"),
-                              "after": bool(body.get("after")),
+                              "after": bool(body.get("after")), "delay": float(body.get("delay") or 0),
                               **({"method": body["method"].upper()} if body.get("method") else {})})
             self._send(200, {"faults": st.faults})
         elif method == "POST" and path == "/__fake__/balance":
-            for ws in st.workspaces.values():
-                ws["available_balance"] = ws["total_balance"] = int(body["available_balance"])
-            self._send(200, {"workspaces": list(st.workspaces.values())})
+            for balance in st.balances.values():
+                balance["available_balance"] = balance["total_balance"] = int(body["available_balance"])
+            self._send(200, {"balances": st.balances})
         elif method == "POST" and path == "/__fake__/return":
             st.get(st.submissions, body.get("submission_id", ""), "submission")["status"] = "RETURNED"
             self._send(200, st.submissions[body["submission_id"]])
@@ -496,12 +593,12 @@ class FakeProlific:
         return f"{self.base_url}/studies/{study_id}/start?{urlencode({'PROLIFIC_PID': participant_id})}"
 
     def inject(self, status: int, count: int = 1, path: str = "", method: str | None = None,
-               retry_after: float | None = None, after: bool = False) -> None:
+               retry_after: float | None = None, after: bool = False, delay: float = 0.0) -> None:
         """The next ``count`` API calls matching ``path`` (a regex) and ``method`` answer ``status``;
-        ``after``: only once the work is done (a lost answer)."""
+        ``after``: only once the work is done (a lost answer); ``delay``: that many seconds late."""
         with self.state.lock:
             self.state.faults.append({"status": status, "count": count, "path": path, "retry_after": retry_after,
-                                      "after": after, **({"method": method.upper()} if method else {})})
+                                      "after": after, "delay": delay, **({"method": method.upper()} if method else {})})
 
     def start(self) -> "FakeProlific":
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="fake-prolific", daemon=True)

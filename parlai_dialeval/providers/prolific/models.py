@@ -65,6 +65,7 @@ def register_token(requester_name: str, token_env: str | None, token_file: str |
 
     token = read_token(token_env, token_file)
     base = api_base_url or DEFAULT_API_BASE_URL
+    common.check_api_url(base)  # before the token travels anywhere
     client = ProlificClient(base, token)
     try:
         client.me()
@@ -112,14 +113,14 @@ class ProlificRequester(Requester):
 
 class ProlificWorker(Worker):
     def bonus_worker(self, amount: float, reason: str, unit: Optional["Unit"] = None) -> tuple[bool, str]:
-        """Pay ``amount`` (major units) through the review ledger: recorded first, paid exactly once."""
-        from parlai_dialeval.providers.prolific import review
+        """Pay ``amount`` (major units) through the ledger (bonus.py): recorded first, paid exactly once."""
+        from parlai_dialeval.providers.prolific import bonus
 
         if unit is None:
             return False, "a Prolific bonus is paid on a submission: give the unit"
         agent = unit.get_assigned_agent()
         try:
-            review.pay_bonus(self.db, agent, amount, reason)
+            bonus.pay(self.db, agent, amount, reason)
         except DialevalError as error:
             return False, str(error)
         return True, ""
@@ -151,35 +152,39 @@ class ProlificWorker(Worker):
         return ProlificWorker._register_worker(db, worker_name, PROVIDER_TYPE)
 
 
-# Prolific submission statuses that end a participant's work without a submission to review.
-GONE = {"RETURNED", "TIMED-OUT"}
+# Prolific submission statuses that end a participant's work without a submission to review (Prolific's
+# "Submission statuses explained"; SCREENED OUT: the study screened the participant out).
+GONE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}
 POLL_SECONDS = 10.0  # Mephisto's own rhythm (task_launcher polls each unit every 10 s)
 
 
 class ProlificUnit(Unit):
     def launch(self, task_url: str) -> None:
         """One more place on the run's study (places only grow once a study is published)."""
-        store = common.datastore(self.db)
-        launched, places = store.launch_place(self.task_run_id)
-        if launched > places:
-            client, study = common.client_for_run(self.db, self.task_run_id)
-            try:
-                client.call("PATCH", f"studies/{study['study_id']}/", json={"total_available_places": launched})
-            finally:
-                client.close()
-            store.update("studies", "task_run_id", str(self.task_run_id), places=launched)
+        from parlai_dialeval.providers.prolific.study import sync_places
+
+        common.datastore(self.db).launch_place(self.task_run_id)
+        sync_places(self.db, self.task_run_id)  # never raises: Mephisto launches units in one thread
         self.set_db_status(AssignmentState.LAUNCHED)
 
     _last_poll: ClassVar[dict] = {}  # unit id -> when Prolific was last asked about its submission
+    _last_sync: ClassVar[dict] = {}  # task run id -> when its places were last compared with its units
 
     def get_status(self) -> str:
         """Mephisto's status; while a participant works on the unit, also Prolific's view of the
         submission, at most once per POLL_SECONDS per unit whoever asks (Mephisto's launcher and its
         run tracker both poll): returned or timed out on Prolific frees the unit."""
         status = super().get_status()
+        now = time.monotonic()
+        if status == AssignmentState.LAUNCHED:  # a place refused at launch is asked for again, once per run
+            if now - self._last_sync.get(self.task_run_id, -POLL_SECONDS) >= POLL_SECONDS:
+                from parlai_dialeval.providers.prolific.study import sync_places
+
+                self._last_sync[self.task_run_id] = now
+                sync_places(self.db, self.task_run_id)
+            return status
         if status != AssignmentState.ASSIGNED:
             return status
-        now = time.monotonic()
         if now - self._last_poll.get(self.db_id, -POLL_SECONDS) < POLL_SECONDS:
             return status
         self._last_poll[self.db_id] = now
@@ -205,9 +210,9 @@ class ProlificUnit(Unit):
         study is stopped once none of the run's units can be worked on."""
         if self.get_status() not in (AssignmentState.EXPIRED, *AssignmentState.completed()):
             self.set_db_status(AssignmentState.EXPIRED)
-        from parlai_dialeval.providers.prolific.provider import stop_study_if_done
+        from parlai_dialeval.providers.prolific.study import stop_if_done
 
-        stop_study_if_done(self.db, self.task_run_id)
+        stop_if_done(self.db, self.task_run_id)
         return 0.0
 
     def is_expired(self) -> bool:
@@ -252,7 +257,12 @@ class ProlificAgent(Agent):
         review.reject(self.db, self, reason, category)
 
     def mark_done(self) -> None:
-        """Nothing to tell Prolific: the page sends the participant to the completion URL."""
+        """Mephisto accepted the unit: complete the participant's submission on Prolific with the study's
+        completion code, which never reaches the page (``completion.py``)."""
+        from parlai_dialeval.providers.prolific.completion import complete_submission
+
+        if (self.state.get_data() or {}).get("outputs"):  # Mephisto also ends units nobody submitted
+            complete_submission(self.db, self)
 
     @staticmethod
     def new(db, worker, unit) -> "Agent":

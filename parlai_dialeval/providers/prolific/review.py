@@ -1,27 +1,19 @@
-"""The review loop on Prolific: approve, reject, bonus, block; every decision goes into our ledger
-(``prolific.db`` table ``decisions``) BEFORE the API call, and is marked done after it.
-
-Paying a bonus is the one call Prolific does not make idempotent (``pay`` pays again). A bonus is
-therefore keyed by (submission, reason): a second request for the same pair is refused once paid,
-and one left pending by a crash or a 5xx is settled by re-reading the submission's ``bonus_payments``
-(how many bonuses it had before we paid, which the ledger keeps) instead of paying blindly.
-"""
+"""The review loop on Prolific: approve, reject, block, and the review table; every decision goes into our
+ledger (``prolific.db`` table ``decisions``) BEFORE the API call, and is marked done after it. Bonuses,
+the one call Prolific does not make idempotent, are paid by ``bonus.py``."""
 from __future__ import annotations
 
 from mephisto.abstractions.blueprint import AgentState
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
-from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificError, ProlificNotFound, ProlificServerError,
-                                                    to_major, to_minor)
+from parlai_dialeval.providers.prolific import bonus, common
+from parlai_dialeval.providers.prolific.api import ProlificError, ProlificNotFound, to_major
+from parlai_dialeval.providers.prolific.bonus import SUBMITTED
+from parlai_dialeval.providers.prolific.completion import complete
 
 REJECTION_CATEGORIES = ("TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
                         "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER")
 MIN_REJECT_MESSAGE = 100  # characters Prolific requires in a rejection message
-SUBMITTED = {AgentState.STATUS_COMPLETED, AgentState.STATUS_APPROVED, AgentState.STATUS_REJECTED,
-             AgentState.STATUS_SOFT_REJECTED}
-PAY_ATTEMPTS = 3
-REVIEWABLE = {"AWAITING REVIEW", "APPROVED", "REJECTED"}  # Prolific submissions that were submitted
 
 
 def _context(db, agent) -> tuple[object, dict, str]:
@@ -48,7 +40,12 @@ def _decide(db, agent, kind: str, action, **fields):
 
 
 def approve(db, agent) -> None:
-    _decide(db, agent, "approve", lambda c, s, sub: c.transition_submission(sub, "APPROVE"))
+    def complete_then_approve(client, study, submission):
+        if client.submission(submission).get("status") == "ACTIVE":  # our completion did not reach Prolific
+            complete(client, submission, study["completion_code"])
+        return client.transition_submission(submission, "APPROVE")
+
+    _decide(db, agent, "approve", complete_then_approve)
     agent.update_status(AgentState.STATUS_APPROVED)
 
 
@@ -65,85 +62,6 @@ def reject(db, agent, message: str, category: str) -> None:
     _decide(db, agent, "reject", lambda c, s, sub: c.transition_submission(sub, "REJECT", message, category),
             reason=message, category=category)
     agent.update_status(AgentState.STATUS_REJECTED)
-
-
-def _bonus_count(client, submission: str) -> int | None:
-    payments = client.submission(submission).get("bonus_payments")
-    return None if payments is None else len(payments)
-
-
-def pay_bonus(db, agent, amount, reason: str) -> str:
-    """Pay ``amount`` (major units) to the agent's participant once per (submission, reason)."""
-    if agent is None:
-        raise DialevalError("no participant worked on this unit: nothing to bonus")
-    if not reason or not reason.strip():
-        raise DialevalError("--reason: say why the bonus is paid (it also keeps the same bonus from being paid twice)")
-    minor = to_minor(amount, "bonus amount")
-    if minor <= 0:
-        raise DialevalError(f"bonus amount must be positive (got {amount})")
-    store = common.datastore(db)
-    client, study, submission = _context(db, agent)
-    pid = agent.get_worker().worker_name
-    try:
-        earlier = store.decisions(kind="bonus", submission_id=submission, reason=reason)
-        if earlier and earlier[0]["state"] == "paid":
-            paid = earlier[0]
-            raise DialevalError(f"bonus to {pid} for {reason!r} is already paid ({to_major(paid['amount_minor'])} "
-                                f"{paid['currency']}, decision {paid['id']}); not paying it again")
-        if earlier:
-            decision = earlier[0]
-            if decision["amount_minor"] != minor:
-                raise DialevalError(f"a bonus to {pid} for {reason!r} of {to_major(decision['amount_minor'])} is "
-                                    f"pending; settle it (same amount) before paying another")
-        else:
-            remote = client.submission(submission)
-            if remote["status"] not in REVIEWABLE or agent.get_status() not in SUBMITTED:
-                raise DialevalError(f"participant {pid} never submitted work on this task (Prolific: "
-                                    f"{remote['status']}, Mephisto: {agent.get_status()}); "
-                                    "a bonus goes with a submission")
-            payments = remote.get("bonus_payments")
-            before = None if payments is None else len(payments)
-            decision = store.decisions(id=store.record_decision(
-                task_name=study["task_name"], study_id=study["study_id"], submission_id=submission,
-                participant_id=pid, kind="bonus", amount_minor=minor, currency=study["currency"], reason=reason,
-                bonuses_before=before))[0]
-        return _settle_bonus(store, client, study, decision)
-    finally:
-        client.close()
-
-
-def _settle_bonus(store, client, study, decision) -> str:
-    pid, did, before = decision["participant_id"], decision["id"], decision["bonuses_before"]
-    if decision["setup_id"] and before is not None and (_bonus_count(client, decision["submission_id"]) or 0) > before:
-        store.set_decision(did, state="paid", detail="found paid when settling a pending bonus")
-        raise DialevalError(f"bonus to {pid} for {decision['reason']!r} was already paid (decision {did}, settled now)")
-    setup_id = decision["setup_id"]
-    if not setup_id:
-        setup = client.call("POST", "submissions/bonus-payments/", json={
-            "study_id": study["study_id"], "csv_bonuses": f"{pid},{to_major(decision['amount_minor'])}\n"})
-        setup_id = setup["id"]
-        store.set_decision(did, setup_id=setup_id)
-    for attempt in range(PAY_ATTEMPTS):
-        try:
-            client.call("POST", f"bulk-bonus-payments/{setup_id}/pay/", retry=RETRY_ON_429)
-            break
-        except ProlificServerError as error:
-            # the pay may or may not have gone through: read the submission before paying again
-            count = _bonus_count(client, decision["submission_id"])
-            if count is None or before is None:
-                store.set_decision(did, detail=f"pay answered {error.status}; unknown whether paid")
-                raise DialevalError(f"Prolific answered {error.status} to paying the bonus to {pid}; check it on "
-                                    "app.prolific.com before trying again (the decision stays pending)") from None
-            if count > before:
-                break
-            if attempt == PAY_ATTEMPTS - 1:
-                store.set_decision(did, detail=str(error))
-                raise
-        except ProlificError as error:
-            store.set_decision(did, state="failed", detail=str(error))
-            raise
-    store.set_decision(did, state="paid")
-    return f"paid {to_major(decision['amount_minor'])} {decision['currency']} to {pid} ({decision['reason']})"
 
 
 def _block_context(db, requester_name: str | None):
@@ -189,19 +107,37 @@ def unblock(db, worker_name: str, requester_name: str | None = None) -> None:
 
 
 # ---------------------------------------------------------------- the review table
-def suggest(prolific_status: str, mephisto_status: str, qc: str) -> str:
-    """What to do with one submission, from Prolific's status, Mephisto's and the worker's QC result."""
-    if prolific_status == "AWAITING REVIEW":
+def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return") -> str:
+    """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
+    run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
+    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
+    if prolific_status == "AWAITING REVIEW" or (prolific_status == "ACTIVE" and mephisto_status in SUBMITTED):
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
-        if qc == "fail":
+        if qc == "fail" and failed_check == "reject":
             return "reject FAILED_CHECK (failed quality control: read the work first)"
+        if qc == "fail":
+            return "ask to return (failed quality control: message them on Prolific; not a reason to reject)"
         return "approve"
-    if prolific_status in ("APPROVED", "REJECTED"):
+    if prolific_status in ("APPROVED", "REJECTED", "PARTIALLY APPROVED"):
         return "done"
+    if prolific_status == "PROCESSING":
+        return "wait (Prolific is processing a decision)"
     if prolific_status in ("RETURNED", "TIMED-OUT"):
         return "none (returned)"
-    return "wait (still working)"
+    if prolific_status == "SCREENED OUT":
+        return "none (screened out)"
+    if prolific_status in ("ACTIVE", "RESERVED"):
+        return "wait (still working)"
+    return f"check on Prolific (status {prolific_status!r} is new to dialeval)"
+
+
+def failed_check_policy(db, task_run_id: str) -> str:
+    """The run's ``mephisto.provider.failed_check`` (runs launched before the option: ``return``)."""
+    from mephisto.data_model.task_run import TaskRun
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(TaskRun.get(db, task_run_id).args, "provider.failed_check", default=None) or "return"
 
 
 def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
@@ -223,6 +159,7 @@ def review_table(db, task_name: str, data_dir=None):
 
     store = common.datastore(db)
     runs = store.all("SELECT * FROM studies WHERE task_name = ? AND study_id IS NOT NULL ORDER BY rowid", task_name)
+    runs = list({run["study_id"]: run for run in runs}.values())  # a resumed run shares its study
     if not runs:
         raise DialevalError(f"no Prolific study of task {task_name!r} in {store.path} (launched with "
                             "mephisto/provider=prolific and this --mephisto-data?)")
@@ -237,18 +174,24 @@ def review_table(db, task_name: str, data_dir=None):
                                 f"{task_name}); it was deleted on Prolific: review it there") from None
         finally:
             client.close()
+        pending = bonus.settle_all(store, submissions)
+        policy = failed_check_policy(db, run["task_run_id"])
         for sub in submissions:
-            row = store.one("SELECT * FROM agents WHERE submission_id = ?", sub["id"])
+            # the latest agent: a participant who continued after a resumed launch has two
+            row = store.one("SELECT * FROM agents WHERE submission_id = ? ORDER BY rowid DESC", sub["id"])
             status = Agent.get(db, row["agent_id"]).get_status() if row else "none"
             pid = sub["participant_id"]
             qc = "n/a" if note else ("pass" if passed.get(pid) else "fail" if pid in passed else "-")
             paid = sum(d["amount_minor"] for d in store.decisions(kind="bonus", submission_id=sub["id"], state="paid"))
             rows.append({"participant": pid, "submission": sub["id"], "study": run["study_id"],
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
-                         "bonus_paid": to_major(paid), "suggestion": suggest(sub["status"], status, qc),
+                         "bonus_paid": to_major(paid),
+                         "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
+                         "suggestion": suggest(sub["status"], status, qc, policy),
                          "agent_id": row["agent_id"] if row else None})
     return pd.DataFrame(rows, columns=["participant", "submission", "study", "prolific_status", "mephisto_status",
-                                       "qc", "bonus_paid", "suggestion", "agent_id"]), note
+                                       "qc", "bonus_paid", "bonus_pending", "suggestion",
+                                       "agent_id"]), note
 
 
 def agent_of(db, table, participant: str, option: str):

@@ -1,7 +1,8 @@
 /* Prolific wrapper for Mephisto's worker page (parlai_dialeval). ProlificProvider renders a copy of this
- * file for each launch, filling in the completion address and code; the copy is what the router serves.
- * Participants arrive from Prolific with PROLIFIC_PID, STUDY_ID and SESSION_ID in the URL. */
-var DIALEVAL_PROLIFIC = { completionUrl: "__COMPLETION_URL__", completionCode: "__COMPLETION_CODE__" };
+ * file for each launch, filling in the address participants go back to; the copy is what the router serves.
+ * Participants arrive from Prolific with PROLIFIC_PID, STUDY_ID and SESSION_ID in the URL. The completion
+ * code is not here: the server completes the submission on Prolific once it has accepted the work. */
+var DIALEVAL_PROLIFIC = { completionUrl: "__COMPLETION_URL__" };
 
 function getProlificParam(name) {
   return new URLSearchParams(window.location.search).get(name);
@@ -27,9 +28,8 @@ function getAgentRegistration() {
 }
 
 function handleSubmitToProvider(task_data) {
-  // Called once Mephisto has stored the work: send the participant back to Prolific with the study's code.
-  var sep = DIALEVAL_PROLIFIC.completionUrl.indexOf("?") >= 0 ? "&" : "?";
-  window.location.assign(DIALEVAL_PROLIFIC.completionUrl + sep + "cc=" + encodeURIComponent(DIALEVAL_PROLIFIC.completionCode));
+  // Called once the work is sent: back to Prolific, where the server has completed (or is completing) it.
+  window.location.assign(DIALEVAL_PROLIFIC.completionUrl);
   return true;
 }
 

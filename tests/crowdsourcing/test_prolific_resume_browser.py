@@ -1,0 +1,100 @@
+"""Issue 27 in a real browser, as test_resume_browser.py does on the mock provider: `dialeval launch
+live_chat_da` on (fake) Prolific with two places is killed (SIGKILL) while participant A is mid-study; the
+relaunch of the same task name takes over the same Prolific study (no second study: same places, same
+completion code, which the server sends), A reloads the page and finishes the unit they had begun, B arrives from Prolific and does
+the other one; both land on Prolific's completion page with the study's code; the review lists each
+submission once, and the export holds each unit once."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from .prolific_harness import ProlificCliRun, fake_prolific, provider_overrides, register
+from .protocol_harness import chromium_page, dialeval, live_chat_conversation, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+PORT = 3302
+PID_A, PID_B = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02"
+
+
+def _rate(page, slot: int) -> None:
+    live_chat_conversation(page, [f"I grow tomatoes, conversation {slot}"], rating=20 + slot)
+
+
+def _submit(page, fake) -> None:
+    page.wait_for_selector("[data-testid=feedback-form]", timeout=60000)
+    page.fill("#feedback", "fine")
+    page.click("[data-testid=send-feedback]")
+    page.click("[data-testid=submit-hit]", timeout=30000)
+    page.wait_for_url(lambda url: url.startswith(fake.completion_url), timeout=30000)
+    page.wait_for_selector("#complete", timeout=30000)  # completed by the server, with the study's code
+
+
+def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch):
+    require_chromium()
+    data = tmp_path / "mephisto"
+    with fake_prolific() as fake:
+        register(data, fake, monkeypatch)
+        overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={PORT}",
+                     "mephisto.task.task_name=lc_prolific_kill", "mephisto.blueprint.num_conversations=2",
+                     "live_chat.min_inputs=1", "live_chat.seed=0"]
+        first = ProlificCliRun(tmp_path, fake, overrides)
+        study = first.study
+        second = None
+        try:
+            with chromium_page(tmp_path) as page:
+                page.goto(fake.study_url(study["id"], PID_A))  # Prolific's start button: on to the task
+                task_url = page.url
+                _rate(page, 0)
+                _rate(page, 1)
+                page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                os.killpg(first.proc.pid, signal.SIGKILL)  # the launch dies mid-study; its router lives on
+                first.proc.wait(30)
+                os.kill(first.router_pid, signal.SIGTERM)
+                end = time.time() + 30
+                while psutil.pid_exists(first.router_pid) and time.time() < end:
+                    time.sleep(0.2)
+
+                second = ProlificCliRun(tmp_path / "again", fake, overrides, data_dir=data)
+                assert second.study["id"] == study["id"] and len(fake.state.studies) == 1
+                end = time.time() + 60  # the launch prints what it resumed once it serves
+                while "Resuming task" not in second.log() and time.time() < end:
+                    time.sleep(0.5)
+                assert "Resuming task 'lc_prolific_kill': its run 1 was interrupted with 0 of 2 unit(s)" in second.log()
+                assert f"Prolific study {study['id']} of the interrupted run 1 goes on" in second.log()
+                page.goto(task_url)  # A reloads the page Prolific sent them to
+                for slot in range(2, 6):
+                    _rate(page, slot)
+                _submit(page, fake)
+            with chromium_page(tmp_path / "b") as page:
+                page.goto(fake.study_url(study["id"], PID_B))
+                for slot in range(6):
+                    _rate(page, slot)
+                _submit(page, fake)
+            assert second.proc.wait(120) == 0  # both units are done: the run ends by itself
+        finally:
+            first.stop()
+            if second is not None:
+                second.stop()
+
+        assert len(fake.state.studies) == 1 and study["status"] == "AWAITING REVIEW"  # stopped once done
+        code = study["completion_codes"][0]["code"]
+        subs = {s["participant_id"]: s for s in fake.state.submissions.values()}
+        assert sorted(subs) == [PID_A, PID_B]
+        assert all(s["status"] == "AWAITING REVIEW" and s["study_code"] == code for s in subs.values())
+        table = dialeval("review", "lc_prolific_kill", "--mephisto-data", str(data)).stdout
+        assert [line.split()[0] for line in table.splitlines() if line.startswith("5f0c")] == [PID_A, PID_B]
+
+    out = tmp_path / "lc_prolific_kill.jsonl"
+    done = dialeval("export", "lc_prolific_kill", "--out", str(out), "--mephisto-data", str(data))
+    assert "continued after a restart" in done.stdout
+    convs = [r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "conversation"]
+    assert len(convs) == 12 and {c["status"] for c in convs} == {"complete"}
+    by_worker = {w: sorted(c["slot"] for c in convs if c["worker_id"] == w) for w in (PID_A, PID_B)}
+    assert by_worker == {PID_A: list(range(6)), PID_B: list(range(6))}  # each unit once, whole
+    assert len({c["assignment_id"] for c in convs}) == 2
