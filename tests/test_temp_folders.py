@@ -8,9 +8,9 @@ import sys
 
 
 def test_the_prolific_page_wrapper_is_removed_when_the_process_ends(tmp_path):
-    code = ("from parlai_dialeval.providers.prolific.provider import render_wrapper\n"
-            "path = render_wrapper('https://app.prolific.com/submissions/complete', 'DE12345')\n"
-            "assert 'DE12345' in path.read_text(), path.read_text()\n"
+    code = ("from parlai_dialeval.providers.prolific.page import render_wrapper\n"
+            "path = render_wrapper('https://app.prolific.com/submissions/complete')\n"
+            "assert 'app.prolific.com/submissions/complete' in path.read_text(), path.read_text()\n"
             "print(path.parent.name)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TMPDIR": str(tmp_path)})
