@@ -100,7 +100,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
 
     @app.route("/")
     def overview():
-        data, money, error = None, None, ""
+        data, money, error = None, None, session.pop("error", "")
         try:
             data = source.snapshot()
             money = source.money()

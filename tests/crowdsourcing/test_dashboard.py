@@ -1,0 +1,200 @@
+"""The dashboard without a browser: its figures from hand-made records (expected values worked out by hand
+in each test), and its pages through Flask's test client over a stand-in source: nothing but the login form
+without the token, participants' text escaped, forms refused without the session's form token, an action
+carried out only after its confirmation and only once."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from parlai_dialeval.dashboard import summary
+from parlai_dialeval.dashboard.summary import UnitRow
+
+HOSTILE = '<img src=x onerror=alert(1)>'
+SECRET = "s3cret-token-for-tests"
+
+
+def conversation(cid, worker, model, status="complete", unit="1", turns=(), **extra):
+    return {"type": "conversation", "id": cid, "worker_id": worker, "models": [model], "status": status,
+            "assignment_id": unit, "turns": list(turns), **extra}
+
+
+def test_progress_counts_units_and_estimates_time_left():
+    units = [UnitRow("1", "completed", "w1"), UnitRow("2", "accepted", "w2"), UnitRow("3", "assigned", "w3"),
+             UnitRow("4", "launched"), UnitRow("5", "created"), UnitRow("6", "expired")]
+    records = [conversation("a", "w1", "m", unit="1", assignment_duration=100.0),
+               conversation("b", "w1", "n", unit="1", assignment_duration=100.0),
+               conversation("c", "w2", "m", unit="2", assignment_duration=300.0),
+               conversation("d", "w3", "m", status="incomplete", unit="3", assignment_duration=9.0)]
+    got = summary.progress(records, units, started=1000.0, now=1400.0)
+    assert (got["done"], got["in_flight"], got["left"], got["withdrawn"], got["total"]) == (2, 1, 2, 1, 6)
+    assert got["active"] == ["w3"]
+    assert got["median_unit_seconds"] == 200.0  # units 1 and 2: 100 s and 300 s (unit 3 is not done)
+    # 2 units in 400 s: 3 more (1 in flight, 2 left) take 600 s at that pace
+    assert got["eta_seconds"] == pytest.approx(600.0)
+    assert summary.progress(records, units[:2], 1000.0, 1400.0)["eta_seconds"] == 0.0
+    assert summary.progress([], [UnitRow("1", "launched")], 1000.0, 1400.0)["eta_seconds"] is None
+
+
+def test_unit_seconds_sums_durations_where_no_assignment_duration():
+    records = [{"type": "comparison", "assignment_id": "7", "duration": 4.0, "model_a": "a", "model_b": "b"},
+               {"type": "comparison", "assignment_id": "7", "duration": 6.5, "model_a": "a", "model_b": "b"},
+               {"type": "comparison", "assignment_id": "7", "duration": 99.0, "onboarding": True,
+                "model_a": "a", "model_b": "b"}]
+    assert summary.unit_seconds(records, {"7"}) == [10.5]
+
+
+def test_per_group_by_model_and_pair():
+    units = [UnitRow("1", "completed"), UnitRow("2", "assigned"), UnitRow("3", "launched")]
+    records = [conversation("a", "w1", "m", unit="1"), conversation("b", "w1", "n", status="failed", unit="1"),
+               conversation("c", "w2", "m", status="incomplete", unit="2"),
+               conversation("d", "w4", "m", status="returned", unit="3"),
+               conversation("e", "w5", "m", status="onboarding", unit="3"),
+               {"type": "comparison", "worker_id": "w1", "model_a": "y", "model_b": "x", "choice": "a"},
+               {"type": "comparison", "worker_id": "w1", "model_a": "x", "model_b": "y", "choice": "b"}]
+    assert summary.per_group(records, units) == [
+        {"group": "m", "done": 1, "in_flight": 1, "failed": 0, "dropped": 1},
+        {"group": "n", "done": 0, "in_flight": 0, "failed": 1, "dropped": 0},
+        {"group": "x vs y", "done": 2, "in_flight": 0, "failed": 0, "dropped": 0}]
+
+
+def test_quality_puts_failing_participants_first():
+    records = [conversation("a", "zed", "m"), conversation("b", "amy", "m"), conversation("c", "bob", "m"),
+               conversation("d", "new", "m", status="incomplete")]
+    checks = pd.DataFrame({"worker_id": ["amy", "bob", "zed"], "p_value": [0.01, float("nan"), 0.9],
+                           "passed": [True, False, False], "note": ["", "all ratings equal", ""]})
+    rows = summary.quality(checks, records)
+    assert [(r["worker"], r["check"]) for r in rows] == [("bob", "fail"), ("zed", "fail"), ("new", "-"),
+                                                         ("amy", "pass")]
+    assert rows[0]["p_value"] is None and rows[0]["note"] == "all ratings equal"
+    assert rows[2]["work"] == {"incomplete": 1}
+    assert {r["check"] for r in summary.quality(None, records)} == {"n/a"}
+
+
+def test_endpoints_latency_percentiles_tokens_and_failures():
+    turns = [{"speaker": "human", "text": "hi"}] + [
+        {"speaker": "bot1", "text": "x", "meta": {"latency": float(k), "prompt_tokens": 10, "completion_tokens": 2}}
+        for k in range(1, 11)]
+    records = [conversation("a", "w", "bot1", turns=turns),
+               conversation("b", "w", "bot2", status="failed", turns=[{"speaker": "bot2", "text": "y"}])]
+    bot1, bot2 = summary.endpoints(records)
+    # latencies 1..10 s: median 5.5; numpy's linear 95th percentile = 1 + 0.95 * 9 = 9.55
+    assert (bot1["replies"], bot1["latency_p50"], bot1["latency_p95"]) == (10, 5.5, pytest.approx(9.55))
+    assert (bot1["prompt_tokens"], bot1["completion_tokens"], bot1["failed"]) == (100, 20, 0)
+    assert (bot2["replies"], bot2["latency_p50"], bot2["failed"]) == (1, None, 1)
+
+
+def test_money_spent_and_committed():
+    studies = [{"study_id": "s1", "reward_minor": 300, "currency": "GBP"}]
+    rows = [{"study": "s1", "prolific_status": "APPROVED", "bonus_paid": "0.75"},
+            {"study": "s1", "prolific_status": "REJECTED", "bonus_paid": "0.00"},
+            {"study": "s1", "prolific_status": "AWAITING REVIEW", "bonus_paid": "0.50"},
+            {"study": "s1", "prolific_status": "ACTIVE", "bonus_paid": "0.00"},
+            {"study": "s1", "prolific_status": "RETURNED", "bonus_paid": "0.00"}]
+    got = summary.money(rows, studies)
+    assert (got["spent_minor"], got["bonuses_paid_minor"], got["committed_minor"]) == (300 + 125, 125, 600)
+    assert got["currency"] == "GBP"
+
+
+# ---------------------------------------------------------------- the pages
+class StandIn:
+    """What the app asks of a TaskSource, with a hostile participant."""
+
+    task_name = "study_1"
+
+    def __init__(self):
+        self.done: list[tuple] = []
+        self.records = [conversation("c1", HOSTILE, "m", turns=[{"speaker": "human", "text": HOSTILE + " hello"},
+                                                                {"speaker": "m", "text": "hi"}])]
+
+    def snapshot(self):
+        return {"task_name": self.task_name, "task_type": "live_chat_da", "read_at": 0.0,
+                "progress": summary.progress(self.records, [UnitRow("1", "completed", HOSTILE)], 0.0, 10.0),
+                "groups": summary.per_group(self.records, []), "check_note": "",
+                "quality": summary.quality(pd.DataFrame({"worker_id": [HOSTILE], "passed": [False],
+                                                         "p_value": [0.5], "note": [""]}), self.records),
+                "endpoints": summary.endpoints(self.records), "notes": [], "on_prolific": True, "adaptive": None}
+
+    def money(self):
+        return None
+
+    def conversations(self, worker):
+        return [r for r in self.records if r["worker_id"] == worker]
+
+    def check_action(self, kind, participant, fields):
+        if kind == "reject" and len(fields.get("message") or "") < 100:
+            from parlai_dialeval.errors import DialevalError
+
+            raise DialevalError("--message: Prolific needs at least 100 characters to reject")
+        return {k: v for k, v in fields.items() if v}
+
+    def act(self, kind, participant, fields):
+        self.done.append((kind, participant, fields))
+        return f"{kind} {participant}"
+
+
+@pytest.fixture
+def client():
+    from parlai_dialeval.dashboard.app import create_app
+
+    source = StandIn()
+    app = create_app(source, SECRET)
+    app.testing = True
+    with app.test_client() as test_client:
+        test_client.source = source
+        yield test_client
+
+
+def worker_path(action: str = "") -> str:
+    from urllib.parse import quote
+
+    return "/participant/" + quote(HOSTILE, safe="") + (f"/{action}" if action else "")
+
+
+def test_without_the_token_every_address_answers_the_login_form_only(client):
+    for method, path in [("GET", "/"), ("GET", worker_path()), ("POST", worker_path("reject")),
+                         ("POST", "/confirm/anything"), ("GET", "/plot/certify.png"), ("GET", "/nothing/here"),
+                         ("GET", "/?token=wrong")]:
+        answer = client.open(path, method=method, data={"csrf": "x", "message": "m" * 120})
+        text = answer.get_data(as_text=True)
+        assert answer.status_code == 401, (method, path)
+        assert 'name="token"' in text and "Sign in" in text
+        for secret_thing in ("onerror", "img src", "hello", "participant", "study_1", SECRET):
+            assert secret_thing not in text, (method, path, secret_thing)
+    assert client.source.done == []
+    answer = client.post("/login", data={"token": "wrong"})
+    assert answer.status_code == 401 and "That is not the dashboard" in answer.get_data(as_text=True)
+
+
+def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
+    answer = client.get(f"/?token={SECRET}")
+    assert answer.status_code == 302 and "token" not in answer.headers["Location"]
+    for path in ("/", worker_path()):
+        answer = client.get(path)
+        text = answer.get_data(as_text=True)
+        assert answer.status_code == 200
+        assert HOSTILE not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+        assert "script-src" not in answer.headers["Content-Security-Policy"]  # default-src 'none': no scripts
+        assert answer.headers["X-Frame-Options"] == "DENY"
+    assert "FLAGGED" in client.get("/").get_data(as_text=True)
+
+
+def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
+    client.post("/login", data={"token": SECRET})
+    page = client.get(worker_path()).get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)[1]
+    assert client.post(worker_path("bonus"), data={"amount": "0.50", "reason": "r"}).status_code == 403
+    short = client.post(worker_path("reject"), data={"csrf": csrf, "message": "too short", "category": "OTHER"})
+    assert short.status_code == 302 and "100 characters" in client.get(worker_path()).get_data(as_text=True)
+    asked = client.post(worker_path("bonus"), data={"csrf": csrf, "amount": "0.50", "reason": "kind words"})
+    assert asked.status_code == 200 and client.source.done == []  # asked to confirm, nothing done yet
+    confirm = re.search(r'action="(/confirm/[^"]+)"', asked.get_data(as_text=True))[1]
+    assert client.post(confirm, data={}).status_code == 403
+    assert client.post(confirm, data={"csrf": csrf}).status_code == 302
+    assert client.source.done == [("bonus", HOSTILE, {"amount": "0.50", "reason": "kind words"})]
+    again = client.post(confirm, data={"csrf": csrf}, follow_redirects=True)
+    assert "used already" in again.get_data(as_text=True) and len(client.source.done) == 1
+    client.post("/logout", data={"csrf": csrf})
+    assert client.get("/").status_code == 401
