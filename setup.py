@@ -53,6 +53,7 @@ setup(
         "Jinja2",
         "psutil",
         "httpx",  # the Prolific provider's API client
+        "Flask",  # the dashboard (pinned with Mephisto, which brings it)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright"]},
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},

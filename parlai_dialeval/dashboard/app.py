@@ -116,13 +116,16 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
         work = source.conversations(worker)
         if row is None and not work:
             abort(404)
-        money = source.money() if data["on_prolific"] else None
+        money, error = None, session.pop("error", None)
+        try:
+            money = source.money() if data["on_prolific"] else None
+        except DialevalError as failure:  # Prolific unreachable: the work is still worth reading
+            error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]
         decisions = [d for d in (money or {}).get("decisions", []) if d["participant_id"] == worker]
         return page("dashboard_participant.html", worker=worker, row=row, work=work, on_prolific=data["on_prolific"],
                     submissions=submissions, decisions=decisions, categories=REJECTION_CATEGORIES,
-                    min_message=MIN_REJECT_MESSAGE, message=session.pop("message", None),
-                    error=session.pop("error", None))
+                    min_message=MIN_REJECT_MESSAGE, message=session.pop("message", None), error=error)
 
     @app.route("/participant/<path:worker>/<kind>", methods=["POST"])
     def ask(worker: str, kind: str):

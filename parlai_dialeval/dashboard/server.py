@@ -2,6 +2,7 @@
 ``dialeval dashboard``), bound to 127.0.0.1 unless told otherwise, with its secret."""
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import threading
@@ -34,6 +35,7 @@ class Dashboard:
     def stop(self) -> None:
         self.server.shutdown()
         self.thread.join(10)
+        self.server.server_close()
 
 
 def add_server_args(parser, prefix: str = "") -> None:
@@ -58,6 +60,7 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
         raise DialevalError(f"${PASSWORD_ENV} is {len(password)} characters long; use at least 12 (or unset it "
                             "and use the token printed at start)")
     token = None if password else secrets.token_urlsafe(24)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per reload would drown the launch's output
     if not port_is_free(port):
         raise DialevalError(f"dashboard port {port} is in use by {port_holder(port)}: stop that process or pick another "
                             "port (dialeval dashboard --port, dialeval launch --dashboard-port)")

@@ -198,3 +198,56 @@ def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
     assert "used already" in again.get_data(as_text=True) and len(client.source.done) == 1
     client.post("/logout", data={"csrf": csrf})
     assert client.get("/").status_code == 401
+
+
+# ---------------------------------------------------------------- the server and the adaptive view
+def test_server_binds_loopback_refuses_a_taken_port_and_takes_a_password(monkeypatch):
+    import httpx
+
+    from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
+    from parlai_dialeval.dashboard.server import PASSWORD_ENV, start
+    from parlai_dialeval.errors import DialevalError
+
+    port = 3343  # docs/crowdsourcing.md: the dashboard tests' ports
+    monkeypatch.setenv(PASSWORD_ENV, "short")
+    with pytest.raises(DialevalError, match="at least 12"):
+        start(StandIn(), port=port)
+    monkeypatch.setenv(PASSWORD_ENV, "correct horse battery")
+    dashboard = start(StandIn(), port=port)
+    try:
+        assert dashboard.token is None and PASSWORD_ENV in dashboard.announce()
+        assert dashboard.server.socket.getsockname()[0] == "127.0.0.1"
+        with pytest.raises(DialevalError, match=f"dashboard port {port} is in use"):
+            start(StandIn(), port=port)
+        with httpx.Client(base_url=dashboard.url) as web:
+            assert web.get("/").status_code == 401
+            assert web.post("/login", data={"token": "correct horse battery"}).status_code == 302
+            assert "Progress" in web.get("/").text
+    finally:
+        dashboard.stop()
+    assert port_is_free(port)  # closed once stopped
+
+
+def test_adaptive_view_reads_the_state_file(tmp_path):
+    import json
+
+    from parlai_dialeval.adaptive.ledger import Ledger
+    from parlai_dialeval.dashboard.adaptive_view import read_state
+
+    assert read_state(tmp_path, "study") is None
+    ledger = Ledger(["a", "b", "c"], 0.05)
+    for _ in range(60):  # a wins every time against b: far past K(K-1)/alpha = 120 (2^60 with a full bet)
+        ledger.add("a", "b", 1.0)
+    ledger.add("b", "c", 0.5)
+    state = {"status": "collecting", "alpha": 0.05, "hits_emitted": 8, "judgments": 61, "ranking": ["a", "b", "c"],
+             "ledger": ledger.to_json(), "batches": [{"batch": 1, "hits": 4, "read": True,
+                                                      "pairs": [["a", "b"], ["b", "a"], ["b", "c"]]},
+                                                     {"batch": 2, "hits": 4, "read": False, "pairs": [["c", "b"]]}]}
+    (tmp_path / "adaptive").mkdir()
+    (tmp_path / "adaptive" / "study.json").write_text(json.dumps(state))
+    view = read_state(tmp_path, "study")
+    assert view["threshold"] == pytest.approx(3 * 2 / 0.05)
+    ab, bc = view["pairs"]
+    assert (ab["a"], ab["b"], ab["outcomes"], ab["win_rate_a"], ab["certified"]) == ("a", "b", 60, 1.0, "a")
+    assert (bc["outcomes"], bc["win_rate_a"], bc["certified"]) == (1, 0.5, "")
+    assert [b["pairs"] for b in view["batches"]] == ["b vs c x1", "a vs b x2, b vs c x1"]  # newest first

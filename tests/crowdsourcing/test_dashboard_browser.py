@@ -96,14 +96,17 @@ def wait_for_figure(page, name: str, value: int, timeout: float = 40) -> None:
     raise AssertionError(f"{name} never showed {value}: {page.locator('main').inner_text()[:1500]}")
 
 
-def act(page, button: str, fill: dict[str, str]) -> str:
-    """Fill a review form on the participant's page, press its button, read the confirmation, confirm."""
+def act(page, button: str, fill: dict[str, str], screenshot: Path | None = None) -> str:
+    """Fill a review form on the participant's page, press its button, read the confirmation, confirm.
+    ``screenshot``: where to keep a picture of the filled form (docs/crowdsourcing.md shows it)."""
     for selector, value in fill.items():
         if selector.endswith("category"):
             page.select_option(f"[data-testid={selector}]", value)
         else:
             page.fill(f"[data-testid={selector}]", value)
         pause(page, 0.8)
+    if screenshot is not None:
+        page.screenshot(path=str(screenshot), full_page=True)
     page.click(f"[data-testid={button}]")
     page.wait_for_selector("[data-testid=confirm]")
     asked = page.locator("[data-testid=confirm]").inner_text()
@@ -173,7 +176,8 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
                 assert "whales" in work and HOSTILE in work  # their words, shown as text
                 assert researcher.locator("[data-testid=work] img").count() == 0
 
-                done = act(researcher, "reject", {"reject-category": "FAILED_CHECK", "reject-message": REASON})
+                done = act(researcher, "reject", {"reject-category": "FAILED_CHECK", "reject-message": REASON},
+                           screenshot=tmp_path / "participant.png")
                 assert "FAILED_CHECK" in done and f"rejected {CARELESS} (FAILED_CHECK)" in done
                 researcher.goto(base + "participant/" + KIND)
                 pause(researcher, 1.5)
