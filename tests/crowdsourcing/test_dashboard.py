@@ -106,22 +106,25 @@ class StandIn:
 
     def __init__(self):
         self.done: list[tuple] = []
-        self.records = [conversation("c1", HOSTILE, "m", turns=[{"speaker": "human", "text": HOSTILE + " hello"},
+        self._records = [conversation("c1", HOSTILE, "m", turns=[{"speaker": "human", "text": HOSTILE + " hello"},
                                                                 {"speaker": "m", "text": "hi"}])]
 
     def snapshot(self):
         return {"task_name": self.task_name, "task_type": "live_chat_da", "read_at": 0.0,
-                "progress": summary.progress(self.records, [UnitRow("1", "completed", HOSTILE)], 0.0, 10.0),
-                "groups": summary.per_group(self.records, []), "check_note": "",
+                "progress": summary.progress(self._records, [UnitRow("1", "completed", HOSTILE)], 0.0, 10.0),
+                "groups": summary.per_group(self._records, []), "check_note": "",
                 "quality": summary.quality(pd.DataFrame({"worker_id": [HOSTILE], "passed": [False],
-                                                         "p_value": [0.5], "note": [""]}), self.records),
-                "endpoints": summary.endpoints(self.records), "notes": [], "on_prolific": True, "adaptive": None}
+                                                         "p_value": [0.5], "note": [""]}), self._records),
+                "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": True, "adaptive": None}
 
     def money(self):
         return None
 
+    def records(self):
+        return self._records
+
     def conversations(self, worker):
-        return [r for r in self.records if r["worker_id"] == worker]
+        return [r for r in self._records if r["worker_id"] == worker]
 
     def check_action(self, kind, participant, fields):
         if kind == "reject" and len(fields.get("message") or "") < 100:
@@ -251,3 +254,27 @@ def test_adaptive_view_reads_the_state_file(tmp_path):
     assert (ab["a"], ab["b"], ab["outcomes"], ab["win_rate_a"], ab["certified"]) == ("a", "b", 60, 1.0, "a")
     assert (bc["outcomes"], bc["win_rate_a"], bc["certified"]) == (1, 0.5, "")
     assert [b["pairs"] for b in view["batches"]] == ["b vs c x1", "a vs b x2, b vs c x1"]  # newest first
+
+
+def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot(tmp_path):
+    from parlai_dialeval.adaptive.ledger import Ledger
+    from parlai_dialeval.dashboard.app import create_app
+
+    source = StandIn()
+    source._records = [{"type": "study", "name": "study_1"}] + [
+        {"type": "comparison", "item_id": f"i{k}", "worker_id": f"w{k}", "model_a": "good", "model_b": "bad",
+         "choice": "a"} for k in range(30)]
+    ledger = Ledger(["bad", "good"], 0.05)
+    plain = source.snapshot
+    source.snapshot = lambda: {**plain(), "adaptive": {
+        "status": "certified", "alpha": 0.05, "threshold": ledger.threshold, "ranking": ["good", "bad"],
+        "hits_emitted": 30, "judgments": 30, "batches": [],
+        "pairs": [{"a": "good", "b": "bad", "outcomes": 30, "win_rate_a": 1.0, "e_a_beats_b": 5e6,
+                   "e_b_beats_a": 1.0, "certified": "good"}]}}
+    app = create_app(source, SECRET)
+    with app.test_client() as web:
+        web.post("/login", data={"token": SECRET})
+        page = web.get("/").get_data(as_text=True)
+        assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
+        png = web.get("/plot/certify.png")
+        assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
