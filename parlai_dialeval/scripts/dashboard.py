@@ -5,7 +5,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, add_task_type_arg
 
 
 @register_script("dashboard")
@@ -22,9 +22,7 @@ class Dashboard(ParlaiScript):
                               "password in $DIALEVAL_DASHBOARD_PASSWORD). Ctrl-C stops it.")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         add_mephisto_data_arg(parser)
-        parser.add_argument("--task-type", default=None, metavar="TASK",
-                            help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
-                                 "recorded in the run at launch)")
+        add_task_type_arg(parser)
         add_server_args(parser)
         return parser
 
