@@ -113,7 +113,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     def participant(worker: str):
         data = source.snapshot()
         row = next((q for q in data["quality"] if q["worker"] == worker), None)
-        work = source.conversations(worker)
+        work, ratings = source.work(worker)
         if row is None and not work:
             abort(404)
         money, error = None, session.pop("error", None)
@@ -123,7 +123,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
             error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]
         decisions = [d for d in (money or {}).get("decisions", []) if d["participant_id"] == worker]
-        return page("dashboard_participant.html", worker=worker, row=row, work=work, on_prolific=data["on_prolific"],
+        return page("dashboard_participant.html", worker=worker, row=row, work=work, ratings=ratings, on_prolific=data["on_prolific"],
                     submissions=submissions, decisions=decisions, categories=REJECTION_CATEGORIES,
                     min_message=MIN_REJECT_MESSAGE, message=session.pop("message", None), error=error)
 

@@ -76,9 +76,14 @@ class TaskSource:
         self.snapshot()
         return self._records
 
-    def conversations(self, worker: str) -> list[dict]:
-        """The participant's conversations and comparisons (as exported), newest snapshot."""
-        return [r for r in self.records() if r["type"] in ("conversation", "comparison") and r.get("worker_id") == worker]
+    def work(self, worker: str) -> tuple[list[dict], dict[str, list[dict]]]:
+        """The participant's conversations and comparisons (as exported), and their ratings by conversation."""
+        records = self.records()
+        ratings: dict[str, list[dict]] = {}
+        for record in records:
+            if record["type"] == "rating" and record.get("worker_id") == worker:
+                ratings.setdefault(record["conversation_id"], []).append(record)
+        return [r for r in records if r["type"] in ("conversation", "comparison") and r.get("worker_id") == worker], ratings
 
     def on_prolific(self) -> bool:
         from parlai_dialeval.providers.prolific.common import PROVIDER_TYPE, datastore

@@ -123,8 +123,9 @@ class StandIn:
     def records(self):
         return self._records
 
-    def conversations(self, worker):
-        return [r for r in self._records if r["worker_id"] == worker]
+    def work(self, worker):
+        return [r for r in self._records if r["worker_id"] == worker], {"c1": [
+            {"criterion": "fun", "value": 70.0, "worker_id": worker, "turn_index": None}]}
 
     def check_action(self, kind, participant, fields):
         if kind == "reject" and len(fields.get("message") or "") < 100:
@@ -182,6 +183,7 @@ def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
         assert "script-src" not in answer.headers["Content-Security-Policy"]  # default-src 'none': no scripts
         assert answer.headers["X-Frame-Options"] == "DENY"
     assert "FLAGGED" in client.get("/").get_data(as_text=True)
+    assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
 
 
 def test_actions_need_the_form_token_and_a_confirmation_used_once(client):

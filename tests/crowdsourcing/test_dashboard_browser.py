@@ -175,6 +175,7 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
                 work = researcher.locator("[data-testid=work]").inner_text()
                 assert "whales" in work and HOSTILE in work  # their words, shown as text
                 assert researcher.locator("[data-testid=work] img").count() == 0
+                assert "fun 70" in researcher.locator("[data-testid=ratings]").first.inner_text()
 
                 done = act(researcher, "reject", {"reject-category": "FAILED_CHECK", "reject-message": REASON},
                            screenshot=tmp_path / "participant.png")
