@@ -31,19 +31,21 @@ class TaskSource:
         if not database_path(self.data_dir).is_file():
             raise DialevalError(f"no task named {task_name!r}: nothing was ever launched with data directory "
                                 f"{self.data_dir}; give the launch's --mephisto-data")
+        from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
         self._lock = threading.RLock()
         self._snapshot: tuple[float, dict] | None = None
         self._money: tuple[float, dict | None] | None = None
         self._records: list[dict] = []
-        self._db = None
+        # one handle for the dashboard's life: Mephisto keeps a SQLite connection per handle and thread
+        self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
 
     # ------------------------------------------------------------ reading
     def _collect(self):
-        from parlai_dialeval.crowdsourcing.platform.export import collect
+        from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 
-        report, db, spec = collect(self.task_name, self.data_dir, self.task_type)
-        self._db = db
-        return report, db, spec
+        report, spec = collect_from_db(self._db, self.task_name, self.task_type)
+        return report, self._db, spec
 
     def snapshot(self, fresh: bool = False) -> dict:
         with self._lock:
@@ -104,8 +106,6 @@ class TaskSource:
         with self._lock:
             if not fresh and self._money and time.time() - self._money[0] < self.money_ttl:
                 return self._money[1]
-            if self._db is None:
-                self.snapshot()
             if not self.on_prolific():
                 self._money = (time.time(), None)
                 return None
