@@ -22,6 +22,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import TEMPLATES
 
 OPEN_ENDPOINTS = {"login"}
+MAX_PENDING = 100  # confirmations asked for and not yet given
 
 
 def create_app(source, secret: str, refresh: int = 5) -> Flask:
@@ -138,6 +139,8 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
             session["error"] = str(failure)
             return redirect(url_for("participant", worker=worker))
         confirmation = secrets.token_urlsafe(16)
+        while len(pending) >= MAX_PENDING:  # forms asked for and never confirmed: the oldest lapse
+            pending.pop(next(iter(pending)))
         pending[confirmation] = {"kind": kind, "worker": worker, "fields": checked}
         return page("dashboard_confirm.html", worker=worker, kind=kind, fields=checked, confirmation=confirmation)
 
