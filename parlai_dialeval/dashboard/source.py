@@ -180,12 +180,13 @@ class TaskSource:
 
 
 def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
-    """Every unit of the task's runs (status from Mephisto's table, no provider call) and when the first
-    run started (seconds since the epoch)."""
+    """Every unit of the task's runs (status from Mephisto's unit and agent rows, no provider call) and when
+    the first run started (seconds since the epoch)."""
     tasks = db.find_tasks(task_name=task_name)
     if not tasks:
         return [], None
     names: dict[str, str] = {}
+    agents = {agent.db_id: agent.db_status for agent in db.find_agents(task_id=tasks[0].db_id)}
     rows = []
     for unit in db.find_units(task_id=tasks[0].db_id):
         worker = None
@@ -193,7 +194,8 @@ def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
             if unit.worker_id not in names:
                 names[unit.worker_id] = db.get_worker(unit.worker_id)["worker_name"]
             worker = names[unit.worker_id]
-        rows.append(summary.UnitRow(str(unit.db_id), unit.db_status, worker))
+        status = summary.unit_status(unit.db_status, agents.get(unit.agent_id) if unit.agent_id else None)
+        rows.append(summary.UnitRow(str(unit.db_id), status, worker))
     starts = [_timestamp(run.start_time) for run in db.find_task_runs(task_id=tasks[0].db_id)]
     starts = [s for s in starts if s is not None]
     return rows, min(starts) if starts else None

@@ -23,6 +23,22 @@ PAID = {"APPROVED"}
 COMMITTED = {"AWAITING REVIEW", "ACTIVE", "PROCESSING", "PARTIALLY APPROVED"}
 
 
+# A unit's status from its agent's, as Mephisto's Unit.get_status computes it (which only the task launcher's
+# 10-second poll writes back to the unit's row); an agent who left (disconnect, return, timeout) frees the
+# unit for another worker, so it counts as left rather than in flight
+AGENT_TO_UNIT = {"none": "launched", "accepted": "assigned", "onboarding": "assigned", "waiting": "assigned",
+                 "in task": "assigned", "partner disconnect": "assigned", "completed": "completed",
+                 "approved": "accepted", "rejected": "rejected", "soft_rejected": "soft_rejected",
+                 "expired": "expired", "disconnect": "launched", "returned": "launched", "timeout": "launched"}
+
+
+def unit_status(unit_row_status: str, agent_status: str | None) -> str:
+    """The unit's status now: its row's when final or when no agent holds it, else from the agent's."""
+    if unit_row_status == "expired" or agent_status is None:
+        return unit_row_status
+    return AGENT_TO_UNIT.get(agent_status, unit_row_status)
+
+
 @dataclass(frozen=True)
 class UnitRow:
     """One Mephisto unit as the page needs it: its id, status and the worker holding it (if any)."""

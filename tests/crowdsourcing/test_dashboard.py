@@ -280,3 +280,60 @@ def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot
         assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
         png = web.get("/plot/certify.png")
         assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
+
+
+# ---------------------------------------------------------------- over a real run (mock provider)
+@pytest.mark.timeout(240)
+def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
+    """Two HITs done (one worker rating the QC bot highest), a third worker mid-chat: the figures agree with
+    Mephisto's units and with `dialeval export`'s records; a study not on Prolific has no money and gets no
+    Prolific files."""
+    from parlai_dialeval.dashboard.source import TaskSource
+
+    from .test_live_chat_da_world import ECHO, MockWorker, export_records, launch
+
+    run = launch(tmp_path, 3344, {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=1, seed=3)
+    try:
+        for name, good in (("GOOD", True), ("BAD", False)):
+            worker = MockWorker(run, name)
+            for slot, conv in enumerate(worker.record()["conversations"]):
+                worker.chat(slot, 1)
+                low, high = [5 + k for k in range(7)], [70 + 3 * k + slot for k in range(7)]
+                worker.rate(slot, (low if conv["model"] == "qc" else high) if good else
+                            (high if conv["model"] == "qc" else low))
+            worker.wait_phase("feedback")
+            worker.send({"action": "feedback", "feedback": ""})
+            worker._wait(lambda: worker.record()["finished"])
+            worker.server.submit_mock_unit(worker.agent_id, {"final_data": {}})
+            worker._wait(lambda: worker.agent.get_status() == "completed")
+        third = MockWorker(run, "THIRD")
+        third.chat(0, 1)
+        source = TaskSource("lcda_test", run.data_dir)
+        data = source.snapshot()
+        _, _, records = export_records(run, tmp_path)
+    finally:
+        run.shutdown()
+    progress = data["progress"]
+    # (Mephisto's unit rows still say "assigned" for the two done: only the launcher's 10 s poll updates them)
+    assert (progress["done"], progress["in_flight"], progress["left"]) == (2, 1, 3)
+    assert progress["active"] == ["THIRD_sandbox"]
+    complete = {}
+    for r in records:
+        if r["type"] == "conversation" and r["status"] == "complete":
+            complete[r["models"][0]] = complete.get(r["models"][0], 0) + 1
+    assert {g["group"]: g["done"] for g in data["groups"]} == complete == {"qc": 2, "a": 2, "b": 2}
+    assert sum(g["in_flight"] for g in data["groups"]) == 3  # the third worker's three planned slots
+    assert [(q["worker"], q["check"]) for q in data["quality"]] == [
+        ("BAD_sandbox", "fail"), ("THIRD_sandbox", "-"), ("GOOD_sandbox", "pass")]
+    assert data["on_prolific"] is False and source.money() is None
+    assert not (run.data_dir / "prolific").exists()
+    work, ratings = source.work("GOOD_sandbox")
+    assert len(work) == 3 and sum(len(v) for v in ratings.values()) == 3 * 7
+
+
+def test_unit_status_follows_the_agent_as_mephisto_computes_it():
+    assert summary.unit_status("assigned", "completed") == "completed"
+    assert summary.unit_status("assigned", "in task") == "assigned"
+    assert summary.unit_status("assigned", "disconnect") == "launched"  # free for another worker
+    assert summary.unit_status("launched", None) == "launched"
+    assert summary.unit_status("expired", "in task") == "expired"
