@@ -57,14 +57,14 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
         if token is not None and request.method == "GET":
             if matches(token):
                 sign_in()
-                return redirect(request.path)
+                return redirect("/" + request.path.lstrip("/"))  # never //host: a redirect to another site
             return login_form("That token is not the one this dashboard printed.")
         if request.endpoint in OPEN_ENDPOINTS:
             return None
         if not signed_in():
             return login_form()
-        if request.method == "POST" and not hmac.compare_digest(str(request.form.get("csrf", "")),
-                                                                 str(session.get("csrf", ""))):
+        if request.method == "POST" and not hmac.compare_digest(request.form.get("csrf", "").encode(),
+                                                                 session.get("csrf", "").encode()):
             abort(403)
         return None
 

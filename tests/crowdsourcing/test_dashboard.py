@@ -191,6 +191,7 @@ def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
     page = client.get(worker_path()).get_data(as_text=True)
     csrf = re.search(r'name="csrf" value="([^"]+)"', page)[1]
     assert client.post(worker_path("bonus"), data={"amount": "0.50", "reason": "r"}).status_code == 403
+    assert client.post(worker_path("bonus"), data={"csrf": "é", "amount": "0.50", "reason": "r"}).status_code == 403
     short = client.post(worker_path("reject"), data={"csrf": csrf, "message": "too short", "category": "OTHER"})
     assert short.status_code == 302 and "100 characters" in client.get(worker_path()).get_data(as_text=True)
     asked = client.post(worker_path("bonus"), data={"csrf": csrf, "amount": "0.50", "reason": "kind words"})
