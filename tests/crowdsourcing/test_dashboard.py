@@ -338,3 +338,13 @@ def test_unit_status_follows_the_agent_as_mephisto_computes_it():
     assert summary.unit_status("assigned", "disconnect") == "launched"  # free for another worker
     assert summary.unit_status("launched", None) == "launched"
     assert summary.unit_status("expired", "in task") == "expired"
+
+
+def test_dashboard_command_refuses_a_task_never_launched(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "dashboard", "nothing_here", "--mephisto-data",
+                           str(tmp_path / "empty"), "--port", "3344"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no task named 'nothing_here'" in done.stderr, done.stderr[-2000:]
+    assert "Dashboard:" not in done.stdout
