@@ -174,9 +174,19 @@ class TaskSource:
                     review.reject(db, agent, fields["message"], fields["category"])
                     done = f"rejected {participant} ({fields['category']})"
                 else:
-                    done = review.pay_bonus(db, agent, fields["amount"], fields["reason"])
+                    done = pay_bonus()(db, agent, fields["amount"], fields["reason"])
             self._money = self._snapshot = None  # the next page shows the decision
             return done
+
+
+def pay_bonus():
+    """`dialeval review --bonus`'s function: review.pay_bonus, which issue #27 moves to bonus.pay (with the
+    same arguments); the fallback goes once both branches are merged."""
+    try:
+        from parlai_dialeval.providers.prolific.bonus import pay
+    except ImportError:
+        from parlai_dialeval.providers.prolific.review import pay_bonus as pay
+    return pay
 
 
 def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
