@@ -55,6 +55,8 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
     from parlai_dialeval.dashboard.app import create_app
     from parlai_dialeval.crowdsourcing.platform.ports import port_holder, port_is_free
 
+    if refresh < 1:
+        raise DialevalError(f"--refresh: the overview reloads every N >= 1 seconds (got {refresh})")
     password = os.environ.get(PASSWORD_ENV)
     if password is not None and len(password) < 12:
         raise DialevalError(f"${PASSWORD_ENV} is {len(password)} characters long; use at least 12 (or unset it "

@@ -41,19 +41,15 @@ class TaskSource:
         self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
 
     # ------------------------------------------------------------ reading
-    def _collect(self):
+    def snapshot(self) -> dict:
         from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 
-        report, spec = collect_from_db(self._db, self.task_name, self.task_type)
-        return report, self._db, spec
-
-    def snapshot(self, fresh: bool = False) -> dict:
         with self._lock:
-            if not fresh and self._snapshot and time.time() - self._snapshot[0] < self.ttl:
+            if self._snapshot and time.time() - self._snapshot[0] < self.ttl:
                 return self._snapshot[1]
-            report, db, spec = self._collect()
+            report, spec = collect_from_db(self._db, self.task_name, self.task_type)
             records = report.records
-            units, started = unit_rows(db, self.task_name)
+            units, started = unit_rows(self._db, self.task_name)
             checks, check_note = None, ""
             if spec.worker_checks is not None:
                 try:
@@ -101,10 +97,10 @@ class TaskSource:
 
         return read_state(self.data_dir, self.task_name)
 
-    def money(self, fresh: bool = False) -> dict | None:
+    def money(self) -> dict | None:
         """Spent / committed on Prolific from ``dialeval review``'s table; None when not on Prolific."""
         with self._lock:
-            if not fresh and self._money and time.time() - self._money[0] < self.money_ttl:
+            if self._money and time.time() - self._money[0] < self.money_ttl:
                 return self._money[1]
             if not self.on_prolific():
                 self._money = (time.time(), None)
