@@ -62,7 +62,8 @@ class TaskSource:
             data = {"task_name": self.task_name, "task_type": spec.name, "read_at": now,
                     "progress": summary.progress(records, units, started, now),
                     "groups": summary.per_group(records, units),
-                    "quality": summary.quality(checks, records), "check_note": check_note,
+                    "quality": summary.quality(checks, records, onboarding_statuses(self._db, self.task_name)),
+                    "check_note": check_note,
                     "endpoints": summary.endpoints(records), "notes": report.notes,
                     "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
             self._records = records
@@ -205,6 +206,16 @@ def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
     starts = [_timestamp(run.start_time) for run in db.find_task_runs(task_id=tasks[0].db_id)]
     starts = [s for s in starts if s is not None]
     return rows, min(starts) if starts else None
+
+
+def onboarding_statuses(db, task_name: str) -> dict[str, list[str]]:
+    """Worker name -> the Mephisto statuses of their onboarding attempts, oldest first (approved: passed)."""
+    tasks = db.find_tasks(task_name=task_name)
+    attempts: dict[str, list[str]] = {}
+    agents = db.find_onboarding_agents(task_id=tasks[0].db_id) if tasks else []
+    for agent in sorted(agents, key=lambda a: int(a.db_id) if str(a.db_id).isdigit() else 0):
+        attempts.setdefault(db.get_worker(agent.worker_id)["worker_name"], []).append(agent.db_status)
+    return attempts
 
 
 def _timestamp(value) -> float | None:

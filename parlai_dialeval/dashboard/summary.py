@@ -120,19 +120,32 @@ def per_group(records: list[dict], units: list[UnitRow]) -> list[dict]:
             for group in sorted(table)]
 
 
-def quality(checks, records: list[dict]) -> list[dict]:
+def onboarding_result(statuses: list[str]) -> str:
+    """A worker's onboarding from their attempts' Mephisto statuses (oldest first): passed when one was
+    approved, failed when the last was rejected, else in progress or left."""
+    if "approved" in statuses:
+        return "passed"
+    if statuses and statuses[-1] == "rejected":
+        return "failed"
+    return "in progress" if statuses and statuses[-1] in ("none", "onboarding", "in task", "waiting") else "left"
+
+
+def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None = None) -> list[dict]:
     """One row per participant: the task's own worker check (``checks``, the DataFrame of
-    ``TaskSpec.worker_checks``; None for tasks without one), their work by status; failing ones first."""
+    ``TaskSpec.worker_checks``; None for tasks without one), their onboarding (``onboarding``: worker ->
+    their attempts' statuses) and their work by status; failing ones first, then failed onboardings."""
     work: dict[str, Counter] = defaultdict(Counter)
     for record in records:
         if record["type"] in ("conversation", "comparison") and record.get("worker_id"):
             work[record["worker_id"]]["onboarding" if not _collected(record) else record.get("status", "complete")] += 1
-    rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(done.items()))}
-            for worker, done in work.items()}
+    onboarding = onboarding or {}
+    rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(work[worker].items())),
+                     "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else ""}
+            for worker in set(work) | set(onboarding)}
     if checks is not None:
         for row in checks.to_dict("records"):
             worker = str(row["worker_id"])
-            entry = rows.setdefault(worker, {"worker": worker, "work": {}})
+            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "onboarding": ""})
             p = row.get("p_value")
             entry.update(check="pass" if bool(row["passed"]) else "fail",
                          p_value=None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
@@ -144,7 +157,7 @@ def quality(checks, records: list[dict]) -> list[dict]:
         entry.setdefault("note", "")
         if checks is None:
             entry["check"] = "n/a"
-    return sorted(rows.values(), key=lambda r: (order[r["check"]], r["worker"]))
+    return sorted(rows.values(), key=lambda r: (order[r["check"]], r["onboarding"] != "failed", r["worker"]))
 
 
 def endpoints(records: list[dict]) -> list[dict]:

@@ -73,6 +73,21 @@ def test_quality_puts_failing_participants_first():
     assert {r["check"] for r in summary.quality(None, records)} == {"n/a"}
 
 
+def test_onboarding_results_and_their_place_in_the_quality_table():
+    assert summary.onboarding_result(["rejected", "approved"]) == "passed"
+    assert summary.onboarding_result(["approved", "rejected"]) == "passed"  # passed once is enough for Mephisto
+    assert summary.onboarding_result(["disconnect", "rejected"]) == "failed"
+    assert summary.onboarding_result(["onboarding"]) == "in progress"
+    assert summary.onboarding_result(["disconnect"]) == "left"
+    records = [{"type": "comparison", "worker_id": "ann", "model_a": "x", "model_b": "y", "choice": "a"},
+               {"type": "comparison", "worker_id": "cat", "model_a": "x", "model_b": "y", "choice": "a",
+                "onboarding": True}]
+    rows = summary.quality(None, records, {"ann": ["approved"], "cat": ["rejected"], "dan": ["onboarding"]})
+    assert [(r["worker"], r["onboarding"]) for r in rows] == [("cat", "failed"), ("ann", "passed"),
+                                                               ("dan", "in progress")]
+    assert rows[0]["work"] == {"onboarding": 1} and rows[2]["work"] == {}
+
+
 def test_endpoints_latency_percentiles_tokens_and_failures():
     turns = [{"speaker": "human", "text": "hi"}] + [
         {"speaker": "bot1", "text": "x", "meta": {"latency": float(k), "prompt_tokens": 10, "completion_tokens": 2}}
