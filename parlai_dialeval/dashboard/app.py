@@ -119,7 +119,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
             abort(404)
         money, error = None, session.pop("error", None)
         try:
-            money = source.money() if data["on_prolific"] else None
+            money = source.money(fresh=True) if data["on_prolific"] else None
         except DialevalError as failure:  # Prolific unreachable: the work is still worth reading
             error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]

@@ -98,10 +98,12 @@ class TaskSource:
 
         return read_state(self.data_dir, self.task_name)
 
-    def money(self) -> dict | None:
-        """Spent / committed on Prolific from ``dialeval review``'s table; None when not on Prolific."""
+    def money(self, fresh: bool = False) -> dict | None:
+        """Spent / committed on Prolific from ``dialeval review``'s table; None when not on Prolific.
+        ``fresh``: ask Prolific now (a participant's page, where a decision is taken), else reuse the last
+        answer for ``money_ttl`` seconds."""
         with self._lock:
-            if self._money and time.time() - self._money[0] < self.money_ttl:
+            if not fresh and self._money and time.time() - self._money[0] < self.money_ttl:
                 return self._money[1]
             if not self.on_prolific():
                 self._money = (time.time(), None)
@@ -113,7 +115,8 @@ class TaskSource:
             studies = store.all("SELECT * FROM studies WHERE task_name = ? AND study_id IS NOT NULL", self.task_name)
             rows = table.drop(columns=["agent_id"]).to_dict("records")
             figures = summary.money(rows, studies)
-            figures.update(submissions=rows, qc_note=note, decisions=store.decisions(task_name=self.task_name))
+            figures.update(submissions=rows, qc_note=note, decisions=store.decisions(task_name=self.task_name),
+                           read_at=time.time())
             self._money = (time.time(), figures)
             return figures
 

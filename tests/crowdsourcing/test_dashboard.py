@@ -132,7 +132,7 @@ class StandIn:
                                                          "p_value": [0.5], "note": [""]}), self._records),
                 "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": True, "adaptive": None}
 
-    def money(self):
+    def money(self, fresh=False):
         return None
 
     def records(self):

@@ -172,6 +172,7 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
                 pause(researcher, 2)
                 rows.first.locator("a").click()
                 researcher.wait_for_selector("[data-testid=work]")
+                assert "AWAITING REVIEW" in researcher.locator("[data-testid=participant]").inner_text()
                 work = researcher.locator("[data-testid=work]").inner_text()
                 assert "whales" in work and HOSTILE in work  # their words, shown as text
                 assert researcher.locator("[data-testid=work] img").count() == 0
