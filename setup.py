@@ -55,6 +55,7 @@ setup(
         "Jinja2",
         "psutil",
         "httpx",  # the Prolific provider's API client
+        "Flask",  # the dashboard (pinned with Mephisto, which brings it)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
                              "ppi-python"]},

@@ -23,6 +23,13 @@ def add_mephisto_data_arg(parser) -> None:
                              "else mephisto/ in $DIALEVAL_HOME")
 
 
+def add_task_type_arg(parser) -> None:
+    """--task-type, for the commands that read a Mephisto task (export, qc_workers, dashboard)."""
+    parser.add_argument("--task-type", default=None, metavar="TASK",
+                        help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
+                             "recorded in the run at launch)")
+
+
 def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -> None:
     """--data PATH... (any supported format, detected), --from FORMAT to force one, --out."""
     group = parser.add_argument_group("Input and output")

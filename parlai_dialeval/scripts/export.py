@@ -4,7 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, output_file
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, add_task_type_arg, output_file
 
 
 @register_script("export")
@@ -17,9 +17,7 @@ class Export(ParlaiScript):
         parser.add_argument("--out", required=True, metavar="FILE.jsonl", type=output_file,
                             help="canonical JSON Lines output (a missing folder is created, and said so)")
         add_mephisto_data_arg(parser)
-        parser.add_argument("--task-type", default=None, metavar="TASK",
-                            help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
-                                 "recorded in the run at launch)")
+        add_task_type_arg(parser)
         return parser
 
     def run(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.dashboard.server import add_server_args
 from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
 
 
@@ -22,6 +23,10 @@ class Launch(ParlaiScript):
                             help="Hydra overrides, e.g. conf=example mephisto.architect.port=3100 live_chat.num_slots=4")
         add_mephisto_data_arg(parser)
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
+        parser.add_argument("--dashboard", action="store_true",
+                            help="also serve the study's dashboard (as `dialeval dashboard`) on its own port while "
+                                 "the task runs; it prints the address and its access token")
+        add_server_args(parser, "dashboard-")
         return parser
 
     def run(self):
@@ -54,5 +59,25 @@ class Launch(ParlaiScript):
               "no new workers are let in and the run waits for those working; press Ctrl-C again to stop at once "
               "(work saved so far is kept).")
         print(f"Then: dialeval export {launched.task_name} --out FILE.jsonl\n", flush=True)
-        launched.serve()
+        dashboard = self.start_dashboard(launched) if self.opt["dashboard"] else None
+        try:
+            launched.serve()
+        finally:
+            if dashboard is not None:
+                dashboard.stop()
         return None
+
+    def start_dashboard(self, launched):
+        from parlai_dialeval.dashboard.server import start
+        from parlai_dialeval.dashboard.source import TaskSource
+        from parlai_dialeval.errors import DialevalError
+
+        try:
+            dashboard = start(TaskSource(launched.task_name, launched.data_dir), self.opt["dashboard_host"],
+                              self.opt["dashboard_port"], self.opt["dashboard_refresh"])
+        except DialevalError:
+            launched.shutdown()  # never leave the task's router running behind a refused option
+            raise
+        print(dashboard.announce(), flush=True)
+        print(f"(it stops with the run; `dialeval dashboard {launched.task_name}` serves it afterwards)\n", flush=True)
+        return dashboard

@@ -5,7 +5,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.options import checked
-from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, write_csv
+from parlai_dialeval.scripts.command_line import add_mephisto_data_arg, add_task_type_arg, write_csv
 
 
 @register_script("qc_workers")
@@ -16,9 +16,7 @@ class QcWorkers(ParlaiScript):
                               "quality-control bot (Ji et al. 2022) and optionally soft-block those who fail")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         add_mephisto_data_arg(parser)
-        parser.add_argument("--task-type", default=None, metavar="TASK",
-                            help="override: the crowdsourcing task that produced TASK_NAME (default: the one "
-                                 "recorded in the run at launch)")
+        add_task_type_arg(parser)
         parser.add_argument("--alpha", type=checked("--alpha", "probability"), default=None,
                             help="live_chat_da: a worker passes when p < alpha (one-sided Mann-Whitney U, QC bot "
                                  "rated lower; default 0.05). Refused for pw_turn and sm_eval, whose checks are "

@@ -185,16 +185,18 @@ def _finished_units(run) -> list:
     return [u for u in read_units(run.db, run.launched.task_name) if u.status == "complete"]
 
 
-def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
+def run_ab_adaptive(tmp_path, port: int, task_name: str) -> None:
+    """An adaptive A/B study in ``tmp_path/mephisto`` (batches of one HIT, a budget of two) whose two workers
+    always pick the reply of the higher level; returns once the run has ended."""
     items = tmp_path / "items.jsonl"
     rows = [{"item_id": f"p{i}_{a}_{b}", "context": [f"prompt {i}"], "model_a": a, "model_b": b,
              "response_a": f"reply of level {LEVELS[a]}", "response_b": f"reply of level {LEVELS[b]}"}
             for i in range(4) for a, b in [("bot_best", "bot_good"), ("bot_good", "bot_fair"),
                                            ("bot_best", "bot_fair")]]
     write_jsonl(rows, items)
-    run = LaunchedRun("ab_next_utterance", tmp_path / "mephisto", 3265, [
+    run = LaunchedRun("ab_next_utterance", tmp_path / "mephisto", port, [
         f"ab.items_file={items}", "ab.per_hit=4", "ab.seed=2", "mephisto.blueprint.units_per_assignment=1",
-        "mephisto.task.task_name=ab_study", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2"])
+        f"mephisto.task.task_name={task_name}", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2"])
     try:
         for _ in range(2):
             run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
@@ -209,6 +211,10 @@ def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
         run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
     finally:
         run.shutdown()
+
+
+def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
+    run_ab_adaptive(tmp_path, 3265, "ab_study")
     state = read_state(tmp_path / "mephisto" / "adaptive" / "ab_study.json")
     assert [b["batch"] for b in state["batches"]] == [1, 2] and state["status"] == "budget_spent"
     assert state["judgments"] == 8 and state["models"] == ["bot_best", "bot_fair", "bot_good"]

@@ -1,0 +1,219 @@
+"""The dashboard's reads and writes: the task's data as ``dialeval export`` reads it (platform/export.py
+``collect``), Mephisto's unit rows, the task's own worker check, and on Prolific ``dialeval review``'s table
+and decisions (parlai_dialeval/providers/prolific/review.py), all re-read at most every few seconds.
+
+Review actions go through review.py's public functions, so they keep its guarantees: the decision is in the
+ledger before Prolific is called, a bonus is paid once per submission and reason.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from parlai_dialeval.dashboard import summary
+from parlai_dialeval.errors import DialevalError
+
+ACTIONS = ("approve", "reject", "bonus", "block")
+
+
+class TaskSource:
+    """One task's data for the page. ``ttl``: seconds a snapshot is reused (the page refreshes itself, and
+    several tabs may be open); ``money_ttl``: the same for the Prolific figures, which cost API calls."""
+
+    def __init__(self, task_name: str, data_dir: str | Path | None = None, task_type: str | None = None,
+                 ttl: float = 2.0, money_ttl: float = 15.0):
+        from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+
+        self.task_name, self.task_type, self.ttl, self.money_ttl = task_name, task_type, ttl, money_ttl
+        self.data_dir = prepare_mephisto(data_dir)
+        if not database_path(self.data_dir).is_file():
+            raise DialevalError(f"no task named {task_name!r}: nothing was ever launched with data directory "
+                                f"{self.data_dir}; give the launch's --mephisto-data")
+        from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+        self._lock = threading.RLock()
+        self._snapshot: tuple[float, dict] | None = None
+        self._money: tuple[float, dict | None] | None = None
+        self._records: list[dict] = []
+        # one handle for the dashboard's life: Mephisto keeps a SQLite connection per handle and thread
+        self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
+
+    # ------------------------------------------------------------ reading
+    def snapshot(self) -> dict:
+        from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+
+        with self._lock:
+            if self._snapshot and time.time() - self._snapshot[0] < self.ttl:
+                return self._snapshot[1]
+            report, spec = collect_from_db(self._db, self.task_name, self.task_type)
+            records = report.records
+            units, started = unit_rows(self._db, self.task_name)
+            checks, check_note = None, ""
+            if spec.worker_checks is not None:
+                try:
+                    checks = spec.worker_checks(records, None)
+                except DialevalError as error:  # e.g. no ratings yet: say so on the page
+                    check_note = str(error)
+            else:
+                check_note = f"task {spec.name} has no worker check"
+            now = time.time()
+            data = {"task_name": self.task_name, "task_type": spec.name, "read_at": now,
+                    "progress": summary.progress(records, units, started, now),
+                    "groups": summary.per_group(records, units),
+                    "quality": summary.quality(checks, records, onboarding_statuses(self._db, self.task_name)),
+                    "check_note": check_note,
+                    "endpoints": summary.endpoints(records), "notes": report.notes,
+                    "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
+            self._records = records
+            self._snapshot = (now, data)
+            return data
+
+    def records(self) -> list[dict]:
+        """The canonical records of the newest snapshot."""
+        self.snapshot()
+        return self._records
+
+    def work(self, worker: str) -> tuple[list[dict], dict[str, list[dict]]]:
+        """The participant's conversations and comparisons (as exported), and their ratings by conversation."""
+        records = self.records()
+        ratings: dict[str, list[dict]] = {}
+        for record in records:
+            if record["type"] == "rating" and record.get("worker_id") == worker:
+                ratings.setdefault(record["conversation_id"], []).append(record)
+        return [r for r in records if r["type"] in ("conversation", "comparison") and r.get("worker_id") == worker], ratings
+
+    def on_prolific(self) -> bool:
+        from parlai_dialeval.providers.prolific.common import PROVIDER_TYPE, datastore
+
+        if not (self.data_dir / PROVIDER_TYPE / "prolific.db").is_file():  # never launched on Prolific
+            return False
+        return bool(datastore(self._db).all("SELECT 1 FROM studies WHERE task_name = ? AND study_id IS NOT NULL",
+                                            self.task_name))
+
+    def adaptive(self) -> dict | None:
+        """The adaptive run's state (platform/adaptive.py writes it after every batch), if there is one."""
+        from parlai_dialeval.dashboard.adaptive_view import read_state
+
+        return read_state(self.data_dir, self.task_name)
+
+    def money(self, fresh: bool = False) -> dict | None:
+        """Spent / committed on Prolific from ``dialeval review``'s table; None when not on Prolific.
+        ``fresh``: ask Prolific now (a participant's page, where a decision is taken), else reuse the last
+        answer for ``money_ttl`` seconds."""
+        with self._lock:
+            if not fresh and self._money and time.time() - self._money[0] < self.money_ttl:
+                return self._money[1]
+            if not self.on_prolific():
+                self._money = (time.time(), None)
+                return None
+            from parlai_dialeval.providers.prolific.common import datastore
+
+            table, note = self.review_table()
+            store = datastore(self._db)
+            studies = store.all("SELECT * FROM studies WHERE task_name = ? AND study_id IS NOT NULL", self.task_name)
+            rows = table.drop(columns=["agent_id"]).to_dict("records")
+            figures = summary.money(rows, studies)
+            figures.update(submissions=rows, qc_note=note, decisions=store.decisions(task_name=self.task_name),
+                           read_at=time.time())
+            self._money = (time.time(), figures)
+            return figures
+
+    def review_table(self):
+        from parlai_dialeval.providers.prolific import review
+
+        return review.review_table(self._db, self.task_name, self.data_dir)
+
+    # ------------------------------------------------------------ review actions
+    def check_action(self, kind: str, participant: str, fields: dict) -> dict:
+        """The action's fields, checked as ``dialeval review`` checks them, before anyone confirms it."""
+        from parlai_dialeval.providers.prolific import review
+        from parlai_dialeval.providers.prolific.api import to_major, to_minor
+
+        if kind not in ACTIONS:
+            raise DialevalError(f"unknown action {kind!r}")
+        if not self.on_prolific():
+            raise DialevalError("review actions need a study run on Prolific (mephisto/provider=prolific)")
+        if kind == "reject":
+            review.check_rejection(fields.get("message") or "", fields.get("category") or "")
+            return {"message": fields["message"], "category": fields["category"]}
+        if kind == "bonus":
+            if not (fields.get("reason") or "").strip():
+                raise DialevalError("a bonus needs a reason (the participant sees it; it also keeps the same bonus "
+                                    "from being paid twice)")
+            try:
+                minor = to_minor(fields.get("amount") or "", "bonus amount")
+            except ArithmeticError:
+                raise DialevalError(f"bonus amount: {fields.get('amount')!r} is not an amount such as 0.50") from None
+            if minor <= 0:
+                raise DialevalError(f"bonus amount must be positive (got {fields.get('amount')})")
+            return {"amount": to_major(minor), "reason": fields["reason"].strip()}
+        if kind == "block":
+            return {"reason": (fields.get("reason") or "").strip() or "blocked from the dashboard"}
+        return {}
+
+    def act(self, kind: str, participant: str, fields: dict) -> str:
+        """Carry out a confirmed action through review.py; returns what was done."""
+        from parlai_dialeval.providers.prolific import bonus, review
+
+        fields = self.check_action(kind, participant, fields)
+        with self._lock:
+            self.snapshot()
+            db = self._db
+            if kind == "block":
+                review.block(db, participant, fields["reason"])
+                done = f"blocked {participant} from later studies"
+            else:
+                table, _ = self.review_table()
+                agent = review.agent_of(db, table, participant, kind)
+                if kind == "approve":
+                    review.approve(db, agent)
+                    done = f"approved {participant}"
+                elif kind == "reject":
+                    review.reject(db, agent, fields["message"], fields["category"])
+                    done = f"rejected {participant} ({fields['category']})"
+                else:
+                    done = bonus.pay(db, agent, fields["amount"], fields["reason"])
+            self._money = self._snapshot = None  # the next page shows the decision
+            return done
+
+
+def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
+    """Every unit of the task's runs (status from Mephisto's unit and agent rows, no provider call) and when
+    the first run started (seconds since the epoch)."""
+    tasks = db.find_tasks(task_name=task_name)
+    if not tasks:
+        return [], None
+    names: dict[str, str] = {}
+    agents = {agent.db_id: agent.db_status for agent in db.find_agents(task_id=tasks[0].db_id)}
+    rows = []
+    for unit in db.find_units(task_id=tasks[0].db_id):
+        worker = None
+        if unit.worker_id:
+            if unit.worker_id not in names:
+                names[unit.worker_id] = db.get_worker(unit.worker_id)["worker_name"]
+            worker = names[unit.worker_id]
+        status = summary.unit_status(unit.db_status, agents.get(unit.agent_id) if unit.agent_id else None)
+        rows.append(summary.UnitRow(str(unit.db_id), status, worker))
+    starts = [_timestamp(run.start_time) for run in db.find_task_runs(task_id=tasks[0].db_id)]
+    starts = [s for s in starts if s is not None]
+    return rows, min(starts) if starts else None
+
+
+def onboarding_statuses(db, task_name: str) -> dict[str, list[str]]:
+    """Worker name -> the Mephisto statuses of their onboarding attempts, oldest first (approved: passed)."""
+    tasks = db.find_tasks(task_name=task_name)
+    attempts: dict[str, list[str]] = {}
+    agents = db.find_onboarding_agents(task_id=tasks[0].db_id) if tasks else []
+    for agent in sorted(agents, key=lambda a: int(a.db_id) if str(a.db_id).isdigit() else 0):
+        attempts.setdefault(db.get_worker(agent.worker_id)["worker_name"], []).append(agent.db_status)
+    return attempts
+
+
+def _timestamp(value) -> float | None:
+    """SQLite's CURRENT_TIMESTAMP text (UTC) -> seconds since the epoch."""
+    try:
+        return datetime.fromisoformat(str(value)).replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,208 @@
+"""What the dashboard shows, computed from the export's canonical records and Mephisto's unit rows.
+
+Pure functions: records, unit rows and review rows in, plain tables (lists of dicts) out; the I/O that
+reads them lives in ``source.py``. Nothing here keeps its own count of anything: every figure is
+recomputed from the same data ``dialeval export`` reads.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from parlai_dialeval.providers.prolific.api import to_minor
+
+# Mephisto's unit statuses (mephisto.data_model.constants.assignment_state) grouped as the page counts them
+UNIT_DONE = {"completed", "accepted", "rejected", "soft_rejected", "mixed"}
+UNIT_IN_FLIGHT = {"assigned"}
+UNIT_LEFT = {"created", "launched"}
+# Prolific submission statuses whose reward is paid or promised (review.py's REVIEWABLE and the ones in work)
+PAID = {"APPROVED"}
+COMMITTED = {"AWAITING REVIEW", "ACTIVE", "PROCESSING", "PARTIALLY APPROVED"}
+
+
+# A unit's status from its agent's, as Mephisto's Unit.get_status computes it (which only the task launcher's
+# 10-second poll writes back to the unit's row); an agent who left (disconnect, return, timeout) frees the
+# unit for another worker, so it counts as left rather than in flight
+AGENT_TO_UNIT = {"none": "launched", "accepted": "assigned", "onboarding": "assigned", "waiting": "assigned",
+                 "in task": "assigned", "partner disconnect": "assigned", "completed": "completed",
+                 "approved": "accepted", "rejected": "rejected", "soft_rejected": "soft_rejected",
+                 "expired": "expired", "disconnect": "launched", "returned": "launched", "timeout": "launched"}
+
+
+def unit_status(unit_row_status: str, agent_status: str | None) -> str:
+    """The unit's status now: its row's when final or when no agent holds it, else from the agent's."""
+    if unit_row_status == "expired" or agent_status is None:
+        return unit_row_status
+    return AGENT_TO_UNIT.get(agent_status, unit_row_status)
+
+
+@dataclass(frozen=True)
+class UnitRow:
+    """One Mephisto unit as the page needs it: its id, status and the worker holding it (if any)."""
+
+    unit_id: str
+    status: str
+    worker: str | None = None
+
+
+def _collected(record: dict) -> bool:
+    """Work of the study itself: onboarding attempts are set aside, as every analysis does."""
+    return not record.get("onboarding") and record.get("status") != "onboarding"
+
+
+def group_of(record: dict) -> str | None:
+    """The model (or pair, ``a vs b``) a conversation or comparison is about."""
+    if record["type"] == "conversation":
+        return " vs ".join(record.get("models") or []) or None
+    if record["type"] == "comparison":
+        return " vs ".join(sorted((record["model_a"], record["model_b"])))
+    return None
+
+
+def progress(records: list[dict], units: list[UnitRow], started: float | None, now: float) -> dict:
+    """Units done / in flight / left, participants working now, median time per unit, and an estimated
+    time to finish at the pace so far (units done per second since the run started)."""
+    counts = Counter("done" if u.status in UNIT_DONE else "in_flight" if u.status in UNIT_IN_FLIGHT
+                     else "left" if u.status in UNIT_LEFT else "withdrawn" for u in units)
+    done_units = {u.unit_id for u in units if u.status in UNIT_DONE}
+    seconds = unit_seconds(records, done_units)
+    median = float(np.median(seconds)) if seconds else None
+    eta = None
+    if counts["left"] + counts["in_flight"] == 0:
+        eta = 0.0
+    elif counts["done"] and started is not None and now > started:
+        eta = (counts["left"] + counts["in_flight"]) / (counts["done"] / (now - started))
+    return {"done": counts["done"], "in_flight": counts["in_flight"], "left": counts["left"],
+            "withdrawn": counts["withdrawn"], "total": len(units),
+            "active": sorted({u.worker for u in units if u.status in UNIT_IN_FLIGHT and u.worker}),
+            "median_unit_seconds": median, "eta_seconds": eta, "elapsed_seconds": None if started is None
+            else max(0.0, now - started)}
+
+
+def unit_seconds(records: list[dict], units: set[str]) -> list[float]:
+    """Seconds each finished unit took: its ``assignment_duration`` where the task records one (live chat),
+    else the sum of its records' ``duration``."""
+    whole: dict[str, float] = {}
+    parts: dict[str, float] = defaultdict(float)
+    for record in records:
+        unit = record.get("assignment_id")
+        if unit not in units or not _collected(record):
+            continue
+        if record.get("assignment_duration") is not None:
+            whole[unit] = float(record["assignment_duration"])
+        elif record.get("duration") is not None and record["type"] in ("conversation", "comparison"):
+            parts[unit] += float(record["duration"])
+    return [whole.get(unit, parts.get(unit)) for unit in sorted(units) if unit in whole or unit in parts]
+
+
+def per_group(records: list[dict], units: list[UnitRow]) -> list[dict]:
+    """Per model (or pair): conversations or comparisons done, in flight (their unit is being worked on),
+    failed (a bot crashed) and dropped (returned, abandoned or never reached)."""
+    in_flight = {u.unit_id for u in units if u.status in UNIT_IN_FLIGHT}
+    table: dict[str, Counter] = defaultdict(Counter)
+    for record in records:
+        group = group_of(record)
+        if group is None or not _collected(record):
+            continue
+        status = record.get("status", "complete")
+        if status == "complete":
+            table[group]["done"] += 1
+        elif status == "failed":
+            table[group]["failed"] += 1
+        elif record.get("assignment_id") in in_flight:
+            table[group]["in_flight"] += 1
+        else:
+            table[group]["dropped"] += 1
+    return [{"group": group, **{k: table[group][k] for k in ("done", "in_flight", "failed", "dropped")}}
+            for group in sorted(table)]
+
+
+def onboarding_result(statuses: list[str]) -> str:
+    """A worker's onboarding from their attempts' Mephisto statuses (oldest first): passed when one was
+    approved, failed when the last was rejected, else in progress or left."""
+    if "approved" in statuses:
+        return "passed"
+    if statuses and statuses[-1] == "rejected":
+        return "failed"
+    return "in progress" if statuses and statuses[-1] in ("none", "onboarding", "in task", "waiting") else "left"
+
+
+def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None = None) -> list[dict]:
+    """One row per participant: the task's own worker check (``checks``, the DataFrame of
+    ``TaskSpec.worker_checks``; None for tasks without one), their onboarding (``onboarding``: worker ->
+    their attempts' statuses) and their work by status; failing ones first, then failed onboardings."""
+    work: dict[str, Counter] = defaultdict(Counter)
+    for record in records:
+        if record["type"] in ("conversation", "comparison") and record.get("worker_id"):
+            work[record["worker_id"]]["onboarding" if not _collected(record) else record.get("status", "complete")] += 1
+    onboarding = onboarding or {}
+    rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(work[worker].items())),
+                     "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else ""}
+            for worker in set(work) | set(onboarding)}
+    if checks is not None:
+        for row in checks.to_dict("records"):
+            worker = str(row["worker_id"])
+            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "onboarding": ""})
+            p = row.get("p_value")
+            entry.update(check="pass" if bool(row["passed"]) else "fail",
+                         p_value=None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
+                         note=str(row.get("note") or ", ".join(str(v) for v in row.get("violations", []) or [])))
+    order = {"fail": 0, "-": 1, "pass": 2, "n/a": 3}
+    for entry in rows.values():
+        entry.setdefault("check", "-" if checks is not None else "n/a")
+        entry.setdefault("p_value", None)
+        entry.setdefault("note", "")
+        if checks is None:
+            entry["check"] = "n/a"
+    return sorted(rows.values(), key=lambda r: (order[r["check"]], r["onboarding"] != "failed", r["worker"]))
+
+
+def endpoints(records: list[dict]) -> list[dict]:
+    """Per bot: replies, latency p50/p95 and time to first token (where recorded), failed conversations,
+    tokens in and out (the turn ``meta`` the bots write, docs/crowdsourcing.md)."""
+    latency: dict[str, list[float]] = defaultdict(list)
+    first: dict[str, list[float]] = defaultdict(list)
+    tokens: dict[str, Counter] = defaultdict(Counter)
+    failed: Counter = Counter()
+    replies: Counter = Counter()
+    for record in records:
+        if record["type"] != "conversation" or not _collected(record):
+            continue
+        if record.get("status") == "failed":
+            failed[" vs ".join(record.get("models") or [])] += 1
+        for turn in record.get("turns") or []:
+            if turn.get("speaker") in ("human", None):
+                continue
+            meta, model = turn.get("meta") or {}, turn["speaker"]
+            replies[model] += 1
+            if isinstance(meta.get("latency"), (int, float)):
+                latency[model].append(float(meta["latency"]))
+            if isinstance(meta.get("first_token_latency"), (int, float)):
+                first[model].append(float(meta["first_token_latency"]))
+            for key in ("prompt_tokens", "completion_tokens"):
+                if isinstance(meta.get(key), int):
+                    tokens[model][key] += meta[key]
+
+    def pct(values: list[float], q: float) -> float | None:
+        return float(np.percentile(values, q)) if values else None
+
+    return [{"model": m, "replies": replies[m], "latency_p50": pct(latency[m], 50), "latency_p95": pct(latency[m], 95),
+             "first_token_p50": pct(first[m], 50), "failed": failed[m], "prompt_tokens": tokens[m]["prompt_tokens"],
+             "completion_tokens": tokens[m]["completion_tokens"]} for m in sorted(set(replies) | set(failed))]
+
+
+def money(review_rows: list[dict], studies: list[dict]) -> dict:
+    """Spent and committed on Prolific from ``dialeval review``'s table (its rows) and the studies' reward:
+    spent = approved submissions' rewards + bonuses paid; committed = rewards of submissions in work or
+    awaiting review. Minor units (pence, cents), before Prolific's fees."""
+    reward = {s["study_id"]: int(s.get("reward_minor") or 0) for s in studies}
+    currency = sorted({s.get("currency") or "" for s in studies}) or [""]
+    spent = sum(reward.get(r["study"], 0) for r in review_rows if r["prolific_status"] in PAID)
+    bonuses = sum(to_minor(r["bonus_paid"]) for r in review_rows)
+    committed = sum(reward.get(r["study"], 0) for r in review_rows if r["prolific_status"] in COMMITTED)
+    by_status = Counter(r["prolific_status"] for r in review_rows)
+    return {"currency": "/".join(currency), "rewards_paid_minor": spent, "bonuses_paid_minor": bonuses,
+            "spent_minor": spent + bonuses, "committed_minor": committed, "by_status": dict(sorted(by_status.items()))}

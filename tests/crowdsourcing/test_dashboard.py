@@ -1,0 +1,365 @@
+"""The dashboard without a browser: its figures from hand-made records (expected values worked out by hand
+in each test), and its pages through Flask's test client over a stand-in source: nothing but the login form
+without the token, participants' text escaped, forms refused without the session's form token, an action
+carried out only after its confirmation and only once."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from parlai_dialeval.dashboard import summary
+from parlai_dialeval.dashboard.summary import UnitRow
+
+HOSTILE = '<img src=x onerror=alert(1)>'
+SECRET = "s3cret-token-for-tests"
+
+
+def conversation(cid, worker, model, status="complete", unit="1", turns=(), **extra):
+    return {"type": "conversation", "id": cid, "worker_id": worker, "models": [model], "status": status,
+            "assignment_id": unit, "turns": list(turns), **extra}
+
+
+def test_progress_counts_units_and_estimates_time_left():
+    units = [UnitRow("1", "completed", "w1"), UnitRow("2", "accepted", "w2"), UnitRow("3", "assigned", "w3"),
+             UnitRow("4", "launched"), UnitRow("5", "created"), UnitRow("6", "expired")]
+    records = [conversation("a", "w1", "m", unit="1", assignment_duration=100.0),
+               conversation("b", "w1", "n", unit="1", assignment_duration=100.0),
+               conversation("c", "w2", "m", unit="2", assignment_duration=300.0),
+               conversation("d", "w3", "m", status="incomplete", unit="3", assignment_duration=9.0)]
+    got = summary.progress(records, units, started=1000.0, now=1400.0)
+    assert (got["done"], got["in_flight"], got["left"], got["withdrawn"], got["total"]) == (2, 1, 2, 1, 6)
+    assert got["active"] == ["w3"]
+    assert got["median_unit_seconds"] == 200.0  # units 1 and 2: 100 s and 300 s (unit 3 is not done)
+    # 2 units in 400 s: 3 more (1 in flight, 2 left) take 600 s at that pace
+    assert got["eta_seconds"] == pytest.approx(600.0)
+    assert summary.progress(records, units[:2], 1000.0, 1400.0)["eta_seconds"] == 0.0
+    assert summary.progress([], [UnitRow("1", "launched")], 1000.0, 1400.0)["eta_seconds"] is None
+
+
+def test_unit_seconds_sums_durations_where_no_assignment_duration():
+    records = [{"type": "comparison", "assignment_id": "7", "duration": 4.0, "model_a": "a", "model_b": "b"},
+               {"type": "comparison", "assignment_id": "7", "duration": 6.5, "model_a": "a", "model_b": "b"},
+               {"type": "comparison", "assignment_id": "7", "duration": 99.0, "onboarding": True,
+                "model_a": "a", "model_b": "b"}]
+    assert summary.unit_seconds(records, {"7"}) == [10.5]
+
+
+def test_per_group_by_model_and_pair():
+    units = [UnitRow("1", "completed"), UnitRow("2", "assigned"), UnitRow("3", "launched")]
+    records = [conversation("a", "w1", "m", unit="1"), conversation("b", "w1", "n", status="failed", unit="1"),
+               conversation("c", "w2", "m", status="incomplete", unit="2"),
+               conversation("d", "w4", "m", status="returned", unit="3"),
+               conversation("e", "w5", "m", status="onboarding", unit="3"),
+               {"type": "comparison", "worker_id": "w1", "model_a": "y", "model_b": "x", "choice": "a"},
+               {"type": "comparison", "worker_id": "w1", "model_a": "x", "model_b": "y", "choice": "b"}]
+    assert summary.per_group(records, units) == [
+        {"group": "m", "done": 1, "in_flight": 1, "failed": 0, "dropped": 1},
+        {"group": "n", "done": 0, "in_flight": 0, "failed": 1, "dropped": 0},
+        {"group": "x vs y", "done": 2, "in_flight": 0, "failed": 0, "dropped": 0}]
+
+
+def test_quality_puts_failing_participants_first():
+    records = [conversation("a", "zed", "m"), conversation("b", "amy", "m"), conversation("c", "bob", "m"),
+               conversation("d", "new", "m", status="incomplete")]
+    checks = pd.DataFrame({"worker_id": ["amy", "bob", "zed"], "p_value": [0.01, float("nan"), 0.9],
+                           "passed": [True, False, False], "note": ["", "all ratings equal", ""]})
+    rows = summary.quality(checks, records)
+    assert [(r["worker"], r["check"]) for r in rows] == [("bob", "fail"), ("zed", "fail"), ("new", "-"),
+                                                         ("amy", "pass")]
+    assert rows[0]["p_value"] is None and rows[0]["note"] == "all ratings equal"
+    assert rows[2]["work"] == {"incomplete": 1}
+    assert {r["check"] for r in summary.quality(None, records)} == {"n/a"}
+
+
+def test_onboarding_results_and_their_place_in_the_quality_table():
+    assert summary.onboarding_result(["rejected", "approved"]) == "passed"
+    assert summary.onboarding_result(["approved", "rejected"]) == "passed"  # passed once is enough for Mephisto
+    assert summary.onboarding_result(["disconnect", "rejected"]) == "failed"
+    assert summary.onboarding_result(["onboarding"]) == "in progress"
+    assert summary.onboarding_result(["disconnect"]) == "left"
+    records = [{"type": "comparison", "worker_id": "ann", "model_a": "x", "model_b": "y", "choice": "a"},
+               {"type": "comparison", "worker_id": "cat", "model_a": "x", "model_b": "y", "choice": "a",
+                "onboarding": True}]
+    rows = summary.quality(None, records, {"ann": ["approved"], "cat": ["rejected"], "dan": ["onboarding"]})
+    assert [(r["worker"], r["onboarding"]) for r in rows] == [("cat", "failed"), ("ann", "passed"),
+                                                               ("dan", "in progress")]
+    assert rows[0]["work"] == {"onboarding": 1} and rows[2]["work"] == {}
+
+
+def test_endpoints_latency_percentiles_tokens_and_failures():
+    turns = [{"speaker": "human", "text": "hi"}] + [
+        {"speaker": "bot1", "text": "x", "meta": {"latency": float(k), "prompt_tokens": 10, "completion_tokens": 2}}
+        for k in range(1, 11)]
+    records = [conversation("a", "w", "bot1", turns=turns),
+               conversation("b", "w", "bot2", status="failed", turns=[{"speaker": "bot2", "text": "y"}])]
+    bot1, bot2 = summary.endpoints(records)
+    # latencies 1..10 s: median 5.5; numpy's linear 95th percentile = 1 + 0.95 * 9 = 9.55
+    assert (bot1["replies"], bot1["latency_p50"], bot1["latency_p95"]) == (10, 5.5, pytest.approx(9.55))
+    assert (bot1["prompt_tokens"], bot1["completion_tokens"], bot1["failed"]) == (100, 20, 0)
+    assert (bot2["replies"], bot2["latency_p50"], bot2["failed"]) == (1, None, 1)
+
+
+def test_money_spent_and_committed():
+    studies = [{"study_id": "s1", "reward_minor": 300, "currency": "GBP"}]
+    rows = [{"study": "s1", "prolific_status": "APPROVED", "bonus_paid": "0.75"},
+            {"study": "s1", "prolific_status": "REJECTED", "bonus_paid": "0.00"},
+            {"study": "s1", "prolific_status": "AWAITING REVIEW", "bonus_paid": "0.50"},
+            {"study": "s1", "prolific_status": "ACTIVE", "bonus_paid": "0.00"},
+            {"study": "s1", "prolific_status": "RETURNED", "bonus_paid": "0.00"}]
+    got = summary.money(rows, studies)
+    assert (got["spent_minor"], got["bonuses_paid_minor"], got["committed_minor"]) == (300 + 125, 125, 600)
+    assert got["currency"] == "GBP"
+
+
+# ---------------------------------------------------------------- the pages
+class StandIn:
+    """What the app asks of a TaskSource, with a hostile participant."""
+
+    task_name = "study_1"
+
+    def __init__(self):
+        self.done: list[tuple] = []
+        self._records = [conversation("c1", HOSTILE, "m", turns=[{"speaker": "human", "text": HOSTILE + " hello"},
+                                                                {"speaker": "m", "text": "hi"}])]
+
+    def snapshot(self):
+        return {"task_name": self.task_name, "task_type": "live_chat_da", "read_at": 0.0,
+                "progress": summary.progress(self._records, [UnitRow("1", "completed", HOSTILE)], 0.0, 10.0),
+                "groups": summary.per_group(self._records, []), "check_note": "",
+                "quality": summary.quality(pd.DataFrame({"worker_id": [HOSTILE], "passed": [False],
+                                                         "p_value": [0.5], "note": [""]}), self._records),
+                "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": True, "adaptive": None}
+
+    def money(self, fresh=False):
+        return None
+
+    def records(self):
+        return self._records
+
+    def work(self, worker):
+        return [r for r in self._records if r["worker_id"] == worker], {"c1": [
+            {"criterion": "fun", "value": 70.0, "worker_id": worker, "turn_index": None}]}
+
+    def check_action(self, kind, participant, fields):
+        if kind == "reject" and len(fields.get("message") or "") < 100:
+            from parlai_dialeval.errors import DialevalError
+
+            raise DialevalError("--message: Prolific needs at least 100 characters to reject")
+        return {k: v for k, v in fields.items() if v}
+
+    def act(self, kind, participant, fields):
+        self.done.append((kind, participant, fields))
+        return f"{kind} {participant}"
+
+
+@pytest.fixture
+def client():
+    from parlai_dialeval.dashboard.app import create_app
+
+    source = StandIn()
+    app = create_app(source, SECRET)
+    app.testing = True
+    with app.test_client() as test_client:
+        test_client.source = source
+        yield test_client
+
+
+def worker_path(action: str = "") -> str:
+    from urllib.parse import quote
+
+    return "/participant/" + quote(HOSTILE, safe="") + (f"/{action}" if action else "")
+
+
+def test_without_the_token_every_address_answers_the_login_form_only(client):
+    for method, path in [("GET", "/"), ("GET", worker_path()), ("POST", worker_path("reject")),
+                         ("POST", "/confirm/anything"), ("GET", "/plot/certify.png"), ("GET", "/nothing/here"),
+                         ("GET", "/?token=wrong")]:
+        answer = client.open(path, method=method, data={"csrf": "x", "message": "m" * 120})
+        text = answer.get_data(as_text=True)
+        assert answer.status_code == 401, (method, path)
+        assert 'name="token"' in text and "Sign in" in text
+        for secret_thing in ("onerror", "img src", "hello", "participant", "study_1", SECRET):
+            assert secret_thing not in text, (method, path, secret_thing)
+    assert client.source.done == []
+    answer = client.post("/login", data={"token": "wrong"})
+    assert answer.status_code == 401 and "That is not the dashboard" in answer.get_data(as_text=True)
+
+
+def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
+    answer = client.get(f"/?token={SECRET}")
+    assert answer.status_code == 302 and "token" not in answer.headers["Location"]
+    for path in ("/", worker_path()):
+        answer = client.get(path)
+        text = answer.get_data(as_text=True)
+        assert answer.status_code == 200
+        assert HOSTILE not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+        assert "script-src" not in answer.headers["Content-Security-Policy"]  # default-src 'none': no scripts
+        assert answer.headers["X-Frame-Options"] == "DENY"
+    assert "FLAGGED" in client.get("/").get_data(as_text=True)
+    assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
+
+
+def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
+    client.post("/login", data={"token": SECRET})
+    page = client.get(worker_path()).get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)[1]
+    assert client.post(worker_path("bonus"), data={"amount": "0.50", "reason": "r"}).status_code == 403
+    assert client.post(worker_path("bonus"), data={"csrf": "é", "amount": "0.50", "reason": "r"}).status_code == 403
+    short = client.post(worker_path("reject"), data={"csrf": csrf, "message": "too short", "category": "OTHER"})
+    assert short.status_code == 302 and "100 characters" in client.get(worker_path()).get_data(as_text=True)
+    asked = client.post(worker_path("bonus"), data={"csrf": csrf, "amount": "0.50", "reason": "kind words"})
+    assert asked.status_code == 200 and client.source.done == []  # asked to confirm, nothing done yet
+    confirm = re.search(r'action="(/confirm/[^"]+)"', asked.get_data(as_text=True))[1]
+    assert client.post(confirm, data={}).status_code == 403
+    assert client.post(confirm, data={"csrf": csrf}).status_code == 302
+    assert client.source.done == [("bonus", HOSTILE, {"amount": "0.50", "reason": "kind words"})]
+    again = client.post(confirm, data={"csrf": csrf}, follow_redirects=True)
+    assert "used already" in again.get_data(as_text=True) and len(client.source.done) == 1
+    client.post("/logout", data={"csrf": csrf})
+    assert client.get("/").status_code == 401
+
+
+# ---------------------------------------------------------------- the server and the adaptive view
+def test_server_binds_loopback_refuses_a_taken_port_and_takes_a_password(monkeypatch):
+    import httpx
+
+    from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
+    from parlai_dialeval.dashboard.server import PASSWORD_ENV, start
+    from parlai_dialeval.errors import DialevalError
+
+    port = 3343  # docs/crowdsourcing.md: the dashboard tests' ports
+    monkeypatch.setenv(PASSWORD_ENV, "short")
+    with pytest.raises(DialevalError, match="at least 12"):
+        start(StandIn(), port=port)
+    monkeypatch.setenv(PASSWORD_ENV, "correct horse battery")
+    dashboard = start(StandIn(), port=port)
+    try:
+        assert dashboard.token is None and PASSWORD_ENV in dashboard.announce()
+        assert dashboard.server.socket.getsockname()[0] == "127.0.0.1"
+        with pytest.raises(DialevalError, match=f"dashboard port {port} is in use"):
+            start(StandIn(), port=port)
+        with httpx.Client(base_url=dashboard.url) as web:
+            assert web.get("/").status_code == 401
+            assert web.post("/login", data={"token": "correct horse battery"}).status_code == 302
+            assert "Progress" in web.get("/").text
+    finally:
+        dashboard.stop()
+    assert port_is_free(port)  # closed once stopped
+
+
+def test_adaptive_view_reads_the_state_file(tmp_path):
+    import json
+
+    from parlai_dialeval.adaptive.ledger import Ledger
+    from parlai_dialeval.dashboard.adaptive_view import read_state
+
+    assert read_state(tmp_path, "study") is None
+    ledger = Ledger(["a", "b", "c"], 0.05)
+    for _ in range(60):  # a wins every time against b: far past K(K-1)/alpha = 120 (2^60 with a full bet)
+        ledger.add("a", "b", 1.0)
+    ledger.add("b", "c", 0.5)
+    state = {"status": "collecting", "alpha": 0.05, "hits_emitted": 8, "judgments": 61, "ranking": ["a", "b", "c"],
+             "ledger": ledger.to_json(), "batches": [{"batch": 1, "hits": 4, "read": True,
+                                                      "pairs": [["a", "b"], ["b", "a"], ["b", "c"]]},
+                                                     {"batch": 2, "hits": 4, "read": False, "pairs": [["c", "b"]]}]}
+    (tmp_path / "adaptive").mkdir()
+    (tmp_path / "adaptive" / "study.json").write_text(json.dumps(state))
+    view = read_state(tmp_path, "study")
+    assert view["threshold"] == pytest.approx(3 * 2 / 0.05)
+    ab, bc = view["pairs"]
+    assert (ab["a"], ab["b"], ab["outcomes"], ab["win_rate_a"], ab["certified"]) == ("a", "b", 60, 1.0, "a")
+    assert (bc["outcomes"], bc["win_rate_a"], bc["certified"]) == (1, 0.5, "")
+    assert [b["pairs"] for b in view["batches"]] == ["b vs c x1", "a vs b x2, b vs c x1"]  # newest first
+
+
+def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot(tmp_path):
+    from parlai_dialeval.adaptive.ledger import Ledger
+    from parlai_dialeval.dashboard.app import create_app
+
+    source = StandIn()
+    source._records = [{"type": "study", "name": "study_1"}] + [
+        {"type": "comparison", "item_id": f"i{k}", "worker_id": f"w{k}", "model_a": "good", "model_b": "bad",
+         "choice": "a"} for k in range(30)]
+    ledger = Ledger(["bad", "good"], 0.05)
+    plain = source.snapshot
+    source.snapshot = lambda: {**plain(), "adaptive": {
+        "status": "certified", "alpha": 0.05, "threshold": ledger.threshold, "ranking": ["good", "bad"],
+        "hits_emitted": 30, "judgments": 30, "batches": [],
+        "pairs": [{"a": "good", "b": "bad", "outcomes": 30, "win_rate_a": 1.0, "e_a_beats_b": 5e6,
+                   "e_b_beats_a": 1.0, "certified": "good"}]}}
+    app = create_app(source, SECRET)
+    with app.test_client() as web:
+        web.post("/login", data={"token": SECRET})
+        page = web.get("/").get_data(as_text=True)
+        assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
+        png = web.get("/plot/certify.png")
+        assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
+
+
+# ---------------------------------------------------------------- over a real run (mock provider)
+@pytest.mark.timeout(240)
+def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
+    """Two HITs done (one worker rating the QC bot highest), a third worker mid-chat: the figures agree with
+    Mephisto's units and with `dialeval export`'s records; a study not on Prolific has no money and gets no
+    Prolific files."""
+    from parlai_dialeval.dashboard.source import TaskSource
+
+    from .test_live_chat_da_world import ECHO, MockWorker, export_records, launch
+
+    run = launch(tmp_path, 3344, {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=1, seed=3)
+    try:
+        for name, good in (("GOOD", True), ("BAD", False)):
+            worker = MockWorker(run, name)
+            for slot, conv in enumerate(worker.record()["conversations"]):
+                worker.chat(slot, 1)
+                low, high = [5 + k for k in range(7)], [70 + 3 * k + slot for k in range(7)]
+                worker.rate(slot, (low if conv["model"] == "qc" else high) if good else
+                            (high if conv["model"] == "qc" else low))
+            worker.wait_phase("feedback")
+            worker.send({"action": "feedback", "feedback": ""})
+            worker._wait(lambda: worker.record()["finished"])
+            worker.server.submit_mock_unit(worker.agent_id, {"final_data": {}})
+            worker._wait(lambda: worker.agent.get_status() == "completed")
+        third = MockWorker(run, "THIRD")
+        third.chat(0, 1)
+        source = TaskSource("lcda_test", run.data_dir)
+        data = source.snapshot()
+        _, _, records = export_records(run, tmp_path)
+    finally:
+        run.shutdown()
+    progress = data["progress"]
+    # (Mephisto's unit rows still say "assigned" for the two done: only the launcher's 10 s poll updates them)
+    assert (progress["done"], progress["in_flight"], progress["left"]) == (2, 1, 3)
+    assert progress["active"] == ["THIRD_sandbox"]
+    complete = {}
+    for r in records:
+        if r["type"] == "conversation" and r["status"] == "complete":
+            complete[r["models"][0]] = complete.get(r["models"][0], 0) + 1
+    assert {g["group"]: g["done"] for g in data["groups"]} == complete == {"qc": 2, "a": 2, "b": 2}
+    assert sum(g["in_flight"] for g in data["groups"]) == 3  # the third worker's three planned slots
+    assert [(q["worker"], q["check"]) for q in data["quality"]] == [
+        ("BAD_sandbox", "fail"), ("THIRD_sandbox", "-"), ("GOOD_sandbox", "pass")]
+    assert data["on_prolific"] is False and source.money() is None
+    assert not (run.data_dir / "prolific").exists()
+    work, ratings = source.work("GOOD_sandbox")
+    assert len(work) == 3 and sum(len(v) for v in ratings.values()) == 3 * 7
+
+
+def test_unit_status_follows_the_agent_as_mephisto_computes_it():
+    assert summary.unit_status("assigned", "completed") == "completed"
+    assert summary.unit_status("assigned", "in task") == "assigned"
+    assert summary.unit_status("assigned", "disconnect") == "launched"  # free for another worker
+    assert summary.unit_status("launched", None) == "launched"
+    assert summary.unit_status("expired", "in task") == "expired"
+
+
+def test_dashboard_command_refuses_a_task_never_launched(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "dashboard", "nothing_here", "--mephisto-data",
+                           str(tmp_path / "empty"), "--port", "3344"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no task named 'nothing_here'" in done.stderr, done.stderr[-2000:]
+    assert "Dashboard:" not in done.stdout
