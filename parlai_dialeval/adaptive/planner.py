@@ -245,7 +245,8 @@ def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame
         rates = turn_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
         if len(rates) >= 2 and rates.iloc[0] != rates.iloc[1]:
             found["sm_turn_rates"] = [float(rates.iloc[0]), float(rates.iloc[1])]
-            found["turns_per_dialog"] = max(1, int(round(float(turn_ratings.groupby("conversation_id").size().median()))))
+            per_conversation = turn_ratings.groupby("conversation_id").size()
+            found["turns_per_dialog"] = max(1, int(round(float(per_conversation.median()))))
             from parlai_dialeval.analysis.clustering import icc_oneway
 
             icc = [icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy())
