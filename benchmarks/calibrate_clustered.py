@@ -1,6 +1,7 @@
 """Calibration with clustered votes (issue 25): false-claim rates under the null and interval coverage
 under alternatives, for `dialeval certify`, the win-rate tests and intervals and the Bradley-Terry
-bootstrap of `analyze_pairwise`, and the PW-Turn test by conversation.
+bootstrap of `analyze_pairwise`, the PW-Turn test by conversation, and `dialeval plan`'s sequential
+medians against certify's rule.
 
 Studies come from parlai_dialeval.testing.clustered_votes (beta-binomial votes per item, no project
 code). Every A/B pair is judged on its own 200 prompts, 3 votes per prompt, 20% ties, in random order;
@@ -21,11 +22,13 @@ import platform
 import time
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 from tqdm import tqdm
 
-from parlai_dialeval.adaptive.certification import certify
-from parlai_dialeval.adaptive.sequential import certification_threshold, e_value
+from parlai_dialeval.adaptive import planner
+from parlai_dialeval.adaptive.certification import certify, pair_outcomes
+from parlai_dialeval.adaptive.sequential import certification_threshold, e_value, wealth_paths
 from parlai_dialeval.analysis import pairwise, rankings
 from parlai_dialeval.testing.clustered_votes import clustered_study
 
@@ -128,6 +131,35 @@ def conversation_test(icc: float, studies: int, seed: int) -> None:
     row("  per turn (Smith App. F), same studies", studies, turn_rejected / studies, "reference", seed)
 
 
+def planner_check(studies: int, seed: int) -> None:
+    """`dialeval plan`'s sequential median against certify's rule run on independently generated votes
+    (its per-item outcomes, pair_outcomes, and its wealth against K(K-1)/alpha), items arriving whole."""
+    for models, rate, votes_per_item, icc in ((2, 0.60, 3, 0.13), (8, 0.65, 3, 0.3)):
+        votes = planner.Votes(rate, 0.2, votes_per_item, icc)
+        threshold = certification_threshold(models, ALPHA)
+        planned = planner.sequential_items(votes, threshold, simulations=1000, seed=seed)
+        rng, cap, stops = np.random.default_rng(seed), 3000, []
+        for _ in tqdm(range(studies), desc=f"planner K={models}", mininterval=30):
+            study = clustered_study(rng, models=2, items_per_pair=cap, votes_per_item=votes_per_item, icc=icc,
+                                    tie_rate=0.2, win_rates={(0, 1): rate})
+            first_seen = {item: i for i, item in enumerate(pd.unique(study["item_id"]))}
+            study = study.iloc[np.argsort(study["item_id"].map(first_seen).to_numpy(), kind="stable")]
+            pair = pair_outcomes(study).iloc[0]
+            better = pair["outcomes"] if pair["model_a"] == "m0" else 1 - pair["outcomes"]  # m0 is the better
+            hits = np.flatnonzero(wealth_paths(better) >= threshold)
+            stops.append(hits[0] + 1 if hits.size else cap)
+        stops = np.array(stops, dtype=float)
+        boot = np.std([np.median(rng.choice(stops, len(stops))) for _ in range(1000)])
+        planned_se = 1.2533 * (planned[80] - planned[50]) / 0.8416 / math.sqrt(1000)
+        error = math.hypot(boot, planned_se)
+        line = (f"plan, K={models}, win rate {rate}, {votes_per_item} votes per item, ICC {icc}: median items "
+                f"planned {planned[50]:.0f} (1000 runs) vs certify's rule {np.median(stops):.0f} ({studies} studies), "
+                f"difference {planned[50] - np.median(stops):+.0f}, MC error {error:.1f}, seed {seed}")
+        PLANNER_LINES.append(line)
+        print(line, flush=True)
+
+
+PLANNER_LINES: list[str] = []
 PARTS = {
     "certify": lambda args, seed: [certify_null(2, icc, args.studies, seed + step, reference=icc == 0.3)
                                    for step, icc in enumerate((0.0, 0.13, 0.3))],
@@ -138,6 +170,7 @@ PARTS = {
                                  for step, icc in enumerate((0.0, 0.13, 0.3))],
     "pw_turn": lambda args, seed: [conversation_test(icc, args.studies, seed + 50 + step)
                                    for step, icc in enumerate((0.1, 0.3))],
+    "planner": lambda args, seed: planner_check(args.coverage_studies, seed + 60),
 }
 
 
@@ -158,6 +191,8 @@ def main() -> None:
     for what, studies, used_seed, rate, se, target, ok in ROWS:
         bound = "" if math.isnan(target) else f"{'<=' if 'coverage' not in what else '>='} {target:.4f}"
         print(f"| {what.strip()} | {studies} | {used_seed} | {rate:.4f} | {se:.4f} | {bound} | {ok} |")
+    for line in PLANNER_LINES:
+        print(f"\n{line}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ def test_equal_models_with_clustered_votes_keep_alpha_in_certify_and_the_win_rat
         frame = pairwise.oriented(study)
         y = ((frame["score"] + 1) / 2).to_numpy()
         per_vote_claims += max(e_value(y), e_value(1 - y)) >= 2 / ALPHA
-        per_vote_rejected += stats.binomtest(int(rates["wins_a"]), int(rates["wins_a"] + rates["wins_b"])).pvalue < ALPHA
+        decided = int(rates["wins_a"] + rates["wins_b"])
+        per_vote_rejected += stats.binomtest(int(rates["wins_a"]), decided).pvalue < ALPHA
     assert claims / studies <= bound(studies) and rejected / studies <= bound(studies)
     assert per_vote_rejected / studies > bound(studies) and per_vote_claims > claims
 
@@ -63,10 +64,11 @@ def in_item_order(study: pd.DataFrame) -> pd.DataFrame:
 
 
 def certify_stopping_items(study: pd.DataFrame, cap: int) -> int:
-    """Items certify's rule needs to settle the pair: its per-item outcomes (pair_outcomes), the first
-    item at which their betting wealth reaches the threshold K(K-1)/alpha; ``cap`` if never."""
-    outcomes = pair_outcomes(study.drop(columns="position"))["outcomes"].iloc[0]
-    hits = np.flatnonzero(wealth_paths(outcomes) >= certification_threshold(2, ALPHA))
+    """Items certify's rule needs to settle "m0 beats m1": its per-item outcomes (pair_outcomes), the
+    first item at which their betting wealth reaches the threshold K(K-1)/alpha; ``cap`` if never."""
+    pair = pair_outcomes(study.drop(columns="position")).iloc[0]
+    better = pair["outcomes"] if pair["model_a"] == "m0" else 1 - pair["outcomes"]  # the claim "m0 beats m1"
+    hits = np.flatnonzero(wealth_paths(better) >= certification_threshold(2, ALPHA))
     return int(hits[0]) + 1 if hits.size else cap
 
 

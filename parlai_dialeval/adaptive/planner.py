@@ -89,15 +89,25 @@ class Votes:
 
 def sign_test_power(items: np.ndarray, won: float, lost: float, level: float) -> np.ndarray:
     """Power of the two-sided exact binomial test at ``level`` over items won vs lost (ties left out), for
-    each number of items: averaged over how many items are decided."""
-    out = []
+    each number of items: averaged over how many items are decided (within 8 SD of the mean: the rest
+    weighs less than 1e-14)."""
+    items = np.atleast_1d(items)
     decided_share, rate = won + lost, won / (won + lost)
-    for n in np.atleast_1d(items):
-        decided = np.arange(n + 1)
-        # the largest count k with 2 P(X <= k) <= level under p = 1/2 rejects, and so does n - k
-        k = stats.binom.ppf(level / 2, decided, 0.5)
-        k = np.where(stats.binom.cdf(k, decided, 0.5) <= level / 2, k, k - 1)
-        power = np.where(k >= 0, stats.binom.cdf(k, decided, rate) + stats.binom.sf(decided - k - 1, decided, rate), 0)
+    # for each number of decided items D, the largest count k with 2 P(X <= k) <= level under p = 1/2
+    # rejects, and so does D - k: from the normal approximation, stepped to the exact value
+    every = np.arange(int(items.max()) + 1)
+    k = np.floor(every / 2 - stats.norm.isf(level / 2) * np.sqrt(every) / 2)
+    while (up := stats.binom.cdf(k + 1, every, 0.5) <= level / 2).any():
+        k = k + up
+    while (down := (stats.binom.cdf(k, every, 0.5) > level / 2) & (k >= 0)).any():
+        k = k - down
+    out = []
+    for n in items:
+        spread = 8 * math.sqrt(n * decided_share * (1 - decided_share)) + 1
+        decided = np.arange(max(0, int(n * decided_share - spread)), min(n, int(n * decided_share + spread)) + 1)
+        critical = k[decided]
+        power = np.where(critical >= 0, stats.binom.cdf(critical, decided, rate)
+                         + stats.binom.sf(decided - critical - 1, decided, rate), 0)
         out.append(float(np.sum(stats.binom.pmf(decided, n, decided_share) * power)))
     return np.array(out)
 
@@ -107,15 +117,20 @@ def fixed_items(votes: Votes, level: float = 0.05, power: float = 0.8) -> int:
     decided votes at 0.55, where the normal approximation says 782). Exact power is saw-toothed in n, so
     a few larger sizes can fall just short."""
     won, lost = votes.item_outcomes()
-    rate = won / (won + lost)
-    guess = (stats.norm.ppf(1 - level / 2) + stats.norm.ppf(power)) ** 2 / (4 * (rate - 0.5) ** 2) / (won + lost)
-    n = max(1, int(0.8 * guess))
-    while True:
-        sizes = np.arange(n, n + 50)
-        reached = np.flatnonzero(sign_test_power(sizes, won, lost, level) >= power)
-        if reached.size:
-            return int(sizes[reached[0]])
-        n += 50
+
+    def reaches(sizes):
+        return sign_test_power(np.asarray(sizes), won, lost, level) >= power
+
+    high = 16
+    while not reaches([high])[0]:
+        high *= 2
+    low = high // 2 if high > 16 else 0  # bisect the (nearly monotone) power curve for a crossing
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches([middle])[0] else (middle, high)
+    # the saw-tooth can reach the power a little earlier than the crossing found: look just below it
+    window = np.arange(max(1, high - (200 if high < 20000 else 20)), high + 1)
+    return int(window[np.flatnonzero(reaches(window))[0]])
 
 
 def pairwise_decisive_votes(win_rate: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -230,7 +245,8 @@ def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame
         rates = turn_ratings.groupby("model")["value"].mean().sort_values(ascending=False)
         if len(rates) >= 2 and rates.iloc[0] != rates.iloc[1]:
             found["sm_turn_rates"] = [float(rates.iloc[0]), float(rates.iloc[1])]
-            found["turns_per_dialog"] = max(1, int(round(float(turn_ratings.groupby("conversation_id").size().median()))))
+            per_conversation = turn_ratings.groupby("conversation_id").size()
+            found["turns_per_dialog"] = max(1, int(round(float(per_conversation.median()))))
             from parlai_dialeval.analysis.clustering import icc_oneway
 
             icc = [icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy())

@@ -42,7 +42,8 @@ def design_effect(icc: float, mean_cluster_size: float) -> float:
 # the pairwise analyses all call the functions below; docs/adaptive_evaluation.md, "Clusters").
 # Votes on the same item for the same question and model pair form one cluster: an A/B prompt (its context
 # text, wherever it was asked) or an ACUTE / PW-Dialog conversation pair judged by several workers, or the
-# per-turn votes of one PW-Turn conversation (item_id is the conversation there). Clusters, not votes, are the units of independence.
+# per-turn votes of one PW-Turn conversation (item_id is the conversation there). Clusters, not votes, are
+# the units of independence.
 UNIT_OF_INDEPENDENCE = {"response": "prompt", "dialog": "conversation pair", "turn": "conversation"}
 SUBMIT_TIME = "submit_time"  # a vote's submission time: a column, or a key of its ``meta``
 
@@ -73,8 +74,8 @@ def collection_order(comparisons: pd.DataFrame) -> tuple[np.ndarray, str]:
 def vote_clusters(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """(the votes that are evidence, with their cluster, the order used). Automatic ties (identical
     responses, no worker) and onboarding items are left out; each vote gets ``first``/``second`` (the pair
-    as first seen per question and unit), ``outcome`` for ``first`` (1, 1/2, 0), ``cluster`` (its
-    item_id) and ``position`` in collection order; rows are sorted by position."""
+    as first seen per question and unit), ``outcome`` for ``first`` (1, 1/2, 0), ``cluster``
+    (``cluster_ids``) and ``position`` in collection order; rows are sorted by position."""
     from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
     frame = oriented(with_sections(comparisons), by=SECTION)
@@ -91,12 +92,12 @@ def cluster_ids(frame: pd.DataFrame) -> pd.Series:
     """The item a vote judged: for A/B responses the prompt (its ``context`` where recorded, so one prompt
     asked in two batches or files is one cluster), otherwise ``item_id`` (an ACUTE / PW-Dialog
     conversation pair, a PW-Turn conversation)."""
-    item = frame["item_id"].astype(str)
+    item = "item:" + frame["item_id"].astype(str)
     if "context" not in frame:
         return item
     context = frame["context"].map(lambda c: None if c is None or (isinstance(c, float) and np.isnan(c)) else str(c))
     use = frame["unit"].eq("response") & context.notna()
-    return ("context:" + context).where(use, "item:" + item)
+    return ("context:" + context).where(use, item)
 
 
 CLUSTER_KEY = ["question", "unit", "first", "second", "cluster"]
@@ -104,12 +105,11 @@ CLUSTER_KEY = ["question", "unit", "first", "second", "cluster"]
 
 def cluster_outcomes(votes: pd.DataFrame) -> pd.DataFrame:
     """One row per cluster of ``vote_clusters`` votes, in the collection order of its first vote: the
-    key, ``outcome`` (the mean of its votes for ``first``), ``votes``, ``wins``/``losses`` (votes decided
-    each way), ``position`` and ``worker`` of its first vote."""
-    scored = votes.assign(win=(votes["score"] > 0).astype(int), loss=(votes["score"] < 0).astype(int))
-    out = scored.groupby(CLUSTER_KEY, sort=False).agg(
-        outcome=("outcome", "mean"), votes=("outcome", "size"), wins=("win", "sum"), losses=("loss", "sum"),
-        position=("position", "min"), worker=("worker_id", "first")).reset_index()
+    key, ``outcome`` (the mean of its votes for ``first``), ``votes``, and the ``position`` and
+    ``worker`` of its first vote."""
+    out = votes.groupby(CLUSTER_KEY, sort=False).agg(
+        outcome=("outcome", "mean"), votes=("outcome", "size"), position=("position", "min"),
+        worker=("worker_id", "first")).reset_index()
     return out.sort_values("position", kind="stable").reset_index(drop=True)
 
 

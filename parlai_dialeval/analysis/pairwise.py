@@ -219,7 +219,8 @@ def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None 
     for (first, second), pair in frame.groupby(["first", "second"], sort=False):
         decided = pair[pair["score"] != 0]
         won = (decided["score"] > 0).astype(float)
-        per_conv = pair.assign(x=pair["score"] > 0, y=pair["score"] < 0).groupby("item_id", sort=False)[["x", "y"]].sum()
+        per_conv = pair.assign(x=pair["score"] > 0, y=pair["score"] < 0).groupby("item_id", sort=False)[
+            ["x", "y"]].sum()
         x, y = per_conv["x"], per_conv["y"]
         wins, losses = int((x > y).sum()), int((x < y).sum())
         icc = icc_oneway(won.to_numpy(), decided["item_id"].to_numpy())

@@ -115,7 +115,8 @@ def bradley_terry(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: i
         total = int(counts.sum())
         samples = rng.multinomial(total, counts / total, size=rounds)
         a_idx, b_idx, won = unique[:, 0].astype(int), unique[:, 1].astype(int), unique[:, 2]
-        draws = (_vote_draws(samples[start:start + 250], a_idx, b_idx, won, n_models) for start in range(0, rounds, 250))
+        draws = (_vote_draws(samples[start:start + 250], a_idx, b_idx, won, n_models)
+                 for start in range(0, rounds, 250))
     matrices = np.concatenate(list(tqdm(draws, total=-(-rounds // 250), desc="Bradley-Terry bootstrap",
                                         disable=not progress)))
     boot = fit_bt_rounds(matrices)

@@ -184,9 +184,9 @@ class Plan(ParlaiScript):
         parser = ParlaiParser(False, False, "Judgments, worker-hours and money a study needs, per protocol and design")
         parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
         parser.add_argument("--pilot", nargs="+", default=None, metavar="PATH",
-                            help="a pilot's export (any importable format): its win rates, tie share, votes per item and "
-                                 "ICC, seconds per judgment, SM-Turn rates, turns per conversation and ICC, and "
-                                 "SM-Dialog means and SD replace the assumptions below")
+                            help="a pilot's export (any importable format): its win rates, tie share, votes per "
+                                 "item and ICC, seconds per judgment, SM-Turn rates, turns per conversation and ICC, "
+                                 "and SM-Dialog means and SD replace the assumptions below")
         add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
         return parser
 

@@ -40,7 +40,7 @@ def quick_batches(monkeypatch):
     monkeypatch.setattr(adaptive_controller, "POLL_SECONDS", 0.1)
 
 
-def write_conversations(path, per_model: int = 3) -> None:
+def write_conversations(path, per_model: int = 5) -> None:
     rows = [{"type": "conversation", "id": f"{model}_{i}", "models": [model], "task": "self_chat",
              "turns": [{"speaker": model, "text": f"Hello {i}"}, {"speaker": model, "text": f"I am level {level}."}]}
             for model, level in LEVELS.items() for i in range(per_model)]
@@ -54,7 +54,7 @@ def level(side: list[dict]) -> int:
 def acute_overrides(tmp_path, name: str, port: int, *extra: str) -> list[str]:
     convs = tmp_path / "convs.jsonl"
     write_conversations(convs)
-    return [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=10",
+    return [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=20",
             "acute.subtasks_per_unit=10", f"mephisto.task.task_name={name}", "adaptive=true",
             "adaptive_batch_size=2", "adaptive_budget=40", "adaptive_seed=1", *extra]
 
@@ -128,7 +128,8 @@ def test_acute_adaptive_stops_certified_with_fewer_hits_than_uniform(tmp_path):
     report, _ = collect_from_db(run.db, "study")
     comps = from_records(report.records).comparisons
     comps = comps[~comps["onboarding"].eq(True)]
-    assert len(comps) == state["judgments"] == 10 * state["hits_emitted"]
+    # the votes a batch holds on one item are one outcome (the cluster rule, issue 25)
+    assert len(comps) == 10 * state["hits_emitted"] and 0 < state["judgments"] <= len(comps)
     pairs = Counter(frozenset(p) for b in state["batches"] for p in b["pairs"])
     adjacent = sum(pairs[frozenset(p)] for p in zip(list(LEVELS), list(LEVELS)[1:]))
     assert adjacent > 0.8 * sum(pairs.values())  # the 10% exploration goes anywhere
@@ -176,7 +177,7 @@ def test_killed_after_two_batches_resumes_without_repeating_a_batch(tmp_path):
     comps = from_records(report.records).comparisons
     comps = comps[~comps["onboarding"].eq(True)]
     assert not comps.duplicated(["worker_id", "assignment_id", "item_id"]).any()
-    assert len(comps) == state["judgments"] == 10 * sum(done.values())
+    assert len(comps) == 10 * sum(done.values()) and 0 < state["judgments"] <= len(comps)
 
 
 def _finished_units(run) -> list:

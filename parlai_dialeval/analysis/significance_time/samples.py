@@ -109,7 +109,8 @@ def pairwise_samples(data, turns: tuple[int, int] | None = (2, 6), onboarding_de
         uses = pd.concat([dialog["conversation_a"], dialog["conversation_b"]]).value_counts()
         collect = np.zeros(len(dialog))
         for column in ("conversation_a", "conversation_b"):
-            collect += np.nan_to_num(dialog[column].map(seconds).to_numpy(float) / dialog[column].map(uses).to_numpy(float))
+            shown = dialog[column]
+            collect += np.nan_to_num(shown.map(seconds).to_numpy(float) / shown.map(uses).to_numpy(float))
         dialog["cost"] = own + np.where(self_chat, 0.0, collect)
     samples = []
     for frame in (f for f in (per_turn, dialog) if len(f)):

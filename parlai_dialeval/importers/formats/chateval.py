@@ -128,7 +128,8 @@ def _answers(folder: Path) -> dict[int, list[dict]]:
                                 expected="{example: ex-NNN, choice: 0|1|tie}", got=answer)
             by_item[int(example[3:])].append({
                 "worker_id": assignment["WorkerId"], "assignment_id": assignment["AssignmentId"],
-                "hit_id": assignment.get("HITId"), "submit_time": assignment.get("SubmitTime"),
+                "hit_id": assignment.get("HITId"),
+                "submit_time": assignment["SubmitTime"] if isinstance(assignment.get("SubmitTime"), str) else None,
                 "choice": _JSON_CHOICE[choice]})
     return by_item
 
