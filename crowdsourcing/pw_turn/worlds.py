@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 
+from parlai_dialeval.crowdsourcing.platform.participant_input import (FloodGuard, Refused, bounded_text, limits_of,
+                                                                     screen)
 from parlai_dialeval.crowdsourcing.platform.session_world import (SYSTEM_ID, SessionWorld, blind_history,
                                                                   hit_models, wait_for_act)
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, OnboardingGrader, PairwiseTurnSession,
@@ -54,6 +56,8 @@ class OnboardingWorld:
         self.task = onboarding_task(random.Random(opt.get("seed")))
         self.grader = OnboardingGrader(self.task["answers"], max_tries=int(opt.get("onboarding_tries", 2)))
         self.passed: bool | None = None
+        self.limits = limits_of(opt)
+        self.flood = FloodGuard(self.limits)
         self._send(warning=None)
 
     def _send(self, warning) -> None:
@@ -62,10 +66,11 @@ class OnboardingWorld:
             "max_tries": self.grader.max_tries, "warning": warning}})
 
     def parley(self) -> None:
-        act = wait_for_act(self.agent, self.turn_timeout)
-        if act is None:
+        taken = screen(wait_for_act(self.agent, self.turn_timeout), self.agent, self.limits, self.flood,
+                       lambda warning: self._send(warning=warning))
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        data = taken[1]
         choices = data.get("choices")
         if data.get("action") != "onboarding" or not isinstance(choices, list) or len(choices) != len(
                 self.task["answers"]) or any(c not in ("left", "right") for c in choices):
@@ -117,24 +122,30 @@ class PairwiseTurnWorld(SessionWorld):
         self._send("choose", left=shown["left"], right=shown["right"], warning=warning)
 
     def parley(self) -> None:
-        act = self.poll()
-        if act is None:
+        taken = self.take()
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        text, data = taken
         if self.session.pending is not None:
-            choice, justification = data.get("choice"), str(data.get("justification") or "")
-            if data.get("action") != "choose" or choice not in ("left", "right") or not justification.strip():
-                pending = self.session.pending
-                self._show_choice({"left": pending["responses"][pending["left"]],
-                                   "right": pending["responses"][pending["right"]]},
-                                  warning="Please choose a response and say why.")
-                return
-            self.session.choose(choice, justification)
-            if self.session.done:
-                self._finish("complete")
-            else:
-                self._send("chat")
+            self._choose(data)
             return
-        text = (act.get("text") or "").strip()
+        text = text.strip()
         if text:
             self._ask(text)
+
+    def _choose(self, data: dict) -> None:
+        pending = self.session.pending
+        choice = data.get("choice")
+        try:
+            justification = bounded_text(data.get("justification"), self.limits.max_free_text_chars, "explanation")
+            if data.get("action") != "choose" or choice not in ("left", "right") or not justification.strip():
+                raise Refused("Please choose a response and say why.")
+        except Refused as refusal:
+            self._show_choice({"left": pending["responses"][pending["left"]],
+                               "right": pending["responses"][pending["right"]]}, warning=str(refusal))
+            return
+        self.session.choose(choice, justification)
+        if self.session.done:
+            self._finish("complete")
+        else:
+            self._send("chat")
