@@ -7,7 +7,7 @@ from typing import Any, Optional
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
@@ -61,6 +61,7 @@ def shared_state(cfg) -> Any:
                                                        "question": args.question})
 
 
+@guard_units
 def export(units, task_name: str, study: str | None = None) -> ExportReport:
     study = study or task_name
     records, notes, question = [], [], None
@@ -78,6 +79,7 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
     return ExportReport(records=head + records, notes=notes)
 
 
+@guard_units
 def export_onboarding(attempts, task_name: str, study: str | None = None) -> ExportReport:
     """Every finished onboarding attempt: one ``onboarding: true`` comparison per reply pair per try."""
     records, notes = [], []

@@ -8,7 +8,7 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
@@ -53,6 +53,7 @@ def shared_state(cfg) -> Any:
         "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
 
 
+@guard_units
 def export(units, task_name: str) -> ExportReport:
     records, notes = [sm_export.study_record(task_name)], []
     for unit in units:
