@@ -87,7 +87,7 @@ def test_acute_onboarding_check_refuses_malformed_answers_without_raising(monkey
         assert state.validate_onboarding(posted) is False
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(answers=JSON)
 def test_acute_any_posted_json_never_raises(answers):
     make, good = acute_units()
@@ -116,7 +116,7 @@ def test_ab_malformed_submissions_become_notes():
     check_isolated("ab_next_utterance", [make("1", good), make("2", {**good, "i1": {"choice": "b"}})], bad)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(answers=JSON)
 def test_ab_any_posted_json_never_raises(answers):
     make, good = ab_units()
@@ -154,7 +154,7 @@ def test_scale_design_malformed_submissions_become_notes():
     check_isolated("scale_designs", [make("1", good)], bad)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(outputs=st.dictionaries(st.sampled_from(["ratings", "prior_experience", "duration", "item_durations"]),
                                JSON, max_size=4))
 def test_scale_designs_any_posted_json_never_raises(outputs):
