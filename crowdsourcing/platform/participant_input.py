@@ -81,7 +81,7 @@ class FloodGuard:
         self.rate, self.burst, self.clock = limits.rate_per_minute / 60.0, max(1, limits.rate_burst), clock
         self.tokens, self.last = float(self.burst), clock()
         self.dropped = 0  # acts dropped in this session, kept in its record
-        self.told = False  # the participant was told of the flood in progress
+        self.told = False  # the participant was told of the flood in progress (until the bucket refills)
 
     def admit(self, agent=None) -> bool:
         """True when the act just taken from ``agent`` (a ParlAI wrapper of a Mephisto agent, or None) may
@@ -89,10 +89,11 @@ class FloodGuard:
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
         self.last = now
+        if self.tokens >= self.burst:  # a full bucket: the participant paused, any flood is over
+            self.told = False
         backlog = self._drop_backlog(agent)
         if not backlog and self.tokens >= 1:
             self.tokens -= 1
-            self.told = False
             return True
         self.dropped += 1 + backlog
         return False
