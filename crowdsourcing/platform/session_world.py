@@ -103,6 +103,8 @@ class SessionWorld:
         return self.pool.reserve(num_models)
 
     def observe_state(self, state: dict) -> None:
+        # the page refuses a longer message itself, saying why (components/MessageInput.jsx)
+        state = {**state, "max_message_chars": self.limits.max_message_chars}
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
         self.save()
 
