@@ -139,8 +139,9 @@ def _validated(report: ExportReport) -> ExportReport:
 
 def guard_units(export):
     """A task's export (``fn(units, task_name, ...) -> ExportReport``) that never raises on what participants
-    submitted: when the whole export fails, or yields records that are not canonical, each unit is exported
-    alone to find those at fault; they become notes and ``malformed`` entries, the rest export together.
+    submitted: when the whole export fails, or yields records that are not canonical, the units at fault are
+    found by exporting halves (then halves of the failing halves, down to single units); they become notes
+    and ``malformed`` entries, and the rest export together.
     It runs on Mephisto's assignment-generator thread in adaptive collection, where an exception would end
     the run: any exception counts (a bug in a task's export then shows as notes on every unit, not as a
     traceback)."""
@@ -150,20 +151,27 @@ def guard_units(export):
         def run(chosen):
             return _validated(export(chosen, task_name, *args, **kwargs))
 
+        def split(chosen) -> tuple[list, list]:
+            """(units that export, [(unit, error)]) by halving: a few bad units cost O(log n) exports each."""
+            half = len(chosen) // 2
+            (good_a, bad_a), (good_b, bad_b) = isolate(chosen[:half]), isolate(chosen[half:])
+            return good_a + good_b, bad_a + bad_b
+
+        def isolate(chosen) -> tuple[list, list]:
+            try:
+                run(chosen)
+                return list(chosen), []
+            except Exception as error:  # noqa: BLE001
+                return ([], [(unit, error) for unit in chosen]) if len(chosen) <= 1 else split(chosen)
+
         try:
             return run(units)
-        except Exception:  # noqa: BLE001  (found unit by unit below)
-            pass
-        good, malformed, notes = [], [], []
-        for unit in units:
-            try:
-                run([unit])
-                good.append(unit)
-            except Exception as error:  # noqa: BLE001
-                reason = _reason(error)
-                malformed.append({"agent_id": unit.agent_id, "unit_id": unit.unit_id, "worker_id": unit.worker_id,
-                                  "onboarding": unit.onboarding, "reason": reason})
-                notes.append(f"{unit_label(unit)}: not exported: {reason}")
+        except Exception as error:  # noqa: BLE001  (the units at fault are found below)
+            first = error
+        good, bad = split(units) if len(units) > 1 else ([], [(unit, first) for unit in units])
+        malformed = [{"agent_id": unit.agent_id, "unit_id": unit.unit_id, "worker_id": unit.worker_id,
+                      "onboarding": unit.onboarding, "reason": _reason(error)} for unit, error in bad]
+        notes = [f"{unit_label(unit)}: not exported: {entry['reason']}" for (unit, _), entry in zip(bad, malformed)]
         try:
             report = run(good)
         except Exception as error:  # noqa: BLE001  (units fine alone that fail together: none exported)

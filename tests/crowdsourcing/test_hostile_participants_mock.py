@@ -13,8 +13,7 @@ import pytest
 
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 
-from .protocol_harness import MockRun
-from .test_acute_mock import STUDY, pass_acute_onboarding, write_conversations
+from .test_acute_mock import STUDY, pass_acute_onboarding, start
 from .test_live_chat_da_world import ECHO, MockWorker, export_records, launch
 
 pytestmark = pytest.mark.timeout(300)
@@ -22,11 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture
 def acute_run(tmp_path):
-    convs = tmp_path / "convs.jsonl"
-    write_conversations(convs)
-    run = MockRun("acute", tmp_path / "mephisto", port=3298, overrides=[
-        f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=4", "acute.subtasks_per_unit=2",
-        f"mephisto.task.task_name={STUDY}"])
+    run = start(tmp_path, 3298)
     yield run
     run.shutdown()
 

@@ -180,7 +180,7 @@ def test_chat_task_exports_note_a_corrupt_record_and_export_the_rest():
         assert all(r["type"] == "study" for r in report.records)
 
 
-def test_a_unit_fine_alone_but_failing_with_others_still_never_raises():
+def test_units_fine_alone_but_failing_together_still_never_raise():
     @guard_units
     def export(units, task_name):
         if len(units) > 1:
@@ -191,3 +191,21 @@ def test_a_unit_fine_alone_but_failing_with_others_still_never_raises():
 
     report = export([unit("1", {}), unit("2", {})], "t")
     assert report.records == [] and "together they fail" in report.notes[0]
+
+
+def test_bad_units_are_found_by_halving():
+    from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+
+    calls = []
+
+    @guard_units
+    def export(units, task_name):
+        calls.append(len(units))
+        if any(u.agent_id == "13" for u in units):
+            raise ValueError("bad 13")
+        return ExportReport(records=[])
+
+    report = export([unit(str(k), {}) for k in range(64)], "t")
+    assert [m["agent_id"] for m in report.malformed] == ["13"]
+    assert report.notes == ["unit u13 (worker worker13, completed): not exported: bad 13"]
+    assert len(calls) == 1 + 2 * 6 + 1  # the whole, two halves at each of log2(64) levels, the good ones
