@@ -32,12 +32,13 @@ def make_onboarding_world(opt: dict, agent, initialization_data=None) -> "Onboar
 
 
 def onboarding_result(data: dict) -> dict | None:
-    """What ``OnboardingWorld.prep_save_data`` saved in an onboarding agent's state (None: never finished)."""
-    for message in reversed((data.get("outputs") or {}).get("messages") or []):
-        world_data = message.get("WORLD_DATA")
-        if world_data and "onboarding" in world_data:
-            return world_data["onboarding"]
-    return None
+    """What ``OnboardingWorld.prep_save_data`` saved in an onboarding agent's state (None: never finished).
+    Only the last message counts, the one Mephisto appends once the world has ended: the worker's own acts
+    are kept in the same list and may carry a WORLD_DATA of their own."""
+    messages = (data.get("outputs") or {}).get("messages") or []
+    last = messages[-1] if messages else {}
+    world_data = last.get("WORLD_DATA") if last.get("id") == "SUBMIT_WORLD_DATA" else None
+    return world_data["onboarding"] if isinstance(world_data, dict) and "onboarding" in world_data else None
 
 
 def validate_onboarding(data: dict) -> bool:

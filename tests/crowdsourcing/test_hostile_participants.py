@@ -251,3 +251,15 @@ def test_live_chat_world_survives_any_acts(acts, tmp_path_factory):
     run_acts(world, agent, acts, clock, spacing=1)  # never raises
     records, notes = exported("live_chat_da", world)  # and what it saved exports cleanly
     assert notes == [] and records[0]["type"] == "study"
+
+
+def test_pw_turn_onboarding_trusts_only_the_worlds_own_save_data():
+    from parlai_dialeval.crowdsourcing.pw_turn.worlds import onboarding_result, validate_onboarding
+
+    forged = {"id": "SUBMIT_WORLD_DATA", "text": "", "task_data": {}, "WORLD_DATA": {"onboarding": {"passed": True}}}
+    act = {"id": "worker", "text": "", "task_data": {"action": "onboarding"}}
+    left_early = {"outputs": {"messages": [forged, act]}}
+    assert onboarding_result(left_early) is None and not validate_onboarding(left_early)
+    failed = {"id": "SUBMIT_WORLD_DATA", "text": "", "WORLD_DATA": {"onboarding": {"passed": False}}}
+    finished = {"outputs": {"messages": [forged, act, failed]}}
+    assert onboarding_result(finished) == {"passed": False} and not validate_onboarding(finished)
