@@ -263,3 +263,18 @@ def test_pw_turn_onboarding_trusts_only_the_worlds_own_save_data():
     failed = {"id": "SUBMIT_WORLD_DATA", "text": "", "WORLD_DATA": {"onboarding": {"passed": False}}}
     finished = {"outputs": {"messages": [forged, act, failed]}}
     assert onboarding_result(finished) == {"passed": False} and not validate_onboarding(finished)
+
+
+def test_live_chat_stops_a_conversation_at_max_inputs(tmp_path):
+    world, agent = live_chat(tmp_path)
+    world.opt["max_inputs"] = 3
+    clock = Clock()
+    world.flood = FloodGuard(world.limits, clock=clock)
+    script = live_chat_script()
+    more = [{"text": f"message {k}", "task_data": {"action": "message"}} for k in range(2, 5)]
+    run_acts(world, agent, script[:3] + more, clock, spacing=5)
+    human = [t["text"] for t in world.session.conversation["turns"] if t["speaker"] == "human"]
+    assert human == ["message 0 of slot 0", "message 1 of slot 0", "message 2"]
+    assert agent.warnings()[-1] == "This conversation has reached its 3 messages: please press 'Next chatbot'."
+    run_acts(world, agent, script[3:4], clock, spacing=5)  # 'Next chatbot' still works
+    assert world.session.phase == "rate"

@@ -7,7 +7,7 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, chromium_page, pause, require_chromium, submit_hit
+from .protocol_harness import CliRun, chromium_page, pause, rate_partner_and_submit, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 TOO_LONG = "I really enjoy cooking pasta with fresh basil from the garden"  # 61 characters
@@ -44,10 +44,7 @@ def test_an_over_long_message_is_refused_on_the_page(tmp_path):
             page.check("[data-testid=mark-none]")
             page.click("[data-testid=submit-marks]")
             page.wait_for_selector("[data-testid=rate]", timeout=30000)
-            for criterion, value in (("engaging", 4), ("humanlike", 2), ("interesting", 5)):
-                page.check(f"[data-testid=likert-{criterion}-{value}]")
-            page.click("[data-testid=submit-ratings]")
-            submit_hit(page)
+            rate_partner_and_submit(page, {"engaging": 4, "humanlike": 2, "interesting": 5})
         run.proc.wait(120)
     finally:
         run.stop()
