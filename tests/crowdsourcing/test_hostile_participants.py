@@ -240,7 +240,8 @@ def test_read_act_takes_any_json(act):
     assert isinstance(text, str) and len(text) <= 5 and isinstance(data, dict)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(acts=st.lists(st.fixed_dictionaries({"text": JSON, "task_data": JSON | st.dictionaries(
     st.sampled_from(["action", "topic", "attitude", "values", "feedback", "checked", "ratings", "choice",
                      "justification"]), JSON, max_size=4)}), max_size=12))

@@ -134,7 +134,8 @@ def scale_units():
     prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
 
     def make(agent_id, outputs):
-        return unit(agent_id, {"inputs": {"design": "likert"}, "outputs": outputs}, server={"items": [item], "keys": keys})
+        return unit(agent_id, {"inputs": {"design": "likert"}, "outputs": outputs},
+                    server={"items": [item], "keys": keys})
 
     answer = {"values": {"r0": 2, "r1": 5}}
     return make, {"ratings": {"i1": {"readability": answer, "coherence": answer}}, "prior_experience": prior,
@@ -149,7 +150,8 @@ def test_scale_design_malformed_submissions_become_notes():
            make("12", {**good, "duration": "soon"}), make("13", {**good, "ratings": "i1=6"}),
            make("14", {**good, "ratings": {"i1": ["readability"]}}), make("15", {**good, "prior_experience": ["yes"]}),
            make("16", {**good, "item_durations": {"i1": -4}}),
-           make("17", {**good, "ratings": {"i1": {"readability": {"values": {"r0": 9, "r1": 1}}, "coherence": answer}}}),
+           make("17", {**good, "ratings": {"i1": {"readability": {"values": {"r0": 9, "r1": 1}},  # 9 > 6
+                                                  "coherence": answer}}}),
            make("18", {**good, "ratings": {"i1": {"readability": answer}}})]  # a criterion missing
     check_isolated("scale_designs", [make("1", good)], bad)
 
