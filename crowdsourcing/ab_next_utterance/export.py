@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.ab_next_utterance.protocol import CHOICES, QUESTION, ABItem
+from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
 
 TASK = "ab_next_utterance"
 AUTOMATIC_WORKER = "automatic"
@@ -13,18 +14,23 @@ def study_record(study: str) -> dict:
 
 def unit_records(hit: list[dict], answers: dict[str, dict], *, study: str, worker_id: str,
                  assignment_id: str) -> list[dict]:
-    """``answers``: item_id -> {"choice": a|b|tie, "duration"?: seconds}; every shown item must be answered."""
+    """``answers``: item_id -> {"choice": a|b|tie, "duration"?: seconds}; every shown item must be answered.
+    ValueError on anything else (the page submitted it: hostile until checked)."""
+    if not isinstance(answers, dict):
+        raise ValueError(f"answers must map item ids to answers, got {type(answers).__name__}")
     records = []
     for pair in hit:
         answer = answers.get(pair["item_id"])
-        if answer is None or answer.get("choice") not in CHOICES:
-            raise ValueError(f"item {pair['item_id']}: choice must be one of {CHOICES}, got {answer!r}")
+        choice = answer.get("choice") if isinstance(answer, dict) else None
+        if not isinstance(choice, str) or choice not in CHOICES:
+            raise ValueError(f"item {pair['item_id']}: choice must be one of {', '.join(CHOICES)}, got {answer!r:.60}")
+        duration = submitted_duration(answer.get("duration"), f"item {pair['item_id']}")
         record = {"type": "comparison", "study": study, "item_id": pair["item_id"], "worker_id": worker_id,
                   "assignment_id": assignment_id, "model_a": pair["model_a"], "model_b": pair["model_b"],
                   "choice": answer["choice"], "question": QUESTION, "context": list(pair["context"]),
                   "response_a": pair["response_a"], "response_b": pair["response_b"], "meta": {"task": TASK}}
-        if answer.get("duration") is not None:
-            record["duration"] = float(answer["duration"])
+        if duration is not None:
+            record["duration"] = duration
         records.append(record)
     return records
 

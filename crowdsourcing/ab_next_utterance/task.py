@@ -16,7 +16,7 @@ from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DataError, DialevalError
 
@@ -94,10 +94,11 @@ def shared_state(cfg) -> Any:
     return SharedStaticTaskState(static_task_data=data)
 
 
+@guard_units
 def export(units, task_name: str) -> ExportReport:
     records, notes, ties = [ab_export.study_record(task_name)], [], {}
     for unit in units:
-        outputs = unit.state.get("outputs") or {}
+        outputs = submission(unit)
         # runs launched before dialeval_static sent these to the page
         server = unit.server or unit.state.get("inputs") or {}
         for tie in server.get("automatic_ties") or []:

@@ -3,6 +3,7 @@ conversation records of every compared dialogue (once each; onboarding dialogues
 from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.acute.protocol import question_text
+from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION  # the same three metrics
 
 TASK = "acute"
@@ -22,14 +23,23 @@ def _conversation(conv: dict, study: str, onboarding: bool) -> dict:
 
 def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study: str, worker_id: str,
                  assignment_id: str, onboarding: bool = False) -> list[dict]:
-    """``answers[i]`` = {"choice": "left"|"right", "justification": str, "duration"?: seconds} for ``pairs[i]``."""
-    if len(answers) != len(pairs):
-        raise ValueError(f"unit has {len(pairs)} pairs but {len(answers)} answers")
+    """``answers[i]`` = {"choice": "left"|"right", "justification": str, "duration"?: seconds} for ``pairs[i]``;
+    ValueError on anything else (the page submitted it: hostile until checked)."""
+    if not isinstance(answers, list) or len(answers) != len(pairs):
+        raise ValueError(f"answers must be a list of {len(pairs)} (one per pair), got {type(answers).__name__}"
+                         + (f" of {len(answers)}" if isinstance(answers, list) else ""))
     text = question_text(question)
     records, seen = [], set()
     for pair, answer in zip(pairs, answers):
-        if answer.get("choice") not in SIDE:
-            raise ValueError(f"pair {pair['pair_id']}: choice must be left or right, got {answer.get('choice')!r}")
+        where = f"pair {pair['pair_id']}"
+        if not isinstance(answer, dict):
+            raise ValueError(f"{where}: an answer must be an object, got {type(answer).__name__}")
+        if not isinstance(answer.get("choice"), str) or answer["choice"] not in SIDE:
+            raise ValueError(f"{where}: choice must be left or right, got {answer.get('choice')!r:.60}")
+        justification = answer.get("justification", "")
+        if not isinstance(justification, str):
+            raise ValueError(f"{where}: justification must be text, got {type(justification).__name__}")
+        duration = submitted_duration(answer.get("duration"), where)
         for side in ("left", "right"):
             conv = pair[side]["conversation"]
             if conv["id"] not in seen:
@@ -38,12 +48,12 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
         record = {"type": "comparison", "study": study, "item_id": pair["pair_id"], "worker_id": worker_id,
                   **({"assignment_id": assignment_id} if assignment_id else {}), "model_a": pair["left"]["model"],
                   "model_b": pair["right"]["model"], "choice": SIDE[answer["choice"]], "question": text,
-                  "justification": answer.get("justification", ""),
+                  "justification": justification,
                   "conversation_a": pair["left"]["conversation"]["id"],
                   "conversation_b": pair["right"]["conversation"]["id"],
                   "meta": {"criterion": CRITERION[question]}}
-        if answer.get("duration") is not None:
-            record["duration"] = float(answer["duration"])
+        if duration is not None:
+            record["duration"] = duration
         if onboarding:
             record["onboarding"] = True
         records.append(record)

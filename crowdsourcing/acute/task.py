@@ -14,7 +14,7 @@ from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DialevalError
 
@@ -103,9 +103,13 @@ def shared_state(cfg) -> Any:
     shown, answers = protocol.onboarding_pairs(protocol.DEFAULT_ONBOARDING, rng)
 
     def validate_onboarding(data: dict) -> bool:
-        choices = [a.get("choice") for a in ((data.get("outputs") or {}).get("answers") or [])]
-        return len(choices) == len(answers) and protocol.onboarding_passed(answers, choices,
-                                                                             args.onboarding_threshold)
+        # Mephisto calls this with whatever the page posted: anything but a list of answers fails
+        outputs = data.get("outputs") if isinstance(data, dict) else None
+        submitted = outputs.get("answers") if isinstance(outputs, dict) else None
+        if not isinstance(submitted, list) or len(submitted) != len(answers):
+            return False
+        choices = [a.get("choice") if isinstance(a, dict) else None for a in submitted]
+        return protocol.onboarding_passed(answers, choices, args.onboarding_threshold)
 
     onboarding = {"question": protocol.question_text(args.question), "onboarding": True,
                   "shown": [protocol.public_pair(p) for p in shown],
@@ -114,10 +118,11 @@ def shared_state(cfg) -> Any:
                                  validate_onboarding=validate_onboarding)
 
 
+@guard_units
 def export(units, task_name: str) -> ExportReport:
     records, notes, question = [], [], None
     for unit in units:
-        inputs, outputs = unit.state.get("inputs") or {}, unit.state.get("outputs") or {}
+        inputs, outputs = unit.state.get("inputs") or {}, submission(unit)
         if not outputs.get("answers"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
@@ -130,12 +135,13 @@ def export(units, task_name: str) -> ExportReport:
     return ExportReport(records=head + acute_export.dedupe_conversations(records), notes=notes)
 
 
+@guard_units
 def export_onboarding(attempts, task_name: str) -> ExportReport:
     """Each submitted onboarding attempt: one comparison per known-answer pair, ``onboarding: true``, and
     the known-answer conversations once (status onboarding), so every comparison's dialogues are in the file."""
     records, notes = [], []
     for attempt in attempts:
-        answers = (attempt.state.get("outputs") or {}).get("answers")
+        answers = submission(attempt).get("answers")
         if not answers:
             notes.append(f"onboarding attempt {attempt.agent_id} (worker {attempt.worker_id}, "
                          f"{attempt.agent_status}): no answers submitted")

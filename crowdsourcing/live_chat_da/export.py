@@ -9,9 +9,10 @@ from __future__ import annotations
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import SCALE_MAX, SCALE_MIN, study_criteria
 from parlai_dialeval.crowdsourcing.live_chat_da.protocol import TASK_TYPE
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, UnitData
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, UnitData, guard_units
 
 
+@guard_units
 def export_units(units: list[UnitData], task_name: str) -> ExportReport:
     records: list[dict] = []
     notes: list[str] = []

@@ -6,7 +6,9 @@ from typing import Any, Dict, List, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.crowdsourcing.live_chat_da.worlds import MAX_INPUTS
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
+from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.home import offline_bots_dir
 
@@ -21,7 +23,12 @@ class LiveChatArgs:
         "help": "show a persona statement of the model as the topic instead of letting the worker choose"})
     ice_breakers: List[str] = field(default_factory=list, metadata={
         "help": "fallback ice-breaker statements for models configured without a persona"})
+    max_inputs: int = field(default=MAX_INPUTS, metadata={
+        "help": "most worker messages in one conversation; then the worker is asked to move on (bounds the "
+                "record rewritten after every message)"})
     turn_timeout: int = turn_timeout_field()
+    limits: InputLimits = field(default_factory=InputLimits, metadata={
+        "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     models: Dict[str, Any] = field(default_factory=dict, metadata={
         "help": "name -> {opt: {ParlAI agent opt: model/model_file/...}, persona: [sentences]}"})
     qc_models: List[str] = field(default_factory=list, metadata={
@@ -51,7 +58,8 @@ def shared_state(cfg):
                    allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
                  "ice_breaker": args.ice_breaker, "ice_breakers": list(args.ice_breakers),
-                 "turn_timeout": args.turn_timeout}
+                 "turn_timeout": args.turn_timeout, "max_inputs": args.max_inputs,
+                 "limits": InputLimits(**args.limits)}
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
                                  frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs})
 

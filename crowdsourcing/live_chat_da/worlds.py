@@ -13,11 +13,14 @@ import time
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import STATEMENTS
 from parlai_dialeval.crowdsourcing.live_chat_da.protocol import LiveChatSession, plan_hit
+from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM
 from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld
 
 RECORD_FILE = "dialeval_live_chat.json"
 BOT_ID = "Chatbot"
+MAX_INPUTS = 100  # the default of live_chat.max_inputs
+TOO_MANY_INPUTS = "This conversation has reached its {limit} messages: please press 'Next chatbot'."
 FAILURE_TEXT = ("Sorry, this chatbot has stopped working. Your conversation so far has been saved and "
                 "you will not be penalised. Please continue with the next chatbot.")
 
@@ -60,7 +63,7 @@ class LiveChatWorld(SessionWorld):
         return plan_hit(self.pool, int(self.opt["num_slots"]))
 
     def record(self) -> dict:
-        return {**self.session.record, "last_event": time.time()}
+        return {**self.session.record, "last_event": time.time(), "dropped_acts": self.flood.dropped}
 
     def bot_failed(self, error: str) -> None:
         """A bot that fails (or cannot even start) ends its conversation only; the HIT goes on."""
@@ -94,18 +97,25 @@ class LiveChatWorld(SessionWorld):
 
     # ---------------------------------------------------------------- ParlAI world API
     def parley(self) -> None:
-        act = self.poll()
-        if act is None:
+        taken = self.take()
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        text, data = taken
         handler = getattr(self, f"_on_{self.session.phase}")
-        handler(data.get("action"), act.get("text") or "", data)
+        try:
+            handler(data.get("action"), text, data)
+        except Refused as refusal:
+            self.warn(str(refusal))
+            return
         self.save()
+
+    def _topic(self, data: dict) -> str:
+        return bounded_text(data.get("topic"), self.limits.max_topic_chars, "topic")
 
     # ---------------------------------------------------------------- phases
     def _on_topic(self, action, text, data) -> None:
         try:
-            topic = self.session.choose_topic(action, str(data.get("topic") or ""), data.get("attitude"))
+            topic = self.session.choose_topic(action, self._topic(data), data.get("attitude"))
         except ValueError as warning:
             self._send(warning=str(warning))
             return
@@ -115,7 +125,7 @@ class LiveChatWorld(SessionWorld):
 
     def _on_chat(self, action, text, data) -> None:
         if action == "topic_change":
-            topic = self.session.change_topic(str(data.get("topic") or ""))
+            topic = self.session.change_topic(self._topic(data))
             if topic is not None:
                 self._send(topic=topic)
             return
@@ -129,6 +139,8 @@ class LiveChatWorld(SessionWorld):
             return
         if not text.strip():
             return
+        if self.session.inputs >= int(self.opt.get("max_inputs") or MAX_INPUTS):
+            raise Refused(TOO_MANY_INPUTS.format(limit=self.session.inputs))
         self.session.human_says(text)
         self.save()
         turn = self.bot_turn(self.session.bot_replies)
@@ -151,5 +163,5 @@ class LiveChatWorld(SessionWorld):
 
     def _on_feedback(self, action, text, data) -> None:
         if action == "feedback":
-            self.session.give_feedback(str(data.get("feedback") or ""))
+            self.session.give_feedback(bounded_text(data.get("feedback"), self.limits.max_free_text_chars, "feedback"))
             self._finish("complete")

@@ -163,6 +163,8 @@ class Controller:
             self.ledger.add(first, second, outcome)
         self.state["judgments"] += len(kept)
         self.state["over_cap"] += over
+        # malformed submissions: read and counted, no judgment (notes in `dialeval export`)
+        self.state["malformed"] = self.state.get("malformed", 0) + len(report.malformed if report else [])
         self.state["ingested_agents"] += sorted(u.agent_id for u in units)
         if self.state["batches"]:
             self.state["batches"][-1]["read"] = True

@@ -4,10 +4,14 @@ Every agent that ever worked on a unit of the task is read, whatever its status:
 disconnected, timed out or still working; so is every onboarding attempt. The task's export functions
 turn them into records (onboarding ones marked: comparisons ``onboarding: true``, conversations
 ``status: onboarding``); what they cannot turn into records is listed in the report with the reason,
-never dropped silently.
+never dropped silently. A submission is hostile until checked: a task's export is wrapped in
+``guard_units``, so one malformed unit becomes a note (and an entry of ``ExportReport.malformed``)
+while the other units export, both in ``dialeval export`` and in adaptive collection.
 """
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,8 @@ class ExportReport:
     by_status: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # units that produced no record, and why
     onboarding_by_status: dict[str, int] = field(default_factory=dict)  # onboarding attempts read
+    # units whose submission could not be exported: {agent_id, unit_id, worker_id, onboarding, reason}
+    malformed: list[dict] = field(default_factory=list)
 
     def summary(self) -> str:
         def counts(by_status: dict[str, int]) -> str:
@@ -84,8 +90,97 @@ class ExportReport:
                  f"({counts(self.onboarding_by_status)}); wrote "
                  + ", ".join(f"{n} {k}" for k, n in kinds.items())
                  + f" ({onboarding} of them onboarding)"]
+        if self.malformed:
+            lines.append(f"{len(self.malformed)} malformed submission(s) not exported (see the notes)")
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def unit_label(unit: UnitData) -> str:
+    """How notes name a unit agent or an onboarding attempt."""
+    what = f"onboarding attempt {unit.agent_id}" if unit.onboarding else f"unit {unit.unit_id}"
+    return f"{what} (worker {unit.worker_id}, {unit.agent_status})"
+
+
+def submitted_duration(value, where: str) -> float | None:
+    """A duration the page submitted (seconds): None when absent, else a finite number >= 0 (ValueError)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where}: duration must be a number of seconds, got {value!r:.60}")
+    return float(value)
+
+
+def submission(unit: UnitData) -> dict:
+    """What a static task's page submitted for the unit (``outputs``): {} when nothing; ValueError when it is
+    not an object (anyone can post the server any JSON)."""
+    outputs = unit.state.get("outputs")
+    if outputs is None:
+        return {}
+    if not isinstance(outputs, dict):
+        raise ValueError(f"the submission is a {type(outputs).__name__}, not an object")
+    return outputs
+
+
+def _reason(error: Exception, limit: int = 300) -> str:
+    """One line of at most ``limit`` characters (a submission may hold megabytes)."""
+    text = str(error) if isinstance(error, (ValueError, DialevalError)) else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _validated(report: ExportReport) -> ExportReport:
+    """``report`` when its records are canonical (parlai_dialeval.data validates); DataError otherwise."""
+    from parlai_dialeval.data import from_records
+
+    from_records(report.records, source="the export of this unit")
+    return report
+
+
+def guard_units(export):
+    """A task's export (``fn(units, task_name, ...) -> ExportReport``) that never raises on what participants
+    submitted: when the whole export fails, or yields records that are not canonical, the units at fault are
+    found by exporting halves (then halves of the failing halves, down to single units); they become notes
+    and ``malformed`` entries, and the rest export together.
+    It runs on Mephisto's assignment-generator thread in adaptive collection, where an exception would end
+    the run: any exception counts (a bug in a task's export then shows as notes on every unit, not as a
+    traceback)."""
+
+    @functools.wraps(export)
+    def guarded(units, task_name, *args, **kwargs) -> ExportReport:
+        def run(chosen):
+            return _validated(export(chosen, task_name, *args, **kwargs))
+
+        def split(chosen) -> tuple[list, list]:
+            """(units that export, [(unit, error)]) by halving: a few bad units cost O(log n) exports each."""
+            half = len(chosen) // 2
+            (good_a, bad_a), (good_b, bad_b) = isolate(chosen[:half]), isolate(chosen[half:])
+            return good_a + good_b, bad_a + bad_b
+
+        def isolate(chosen) -> tuple[list, list]:
+            try:
+                run(chosen)
+                return list(chosen), []
+            except Exception as error:  # noqa: BLE001
+                return ([], [(unit, error) for unit in chosen]) if len(chosen) <= 1 else split(chosen)
+
+        try:
+            return run(units)
+        except Exception as error:  # noqa: BLE001  (the units at fault are found below)
+            first = error
+        good, bad = split(units) if len(units) > 1 else ([], [(unit, first) for unit in units])
+        malformed = [{"agent_id": unit.agent_id, "unit_id": unit.unit_id, "worker_id": unit.worker_id,
+                      "onboarding": unit.onboarding, "reason": _reason(error)} for unit, error in bad]
+        notes = [f"{unit_label(unit)}: not exported: {entry['reason']}" for (unit, _), entry in zip(bad, malformed)]
+        try:
+            report = run(good)
+        except Exception as error:  # noqa: BLE001  (units fine alone that fail together: none exported)
+            report = ExportReport(records=[], notes=[f"no unit exported: together they fail ({_reason(error)})"])
+        report.notes += notes
+        report.malformed += malformed
+        return report
+
+    return guarded
 
 
 def _read_agent(db, agent, extra_files: tuple[str, ...], **fields) -> UnitData:
@@ -224,6 +319,7 @@ def collect_from_db(db, task_name: str, task_type: str | None = None):
         onboarding = spec.export_onboarding(attempts, task_name)
         report.records += onboarding.records
         report.notes += onboarding.notes
+        report.malformed += onboarding.malformed
     else:
         report.notes += [f"onboarding attempt {u.agent_id} (worker {u.worker_id}, {u.agent_status}): task "
                          f"{task_type} exports no onboarding records" for u in attempts]

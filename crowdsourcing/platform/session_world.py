@@ -4,7 +4,9 @@ Each keeps its whole state in a protocol session object (its task's ``protocol.p
 blind state (speakers are 'human' or 'bot', never model names), saves its record in the worker's data
 folder after every event so partial work survives a worker who leaves, and finishes by releasing
 unfinished models or, when complete, running the Smith et al. Appendix B worker checks with an
-optional soft block. Hooks (``saved_models``, ``choose_models``, ``bot_failed``, ``end_session``,
+optional soft block. What the participant sends is checked (platform/participant_input.py: types,
+sizes, rate) before a world sees it; the record's size is bounded by those limits, so rewriting it after
+every event stays cheap. Hooks (``saved_models``, ``choose_models``, ``bot_failed``, ``end_session``,
 ``record``) let a protocol differ: live chat carries on a HIT after a restart, fails one slot when a
 bot fails, and saves its own record shape.
 """
@@ -18,6 +20,7 @@ from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
 from parlai_dialeval.crowdsourcing.platform.resume import take_resumable
 
 SYSTEM_ID = "System"
@@ -87,6 +90,8 @@ class SessionWorld:
         self.restarted_from = self.saved["agent_id"] if self.saved else None
         self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
         self.error = None
+        self.limits = limits_of(opt)
+        self.flood = FloodGuard(self.limits)
 
     def saved_models(self, record: dict) -> list[str] | None:
         """The models of a saved HIT. The half conversation cannot go on (the bots' state died with the
@@ -98,6 +103,8 @@ class SessionWorld:
         return self.pool.reserve(num_models)
 
     def observe_state(self, state: dict) -> None:
+        # the page refuses a longer message itself, saying why (components/MessageInput.jsx)
+        state = {**state, "max_message_chars": self.limits.max_message_chars}
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": state})
         self.save()
 
@@ -117,6 +124,15 @@ class SessionWorld:
         except AbsentAgentError:
             self._finish("incomplete")
             raise
+
+    def take(self) -> tuple[str, dict] | None:
+        """The worker's next act as (text, task_data), checked (participant_input.screen); None when none
+        came, or it was dropped as part of a flood or refused (the worker is told why)."""
+        return screen(self.poll(), self.agent, self.limits, self.flood, self.warn)
+
+    def warn(self, message: str) -> None:
+        """Show ``message`` on the worker's page (pages merge task_data, so the rest of it stays)."""
+        self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {"warning": message}})
 
     def bot_turn(self, step):
         """Run ``step``, a turn that needs the bots, and return what it returns. A bot that fails (an
@@ -149,7 +165,7 @@ class SessionWorld:
     def record(self) -> dict:
         return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
                 "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from,
-                "error": self.error}
+                "error": self.error, "dropped_acts": self.flood.dropped}
 
     def end_session(self, status: str) -> list[str]:
         """The session ends with ``status``; returns the models whose conversation did not complete."""

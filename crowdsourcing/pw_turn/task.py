@@ -7,7 +7,8 @@ from typing import Any, Optional
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
+from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import QUESTIONS
@@ -23,6 +24,8 @@ class PwTurnArgs:
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
     turn_timeout: int = turn_timeout_field()
+    limits: InputLimits = field(default_factory=InputLimits, metadata={
+        "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
     onboarding_tries: int = field(default=2, metadata={"help": "tries at the onboarding conversation"})
     block_on_worker_checks: bool = field(default=False, metadata={
@@ -46,17 +49,19 @@ def shared_state(cfg) -> Any:
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     if len(pool.genuine_models) < 2:
         raise ValueError("pw_turn needs at least two models (pw_turn.models or mephisto.blueprint.model_opt_path)")
-    world_opt = {"pool": pool, "question": args.question, "num_turns": args.num_turns,
+    limits = InputLimits(**args.limits)
+    world_opt = {"pool": pool, "limits": limits, "question": args.question, "num_turns": args.num_turns,
                  "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
                  "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
     # under the one module name `worlds`, so two tasks in one process would share the first one
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
                                  onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
-                                                       "turn_timeout": args.turn_timeout,
+                                                       "turn_timeout": args.turn_timeout, "limits": limits,
                                                        "question": args.question})
 
 
+@guard_units
 def export(units, task_name: str, study: str | None = None) -> ExportReport:
     study = study or task_name
     records, notes, question = [], [], None
@@ -74,6 +79,7 @@ def export(units, task_name: str, study: str | None = None) -> ExportReport:
     return ExportReport(records=head + records, notes=notes)
 
 
+@guard_units
 def export_onboarding(attempts, task_name: str, study: str | None = None) -> ExportReport:
     """Every finished onboarding attempt: one ``onboarding: true`` comparison per reply pair per try."""
     records, notes = [], []

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 
+from parlai_dialeval.crowdsourcing.platform.participant_input import (FloodGuard, Refused, bounded_text, limits_of,
+                                                                     screen)
 from parlai_dialeval.crowdsourcing.platform.session_world import (SYSTEM_ID, SessionWorld, blind_history,
                                                                   hit_models, wait_for_act)
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, OnboardingGrader, PairwiseTurnSession,
@@ -30,12 +32,13 @@ def make_onboarding_world(opt: dict, agent, initialization_data=None) -> "Onboar
 
 
 def onboarding_result(data: dict) -> dict | None:
-    """What ``OnboardingWorld.prep_save_data`` saved in an onboarding agent's state (None: never finished)."""
-    for message in reversed((data.get("outputs") or {}).get("messages") or []):
-        world_data = message.get("WORLD_DATA")
-        if world_data and "onboarding" in world_data:
-            return world_data["onboarding"]
-    return None
+    """What ``OnboardingWorld.prep_save_data`` saved in an onboarding agent's state (None: never finished).
+    Only the last message counts, the one Mephisto appends once the world has ended: the worker's own acts
+    are kept in the same list and may carry a WORLD_DATA of their own."""
+    messages = (data.get("outputs") or {}).get("messages") or []
+    last = messages[-1] if messages else {}
+    world_data = last.get("WORLD_DATA") if last.get("id") == "SUBMIT_WORLD_DATA" else None
+    return world_data["onboarding"] if isinstance(world_data, dict) and "onboarding" in world_data else None
 
 
 def validate_onboarding(data: dict) -> bool:
@@ -54,6 +57,8 @@ class OnboardingWorld:
         self.task = onboarding_task(random.Random(opt.get("seed")))
         self.grader = OnboardingGrader(self.task["answers"], max_tries=int(opt.get("onboarding_tries", 2)))
         self.passed: bool | None = None
+        self.limits = limits_of(opt)
+        self.flood = FloodGuard(self.limits)
         self._send(warning=None)
 
     def _send(self, warning) -> None:
@@ -62,10 +67,11 @@ class OnboardingWorld:
             "max_tries": self.grader.max_tries, "warning": warning}})
 
     def parley(self) -> None:
-        act = wait_for_act(self.agent, self.turn_timeout)
-        if act is None:
+        taken = screen(wait_for_act(self.agent, self.turn_timeout), self.agent, self.limits, self.flood,
+                       lambda warning: self._send(warning=warning))
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        data = taken[1]
         choices = data.get("choices")
         if data.get("action") != "onboarding" or not isinstance(choices, list) or len(choices) != len(
                 self.task["answers"]) or any(c not in ("left", "right") for c in choices):
@@ -117,24 +123,30 @@ class PairwiseTurnWorld(SessionWorld):
         self._send("choose", left=shown["left"], right=shown["right"], warning=warning)
 
     def parley(self) -> None:
-        act = self.poll()
-        if act is None:
+        taken = self.take()
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        text, data = taken
         if self.session.pending is not None:
-            choice, justification = data.get("choice"), str(data.get("justification") or "")
-            if data.get("action") != "choose" or choice not in ("left", "right") or not justification.strip():
-                pending = self.session.pending
-                self._show_choice({"left": pending["responses"][pending["left"]],
-                                   "right": pending["responses"][pending["right"]]},
-                                  warning="Please choose a response and say why.")
-                return
-            self.session.choose(choice, justification)
-            if self.session.done:
-                self._finish("complete")
-            else:
-                self._send("chat")
+            self._choose(data)
             return
-        text = (act.get("text") or "").strip()
+        text = text.strip()
         if text:
             self._ask(text)
+
+    def _choose(self, data: dict) -> None:
+        pending = self.session.pending
+        choice = data.get("choice")
+        try:
+            justification = bounded_text(data.get("justification"), self.limits.max_free_text_chars, "explanation")
+            if data.get("action") != "choose" or choice not in ("left", "right") or not justification.strip():
+                raise Refused("Please choose a response and say why.")
+        except Refused as refusal:
+            self._show_choice({"left": pending["responses"][pending["left"]],
+                               "right": pending["responses"][pending["right"]]}, warning=str(refusal))
+            return
+        self.session.choose(choice, justification)
+        if self.session.done:
+            self._finish("complete")
+        else:
+            self._send("chat")

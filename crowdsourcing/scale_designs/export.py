@@ -4,6 +4,7 @@ from __future__ import annotations
 from parlai_dialeval.crowdsourcing.scale_designs.protocol import (CRITERIA, CRITERION_QUESTIONS,
                                                                    PRIOR_EXPERIENCE_QUESTIONS, ScaleItem,
                                                                    reference_value, scale_of, validate_answer)
+from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
 
 TASK = "scale_designs"
 
@@ -18,23 +19,36 @@ def study_record(study: str, design: str) -> dict:
 def unit_records(items: list[ScaleItem], answers: dict, *, design: str, study: str, worker_id: str,
                  assignment_id: str) -> list[dict]:
     """``answers`` = {"ratings": {item_id: {criterion: answer}}, "prior_experience": {question: bool},
-    "duration": seconds for the whole unit, "item_durations"?: {item_id: seconds}}."""
+    "duration": seconds for the whole unit, "item_durations"?: {item_id: seconds}}; ValueError on anything
+    else (the page submitted it: hostile until checked)."""
     scale, low, high = scale_of(design)
     prior = answers.get("prior_experience") or {}
+    if not isinstance(prior, dict):
+        raise ValueError(f"prior-experience answers must be an object, got {type(prior).__name__}")
     missing = set(PRIOR_EXPERIENCE_QUESTIONS) - set(prior)
     if missing:
         raise ValueError(f"prior-experience answers missing: {sorted(missing)}")
-    meta = {"design": design, **{k: bool(prior[k]) for k in PRIOR_EXPERIENCE_QUESTIONS},
-            "task_duration": float(answers["duration"])}
+    bad = [k for k in PRIOR_EXPERIENCE_QUESTIONS if not isinstance(prior[k], bool)]
+    if bad:
+        raise ValueError(f"prior-experience answers must be true or false: {bad}")
+    task_duration = submitted_duration(answers.get("duration"), "the unit")
+    if task_duration is None:
+        raise ValueError("the unit's duration is missing")
+    item_durations = answers.get("item_durations") or {}
+    if not isinstance(item_durations, dict):
+        raise ValueError(f"item_durations must map item ids to seconds, got {type(item_durations).__name__}")
+    meta = {"design": design, **{k: prior[k] for k in PRIOR_EXPERIENCE_QUESTIONS}, "task_duration": task_duration}
     records = []
     for item in items:
         per_item = answers["ratings"].get(item.item_id)
         if per_item is None:
             raise ValueError(f"item {item.item_id} has no answer")
-        item_duration = (answers.get("item_durations") or {}).get(item.item_id)
+        item_duration = submitted_duration(item_durations.get(item.item_id), f"item {item.item_id}")
         # spread the item's time over its ratings so that a worker's durations sum to their total time
         duration = None if item_duration is None else item_duration / (len(CRITERIA) * len(item.responses))
         for criterion in CRITERIA:
+            if criterion not in per_item:
+                raise ValueError(f"item {item.item_id}: no {criterion} answer")
             values = validate_answer(design, item, criterion, per_item[criterion])
             ref = reference_value(item, design, criterion)
             for model, value in values.items():

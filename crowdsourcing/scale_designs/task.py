@@ -16,7 +16,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.scale_designs import export as sd_export
 from parlai_dialeval.crowdsourcing.scale_designs import protocol
@@ -92,31 +92,50 @@ def shared_state(cfg) -> Any:
     return SharedStaticTaskState(static_task_data=units)
 
 
-def _to_models(answer: dict, keys: dict) -> dict:
-    """A criterion answer with the page's neutral response keys replaced by model names."""
+def _to_models(item_id: str, criterion: str, answer, keys: dict) -> dict:
+    """A criterion answer with the page's neutral response keys replaced by model names; ValueError for
+    anything but an answer about this item's responses."""
+    where = f"item {item_id} {criterion}"
+    if not isinstance(answer, dict):
+        raise ValueError(f"{where}: an answer must be an object, got {type(answer).__name__}")
     if "values" in answer:
-        return {"values": {keys[k]: v for k, v in answer["values"].items()}}
-    return {"best": keys.get(answer.get("best")), "worst": keys.get(answer.get("worst"))}
+        values = answer["values"]
+        if not isinstance(values, dict) or set(values) - set(keys):
+            raise ValueError(f"{where}: values must rate the responses {sorted(keys)}, got {values!r:.80}")
+        return {"values": {keys[k]: v for k, v in values.items()}}
+    return {side: keys.get(answer.get(side)) if isinstance(answer.get(side), str) else None
+            for side in ("best", "worst")}
 
 
+def _ratings_by_model(ratings, keys: dict) -> dict:
+    """The submitted ratings {item_id: {criterion: answer}} with model names; ValueError on unknown items."""
+    if not isinstance(ratings, dict):
+        raise ValueError(f"ratings must map item ids to answers, got {type(ratings).__name__}")
+    unknown = sorted(set(ratings) - set(keys))
+    if unknown:
+        raise ValueError(f"ratings of items this unit did not show: {unknown[:5]!r:.120}")
+    out = {}
+    for item_id, per_item in ratings.items():
+        if not isinstance(per_item, dict):
+            raise ValueError(f"item {item_id}: answers must map criteria to answers, got {type(per_item).__name__}")
+        out[item_id] = {c: _to_models(item_id, c, a, keys[item_id]) for c, a in per_item.items()}
+    return out
+
+
+@guard_units
 def export(units, task_name: str) -> ExportReport:
     records, notes, design = [], [], None
     for unit in units:
-        inputs, outputs = unit.state.get("inputs") or {}, unit.state.get("outputs") or {}
+        inputs, outputs = unit.state.get("inputs") or {}, submission(unit)
         if not outputs.get("ratings"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no ratings submitted")
             continue
         design = inputs["design"]
         server = unit.server or inputs  # runs launched before dialeval_static sent these to the page
         items = [protocol.ScaleItem(**item) for item in server["items"]]
-        ratings = {item_id: {c: _to_models(a, server["keys"][item_id]) for c, a in per_item.items()}
-                   for item_id, per_item in outputs["ratings"].items()}
-        try:
-            records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design,
-                                              study=task_name, worker_id=unit.worker_id,
-                                              assignment_id=unit.assignment_id)
-        except ValueError as error:  # an answer the page should not have let through: reported, not exported
-            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): not exported: {error}")
+        ratings = _ratings_by_model(outputs["ratings"], server["keys"])
+        records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design,
+                                          study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id)
     head = [sd_export.study_record(task_name, design)] if design else []
     return ExportReport(records=head + records, notes=notes)
 

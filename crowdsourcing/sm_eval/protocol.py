@@ -84,7 +84,7 @@ class SingleModelSession:
         if set(ratings) != set(CRITERIA):
             raise ValueError(f"final ratings need exactly {', '.join(CRITERIA)}, got {sorted(ratings)}")
         for name, value in ratings.items():
-            if not (isinstance(value, int) and LIKERT_MIN <= value <= LIKERT_MAX):
+            if not (isinstance(value, int) and not isinstance(value, bool) and LIKERT_MIN <= value <= LIKERT_MAX):
                 raise ValueError(f"rating {name}={value!r} is not an integer in {LIKERT_MIN}..{LIKERT_MAX}")
         self.final_ratings = dict(ratings)
 

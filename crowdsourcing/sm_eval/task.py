@@ -8,7 +8,8 @@ from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, record_status
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
+from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.sm_eval import export as sm_export
 from parlai_dialeval.crowdsourcing.sm_eval.worlds import RECORD_FILE
@@ -22,6 +23,8 @@ class SmEvalArgs:
         "help": "model name -> {opt: {ParlAI opt}}; each HIT chats with one, balanced over HITs"})
     worker_personas: list = field(default_factory=list, metadata={
         "help": "optional persona sentence lists; each worker gets one at random to play"})
+    limits: InputLimits = field(default_factory=InputLimits, metadata={
+        "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     turn_timeout: int = turn_timeout_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model and persona assignment"})
     block_on_worker_checks: bool = field(default=False, metadata={
@@ -47,9 +50,10 @@ def shared_state(cfg) -> Any:
         "pool": pool, "num_turns": args.num_turns,
         "worker_personas": [list(p) for p in args.worker_personas],
         "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
-        "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
+        "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
 
 
+@guard_units
 def export(units, task_name: str) -> ExportReport:
     records, notes = [sm_export.study_record(task_name)], []
     for unit in units:

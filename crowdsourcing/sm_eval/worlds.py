@@ -6,11 +6,14 @@ after every event in the worker's data folder, so partial work survives a worker
 """
 from __future__ import annotations
 
+from parlai_dialeval.crowdsourcing.platform.participant_input import Refused
 from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld, blind_history
 from parlai_dialeval.crowdsourcing.sm_eval.protocol import (CRITERIA, LIKERT_MAX, LIKERT_MIN, LIKERT_PROMPT,
                                                             LIKERT_QUESTIONS, TURN_LABELS, SingleModelSession)
 
 RECORD_FILE = "dialeval_sm_eval.json"
+TICK_ONE = "Please tick the boxes that apply (or 'none of the above')."
+RATE_ALL = "Please answer every question."
 
 
 def get_world_params() -> dict:
@@ -46,20 +49,32 @@ class SingleModelWorld(SessionWorld):
         self.observe_state(state)
 
     def parley(self) -> None:
-        act = self.poll()
-        if act is None:
+        taken = self.take()
+        if taken is None:
             return
-        data = act.get("task_data") or {}
+        text, data = taken
         try:
             if self.phase == "annotate":
-                self.session.annotate(self.session.bot_turns[-1], list(data.get("checked") or []))
+                self.session.annotate(self.session.bot_turns[-1], string_list(data.get("checked"), TICK_ONE))
                 self._send("rate" if self.session.chat_done else "chat")
             elif self.phase == "chat":
-                text = (act.get("text") or "").strip()
+                text = text.strip()
                 if text and self.bot_turn(lambda: self.session.human_says(text)) is not None:
                     self._send("annotate")
             elif self.phase == "rate":
-                self.session.rate({k: v for k, v in (data.get("ratings") or {}).items()})
+                ratings = data.get("ratings")
+                if not isinstance(ratings, dict):
+                    raise Refused(RATE_ALL)
+                self.session.rate(dict(ratings))
                 self._finish("complete")
         except ValueError as error:  # the page keeps the worker from sending these; say so if it happens
             self._send(self.phase, warning=str(error))
+
+
+def string_list(value, message: str) -> list[str]:
+    """A list of strings from the page (None: empty); Refused with ``message`` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise Refused(message)
+    return value

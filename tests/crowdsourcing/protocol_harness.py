@@ -237,6 +237,16 @@ def assert_still_active(page) -> None:
     assert inactive.count() == 0, inactive.inner_text()
 
 
+def rate_partner_and_submit(page, ratings: dict, think: float = 0) -> None:
+    """SM-Dialog's end of a HIT in the worker's page: each Likert rating (criterion -> value) after ``think``
+    seconds, then the final Submit."""
+    for criterion, value in ratings.items():
+        pause(page, think)
+        page.check(f"[data-testid=likert-{criterion}-{value}]")
+    page.click("[data-testid=submit-ratings]")
+    submit_hit(page)
+
+
 def submit_hit(page) -> None:
     """Press the live tasks' final Submit (the mock provider's alert is accepted) as a worker still in the task."""
     page.click("[data-testid=submit-hit]", timeout=60000)

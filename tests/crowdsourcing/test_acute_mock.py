@@ -24,13 +24,18 @@ def write_conversations(path):
     write_jsonl(rows, path)
 
 
-@pytest.fixture
-def run(tmp_path):
+def start(tmp_path, port: int) -> MockRun:
+    """ACUTE over two models' conversations, two pairs per unit, in MockRun on ``port``."""
     convs = tmp_path / "convs.jsonl"
     write_conversations(convs)
-    run = MockRun("acute", tmp_path / "mephisto", port=3231, overrides=[
+    return MockRun("acute", tmp_path / "mephisto", port=port, overrides=[
         f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=4", "acute.subtasks_per_unit=2",
         f"mephisto.task.task_name={STUDY}"])
+
+
+@pytest.fixture
+def run(tmp_path):
+    run = start(tmp_path, 3231)
     yield run
     run.shutdown()
 

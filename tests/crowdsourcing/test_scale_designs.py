@@ -65,19 +65,19 @@ def test_duration_and_prior_experience_recorded():
 
 def test_task_export_reports_a_unit_without_prior_experience_answers():
     # Export lists the unit with the reason instead of stopping with a traceback (nothing dropped silently).
-    from types import SimpleNamespace
-
+    from parlai_dialeval.crowdsourcing.platform.export import UnitData
     from parlai_dialeval.crowdsourcing.scale_designs.task import export as task_export
 
     item = {"item_id": ITEM.item_id, "context": ITEM.context, "reference": ITEM.reference,
             "responses": ITEM.responses, "reference_metrics": ITEM.reference_metrics}
     keys = {"i1": {"r0": "s2s", "r1": "hred", "r2": "vhred"}}
     answer = {"values": {"r0": 1, "r1": 6, "r2": 4}}
-    unit = SimpleNamespace(unit_id="u1", worker_id="w1", agent_status="completed", assignment_id="a1",
-                           server={"items": [item], "keys": keys},
-                           state={"inputs": {"design": "likert"},
-                                  "outputs": {"ratings": {"i1": {"readability": answer, "coherence": answer}},
-                                              "duration": 10.0}})
+    unit = UnitData(unit_id="u1", worker_id="w1", agent_status="completed", assignment_id="a1", agent_id="7",
+                    mephisto_worker_id="1", task_run_id="1", task_start=None, task_end=None,
+                    server={"items": [item], "keys": keys},
+                    state={"inputs": {"design": "likert"},
+                           "outputs": {"ratings": {"i1": {"readability": answer, "coherence": answer}},
+                                       "duration": 10.0}})
     report = task_export([unit], "scales")
     assert [r for r in report.records if r["type"] == "rating"] == []
     assert report.notes == ["unit u1 (worker w1, completed): not exported: prior-experience answers missing: "

@@ -9,8 +9,8 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause, require_chromium,
-                               submit_hit)
+from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause,
+                               rate_partner_and_submit, require_chromium)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]
@@ -42,11 +42,7 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
                     page.click(".submit-response")
             page.wait_for_selector("[data-testid=rate]", timeout=30000)
             assert "How much would you like to talk to your partner for a long conversation?" in page.inner_text("[data-testid=rate]")
-            for criterion, value in (("engaging", 4), ("humanlike", 2), ("interesting", 5)):
-                pause(page, 2)
-                page.check(f"[data-testid=likert-{criterion}-{value}]")
-            page.click("[data-testid=submit-ratings]")
-            submit_hit(page)
+            rate_partner_and_submit(page, {"engaging": 4, "humanlike": 2, "interesting": 5}, think=2)
         run.proc.wait(120)
     finally:
         run.stop()

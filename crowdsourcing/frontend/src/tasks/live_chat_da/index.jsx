@@ -86,7 +86,7 @@ function ChatPanel({ state, messages, sendAction }) {
           {state.warning}
         </div>
       ) : null}
-      <MessageInput placeholder="Type your message" onSend={(text) => sendAction({ action: "message" }, text)} />
+      <MessageInput placeholder="Type your message" maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
           Topic

@@ -103,7 +103,7 @@ function PairwiseTurnApp() {
   } else if (state.phase === "choose") {
     body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <MessageInput onSend={(text) => sendAction({ action: "message" }, text)} />;
+    body = <MessageInput maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />;
   } else {
     body = <div className="alert alert-secondary">Connecting...</div>;
   }

@@ -98,7 +98,7 @@ function SingleModelApp() {
   } else if (state.phase === "annotate") {
     body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <MessageInput onSend={(text) => sendAction({ action: "message" }, text)} />;
+    body = <MessageInput maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />;
   } else if (state.phase === "rate") {
     body = <Rate state={state} sendAction={sendAction} />;
   } else {
