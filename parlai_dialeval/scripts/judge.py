@@ -40,6 +40,9 @@ class Judge(ParlaiScript):
         judge.add_argument("--price-completion", type=float, default=0.0, metavar="USD",
                            help="price per million completion tokens")
         judge.add_argument("--device", default=None, help="torch device of an lm: or hf: judge")
+        judge.add_argument("--judge-batch-size", type=int, default=None, metavar="N",
+                           help="prompts at once for an lm: or hf: judge (default: as many as fit in a quarter "
+                                "of the free memory, at most 64; 1: one at a time)")
         judge.add_argument("--chat-template", default=None,
                            help="Jinja chat template (file or text) for an hf: judge whose tokenizer has none")
         add_shard_args(parser)
@@ -61,7 +64,8 @@ class Judge(ParlaiScript):
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
-                           device=device_for(world, opt["device"]), chat_template=opt["chat_template"])
+                           device=device_for(world, opt["device"]), chat_template=opt["chat_template"],
+                           batch_size=opt["judge_batch_size"])
         cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")
         identity = {"command": "judge", "judge": judge.name, "protocol": opt["protocol"],
                     "input": digest([item["key"] for item in items])}
