@@ -256,3 +256,37 @@ def quota_args(cfg) -> dict:
     blueprint = cfg.mephisto.blueprint
     return {"model_opts": blueprint.get("model_opt_path") or None,
             "conversations_needed": blueprint.get("conversations_needed_string") or None}
+
+
+class StreamToPage:
+    """Shows a bot's reply on the worker's page as it arrives: ``with StreamToPage(send, bot): bot.act()``.
+
+    ``send(task_data)`` updates the page. On entry it sends ``streaming: ""`` (the page shows a typing
+    indicator and blocks sending); then, for a bot that streams (it has ``on_text``: ``openai_chat``,
+    ``hf_chat``), the text so far as ``streaming`` at most every ``interval`` seconds, so a fast model
+    does not flood the socket. The world's message with the whole reply carries ``streaming: None``
+    (the page then shows it once, as a chat message; a page reloaded mid-stream gets the same end).
+    """
+
+    def __init__(self, send, bot, interval: float = 0.2, clock=None):
+        import time
+
+        self.send, self.bot, self.interval = send, bot, interval
+        self.clock = clock or time.monotonic
+        self.last = float("-inf")
+
+    def __call__(self, text: str) -> None:
+        now = self.clock()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.send({"streaming": text})
+
+    def __enter__(self) -> "StreamToPage":
+        self.send({"streaming": ""})
+        if hasattr(self.bot, "on_text"):
+            self.bot.on_text = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self.bot, "on_text", None) is self:
+            self.bot.on_text = None

@@ -188,12 +188,14 @@ class ScriptedJudge:
 
 
 def make_judge(spec: str, *, base_url: str | None = None, api_key_env: str = "", max_tokens: int = 20,
-               concurrency: int = 4, device=None, dtype=None, chat_template=None, batch_size: int | None = None):
+               concurrency: int = 4, device=None, dtype=None, chat_template=None, batch_size: int | None = None,
+               timeout: float = 60.0):
     kind, _, value = spec.partition(":")
     if kind == "lm" and value:
         return LikelihoodJudge(value, device=device, dtype=dtype, batch_size=batch_size)
     if kind == "openai" and value:
-        return ChatJudge(value, base_url, api_key_env=api_key_env, max_tokens=max_tokens, concurrency=concurrency)
+        return ChatJudge(value, base_url, api_key_env=api_key_env, max_tokens=max_tokens, concurrency=concurrency,
+                         timeout=timeout)
     if kind == "hf" and value:
         return HfChatJudge(value, max_tokens=max_tokens, device=device, chat_template=chat_template,
                            batch_size=batch_size)

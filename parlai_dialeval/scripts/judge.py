@@ -33,6 +33,8 @@ class Judge(ParlaiScript):
                            help="NAME of the environment variable holding the endpoint's key ('' = none)")
         judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (endpoint judges)")
         judge.add_argument("--max-reply-tokens", type=int, default=20, help="reply length limit (endpoint judges)")
+        judge.add_argument("--request-timeout", type=float, default=60.0,
+                           help="seconds to wait for one reply (endpoint judges; then retried, at most twice)")
         judge.add_argument("--cache", default=None, metavar="FILE.jsonl",
                            help="replies by (judge, prompt); a rerun asks only what is missing (default OUT.cache.jsonl)")
         judge.add_argument("--price-prompt", type=float, default=0.0, metavar="USD",
@@ -64,6 +66,7 @@ class Judge(ParlaiScript):
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
+                           timeout=opt["request_timeout"],
                            device=device_for(world, opt["device"]), chat_template=opt["chat_template"],
                            batch_size=opt["judge_batch_size"])
         cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")

@@ -1,10 +1,11 @@
-// The text box + Send button of every chat page; Enter sends too. Blank messages are never sent.
+// The text box + Send button of every chat page; Enter sends too. Blank messages are never sent, nor
+// anything while `disabled` (a bot reply still arriving): the worker may type, not send.
 import React from "react";
 
-export function MessageInput({ onSend, placeholder = "Type your reply" }) {
+export function MessageInput({ onSend, placeholder = "Type your reply", disabled = false }) {
   const [text, setText] = React.useState("");
   const send = () => {
-    if (text.trim()) {
+    if (text.trim() && !disabled) {
       onSend(text.trim());
       setText("");
     }
@@ -18,7 +19,7 @@ export function MessageInput({ onSend, placeholder = "Type your reply" }) {
         onChange={(e) => setText(e.target.value)}
         onKeyDown={(e) => e.key === "Enter" && send()}
       />
-      <button className="btn btn-primary submit-response" onClick={send}>
+      <button className="btn btn-primary submit-response" onClick={send} disabled={disabled}>
         Send
       </button>
     </div>
