@@ -328,3 +328,19 @@ def test_the_bot_turn_meta_keeps_the_streaming_fields():
     with FakeOpenAI({"m": {"replies": ["a b"], "reasoning": "hm"}}) as fake:
         meta = turn_meta(say(make_agent(fake), "Hi"))
     assert {"latency", "first_token_latency", "tokens_per_second", "streamed", "quirks", "reasoning"} <= set(meta)
+
+
+def test_a_page_gets_the_typing_indicator_then_throttled_partial_text():
+    from parlai_dialeval.crowdsourcing.platform.bots import StreamToPage
+
+    sent = []
+    with FakeOpenAI({"m": {"replies": ["a b c d e f"]}}) as fake:
+        agent = make_agent(fake)
+        clock = iter([0.0, 0.05, 0.1, 0.25, 0.3, 0.4])  # one reading per piece of text
+        with StreamToPage(sent.append, agent, interval=0.2, clock=lambda: next(clock)):
+            assert agent.on_text is not None
+            reply = say(agent, "Hi")
+        assert agent.on_text is None  # nobody watches the next reply
+    # "" first (typing), then at most one update per 0.2 s (at 0.0 and 0.25), and the held-back rest at the end
+    assert sent == [{"streaming": ""}, {"streaming": "a"}, {"streaming": "a b c d"}, {"streaming": "a b c d e f"}]
+    assert reply["text"] == "a b c d e f"
