@@ -96,8 +96,9 @@ class ChatJudge:
         self.name = f"openai:{model}"
         self.concurrency = max(1, concurrency)
         self.system = system
+        # a judge's few tokens gain nothing from streaming: one JSON reply per prompt
         self.endpoint = ChatEndpoint(EndpointSettings(base_url, model, api_key_env=api_key_env, timeout=timeout,
-                                                      body={"temperature": 0, "max_tokens": max_tokens}))
+                                                      body={"temperature": 0, "max_tokens": max_tokens}, stream=False))
 
     def ask(self, prompt: str, options: list[str]) -> Reply:
         messages = ([{"role": "system", "content": self.system}] if self.system else []) + [
@@ -132,7 +133,7 @@ class HfChatJudge:
         import torch
 
         tokenizer, model = self.agent.lm["tokenizer"], self.agent.lm["model"]
-        prompts = [self.agent._prompt_ids([{"role": "user", "content": text}]) for text, _ in questions]
+        prompts = [self.agent.prompt_ids([{"role": "user", "content": text}]) for text, _ in questions]
         eos = tokenizer.eos_token_id
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
         width = max(len(ids) for ids in prompts) + self.max_tokens

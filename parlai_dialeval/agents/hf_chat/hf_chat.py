@@ -117,7 +117,7 @@ class HfChatAgent(ChatHistoryAgent):
         shared["lm"] = self.lm
         return shared
 
-    def _prompt_ids(self, messages: list[dict]) -> list[int]:
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
         """Token ids of the rendered conversation, dropping the oldest turns until the reply fits."""
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
         limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", 2048)
@@ -138,7 +138,7 @@ class HfChatAgent(ChatHistoryAgent):
         import torch
 
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
-        ids = self._prompt_ids(messages)
+        ids = self.prompt_ids(messages)
         sampling = self.opt["temperature"] > 0
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         settings = {"max_new_tokens": self.opt["max_new_tokens"], "do_sample": sampling,
