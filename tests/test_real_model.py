@@ -116,3 +116,12 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
     assert "too few readable answers" in html and "Rule: too few readable answers when" in html
     assert f"{summary['unanswered']}" in html and "Items the judge left without an answer" in html
     assert "ab / " in capsys.readouterr().out
+
+
+def test_a_missing_fixture_names_the_command_that_builds_it(tmp_path, monkeypatch):
+    from parlai_dialeval.testing import real_model
+
+    monkeypatch.setenv("DIALEVAL_REAL_MODEL", str(tmp_path / "nothing"))
+    reason = real_model.missing()
+    assert str(tmp_path / "nothing") in reason and "python -m parlai_dialeval.testing.real_model build" in reason
+    assert real_model.main(["where"]) == 1
