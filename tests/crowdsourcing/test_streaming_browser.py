@@ -1,7 +1,7 @@
 """A live_chat_da launch whose chatbots are a real model behind a real OpenAI-compatible server
 (``transformers serve``, the real_server fixture), one worker in headless Chromium at a person's pace:
 the page shows the typing indicator, then the bot's text as it arrives, with sending blocked, and
-finally the whole reply once as the bot's message."""
+finally the whole reply once as the bot's message; a reload while a reply streams ends the same way."""
 from __future__ import annotations
 
 import pytest
@@ -53,14 +53,21 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
             page.wait_for_timeout(500)
             final = page.locator(".dialeval-msg-other").last.inner_text()
             seen = page.evaluate("window.__seen")
-            # a reload after the reply: the whole reply once, no partial bubble left
+            # a second message, and a reload while its reply streams: afterwards each whole reply shows
+            # once, and no partial bubble is left
             page.wait_for_timeout(PAUSE_MS)
+            page.fill(".response-text-input", "Do you grow tomatoes?")
+            page.wait_for_timeout(PAUSE_MS)
+            page.click(".submit-response")
+            page.wait_for_selector("[data-testid=bot-streaming]", timeout=240000)
             page.reload()
             page.wait_for_selector("[data-testid=chat-panel]", timeout=60000)
+            page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length >= 2", timeout=240000)
             page.wait_for_timeout(PAUSE_MS)
             after_reload = [page.locator(".dialeval-msg-other").nth(i).inner_text()
                             for i in range(page.locator(".dialeval-msg-other").count())]
             streaming_left = page.locator("[data-testid=bot-streaming]").count()
+            send_enabled = page.locator(".submit-response").is_enabled()
     finally:
         run.stop()
     before_reply = [s for s in seen if s["replies"] == 0]
@@ -71,4 +78,5 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
     reply = final.split("\n")[-1].strip()
     assert any(len(p.strip()) < len(reply) and reply.startswith(p.split("\n")[-1].strip()) for p in partials), (
         partials, reply)
-    assert sum(reply in text for text in after_reload) == 1 and streaming_left == 0
+    assert len(after_reload) == 2 and sum(reply in text for text in after_reload) == 1, after_reload
+    assert streaming_left == 0 and send_enabled
