@@ -299,8 +299,11 @@ class ChatEndpoint:
                             on_text("".join(parts))
                     finish = choice.get("finish_reason") or finish
         except httpx.HTTPError as error:
-            if not parts:
+            if not parts and isinstance(error, (httpx.TimeoutException, httpx.TransportError)):
                 raise  # nothing shown yet: an ordinary failed request, retried
+            if not parts:
+                raise EndpointError(f"{self.url}: the stream could not be read ({type(error).__name__}: "
+                                    f"{error})") from error
             raise StreamBroken(f"{self.url}: the stream broke off after {len(''.join(parts))} characters "
                                f"({type(error).__name__})", "".join(parts), "".join(reasoning)) from error
         if not ended and finish is None:
