@@ -105,8 +105,7 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
         assert main(args + ["--out", str(single), "--judge-batch-size", "1"]) == 0
         again = [json.loads(line) for line in Path(f"{single}.cache.jsonl").read_text().splitlines()]
         assert {e["key"]: e["reply"] for e in cache} == {e["key"]: e["reply"] for e in again}
-    if summary["answered"] == 0:
-        return  # nothing to compare: the summary above already counted every item as unanswered
+    print("judge summary:", summary["answered"], summary["bad_replies"], summary["order"])
     capsys.readouterr()
     report = tmp_path / "agreement"
     assert main(["judge_agreement", "--judge", str(out), "--human", str(chateval_small), "--out", str(report)]) == 0
