@@ -93,13 +93,13 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
         server = request.getfixturevalue("real_server")
         args += ["--judge", f"openai:{server.model}", "--base-url", server.base_url, "--concurrency", "1",
                  "--request-timeout", "300"]
-    else:
+    else:  # all four prompts in one left-padded batch (on a CPU hf: defaults to one at a time)
         args += ["--judge", f"hf:{real_model}"]
-    assert main(args + ["--out", str(out)]) == 0
+    assert main(args + ["--out", str(out)] + (["--judge-batch-size", "4"] if judge == "hf" else [])) == 0
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["items"] == 2 and summary["prompts_asked"] == 4
     assert summary["answered"] + summary["unanswered"] == 2
-    if judge == "hf":  # batched (the default) gives the one-at-a-time answers
+    if judge == "hf":  # batched gives the one-at-a-time answers
         cache = [json.loads(line) for line in Path(f"{out}.cache.jsonl").read_text().splitlines()]
         single = tmp_path / "single.jsonl"
         assert main(args + ["--out", str(single), "--judge-batch-size", "1"]) == 0
