@@ -93,7 +93,7 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
         server = request.getfixturevalue("real_server")
         args += ["--judge", f"openai:{server.model}", "--base-url", server.base_url, "--concurrency", "1",
                  "--request-timeout", "300"]
-    else:  # all four prompts in one left-padded batch (on a CPU hf: defaults to one at a time)
+    else:  # all four prompts in one left-padded batch
         args += ["--judge", f"hf:{real_model}"]
     assert main(args + ["--out", str(out)] + (["--judge-batch-size", "4"] if judge == "hf" else [])) == 0
     summary = json.loads(out.with_suffix(".summary.json").read_text())

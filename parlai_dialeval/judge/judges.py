@@ -5,7 +5,7 @@ most likely), ``hf:PATH`` (a local chat model through ``dialeval:hf_chat``), ``o
 The local judges (``lm:``, ``hf:``) answer many prompts at once (``ask_batch``): one copy of the
 model, prompts of similar length batched (left-padded greedy generation for ``hf:``, right-padded
 scoring for ``lm:``), as many rows at once as fit in a quarter of the free memory (``batch_size``;
-``--judge-batch-size`` overrides; ``hf:`` on a CPU defaults to one at a time, measured faster there). Their answers are those of asking one prompt at a time
+``--judge-batch-size`` overrides). Their answers are those of asking one prompt at a time
 (benchmarks/bench_judge_batch.py checks it on every prompt it times)."""
 from __future__ import annotations
 
@@ -137,10 +137,7 @@ class HfChatJudge:
         eos = tokenizer.eos_token_id
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
         width = max(len(ids) for ids in prompts) + self.max_tokens
-        # On a CPU the prompt pass is compute-bound either way, and a batch decodes until its longest
-        # reply ends, so one at a time was faster there (benchmarks/README.md): batches on GPUs only.
-        default = 1 if model.device.type == "cpu" else batch_size_from_memory(model, width, 1)
-        rows = batch_size or self.batch_size or default
+        rows = batch_size or self.batch_size or batch_size_from_memory(model, width, 1)
         # Prompts of similar length share a batch, so little of it is padding.
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         replies: list[Reply | None] = [None] * len(prompts)
