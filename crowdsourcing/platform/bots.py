@@ -20,8 +20,11 @@ from typing import Any, Mapping
 
 from parlai_dialeval.errors import DialevalError
 
-# Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit and the endpoint bots' costs.
-TURN_META_KEYS = ("qc_audit", "latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts")
+# Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit, the endpoint bots' costs and
+# timing (latency is the total time; first_token_latency and tokens_per_second of streamed replies) and
+# what the endpoint needed working around (quirks) or said apart from the reply (reasoning).
+TURN_META_KEYS = ("qc_audit", "latency", "prompt_tokens", "completion_tokens", "finish_reason", "attempts",
+                  "first_token_latency", "tokens_per_second", "streamed", "quirks", "reasoning")
 
 
 def turn_meta(reply) -> dict:
@@ -253,3 +256,43 @@ def quota_args(cfg) -> dict:
     blueprint = cfg.mephisto.blueprint
     return {"model_opts": blueprint.get("model_opt_path") or None,
             "conversations_needed": blueprint.get("conversations_needed_string") or None}
+
+
+class StreamToPage:
+    """Shows a bot's reply on the worker's page as it arrives: ``with StreamToPage(send, bot): bot.act()``.
+
+    ``send(task_data)`` updates the page; ``key`` names the field (``streaming``; PW-Turn, which shows
+    two replies, uses ``streaming_left`` / ``streaming_right``). On entry it sends ``""`` (the page shows
+    a typing indicator and blocks sending); then, for a bot that streams (it has ``on_text``:
+    ``openai_chat``, ``hf_chat``), the text so far at most every ``interval`` seconds, so a fast model
+    does not flood the socket, and on exit the text held back by the interval. The world's message with
+    the whole reply sets the field to None (the page then shows the reply once, as a chat message; a
+    page reloaded mid-stream gets the same end).
+    """
+
+    def __init__(self, send, bot, interval: float = 0.2, clock=None, key: str = "streaming"):
+        import time
+
+        self.send, self.bot, self.interval, self.key = send, bot, interval, key
+        self.clock = clock or time.monotonic
+        self.last = float("-inf")
+        self.unsent = None  # text held back by the interval, sent when the reply ends
+
+    def __call__(self, text: str) -> None:
+        now = self.clock()
+        self.unsent = text
+        if now - self.last >= self.interval:
+            self.last, self.unsent = now, None
+            self.send({self.key: text})
+
+    def __enter__(self) -> "StreamToPage":
+        self.send({self.key: ""})
+        if hasattr(self.bot, "on_text"):
+            self.bot.on_text = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self.bot, "on_text", None) is self:
+            self.bot.on_text = None
+        if self.unsent is not None and exc[0] is None:
+            self.send({self.key: self.unsent})

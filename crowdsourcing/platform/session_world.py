@@ -144,6 +144,13 @@ class SessionWorld:
             self.bot_failed(f"{type(error).__name__}: {error}")
             return None
 
+    def streaming(self, bot, key: str = "streaming"):
+        """``with self.streaming(bot): ...``: that bot's reply shown on the page as it arrives (bots.StreamToPage)."""
+        from parlai_dialeval.crowdsourcing.platform.bots import StreamToPage
+
+        return StreamToPage(lambda data: self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": data}), bot,
+                            key=key)
+
     def bot_failed(self, error: str) -> None:
         """End this conversation as ``failed`` with the error in the record and the worker told."""
         self.error = error

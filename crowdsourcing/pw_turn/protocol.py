@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
@@ -56,8 +57,9 @@ class PairwiseTurnSession:
     def done(self) -> bool:
         return len(self.choices) >= self.num_turns
 
-    def human_says(self, text: str, fixed: bool = False) -> dict:
-        """Add the worker's message and return the two candidate answers in display order."""
+    def human_says(self, text: str, fixed: bool = False, stream=None) -> dict:
+        """Add the worker's message and return the two candidate answers in display order;
+        ``stream(side, agent)``: a context manager around each candidate's reply (the world's display)."""
         if self.pending is not None:
             raise RuntimeError("choose between the pending responses before the next message")
         if self.done:
@@ -66,14 +68,15 @@ class PairwiseTurnSession:
                            **({"meta": {"fixed": True}} if fixed else {})})
         observation = history_observation(self.turns)
         responses, costs = {}, {}
+        left, right = list(self.agents)
+        if self.rng.random() < 0.5:  # sides first, so a page can show each reply where it will stay
+            left, right = right, left
         for name, agent in self.agents.items():
             agent.reset()
             agent.observe(dict(observation))
-            act = agent.act()
+            with stream("left" if name == left else "right", agent) if stream else nullcontext():
+                act = agent.act()
             responses[name], costs[name] = str(act.get("text", "")), turn_meta(act)
-        left, right = list(self.agents)
-        if self.rng.random() < 0.5:
-            left, right = right, left
         self.pending = {"turn_index": len(self.turns), "left": left, "right": right,
                         "responses": responses, "costs": costs,
                         "observed": {name: observation["text"] for name in self.agents},

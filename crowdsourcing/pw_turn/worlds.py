@@ -109,13 +109,16 @@ class PairwiseTurnWorld(SessionWorld):
 
     def _send(self, phase: str, **state) -> None:
         state.setdefault("warning", None)
+        state.update(streaming_left=None, streaming_right=None)
         self.observe_state({"phase": phase, "history": blind_history(self.session.turns),
                             "question": question_text(self.session.question),
                             "turn": len(self.session.choices) + 1, "num_turns": self.session.num_turns, **state})
 
     def _ask(self, text: str, fixed: bool = False) -> None:
         """The worker's message to both bots, then their two replies to choose from."""
-        shown = self.bot_turn(lambda: self.session.human_says(text, fixed=fixed))
+        # both candidates show as they arrive, each on the side where it stays (task_data.streaming_left/right)
+        shown = self.bot_turn(lambda: self.session.human_says(
+            text, fixed=fixed, stream=lambda side, bot: self.streaming(bot, key=f"streaming_{side}")))
         if shown is not None:
             self._show_choice(shown)
 

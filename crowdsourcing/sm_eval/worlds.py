@@ -33,14 +33,19 @@ class SingleModelWorld(SessionWorld):
         personas = opt.get("worker_personas") or []
         persona = list(self.pool.choice(personas)) if personas else []
         self.session = SingleModelSession(self.pool.new_bot(self.model), self.model, int(opt["num_turns"]), persona)
-        if self.bot_turn(self.session.start) is not None:
+        if self._streamed(self.session.start) is not None:
             self._send("annotate")
+
+    def _streamed(self, step):
+        """A bot turn whose reply the page shows as it arrives (task_data.streaming)."""
+        with self.streaming(self.session.agent):
+            return self.bot_turn(step)
 
     def _send(self, phase: str, warning=None) -> None:
         self.phase = phase
         state = {"phase": phase, "history": blind_history(self.session.turns), "persona": self.session.persona,
                  "turn": len(self.session.bot_turns), "num_turns": self.session.num_turns, "warning": warning,
-                 "labels": TURN_LABELS}
+                 "labels": TURN_LABELS, "streaming": None}
         if phase == "annotate":
             state["turn_index"] = self.session.bot_turns[-1]
         if phase == "rate":
@@ -59,7 +64,7 @@ class SingleModelWorld(SessionWorld):
                 self._send("rate" if self.session.chat_done else "chat")
             elif self.phase == "chat":
                 text = text.strip()
-                if text and self.bot_turn(lambda: self.session.human_says(text)) is not None:
+                if text and self._streamed(lambda: self.session.human_says(text)) is not None:
                     self._send("annotate")
             elif self.phase == "rate":
                 ratings = data.get("ratings")

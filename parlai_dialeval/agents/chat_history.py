@@ -3,9 +3,13 @@
 Observed messages become ``user`` turns and the agent's replies ``assistant`` turns, after an
 optional system prompt. A persona or topic reaches the bot as the observation's ``context`` field
 or as ParlAI's ``your persona:`` lines, and is placed in the system message, at the start of the
-first user message, or nowhere (``--context-placement``). Every reply carries ``latency`` (seconds),
-``prompt_tokens``, ``completion_tokens``, ``finish_reason`` and ``attempts``, which the
-crowdsourcing tasks keep in the turn's ``meta``.
+first user message, or nowhere (``--context-placement``). Every reply carries ``latency`` (seconds,
+the total time), ``prompt_tokens``, ``completion_tokens``, ``finish_reason`` and ``attempts``, and a
+streamed one ``first_token_latency`` and ``tokens_per_second`` (plus ``quirks`` and ``reasoning``
+where the endpoint had them), which the crowdsourcing tasks keep in the turn's ``meta``.
+
+Streaming: whoever shows the reply sets ``agent.on_text = callback``; ``callback(text_so_far)`` is
+then called as the reply grows (None: nobody is watching, the reply still arrives whole from act()).
 """
 from __future__ import annotations
 
@@ -29,6 +33,9 @@ class Reply:
     prompt_tokens: int | None
     completion_tokens: int | None
     attempts: int = 1
+    first_token_latency: float | None = None
+    tokens_per_second: float | None = None
+    extra: dict | None = None  # more fields for the turn's meta (quirks, reasoning)
 
 
 def split_context(text: str) -> tuple[list[str], str]:
@@ -64,7 +71,10 @@ def add_chat_args(group) -> None:
 
 
 class ChatHistoryAgent(Agent):
-    """Subclasses implement ``reply(messages) -> Reply``; observe/act/reset are handled here."""
+    """Subclasses implement ``reply(messages) -> Reply`` (calling ``self.on_text`` as text arrives when
+    they can stream); observe/act/reset are handled here."""
+
+    on_text = None
 
     def reset(self):
         super().reset()
@@ -97,7 +107,10 @@ class ChatHistoryAgent(Agent):
         message = Message({"id": self.id, "text": done.text, "episode_done": False,
                            "latency": round(time.monotonic() - start, 4), "prompt_tokens": done.prompt_tokens,
                            "completion_tokens": done.completion_tokens, "finish_reason": done.finish_reason,
-                           "attempts": done.attempts})
+                           "attempts": done.attempts, **(done.extra or {})})
+        for key in ("first_token_latency", "tokens_per_second"):
+            if getattr(done, key) is not None:
+                message[key] = round(getattr(done, key), 4)
         if self.episode_over:
             self.reset()
         return message

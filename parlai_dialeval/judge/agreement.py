@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
+from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.protocols.base import normalise
 
 SWAP = {"a": "b", "b": "a", "tie": "tie"}
@@ -200,3 +201,155 @@ def rating_rankings(units: pd.DataFrame) -> pd.DataFrame:
     frame = (judged.groupby(["protocol", "criterion", "model"])[["judge", "human"]].mean()
              .rename(columns={"judge": "judge_mean", "human": "human_mean"}).reset_index())
     return _ranked(frame, "judge_mean", "human_mean")
+
+
+# ----------------------------------------------------------------------------- scales, intervals, verdicts
+MIN_READABLE_ITEMS = 30  # fewer judged items than this cannot separate "as well as people" from "less"
+MIN_READABLE_SHARE = 0.5  # nor can a judge that left more than half of its items unreadable
+BIASED_FIRST_SHARE = 0.15  # first-position share this far from 0.5 (p < 0.01) is position bias
+RULE = (f"Rule: too few readable answers when fewer than {MIN_READABLE_ITEMS} items were judged or fewer than "
+        f"{MIN_READABLE_SHARE:.0%} of the items asked got a readable answer; else position-biased when the judge "
+        f"picks the first position in more than {0.5 + BIASED_FIRST_SHARE:.0%} or fewer than "
+        f"{0.5 - BIASED_FIRST_SHARE:.0%} of its non-tie answers (binomial p < 0.01) or its answer flips with the "
+        "order on at least half of the items; else clearly less than people when the 95% bootstrap interval "
+        "(items resampled) of judge-human minus human-human agreement lies below 0; else about as well as people.")
+
+
+class ScaleMismatch(DialevalError):
+    """The judge rated on another scale than the humans (and no rescaling was asked for)."""
+
+
+def check_scales(judge: pd.DataFrame, human: pd.DataFrame, rescale: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The judge's ratings on the humans' scale, per criterion, and a warning for each criterion changed.
+
+    A judge whose scale (scale_min, scale_max) differs from the humans' is refused, naming both, unless
+    ``rescale == "linear"``: then its values are mapped linearly onto the humans' range (the judge's
+    lowest point to theirs, its highest to theirs), which is the one rule that keeps order and spacing.
+    """
+    human = human[~is_judge(human["worker_id"])]
+    warnings, judge = [], judge.copy()
+    for criterion, group in judge.groupby("criterion", sort=True):
+        people = human[human["criterion"] == criterion]
+        if people.empty or "scale_min" not in people or "scale_min" not in group:
+            continue
+        theirs = (people["scale_min"].min(), people["scale_max"].max())
+        ours = (group["scale_min"].min(), group["scale_max"].max())
+        if any(pd.isna(v) for v in theirs + ours) or tuple(map(float, theirs)) == tuple(map(float, ours)):
+            continue
+        where = f"criterion {criterion!r}: the judge rated on {ours[0]:g}-{ours[1]:g}, the humans on " \
+                f"{theirs[0]:g}-{theirs[1]:g}"
+        if rescale != "linear":
+            raise ScaleMismatch(f"{where}; agreement on different scales means nothing. Ask the judge on the "
+                                "humans' scale, or pass --rescale linear to map its values linearly")
+        rows = judge["criterion"] == criterion
+        span = (float(theirs[1]) - float(theirs[0])) / (float(ours[1]) - float(ours[0]))
+        judge.loc[rows, "value"] = float(theirs[0]) + (judge.loc[rows, "value"] - float(ours[0])) * span
+        judge.loc[rows, "scale_min"], judge.loc[rows, "scale_max"] = theirs
+        warnings.append(f"{where}; its values were rescaled linearly (v -> {theirs[0]:g} + (v - {ours[0]:g}) x "
+                        f"{span:.3g}), so agreement is on the humans' scale")
+    return judge, warnings
+
+
+def _interval(columns, statistic, seed: int = 0, resamples: int = 2000) -> tuple[float, float]:
+    """95% percentile bootstrap interval of ``statistic`` over items (``columns``: one array per
+    quantity, one entry per item, resampled together)."""
+    if len(columns[0]) < 2:
+        return float("nan"), float("nan")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result = stats.bootstrap(tuple(np.asarray(c, float) for c in columns), statistic, paired=True,
+                                 vectorized=True, n_resamples=resamples, method="percentile",
+                                 random_state=np.random.default_rng(seed))
+    low, high = result.confidence_interval
+    return float(low), float(high)
+
+
+def pairwise_intervals(matched: list[dict], seed: int = 0) -> pd.DataFrame:
+    """Per protocol and criterion: bootstrap intervals, items resampled, of judge-human and human-human
+    agreement (shares of agreeing pairs) and of their difference."""
+    rows = []
+    for (protocol, criterion), group in _groups(matched):
+        judged = [m for m in group if m["humans"]]
+        jh_agree = [sum(m["judge"] == h for h in m["humans"]) for m in judged]
+        jh_total = [len(m["humans"]) for m in judged]
+        pairs = [list(combinations(m["humans"], 2)) for m in judged]
+        hh_agree = [sum(a == b for a, b in p) for p in pairs]
+        hh_total = [len(p) for p in pairs]
+
+        def ratio(a, b, axis=-1):
+            return a.sum(axis) / b.sum(axis)
+
+        def difference(ja, jt, ha, ht, axis=-1):
+            return ja.sum(axis) / jt.sum(axis) - ha.sum(axis) / ht.sum(axis)
+
+        jh, hh = _interval((jh_agree, jh_total), ratio, seed), _interval((hh_agree, hh_total), ratio, seed)
+        both = [i for i, t in enumerate(hh_total) if t]  # the difference needs items with 2+ votes
+        diff = _interval([[c[i] for i in both] for c in (jh_agree, jh_total, hh_agree, hh_total)], difference, seed)
+        rows.append({"protocol": protocol, "criterion": criterion, "judge_human_low": jh[0], "judge_human_high": jh[1],
+                     "human_human_low": hh[0], "human_human_high": hh[1], "difference_low": diff[0],
+                     "difference_high": diff[1]})
+    return pd.DataFrame(rows)
+
+
+def rating_intervals(units: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per protocol and criterion, on items with 2+ human ratings: bootstrap intervals (items resampled)
+    of Spearman judge vs the other raters' mean, first rater vs that mean, and their difference."""
+    rows = []
+    for (protocol, criterion), group in units.groupby(["protocol", "criterion"], sort=True):
+        multi = group[group["humans"].map(len) >= 2]
+        judge = multi["judge"].to_numpy(float)
+        first = multi["humans"].map(lambda v: v[0]).to_numpy(float)
+        others = multi["humans"].map(lambda v: np.mean(v[1:])).to_numpy(float)
+
+        def rho(x, y, axis=-1):
+            return _rank_corr(x, y)
+
+        def difference(j, f, o, axis=-1):
+            return _rank_corr(j, o) - _rank_corr(f, o)
+
+        jh, hh = _interval((judge, others), rho, seed), _interval((first, others), rho, seed)
+        diff = _interval((judge, first, others), difference, seed)
+        rows.append({"protocol": protocol, "criterion": criterion, "judge_human_low": jh[0], "judge_human_high": jh[1],
+                     "human_human_low": hh[0], "human_human_high": hh[1], "difference_low": diff[0],
+                     "difference_high": diff[1]})
+    return pd.DataFrame(rows)
+
+
+def _rank_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho along the last axis of (resamples x items) arrays (Pearson of average ranks)."""
+    rx, ry = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    return (rx * ry).sum(-1) / np.sqrt((rx ** 2).sum(-1) * (ry ** 2).sum(-1))
+
+
+def verdicts(agreement: pd.DataFrame, intervals: pd.DataFrame, bias: pd.DataFrame | None,
+             answered: dict | None) -> pd.DataFrame:
+    """One plain-words verdict per protocol and criterion, by ``RULE``. ``answered``: protocol ->
+    (items asked, items with a readable answer) from the judge's summary (None: not known)."""
+    rows = []
+    frame = agreement.merge(intervals, on=["protocol", "criterion"], how="left")
+    if bias is not None and not bias.empty:
+        frame = frame.merge(bias[["protocol", "criterion", "first_share", "binomial_p", "order_flips"]]
+                            .rename(columns={"order_flips": "flips"}), on=["protocol", "criterion"], how="left")
+    for row in frame.to_dict(orient="records"):
+        asked, readable = (answered or {}).get(row["protocol"], (None, None))
+        share = readable / asked if asked else None
+        first, p, flips = row.get("first_share"), row.get("binomial_p"), row.get("flips")
+        if row["items"] < MIN_READABLE_ITEMS or (share is not None and share < MIN_READABLE_SHARE):
+            verdict, why = "too few readable answers", (
+                f"{row['items']} items judged" + (f"; {readable} of {asked} items asked got a readable answer"
+                                                  if asked else ""))
+        elif (first is not None and not pd.isna(first) and abs(first - 0.5) > BIASED_FIRST_SHARE and p < 0.01) or \
+                (flips is not None and not pd.isna(flips) and flips >= row["items"] / 2):
+            verdict, why = "position-biased: do not use this judge for this protocol", (
+                f"first position in {first:.0%} of non-tie answers (p = {p:.2g}); answer flips with the order "
+                f"on {int(flips)} of {row['items']} items")
+        elif row["difference_high"] < 0:
+            verdict, why = "agrees clearly less than people agree with each other: do not use it in their place", (
+                f"difference {row['difference_low']:+.3f} to {row['difference_high']:+.3f}")
+        else:
+            verdict, why = "agrees with people about as well as people agree with each other", (
+                "difference interval " + (f"{row['difference_low']:+.3f} to {row['difference_high']:+.3f}"
+                                          if not pd.isna(row["difference_high"]) else "not computable") + " includes 0"
+                + (" or lies above it" if row["difference_low"] > 0 else ""))
+        rows.append({"protocol": row["protocol"], "criterion": row["criterion"], "verdict": verdict, "because": why})
+    return pd.DataFrame(rows)

@@ -63,19 +63,26 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
     """Reply texts for (prompt, options) pairs, from the cache or the judge (``concurrency`` at once)."""
     keys = [AnswerCache.key(judge.name, text) for text, _ in questions]
 
+    def store(index, reply):
+        cache.put({"key": keys[index], "judge": judge.name, "reply": reply.text,
+                   "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens})
+
     def one(index):
-        text, opts = questions[index]
-        reply = judge.ask(text, opts)
-        entry = {"key": keys[index], "judge": judge.name, "reply": reply.text,
-                 "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
-        cache.put(entry)
-        return entry
+        store(index, judge.ask(*questions[index]))
 
     todo = list({key: i for i, key in reversed(list(enumerate(keys))) if cache.get(key) is None}.values())
     usage["cached"] += len(keys) - len(todo)
     usage["asked"] += len(todo)
     with tqdm(total=len(todo), desc=f"judge {judge.name}", unit="prompt", disable=not todo) as bar:
-        if judge.concurrency > 1 and len(todo) > 1:
+        if hasattr(judge, "ask_batch") and len(todo) > 1:
+            # Local judges: chunks of prompts batched on one model; each chunk cached as it ends.
+            step = max(64, 4 * (judge.batch_size or 16))
+            for begin in range(0, len(todo), step):
+                chunk = todo[begin:begin + step]
+                for i, reply in zip(chunk, judge.ask_batch([questions[i] for i in chunk])):
+                    store(i, reply)
+                bar.update(len(chunk))
+        elif judge.concurrency > 1 and len(todo) > 1:
             with ThreadPoolExecutor(max_workers=judge.concurrency) as pool:
                 for _ in pool.map(one, todo):
                     bar.update()

@@ -33,6 +33,8 @@ class Judge(ParlaiScript):
                            help="NAME of the environment variable holding the endpoint's key ('' = none)")
         judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (endpoint judges)")
         judge.add_argument("--max-reply-tokens", type=int, default=20, help="reply length limit (endpoint judges)")
+        judge.add_argument("--request-timeout", type=float, default=60.0,
+                           help="seconds to wait for one reply (endpoint judges; then retried, at most twice)")
         judge.add_argument("--cache", default=None, metavar="FILE.jsonl",
                            help="replies by (judge, prompt); a rerun asks only what is missing (default OUT.cache.jsonl)")
         judge.add_argument("--price-prompt", type=float, default=0.0, metavar="USD",
@@ -40,6 +42,9 @@ class Judge(ParlaiScript):
         judge.add_argument("--price-completion", type=float, default=0.0, metavar="USD",
                            help="price per million completion tokens")
         judge.add_argument("--device", default=None, help="torch device of an lm: or hf: judge")
+        judge.add_argument("--judge-batch-size", type=int, default=None, metavar="N",
+                           help="prompts at once for an lm: or hf: judge (default: as many as fit in a quarter "
+                                "of the free memory, at most 64; 1: one at a time)")
         judge.add_argument("--chat-template", default=None,
                            help="Jinja chat template (file or text) for an hf: judge whose tokenizer has none")
         add_shard_args(parser)
@@ -61,7 +66,9 @@ class Judge(ParlaiScript):
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
-                           device=device_for(world, opt["device"]), chat_template=opt["chat_template"])
+                           timeout=opt["request_timeout"],
+                           device=device_for(world, opt["device"]), chat_template=opt["chat_template"],
+                           batch_size=opt["judge_batch_size"])
         cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")
         identity = {"command": "judge", "judge": judge.name, "protocol": opt["protocol"],
                     "input": digest([item["key"] for item in items])}

@@ -10,10 +10,16 @@ object per model name): ``replies`` (cycled; default: an echo of the last user m
 (seconds per reply), ``faults`` (a list consumed one per request, after ``faults_after`` normal
 replies): ``429`` (with ``Retry-After: retry_after``), ``500``, ``timeout`` (answers after ``hang``
 seconds), ``malformed`` (invalid JSON), ``empty`` (no choices), ``notext`` (a choice without text),
-``context`` (400 context too long), ``disconnect`` (the connection closed without an answer);
-and ``max_context_chars`` (longer conversations get that 400).
+``context`` (400 context too long), ``disconnect`` (the connection closed without an answer),
+``break`` (a streamed reply stops half-way, the connection closed); and ``max_context_chars``
+(longer conversations get that 400).
+A request with ``stream: true`` gets server-sent events, one word per event ``chunk_delay`` seconds
+apart, unless the script says ``stream: false`` (then one JSON body, as servers that do not stream).
+Endpoint quirks on demand: ``refuse`` (parameters answered with a 400 "unsupported parameter", e.g.
+``["max_tokens"]`` as OpenAI's reasoning models, or ``["stream"]``), ``reasoning`` (text sent as
+``reasoning_content`` before the reply) and ``finish_reason`` (e.g. ``content_filter``).
 Unknown model names get 404, a missing or wrong key 401 (when a key is required). Token counts are
-words; ``max_tokens`` cuts the reply (``finish_reason: length``).
+words; ``max_tokens`` / ``max_completion_tokens`` cut the reply (``finish_reason: length``).
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "timeout", "malformed", "empty", "notext", "context", "disconnect")
+FAULTS = ("429", "500", "timeout", "malformed", "empty", "notext", "context", "disconnect", "break")
 DISCONNECT = object()  # a completion() answer: close the connection without a response
 
 
@@ -41,6 +47,11 @@ class ModelScript:
     retry_after: float = 1.0
     hang: float = 5.0
     max_context_chars: int | None = None
+    stream: bool = True
+    chunk_delay: float = 0.0
+    refuse: list[str] = field(default_factory=list)
+    reasoning: str | None = None
+    finish_reason: str | None = None
 
     def __post_init__(self):
         unknown = [f for f in self.faults if f not in FAULTS]
@@ -56,8 +67,17 @@ class ModelScript:
         with self._lock:
             self._served += 1
             fault = self._faults.pop(0) if self._faults and self._served > self.faults_after else None
-            reply = next(self._replies) if self._replies is not None and fault is None else None
+            reply = next(self._replies) if self._replies is not None and fault in (None, "break") else None
             return fault, reply
+
+
+@dataclass
+class Stream:
+    """A reply to send as server-sent events: ``events`` (JSON objects), ``delay`` between them, and
+    ``cut`` (events sent before the connection is closed without the end; None: all, then [DONE])."""
+    events: list[dict]
+    delay: float
+    cut: int | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -126,6 +146,11 @@ class FakeOpenAI:
             return 404, {}, _error(f"The model `{model}` does not exist", "model_not_found")
         if not isinstance(messages, list) or not messages:
             return 400, {}, _error("messages must be a non-empty list", "invalid_request_error")
+        for name in script.refuse:
+            if name in body:
+                hint = " Use 'max_completion_tokens' instead." if name == "max_tokens" else ""
+                return 400, {}, _error(f"Unsupported parameter: '{name}' is not supported with this model.{hint}",
+                                       "unsupported_parameter")
         fault, scripted = script.next_step()
         with self._requests_lock:
             self.in_flight += 1
@@ -149,17 +174,30 @@ class FakeOpenAI:
             return 200, {}, '{"id": "chatcmpl-fake", "choices": [{"message": '
         last_user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         text = scripted if scripted is not None else f"You said: {last_user}"
-        finish = "stop"
-        limit = body.get("max_tokens")
+        finish = script.finish_reason or "stop"
+        limit = body.get("max_tokens", body.get("max_completion_tokens"))
         if isinstance(limit, int) and _words(text) > limit:
             text, finish = " ".join(text.split()[:limit]), "length"
-        choices = [] if fault == "empty" else [{"index": 0, "finish_reason": finish, "message": {
-            "role": "assistant", "content": None if fault == "notext" else text}}]
         usage = {"prompt_tokens": sum(_words(m.get("content", "")) for m in messages),
                  "completion_tokens": _words(text)}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        return 200, {}, {"id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
-                         "created": int(time.time()), "model": model, "choices": choices, "usage": usage}
+        head = {"id": f"chatcmpl-fake-{len(self.requests)}", "created": int(time.time()), "model": model}
+        if body.get("stream") and script.stream and fault not in ("empty", "notext"):
+            words = text.split(" ")
+            events = ([{**head, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                                    "reasoning_content": script.reasoning}}]}]
+                      if script.reasoning else [])
+            events += [{**head, "object": "chat.completion.chunk", "choices": [
+                {"index": 0, "delta": {"content": word if i == 0 else " " + word}, "finish_reason": None}]}
+                for i, word in enumerate(words) if word or len(words) == 1]
+            events.append({**head, "object": "chat.completion.chunk",
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage})
+            return 200, {}, Stream(events, script.chunk_delay, cut=max(1, len(words) // 2) if fault == "break" else None)
+        message = {"role": "assistant", "content": None if fault == "notext" else text}
+        if script.reasoning:
+            message["reasoning_content"] = script.reasoning
+        choices = [] if fault == "empty" else [{"index": 0, "finish_reason": finish, "message": message}]
+        return 200, {}, {**head, "object": "chat.completion", "choices": choices, "usage": usage}
 
     def _handler(self):
         fake = self
@@ -205,7 +243,30 @@ class FakeOpenAI:
                 if payload is DISCONNECT:
                     self.close_connection = True
                     return
+                if isinstance(payload, Stream):
+                    self._stream(payload)
+                    return
                 self._send(status, extra_headers, payload)
+
+            def _stream(self, stream: Stream) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")  # no length: the end of the body is the close
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for i, event in enumerate(stream.events):
+                        if stream.cut is not None and i >= stream.cut:
+                            return  # closed mid-reply, without the final event or [DONE]
+                        if i and stream.delay:
+                            time.sleep(stream.delay)
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
         return Handler
 

@@ -70,6 +70,31 @@ def build_zoo(datapath, names=("blender_90M",)):
         mark_done(str(folder), ZOO_VERSIONS[name])
 
 
+def hit_where_model_b_fails(run, tmp_path, task_name: str, inputs: int):
+    """One worker's live_chat_da HIT: model_b's conversation fails at its first message (the page says
+    so), the others get ``inputs`` messages and ratings; returns (slot plan, exported data, records)."""
+    worker = MockWorker(run, "W1")
+    plan = [c["model"] for c in worker._wait(worker.record)["conversations"]]
+    for slot, model in enumerate(plan):
+        if model == "model_b":
+            worker.wait_phase("topic", slot)
+            worker.send({"action": "topic", "topic": "jazz", "attitude": "like"})
+            worker.wait_phase("chat", slot)
+            worker.send({"action": "message"}, "do you like jazz?")
+            assert "stopped working" in worker.wait_phase("failed", slot)["failure_text"]
+            worker.send({"action": "next"})
+        else:
+            worker.chat(slot, inputs, topic="jazz")
+            worker.rate(slot, [60] * 7)
+    worker.wait_phase("feedback")
+    worker.send({"action": "feedback", "feedback": "ok"})
+    worker._wait(lambda: worker.record()["finished"])
+    worker.server.submit_mock_unit(worker.agent_id, {"final_data": {}})
+    worker._wait(lambda: worker.agent.get_status() == "completed")
+    report, data, lines = export_records(run, tmp_path, task_name)
+    return plan, data, lines
+
+
 def test_live_chat_endpoints_costs_in_meta_and_a_500_bot_ends_only_its_conversation(tmp_path, fake):
     run = runner.start("live_chat_da", [
         "conf=endpoints", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
@@ -77,26 +102,8 @@ def test_live_chat_endpoints_costs_in_meta_and_a_500_bot_ends_only_its_conversat
         "live_chat.seed=0", "live_chat.models.model_b.opt.retry_backoff=0.05"], data_dir=tmp_path / "mephisto")
     try:
         assert {r["model"] for r in fake.requests} == {"model-a", "model-b"}  # each pinged once at launch
-        worker = MockWorker(run, "W1")
-        plan = [c["model"] for c in worker._wait(worker.record)["conversations"]]
+        plan, data, lines = hit_where_model_b_fails(run, tmp_path, "lcda_endpoints", inputs=2)
         assert plan[1] == "qc" and sorted(plan) == ["model_a", "model_b", "qc"]
-        for slot, model in enumerate(plan):
-            if model == "model_b":
-                worker.wait_phase("topic", slot)
-                worker.send({"action": "topic", "topic": "jazz", "attitude": "like"})
-                worker.wait_phase("chat", slot)
-                worker.send({"action": "message"}, "do you like jazz?")
-                assert "stopped working" in worker.wait_phase("failed", slot)["failure_text"]
-                worker.send({"action": "next"})
-            else:
-                worker.chat(slot, 2, topic="jazz")
-                worker.rate(slot, [60] * 7)
-        worker.wait_phase("feedback")
-        worker.send({"action": "feedback", "feedback": "ok"})
-        worker._wait(lambda: worker.record()["finished"])
-        worker.server.submit_mock_unit(worker.agent_id, {"final_data": {}})
-        worker._wait(lambda: worker.agent.get_status() == "completed")
-        report, data, lines = export_records(run, tmp_path, "lcda_endpoints")
     finally:
         run.shutdown()
     convs = {c["models"][0]: c for c in lines if c["type"] == "conversation"}
@@ -115,6 +122,29 @@ def test_live_chat_endpoints_costs_in_meta_and_a_500_bot_ends_only_its_conversat
     assert bot_turns[1]["meta"]["prompt_tokens"] == sum(len(m["content"].split()) for m in last)
     assert len(fake.requests_for("model-b")) == 1 + 3  # the ping, then one turn's three attempts
     assert set(data.ratings["model"]) == {"model_a", "qc"}
+
+
+def test_live_chat_streams_and_a_stream_breaking_mid_reply_fails_with_its_partial_text(tmp_path, monkeypatch):
+    # model-b answers the launch ping, then its reply's stream breaks off after half of its words
+    script = {"model-a": {"chunk_delay": 0.02}, "model-b": {"faults": ["break"], "faults_after": 1,
+                                                            "replies": ["one two three four five six"]}}
+    with FakeOpenAI(script) as fake:
+        monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
+        run = runner.start("live_chat_da", [
+            "conf=endpoints", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
+            "mephisto.architect.port=3169", "mephisto.task.task_name=lcda_stream", "live_chat.min_inputs=1",
+            "live_chat.seed=0"], data_dir=tmp_path / "mephisto")
+        try:
+            _, _, lines = hit_where_model_b_fails(run, tmp_path, "lcda_stream", inputs=1)
+        finally:
+            run.shutdown()
+    convs = {c["models"][0]: c for c in lines if c["type"] == "conversation"}
+    assert convs["model_b"]["status"] == "failed"
+    assert "stream ended without finishing the reply" in convs["model_b"]["meta"]["error"]
+    assert "partial text: 'one two three'" in convs["model_b"]["meta"]["error"]
+    turn = [t for t in convs["model_a"]["turns"] if t["speaker"] == "model_a"][0]
+    assert turn["meta"]["streamed"] is True and 0 < turn["meta"]["first_token_latency"] <= turn["meta"]["latency"]
+    assert turn["meta"]["tokens_per_second"] > 0
 
 
 def test_parlai_model_opts_and_quota_in_live_chat(tmp_path, monkeypatch):

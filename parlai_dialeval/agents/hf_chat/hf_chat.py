@@ -5,12 +5,16 @@ downloaded). Each turn the conversation (see ``chat_history``: system prompt, pe
 is rendered with the tokenizer's chat template (or ``--chat-template``), the oldest turns dropped
 when it would not fit the model's context, and the reply generated greedily (``--temperature 0``)
 or by sampling. Replies carry ``latency``, ``prompt_tokens``, ``completion_tokens`` and
-``finish_reason`` (``stop`` at the end-of-sequence token, else ``length``). Copies made with
+``finish_reason`` (``stop`` at the end-of-sequence token, else ``length``), and when someone watches
+(``on_text``, see ``chat_history``) the text streams out as it is generated (transformers'
+``TextIteratorStreamer``), with ``first_token_latency`` and ``tokens_per_second``. Copies made with
 ``share()`` share the weights.
 """
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -113,7 +117,7 @@ class HfChatAgent(ChatHistoryAgent):
         shared["lm"] = self.lm
         return shared
 
-    def _prompt_ids(self, messages: list[dict]) -> list[int]:
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
         """Token ids of the rendered conversation, dropping the oldest turns until the reply fits."""
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
         limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", 2048)
@@ -134,7 +138,7 @@ class HfChatAgent(ChatHistoryAgent):
         import torch
 
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
-        ids = self._prompt_ids(messages)
+        ids = self.prompt_ids(messages)
         sampling = self.opt["temperature"] > 0
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         settings = {"max_new_tokens": self.opt["max_new_tokens"], "do_sample": sampling,
@@ -145,9 +149,51 @@ class HfChatAgent(ChatHistoryAgent):
             if self.opt.get("generation_seed") is not None:
                 torch.manual_seed(self.opt["generation_seed"])
         inputs = torch.tensor([ids], device=model.device)
-        with torch.no_grad():
-            out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
+        start = time.monotonic()
+        first = None
+        if self.on_text is None:
+            with torch.no_grad():
+                out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
+        else:
+            out, first = self._streamed(inputs, settings, start)
+        total = time.monotonic() - start
         new = out[0, len(ids):].tolist()
         finished = bool(new) and new[-1] == tokenizer.eos_token_id
         text = tokenizer.decode(new, skip_special_tokens=True).strip()
-        return Reply(text, "stop" if finished else "length", len(ids), len(new))
+        span = total - (first or 0.0)
+        return Reply(text, "stop" if finished else "length", len(ids), len(new), first_token_latency=first,
+                     tokens_per_second=len(new) / span if new and span > 0 else None,
+                     extra={"streamed": first is not None})
+
+    def _streamed(self, inputs, settings: dict, start: float):
+        """generate() in a thread, its text handed to ``on_text`` as it grows; (output ids, seconds to
+        the first text)."""
+        import torch
+        from transformers import TextIteratorStreamer
+
+        tokenizer, model = self.lm["tokenizer"], self.lm["model"]
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+        result: dict = {}
+
+        def run():
+            try:
+                with torch.no_grad():
+                    result["out"] = model.generate(inputs, attention_mask=torch.ones_like(inputs), streamer=streamer,
+                                                   **settings)
+            except BaseException as error:  # re-raised in the caller's thread
+                result["error"] = error
+                streamer.end()
+
+        thread = threading.Thread(target=run, daemon=True, name="hf_chat-generate")
+        thread.start()
+        text, first = "", None
+        for piece in streamer:
+            if piece:
+                if first is None:
+                    first = time.monotonic() - start
+                text += piece
+                self.on_text(text.strip())
+        thread.join()
+        if "error" in result:
+            raise result["error"]
+        return result["out"], first

@@ -2,8 +2,11 @@
 (vLLM, SGLang, llama.cpp server, Ollama, hosted APIs) as a ParlAI agent.
 
 The conversation so far is sent each turn (see ``chat_history``: system prompt, persona/topic
-placement, the per-turn ``latency``/token/``finish_reason``/``attempts`` fields). Copies made with
-``share()`` use one HTTP client: simultaneous conversations run in parallel, with no lock.
+placement, the per-turn ``latency``/token/``finish_reason``/``attempts`` fields). Replies are streamed
+when the server streams (``--stream false`` never asks), and the endpoint's quirks are recorded per
+turn (``client``). A reply with no text to show (empty content, all reasoning, filtered) fails the
+turn with the reason. Copies made with ``share()`` use one HTTP client: simultaneous conversations
+run in parallel, with no lock.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from parlai.core.opt import Opt
 
 from parlai_dialeval.agents import chat_history
 from parlai_dialeval.agents.chat_history import ChatHistoryAgent, Reply
-from parlai_dialeval.agents.openai_chat.client import ChatEndpoint, EndpointError, EndpointSettings
+from parlai_dialeval.agents.openai_chat.client import ChatEndpoint, EndpointError, EndpointSettings, StreamBroken
 
 DEFAULTS = {**chat_history.DEFAULTS, "base_url": None, "endpoint_model": None, "api_key_env": "",
             "temperature": None, "max_tokens": None, "stop": None, "extra_body": "", "request_timeout": 60.0,
-            "max_retries": 2, "retry_backoff": 1.0}
+            "max_retries": 2, "retry_backoff": 1.0, "stream": True}
 
 
 def request_body(opt) -> dict:
@@ -46,7 +49,12 @@ def settings_from_opt(opt) -> EndpointSettings:
     return EndpointSettings(base_url=opt.get("base_url") or "", model=opt.get("endpoint_model") or "",
                             api_key_env=opt.get("api_key_env") or "", timeout=float(opt["request_timeout"]),
                             max_retries=int(opt["max_retries"]), backoff=float(opt["retry_backoff"]),
-                            body=request_body(opt))
+                            body=request_body(opt), stream=_flag(opt.get("stream", True)))
+
+
+def _flag(value) -> bool:
+    """A yes/no option from a command line, a YAML config or a flag string ("false", "0", "no": off)."""
+    return str(value).strip().lower() not in ("false", "0", "no", "off", "none", "")
 
 
 class OpenaiChatAgent(ChatHistoryAgent):
@@ -70,6 +78,8 @@ class OpenaiChatAgent(ChatHistoryAgent):
                            help="retries of a request answered 429 / 5xx, timed out or dropped (then the turn fails)")
         group.add_argument("--retry-backoff", type=float, default=1.0,
                            help="first retry delay in seconds, doubled each retry (Retry-After wins)")
+        group.add_argument("--stream", type="bool", default=True,
+                           help="stream replies (server-sent events) when the server does; False: never ask")
         return parser
 
     def __init__(self, opt, shared=None):
@@ -89,5 +99,18 @@ class OpenaiChatAgent(ChatHistoryAgent):
         self.endpoint.ping()
 
     def reply(self, messages: list[dict]) -> Reply:
-        done = self.endpoint.complete(messages)
-        return Reply(done.text, done.finish_reason, done.prompt_tokens, done.completion_tokens, done.attempts)
+        try:
+            done = self.endpoint.complete(messages, on_text=self.on_text)
+        except StreamBroken as error:  # the text shown so far goes into the failure's record
+            raise StreamBroken(f"{error} (partial text: {error.partial[:2000]!r})", error.partial,
+                               error.reasoning) from error
+        if not done.text.strip():
+            raise EndpointError(f"{self.endpoint.url} gave no text to show (finish_reason {done.finish_reason!r}"
+                                f"{', only reasoning_content' if done.reasoning else ''})")
+        extra = {"streamed": done.streamed}
+        if done.quirks:
+            extra["quirks"] = done.quirks
+        if done.reasoning:
+            extra["reasoning"] = done.reasoning
+        return Reply(done.text, done.finish_reason, done.prompt_tokens, done.completion_tokens, done.attempts,
+                     done.first_token_latency, done.tokens_per_second, extra)

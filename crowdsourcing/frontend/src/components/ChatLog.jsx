@@ -5,13 +5,34 @@
 import React from "react";
 import { ChatMessage } from "bootstrap-chat";
 
-export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbot" }) {
+// `streaming` (the world's task_data.streaming): the bot's reply as it arrives, shown as a bubble after
+// the log; "" shows a typing indicator; null/undefined shows nothing (the whole reply then arrives as
+// a message of its own, so it appears once).
+export function StreamingReply({ streaming, otherName = "Chatbot", testId = "bot-streaming" }) {
+  if (typeof streaming !== "string") {
+    return null;
+  }
+  if (!streaming) {
+    return (
+      <p className="text-muted dialeval-typing" data-testid="bot-typing">
+        {otherName} is typing...
+      </p>
+    );
+  }
+  return (
+    <div className="dialeval-msg-streaming" data-testid={testId}>
+      <ChatMessage isSelf={false} agentName={otherName} message={streaming} />
+    </div>
+  );
+}
+
+export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbot", streaming = null }) {
   const end = React.useRef(null);
   React.useEffect(() => {
     if (end.current && end.current.scrollIntoView) {
       end.current.scrollIntoView({ block: "end" });
     }
-  }, [messages.length]);
+  }, [messages.length, streaming]);
   return (
     <div className="dialeval-chat-log" data-testid="chat-log">
       {messages.map((message, idx) => {
@@ -26,6 +47,7 @@ export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbo
           </div>
         );
       })}
+      <StreamingReply streaming={streaming} otherName={otherName} />
       <div ref={end} />
     </div>
   );

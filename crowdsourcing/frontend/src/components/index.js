@@ -5,7 +5,7 @@ import "bootstrap-chat/styles.css";
 import "./styles.css";
 
 export { useLiveTask, useSendOnce } from "./useLiveTask";
-export { ChatLog } from "./ChatLog";
+export { ChatLog, StreamingReply } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
 export { MessageInput } from "./MessageInput";

@@ -79,14 +79,18 @@ function ChatPanel({ state, messages, sendAction }) {
           Your inputs: {state.inputs || 0} (minimum {state.min_inputs || 0})
         </span>
       </div>
-      <ChatLog messages={messages} botId={state.bot_id} />
-      {state.bot_typing ? <p className="text-muted">The chatbot is typing...</p> : null}
+      <ChatLog messages={messages} botId={state.bot_id} streaming={state.streaming} />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
           {state.warning}
         </div>
       ) : null}
-      <MessageInput placeholder="Type your message" maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />
+      <MessageInput
+        placeholder="Type your message"
+        maxLength={state.max_message_chars}
+        disabled={typeof state.streaming === "string"}
+        onSend={(text) => sendAction({ action: "message" }, text)}
+      />
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
           Topic

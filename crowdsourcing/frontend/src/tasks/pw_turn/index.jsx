@@ -4,7 +4,16 @@
 // {action: "choose", choice, justification} or a chat message back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, SubmitOnceButton, MessageInput, TurnHistory } from "../../components";
+import {
+  useLiveTask,
+  useSendOnce,
+  TaskShell,
+  SubmitPanel,
+  SubmitOnceButton,
+  MessageInput,
+  TurnHistory,
+  StreamingReply,
+} from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
   return (
@@ -103,7 +112,22 @@ function PairwiseTurnApp() {
   } else if (state.phase === "choose") {
     body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <MessageInput maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />;
+    const streaming = typeof state.streaming_left === "string" || typeof state.streaming_right === "string";
+    body = (
+      <div>
+        {streaming
+          ? ["left", "right"].map((side) => (
+              <StreamingReply
+                key={side}
+                streaming={state["streaming_" + side]}
+                otherName={side === "left" ? "Response 1" : "Response 2"}
+                testId={"streaming-" + side}
+              />
+            ))
+          : null}
+        <MessageInput maxLength={state.max_message_chars} disabled={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
+      </div>
+    );
   } else {
     body = <div className="alert alert-secondary">Connecting...</div>;
   }

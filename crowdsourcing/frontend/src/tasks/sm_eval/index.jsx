@@ -3,7 +3,7 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply } from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
 
@@ -98,7 +98,13 @@ function SingleModelApp() {
   } else if (state.phase === "annotate") {
     body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {
-    body = <MessageInput maxLength={state.max_message_chars} onSend={(text) => sendAction({ action: "message" }, text)} />;
+    body = (
+      <MessageInput
+        maxLength={state.max_message_chars}
+        disabled={typeof state.streaming === "string"}
+        onSend={(text) => sendAction({ action: "message" }, text)}
+      />
+    );
   } else if (state.phase === "rate") {
     body = <Rate state={state} sendAction={sendAction} />;
   } else {
@@ -127,6 +133,7 @@ function SingleModelApp() {
   return (
     <TaskShell mephisto={live} title="Chat and rate your partner" instructions={instructions}>
       <TurnHistory history={state.history} />
+      <StreamingReply streaming={state.streaming} otherName="Partner" />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
           {state.warning}
