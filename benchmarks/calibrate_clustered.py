@@ -72,7 +72,7 @@ def certify_null(models: int, icc: float, studies: int, seed: int, reference: bo
     row(f"certify, {models} equal models, ICC {icc}: studies with any claim", studies, claims / studies,
         "false claims", seed)
     if reference:
-        row(f"  per vote (old rule), same studies", studies, vote_claims / studies, "reference", seed)
+        row("  per vote (old rule), same studies", studies, vote_claims / studies, "reference", seed)
 
 
 def certify_coverage(studies: int, seed: int) -> None:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from needs import needs
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -15,7 +16,7 @@ SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared"
 def shared_data() -> Path:
     """../shared/data (third-party evaluation data); tests using it skip with a reason when absent (and
     fail under CI)."""
-    _needs(None if SHARED_DATA.is_dir() else f"third-party data not found at {SHARED_DATA} (see README "
+    needs(None if SHARED_DATA.is_dir() else f"third-party data not found at {SHARED_DATA} (see README "
                                              "'Test data'); set DIALEVAL_SHARED_DATA to its location")
     return SHARED_DATA
 
@@ -37,21 +38,13 @@ def private_data_and_cache_folders(tmp_path_factory):
             os.environ[name] = value
 
 
-def _needs(reason: str | None) -> None:
-    """Skip with ``reason``, or fail under CI (env CI set), where everything a test needs must be built."""
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI: {reason}")
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def real_model() -> Path:
     """The cached real chat model (SmolLM2-135M-Instruct as a Hugging Face folder; install.sh builds it,
     see parlai_dialeval.testing.real_model)."""
     from parlai_dialeval.testing import real_model as fixture
 
-    _needs(fixture.missing())
+    needs(fixture.missing())
     return fixture.model_dir()
 
 

@@ -23,8 +23,6 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     path = Path(data_dir).resolve() if data_dir else default_data_dir()
     path.mkdir(parents=True, exist_ok=True)
     compat_mephisto.use_data_dir(path)
-    import mephisto.abstractions.architects.local_architect as local_architect
-
     mephisto_router.install()  # our node router: its own dependencies, session tokens, limits
     compat_mephisto.metrics_server_off()
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)

@@ -127,10 +127,9 @@ DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
 
 
 def require_chromium() -> None:
-    import pytest
+    from needs import needs
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium to run the browser tests")
+    needs(None if Path(CHROMIUM).exists() else f"{CHROMIUM} not found: install Debian's chromium to run the browser tests")
 
 
 class CliRun:
