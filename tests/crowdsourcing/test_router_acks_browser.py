@@ -3,7 +3,8 @@ node router, headless Chromium). Playwright sits on the page's websocket: it dro
 way to the router, and later the server's acknowledgement of another, closing the page's socket each time
 as a network failure would. The page (crowdsourcing/frontend/src/components/transport.js) reconnects and
 sends both again; the bot answers the lost one, the server acknowledges the copy of the other again (so
-the page stops resending it), and the export holds each message exactly once.
+the page stops resending it), and the export holds each message exactly once. Until the server
+confirms a message, the chat log marks it "sending...".
 """
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     try:
         with chromium_page(tmp_path) as page:
             page.route_web_socket(lambda url: url.startswith("ws://"), _faulty_network(seen))
+            # Whether the chat log ever marked a sent message as not yet confirmed (ChatLog.jsx).
+            page.add_init_script("new MutationObserver(() => { if (document.querySelector('[data-testid=msg-pending]'))"
+                                 " window.dialevalSawPending = true; }).observe(document, {subtree: true, childList: true});")
             page.goto(run.worker_url("acks_worker"))
             page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
             page.fill("#topic-input", "books")
@@ -80,6 +84,9 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
             _say(page, ACK_LOST)
             _say(page, "and a third one after both reconnects")
             page.wait_for_timeout(8000)  # the page's resend of ACK_LOST after its reconnect
+            # The lost message was shown as "sending..." until its copy was stored; now nothing is pending.
+            assert page.evaluate("window.dialevalSawPending === true")
+            assert page.locator("[data-testid=msg-pending]").count() == 0
     finally:
         run.stop()
     assert seen["dropped_message"] and seen["dropped_ack"]

@@ -44,6 +44,12 @@ export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbo
               agentName={isSelf ? selfName : message.id === "System" ? "System" : otherName}
               message={message.text}
             />
+            {isSelf && message.pending ? (
+              // Not yet confirmed stored by the server (useLiveTask); resent after a reconnect.
+              <small className="text-muted" data-testid="msg-pending">
+                sending...
+              </small>
+            ) : null}
           </div>
         );
       })}
