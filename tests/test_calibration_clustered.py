@@ -118,3 +118,24 @@ def test_pilot_measures_votes_per_item_and_icc():
     found = planner.assumptions_from_pilot(pilot, pd.DataFrame(), pd.DataFrame())
     assert found["votes_per_item"] == 3 and found["icc"] == pytest.approx(0.3, abs=0.1)
     assert found["tie_rate"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_adaptive_ledger_bets_once_on_an_item_whose_votes_arrive_in_several_batches():
+    """Equal models; every item is reused in 8 batches (one vote each, ICC 0.5). Keyed by item (as the
+    adaptive launch does) the ledger keeps alpha; betting every batch's outcome anew does not."""
+    from parlai_dialeval.adaptive.ledger import Ledger
+    from parlai_dialeval.analysis.clustering import record_outcomes
+
+    rng, studies = np.random.default_rng(16), 60
+    keyed = fresh = 0
+    for _ in range(studies):
+        study = clustered_study(rng, models=2, items_per_pair=40, votes_per_item=8, icc=0.5, tie_rate=0.1)
+        study = study.assign(type="comparison", batch=study.groupby("item_id").cumcount())
+        by_item, anew = Ledger(["m0", "m1"]), Ledger(["m0", "m1"])
+        for _, batch in study.groupby("batch"):
+            for _, first, second, outcome, item in record_outcomes(batch.drop(columns="batch").to_dict("records")):
+                by_item.add(first, second, outcome, item)
+                anew.add(first, second, outcome)
+        keyed += by_item.settled("m0", "m1")
+        fresh += anew.settled("m0", "m1")
+    assert keyed / studies <= bound(studies) < fresh / studies

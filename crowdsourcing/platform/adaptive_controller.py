@@ -36,10 +36,10 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
     return kept, len(judgments) - len(kept)
 
 
-def outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
-    """(worker, first model, second model, outcome for the first) per cluster of votes in canonical
-    records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection order;
-    automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.clustering's."""
+def outcomes(records: list[dict]) -> list[tuple[str, str, str, float, str]]:
+    """(worker, first model, second model, outcome for the first, item key) per cluster of votes in
+    canonical records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection
+    order; automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.clustering's."""
     return record_outcomes(records)
 
 
@@ -159,9 +159,10 @@ class Controller:
         report = self.spec.export(units, self.task_name) if units else None
         kept, over = within_cap(outcomes(report.records if report else []), self.state["worker_judgments"],
                                 self.settings.worker_cap)
-        for _, first, second, outcome in kept:
-            self.ledger.add(first, second, outcome)
-        self.state["judgments"] += len(kept)
+        # the item key: an item read again in a later batch is not bet twice (ledger.py says why)
+        bet = sum(self.ledger.add(first, second, outcome, item) for _, first, second, outcome, item in kept)
+        self.state["judgments"] += bet
+        self.state["repeated_items"] = self.state.get("repeated_items", 0) + len(kept) - bet
         self.state["over_cap"] += over
         # malformed submissions: read and counted, no judgment (notes in `dialeval export`)
         self.state["malformed"] = self.state.get("malformed", 0) + len(report.malformed if report else [])

@@ -1,6 +1,12 @@
 """The running evidence of an adaptive study: per model pair, the betting wealth of "a beats b" and of
 "b beats a", updated one outcome at a time, saved as JSON after every batch so a killed study resumes
 where it stopped. Same e-process as ``sequential`` (grid-averaged bets, evidence never expires).
+
+One bet per item: an outcome given with its item's key (clustering.record_outcomes) is bet only the first
+time that item is read. Votes on an item read in a later batch (an item reused once the pair's items were
+all shown, a late HIT) would bet again on the same item, whose votes move together (the false claims of
+issue 25), so they are counted in ``repeats`` and not bet; `dialeval certify` on the export puts them in
+the item's one cluster.
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ class PairRecord:
     log_wealth_second: np.ndarray = field(default_factory=lambda: np.zeros(len(BETS)))
     best_first: float = 1.0
     best_second: float = 1.0
+    items: list = field(default_factory=list)  # keys of the items bet on, in order
+    repeats: int = 0  # outcomes of items already bet on: not bet again
 
     def add(self, outcome: float) -> None:
         step = BETS * (outcome - NULL_WIN_RATE)
@@ -46,6 +54,7 @@ class Ledger:
         self.alpha = alpha
         self.threshold = certification_threshold(len(self.models), alpha)
         self.pairs: dict[tuple[str, str], PairRecord] = {}
+        self._seen: dict[tuple[str, str], set] = {}  # each pair's ``items`` as a set, for lookups
 
     def record(self, a: str, b: str) -> tuple[PairRecord, bool]:
         """The pair's record and whether ``a`` is its ``first``."""
@@ -53,10 +62,24 @@ class Ledger:
         pair = self.pairs.setdefault(key, PairRecord(*key))
         return pair, pair.first == a
 
-    def add(self, a: str, b: str, outcome: float) -> None:
-        """``outcome`` for ``a`` against ``b``: 1 a won, 0 b won, 1/2 a tie."""
+    def add(self, a: str, b: str, outcome: float, item: str | None = None) -> bool:
+        """``outcome`` for ``a`` against ``b``: 1 a won, 0 b won, 1/2 a tie; an outcome of ``item`` (its
+        cluster key) already bet on is counted as a repeat and not bet. Whether it was bet."""
         pair, forward = self.record(a, b)
+        if item is not None:
+            if item in self._bet_items(pair):
+                pair.repeats += 1
+                return False
+            pair.items.append(item)
+            self._seen[(pair.first, pair.second)].add(item)
         pair.add(outcome if forward else 1 - outcome)
+        return True
+
+    def _bet_items(self, pair: PairRecord) -> set:
+        key = (pair.first, pair.second)
+        if key not in self._seen:
+            self._seen[key] = set(pair.items)
+        return self._seen[key]
 
     def evidence(self, a: str, b: str) -> float:
         """Largest wealth so far of the claim "a beats b"."""

@@ -8,6 +8,8 @@ report the correlation.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -113,9 +115,11 @@ def cluster_outcomes(votes: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("position", kind="stable").reset_index(drop=True)
 
 
-def record_outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
+def record_outcomes(records: list[dict]) -> list[tuple[str, str, str, float, str]]:
     """Canonical records -> (worker of its first vote, first model by name, second, outcome for the
-    first) per cluster of ``vote_clusters``, in collection order: the adaptive launch's evidence."""
+    first, the cluster's key) per cluster of ``vote_clusters``, in collection order: the adaptive launch's
+    evidence. The key (question, unit and item, as JSON) names the item whichever batch its votes came
+    in, so the ledger bets on an item once."""
     rows = [r for r in records if r.get("type") == "comparison"]
     if not rows:
         return []
@@ -123,7 +127,8 @@ def record_outcomes(records: list[dict]) -> list[tuple[str, str, str, float]]:
     out = []
     for row in cluster_outcomes(votes).itertuples(index=False):
         first, second = sorted((row.first, row.second))
-        out.append((row.worker, first, second, row.outcome if row.first == first else 1 - row.outcome))
+        key = json.dumps([str(row.question), row.unit, first, second, row.cluster])
+        out.append((row.worker, first, second, row.outcome if row.first == first else 1 - row.outcome, key))
     return out
 
 
