@@ -29,7 +29,8 @@ from tqdm import tqdm
 from parlai_dialeval.adaptive import planner
 from parlai_dialeval.adaptive.certification import certify, pair_outcomes
 from parlai_dialeval.adaptive.sequential import certification_threshold, e_value, wealth_paths
-from parlai_dialeval.analysis import pairwise, rankings
+from parlai_dialeval.analysis import pairwise, rankings, single_model
+from parlai_dialeval.testing.clustered_ratings import likert_mean, sm_study, wta_rate
 from parlai_dialeval.testing.clustered_votes import clustered_study
 
 ALPHA = 0.05
@@ -159,6 +160,77 @@ def planner_check(studies: int, seed: int) -> None:
         print(line, flush=True)
 
 
+SM_NULL = (  # label, sm_study settings: equal models, 60 conversations each, 4 turns
+    ("ICC 0.1, one worker per conversation", {"icc": 0.1}),
+    ("ICC 0.3, one worker per conversation", {"icc": 0.3}),
+    ("ICC 0.3, 20 workers rating both models, worker SD 1", {"icc": 0.3, "workers": 20, "worker_sd": 1.0}),
+    ("ICC 0.3, 20 workers each rating one model, worker SD 1",
+     {"icc": 0.3, "workers": 20, "worker_sd": 1.0, "worker_per_model": True}),
+    ("ICC 0.3, 40 workers each rating one model, worker SD 0.5",
+     {"icc": 0.3, "workers": 40, "worker_sd": 0.5, "worker_per_model": True}),
+)
+SM_TESTS = (("SM-Turn linear", "success"), ("SM-Turn WTA", "wta"), ("SM-Dialog Likert", "value"))
+
+
+def single_model_scores(ratings: pd.DataFrame) -> dict:
+    turn = single_model.sm_turn_ratings(ratings)
+    conversations = single_model.per_conversation_success(turn)
+    return {"success": conversations, "wta": conversations,
+            "value": single_model.per_conversation_likert(single_model.sm_dialog_ratings(ratings))}
+
+
+def single_model_null(studies: int, seed: int) -> None:
+    """analyze_single_model's tests between equal models; "per conversation" rows: the Student t-test
+    over conversations (the rule before worker clustering) on the same studies."""
+    for step, (label, settings) in enumerate(SM_NULL):
+        rng = np.random.default_rng(seed + step)
+        rejected = {name: 0 for name, _ in SM_TESTS}
+        plain = dict(rejected)
+        for _ in tqdm(range(studies), desc=f"single model null {label}", mininterval=30):
+            scores = single_model_scores(sm_study(rng, **settings))
+            for name, value in SM_TESTS:
+                rejected[name] += single_model.ttests(scores[value], [("m0", "m1")], value=value)["p"].iloc[0] < ALPHA
+                frame = scores[value]
+                plain[name] += stats.ttest_ind(frame.loc[frame["model"] == "m0", value],
+                                               frame.loc[frame["model"] == "m1", value]).pvalue < ALPHA
+        for name, _ in SM_TESTS:
+            row(f"analyze_single_model {name}, equal models, {label}: p < 0.05", studies, rejected[name] / studies,
+                "false claims", seed + step)
+            if "workers" in settings:
+                row("  per conversation (Student t), same studies", studies, plain[name] / studies, "reference",
+                    seed + step)
+
+
+def single_model_coverage(studies: int, seed: int) -> None:
+    """Intervals of analyze_single_model where the truth is known in closed form (clustered_ratings):
+    rates 0.6 / 0.7, Likert means 3.5 / 4.0 (SD 1), ICC 0.3; the Likert rows also with 20 workers of
+    bias SD 1 rating both models (the truth then has SD sqrt(2))."""
+    for step, settings in enumerate(({}, {"workers": 20, "worker_sd": 1.0})):
+        rng, covered = np.random.default_rng(seed + step), {}
+        sd = math.hypot(1.0, settings.get("worker_sd", 0.0))
+        likert_truth = {"m0": likert_mean(3.5, sd), "m1": likert_mean(4.0, sd)}
+        truths = {"lin": {"m0": 0.6, "m1": 0.7}, "wta": {m: wta_rate(r, 0.3, 4) for m, r in (("m0", 0.6), ("m1", 0.7))}}
+        for _ in tqdm(range(studies), desc="single model coverage", mininterval=30):
+            ratings = sm_study(rng, rates=(0.6, 0.7), likert_means=(3.5, 4.0), icc=0.3, **settings)
+            dialog = single_model.sm_dialog_ratings(ratings)
+            likert = single_model.likert_summary(dialog).set_index("model")
+            hits = {f"Likert mean of {m}": likert.loc[m, "ci_low"] <= likert_truth[m] <= likert.loc[m, "ci_high"]
+                    for m in likert_truth}
+            test = single_model.ttests(single_model.per_conversation_likert(dialog), [("m0", "m1")]).iloc[0]
+            hits["Likert difference"] = test["ci_low"] <= likert_truth["m0"] - likert_truth["m1"] <= test["ci_high"]
+            if not settings:
+                rates = single_model.success_rates(single_model.sm_turn_ratings(ratings)).set_index("model")
+                for kind, truth in truths.items():
+                    hits.update({f"SM-Turn {kind} of {m}": rates.loc[m, f"{kind}_ci_low"] <= truth[m]
+                                 <= rates.loc[m, f"{kind}_ci_high"] for m in truth})
+            for name, hit in hits.items():
+                covered[name] = covered.get(name, 0) + bool(hit)
+        where = "ICC 0.3" + (", 20 workers of SD 1 rating both models" if settings else "")
+        for name, count in covered.items():
+            row(f"analyze_single_model interval, {name}, {where}: coverage", studies, count / studies, "coverage",
+                seed + step)
+
+
 PLANNER_LINES: list[str] = []
 PARTS = {
     "certify": lambda args, seed: [certify_null(2, icc, args.studies, seed + step, reference=icc == 0.3)
@@ -171,6 +243,8 @@ PARTS = {
     "pw_turn": lambda args, seed: [conversation_test(icc, args.studies, seed + 50 + step)
                                    for step, icc in enumerate((0.1, 0.3))],
     "planner": lambda args, seed: planner_check(args.coverage_studies, seed + 60),
+    "single_model": lambda args, seed: (single_model_null(args.studies, seed + 100),
+                                        single_model_coverage(args.coverage_studies, seed + 120)),
 }
 
 

@@ -139,3 +139,51 @@ def test_adaptive_ledger_bets_once_on_an_item_whose_votes_arrive_in_several_batc
         keyed += by_item.settled("m0", "m1")
         fresh += anew.settled("m0", "m1")
     assert keyed / studies <= bound(studies) < fresh / studies
+
+
+def sm_scores(ratings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from parlai_dialeval.analysis import single_model
+
+    turn = single_model.per_conversation_success(single_model.sm_turn_ratings(ratings))
+    return turn, single_model.per_conversation_likert(single_model.sm_dialog_ratings(ratings))
+
+
+def test_single_model_tests_keep_alpha_when_each_worker_rates_one_model():
+    """Equal models; 20 workers with a personal bias (SD 1 on the logit and on the Likert scale), each
+    rating only one model: a worker's bias looks like a model difference. The tests clustered by worker
+    keep alpha; Student t over conversations (the rule before) does not, on the same studies."""
+    from parlai_dialeval.analysis.single_model import ttests
+    from parlai_dialeval.testing.clustered_ratings import sm_study
+
+    rng, studies = np.random.default_rng(17), 100
+    rejected, plain = {"success": 0, "value": 0}, {"success": 0, "value": 0}
+    for _ in range(studies):
+        turn, dialog = sm_scores(sm_study(rng, icc=0.3, workers=20, worker_sd=1.0, worker_per_model=True))
+        for value, scores in (("success", turn), ("value", dialog)):
+            test = ttests(scores, [("m0", "m1")], value=value).iloc[0]
+            assert test["unit_of_independence"] == "worker"
+            rejected[value] += test["p"] < ALPHA
+            plain[value] += stats.ttest_ind(scores.loc[scores["model"] == "m0", value],
+                                            scores.loc[scores["model"] == "m1", value]).pvalue < ALPHA
+    assert max(rejected.values()) / studies <= bound(studies) < min(plain.values()) / studies
+
+
+def test_single_model_intervals_cover_rates_and_likert_means_when_turns_cluster():
+    """Truths in closed form from the generator: tick rates 0.6 / 0.7 at ICC 0.3, 4 turns (its WTA rate
+    by the beta-binomial), Likert latent means 3.5 / 4.0 with SD 1 (its mean of rounded clipped scores)."""
+    from parlai_dialeval.analysis.single_model import likert_summary, sm_dialog_ratings, sm_turn_ratings, success_rates
+    from parlai_dialeval.testing.clustered_ratings import likert_mean, sm_study, wta_rate
+
+    rng, studies, missed = np.random.default_rng(18), 100, {}
+    truth = {("m0", "lin"): 0.6, ("m1", "lin"): 0.7, ("m0", "wta"): wta_rate(0.6, 0.3, 4),
+             ("m1", "wta"): wta_rate(0.7, 0.3, 4), ("m0", "likert"): likert_mean(3.5, 1.0),
+             ("m1", "likert"): likert_mean(4.0, 1.0)}
+    for _ in range(studies):
+        ratings = sm_study(rng, rates=(0.6, 0.7), likert_means=(3.5, 4.0), icc=0.3)
+        rates = success_rates(sm_turn_ratings(ratings)).set_index("model")
+        likert = likert_summary(sm_dialog_ratings(ratings)).set_index("model")
+        for (model, kind), value in truth.items():
+            low, high = (likert.loc[model, ["ci_low", "ci_high"]] if kind == "likert"
+                         else rates.loc[model, [f"{kind}_ci_low", f"{kind}_ci_high"]])
+            missed[model, kind] = missed.get((model, kind), 0) + (not low <= value <= high)
+    assert max(missed.values()) / studies <= bound(studies), missed

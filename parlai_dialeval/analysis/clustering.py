@@ -23,6 +23,8 @@ def icc_oneway(values: np.ndarray, clusters: np.ndarray) -> float:
     lengths are not, hence this formula. NaN with fewer than two clusters or no within-cluster spread."""
     y = np.asarray(values, dtype=float)
     codes = pd.factorize(np.asarray(clusters, dtype=object))[0]
+    missing = codes < 0  # a value without a cluster is a cluster of its own
+    codes[missing] = codes.max(initial=-1) + 1 + np.arange(missing.sum())
     sizes = np.bincount(codes).astype(float)
     means = np.bincount(codes, weights=y) / sizes
     k, n = len(sizes), sizes.sum()
@@ -142,3 +144,38 @@ def clustering_summary(values: np.ndarray, clusters: np.ndarray) -> dict:
     deff = design_effect(icc, size)
     return {"clusters": len(sizes), "votes_per_cluster": size, "icc": icc,
             "design_effect": max(deff, 1.0) if np.isfinite(deff) else 1.0 if size == 1 else float("nan")}
+
+
+# --- Workers as clusters (analyze_single_model). One worker's ratings share a personal bias: a model's
+# mean over conversations rated by a few workers varies more than a t interval over conversations says,
+# and where workers rate only one model a worker's bias looks like a model difference (about 0.19-0.34
+# false claims at alpha 0.05 in benchmarks/calibrate_clustered.py). Where some worker rated more than one
+# of the conversations compared, the worker is the unit of independence.
+def workers_repeat(workers) -> bool:
+    """Whether some worker rated more than one of these conversations (missing workers count as one each)."""
+    named = pd.Series(np.asarray(workers, dtype=object)).dropna()
+    return bool(named.duplicated().any())
+
+
+def worker_robust_fit(values, design: np.ndarray, workers):
+    """OLS of ``values`` on ``design`` with a covariance clustered by worker (statsmodels: CR1, t with
+    workers - 1 degrees of freedom, Cameron & Miller 2015), statsmodels' results. Missing workers are
+    clusters of their own."""
+    import statsmodels.api as sm_api  # here: commands' --help stays fast
+
+    groups = pd.Series(np.asarray(workers, dtype=object))
+    alone = groups.isna()
+    groups[alone] = [f"(row {i})" for i in np.flatnonzero(alone)]
+    return sm_api.OLS(np.asarray(values, float), design).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(groups)[0]}, use_t=True)
+
+
+def worker_robust_mean_interval(values, workers, alpha: float = 0.05) -> tuple[float, float]:
+    """Interval of a mean over conversations clustered by worker; nan below two workers."""
+    values = np.asarray(values, float)
+    if pd.Series(np.asarray(workers, dtype=object)).nunique(dropna=False) < 2:
+        return np.nan, np.nan
+    if np.ptp(values) == 0:
+        return float(values[0]), float(values[0])
+    low, high = worker_robust_fit(values, np.ones((len(values), 1)), workers).conf_int(alpha)[0]
+    return float(low), float(high)

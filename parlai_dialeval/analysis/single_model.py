@@ -48,35 +48,78 @@ def select_turns(turn_ratings: pd.DataFrame, turns: tuple[int, int] | None) -> p
 def per_conversation_success(turn_ratings: pd.DataFrame) -> pd.DataFrame:
     """One row per conversation and criterion: success fraction over its turns and the WTA outcome
     (1 when at least half of the model's responses were marked successful, Smith Table 2)."""
-    grouped = turn_ratings.groupby(["model", "conversation_id", "criterion"], sort=True)["value"]
-    frame = grouped.agg(success="mean", n_turns="size").reset_index()
+    grouped = turn_ratings.groupby(["model", "conversation_id", "criterion"], sort=True)
+    frame = grouped["value"].agg(success="mean", n_turns="size").reset_index()
     frame["wta"] = (frame["success"] >= 0.5).astype(float)
-    return frame
+    return frame.assign(worker_id=_first_worker(grouped, turn_ratings))
+
+
+def _first_worker(grouped, ratings: pd.DataFrame) -> np.ndarray:
+    """Each group's worker (its first rating's), or None where the data names no workers."""
+    if "worker_id" not in ratings:
+        return np.full(grouped.ngroups, None, dtype=object)
+    return grouped["worker_id"].first().to_numpy(dtype=object)
+
+
+def per_conversation_likert(dialog_ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per model, conversation and criterion: ``value``, the mean of its SM-Dialog scores
+    (several raters of one conversation are one unit), ``n_ratings`` and the first rater's ``worker_id``."""
+    grouped = dialog_ratings.groupby(["model", "conversation_id", "criterion"], sort=True)
+    frame = grouped["value"].agg(value="mean", n_ratings="size").reset_index()
+    return frame.assign(worker_id=_first_worker(grouped, dialog_ratings))
+
+
+def mean_interval(values: pd.Series, workers: pd.Series, alpha: float) -> tuple[float, float]:
+    """Interval of a mean over conversations: Student t, or clustered by worker where a worker rated
+    several of them (clustering.workers_repeat)."""
+    from parlai_dialeval.analysis.clustering import worker_robust_mean_interval, workers_repeat
+
+    if workers_repeat(workers):
+        return worker_robust_mean_interval(values, workers, alpha)
+    return t_interval(values, alpha)
+
+
+def independence(workers: pd.Series) -> str:
+    from parlai_dialeval.analysis.clustering import workers_repeat
+
+    return "worker" if workers_repeat(workers) else "conversation"
 
 
 def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Per model and criterion: linear success rate (all responses pooled) with a t interval over the
-    conversations' success fractions (the conversation is the unit: its turns are not independent), and
-    the WTA rate over conversations with a Wilson interval; ``icc_within_conversation``: how far the
-    turn ratings of one conversation move together (why every test here is by conversation)."""
-    linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
-    per_conv = per_conversation_success(turn_ratings)
-    grouped = per_conv.groupby(["model", "criterion"])
-    wta = grouped["wta"].agg(wta="mean", n_conversations="size")
-    ci = grouped["success"].apply(lambda v: t_interval(v, alpha))
-    wta["lin_ci_low"], wta["lin_ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    """Per model and criterion: linear success rate (all responses pooled) with an interval over the
+    conversations' success fractions (the conversation is the unit: its turns are not independent; the
+    worker where a worker rated several conversations, ``unit_of_independence``), and the WTA rate over
+    conversations with a Wilson interval (by worker, as the linear one, where workers repeat);
+    ``icc_within_conversation``: how far the turn ratings of one conversation move together (why every
+    test here is by conversation), ``design_effect`` what that costs a per-turn count, and
+    ``icc_within_worker`` the same for the conversations of one worker."""
     from statsmodels.stats.proportion import proportion_confint  # here: commands' --help stays fast
 
-    low, high = proportion_confint(wta["wta"] * wta["n_conversations"], wta["n_conversations"], alpha=alpha,
-                                   method="wilson")
-    wta["wta_ci_low"], wta["wta_ci_high"] = low, high
-    from parlai_dialeval.analysis.clustering import icc_oneway
+    from parlai_dialeval.analysis.clustering import design_effect, icc_oneway
 
-    wta["icc_within_conversation"] = turn_ratings.groupby(["model", "criterion"]).apply(
-        lambda part: icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy()), include_groups=False)
-    out = linear.join(wta).reset_index()
+    linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
+    per_conv = per_conversation_success(turn_ratings)
+    rows = []
+    for (model, criterion), part in per_conv.groupby(["model", "criterion"]):
+        unit = independence(part["worker_id"])
+        if unit == "worker":
+            wta_low, wta_high = mean_interval(part["wta"], part["worker_id"], alpha)
+        else:
+            wta_low, wta_high = proportion_confint(part["wta"].sum(), len(part), alpha=alpha, method="wilson")
+        turns = turn_ratings[(turn_ratings["model"] == model) & (turn_ratings["criterion"] == criterion)]
+        icc = icc_oneway(turns["value"].to_numpy(), turns["conversation_id"].to_numpy())
+        lin_low, lin_high = mean_interval(part["success"], part["worker_id"], alpha)
+        rows.append({"model": model, "criterion": criterion, "lin_ci_low": lin_low, "lin_ci_high": lin_high,
+                     "wta": part["wta"].mean(), "wta_ci_low": wta_low, "wta_ci_high": wta_high,
+                     "n_conversations": len(part), "unit_of_independence": unit,
+                     "workers": part["worker_id"].nunique(), "icc_within_conversation": icc,
+                     "design_effect": design_effect(max(icc, 0.0), part["n_turns"].mean()),
+                     "icc_within_worker": icc_oneway(part["success"].to_numpy(), part["worker_id"].to_numpy())
+                     if unit == "worker" else np.nan})
+    out = linear.join(pd.DataFrame(rows).set_index(["model", "criterion"])).reset_index()
     return out[["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",
-                "wta_ci_high", "n_conversations", "icc_within_conversation"]]
+                "wta_ci_high", "n_conversations", "unit_of_independence", "workers", "icc_within_conversation",
+                "design_effect", "icc_within_worker"]]
 
 
 def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:
@@ -88,13 +131,18 @@ def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def likert_summary(dialog_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Per model and criterion: mean, SD (ddof=1), Student t interval of the mean and count of SM-Dialog
-    Likert scores (one per conversation: the conversation is the unit)."""
-    grouped = dialog_ratings.groupby(["model", "criterion"])["value"]
-    out = grouped.agg(mean="mean", sd="std", n="size")
-    ci = grouped.apply(lambda v: t_interval(v, alpha))
-    out["ci_low"], out["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
-    return out.reset_index()[["model", "criterion", "mean", "sd", "ci_low", "ci_high", "n"]]
+    """Per model and criterion: mean, SD (ddof=1), interval of the mean and count ``n`` of SM-Dialog
+    Likert scores per conversation (several raters of one conversation: their mean; ``n_ratings``
+    counts them), Student t over conversations, or clustered by worker where a worker rated several
+    (``unit_of_independence``)."""
+    rows = []
+    for (model, criterion), part in per_conversation_likert(dialog_ratings).groupby(["model", "criterion"]):
+        low, high = mean_interval(part["value"], part["worker_id"], alpha)
+        rows.append({"model": model, "criterion": criterion, "mean": part["value"].mean(), "sd": part["value"].std(),
+                     "ci_low": low, "ci_high": high, "n": len(part), "n_ratings": int(part["n_ratings"].sum()),
+                     "unit_of_independence": independence(part["worker_id"]), "workers": part["worker_id"].nunique()})
+    return pd.DataFrame(rows, columns=["model", "criterion", "mean", "sd", "ci_low", "ci_high", "n", "n_ratings",
+                                       "unit_of_independence", "workers"])
 
 
 def model_pairs(models, reference: str | None = None) -> list[tuple[str, str]]:
@@ -106,29 +154,49 @@ def model_pairs(models, reference: str | None = None) -> list[tuple[str, str]]:
 
 
 TTEST_COLUMNS = ["model_a", "model_b", "mean_a", "mean_b", "n_a", "n_b", "diff", "ci_low", "ci_high", "t", "p",
-                 "note"]
+                 "note", "unit_of_independence", "workers", "icc_within_worker"]
 
 
 def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "criterion",
            alpha: float = 0.05) -> pd.DataFrame:
-    """Two-sided independent (Student) t-tests of ``value`` between the models of each pair, per group,
-    with the t interval of the difference of means. No test (t and p empty, ``note`` says why) where a
-    model has fewer than two scores or both samples have zero variance (t would be infinite)."""
+    """Two-sided tests of ``value`` (one score per conversation) between the models of each pair, per
+    group, with the interval of the difference of means: independent Student t-tests over
+    conversations, or, where a worker rated several of the pair's conversations (``worker_id``), the
+    difference's OLS estimate with a covariance clustered by worker (clustering.worker_robust_fit).
+    ``unit_of_independence`` says which; ``icc_within_worker`` how far one worker's scores move together.
+    No test (t and p empty, ``note`` says why) where a model has fewer than two scores or both samples
+    have zero variance (t would be infinite)."""
     from scipy import stats  # here: commands' --help stays fast
 
+    from parlai_dialeval.analysis.clustering import icc_oneway, worker_robust_fit, workers_repeat
+
+    if "worker_id" not in scores:
+        scores = scores.assign(worker_id=None)
     rows = []
     for (criterion, frame), (a, b) in itertools.product(scores.groupby(group), pairs):
-        x = frame.loc[frame["model"] == a, value].to_numpy(float)
-        y = frame.loc[frame["model"] == b, value].to_numpy(float)
+        both = frame[frame["model"].isin((a, b))]
+        x = both.loc[both["model"] == a, value].to_numpy(float)
+        y = both.loc[both["model"] == b, value].to_numpy(float)
         if not len(x) or not len(y):
             continue
+        by_worker = workers_repeat(both["worker_id"])
         row = {group: criterion, "model_a": a, "model_b": b, "mean_a": x.mean(), "mean_b": y.mean(), "n_a": len(x),
                "n_b": len(y), "diff": x.mean() - y.mean(), "ci_low": np.nan, "ci_high": np.nan, "t": np.nan,
-               "p": np.nan, "note": ""}
+               "p": np.nan, "note": "", "unit_of_independence": "worker" if by_worker else "conversation",
+               "workers": both["worker_id"].nunique(),
+               "icc_within_worker": icc_oneway(both[value].to_numpy(float), both["worker_id"].to_numpy())
+               if by_worker else np.nan}
         if len(x) < 2 or len(y) < 2:
             row["note"] = "no test: fewer than two scores for a model"
         elif x.var() == 0 and y.var() == 0:
             row["note"] = "no test: every score is the same within each model (zero variance)"
+        elif by_worker and row["workers"] < 3:
+            row["note"] = "no test: a worker rated several conversations, and there are fewer than three workers"
+        elif by_worker:
+            design = np.column_stack([np.ones(len(both)), (both["model"] == a).to_numpy(float)])
+            fit = worker_robust_fit(both[value].to_numpy(float), design, both["worker_id"])
+            low, high = fit.conf_int(alpha)[1]
+            row.update(t=fit.tvalues[1], p=fit.pvalues[1], ci_low=low, ci_high=high)
         else:
             result = stats.ttest_ind(x, y)
             ci = result.confidence_interval(1 - alpha)
@@ -170,4 +238,5 @@ def combined_scores(turn_ratings: pd.DataFrame, dialog_ratings: pd.DataFrame, w_
     merged = wta.merge(likert[["model", "conversation_id", "criterion", "likert01"]],
                        on=["model", "conversation_id", "criterion"], how="inner")
     merged["value"] = (w_turn * merged["wta"] + w_dialog * merged["likert01"]) / (w_turn + w_dialog)
-    return merged
+    return merged.merge(per_conversation_success(turn_ratings)[["conversation_id", "criterion", "worker_id"]],
+                        on=["conversation_id", "criterion"], how="left")

@@ -86,19 +86,19 @@ def _tables(turn, dialog, config: SingleModelConfig, pairs, label: str) -> dict:
     results["per_turn"] = sm.per_turn_table(turn)
     results["likert"] = sm.likert_summary(dialog, alpha)
     subset_conv = sm.per_conversation_success(subset)
+    dialog_conv = sm.per_conversation_likert(dialog)  # several raters of one conversation: one score
     tests = pd.concat([
         sm.ttests(subset_conv, pairs, value="success", alpha=alpha).assign(
-            technique=f"sm_turn linear (turns {label})", unit="conversation"),
-        sm.ttests(subset_conv, pairs, value="wta", alpha=alpha).assign(technique=f"sm_turn wta (turns {label})",
-                                                                       unit="conversation"),
-        sm.ttests(dialog, pairs, alpha=alpha).assign(technique="sm_dialog likert", unit="conversation")],
+            technique=f"sm_turn linear (turns {label})"),
+        sm.ttests(subset_conv, pairs, value="wta", alpha=alpha).assign(technique=f"sm_turn wta (turns {label})"),
+        sm.ttests(dialog_conv, pairs, alpha=alpha).assign(technique="sm_dialog likert")],
         ignore_index=True)
     tests["p_adjusted"] = adjust(tests["p"], config.correction)
     results["ttests"] = tests
     results["effective_win_rates"] = pd.concat([
         sm.effective_win_rates(subset_conv, pairs, value="wta", n_boot=n_boot, seed=seed)
         .assign(technique=f"sm_turn wta (turns {label})"),
-        sm.effective_win_rates(dialog, pairs, n_boot=n_boot, seed=seed).assign(technique="sm_dialog likert")])
+        sm.effective_win_rates(dialog_conv, pairs, n_boot=n_boot, seed=seed).assign(technique="sm_dialog likert")])
     combos = []
     if not subset.empty and not dialog.empty:
         for w_turn, w_dialog in config.weights:
@@ -136,21 +136,32 @@ def _report(report: Report, results: dict, turn, config: SingleModelConfig, work
         worker_checks.add_to(report)
     report.heading("SM-Turn success rates and SM-Dialog Likert scores (Smith Table 2)")
     report.table(results["success_rates"], caption="lin: responses pooled, with a t interval over conversations "
-                 "(the unit of analysis; n_conversations per model); wta: share of conversations won, Wilson interval; "
-                 "icc_within_conversation: intraclass correlation of the turn ratings within conversations")
+                 "(n_conversations per model), clustered by worker where a worker rated several "
+                 "(unit_of_independence); wta: share of conversations won, Wilson interval (by worker likewise); "
+                 "icc_within_conversation: intraclass correlation of the turn ratings within conversations, "
+                 "design_effect: how many times a count of turns overstates the evidence; icc_within_worker: the "
+                 "same for one worker's conversations")
     rates = results["success_rates"]
     correlated = rates[rates["icc_within_conversation"] > 0.05]
     if len(correlated):
         report.text(f"Turn ratings move together within conversations for {len(correlated)} model and criterion "
                     "row(s) (intraclass correlation above 0.05): a test that counted each turn as independent would "
                     "give p-values that are too small, so every SM-Turn test here is by conversation.", note=True)
-    report.table(results["likert"], caption="SM-Dialog Likert mean, SD and t interval; n = conversations")
+    report.table(results["likert"], caption="SM-Dialog Likert mean, SD and interval over conversations (n; a "
+                 "conversation rated several times counts once, with its mean), clustered by worker where a worker "
+                 "rated several (unit_of_independence)")
     report.heading("Success rate by Bot Speaker turn (Smith Table 5)")
     report.table(results["per_turn"], floatfmt="{:.0f}")
     if not turn.empty:
         report.figure(single_model_plots.success_by_turn(turn), "success_by_turn",
                       "SM-Turn success rate by Bot Speaker turn")
-    report.heading("t-tests (two-sided, independent; unit: conversation)")
+    report.heading("Tests (two-sided; unit_of_independence: conversation, Student t; worker, clustered by worker)")
+    by_worker = results["ttests"]["unit_of_independence"].eq("worker")
+    if by_worker.any():
+        report.text(f"{int(by_worker.sum())} test(s) are clustered by worker: a worker rated several of the "
+                    "conversations compared, and one worker's ratings share a personal bias (icc_within_worker), so "
+                    "conversations are not independent there. The worker-level test needs many workers: with "
+                    "fewer than about 20 its p-values are approximate.", note=True)
     report.text(describe(config.correction, int(results["ttests"]["p"].notna().sum())))
     report.table(results["ttests"])
     report.heading(f"Effective win rates (Smith 4.4.1; {config.n_boot} bootstrap resamples)")
