@@ -160,6 +160,44 @@ def planner_check(studies: int, seed: int) -> None:
         print(line, flush=True)
 
 
+WORKER_TASTES = ((20, 1.0), (50, 0.5))  # (workers, SD of a worker's taste on the logit scale)
+
+
+def worker_taste(studies: int, seed: int) -> None:
+    """Equal models, 3 votes per prompt at ICC 0.13, every vote from one of a few workers, each with a
+    personal taste for one model: certify and analyze_pairwise's by-prompt test hold for the workers who
+    judged, not for the worker population; p_two_way (clustered by prompt and worker) is meant to."""
+    for step, (workers, sd) in enumerate(WORKER_TASTES):
+        rng, claims, by_prompt, two_way = np.random.default_rng(seed + step), 0, 0, 0
+        for _ in tqdm(range(studies), desc=f"worker taste {workers} x {sd}", mininterval=30):
+            study = clustered_study(rng, models=2, icc=0.13, tie_rate=0.2, workers=workers, worker_sd=sd)
+            claims += certify(study, ALPHA, intervals=False)["certified_winner"].notna().any()
+            rates = pairwise.win_rates(study).iloc[0]
+            by_prompt += rates["p_value"] < ALPHA
+            two_way += rates["p_two_way"] < ALPHA
+        where = f"equal models, ICC 0.13, {workers} workers with taste SD {sd}"
+        row(f"analyze_pairwise p_two_way (prompt x worker), {where}: p < 0.05", studies, two_way / studies,
+            "false claims", seed + step)
+        row("  analyze_pairwise p_value (sign test by prompt), same studies", studies, by_prompt / studies,
+            "reference", seed + step)
+        row("  certify (bets by prompt), same studies: any claim", studies, claims / studies, "reference", seed + step)
+
+
+def power(studies: int, seed: int) -> None:
+    """Power at win rate 0.55, 3 votes per prompt, ICC 0.13, 20% ties, at the prompts `dialeval plan` gives
+    the sign test for 80%: the sign test over prompts against the cluster-robust test on all decided votes."""
+    items = planner.fixed_items(planner.Votes(0.55, 0.2, 3, 0.13), ALPHA, 0.8)
+    rng, sign, robust = np.random.default_rng(seed), 0, 0
+    for _ in tqdm(range(studies), desc="power", mininterval=30):
+        rates = pairwise.win_rates(clustered_study(rng, models=2, items_per_pair=items, icc=0.13, tie_rate=0.2,
+                                                   win_rates={(0, 1): 0.55})).iloc[0]
+        sign += rates["p_value"] < ALPHA
+        robust += rates["p_two_way"] < ALPHA
+    row(f"power, win rate 0.55, ICC 0.13, {items} prompts x 3 votes: sign test by prompt (p_value)", studies,
+        sign / studies, "reference", seed)
+    row("  same studies: cluster-robust test on votes (p_two_way)", studies, robust / studies, "reference", seed)
+
+
 SM_NULL = (  # label, sm_study settings: equal models, 60 conversations each, 4 turns
     ("ICC 0.1, one worker per conversation", {"icc": 0.1}),
     ("ICC 0.3, one worker per conversation", {"icc": 0.3}),
@@ -243,6 +281,8 @@ PARTS = {
     "pw_turn": lambda args, seed: [conversation_test(icc, args.studies, seed + 50 + step)
                                    for step, icc in enumerate((0.1, 0.3))],
     "planner": lambda args, seed: planner_check(args.coverage_studies, seed + 60),
+    "workers": lambda args, seed: worker_taste(args.studies, seed + 140),
+    "power": lambda args, seed: power(args.coverage_studies, seed + 150),
     "single_model": lambda args, seed: (single_model_null(args.studies, seed + 100),
                                         single_model_coverage(args.coverage_studies, seed + 120)),
 }

@@ -187,3 +187,16 @@ def test_single_model_intervals_cover_rates_and_likert_means_when_turns_cluster(
                          else rates.loc[model, [f"{kind}_ci_low", f"{kind}_ci_high"]])
             missed[model, kind] = missed.get((model, kind), 0) + (not low <= value <= high)
     assert max(missed.values()) / studies <= bound(studies), missed
+
+
+def test_two_way_test_allows_for_workers_tastes_where_the_test_by_prompt_does_not():
+    """Equal models judged by 20 workers, each with a taste for one model (SD 1 on the logit): the sign
+    test by prompt rejects far too often for the worker population; p_two_way (prompt x worker) does not."""
+    rng, studies, two_way, by_prompt = np.random.default_rng(19), 100, 0, 0
+    for _ in range(studies):
+        rates = pairwise.win_rates(clustered_study(rng, models=2, items_per_pair=150, votes_per_item=3, icc=0.13,
+                                                   tie_rate=0.2, workers=20, worker_sd=1.0)).iloc[0]
+        assert rates["workers"] == 20
+        two_way += rates["p_two_way"] < ALPHA
+        by_prompt += rates["p_value"] < ALPHA
+    assert two_way / studies <= bound(studies) < by_prompt / studies

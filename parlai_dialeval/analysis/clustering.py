@@ -179,3 +179,25 @@ def worker_robust_mean_interval(values, workers, alpha: float = 0.05) -> tuple[f
         return float(values[0]), float(values[0])
     low, high = worker_robust_fit(values, np.ones((len(values), 1)), workers).conf_int(alpha)[0]
     return float(low), float(high)
+
+
+def two_way_p(won, items, workers) -> float:
+    """Two-sided p-value of "a decided vote is won half the time" with a covariance clustered two ways,
+    by item and by worker (statsmodels OLS, cov_type="cluster" with two group columns: Cameron, Gelbach &
+    Miller 2011; t with min(items, workers) - 1 degrees of freedom): valid for the population of workers
+    as well as of items, where one worker's taste moves their votes on different items together. By item
+    only where no worker is named; NaN below two clusters either way or where every vote went one way
+    (no spread to estimate a variance from)."""
+    import statsmodels.api as sm_api  # here: commands' --help stays fast
+
+    won = np.asarray(won, float)
+    groups = [pd.factorize(np.asarray(items, dtype=object))[0]]
+    named = pd.Series(np.asarray(workers, dtype=object))
+    if named.notna().all():
+        groups.append(pd.factorize(named)[0])
+    if len(won) < 2 or np.ptp(won) == 0 or min(len(np.unique(g)) for g in groups) < 2:
+        return float("nan")
+    fit = sm_api.OLS(won - 0.5, np.ones((len(won), 1))).fit(
+        cov_type="cluster", cov_kwds={"groups": np.column_stack(groups) if len(groups) > 1 else groups[0]},
+        use_t=True)
+    return float(fit.pvalues[0])

@@ -126,28 +126,33 @@ def add_rates(counts: pd.DataFrame, alpha: float = 0.05, clusters: pd.DataFrame 
     return counts
 
 
-CLUSTER_COLUMNS = ["clusters", "clusters_won_a", "clusters_won_b", "votes_per_cluster", "icc", "design_effect"]
+CLUSTER_COLUMNS = ["clusters", "clusters_won_a", "clusters_won_b", "votes_per_cluster", "icc", "design_effect",
+                   "workers", "p_two_way"]
 
 
 def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per ``keys`` group of an ``oriented`` frame with ``unit`` (the rows of ``_count_table``, same
     order): the clusters of decided votes (parlai_dialeval.analysis.clustering's rule: the votes on one
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
-    cluster, the ICC of decided votes within clusters and the design effect (floored at 1)."""
-    from parlai_dialeval.analysis.clustering import cluster_ids, clustering_summary
+    cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
+    the decided votes and ``p_two_way``, the test clustered by item and by worker (clustering.two_way_p)."""
+    from parlai_dialeval.analysis.clustering import cluster_ids, clustering_summary, two_way_p
 
     group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
     decided = (~frame["auto"] & (frame["score"] != 0)).to_numpy()
     part_of = frame[decided].assign(group=group[decided], won=(frame["score"][decided] > 0).astype(float))
     part_of = part_of.assign(cluster=cluster_ids(part_of))
     empty = {"clusters": 0, "clusters_won_a": 0, "clusters_won_b": 0, "votes_per_cluster": np.nan, "icc": np.nan,
-             "design_effect": np.nan}
+             "design_effect": np.nan, "workers": 0, "p_two_way": np.nan}
     rows = [empty] * (int(group.max()) + 1 if len(group) else 0)
     for number, part in part_of.groupby("group", sort=False):
         per = part.groupby("cluster", sort=False)["won"].agg(["sum", "size"])
         margin = 2 * per["sum"] - per["size"]
+        workers = part["worker_id"] if "worker_id" in part else pd.Series(None, index=part.index, dtype=object)
         rows[number] = {"clusters_won_a": int((margin > 0).sum()), "clusters_won_b": int((margin < 0).sum()),
-                        **clustering_summary(part["won"].to_numpy(), part["cluster"].to_numpy())}
+                        **clustering_summary(part["won"].to_numpy(), part["cluster"].to_numpy()),
+                        "workers": int(workers.nunique()),
+                        "p_two_way": two_way_p(part["won"], part["cluster"], workers)}
     return pd.DataFrame(rows, columns=CLUSTER_COLUMNS)
 
 

@@ -30,7 +30,7 @@ agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{n
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
                               "p_value", "p_adjusted", "clusters", "clusters_won_a", "clusters_won_b",
-                              "votes_per_cluster", "icc", "design_effect"]
+                              "votes_per_cluster", "icc", "design_effect", "workers", "p_two_way"]
 # Fewer decided votes than this in a pair: the report warns that its interval is wide.
 SMALL_PAIR = 10
 
@@ -192,7 +192,11 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
                 "correlation of decided votes within clusters, design_effect = 1 + (votes_per_cluster - 1) x icc "
                 "(at least 1) how many times clustering inflates the variance of a win rate; the interval is "
                 "widened by it, the test counts clusters, and the Bradley-Terry bootstrap resamples whole "
-                "clusters. Where every cluster is one vote these are the plain per-vote statistics.")
+                "clusters. Where every cluster is one vote these are the plain per-vote statistics. "
+                "Workers: p_value holds for the items, given the workers who judged (their personal tastes are "
+                "taken as they are); p_two_way, clustered by item and by worker, holds for the population of "
+                "workers too, where one worker's taste for a model moves their votes on many items together "
+                "(approximate with fewer than about 20 workers). docs/pairwise_analysis.md, \"Workers\".")
     if tables["win_rates_by_study"] is not None:
         report.heading("Per comparison (study): counts, win rate and agreement")
         report.table(tables["win_rates_by_study"].drop(columns=["distinct_a", "distinct_b"]))

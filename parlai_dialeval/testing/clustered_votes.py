@@ -5,7 +5,10 @@ A/B prompt, a PW-Turn conversation) draws its own probability that model A's ans
 beta distribution with mean ``win_rate`` and intraclass correlation ``icc`` (the beta-binomial model:
 icc = 1 / (a + b + 1)), then each of its votes is a tie with probability ``tie_rate`` and otherwise a win
 for A with the item's probability. Votes of one item therefore correlate with ICC ``icc`` among decided
-votes; votes of different items are independent.
+votes; votes of different items are independent, unless workers have a personal bias (``worker_sd``):
+then each of the ``workers`` workers shifts the logit of the first model's chance on every vote they give
+by their own N(0, worker_sd) draw (a taste for one model's style), so one worker's votes on different
+items move together too.
 """
 from __future__ import annotations
 
@@ -25,13 +28,14 @@ def item_win_probabilities(rng: np.random.Generator, win_rate: np.ndarray, icc: 
 
 def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: int = 200, votes_per_item: int = 3,
                     icc: float = 0.3, tie_rate: float = 0.2, win_rates: dict | None = None,
-                    per_turn: bool = False) -> pd.DataFrame:
+                    per_turn: bool = False, workers: int = 50, worker_sd: float = 0.0) -> pd.DataFrame:
     """Canonical comparison records of one study: every pair of ``models`` models (m0, m1, ...) judged on
     its own ``items_per_pair`` items, ``votes_per_item`` votes each, in a random collection order (file
     order; no submit times). ``win_rates`` maps (i, j) to model i's win rate over model j (0.5 where not
     given: equal models). Sides are shown in random order. ``per_turn``: an item is a PW-Turn
     conversation and its votes are turns (``turn_index`` set) by the conversation's one worker, with
-    the same sides throughout."""
+    the same sides throughout. Otherwise every vote comes from one of ``workers`` workers drawn at
+    random, with bias SD ``worker_sd`` (above)."""
     win_rates = win_rates or {}
     pairs = list(itertools.combinations(range(models), 2))
     rate = np.array([win_rates.get((i, j), 1 - win_rates.get((j, i), 0.5)) for i, j in pairs])
@@ -41,6 +45,10 @@ def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: i
     vote_item = np.repeat(item, votes_per_item)
     first = np.array([f"m{i}" for i, _ in pairs], dtype=object)[vote_item // items_per_pair]
     second = np.array([f"m{j}" for _, j in pairs], dtype=object)[vote_item // items_per_pair]
+    if worker_sd > 0 and not per_turn:
+        worker = rng.integers(0, workers, size=p.size)
+        shift = rng.normal(0, worker_sd, workers)[worker]
+        p = 1 / (1 + (1 / np.clip(p, 1e-12, 1 - 1e-12) - 1) * np.exp(-shift))  # logit(p) + shift
     tie = rng.random(p.size) < tie_rate
     first_wins = rng.random(p.size) < p
     first_is_a = (rng.random(n_items) < 0.5)[vote_item] if per_turn else rng.random(p.size) < 0.5
@@ -53,5 +61,6 @@ def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: i
         study["turn_index"] = np.tile(np.arange(votes_per_item) * 2 + 1, n_items)
         study["worker_id"] = "w-" + item_label
     else:
-        study["worker_id"] = np.char.add("w", rng.integers(0, 50, size=p.size).astype(str)).astype(object)
+        worker = worker if worker_sd > 0 else rng.integers(0, workers, size=p.size)
+        study["worker_id"] = np.char.add("w", worker.astype(str)).astype(object)
     return study.iloc[rng.permutation(len(study))].reset_index(drop=True)
