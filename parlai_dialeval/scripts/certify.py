@@ -50,7 +50,11 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                 "votes of one conversation (PW-Turn); the table gives each pair's unit of independence, the "
                 "intraclass correlation (ICC) of its votes within clusters and the design effect. Clusters are bet "
                 "on in the order their first vote was collected: " + ", ".join(sorted(set(pairs["order"])))
-                + ". The interval is A's win rate (mean cluster outcome), valid at every look.")
+                + ". The interval is A's win rate (mean cluster outcome), valid at every look. Workers: the "
+                "guarantee is for the workers who judged (their personal tastes taken as they are, items the "
+                "random draw); where a few workers give most votes and have their own taste for a model, a claim "
+                "about the population of workers is not covered (analyze_pairwise's p_two_way allows for it; "
+                "docs/adaptive_evaluation.md, \"Workers\").")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
