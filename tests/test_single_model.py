@@ -212,3 +212,28 @@ def test_report_warns_when_nothing_can_be_tested(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "2 comparison(s) without a test (every score is the same within each model" in html
     assert "Nothing could be tested" in html and "t=-inf" not in html and "-inf" not in html
+
+
+def test_ttest_clusters_by_worker_where_a_worker_rated_several_conversations():
+    # w1 rated three of X's conversations, w2 two of Y's and one of X's, w3 two of Y's
+    scores = pd.DataFrame({"model": ["X", "X", "X", "X", "Y", "Y", "Y", "Y"], "criterion": "engaging",
+                           "value": [4.0, 5, 4, 2, 3, 2, 1, 3],
+                           "worker_id": ["w1", "w1", "w1", "w2", "w2", "w2", "w3", "w3"]})
+    row = ttests(scores, [("X", "Y")]).iloc[0]
+    # CR1 sandwich written out: OLS of value on [1, is X], clusters = workers, G/(G-1) (N-1)/(N-K) scaling
+    design = np.column_stack([np.ones(8), (scores["model"] == "X").to_numpy(float)])
+    y = scores["value"].to_numpy()
+    bread = np.linalg.inv(design.T @ design)
+    beta = bread @ design.T @ y
+    residual = y - design @ beta
+    meat = sum(np.outer(design[g].T @ residual[g], design[g].T @ residual[g])
+               for g in [scores["worker_id"].eq(w).to_numpy() for w in ("w1", "w2", "w3")])
+    se = np.sqrt((bread @ meat @ bread)[1, 1] * 3 / 2 * 7 / 6)
+    assert row["unit_of_independence"] == "worker" and row["workers"] == 3
+    assert row["diff"] == pytest.approx(beta[1]) and row["t"] == pytest.approx(beta[1] / se)
+    assert row["p"] == pytest.approx(2 * stats.t.sf(abs(beta[1] / se), 2))
+    assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * stats.t.isf(0.025, 2) * se)
+    # one conversation per worker: the Student t-test over conversations, as before
+    alone = ttests(scores.assign(worker_id=[f"w{i}" for i in range(8)]), [("X", "Y")]).iloc[0]
+    assert alone["unit_of_independence"] == "conversation"
+    assert alone["p"] == pytest.approx(stats.ttest_ind(y[:4], y[4:]).pvalue)
