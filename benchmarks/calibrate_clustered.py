@@ -1,7 +1,10 @@
 """Calibration with clustered votes (issue 25): false-claim rates under the null and interval coverage
 under alternatives, for `dialeval certify`, the win-rate tests and intervals and the Bradley-Terry
-bootstrap of `analyze_pairwise`, the PW-Turn test by conversation, and `dialeval plan`'s sequential
-medians against certify's rule.
+bootstrap of `analyze_pairwise`, the PW-Turn test by conversation, `dialeval plan`'s sequential
+medians against certify's rule, workers with a taste for one model (part ``workers``), the power of the
+test by prompt against the cluster-robust one (``power``), and analyze_single_model's tests and intervals
+with ratings clustered by conversation and worker (``single_model``, studies from
+parlai_dialeval.testing.clustered_ratings, also free of project code).
 
 Studies come from parlai_dialeval.testing.clustered_votes (beta-binomial votes per item, no project
 code). Every A/B pair is judged on its own 200 prompts, 3 votes per prompt, 20% ties, in random order;
@@ -198,6 +201,31 @@ def power(studies: int, seed: int) -> None:
     row("  same studies: cluster-robust test on votes (p_two_way)", studies, robust / studies, "reference", seed)
 
 
+def robust_test_items(rate: float, tie_rate: float, votes: int, icc: float, power_wanted: float = 0.8) -> int:
+    """Prompts for the cluster-robust test on decided votes (p_two_way, many workers) to reach
+    ``power_wanted``, by the normal approximation: the share won r^ = sum W / sum D over prompts (D decided
+    votes of a prompt, W won by the better model) has variance Var(W - r D) / (n E[D]^2), with
+    Var(W - r D) = E[D] r(1 - r)(1 - icc) + E[D^2] icc r(1 - r) under the beta-binomial model."""
+    decided = votes * (1 - tie_rate)
+    decided_sq = votes * (1 - tie_rate) * tie_rate + decided ** 2
+    spread = decided * rate * (1 - rate) * (1 - icc) + decided_sq * icc * rate * (1 - rate)
+    z = stats.norm.isf(ALPHA / 2) + stats.norm.isf(1 - power_wanted)
+    return math.ceil(z ** 2 * spread / (decided * (rate - 0.5)) ** 2)
+
+
+def power_robust(studies: int, seed: int) -> None:
+    """How many prompts the cluster-robust test needs (robust_test_items) against the sign test's
+    planned prompts, and the power simulated at that size (is the approximation right?)."""
+    items = robust_test_items(0.55, 0.2, 3, 0.13)
+    sign_items = planner.fixed_items(planner.Votes(0.55, 0.2, 3, 0.13), ALPHA, 0.8)
+    rng, robust = np.random.default_rng(seed), 0
+    for _ in tqdm(range(studies), desc="power of p_two_way", mininterval=30):
+        robust += pairwise.win_rates(clustered_study(rng, models=2, items_per_pair=items, icc=0.13, tie_rate=0.2,
+                                                     win_rates={(0, 1): 0.55})).iloc[0]["p_two_way"] < ALPHA
+    row(f"power, win rate 0.55, ICC 0.13, {items} prompts x 3 votes (normal approximation for p_two_way; the sign "
+        f"test needs {sign_items}): p_two_way", studies, robust / studies, "reference", seed)
+
+
 SM_NULL = (  # label, sm_study settings: equal models, 60 conversations each, 4 turns
     ("ICC 0.1, one worker per conversation", {"icc": 0.1}),
     ("ICC 0.3, one worker per conversation", {"icc": 0.3}),
@@ -282,7 +310,8 @@ PARTS = {
                                    for step, icc in enumerate((0.1, 0.3))],
     "planner": lambda args, seed: planner_check(args.coverage_studies, seed + 60),
     "workers": lambda args, seed: worker_taste(args.studies, seed + 140),
-    "power": lambda args, seed: power(args.coverage_studies, seed + 150),
+    "power": lambda args, seed: (power(args.coverage_studies, seed + 150),
+                                 power_robust(args.coverage_studies, seed + 160)),
     "single_model": lambda args, seed: (single_model_null(args.studies, seed + 100),
                                         single_model_coverage(args.coverage_studies, seed + 120)),
 }
