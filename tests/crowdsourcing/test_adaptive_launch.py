@@ -53,8 +53,10 @@ def level(side: list[dict]) -> int:
 
 def acute_overrides(tmp_path, name: str, port: int, *extra: str) -> list[str]:
     convs = tmp_path / "convs.jsonl"
-    write_conversations(convs)
-    return [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=20",
+    # the ledger bets once per item: 4 models at alpha 0.05 need 33 distinct conversation pairs per
+    # adjacent pair even when the better model always wins, so 7 x 7 possible pairs, 40 in the design
+    write_conversations(convs, per_model=7)
+    return [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=40",
             "acute.subtasks_per_unit=10", f"mephisto.task.task_name={name}", "adaptive=true",
             "adaptive_batch_size=2", "adaptive_budget=40", "adaptive_seed=1", *extra]
 
