@@ -80,6 +80,7 @@ def mean_interval(values: pd.Series, workers: pd.Series, alpha: float) -> tuple[
 
 
 def independence(workers: pd.Series) -> str:
+    """The unit of independence of these conversations: ``worker`` where a worker rated several."""
     from parlai_dialeval.analysis.clustering import workers_repeat
 
     return "worker" if workers_repeat(workers) else "conversation"
