@@ -26,13 +26,15 @@ def self_chats(path):
 GOOD_MARKERS = ("Yes, I have two cats", "I baked bread", GOOD_TEXT)  # onboarding pairs 0 and 1, then ours
 
 
-def judge(page) -> None:
-    """Pick the side whose conversation holds a good speaker's line, for every pair shown; submit."""
+def judge(page, good: bool = True, pause_ms: int = 200) -> None:
+    """Pick the side whose conversation holds a good speaker's line (``good=False``: the other side), for
+    every pair shown, reading each for ``pause_ms``; submit."""
     while True:
         page.wait_for_selector("[data-testid=pair]", timeout=60000)
+        page.wait_for_timeout(pause_ms)
         left = page.inner_text("[data-testid=conversation-left]")
         good_left = any(marker in left for marker in GOOD_MARKERS)
-        page.check("[data-testid=choose-left]" if good_left else "[data-testid=choose-right]")
+        page.check("[data-testid=choose-left]" if good_left == good else "[data-testid=choose-right]")
         page.fill("[data-testid=justification]", "more engaging")
         last = page.inner_text("[data-testid=next-pair]") == "Submit"
         page.click("[data-testid=next-pair]")
