@@ -82,9 +82,10 @@ def test_onboarding_results_and_their_place_in_the_quality_table():
     records = [{"type": "comparison", "worker_id": "ann", "model_a": "x", "model_b": "y", "choice": "a"},
                {"type": "comparison", "worker_id": "cat", "model_a": "x", "model_b": "y", "choice": "a",
                 "onboarding": True}]
-    rows = summary.quality(None, records, {"ann": ["approved"], "cat": ["rejected"], "dan": ["onboarding"]})
-    assert [(r["worker"], r["onboarding"]) for r in rows] == [("cat", "failed"), ("ann", "passed"),
-                                                               ("dan", "in progress")]
+    rows = summary.quality(None, records, {"ann": ["rejected", "approved"], "cat": ["rejected", "rejected"],
+                                           "dan": ["onboarding"]})
+    assert [(r["worker"], r["onboarding"], r["onboarding_tries"]) for r in rows] == [
+        ("cat", "failed", 2), ("ann", "passed", 2), ("dan", "in progress", 0)]  # tries: graded attempts
     assert rows[0]["work"] == {"onboarding": 1} and rows[2]["work"] == {}
 
 
