@@ -1,10 +1,9 @@
 """A static task's onboarding with more than one try (``dialeval_static``; PW-Turn's chat world counts its
 own tries in the world).
 
-Prolific's attention and comprehension check policy (researcher help centre, "Prolific's attention and
-comprehension check policy", researcher-help.prolific.com/en/article/fb63bb): a comprehension check that
-screens participants out gives them a second try, and those who fail it are asked to return the study,
-never rejected. Mephisto 1.1.1 disqualifies a worker at the first failed onboarding
+Prolific's attention and comprehension check policy (researcher-help.prolific.com/en/article/fb63bb;
+docs/crowdsourcing.md, "Checks and Prolific's policy"): a comprehension check at the start gives at least
+two chances, and those who fail it are asked to return the study, never rejected. Mephisto 1.1.1 disqualifies a worker at the first failed onboarding
 (``worker_pool.register_agent_from_onboarding`` grants the onboarding qualification 0). Here a worker who
 has failed fewer than ``onboarding_tries`` times has that qualification cleared (as Mephisto's
 ``OnboardingRequired.clear_onboarding`` does) in ``filter_units_for_worker``, which Mephisto calls right

@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell } from "../../components";
+import { ScreenedOut, TaskShell } from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -81,12 +81,7 @@ function OnboardingOutcome({ tried }) {
       </div>
     );
   }
-  return (
-    <div data-testid="screened-out">
-      You did not pass the practice round, so this study is not for you. Please return the study (on Prolific:
-      &quot;Return submission&quot;); a returned study does not count against you, and nothing you did is rejected.
-    </div>
-  );
+  return <ScreenedOut lead="You did not pass the practice round." />;
 }
 
 function AcuteApp() {

@@ -13,6 +13,7 @@ import {
   MessageInput,
   TurnHistory,
   StreamingReply,
+  ScreenedOut,
 } from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
@@ -101,7 +102,7 @@ function PairwiseTurnApp() {
   if (state.phase === "onboarding_done") {
     body = (
       <div data-testid="onboarding-done">
-        <p>{state.passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
+        {state.passed ? <p>Well done, you can start the task.</p> : <ScreenedOut lead="Sorry, you did not pass the practice." />}
         <SubmitOnceButton onSubmit={() => handleSubmit({ passed: state.passed })} testid="finish-onboarding" label="Continue" pendingLabel="Please wait..." />
       </div>
     );
