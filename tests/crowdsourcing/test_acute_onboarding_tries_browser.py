@@ -41,7 +41,7 @@ def test_two_tries_then_screened_out_or_through(tmp_path):
             assert "Try 2 of 2" in practice_try(page)
             judge(page, good=False, pause_ms=READ_MS)
             page.wait_for_selector("[data-testid=screened-out]", timeout=60000)
-            assert "return the study" in page.inner_text("[data-testid=screened-out]")
+            assert "Return submission" in page.inner_text("[data-testid=screened-out]")
             page.wait_for_timeout(2000)
             page.reload()  # no third try
             page.wait_for_selector(".alert-danger", timeout=60000)
