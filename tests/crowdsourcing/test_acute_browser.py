@@ -43,13 +43,18 @@ def judge(page, good: bool = True, pause_ms: int = 200) -> None:
         page.wait_for_timeout(200)
 
 
-def test_acute_in_chromium_then_export_and_analyze(tmp_path):
+def launch(tmp_path, port: int, task_name: str) -> CliRun:
+    """`dialeval launch acute` over two models' self-chats: one unit of three pairs."""
     require_chromium()
     convs = tmp_path / "self_chats.jsonl"
     self_chats(convs)
-    run = CliRun("acute", tmp_path, ["mephisto.architect.port=3290", "mephisto.task.task_name=acute_e2e",
-                                     f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
-                                     "acute.subtasks_per_unit=3"])
+    return CliRun("acute", tmp_path, [f"mephisto.architect.port={port}", f"mephisto.task.task_name={task_name}",
+                                      f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
+                                      "acute.subtasks_per_unit=3"])
+
+
+def test_acute_in_chromium_then_export_and_analyze(tmp_path):
+    run = launch(tmp_path, 3290, "acute_e2e")
     try:
         with chromium_page(tmp_path) as page:
             # the router's answers that carry init data: the onboarding's, then the unit's

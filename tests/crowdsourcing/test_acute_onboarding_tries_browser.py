@@ -9,8 +9,8 @@ import pytest
 
 from parlai_dialeval.data import read_jsonl
 
-from .protocol_harness import CliRun, chromium_page, require_chromium
-from .test_acute_browser import judge, self_chats
+from .protocol_harness import chromium_page
+from .test_acute_browser import judge, launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 READ_MS = 2500  # a person reading a pair of short conversations
@@ -23,12 +23,7 @@ def practice_try(page) -> str:
 
 
 def test_two_tries_then_screened_out_or_through(tmp_path):
-    require_chromium()
-    convs = tmp_path / "self_chats.jsonl"
-    self_chats(convs)
-    run = CliRun("acute", tmp_path, ["mephisto.architect.port=3293", "mephisto.task.task_name=acute_tries",
-                                     f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
-                                     "acute.subtasks_per_unit=3"])
+    run = launch(tmp_path, 3293, "acute_tries")
     try:
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("careless"))
