@@ -98,6 +98,9 @@ function PairwiseTurnApp() {
       {state.warning}
     </div>
   ) : null;
+  // Mephisto turns a worker who failed every try away once they continue: they read why, not its default
+  const failed = state.phase === "onboarding_done" && !state.passed;
+  const screenedOut = failed && live.blockedReason ? { ...live, blockedExplanation: <ScreenedOut lead="Sorry, you did not pass the practice." /> } : live;
   let body;
   if (state.phase === "onboarding_done") {
     body = (
@@ -142,7 +145,7 @@ function PairwiseTurnApp() {
     </div>
   );
   return (
-    <TaskShell mephisto={live} title="Pick the better reply" instructions={instructions}>
+    <TaskShell mephisto={screenedOut} title="Pick the better reply" instructions={instructions}>
       {state.phase !== "onboarding" ? <TurnHistory history={state.history} /> : null}
       {warning}
       {body}
