@@ -138,15 +138,21 @@ def onboarding_result(statuses: list[str]) -> str:
 def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None = None) -> list[dict]:
     """One row per participant: the task's own worker check (``checks``, the DataFrame of
     ``TaskSpec.worker_checks``; None for tasks without one), their onboarding (``onboarding``: worker ->
-    their attempts' statuses; the result and the graded tries) and their work by status; failing ones first, then failed onboardings."""
+    their attempts' statuses; the result, and the tries: Mephisto's graded attempts or, where one attempt
+    holds several tries (PW-Turn), the last ``meta.try`` of their onboarding records) and their work by
+    status; failing ones first, then failed onboardings."""
     work: dict[str, Counter] = defaultdict(Counter)
+    tried: dict[str, int] = defaultdict(int)
     for record in records:
         if record["type"] in ("conversation", "comparison") and record.get("worker_id"):
             work[record["worker_id"]]["onboarding" if not _collected(record) else record.get("status", "complete")] += 1
+            number = (record.get("meta") or {}).get("try") if not _collected(record) else None
+            if isinstance(number, int):
+                tried[record["worker_id"]] = max(tried[record["worker_id"]], number)
     onboarding = onboarding or {}
     rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(work[worker].items())),
                      "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else "",
-                     "onboarding_tries": onboarding_tries(onboarding.get(worker, []))}
+                     "onboarding_tries": max(onboarding_tries(onboarding.get(worker, [])), tried[worker])}
             for worker in set(work) | set(onboarding)}
     if checks is not None:
         for row in checks.to_dict("records"):
