@@ -3,15 +3,17 @@ own tries in the world).
 
 Prolific's attention and comprehension check policy (researcher-help.prolific.com/en/article/fb63bb;
 docs/crowdsourcing.md, "Checks and Prolific's policy"): a comprehension check at the start gives at least
-two chances, and those who fail it are asked to return the study, never rejected. Mephisto 1.1.1 disqualifies a worker at the first failed onboarding
+two chances, and those who fail it are asked to return the study, never rejected.
+
+Mephisto 1.1.1 disqualifies a worker at the first failed onboarding
 (``worker_pool.register_agent_from_onboarding`` grants the onboarding qualification 0). Here a worker who
 has failed fewer than ``onboarding_tries`` times has that qualification cleared (as Mephisto's
 ``OnboardingRequired.clear_onboarding`` does) in ``filter_units_for_worker``, which Mephisto calls right
 after grading an onboarding and, for a registering worker, before it checks the qualification
 (worker_pool.py 343-352 and 486-497), and the failed onboarding's registration is forgotten: the next
-registration starts a new onboarding. The tries are the
-worker's rejected onboarding agents of the task, Mephisto's own records, so no page can reset them; the
-page learns which try it shows from the onboarding data (``try``, ``max_tries``).
+registration starts a new onboarding. The tries are the worker's rejected onboarding agents of the task,
+Mephisto's own records, so no page can reset them; the page learns which try it shows from the
+onboarding data (``try``, ``max_tries``).
 """
 from __future__ import annotations
 
@@ -19,9 +21,24 @@ from mephisto.abstractions._subcomponents.agent_state import AgentState
 from mephisto.abstractions.blueprints.abstract.static_task.static_task_runner import StaticTaskRunner
 from mephisto.abstractions.blueprints.mixins.onboarding_required import OnboardingRequired
 
+from parlai_dialeval.compat.patching import require_call, require_version
+
 ONBOARDING_TRIES = "onboarding_tries"  # shared-state attribute: the tries a static task's onboarding gives
 TRIES_HELP = ("tries at the onboarding before a worker is screened out (Prolific's comprehension-check policy "
               "asks for two: docs/crowdsourcing.md, 'Checks and Prolific's policy')")
+
+
+def require_mephisto_order() -> None:
+    """The Mephisto 1.1.1 internals this module relies on are still there (CompatError otherwise): the
+    worker pool filters units before it checks the onboarding qualification and after it grades an
+    onboarding, and the client IO answers a known registration id from ``agents_by_registration_id``."""
+    from mephisto.operations.client_io_handler import ClientIOHandler
+    from mephisto.operations.worker_pool import WorkerPool
+
+    require_version("mephisto", "1.1.1", "onboarding_tries")
+    for method in (WorkerPool.register_agent, WorkerPool.register_agent_from_onboarding):
+        require_call(method, "task_runner.filter_units_for_worker", "onboarding_tries")
+    require_call(ClientIOHandler._register_agent, "in self.agents_by_registration_id", "onboarding_tries")
 
 
 def tries_allowed(shared_state) -> int:
@@ -60,6 +77,8 @@ class OnboardingTries:
     def __init__(self, task_run, args, shared_state):
         super().__init__(task_run, args, shared_state)
         self._tries_task_run = task_run
+        if tries_allowed(shared_state) > 1:
+            require_mephisto_order()
 
     def get_onboarding_data(self, worker_id: str) -> dict:
         data = super().get_onboarding_data(worker_id)

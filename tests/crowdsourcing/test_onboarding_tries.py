@@ -89,3 +89,22 @@ def test_a_failed_try_forgets_its_registration_only_while_tries_remain():
     Blueprint(task_run(1), ARGS, SimpleNamespace(onboarding_tries=2)).validate_onboarding(
         Worker({}), onboarding_agent(False, last))
     assert last == {"SESSION-PID": "onboarding_3"}  # no try left: Mephisto answers the reload "not qualified"
+
+
+def test_the_mephisto_internals_relied_on_are_checked(monkeypatch):
+    from mephisto.operations import worker_pool
+
+    from parlai_dialeval.compat.patching import CompatError
+
+    tries.require_mephisto_order()  # the installed Mephisto 1.1.1
+
+    class MovedOn:  # a worker pool that no longer filters units where this module needs it
+        async def register_agent(self, crowd_data, worker, request_id):
+            return None
+
+        async def register_agent_from_onboarding(self, onboarding_agent):
+            return None
+
+    monkeypatch.setattr(worker_pool, "WorkerPool", MovedOn)
+    with pytest.raises(CompatError, match="filter_units_for_worker"):
+        tries.require_mephisto_order()
