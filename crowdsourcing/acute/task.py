@@ -14,6 +14,7 @@ from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.onboarding_tries import ONBOARDING_TRIES, TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DialevalError
@@ -34,7 +35,9 @@ class AcuteArgs:
     matchups_per_pair: int = field(default=10, metadata={"help": "conversation pairs per model pair"})
     subtasks_per_unit: int = field(default=5, metadata={"help": "conversation pairs per unit (HIT)"})
     onboarding_threshold: float = field(default=1.0, metadata={
-        "help": "share of onboarding pairs a worker must get right (0..1); fail = soft block"})
+        "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
+                "screens the worker out (onboarding qualification 0)"})
+    onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of pairing, unit split and sides"})
     self_chat_models: dict = field(default_factory=dict, metadata={
         "help": "fast path: model name -> {opt: {ParlAI opt}}; self-chats of these models are generated at "
@@ -114,8 +117,10 @@ def shared_state(cfg) -> Any:
     onboarding = {"question": protocol.question_text(args.question), "onboarding": True,
                   "shown": [protocol.public_pair(p) for p in shown],
                   SERVER_KEY: {"pairs": shown, "question_key": args.question}}
-    return SharedStaticTaskState(static_task_data=build_units(args, rng), onboarding_data=onboarding,
-                                 validate_onboarding=validate_onboarding)
+    state = SharedStaticTaskState(static_task_data=build_units(args, rng), onboarding_data=onboarding,
+                                  validate_onboarding=validate_onboarding)
+    setattr(state, ONBOARDING_TRIES, args.onboarding_tries)
+    return state
 
 
 @guard_units
@@ -137,8 +142,9 @@ def export(units, task_name: str) -> ExportReport:
 
 @guard_units
 def export_onboarding(attempts, task_name: str) -> ExportReport:
-    """Each submitted onboarding attempt: one comparison per known-answer pair, ``onboarding: true``, and
-    the known-answer conversations once (status onboarding), so every comparison's dialogues are in the file."""
+    """Each submitted onboarding attempt (one per try): one comparison per known-answer pair,
+    ``onboarding: true``, ``meta.try`` and ``meta.passed``, and the known-answer conversations once
+    (status onboarding), so every comparison's dialogues are in the file."""
     records, notes = [], []
     for attempt in attempts:
         answers = submission(attempt).get("answers")
@@ -150,9 +156,16 @@ def export_onboarding(attempts, task_name: str) -> ExportReport:
             notes.append(f"onboarding attempt {attempt.agent_id} (worker {attempt.worker_id}): the run kept no "
                          "server-side onboarding pairs (launched before they were recorded)")
             continue
-        records += acute_export.unit_records(attempt.server["pairs"], answers,
-                                             question=attempt.server["question_key"], study=task_name,
-                                             worker_id=attempt.worker_id, assignment_id="", onboarding=True)
+        attempt_records = acute_export.unit_records(attempt.server["pairs"], answers,
+                                                    question=attempt.server["question_key"], study=task_name,
+                                                    worker_id=attempt.worker_id, assignment_id="", onboarding=True)
+        # which try this attempt was (the data Mephisto sent its page) and how Mephisto graded it
+        tried = {"try": (attempt.state.get("inputs") or {}).get("try", 1),
+                 "passed": attempt.agent_status == "approved"}
+        for record in attempt_records:
+            if record["type"] == "comparison":
+                record["meta"].update(tried)
+        records += attempt_records
     return ExportReport(records=acute_export.dedupe_conversations(records), notes=notes)
 
 

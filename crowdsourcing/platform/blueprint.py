@@ -9,6 +9,7 @@ index.html instead, and never builds anything at launch time.
 ``server`` entry of each unit's data (and of the onboarding data) is never sent to the worker's browser.
 Units keep it in their assignment's ``unit_data`` (Mephisto's ``assign_data.json``), the onboarding's
 goes to ``ONBOARDING_SERVER_FILE`` in the run's folder; ``platform.export`` hands it to the task's export.
+Its onboarding gives the shared state's ``onboarding_tries`` tries (platform/onboarding_tries.py).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
 from parlai_dialeval.crowdsourcing.platform import frontend
+from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
 BLUEPRINT_TYPE_DIALEVAL_CHAT = "dialeval_chat"
 BLUEPRINT_TYPE_DIALEVAL_STATIC = "dialeval_static"
@@ -111,7 +113,7 @@ class DialevalStaticBlueprintArgs(StaticReactBlueprintArgs):
 
 
 @register_mephisto_abstraction()
-class DialevalStaticBlueprint(StaticReactBlueprint):
+class DialevalStaticBlueprint(OnboardingTries, StaticReactBlueprint):
     ArgsClass = DialevalStaticBlueprintArgs
     BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_STATIC
 

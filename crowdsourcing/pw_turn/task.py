@@ -8,6 +8,7 @@ from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
+from parlai_dialeval.crowdsourcing.platform.onboarding_tries import TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.pw_turn import export as pw_export
@@ -27,7 +28,7 @@ class PwTurnArgs:
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
-    onboarding_tries: int = field(default=2, metadata={"help": "tries at the onboarding conversation"})
+    onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})

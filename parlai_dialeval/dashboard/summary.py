@@ -120,6 +120,11 @@ def per_group(records: list[dict], units: list[UnitRow]) -> list[dict]:
             for group in sorted(table)]
 
 
+def onboarding_tries(statuses: list[str]) -> int:
+    """A worker's graded onboarding tries (a static task's onboarding gives one Mephisto attempt per try)."""
+    return sum(status in ("approved", "rejected") for status in statuses)
+
+
 def onboarding_result(statuses: list[str]) -> str:
     """A worker's onboarding from their attempts' Mephisto statuses (oldest first): passed when one was
     approved, failed when the last was rejected, else in progress or left."""
@@ -133,19 +138,26 @@ def onboarding_result(statuses: list[str]) -> str:
 def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None = None) -> list[dict]:
     """One row per participant: the task's own worker check (``checks``, the DataFrame of
     ``TaskSpec.worker_checks``; None for tasks without one), their onboarding (``onboarding``: worker ->
-    their attempts' statuses) and their work by status; failing ones first, then failed onboardings."""
+    their attempts' statuses; the result, and the tries: Mephisto's graded attempts or, where one attempt
+    holds several tries (PW-Turn), the last ``meta.try`` of their onboarding records) and their work by
+    status; failing ones first, then failed onboardings."""
     work: dict[str, Counter] = defaultdict(Counter)
+    tried: dict[str, int] = defaultdict(int)
     for record in records:
         if record["type"] in ("conversation", "comparison") and record.get("worker_id"):
             work[record["worker_id"]]["onboarding" if not _collected(record) else record.get("status", "complete")] += 1
+            number = (record.get("meta") or {}).get("try") if not _collected(record) else None
+            if isinstance(number, int):
+                tried[record["worker_id"]] = max(tried[record["worker_id"]], number)
     onboarding = onboarding or {}
     rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(work[worker].items())),
-                     "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else ""}
+                     "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else "",
+                     "onboarding_tries": max(onboarding_tries(onboarding.get(worker, [])), tried[worker])}
             for worker in set(work) | set(onboarding)}
     if checks is not None:
         for row in checks.to_dict("records"):
             worker = str(row["worker_id"])
-            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "onboarding": ""})
+            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "onboarding": "", "onboarding_tries": 0})
             p = row.get("p_value")
             entry.update(check="pass" if bool(row["passed"]) else "fail",
                          p_value=None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),

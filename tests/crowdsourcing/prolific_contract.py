@@ -18,7 +18,12 @@ reading (never copying):
   192-222 and 627-642 (``page``/``page_size``, stop when ``_links.next.href`` is null, a page past the end
   is a 404; verified there against the live API), 528-556 (bonus CSV "PID,0.50" in major units).
 - Docs: docs.prolific.com api-reference: "Pay bonuses" (not idempotent, 202, paid in the following
-  minutes), "Get participant groups" (``active`` query: not deleted).
+  minutes), "Get participant groups" (``active`` query: not deleted), "Approve or reject a submission"
+  (submissions/transition-submission: ``action`` COMPLETE with ``completion_code``, "required if the action
+  is 'COMPLETE'. The completion code must match a value provided when creating the study, and the actor
+  must have been set to researcher"; the transition is idempotent). The CLI's CompletionCode
+  (model/study.go) has no ``actor``: the docs say more, and we follow them (``actor: researcher`` on the
+  study's code, checked below).
 
 ``problems(call)`` checks one call of the fake's log (method, path, query, body, status, answer): an
 unknown endpoint, a field we send that Prolific does not take, a field missing or of the wrong type, and an
@@ -76,7 +81,7 @@ WORKSPACE = Shape({"id": STR, "title": STR}, {"description": STR, "users": LIST}
 PROJECT = Shape({"id": STR, "title": STR}, {"description": STR, "workspace": STR, "owner": STR, "users": LIST})
 BALANCE = Shape({"currency_code": STR, "available_balance": INT},
                 {"total_balance": INT, "balance_breakdown": DICT, "available_balance_breakdown": DICT})
-COMPLETION_CODE = Shape({"code": STR, "code_type": STR, "actions": LIST})
+COMPLETION_CODE = Shape({"code": STR, "code_type": STR, "actions": LIST}, {"actor": STR})
 SUBMISSIONS_CONFIG = Shape({}, {"max_submissions_per_participant": INT, "max_concurrent_submissions": INT,
                                 "auto_rejection_categories": LIST})
 FILTER = Shape({"filter_id": STR}, {"selected_values": LIST, "selected_range": DICT, "weightings": DICT, "id": STR,
@@ -110,6 +115,9 @@ LIST_QUERY = frozenset({"page", "page_size", "limit", "offset", "ordering"})
 
 def _study_body(body) -> list[str]:
     out = [p for c in body.get("completion_codes") or [] for p in COMPLETION_CODE.problems(c, "completion code")]
+    out += [f"completion code actor: {c['actor']!r} is not participant or researcher"
+            for c in body.get("completion_codes") or [] if c.get("actor", "participant") not in ("participant",
+                                                                                                 "researcher")]
     out += [p for f in body.get("filters") or [] for p in FILTER.problems(f, "filter")]
     out += SUBMISSIONS_CONFIG.problems(body.get("submissions_config", {}), "submissions_config")
     if "{{%PROLIFIC_PID%}}" not in body.get("external_study_url", "{{%PROLIFIC_PID%}}"):

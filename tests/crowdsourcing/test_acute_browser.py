@@ -26,13 +26,15 @@ def self_chats(path):
 GOOD_MARKERS = ("Yes, I have two cats", "I baked bread", GOOD_TEXT)  # onboarding pairs 0 and 1, then ours
 
 
-def judge(page) -> None:
-    """Pick the side whose conversation holds a good speaker's line, for every pair shown; submit."""
+def judge(page, good: bool = True, pause_ms: int = 200) -> None:
+    """Pick the side whose conversation holds a good speaker's line (``good=False``: the other side), for
+    every pair shown, reading each for ``pause_ms``; submit."""
     while True:
         page.wait_for_selector("[data-testid=pair]", timeout=60000)
+        page.wait_for_timeout(pause_ms)
         left = page.inner_text("[data-testid=conversation-left]")
         good_left = any(marker in left for marker in GOOD_MARKERS)
-        page.check("[data-testid=choose-left]" if good_left else "[data-testid=choose-right]")
+        page.check("[data-testid=choose-left]" if good_left == good else "[data-testid=choose-right]")
         page.fill("[data-testid=justification]", "more engaging")
         last = page.inner_text("[data-testid=next-pair]") == "Submit"
         page.click("[data-testid=next-pair]")
@@ -41,13 +43,18 @@ def judge(page) -> None:
         page.wait_for_timeout(200)
 
 
-def test_acute_in_chromium_then_export_and_analyze(tmp_path):
+def launch(tmp_path, port: int, task_name: str) -> CliRun:
+    """`dialeval launch acute` over two models' self-chats: one unit of three pairs."""
     require_chromium()
     convs = tmp_path / "self_chats.jsonl"
     self_chats(convs)
-    run = CliRun("acute", tmp_path, ["mephisto.architect.port=3290", "mephisto.task.task_name=acute_e2e",
-                                     f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
-                                     "acute.subtasks_per_unit=3"])
+    return CliRun("acute", tmp_path, [f"mephisto.architect.port={port}", f"mephisto.task.task_name={task_name}",
+                                      f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
+                                      "acute.subtasks_per_unit=3"])
+
+
+def test_acute_in_chromium_then_export_and_analyze(tmp_path):
+    run = launch(tmp_path, 3290, "acute_e2e")
     try:
         with chromium_page(tmp_path) as page:
             # the router's answers that carry init data: the onboarding's, then the unit's

@@ -61,19 +61,44 @@ def pass_acute_onboarding(run, worker: str, correct: bool = True):
     return onboarding, data
 
 
+def onboardings_of(run, worker: str) -> int:
+    return sum(a.get_worker().worker_name == f"{worker}_sandbox" for a in run.db.find_onboarding_agents())
+
+
+def fail_once(run, worker: str):
+    """A failed first try: Mephisto grades it, then the worker may register again (not disqualified)."""
+    onboarding, data = pass_acute_onboarding(run, worker, correct=False)
+    run.wait(lambda: run.db.get_onboarding_agent(onboarding.db_id)["status"] == "rejected", what="graded")
+    run.wait(lambda: not onboarding.get_worker().is_disqualified("dialeval_acute_onboarded"), what="a try left")
+    return onboarding, data
+
+
 def test_onboarding_then_units_and_export(run):
+    """Two tries at the onboarding (acute.onboarding_tries, default 2: Prolific's policy): W1 fails both and
+    is screened out, W2 fails the first and passes the second."""
     run.register("W1", "REG_1")
-    onboarding, data = pass_acute_onboarding(run, "W1", correct=False)
+    onboarding, data = fail_once(run, "W1")
     assert run.sent_init_data() == [data]  # the onboarding page's data, as Mephisto sent it
+    assert (data["try"], data["max_tries"]) == (1, 2)
     worker = onboarding.get_worker()
+    run.register("W1", "REG_1")  # the page's "try again" reloads: the same registration, a new onboarding
+    run.wait(lambda: onboardings_of(run, "W1") == 2, what="a second onboarding")
+    second, data = pass_acute_onboarding(run, "W1", correct=False)
+    assert second.get_agent_id() != onboarding.get_agent_id() and data["try"] == 2
     run.wait(lambda: worker.is_disqualified("dialeval_acute_onboarded"), what="failed onboarding")
+    run.register("W1", "REG_1")  # screened out: no third try, whatever the registration
+    run.register("W1", "REG_1c")
+    assert onboardings_of(run, "W1") == 2 and run.sent_details[-1]["agent_id"] is None
 
     run.register("W2", "REG_2")
+    fail_once(run, "W2")
+    run.register("W2", "REG_2")
+    run.wait(lambda: onboardings_of(run, "W2") == 2, what="a second onboarding")
     pass_acute_onboarding(run, "W2")
     agent = run.unit_agent("W2")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
-    assert inputs in run.sent_init_data() and len(run.sent_init_data()) == 3
-    assert_blind(run.sent_init_data(), MODELS)  # two onboardings and one unit
+    assert inputs in run.sent_init_data() and len(run.sent_init_data()) == 5
+    assert_blind(run.sent_init_data(), MODELS)  # four onboardings and one unit
     assert len(inputs["shown"]) == 2
     answers = []
     for pair in inputs["shown"]:
@@ -91,18 +116,21 @@ def test_onboarding_then_units_and_export(run):
     assert spec.name == "acute"
     data = from_records(report.records)
     comps, onboarding_count = split_onboarding(data.comparisons)  # what analyze_pairwise sets aside
-    assert onboarding_count == 4
+    assert onboarding_count == 8
     onboarding = data.comparisons[data.comparisons["onboarding"].eq(True)]
-    assert sorted(onboarding["worker_id"]) == ["W1_sandbox"] * 2 + ["W2_sandbox"] * 2
-    for row in onboarding.itertuples():  # W1 picked the bad speaker every time, W2 the good one
+    assert sorted(onboarding["worker_id"]) == ["W1_sandbox"] * 4 + ["W2_sandbox"] * 4
+    for row in onboarding.itertuples():  # W1 picked the bad speaker every time, W2 the good one at try 2
         picked = row.model_a if row.choice == "a" else row.model_b
-        assert picked == ("onboarding_bad" if row.worker_id == "W1_sandbox" else "onboarding_good")
+        passed = row.worker_id == "W2_sandbox" and row.meta["try"] == 2
+        assert picked == ("onboarding_good" if passed else "onboarding_bad")
+        assert row.meta["passed"] == passed
+    assert sorted(onboarding["meta"].map(lambda m: m["try"])) == [1] * 4 + [2] * 4
     shown = data.conversations.set_index("id")
     for row in onboarding.itertuples():  # the known-answer dialogues are exported once, marked as onboarding
         assert shown.loc[[row.conversation_a, row.conversation_b], "status"].eq("onboarding").all()
-    assert shown["status"].eq("onboarding").sum() == 4  # two pairs seen by two workers, each dialogue once
-    assert sum(report.onboarding_by_status.values()) == 2
-    assert "2 onboarding attempt(s) read" in report.summary() and "(8 of them onboarding)" in report.summary()
+    assert shown["status"].eq("onboarding").sum() == 4  # two pairs seen four times, each dialogue once
+    assert report.onboarding_by_status == {"rejected": 3, "approved": 1}
+    assert "4 onboarding attempt(s) read" in report.summary() and "(12 of them onboarding)" in report.summary()
     assert len(comps) == 2 and set(comps["worker_id"]) == {"W2_sandbox"}
     for row in comps.itertuples():
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"

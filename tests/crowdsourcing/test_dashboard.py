@@ -82,10 +82,16 @@ def test_onboarding_results_and_their_place_in_the_quality_table():
     records = [{"type": "comparison", "worker_id": "ann", "model_a": "x", "model_b": "y", "choice": "a"},
                {"type": "comparison", "worker_id": "cat", "model_a": "x", "model_b": "y", "choice": "a",
                 "onboarding": True}]
-    rows = summary.quality(None, records, {"ann": ["approved"], "cat": ["rejected"], "dan": ["onboarding"]})
-    assert [(r["worker"], r["onboarding"]) for r in rows] == [("cat", "failed"), ("ann", "passed"),
-                                                               ("dan", "in progress")]
+    rows = summary.quality(None, records, {"ann": ["rejected", "approved"], "cat": ["rejected", "rejected"],
+                                           "dan": ["onboarding"]})
+    assert [(r["worker"], r["onboarding"], r["onboarding_tries"]) for r in rows] == [
+        ("cat", "failed", 2), ("ann", "passed", 2), ("dan", "in progress", 0)]  # tries: graded attempts
+    # PW-Turn: two tries inside one Mephisto attempt, told by the onboarding records' meta.try
+    pw_turn = [{"type": "comparison", "worker_id": "eve", "model_a": "x", "model_b": "y", "choice": "a",
+                "onboarding": True, "meta": {"try": number}} for number in (1, 2)]
     assert rows[0]["work"] == {"onboarding": 1} and rows[2]["work"] == {}
+    rows = summary.quality(None, pw_turn, {"eve": ["approved"]})
+    assert [(r["onboarding"], r["onboarding_tries"]) for r in rows] == [("passed", 2)]
 
 
 def test_endpoints_latency_percentiles_tokens_and_failures():

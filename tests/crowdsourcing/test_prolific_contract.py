@@ -35,7 +35,8 @@ def _study(fake, places: int = 50) -> dict:  # noqa: F811
         "project": project, "name": "Rate replies", "internal_name": "contract", "description": "Rate replies",
         "external_study_url": "https://task.example/?PROLIFIC_PID={{%PROLIFIC_PID%}}",
         "prolific_id_option": "url_parameters", "completion_option": "code",
-        "completion_codes": [{"code": CODE, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
+        "completion_codes": [{"code": CODE, "code_type": "COMPLETED", "actor": "researcher",
+                              "actions": [{"action": "MANUALLY_REVIEW"}]}],
         "total_available_places": places, "estimated_completion_time": 10, "reward": 250,
         "submissions_config": {"max_submissions_per_participant": 1}})
     client.call("POST", f"studies/{study['id']}/transition/", json={"action": "PUBLISH"})
@@ -84,6 +85,28 @@ def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F
     used = {(e.method, e.path) for e in (endpoint(c["method"], c["path"]) for c in fake.state.calls)}
     # the whole contract was driven
     assert [f"{e.method} {e.path}" for e in ENDPOINTS if (e.method, e.path) not in used] == []
+
+
+def test_complete_needs_a_researcher_code_of_the_study(fake):  # noqa: F811
+    """Prolific's docs, "Approve or reject a submission" (docs.prolific.com/api-reference/submissions/
+    transition-submission): COMPLETE's code "must match a value provided when creating the study, and the
+    actor must have been set to researcher". Our study's code has that actor; another code, or the same
+    code made for participants, is refused by the fake as by Prolific (our launches' studies complete in
+    test_prolific_launch and the browser tests only because study.py marks its code so)."""
+    from parlai_dialeval.providers.prolific.api import ProlificError
+
+    client = _client(fake)
+    study = _study(fake)
+    with fake.state.lock:
+        _, sub = fake.state.start(study["id"], "PID_R")
+        participant_code = {"code": "BYHAND", "code_type": "COMPLETED", "actor": "participant", "actions": []}
+        fake.state.studies[study["id"]]["completion_codes"].append(participant_code)
+    for code in ("NOTOURS", "BYHAND"):
+        with pytest.raises(ProlificError):
+            client.call("POST", f"submissions/{sub['id']}/transition/",
+                        json={"action": "COMPLETE", "completion_code": code}, retry=frozenset())
+    assert fake.state.submissions[sub["id"]]["status"] == "ACTIVE"
+    _submit(fake, study["id"], "PID_S")  # the study's own (researcher) code completes
 
 
 def test_the_contract_catches_what_either_side_invents(monkeypatch):

@@ -147,7 +147,8 @@ def test_review_completes_what_the_server_could_not_before_approving(tmp_path, f
     save_token(tmp_path, "lab", TOKEN, fake.api_base_url)
     store = ProlificDatastore(tmp_path)
     with fake.state.lock:
-        study = _draft(fake, completion_codes=[{"code": "SECRET2", "code_type": "COMPLETED", "actions": []}])
+        study = _draft(fake, completion_codes=[{"code": "SECRET2", "code_type": "COMPLETED", "actor": "researcher",
+                                                  "actions": []}])
         fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
         _, sub = fake.state.start(study["id"], "PID_Y")
     store.run("INSERT INTO studies (task_run_id, task_name, requester_name, api_base_url, study_id, completion_code, "

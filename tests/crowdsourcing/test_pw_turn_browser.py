@@ -88,3 +88,34 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     analysed = dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "50")
     assert "8 onboarding excluded" in analysed.stdout + analysed.stderr
     assert (report / "report.html").is_file() and (report / "win_rate_by_turn.csv").is_file()
+
+
+def test_pw_turn_two_failed_tries_screen_out_and_ask_to_return(tmp_path):
+    """Prolific's comprehension-check policy (docs/crowdsourcing.md, "Checks and Prolific's policy"): after
+    two failed tries the participant is asked to return the study, also once Mephisto has turned them away,
+    and a reload gives no third try."""
+    require_chromium()
+    run = CliRun("pw_turn", tmp_path, ["mephisto.architect.port=3261", "mephisto.task.task_name=pwt_out",
+                                       "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0",
+                                       "pw_turn.num_turns=3"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("careless"))
+            page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
+            pause(page, 3)
+            onboarding(page, correct=False)
+            page.wait_for_function("document.querySelector('[data-testid=warning]') && "
+                                   "document.querySelector('[data-testid=warning]').textContent.includes('last try')")
+            pause(page, 3)
+            onboarding(page, correct=False)
+            page.wait_for_selector("[data-testid=screened-out]", timeout=30000)
+            pause(page, 2)
+            page.click("[data-testid=finish-onboarding]")
+            page.wait_for_selector(".alert-danger [data-testid=screened-out]", timeout=30000)  # turned away
+            assert "Return submission" in page.inner_text("[data-testid=screened-out]")
+            pause(page, 2)
+            page.reload()
+            page.wait_for_selector(".alert-danger", timeout=60000)
+            assert page.query_selector("[data-testid=onboarding]") is None
+    finally:
+        run.stop()

@@ -332,9 +332,12 @@ class FakeProlificState:
         if action == "COMPLETE":  # the researcher's server completes it (Prolific's CLI: submission transition)
             if sub["status"] != "ACTIVE":
                 raise ApiError(400, f"submission {sub_id} is {sub['status']}, not ACTIVE")
-            codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]]
+            # Prolific's docs ("Approve or reject a submission"): the code must be one of the study's
+            # and its actor the researcher
+            codes = [c["code"] for c in self.studies[sub["study_id"]]["completion_codes"]
+                     if c.get("actor") == "researcher"]
             if body.get("completion_code") not in codes:
-                raise ApiError(400, "completion_code: not a code of this study")
+                raise ApiError(400, "completion_code: not a researcher's code of this study")
             sub.update(status="AWAITING REVIEW", completed_at=_now(), study_code=body["completion_code"])
             return sub
         done = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)

@@ -122,7 +122,9 @@ def study_body(plan: dict, args, url: str, internal: str, project_id: str, group
         "description": args.task.get("task_description") or args.task.task_title,
         "external_study_url": external_study_url(url),
         "prolific_id_option": "url_parameters", "completion_option": "code",
-        "completion_codes": [{"code": plan["code"], "code_type": "COMPLETED",
+        # actor researcher: our server sends the code (a COMPLETE transition, completion.py), which
+        # Prolific's documentation allows only for such a code
+        "completion_codes": [{"code": plan["code"], "code_type": "COMPLETED", "actor": "researcher",
                               "actions": [{"action": "MANUALLY_REVIEW"}]}],
         "total_available_places": 1, "estimated_completion_time": plan["minutes"],
         "reward": plan["reward_minor"], "filters": filters,

@@ -10,3 +10,4 @@ export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
 export { MessageInput } from "./MessageInput";
 export { TurnHistory } from "./TurnHistory";
+export { ScreenedOut } from "./Onboarding";

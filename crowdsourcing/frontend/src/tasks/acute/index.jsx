@@ -1,11 +1,12 @@
 // PW-Dialog / ACUTE-Eval (Smith et al. 2022, 3.1.3; Li et al. 2019): a static task. initialTaskData
 // holds the question and `shown` pairs of conversations (left/right already randomised, evaluated
 // speaker marked); the worker picks the better speaker of each pair and says why; the answers are
-// submitted once: {answers: [{pair_id, choice, justification, duration}]}. Onboarding uses the same page.
+// submitted once: {answers: [{pair_id, choice, justification, duration}]}. Onboarding uses the same page,
+// one try per page load (its data says which try of how many; platform/onboarding_tries.py).
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell } from "../../components";
+import { ScreenedOut, TaskShell } from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -65,11 +66,30 @@ function PairView({ pair, question, index, total, onAnswer }) {
   );
 }
 
+// What the page says when Mephisto turns the worker away after an onboarding try (`tried`: the try's
+// {try, max_tries} from its onboarding data): another try while tries remain (a reload registers again and
+// the server sends the next try), else the participant is screened out and asked to return the study,
+// as Prolific's comprehension-check policy wants (docs/crowdsourcing.md, "Checks and Prolific's policy").
+function OnboardingOutcome({ tried }) {
+  if (tried.try < tried.max_tries) {
+    return (
+      <div data-testid="retry-onboarding">
+        <p>Some of your answers were not right. Please read the pairs again carefully: you have {tried.max_tries - tried.try} more {tried.max_tries - tried.try === 1 ? "try" : "tries"}.</p>
+        <button className="btn btn-primary" data-testid="try-again" onClick={() => window.location.reload()}>
+          Try again
+        </button>
+      </div>
+    );
+  }
+  return <ScreenedOut lead="You did not pass the practice round." />;
+}
+
 function AcuteApp() {
   const mephisto = useMephistoTask();
   const { initialTaskData, handleSubmit } = mephisto;
   const [answers, setAnswers] = React.useState([]);
   const [submitted, setSubmitted] = React.useState(false);
+  const [tried, setTried] = React.useState(null); // the onboarding try last submitted
   // after onboarding is submitted the same page receives the unit's data: start afresh
   React.useEffect(() => {
     setAnswers([]);
@@ -94,6 +114,9 @@ function AcuteApp() {
           const all = [...answers, answer];
           if (all.length === shown.length) {
             setSubmitted(true);
+            if (initialTaskData.onboarding && initialTaskData.max_tries) {
+              setTried({ try: initialTaskData.try, max_tries: initialTaskData.max_tries });
+            }
             handleSubmit({ answers: all });
           } else {
             setAnswers(all);
@@ -104,7 +127,12 @@ function AcuteApp() {
   }
   const instructions = (
     <div>
-      {initialTaskData && initialTaskData.onboarding ? <p className="text-info">Practice round: one speaker is clearly better.</p> : null}
+      {initialTaskData && initialTaskData.onboarding ? (
+        <p className="text-info" data-testid="practice">
+          Practice round: one speaker is clearly better.
+          {initialTaskData.max_tries > 1 ? ` Try ${initialTaskData.try} of ${initialTaskData.max_tries}.` : ""}
+        </p>
+      ) : null}
       <p>
         Read both conversations and judge the highlighted speaker in each (Speaker 1 on the left, Speaker 2 on the right).
         Answer the question and explain your choice briefly.
@@ -112,7 +140,11 @@ function AcuteApp() {
     </div>
   );
   return (
-    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title="Which speaker is better?" instructions={instructions}>
+    <TaskShell
+      mephisto={{ ...mephisto, inactiveText: null, ...(mephisto.blockedReason && tried ? { blockedExplanation: <OnboardingOutcome tried={tried} /> } : {}) }}
+      title="Which speaker is better?"
+      instructions={instructions}
+    >
       {body}
     </TaskShell>
   );

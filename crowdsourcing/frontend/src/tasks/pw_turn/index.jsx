@@ -13,6 +13,7 @@ import {
   MessageInput,
   TurnHistory,
   StreamingReply,
+  ScreenedOut,
 } from "../../components";
 
 function Option({ side, text, chosen, onChoose }) {
@@ -97,11 +98,14 @@ function PairwiseTurnApp() {
       {state.warning}
     </div>
   ) : null;
+  // Mephisto turns a worker who failed every try away once they continue: they read why, not its default
+  const failed = state.phase === "onboarding_done" && !state.passed;
+  const screenedOut = failed && live.blockedReason ? { ...live, blockedExplanation: <ScreenedOut lead="Sorry, you did not pass the practice." /> } : live;
   let body;
   if (state.phase === "onboarding_done") {
     body = (
       <div data-testid="onboarding-done">
-        <p>{state.passed ? "Well done, you can start the task." : "Sorry, you did not pass the practice."}</p>
+        {state.passed ? <p>Well done, you can start the task.</p> : <ScreenedOut lead="Sorry, you did not pass the practice." />}
         <SubmitOnceButton onSubmit={() => handleSubmit({ passed: state.passed })} testid="finish-onboarding" label="Continue" pendingLabel="Please wait..." />
       </div>
     );
@@ -141,7 +145,7 @@ function PairwiseTurnApp() {
     </div>
   );
   return (
-    <TaskShell mephisto={live} title="Pick the better reply" instructions={instructions}>
+    <TaskShell mephisto={screenedOut} title="Pick the better reply" instructions={instructions}>
       {state.phase !== "onboarding" ? <TurnHistory history={state.history} /> : null}
       {warning}
       {body}
