@@ -114,6 +114,11 @@ class ChatJudge:
         return Reply(done.text, done.prompt_tokens or 0, done.completion_tokens or 0)
 
 
+# Generation settings a model may ship that change what greedy ``generate`` picks.
+GREEDY_CHANGERS = ("no_repeat_ngram_size", "bad_words_ids", "suppress_tokens", "begin_suppress_tokens", "min_length",
+                   "min_new_tokens", "forced_bos_token_id", "forced_eos_token_id", "sequence_bias")
+
+
 class HfChatJudge:
     """A local Hugging Face chat model through the platform's ``dialeval:hf_chat`` agent (greedy);
     ``ask_batch`` generates for many prompts at once (left-padded), with the agent's prompt rendering."""
@@ -145,6 +150,8 @@ class HfChatJudge:
         from parlai_dialeval.metrics.lm_loading import torch_threads
 
         model = self.agent.lm["model"]
+        if any(getattr(model.generation_config, name, None) for name in GREEDY_CHANGERS):
+            return [self.ask(*question) for question in questions]  # the batched loop applies none of them
         prompts = [self.agent.prompt_ids([{"role": "user", "content": text}]) for text, _ in questions]
         # The tokens every prompt starts with (the chat template's system turn, the judge's opening) run
         # once; each prompt keeps at least its last token of its own.
@@ -180,7 +187,8 @@ class HfChatJudge:
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
         longest = max(len(t) for t in tails)
         ids = torch.tensor([[pad] * (longest - len(t)) + t for t in tails], device=model.device)
-        mask = torch.tensor([[1] * shared + [0] * (longest - len(t)) + [1] * len(t) for t in tails], device=model.device)
+        mask = torch.tensor([[1] * shared + [0] * (longest - len(t)) + [1] * len(t) for t in tails],
+                            device=model.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
         cache = None
         if prefix is not None:
