@@ -29,6 +29,23 @@ WATCH = """() => {
 }"""
 
 
+def chat_until_the_first_reply(page, url: str, reply_timeout_ms: int) -> None:
+    """A worker opens the HIT, picks a topic and starts the chat (the page watched by WATCH from then
+    on), sends a first message at a person's pace, and waits until the bot's message shows."""
+    page.goto(url)
+    page.wait_for_selector("[data-testid=topic-form]", timeout=120000)  # the QC bot is in the middle
+    page.fill("#topic-input", "gardening")
+    page.check("#attitude-like")
+    page.wait_for_timeout(PAUSE_MS)
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+    page.evaluate(WATCH)
+    page.fill(".response-text-input", "What do you like to grow in your garden?")
+    page.wait_for_timeout(PAUSE_MS)
+    page.click(".submit-response")
+    page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=reply_timeout_ms)
+
+
 def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypatch):
     require_chromium()
     monkeypatch.setenv("DIALEVAL_BASE_URL", real_server.base_url)
@@ -41,18 +58,7 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
         "live_chat.models.model_a.opt.request_timeout=180", "live_chat.models.model_b.opt.request_timeout=180"])
     try:
         with chromium_page(tmp_path) as page:
-            page.goto(run.worker_url("stream_worker"))
-            page.wait_for_selector("[data-testid=topic-form]", timeout=120000)  # the QC bot is in the middle
-            page.fill("#topic-input", "gardening")
-            page.check("#attitude-like")
-            page.wait_for_timeout(PAUSE_MS)
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
-            page.evaluate(WATCH)
-            page.fill(".response-text-input", "What do you like to grow in your garden?")
-            page.wait_for_timeout(PAUSE_MS)
-            page.click(".submit-response")
-            page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=240000)
+            chat_until_the_first_reply(page, run.worker_url("stream_worker"), reply_timeout_ms=240000)
             page.wait_for_timeout(500)
             final = page.locator(".dialeval-msg-other").last.inner_text()
             seen = page.evaluate("window.__seen")
@@ -131,18 +137,7 @@ def test_a_socket_dropped_mid_stream_shows_the_whole_reply_once(tmp_path, monkey
         try:
             with chromium_page(tmp_path) as page:
                 page.add_init_script(DROP_MID_STREAM)
-                page.goto(run.worker_url("drop_worker"))
-                page.wait_for_selector("[data-testid=topic-form]", timeout=120000)
-                page.fill("#topic-input", "gardening")
-                page.check("#attitude-like")
-                page.wait_for_timeout(PAUSE_MS)
-                page.click("[data-testid=start-chat]")
-                page.wait_for_selector("[data-testid=chat-panel]")
-                page.evaluate(WATCH)
-                page.fill(".response-text-input", "What do you like to grow in your garden?")
-                page.wait_for_timeout(PAUSE_MS)
-                page.click(".submit-response")
-                page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=120000)
+                chat_until_the_first_reply(page, run.worker_url("drop_worker"), reply_timeout_ms=120000)
                 page.wait_for_timeout(3 * PAUSE_MS)  # anything arriving late would show by now
                 shown = [page.locator(".dialeval-msg-other").nth(i).inner_text()
                          for i in range(page.locator(".dialeval-msg-other").count())]
