@@ -332,3 +332,32 @@ def test_turn_and_dialog_protocol_items_show_what_the_human_task_shows(tmp_path)
     # the PW-Turn comparison is reported too: its question is not one PW-Dialog asks
     assert items == [] and bad == {"conversation not in the data": 1, "question pw_dialog does not ask": 1}
     assert "d1: c1, missing" in [e["item"] for e in examples]
+
+
+def test_local_judges_take_the_cpu_threads_other_processes_leave_free(monkeypatch):
+    import torch
+
+    from parlai_dialeval.metrics import lm_loading
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(lm_loading.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    for load, threads in ((0.3, 4), (1.7, 3), (2.2, 2), (3.9, 1), (14.0, 1)):
+        monkeypatch.setattr(lm_loading.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert lm_loading.free_cpu_threads("cpu") == threads, load
+    assert lm_loading.free_cpu_threads("cuda") is None  # a GPU's work is not torch's CPU threads
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert lm_loading.free_cpu_threads("cpu") is None  # the person running it chose
+
+
+def test_torch_threads_are_restored_after_the_block():
+    import torch
+
+    from parlai_dialeval.metrics.lm_loading import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
