@@ -150,6 +150,8 @@ class HfChatJudge:
         from parlai_dialeval.metrics.lm_loading import torch_threads
 
         model = self.agent.lm["model"]
+        if not questions:
+            return []
         if any(getattr(model.generation_config, name, None) for name in GREEDY_CHANGERS):
             return [self.ask(*question) for question in questions]  # the batched loop applies none of them
         prompts = [self.agent.prompt_ids([{"role": "user", "content": text}]) for text, _ in questions]
