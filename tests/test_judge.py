@@ -361,3 +361,21 @@ def test_torch_threads_are_restored_after_the_block():
     assert torch.get_num_threads() == before
     with torch_threads(None):
         assert torch.get_num_threads() == before
+
+
+def test_a_local_chat_judge_batched_answers_as_one_at_a_time_whatever_its_generation_config(tmp_path):
+    """Tiny random GPT-2 (replies of different lengths, often repeating tokens): batched equals one at a
+    time, also when the model's generation config forbids repeats (then batching falls back to it)."""
+    from parlai_dialeval.judge.judges import make_judge
+
+    lm = build_gpt2(tmp_path / "chat")
+    template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    judge = make_judge(f"hf:{lm}", max_tokens=10, chat_template=template)
+    asked = [(text, ["A", "B"]) for text in ("Hi! How are you doing today?", "That makes sense!", "I like you!",
+                                              "Let's change the topic.", "Stop repeating yourself!", "Wow")]
+    plain = [r.text for r in (judge.ask(*q) for q in asked)]
+    assert [r.text for r in judge.ask_batch(asked, batch_size=4)] == plain
+    judge.agent.lm["model"].generation_config.no_repeat_ngram_size = 1
+    no_repeats = [r.text for r in (judge.ask(*q) for q in asked)]
+    assert no_repeats != plain  # the setting changes greedy replies here
+    assert [r.text for r in judge.ask_batch(asked, batch_size=4)] == no_repeats
