@@ -115,3 +115,21 @@ def test_no_template_no_model_and_unknown_hub_id_are_one_line_errors(chat_model,
     assert isinstance(agent.act()["text"], str)
     with pytest.raises(DialevalError, match="no local model 'nobody/no-such-chat-model'"):
         make("nobody/no-such-chat-model")
+
+
+def test_hf_lm_streams_the_reply_it_gives_whole(chat_model):
+    """dialeval:hf_lm (any causal LM, no chat template) streams like hf_chat when someone watches."""
+    from parlai.core.agents import create_agent
+
+    def hf_lm():
+        return create_agent({"model": "dialeval:hf_lm", "hf_model_path": str(chat_model), "hf_max_new_tokens": 12})
+
+    whole = hf_lm()
+    whole.observe({"text": "Tell me more about your favourite movie.", "episode_done": False})
+    expected = whole.act()["text"]
+    watched, seen = hf_lm(), []
+    watched.on_text = seen.append
+    watched.observe({"text": "Tell me more about your favourite movie.", "episode_done": False})
+    assert watched.act()["text"] == expected and expected
+    assert len(seen) > 1 and seen[-1] == expected  # several growing pieces, ending with the reply
+    assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:]))

@@ -332,3 +332,50 @@ def test_turn_and_dialog_protocol_items_show_what_the_human_task_shows(tmp_path)
     # the PW-Turn comparison is reported too: its question is not one PW-Dialog asks
     assert items == [] and bad == {"conversation not in the data": 1, "question pw_dialog does not ask": 1}
     assert "d1: c1, missing" in [e["item"] for e in examples]
+
+
+def test_local_judges_take_the_cpu_threads_other_processes_leave_free(monkeypatch):
+    import torch
+
+    from parlai_dialeval.metrics import lm_loading
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(lm_loading.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    for load, threads in ((0.3, 4), (1.7, 3), (2.2, 2), (3.9, 1), (14.0, 1)):
+        monkeypatch.setattr(lm_loading.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert lm_loading.free_cpu_threads("cpu") == threads, load
+    assert lm_loading.free_cpu_threads("cuda") is None  # a GPU's work is not torch's CPU threads
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert lm_loading.free_cpu_threads("cpu") is None  # the person running it chose
+
+
+def test_torch_threads_are_restored_after_the_block():
+    import torch
+
+    from parlai_dialeval.metrics.lm_loading import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+
+
+def test_a_local_chat_judge_batched_answers_as_one_at_a_time_whatever_its_generation_config(tmp_path):
+    """Tiny random GPT-2 (replies of different lengths, often repeating tokens): batched equals one at a
+    time, also when the model's generation config forbids repeats (then batching falls back to it)."""
+    from parlai_dialeval.judge.judges import make_judge
+
+    lm = build_gpt2(tmp_path / "chat")
+    template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    judge = make_judge(f"hf:{lm}", max_tokens=10, chat_template=template)
+    asked = [(text, ["A", "B"]) for text in ("Hi! How are you doing today?", "That makes sense!", "I like you!",
+                                              "Let's change the topic.", "Stop repeating yourself!", "Wow")]
+    plain = [r.text for r in (judge.ask(*q) for q in asked)]
+    assert [r.text for r in judge.ask_batch(asked, batch_size=4)] == plain
+    judge.agent.lm["model"].generation_config.no_repeat_ngram_size = 1
+    no_repeats = [r.text for r in (judge.ask(*q) for q in asked)]
+    assert no_repeats != plain  # the setting changes greedy replies here
+    assert [r.text for r in judge.ask_batch(asked, batch_size=4)] == no_repeats

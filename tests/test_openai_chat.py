@@ -344,3 +344,19 @@ def test_a_page_gets_the_typing_indicator_then_throttled_partial_text():
     # "" first (typing), then at most one update per 0.2 s (at 0.0 and 0.25), and the held-back rest at the end
     assert sent == [{"streaming": ""}, {"streaming": "a"}, {"streaming": "a b c d"}, {"streaming": "a b c d e f"}]
     assert reply["text"] == "a b c d e f"
+
+
+def test_a_bot_that_cannot_stream_shows_the_typing_indicator_then_its_reply_once():
+    """Any other ParlAI agent (here ParlAI's own fixed_response): no on_text is given to it, the page gets
+    the typing indicator only, and the reply arrives whole from act() (the world sends it as a message)."""
+    from parlai.core.agents import create_agent
+
+    from parlai_dialeval.crowdsourcing.platform.bots import StreamToPage
+
+    bot = create_agent({"model": "fixed_response", "fixed_response": "hello there"})
+    sent = []
+    with StreamToPage(sent.append, bot):
+        bot.observe({"id": "human", "text": "Hi", "episode_done": False})
+        reply = bot.act()
+    assert sent == [{"streaming": ""}] and not hasattr(bot, "on_text")
+    assert reply["text"] == "hello there"

@@ -117,6 +117,25 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
     assert "ab / " in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("kind", ["hf", "lm"])
+def test_local_judges_batched_answer_as_asked_one_at_a_time(kind, shared_data, real_model):
+    """Batched (shared-prefix cache, length-sorted batches, rows leaving as their reply ends) against
+    the one-at-a-time path: hf_chat's own ``generate`` per prompt (hf:), one prompt per pass (lm:)."""
+    from parlai_dialeval.importers import load
+    from parlai_dialeval.judge.items import build_items, options, prompt
+    from parlai_dialeval.judge.judges import make_judge
+
+    items, _, _ = build_items(load([shared_data / CHATEVAL], log=None), "ab")
+    asked = [(prompt(item, first), options(item)) for item in items[:3] for first in (0, 1)]
+    judge = make_judge(f"{kind}:{real_model}", max_tokens=12)
+    single = [judge.ask(*question) for question in asked]
+    batched = judge.ask_batch(asked, batch_size=4)  # two batches, the second of two rows
+    assert [(r.text, r.prompt_tokens, r.completion_tokens) for r in batched] == [
+        (r.text, r.prompt_tokens, r.completion_tokens) for r in single]
+    if kind == "hf":  # replies of different lengths, so rows left their batches early
+        assert len({r.completion_tokens for r in single}) > 1, [r.text for r in single]
+
+
 def test_a_missing_fixture_names_the_command_that_builds_it(tmp_path, monkeypatch):
     from parlai_dialeval.testing import real_model
 

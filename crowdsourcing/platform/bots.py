@@ -264,10 +264,12 @@ class StreamToPage:
     ``send(task_data)`` updates the page; ``key`` names the field (``streaming``; PW-Turn, which shows
     two replies, uses ``streaming_left`` / ``streaming_right``). On entry it sends ``""`` (the page shows
     a typing indicator and blocks sending); then, for a bot that streams (it has ``on_text``:
-    ``openai_chat``, ``hf_chat``), the text so far at most every ``interval`` seconds, so a fast model
-    does not flood the socket, and on exit the text held back by the interval. The world's message with
-    the whole reply sets the field to None (the page then shows the reply once, as a chat message; a
-    page reloaded mid-stream gets the same end).
+    ``openai_chat``, ``hf_chat``, ``hf_lm``; any other ParlAI agent's ``act()`` only returns the
+    finished reply, so its page keeps the typing indicator), the text so far at most every ``interval``
+    seconds, so a fast model does not flood the socket, and on exit the text held back by the interval.
+    The world's message with the whole reply sets the field to None (the page then shows the reply
+    once, as a chat message; a page reloaded mid-stream, or one whose socket reconnected, gets the same
+    end).
     """
 
     def __init__(self, send, bot, interval: float = 0.2, clock=None, key: str = "streaming"):

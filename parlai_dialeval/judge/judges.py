@@ -3,10 +3,13 @@ most likely), ``hf:PATH`` (a local chat model through ``dialeval:hf_chat``), ``o
 ``dialeval:openai_chat`` client) and ``script:FILE.json`` (replies you write, for tests and dry runs).
 
 The local judges (``lm:``, ``hf:``) answer many prompts at once (``ask_batch``): one copy of the
-model, prompts of similar length batched (left-padded greedy generation for ``hf:``, right-padded
-scoring for ``lm:``), as many rows at once as fit in a quarter of the free memory (``batch_size``;
-``--judge-batch-size`` overrides). Their answers are those of asking one prompt at a time
-(benchmarks/bench_judge_batch.py checks it on every prompt it times)."""
+model, prompts of similar length batched (``hf:``: greedy generation of left-padded rows after the
+prompts' common first tokens, run once and their key/value cache shared, each row leaving the batch
+when its reply ends; ``lm:``: right-padded scoring, the options read from the last position), as many
+rows at once as fit in a quarter of the free memory (``batch_size``; ``--judge-batch-size``
+overrides), on as many CPU threads as other processes leave free (``lm_loading.free_cpu_threads``).
+Their answers are those of asking one prompt at a time (tests/test_real_model.py;
+benchmarks/bench_judge_batch.py checks it on every prompt it times)."""
 from __future__ import annotations
 
 import json
@@ -50,11 +53,12 @@ class LikelihoodJudge:
     concurrency = 1
 
     def __init__(self, path: str, device=None, dtype=None, batch_size: int | None = None):
-        from parlai_dialeval.metrics.lm_loading import load_causal_lm
+        from parlai_dialeval.metrics.lm_loading import free_cpu_threads, load_causal_lm
 
         self.name = f"lm:{Path(path).name or path}"
         self.model, self.tokenizer = load_causal_lm(path, device, dtype)
         self.batch_size = batch_size
+        self.threads = free_cpu_threads(device)  # before the judge's own work adds to the load
 
     def _texts(self, prompt: str, options: list[str]) -> tuple[list[list[int]], int]:
         context = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
@@ -66,6 +70,7 @@ class LikelihoodJudge:
 
     def ask_batch(self, questions: list[tuple[str, list[str]]], batch_size: int | None = None) -> list[Reply]:
         from parlai_dialeval.metrics.fed_lm import PrefixLM
+        from parlai_dialeval.metrics.lm_loading import torch_threads
 
         groups, starts = [], []
         for prompt, opts in questions:
@@ -77,8 +82,10 @@ class LikelihoodJudge:
         # Judge prompts share their instructions, so PrefixLM's chaining of shared prefixes (one group at
         # a time) is switched off: groups run side by side in batches of ``rows``.
         lm = PrefixLM(self.model, batch_size=rows, max_tokens=rows * width, min_shared=10 ** 9, prefix_losses=False)
+        with torch_threads(self.threads):
+            scored = lm.score(groups, starts)
         replies = []
-        for (prompt, opts), group, losses in zip(questions, groups, lm.score(groups, starts)):
+        for (prompt, opts), group, losses in zip(questions, groups, scored):
             best = min(range(len(opts)), key=lambda i: losses[i].tail)
             replies.append(Reply(opts[best], prompt_tokens=sum(len(t) for t in group)))
         return replies
@@ -107,6 +114,11 @@ class ChatJudge:
         return Reply(done.text, done.prompt_tokens or 0, done.completion_tokens or 0)
 
 
+# Generation settings a model may ship that change what greedy ``generate`` picks.
+GREEDY_CHANGERS = ("no_repeat_ngram_size", "bad_words_ids", "suppress_tokens", "begin_suppress_tokens", "min_length",
+                   "min_new_tokens", "forced_bos_token_id", "forced_eos_token_id", "sequence_bias")
+
+
 class HfChatJudge:
     """A local Hugging Face chat model through the platform's ``dialeval:hf_chat`` agent (greedy);
     ``ask_batch`` generates for many prompts at once (left-padded), with the agent's prompt rendering."""
@@ -118,12 +130,14 @@ class HfChatJudge:
         from parlai.core.agents import create_agent
 
         import parlai_dialeval  # noqa: F401  (registers the dialeval: prefix)
+        from parlai_dialeval.metrics.lm_loading import free_cpu_threads
 
         self.name = f"hf:{Path(path).name or path}"
         self.agent = create_agent({"model": "dialeval:hf_chat", "hf_chat_model": path, "max_new_tokens": max_tokens,
                                    "device": device or "cpu", "chat_template": chat_template})
         self.max_tokens = max_tokens
         self.batch_size = batch_size
+        self.threads = free_cpu_threads(device or "cpu")  # before the judge's own work adds to the load
 
     def ask(self, prompt: str, options: list[str]) -> Reply:
         done = self.agent.reply([{"role": "user", "content": prompt}])
@@ -132,30 +146,75 @@ class HfChatJudge:
     def ask_batch(self, questions: list[tuple[str, list[str]]], batch_size: int | None = None) -> list[Reply]:
         import torch
 
-        tokenizer, model = self.agent.lm["tokenizer"], self.agent.lm["model"]
+        from parlai_dialeval.metrics.fed_lm import common_length
+        from parlai_dialeval.metrics.lm_loading import torch_threads
+
+        model = self.agent.lm["model"]
+        if not questions:
+            return []
+        if any(getattr(model.generation_config, name, None) for name in GREEDY_CHANGERS):
+            return [self.ask(*question) for question in questions]  # the batched loop applies none of them
         prompts = [self.agent.prompt_ids([{"role": "user", "content": text}]) for text, _ in questions]
-        eos = tokenizer.eos_token_id
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+        # The tokens every prompt starts with (the chat template's system turn, the judge's opening) run
+        # once; each prompt keeps at least its last token of its own.
+        shared = min(min(len(ids) for ids in prompts) - 1, *(common_length(prompts[0], ids) for ids in prompts))
         width = max(len(ids) for ids in prompts) + self.max_tokens
         rows = batch_size or self.batch_size or batch_size_from_memory(model, width, 1)
         # Prompts of similar length share a batch, so little of it is padding.
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         replies: list[Reply | None] = [None] * len(prompts)
-        for start in range(0, len(order), rows):
-            batch = order[start:start + rows]
-            longest = max(len(prompts[i]) for i in batch)
-            ids = torch.tensor([[pad] * (longest - len(prompts[i])) + prompts[i] for i in batch], device=model.device)
-            mask = torch.tensor([[0] * (longest - len(prompts[i])) + [1] * len(prompts[i]) for i in batch],
-                                device=model.device)
-            with torch.no_grad():
-                out = model.generate(ids, attention_mask=mask, max_new_tokens=self.max_tokens, do_sample=False,
-                                     pad_token_id=pad, eos_token_id=eos)
-            for row, i in enumerate(batch):
-                new = out[row, longest:].tolist()
-                if eos in new:
-                    new = new[:new.index(eos) + 1]  # the rest is padding of a row that finished early
-                text = tokenizer.decode(new, skip_special_tokens=True).strip()
-                replies[i] = Reply(text, len(prompts[i]), len(new))
+        with torch.inference_mode(), torch_threads(self.threads):
+            prefix = None
+            if shared > 0:
+                prefix = model(input_ids=torch.tensor([prompts[0][:shared]], device=model.device),
+                               use_cache=True, logits_to_keep=1).past_key_values
+            for begin in range(0, len(order), rows):
+                batch = order[begin:begin + rows]
+                for i, new in zip(batch, self._greedy([prompts[i][shared:] for i in batch], prefix, shared)):
+                    text = self.agent.lm["tokenizer"].decode(new, skip_special_tokens=True).strip()
+                    replies[i] = Reply(text, len(prompts[i]), len(new))
+        return replies
+
+    def _greedy(self, tails: list[list[int]], prefix, shared: int) -> list[list[int]]:
+        """Greedy replies (token ids, the end-of-sequence token included) of the prompts ``prefix`` tokens +
+        ``tails``: the tails left-padded after a copy of the prefix's key/value cache, with their own
+        position ids, so each row computes what ``generate`` computes for it alone; a row leaves the
+        batch when its reply ends (``generate`` would keep running it until every row has ended)."""
+        import copy
+
+        import torch
+
+        tokenizer, model = self.agent.lm["tokenizer"], self.agent.lm["model"]
+        eos = tokenizer.eos_token_id
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+        longest = max(len(t) for t in tails)
+        ids = torch.tensor([[pad] * (longest - len(t)) + t for t in tails], device=model.device)
+        mask = torch.tensor([[1] * shared + [0] * (longest - len(t)) + [1] * len(t) for t in tails],
+                            device=model.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
+        cache = None
+        if prefix is not None:
+            cache = copy.deepcopy(prefix)
+            cache.batch_repeat_interleave(len(tails))
+        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True, logits_to_keep=1)
+        replies: list[list[int]] = [[] for _ in tails]
+        live = list(range(len(tails)))  # rows still generating, in the batch's row order
+        for step in range(self.max_tokens):
+            tokens = out.logits[:, -1].argmax(-1)
+            for row, token in zip(live, tokens.tolist()):
+                replies[row].append(token)
+            keep = [k for k, row in enumerate(live) if replies[row][-1] != eos]
+            if not keep or step == self.max_tokens - 1:
+                break
+            cache = out.past_key_values
+            if len(keep) < len(live):
+                cache.batch_select_indices(torch.tensor(keep, device=model.device))
+                live, tokens, mask, positions = ([live[k] for k in keep], tokens[keep], mask[keep], positions[keep])
+            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=-1)
+            positions = positions[:, -1:] + 1
+            out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=positions,
+                        past_key_values=cache, use_cache=True)
         return replies
 
 

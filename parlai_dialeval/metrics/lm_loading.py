@@ -1,6 +1,10 @@
 """Loading a Hugging Face causal LM for scoring (FED, the local judge): eval mode on a device, then the
-CPU surgery of ``lm_packing`` (the same fp32 arithmetic, faster kernels)."""
+CPU surgery of ``lm_packing`` (the same fp32 arithmetic, faster kernels); how many CPU threads batched
+work gets on a shared machine."""
 from __future__ import annotations
+
+import os
+from contextlib import contextmanager
 
 import torch
 
@@ -33,3 +37,29 @@ def load_causal_lm(name: str, device=None, dtype: str | None = None, packing: bo
     fuse_gelu(model)
     pack_linear_layers(model, packing)
     return model, tokenizer
+
+
+def free_cpu_threads(device) -> int | None:
+    """torch's intra-op threads for batched CPU work: the cores that other processes leave free (by the
+    1-minute load average, taken before the work starts), at least 1 and at most torch's default; None
+    (leave torch's setting) off the CPU or where ``OMP_NUM_THREADS`` chooses. Why: torch's OpenMP team
+    meets at every operator, so one of its threads waiting for a core held by another process stalls
+    them all; on this project's shared 2-core machine at load 2.3 a 102-token forward of a 135M model
+    took 0.49 s on one thread and 5.3-7.0 s on two (benchmarks/README.md, issue 28)."""
+    if pick_device(device).type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, min(torch.get_num_threads(), cores - busy))
+
+
+@contextmanager
+def torch_threads(count: int | None):
+    """``torch.set_num_threads(count)`` inside the block, torch's previous setting after it (None: unchanged)."""
+    before = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,8 +1,11 @@
 """A live_chat_da launch whose chatbots are a real model behind a real OpenAI-compatible server
 (``transformers serve``, the real_server fixture), one worker in headless Chromium at a person's pace:
 the page shows the typing indicator, then the bot's text as it arrives, with sending blocked, and
-finally the whole reply once as the bot's message; a reload while a reply streams ends the same way."""
+finally the whole reply once as the bot's message; a reload while a reply streams ends the same way, and
+so does a socket that drops mid-stream (against the fake server, whose stream is slow enough to drop)."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -26,6 +29,23 @@ WATCH = """() => {
 }"""
 
 
+def chat_until_the_first_reply(page, url: str, reply_timeout_ms: int) -> None:
+    """A worker opens the HIT, picks a topic and starts the chat (the page watched by WATCH from then
+    on), sends a first message at a person's pace, and waits until the bot's message shows."""
+    page.goto(url)
+    page.wait_for_selector("[data-testid=topic-form]", timeout=120000)  # the QC bot is in the middle
+    page.fill("#topic-input", "gardening")
+    page.check("#attitude-like")
+    page.wait_for_timeout(PAUSE_MS)
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+    page.evaluate(WATCH)
+    page.fill(".response-text-input", "What do you like to grow in your garden?")
+    page.wait_for_timeout(PAUSE_MS)
+    page.click(".submit-response")
+    page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=reply_timeout_ms)
+
+
 def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypatch):
     require_chromium()
     monkeypatch.setenv("DIALEVAL_BASE_URL", real_server.base_url)
@@ -38,18 +58,7 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
         "live_chat.models.model_a.opt.request_timeout=180", "live_chat.models.model_b.opt.request_timeout=180"])
     try:
         with chromium_page(tmp_path) as page:
-            page.goto(run.worker_url("stream_worker"))
-            page.wait_for_selector("[data-testid=topic-form]", timeout=120000)  # the QC bot is in the middle
-            page.fill("#topic-input", "gardening")
-            page.check("#attitude-like")
-            page.wait_for_timeout(PAUSE_MS)
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
-            page.evaluate(WATCH)
-            page.fill(".response-text-input", "What do you like to grow in your garden?")
-            page.wait_for_timeout(PAUSE_MS)
-            page.click(".submit-response")
-            page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=240000)
+            chat_until_the_first_reply(page, run.worker_url("stream_worker"), reply_timeout_ms=240000)
             page.wait_for_timeout(500)
             final = page.locator(".dialeval-msg-other").last.inner_text()
             seen = page.evaluate("window.__seen")
@@ -80,3 +89,73 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
         partials, reply)
     assert len(after_reload) == 2 and sum(reply in text for text in after_reload) == 1, after_reload
     assert streaming_left == 0 and send_enabled
+
+
+REPLY = ("Tomatoes, beans and a few herbs grow well in my garden, and every summer I try one new "
+         "vegetable to see how it does in the shade")
+
+
+# Installed before the page's scripts: every websocket the page opens is kept, and the newest is closed
+# (as a network failure would close it; not a reload) once the bot's first text shows.
+DROP_MID_STREAM = """(() => {
+  const Native = window.WebSocket;
+  window.__sockets = [];
+  window.__dropped = null;
+  window.WebSocket = class extends Native {
+    constructor(...args) { super(...args); window.__sockets.push(this); }
+  };
+  setInterval(() => {
+    const bubble = document.querySelector('[data-testid=bot-streaming]');
+    const text = bubble ? bubble.innerText.split('\\n').pop().replace(/^Chatbot:/, '').trim() : '';
+    if (window.__dropped === null && text) {
+      window.__dropped = text;
+      window.__sockets[window.__sockets.length - 1].close();
+    }
+  }, 50);
+})();"""
+
+
+def bot_text(shown: str) -> str:
+    """A bot message's text as the page shows it, without the speaker's name."""
+    last = shown.split("\n")[-1].strip()
+    return last[len("Chatbot:"):].strip() if last.startswith("Chatbot:") else last
+
+
+def test_a_socket_dropped_mid_stream_shows_the_whole_reply_once(tmp_path, monkeypatch):
+    """The socket closes while the bot's reply streams (the fake server sends a word every 0.4 s); the
+    page's transport reconnects by itself, and the worker then sees the complete reply once: nothing
+    shown twice, nothing lost, no partial bubble left, sending allowed again; the export has it once."""
+    from parlai_dialeval.testing.fake_openai import FakeOpenAI
+
+    require_chromium()
+    script = {name: {"replies": [REPLY], "chunk_delay": 0.4} for name in ("model-a", "model-b")}
+    with FakeOpenAI(script) as fake:
+        monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
+        run = CliRun("live_chat_da", tmp_path, [
+            "conf=endpoints", "mephisto.architect.port=3173", "mephisto.task.task_name=lcda_stream_drop",
+            "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=1"])
+        try:
+            with chromium_page(tmp_path) as page:
+                page.add_init_script(DROP_MID_STREAM)
+                chat_until_the_first_reply(page, run.worker_url("drop_worker"), reply_timeout_ms=120000)
+                page.wait_for_timeout(3 * PAUSE_MS)  # anything arriving late would show by now
+                shown = [page.locator(".dialeval-msg-other").nth(i).inner_text()
+                         for i in range(page.locator(".dialeval-msg-other").count())]
+                seen = page.evaluate("window.__seen")
+                dropped, sockets = page.evaluate("[window.__dropped, window.__sockets.length]")
+                streaming_left = page.locator("[data-testid=bot-streaming]").count()
+                send_enabled = page.locator(".submit-response").is_enabled()
+        finally:
+            run.stop()
+    assert dropped and len(dropped) < len(REPLY) and REPLY.startswith(dropped), dropped  # the drop came mid-reply
+    assert sockets >= 2, "the page never reconnected"
+    assert [bot_text(text) for text in shown] == [REPLY], shown
+    partials = [bot_text(s["partial"]) for s in seen if s["partial"]]
+    assert partials and all(REPLY.startswith(p) for p in partials), partials
+    assert max(s["replies"] for s in seen) == 1  # never two bot messages, not even for a moment
+    assert streaming_left == 0 and send_enabled
+    out = tmp_path / "out.jsonl"
+    run.export("lcda_stream_drop", out)
+    bot_turns = [t["text"] for line in out.read_text().splitlines() for r in [json.loads(line)]
+                 if r["type"] == "conversation" for t in r["turns"] if t["speaker"] not in ("human", "system")]
+    assert bot_turns.count(REPLY) == 1, bot_turns

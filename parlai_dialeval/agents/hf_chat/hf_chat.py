@@ -56,6 +56,40 @@ def render_chat(tokenizer, messages: list[dict], template: str | None = None) ->
                                             **tokenizer.special_tokens_map)
 
 
+def generate_streamed(model, tokenizer, inputs, settings: dict, on_text, start: float):
+    """``model.generate`` in a thread, its reply's text so far handed to ``on_text`` as it grows
+    (transformers' ``TextIteratorStreamer``); (output ids, seconds from ``start`` to the first text).
+    ``hf_chat`` and ``hf_lm`` stream with it."""
+    import torch
+    from transformers import TextIteratorStreamer
+
+    streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+    result: dict = {}
+
+    def run():
+        try:
+            with torch.no_grad():
+                result["out"] = model.generate(inputs, attention_mask=torch.ones_like(inputs), streamer=streamer,
+                                               **settings)
+        except BaseException as error:  # re-raised in the caller's thread
+            result["error"] = error
+            streamer.end()
+
+    thread = threading.Thread(target=run, daemon=True, name="hf-generate")
+    thread.start()
+    text, first = "", None
+    for piece in streamer:
+        if piece:
+            if first is None:
+                first = time.monotonic() - start
+            text += piece
+            on_text(text.strip())
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["out"], first
+
+
 class HfChatAgent(ChatHistoryAgent):
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
@@ -155,7 +189,7 @@ class HfChatAgent(ChatHistoryAgent):
             with torch.no_grad():
                 out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
         else:
-            out, first = self._streamed(inputs, settings, start)
+            out, first = generate_streamed(model, tokenizer, inputs, settings, self.on_text, start)
         total = time.monotonic() - start
         new = out[0, len(ids):].tolist()
         finished = bool(new) and new[-1] == tokenizer.eos_token_id
@@ -164,36 +198,3 @@ class HfChatAgent(ChatHistoryAgent):
         return Reply(text, "stop" if finished else "length", len(ids), len(new), first_token_latency=first,
                      tokens_per_second=len(new) / span if new and span > 0 else None,
                      extra={"streamed": first is not None})
-
-    def _streamed(self, inputs, settings: dict, start: float):
-        """generate() in a thread, its text handed to ``on_text`` as it grows; (output ids, seconds to
-        the first text)."""
-        import torch
-        from transformers import TextIteratorStreamer
-
-        tokenizer, model = self.lm["tokenizer"], self.lm["model"]
-        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        result: dict = {}
-
-        def run():
-            try:
-                with torch.no_grad():
-                    result["out"] = model.generate(inputs, attention_mask=torch.ones_like(inputs), streamer=streamer,
-                                                   **settings)
-            except BaseException as error:  # re-raised in the caller's thread
-                result["error"] = error
-                streamer.end()
-
-        thread = threading.Thread(target=run, daemon=True, name="hf_chat-generate")
-        thread.start()
-        text, first = "", None
-        for piece in streamer:
-            if piece:
-                if first is None:
-                    first = time.monotonic() - start
-                text += piece
-                self.on_text(text.strip())
-        thread.join()
-        if "error" in result:
-            raise result["error"]
-        return result["out"], first

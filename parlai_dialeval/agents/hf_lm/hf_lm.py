@@ -3,10 +3,12 @@
 The prompt is the user's last message followed by ``<|sep|>`` when the tokenizer has that token
 (models trained by ``build_offline_bots``), else by a newline; generation is greedy (deterministic)
 up to ``--hf-max-new-tokens`` or the end-of-text token. With ``--model-file F`` the model is the
-folder F itself (``build_offline_bots`` writes ``F`` and ``F.opt``).
+folder F itself (``build_offline_bots`` writes ``F`` and ``F.opt``). When someone watches (``on_text``,
+as for ``hf_chat``: a crowdsourcing page) the text streams out as it is generated.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
@@ -15,6 +17,7 @@ from parlai.core.message import Message
 from parlai.core.opt import Opt
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from parlai_dialeval.agents.hf_chat.hf_chat import generate_streamed
 from parlai_dialeval.agents.hf_lm.config import SEP
 from parlai_dialeval.errors import DialevalError
 
@@ -22,6 +25,8 @@ DEFAULTS = {"hf_model_path": None, "hf_max_new_tokens": 40}
 
 
 class HfLmAgent(Agent):
+    on_text = None  # callback(text so far) while a reply is generated; None: the reply arrives whole
+
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
         group = parser.add_argument_group("Hugging Face causal LM bot")
@@ -58,11 +63,15 @@ class HfLmAgent(Agent):
         limit = getattr(model.config, "n_positions", None) or getattr(model.config, "max_position_embeddings", 512)
         budget = max(1, limit - self.opt["hf_max_new_tokens"])
         ids = tokenizer.encode((text or "") + separator)[-budget:]
-        with torch.no_grad():
-            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones((1, len(ids)), dtype=torch.long),
-                                 max_new_tokens=self.opt["hf_max_new_tokens"], do_sample=False,
-                                 no_repeat_ngram_size=3, eos_token_id=tokenizer.eos_token_id,
-                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+        inputs = torch.tensor([ids])
+        settings = {"max_new_tokens": self.opt["hf_max_new_tokens"], "do_sample": False, "no_repeat_ngram_size": 3,
+                    "eos_token_id": tokenizer.eos_token_id,
+                    "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id}
+        if self.on_text is not None:
+            out, _ = generate_streamed(model, tokenizer, inputs, settings, self.on_text, time.monotonic())
+        else:
+            with torch.no_grad():
+                out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
         reply = tokenizer.decode(out[0, len(ids):], skip_special_tokens=True).strip()
         return Message({"id": self.id, "text": reply, "episode_done": False})
 
