@@ -159,7 +159,7 @@ def test_analyze_single_model_reports_ppi_means(tmp_path):
 
 
 def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data, tmp_path):
-    human_file, judge_file, *_ = _files(shared_data, tmp_path, 0.9)
+    human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.9)
     with_judge, without = tmp_path / "with", tmp_path / "without"
     assert main(["certify", "--data", str(human_file), "--judge", str(judge_file), "--out", str(with_judge)]) == 0
     assert main(["certify", "--data", str(human_file), "--out", str(without)]) == 0
@@ -170,3 +170,16 @@ def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data,
                  "--bootstrap-rounds", "20"]) == 0
     pd.testing.assert_frame_equal(rates, pd.read_csv(analysed / "ppi_win_rates.csv"))
     assert "not at every look" in (with_judge / "report.html").read_text()
+    certified = pd.read_csv(with_judge / "ppi_certified.csv").iloc[0]
+    # By hand: the judge's pool is every prompt, people's clusters are their prompts (model_a: the first name)
+    answer = {r["item_id"]: SCORE[r["choice"]] if r["model_a"] == "Cakechat" else 1 - SCORE[r["choice"]]
+              for r in judge}
+    mine = pd.DataFrame([r for r in votes if r["item_id"] in people_items])
+    share = np.where(mine["model_a"] == "Cakechat", mine["choice"].map(SCORE), 1 - mine["choice"].map(SCORE))
+    assert (certified["model_a"], certified["model_b"]) == ("Cakechat", "NCM")
+    assert (certified["units"], certified["judge_pool"]) == (len(people_items), len(answer))
+    assert certified["judge_mean"] == pytest.approx(np.mean(list(answer.values())))
+    assert certified["human_mean"] == pytest.approx(pd.Series(share).groupby(mine["item_id"]).mean().mean())
+    assert certified["threshold"] == pytest.approx(2 / 0.05)
+    assert 0 < certified["judge_weight"] <= 1
+    assert "valid at every look" in (with_judge / "report.html").read_text()
