@@ -183,3 +183,31 @@ def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data,
     assert certified["threshold"] == pytest.approx(2 / 0.05)
     assert 0 < certified["judge_weight"] <= 1
     assert "valid at every look" in (with_judge / "report.html").read_text()
+
+
+def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
+    from parlai_dialeval.analysis import ppi_planning
+
+    human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.8, seed=1)
+    out = tmp_path / "plan"
+    assert main(["plan", "--out", str(out), "--simulations", "10", "--pilot", str(human_file),
+                 "--judge", str(judge_file)]) == 0
+    # By hand: per pilot prompt its mean vote for model_a of the records and the judge's answer
+    answer = {r["item_id"]: SCORE[r["choice"]] if r["model_a"] == "NCM" else 1 - SCORE[r["choice"]] for r in judge}
+    frame = pd.DataFrame([r for r in votes if r["item_id"] in people_items])
+    frame["y"] = np.where(frame["model_a"] == "NCM", frame["choice"].map(SCORE), 1 - frame["choice"].map(SCORE))
+    mean = frame.groupby("item_id")["y"].mean()
+    f = mean.index.map(answer).to_numpy(float)
+    decided = mean.to_numpy() != 0.5
+    agreement = np.mean((mean.to_numpy()[decided] > 0.5) == (f[decided] > 0.5))
+    rho = np.corrcoef(mean.to_numpy(), f)[0, 1]
+    plan = pd.read_csv(out / "judge_plan.csv")
+    fixed = pd.read_csv(out / "pairwise_plan.csv").query("design == 'fixed'")
+    assert len(plan) == len(fixed)
+    row, first = plan.iloc[0], fixed.iloc[0]
+    assert row["judge_agreement"] == pytest.approx(agreement)
+    assert row["judge_correlation"] == pytest.approx(rho)
+    assert row["share_of_human_only"] == pytest.approx(ppi_planning.human_share(rho, 5, first["items"]))
+    assert row["judgments"] < first["judgments"]
+    assert "measured on the pilot" in (out / "report.html").read_text()
+    assert main(["plan", "--out", str(out), "--judge", str(judge_file)]) != 0  # a judge needs a pilot

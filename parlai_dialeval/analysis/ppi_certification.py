@@ -23,7 +23,7 @@ COLUMNS = ["question", "unit", "model_a", "model_b", "units", "human_unjudged", 
            "human_mean", "judge_weight", "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]
 
 
-def _clusters(comparisons: pd.DataFrame) -> pd.DataFrame:
+def pair_clusters(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Cluster outcomes in collection order, the pair named in sorted order (``model_a`` < ``model_b``)
     with the outcome for ``model_a``."""
     out = cluster_outcomes(vote_clusters(comparisons)[0])
@@ -37,7 +37,7 @@ def certify_with_judge(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 
     (``human_unjudged``), the judge's pool size and mean answer, people's mean, the last PPI++ weight, the
     largest e-value of each direction, the threshold and the verdict."""
     key = ["question", "unit", "model_a", "model_b", "cluster"]
-    people, answers = _clusters(human), _clusters(judge)
+    people, answers = pair_clusters(human), pair_clusters(judge)
     pool = answers.groupby(key, sort=False)["outcome"].mean().rename("judge")
     people = people.join(pool, on=key)
     pools = {k: part.to_numpy(float) for k, part in pool.groupby(level=key[:4], sort=False)}
