@@ -28,7 +28,8 @@ def pair_clusters(comparisons: pd.DataFrame) -> pd.DataFrame:
     with the outcome for ``model_a``."""
     out = cluster_outcomes(vote_clusters(comparisons)[0])
     flip = out["first"] > out["second"]
-    return out.assign(model_a=out["first"].where(~flip, out["second"]), model_b=out["second"].where(~flip, out["first"]),
+    return out.assign(model_a=out["first"].where(~flip, out["second"]),
+                      model_b=out["second"].where(~flip, out["first"]),
                       outcome=out["outcome"].where(~flip, 1 - out["outcome"]))
 
 

@@ -33,7 +33,8 @@ import numpy as np
 NULL = 0.5
 WARMUP = 10  # outcomes with lam = 0 before the weight is estimated (a slope from fewer is noise)
 TRUNCATION = 0.5  # share of the largest safe bet the aGRAPA bet may take (Waudby-Smith and Ramdas' choice)
-FLOOR = 0.9  # active selection: every item's draw probability at least FLOOR / N (lower floors cap the safe bets; docs/ppi.md)
+# active selection: every item's draw probability is at least FLOOR / N (lower floors cap the safe bets; docs/ppi.md)
+FLOOR = 0.9
 
 
 def judge_uncertainty(f: np.ndarray) -> np.ndarray:

@@ -73,7 +73,8 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
 
     measured, judged = {}, None
     if config.judge and pilot is None:
-        raise DialevalError("--judge measures the judge on a pilot: give --pilot too (or --judge-agreement without one)")
+        raise DialevalError("--judge measures the judge on a pilot: give --pilot too (or --judge-agreement "
+                            "without one)")
     if pilot is not None:
         from parlai_dialeval.analysis import single_model as sm
 
@@ -168,17 +169,17 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report, judged: dict | None
     table = pd.DataFrame(rows)
     report.heading("With an LLM judge (PPI++)")
     if judged:
-        report.text(f"The judge measured on the pilot ({config.judge}, {judged['items']} of the pilot's items): it "
-                    f"agrees with the majority of an item's votes {judged['agreement']:.0%} of the time and its answers "
-                    f"correlate {judged['correlation']:.2f} with the items' mean votes (within each model pair); that "
-                    "correlation sizes the designs below.", note=True)
+        report.text(f"The judge measured on the pilot ({config.judge}, {judged['items']} of the pilot's items): "
+                    f"it agrees with the majority of an item's votes {judged['agreement']:.0%} of the time and its "
+                    f"answers correlate {judged['correlation']:.2f} with the items' mean votes (within each model "
+                    "pair); that correlation sizes the designs below.", note=True)
     report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
                 f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
                 f"sample of items, {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g} (as above). "
-                "judge_correlation is the correlation of an item's mean vote with the judge's "
-                "answer under that model (or measured on the pilot); share_of_human_only the human judgments needed for the precision of the "
-                "human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact test "
-                "the human-only design is sized for). The sequential designs above use people's votes only.")
+                "judge_correlation is the correlation of an item's mean vote with the judge's answer under that "
+                "model (or measured on the pilot); share_of_human_only the human judgments needed for the precision "
+                "of the human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact "
+                "test the human-only design is sized for). The sequential designs above use people's votes only.")
     report.table(table, floatfmt="{:,.3g}")
     if config.icc == 0 and not judged:
         report.warn("--judge-agreement with --icc 0: the votes on an item then share nothing a judge could see, so "
