@@ -209,5 +209,12 @@ def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
     assert row["judge_correlation"] == pytest.approx(rho)
     assert row["share_of_human_only"] == pytest.approx(ppi_planning.human_share(rho, 5, first["items"]))
     assert row["judgments"] < first["judgments"]
-    assert "measured on the pilot" in (out / "report.html").read_text()
+    report = (out / "report.html").read_text()
+    assert "measured on the pilot" in report
+    # the pilot's own PPI++ gain: the judge answered the other 100 prompts too, so it is above 1
+    from parlai_dialeval.analysis.ppi_pairwise import win_rates
+
+    pilot = win_rates(load([human_file], log=None).comparisons, load([judge_file], log=None).comparisons).iloc[0]
+    gain = pilot["effective_human_judgments"] / pilot["human_judgments"]
+    assert gain > 1 and f"with {gain:.2f} times the pilot" in report
     assert main(["plan", "--out", str(out), "--judge", str(judge_file)]) != 0  # a judge needs a pilot

@@ -97,6 +97,17 @@ def test_a_judge_that_tracks_people_settles_sooner_and_a_useless_one_costs_littl
     assert median["useless"] <= 1.15 * median["people only"]
 
 
+def test_the_bets_are_waudby_smith_and_ramdas_agrapa_by_hand():
+    """y = 1, 1, 0 without a judge. Draw 1: no past, edge 0, no bet. Draw 2: past mean 1, variance 0, shrunk by
+    one pseudo-draw (1/2, 1/4) to 0.75 and 0.125: bet 0.25 / (0.125 + 0.0625) = 4/3, capped at half the largest
+    safe bet 0.5 / (1/2 - 0) = 1: wealth 1 + 1 * (1 - 1/2) = 1.5. Draw 3: mean (0.5 + 2) / 3, variance 0.25 / 3,
+    bet capped at 1 again: wealth 1.5 * (1 + (0 - 1/2)) = 0.75. "Below" never bets (its edge is negative)."""
+    process = e_values(np.array([1.0, 1.0, 0.0]), np.zeros(3), 0.0, use_judge=False)
+    assert process.best_above == pytest.approx(1.5)
+    assert np.exp(process.log_above) == pytest.approx(0.75)
+    assert process.best_below == 1.0 and process.log_below == 0.0
+
+
 def test_a_judge_without_spread_is_the_people_only_process():
     rng = np.random.default_rng(5)
     y = rng.integers(0, 4, 200) / 3

@@ -46,8 +46,10 @@ def human_share(rho: float, pool_factor: float, human_items: float) -> float:
 def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     """The judge measured on a pilot's comparisons: ``items`` (people's items it answered), ``agreement``
     (share of items with a majority of votes where its answer, flips as 1/2, is on the majority's side;
-    1/2 counts half) and ``correlation`` (rho: of an item's mean vote with the judge's answer, each centred
-    on its model pair's mean, pooled over pairs). Raises ValueError when fewer than 3 items match."""
+    1/2 counts half), ``correlation`` (rho: of an item's mean vote with the judge's answer, each centred
+    on its model pair's mean, pooled over pairs) and ``pilot_gain`` (the PPI++ win rates on the pilot
+    itself: human-only variance over PPI variance, the median over pairs; 1 where the judge answered
+    nothing beyond the people's items). Raises ValueError when fewer than 3 items match."""
     from parlai_dialeval.analysis.ppi_certification import pair_clusters
 
     key = ["question", "unit", "model_a", "model_b", "cluster"]
@@ -61,4 +63,9 @@ def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     centred = items - items.groupby(level=key[:4], sort=False).transform("mean")
     spread = centred.std()
     rho = float(centred["outcome"].corr(centred["judge"])) if (spread > 0).all() else 0.0
-    return {"items": len(items), "agreement": agreement, "correlation": rho}
+    from parlai_dialeval.analysis.ppi_pairwise import win_rates
+
+    rates = win_rates(pilot, judge)
+    gain = (rates["effective_human_judgments"] / rates["human_judgments"]).median()
+    return {"items": len(items), "agreement": agreement, "correlation": rho,
+            "pilot_gain": float(gain) if np.isfinite(gain) else 1.0}

@@ -172,7 +172,10 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report, judged: dict | None
         report.text(f"The judge measured on the pilot ({config.judge}, {judged['items']} of the pilot's items): "
                     f"it agrees with the majority of an item's votes {judged['agreement']:.0%} of the time and its "
                     f"answers correlate {judged['correlation']:.2f} with the items' mean votes (within each model "
-                    "pair); that correlation sizes the designs below.", note=True)
+                    "pair); that correlation sizes the designs below. On the pilot itself, its PPI++ win rates were "
+                    f"as precise as a human-only study with {judged['pilot_gain']:.2f} times the pilot's human "
+                    "judgments (median over pairs; that depends on how many items the judge alone answered there).",
+                    note=True)
     report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
                 f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
                 f"sample of items, {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g} (as above). "
