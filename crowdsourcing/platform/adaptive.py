@@ -23,10 +23,13 @@ platform/resume.py, which re-offers the unfinished HITs of the interrupted run: 
 then the batch they belong to is awaited and read like any other. Answers are read once per Mephisto
 agent (``ingested_agents``), so no batch is counted twice.
 
-Three modules, one job each: this one is the configuration (the ``adaptive...`` options, the checked
+Four modules, one job each: this one is the configuration (the ``adaptive...`` options, the checked
 ``Settings``, how a task declares its judgments); ``adaptive_launch.py`` is the glue to Mephisto
 1.1.1's launcher (the hook that hands it the generator); ``adaptive_controller.py`` is the batch loop
-that generator runs. The statistics it drives live in parlai_dialeval/adaptive/ as pure functions.
+that generator runs; ``adaptive_judge.py`` is what an LLM judge changes (``adaptive_judge=F.jsonl``:
+items drawn from its pool by its uncertainty, claims certified by the PPI e-process). The statistics
+they drive live in parlai_dialeval/adaptive/ and parlai_dialeval/analysis/ppi_sequential.py as pure
+functions.
 """
 from __future__ import annotations
 
