@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -181,9 +181,10 @@ class Controller:
                                 self.settings.worker_cap)
         for _, first, second, outcome in kept:
             self.ledger.add(first, second, outcome)
-        if self.judge is not None:  # each human judgment is one draw of the judge's e-process
-            draws, _ = within_cap([(r["worker_id"], r) for r in report.records if r.get("type") == "comparison"
-                                   and not r.get("onboarding") and not r.get("automatic")] if report else [],
+        if self.judge is not None:  # each human judgment is one draw of its pair's PPI e-process
+            votes = [r for r in (report.records if report else []) if r.get("type") == "comparison"
+                     and not r.get("onboarding") and not r.get("automatic")]
+            draws, _ = within_cap([(r["worker_id"], r) for r in votes],
                                   self.state.setdefault("ppi_worker_judgments", {}), self.settings.worker_cap)
             self.state["ppi_draws"] = self.state.get("ppi_draws", 0) + sum(self.ledger.add_draw(r) for _, r in draws)
         self.state["judgments"] += len(kept)
