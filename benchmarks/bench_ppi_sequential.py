@@ -21,6 +21,7 @@ majority of those votes (as benchmarks/bench_ppi.py).
             "ranking": the sum over the 3 adjacent pairs of a 4-model ranking, each at win rate 0.6
             (what an allocator that spends only on unsettled adjacent pairs needs).
 Usage: .venv/bin/python benchmarks/bench_ppi_sequential.py [--repetitions 1000] [--studies 60]
+       [--part all|validity|synthetic|chateval]
 """
 from __future__ import annotations
 
