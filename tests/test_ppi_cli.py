@@ -159,7 +159,7 @@ def test_analyze_single_model_reports_ppi_means(tmp_path):
 
 
 def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data, tmp_path):
-    human_file, judge_file, *_ = _files(shared_data, tmp_path, 0.9)
+    human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.9)
     with_judge, without = tmp_path / "with", tmp_path / "without"
     assert main(["certify", "--data", str(human_file), "--judge", str(judge_file), "--out", str(with_judge)]) == 0
     assert main(["certify", "--data", str(human_file), "--out", str(without)]) == 0
@@ -170,3 +170,51 @@ def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data,
                  "--bootstrap-rounds", "20"]) == 0
     pd.testing.assert_frame_equal(rates, pd.read_csv(analysed / "ppi_win_rates.csv"))
     assert "not at every look" in (with_judge / "report.html").read_text()
+    certified = pd.read_csv(with_judge / "ppi_certified.csv").iloc[0]
+    # By hand: the judge's pool is every prompt, people's clusters are their prompts (model_a: the first name)
+    answer = {r["item_id"]: SCORE[r["choice"]] if r["model_a"] == "Cakechat" else 1 - SCORE[r["choice"]]
+              for r in judge}
+    mine = pd.DataFrame([r for r in votes if r["item_id"] in people_items])
+    share = np.where(mine["model_a"] == "Cakechat", mine["choice"].map(SCORE), 1 - mine["choice"].map(SCORE))
+    assert (certified["model_a"], certified["model_b"]) == ("Cakechat", "NCM")
+    assert (certified["units"], certified["judge_pool"]) == (len(people_items), len(answer))
+    assert certified["judge_mean"] == pytest.approx(np.mean(list(answer.values())))
+    assert certified["human_mean"] == pytest.approx(pd.Series(share).groupby(mine["item_id"]).mean().mean())
+    assert certified["threshold"] == pytest.approx(2 / 0.05)
+    assert 0 < certified["judge_weight"] <= 1
+    assert "valid at every look" in (with_judge / "report.html").read_text()
+
+
+def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
+    from parlai_dialeval.analysis import ppi_planning
+
+    human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.8, seed=1)
+    out = tmp_path / "plan"
+    assert main(["plan", "--out", str(out), "--simulations", "10", "--pilot", str(human_file),
+                 "--judge", str(judge_file)]) == 0
+    # By hand: per pilot prompt its mean vote for model_a of the records and the judge's answer
+    answer = {r["item_id"]: SCORE[r["choice"]] if r["model_a"] == "NCM" else 1 - SCORE[r["choice"]] for r in judge}
+    frame = pd.DataFrame([r for r in votes if r["item_id"] in people_items])
+    frame["y"] = np.where(frame["model_a"] == "NCM", frame["choice"].map(SCORE), 1 - frame["choice"].map(SCORE))
+    mean = frame.groupby("item_id")["y"].mean()
+    f = mean.index.map(answer).to_numpy(float)
+    decided = mean.to_numpy() != 0.5
+    agreement = np.mean((mean.to_numpy()[decided] > 0.5) == (f[decided] > 0.5))
+    rho = np.corrcoef(mean.to_numpy(), f)[0, 1]
+    plan = pd.read_csv(out / "judge_plan.csv")
+    fixed = pd.read_csv(out / "pairwise_plan.csv").query("design == 'fixed'")
+    assert len(plan) == len(fixed)
+    row, first = plan.iloc[0], fixed.iloc[0]
+    assert row["judge_agreement"] == pytest.approx(agreement)
+    assert row["judge_correlation"] == pytest.approx(rho)
+    assert row["share_of_human_only"] == pytest.approx(ppi_planning.human_share(rho, 5, first["items"]))
+    assert row["judgments"] < first["judgments"]
+    report = (out / "report.html").read_text()
+    assert "measured on the pilot" in report
+    # the pilot's own PPI++ gain: the judge answered the other 100 prompts too, so it is above 1
+    from parlai_dialeval.analysis.ppi_pairwise import win_rates
+
+    pilot = win_rates(load([human_file], log=None).comparisons, load([judge_file], log=None).comparisons).iloc[0]
+    gain = pilot["effective_human_judgments"] / pilot["human_judgments"]
+    assert gain > 1 and f"with {gain:.2f} times the pilot" in report
+    assert main(["plan", "--out", str(out), "--judge", str(judge_file)]) != 0  # a judge needs a pilot

@@ -23,10 +23,13 @@ platform/resume.py, which re-offers the unfinished HITs of the interrupted run: 
 then the batch they belong to is awaited and read like any other. Answers are read once per Mephisto
 agent (``ingested_agents``), so no batch is counted twice.
 
-Three modules, one job each: this one is the configuration (the ``adaptive...`` options, the checked
+Four modules, one job each: this one is the configuration (the ``adaptive...`` options, the checked
 ``Settings``, how a task declares its judgments); ``adaptive_launch.py`` is the glue to Mephisto
 1.1.1's launcher (the hook that hands it the generator); ``adaptive_controller.py`` is the batch loop
-that generator runs. The statistics it drives live in parlai_dialeval/adaptive/ as pure functions.
+that generator runs; ``adaptive_judge.py`` is what an LLM judge changes (``adaptive_judge=F.jsonl``:
+items drawn from its pool by its uncertainty, claims certified by the PPI e-process). The statistics
+they drive live in parlai_dialeval/adaptive/ and parlai_dialeval/analysis/ppi_sequential.py as pure
+functions.
 """
 from __future__ import annotations
 
@@ -58,6 +61,13 @@ class AdaptiveConfig(TaskConfig):
     adaptive_worker_cap: int = field(default=0, metadata={
         "help": "most judgments of one worker counted as evidence (later ones are exported, not counted); 0 = no cap"})
     adaptive_seed: Optional[int] = field(default=None, metadata={"help": "seed of pair choice and item order"})
+    adaptive_judge: str = field(default="", metadata={
+        "help": "a `dialeval judge` output on the design's items (static tasks): items for people are drawn with "
+                "probabilities growing with the judge's uncertainty, and claims are certified by the anytime-valid "
+                "PPI e-process with the judge (docs/ppi.md); empty = people only"})
+    adaptive_judge_floor: float = field(default=0.9, metadata={
+        "help": "with adaptive_judge: every item's draw probability is at least this share of uniform's (0 < floor <= "
+                "1; 1 = uniform draws; low floors make the safe bets small, docs/ppi.md)"})
     adaptive_state: str = field(default="", metadata={
         "help": "state file (JSON); default <mephisto data>/adaptive/<task name>.json"})
 
@@ -105,12 +115,14 @@ class Settings:
     explore: float
     worker_cap: int
     seed: Optional[int]
+    judge: str
+    judge_floor: float
 
     @classmethod
     def from_config(cls, cfg) -> "Settings":
         settings = cls(int(cfg.adaptive_batch_size), int(cfg.adaptive_budget), float(cfg.adaptive_alpha),
                        str(cfg.adaptive_allocator), float(cfg.adaptive_explore), int(cfg.adaptive_worker_cap),
-                       cfg.adaptive_seed)
+                       cfg.adaptive_seed, str(cfg.adaptive_judge or ""), float(cfg.adaptive_judge_floor))
         if settings.batch_size < 1:
             raise DialevalError(f"adaptive_batch_size={settings.batch_size}: expected at least 1 HIT per batch")
         if settings.budget and settings.budget < settings.batch_size:
@@ -121,6 +133,8 @@ class Settings:
             raise DialevalError(f"adaptive_alpha={settings.alpha}: expected a level between 0 and 1")
         if not 0 <= settings.explore <= 1:
             raise DialevalError(f"adaptive_explore={settings.explore}: expected a share between 0 and 1")
+        if not 0 < settings.judge_floor <= 1:
+            raise DialevalError(f"adaptive_judge_floor={settings.judge_floor}: expected a share in (0, 1]")
         if settings.allocator not in ALLOCATORS:
             raise DialevalError(f"adaptive_allocator={settings.allocator}: expected one of {', '.join(ALLOCATORS)}")
         return settings

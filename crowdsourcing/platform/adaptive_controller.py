@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -76,6 +77,7 @@ class Controller:
         self.ledger = Ledger.from_json(state["ledger"])
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
+        self.judge = self._judge(state) if settings.judge else None
         self.allocator = ALLOCATORS[settings.allocator](**(
             {"explore": settings.explore} if settings.allocator == "greedy_adjacent" else {}))
         if hasattr(self.allocator, "asked"):  # Uniform cycles through the pairs across batches
@@ -88,6 +90,24 @@ class Controller:
         if state["models"] != models or state["alpha"] != self.settings.alpha:
             raise DialevalError(f"{self.path}: written for models {state['models']} at alpha {state['alpha']}, "
                                 f"not {models} at {self.settings.alpha}; give another adaptive_state")
+
+    def _judge(self, state: dict):
+        """The judge's pools (platform/adaptive_judge.py); the ledger becomes one certified by the PPI
+        e-processes, resumed from the state."""
+        from parlai_dialeval.crowdsourcing.platform.adaptive_judge import JudgedLedger, JudgePools
+        from parlai_dialeval.scripts.judge_option import load_judge
+
+        if isinstance(self.pairwise, ChatPairwise):
+            raise DialevalError(f"adaptive_judge: {self.spec.name} makes a new conversation per HIT, so there is no "
+                                "pool of items for a judge to answer beforehand; adaptive_judge is for static tasks")
+        try:
+            pools = JudgePools(self.pools, load_judge(self.settings.judge, "comparisons"), self.settings.judge_floor)
+        except ValueError as error:
+            raise DialevalError(f"adaptive_judge={self.settings.judge}: {error}") from None
+        if pools.missing:
+            self.say(f"adaptive_judge: {pools.missing} design item(s) have no answer of the judge and are not drawn")
+        self.ledger = JudgedLedger.from_json(state["ledger"]).attach(pools, state.get("ppi", {}))
+        return pools
 
     def _pools(self, design: list[dict]) -> dict[str, list[dict]]:
         """Model pair -> its judgments in the fixed design; a unit template is kept for building HITs."""
@@ -161,6 +181,12 @@ class Controller:
                                 self.settings.worker_cap)
         # the item key: an item read again in a later batch is not bet twice (ledger.py says why)
         bet = sum(self.ledger.add(first, second, outcome, item) for _, first, second, outcome, item in kept)
+        if self.judge is not None:  # each human judgment is one draw of its pair's PPI e-process
+            votes = [r for r in (report.records if report else []) if r.get("type") == "comparison"
+                     and not r.get("onboarding") and not r.get("automatic")]
+            draws, _ = within_cap([(r["worker_id"], r) for r in votes],
+                                  self.state.setdefault("ppi_worker_judgments", {}), self.settings.worker_cap)
+            self.state["ppi_draws"] = self.state.get("ppi_draws", 0) + sum(self.ledger.add_draw(r) for _, r in draws)
         self.state["judgments"] += bet
         self.state["repeated_items"] = self.state.get("repeated_items", 0) + len(kept) - bet
         self.state["over_cap"] += over
@@ -203,7 +229,8 @@ class Controller:
         batch = len(self.state["batches"]) + 1
         self.state["batches"].append({
             "batch": batch, "hits": len(units), "pairs": [list(p) for p in chosen], "read": False,
-            "selection_probability": {_key(*p): probability[p] for p in all_pairs(self.ledger.models)}})
+            "selection_probability": {_key(*p): probability[p] for p in all_pairs(self.ledger.models)},
+            **({"items": self._drawn_items(judgments)} if self.judge is not None else {})})
         self.state["hits_emitted"] += len(units)
         self.state["rng"] = self.rng.bit_generator.state
         self._save()
@@ -212,19 +239,33 @@ class Controller:
         return [self._hit(unit, batch) for unit in units]
 
     def _draw(self, a: str, b: str, probability: dict) -> dict:
-        """The pair's next item of the fixed design (in a seeded order; reused once all were shown)."""
+        """The pair's next item of the fixed design (in a seeded order; reused once all were shown), or
+        with a judge, drawn from its pool with its item probability (recorded in the judgment)."""
         key = _key(a, b)
         pool = self.pools[key]
+        pair = (a, b) if (a, b) in probability else (b, a)
+        if self.judge is not None and key in self.judge.p:
+            index, item_probability = self.judge.draw(key, self.rng)
+            return {**pool[index], "selection_probability": probability[pair],
+                    "item_selection_probability": item_probability}
         used = self.state["pool_used"].get(key, 0)
         order = np.random.default_rng([self.settings.seed or 0, used // len(pool)]).permutation(len(pool))
         self.state["pool_used"][key] = used + 1
-        pair = (a, b) if (a, b) in probability else (b, a)
         return {**pool[order[used % len(pool)]], "selection_probability": probability[pair]}
 
+    def _drawn_items(self, judgments: list[dict]) -> list[list]:
+        """[pair, item, its draw probability] of each judgment drawn from the judge's pool."""
+        from parlai_dialeval.crowdsourcing.platform.adaptive_judge import item_id
+
+        return [[_key(*self.pairwise.models_of(j)), item_id(j), j["item_selection_probability"]]
+                for j in judgments if "item_selection_probability" in j]
+
     def _cut(self, judgments: list[dict], hits: int) -> list[list[dict]]:
-        """``hits`` HITs; the copies of one item go to different HITs (a page keys answers by item)."""
-        units: list[list[dict]] = [[] for _ in range(hits)]
+        """``hits`` HITs; the copies of one item go to different HITs (a page keys answers by item), so a
+        judge's draws (with replacement) that repeat an item more often get as many HITs as copies."""
         ids = [json.dumps(j.get("pair_id", j.get("item_id"))) for j in judgments]
+        hits = max(hits, max(Counter(ids).values(), default=1))
+        units: list[list[dict]] = [[] for _ in range(hits)]
         for k, index in enumerate(sorted(range(len(judgments)), key=ids.__getitem__)):
             units[k % hits].append(judgments[index])
         for unit in units:
@@ -243,5 +284,7 @@ class Controller:
         from parlai_dialeval.atomic import atomic_open
 
         self.state["ledger"] = self.ledger.to_json()
+        if self.judge is not None:
+            self.state["ppi"] = self.ledger.processes_json()
         with atomic_open(self.path) as handle:
             json.dump(self.state, handle)

@@ -23,13 +23,15 @@ TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence
 class CertifyConfig:
     alpha: float = option(0.05, "family-wise error rate over every claim of every pair, at every look (0 < alpha < 1)",
                           kind="probability")
-    judge: str | None = option(None, JUDGE_HELP + "; here for one look at the data: the certified claims use "
-                               "people's votes only", metavar="F.jsonl")
+    judge: str | None = option(None, JUDGE_HELP + "; here also claims certified with the judge, valid at every "
+                               "look when people's items are drawn at random from the judge's (ppi_certified.csv)",
+                               metavar="F.jsonl")
 
 
 def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
     """Certify every pair; write pairs.csv, certified.json and report.html into ``out``; ``judge``: an
-    LLM judge's comparisons for a PPI++ section (fixed-look intervals beside the certification) or None."""
+    LLM judge's comparisons for the PPI sections (claims certified with the judge, anytime-valid, and
+    fixed-look PPI++ intervals) or None."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
@@ -74,6 +76,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
     tables = {"pairs": pairs[TABLE_COLUMNS]}
     if judge is not None:
+        tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
     outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections}},
                       report=report)
@@ -91,9 +94,36 @@ def _judge_section(comparisons, judge, config: CertifyConfig, report):
                f"model_a's vote share (ties 1/2), human-only and PPI++, {100 * (1 - config.alpha):g}% intervals "
                "clustered by item")
     report.text("These intervals hold for one look at the data as it stands, not at every look: they do not "
-                "settle claims, and the certified claims above rest on people's votes alone (an anytime-valid "
-                "PPI e-process is not part of certify yet).", note=True)
+                "settle claims (the claims certified with the judge are in the section before).", note=True)
     return rates
+
+
+def _judge_certification(comparisons, judge, config: CertifyConfig, report):
+    """Claims certified by the anytime-valid PPI e-process (analysis/ppi_certification.py)."""
+    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    from parlai_dialeval.analysis.pairwise import split_onboarding
+
+    table = certify_with_judge(split_onboarding(comparisons)[0], judge, config.alpha)
+    report.heading("Certified with the LLM judge (valid at every look)")
+    report.text(
+        "The judge answered a pool of items, so the mean of its answers over the pool is known; each cluster of "
+        "people's votes enters as the judge's pool mean plus the people's correction on that item, "
+        "lam * pool mean + (people - lam * judge), whose mean is the people's win rate over the pool whatever the "
+        "judge's quality, and whose spread is small when the judge tracks people. A betting e-process on it "
+        "(weight lam and bets chosen from earlier clusters only) settles a claim at the same threshold as above, "
+        "valid however often this command is run (docs/ppi.md). It assumes people's items were drawn at random "
+        "from the judge's pool; a claim here is a separate family from the human-only claims above: decide "
+        "before collection which of the two you will rely on.")
+    report.table(table, caption="Claims with the judge: e-values of the PPI e-process, per pair", floatfmt="{:.4g}")
+    settled = table["certified_winner"].notna()
+    unjudged = int(table["human_unjudged"].sum())
+    if unjudged:
+        report.warn(f"{unjudged} cluster(s) of people's votes are on items the judge did not answer: they are not "
+                    "evidence in the judge's e-process.")
+    report.text(f"In plain words: with the judge, {int(settled.sum())} of {len(table)} pairs are settled "
+                f"(median weight on the judge {table['judge_weight'].median():.2f}; 0 = the judge was set aside "
+                "and the evidence is people's alone).")
+    return table
 
 
 def _interval_plot(pairs):

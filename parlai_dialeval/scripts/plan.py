@@ -51,8 +51,12 @@ class PlanConfig:
     judge_agreement: float | None = option(None, "an LLM judge's agreement with the majority of an item's votes "
                                            "(0 < X < 1): adds the fixed pairwise designs with the judge (PPI++, "
                                            "docs/ppi.md) next to the human-only ones", kind="probability")
-    judge_pool: float = option(5.0, "with --judge-agreement: items the judge alone answers, as a multiple of the "
-                               "human-only study's items", kind="non_negative")
+    judge_pool: float = option(5.0, "with --judge-agreement or --judge: items the judge alone answers, as a "
+                               "multiple of the human-only study's items", kind="non_negative")
+    judge: str | None = option(None, "with --pilot: a `dialeval judge` output on the pilot's items: its agreement and "
+                               "its correlation with the items' mean votes are measured there and the fixed pairwise "
+                               "designs with that judge (PPI++) are added next to the human-only ones (docs/ppi.md)",
+                               metavar="F.jsonl")
 
 
 def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
@@ -67,7 +71,10 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
     from parlai_dialeval.report import Report
     from parlai_dialeval.scripts.analysis_command import Outputs
 
-    measured = {}
+    measured, judged = {}, None
+    if config.judge and pilot is None:
+        raise DialevalError("--judge measures the judge on a pilot: give --pilot too (or --judge-agreement "
+                            "without one)")
     if pilot is not None:
         from parlai_dialeval.analysis import single_model as sm
 
@@ -77,6 +84,15 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
         except ValueError as error:
             raise DialevalError(f"--pilot: {error}") from None
         config = dataclasses.replace(config, **measured)
+        if config.judge:
+            from parlai_dialeval.analysis import ppi_planning
+            from parlai_dialeval.scripts.judge_option import load_judge
+
+            try:
+                judged = ppi_planning.pilot_judge(pilot.comparisons, load_judge(config.judge, "comparisons"))
+            except ValueError as error:
+                raise DialevalError(f"--judge {config.judge}: {error}") from None
+            config = dataclasses.replace(config, judge_agreement=judged["agreement"])
     if config.qc_pass_rate > 1:
         raise DialevalError(f"--qc-pass-rate {config.qc_pass_rate}: expected a share between 0 and 1")
     if len(config.sm_turn_rates) != 2 or len(config.sm_dialog_means) != 2:
@@ -126,14 +142,15 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
     report.table(single, floatfmt="{:,.1f}")
     tables = {"pairwise_plan": pairwise, "single_model_plan": single}
     if config.judge_agreement is not None:
-        tables["judge_plan"] = _judge_plan(pairwise, config, costs, report)
+        tables["judge_plan"] = _judge_plan(pairwise, config, costs, report, judged)
     outputs = Outputs(tables=tables, report=report)
     return {"pairwise": pairwise, "single_model": single, "judge": tables.get("judge_plan"),
             "written": outputs.write(out)}
 
 
-def _judge_plan(pairwise, config: PlanConfig, costs, report):
-    """Per fixed pairwise design: the human judgments needed with the judge for the same precision."""
+def _judge_plan(pairwise, config: PlanConfig, costs, report, judged: dict | None = None):
+    """Per fixed pairwise design: the human judgments needed with the judge for the same precision;
+    ``judged``: the judge measured on the pilot (its correlation replaces the modelled one)."""
     import pandas as pd
 
     from parlai_dialeval.analysis import ppi_planning
@@ -141,7 +158,8 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report):
     rows = []
     for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):
         rate = float(row.assumption.split()[-1])
-        rho = ppi_planning.judge_correlation(config.judge_agreement, rate, int(row.votes_per_item), float(row.icc))
+        rho = judged["correlation"] if judged else ppi_planning.judge_correlation(
+            config.judge_agreement, rate, int(row.votes_per_item), float(row.icc))
         share = ppi_planning.human_share(rho, config.judge_pool, row.items)
         rows.append({"protocol": row.protocol, "assumption": row.assumption, "design": "fixed, with judge (PPI++)",
                      "judge_agreement": config.judge_agreement, "judge_correlation": rho, "share_of_human_only": share,
@@ -150,15 +168,23 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report):
                      **costs.table(share * row.judgments)})
     table = pd.DataFrame(rows)
     report.heading("With an LLM judge (PPI++)")
+    if judged:
+        report.text(f"The judge measured on the pilot ({config.judge}, {judged['items']} of the pilot's items): "
+                    f"it agrees with the majority of an item's votes {judged['agreement']:.0%} of the time and its "
+                    f"answers correlate {judged['correlation']:.2f} with the items' mean votes (within each model "
+                    "pair); that correlation sizes the designs below. On the pilot itself, its PPI++ win rates were "
+                    f"as precise as a human-only study with {judged['pilot_gain']:.2f} times the pilot's human "
+                    "judgments (median over pairs; that depends on how many items the judge alone answered there).",
+                    note=True)
     report.text(f"A judge that agrees with the majority of an item's votes {config.judge_agreement:.0%} of the time "
                 f"answers {config.judge_pool:g} times as many items as the human-only study; people judge a random "
                 f"sample of items, {config.votes_per_item} vote(s) each at within-item ICC {config.icc:g} (as above). "
-                "judge_correlation is the correlation of an item's mean vote with the judge's "
-                "answer under that model; share_of_human_only the human judgments needed for the precision of the "
-                "human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact test "
-                "the human-only design is sized for). The sequential designs above use people's votes only.")
+                "judge_correlation is the correlation of an item's mean vote with the judge's answer under that "
+                "model (or measured on the pilot); share_of_human_only the human judgments needed for the precision "
+                "of the human-only fixed design (PPI++ at its best weight; a normal-theory approximation of the exact "
+                "test the human-only design is sized for). The sequential designs above use people's votes only.")
     report.table(table, floatfmt="{:,.3g}")
-    if config.icc == 0:
+    if config.icc == 0 and not judged:
         report.warn("--judge-agreement with --icc 0: the votes on an item then share nothing a judge could see, so "
                     "agreement above chance is not attainable and the judge plan is optimistic; give --icc "
                     "(ChatEval's median 0.13) or measure it with --pilot.")

@@ -203,17 +203,22 @@ def run_ab_adaptive(tmp_path, port: int, task_name: str) -> None:
     try:
         for _ in range(2):
             run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
-            run.register(f"A{_}", f"REG_A{_}")
-            agent = live_unit_agent(run, f"A{_}")
-            run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
-            shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
-            answers = {p["item_id"]: {"choice": "a" if level_of(p["response_a"]) > level_of(p["response_b"]) else "b"}
-                       for p in shown}
-            run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-            run.settle()
+            answer_ab_hit(run, f"A{_}")
         run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
     finally:
         run.shutdown()
+
+
+def answer_ab_hit(run, worker: str) -> None:
+    """A new worker does the launched A/B HIT, picking the reply of the higher level every time."""
+    run.register(worker, f"REG_{worker}")
+    agent = live_unit_agent(run, worker)
+    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
+    shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+    answers = {p["item_id"]: {"choice": "a" if level_of(p["response_a"]) > level_of(p["response_b"]) else "b"}
+               for p in shown}
+    run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
+    run.settle()
 
 
 def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):

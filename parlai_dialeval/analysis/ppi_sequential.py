@@ -1,0 +1,158 @@
+"""Anytime-valid prediction-powered tests of "model A beats model B": an e-process on the judge-rectified
+outcome, valid at every look, with items for people drawn uniformly or actively (docs/ppi.md).
+
+Setting: an LLM judge has answered every item of a pool of N items of one model pair (``f_i`` in [0, 1],
+the judge's outcome for model A, its two orders averaged), so the pool mean ``fbar`` of its answers is
+KNOWN. People judge items drawn with replacement from the pool, item i with probability ``p_i`` (uniform:
+1/N; active: growing with the judge's uncertainty, never below ``floor``/N); a draw's outcome ``y`` is the
+mean of its votes (one cluster, the rule of analysis/clustering.py). The estimand is the pool's human win
+rate mu = mean_i E[y_i]. With w = 1 / (N p_i) and a weight ``lam`` fixed before the draw,
+
+    Z = lam * fbar + w * (y - lam * f_i)
+
+has conditional mean mu whatever the judge (E_p[w g_i] is the pool mean of g; Zrnic and Candes, "Active
+statistical inference", ICML 2024, with the control variate's mean known), lies in
+[lam fbar - lam / q, lam fbar + 1 / q] for q = min_i N p_i, and its variance is Var(y - lam f) under
+uniform draws: small when the judge tracks people. Under H0: mu <= 1/2 the wealth
+prod(1 + b_t (Z_t - 1/2)) with b_t in [0, 1 / (1/2 - low_t)] chosen from the past is a nonnegative
+supermartingale, so by Ville's inequality it ever reaches 1/alpha with probability at most alpha
+(the betting construction of Waudby-Smith and Ramdas, JRSS-B 2024; its aGRAPA bet, truncated at
+``TRUNCATION`` of the largest safe bet, which adapts to Z's variance). ``lam_t`` is PPI++'s
+variance-minimising weight (Angelopoulos, Duchi and Zrnic 2023) estimated from the past draws only,
+clipped to [0, 1], 0 for the first ``WARMUP``. ``lam = 0`` and uniform draws give the human-only
+process with the same bets. Hand-written: no maintained package bets on a rectified outcome
+(ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+NULL = 0.5
+WARMUP = 10  # outcomes with lam = 0 before the weight is estimated (a slope from fewer is noise)
+TRUNCATION = 0.5  # share of the largest safe bet the aGRAPA bet may take (Waudby-Smith and Ramdas' choice)
+# active selection: every item's draw probability is at least FLOOR / N (lower floors cap the safe bets; docs/ppi.md)
+FLOOR = 0.9
+
+
+def judge_uncertainty(f: np.ndarray) -> np.ndarray:
+    """0 where the judge is sure (always A or always B), 1 where its answers split evenly (a flip across
+    the two orders, a tie): 1 - |2 f - 1|."""
+    return 1 - np.abs(2 * np.asarray(f, dtype=float) - 1)
+
+
+def selection_probabilities(f: np.ndarray, floor: float = FLOOR) -> np.ndarray:
+    """Draw probabilities over the pool (summing to 1): a share ``floor`` uniform, the rest in proportion
+    to the judge's uncertainty, so N p_i >= floor for every item; uniform where the judge is sure of all."""
+    if not 0 < floor <= 1:
+        raise ValueError(f"floor={floor}: expected a share in (0, 1]")
+    u = judge_uncertainty(f)
+    n = len(u)
+    if u.sum() <= 0:
+        return np.full(n, 1 / n)
+    return floor / n + (1 - floor) * u / u.sum()
+
+
+@dataclass
+class RectifiedBetting:
+    """The running e-processes of one pair for "A beats B" (mean above 1/2) and "B beats A" (below),
+    fed one draw at a time: ``add(y, f, scaled)``, ``scaled`` = N p_i of the drawn item (1: uniform).
+    ``pool_mean``: fbar; ``min_scaled``: min_i N p_i (1 for uniform draws). ``use_judge=False`` is the
+    human-only process with the same bets (lam = 0)."""
+
+    pool_mean: float = 0.5
+    min_scaled: float = 1.0
+    use_judge: bool = True
+    n: int = 0
+    # sums over past draws of w y, w f, w^2 y^2, w^2 f y, w^2 f^2 (w = 1 / scaled)
+    s_y: float = 0.0
+    s_f: float = 0.0
+    s_yy: float = 0.0
+    s_fy: float = 0.0
+    s_ff: float = 0.0
+    log_above: float = 0.0
+    log_below: float = 0.0
+    best_above: float = 1.0
+    best_below: float = 1.0
+    lam: float = 0.0
+
+    def weight(self) -> float:
+        """PPI++'s lam from the past: argmin Var(w (y - lam f)) with E[w f] = fbar known, in [0, 1]."""
+        if not self.use_judge or self.n < WARMUP:
+            return 0.0
+        n, fbar = self.n, self.pool_mean
+        var_f = self.s_ff / n - fbar ** 2
+        if var_f <= 1e-12:
+            return 0.0
+        return min(max((self.s_fy / n - self.s_y / n * fbar) / var_f, 0.0), 1.0)
+
+    def _moments(self, lam: float) -> tuple[float, float]:
+        """Estimated mean and variance of Z at weight lam, shrunk towards (1/2, 1/4) by one pseudo-draw."""
+        if self.n == 0:
+            return NULL, 0.25
+        n, fbar = self.n, self.pool_mean
+        residual = (self.s_y - lam * self.s_f) / n
+        mean = lam * fbar + residual
+        var = max((self.s_yy - 2 * lam * self.s_fy + lam ** 2 * self.s_ff) / n - residual ** 2, 0.0)
+        return (NULL + n * mean) / (n + 1), (0.25 + n * var) / (n + 1)
+
+    def add(self, y: float, f: float, scaled: float = 1.0) -> float:
+        """Bet on one draw (its outcome y, the judge's answer f, N p of its item); returns its Z."""
+        if scaled < self.min_scaled - 1e-12:
+            raise ValueError(f"a draw with N p = {scaled} below the declared minimum {self.min_scaled}")
+        lam = self.weight()
+        low = lam * self.pool_mean - lam / self.min_scaled
+        high = lam * self.pool_mean + 1 / self.min_scaled
+        mean, var = self._moments(lam)
+        edge = mean - NULL
+        bet = edge / (var + edge ** 2) if var + edge ** 2 > 0 else 0.0
+        bet_above = min(max(bet, 0.0), TRUNCATION / (NULL - low))
+        bet_below = min(max(-bet, 0.0), TRUNCATION / (high - NULL))
+        w = 1 / scaled
+        z = lam * self.pool_mean + w * (y - lam * f)
+        self.log_above += math.log1p(bet_above * (z - NULL))
+        self.log_below += math.log1p(-bet_below * (z - NULL))
+        # capped below float overflow: far beyond any threshold
+        self.best_above = max(self.best_above, math.exp(min(self.log_above, 700.0)))
+        self.best_below = max(self.best_below, math.exp(min(self.log_below, 700.0)))
+        self.n += 1
+        self.s_y += w * y
+        self.s_f += w * f
+        self.s_yy += w * w * y * y
+        self.s_fy += w * w * f * y
+        self.s_ff += w * w * f * f
+        self.lam = lam
+        return z
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, state: dict) -> "RectifiedBetting":
+        return cls(**state)
+
+
+def e_values(y: np.ndarray, f: np.ndarray, pool_mean: float, scaled: np.ndarray | None = None,
+             min_scaled: float = 1.0, use_judge: bool = True) -> RectifiedBetting:
+    """The process after the draws (``y``, ``f``, ``scaled`` = N p per draw, in collection order); its
+    ``best_above`` / ``best_below`` are the largest wealths of "mean above 1/2" and "below"."""
+    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge)
+    scaled = np.ones(len(y)) if scaled is None else np.asarray(scaled, dtype=float)
+    for values in zip(np.asarray(y, dtype=float).tolist(), np.asarray(f, dtype=float).tolist(), scaled.tolist()):
+        process.add(*values)
+    return process
+
+
+def draws_to_settle(y: np.ndarray, f: np.ndarray, pool_mean: float, threshold: float,
+                    scaled: np.ndarray | None = None, min_scaled: float = 1.0, use_judge: bool = True) -> int | None:
+    """Draws until either direction's wealth reaches ``threshold`` (None: not within the draws given)."""
+    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge)
+    scaled = np.ones(len(y)) if scaled is None else np.asarray(scaled, dtype=float)
+    for t, values in enumerate(zip(np.asarray(y, dtype=float).tolist(), np.asarray(f, dtype=float).tolist(),
+                                   scaled.tolist()), start=1):
+        process.add(*values)
+        if max(process.best_above, process.best_below) >= threshold:
+            return t
+    return None
