@@ -11,15 +11,24 @@ import pytest
 
 from parlai_dialeval.adaptive import planner
 from parlai_dialeval.adaptive.certification import certify, certified_order
-from parlai_dialeval.adaptive.sequential import BETS, confidence_sequence, e_value, wealth_paths
+from parlai_dialeval.adaptive.sequential import BETS, agrapa_paths, confidence_sequence, e_value, wealth_paths
 
 
-def naive_wealth(outcomes, p0=0.5):
-    """Independent of the vectorised code: the grid-averaged betting wealth, one outcome at a time."""
-    wealth, best = [1.0] * len(BETS), 1.0
+def naive_wealth(outcomes):
+    """Independent of the vectorised code, one outcome at a time: half the starting wealth on the grid of
+    fixed bets, half on aGRAPA (Waudby-Smith & Ramdas 2024: bet = edge / (variance + edge^2) of the earlier
+    outcomes, one pseudo-outcome of mean 1/2 and variance 1/4 added, kept in [0, 1/2 / (1/2 - 0)])."""
+    grid, agrapa, best, seen = [1.0] * len(BETS), 1.0, 1.0, []
     for y in outcomes:
-        wealth = [w * (1 + lam * (y - p0)) for w, lam in zip(wealth, BETS)]
-        best = max(best, sum(wealth) / len(wealth))
+        n = len(seen)
+        mean = (0.5 + sum(seen)) / (n + 1)
+        spread = max(sum(v * v for v in seen) / n - (sum(seen) / n) ** 2, 0.0) if n else 0.0
+        variance = (0.25 + n * spread) / (n + 1)
+        bet = min(max((mean - 0.5) / (variance + (mean - 0.5) ** 2), 0.0), 1.0)
+        grid = [w * (1 + lam * (y - 0.5)) for w, lam in zip(grid, BETS)]
+        agrapa *= 1 + bet * (y - 0.5)
+        seen.append(y)
+        best = max(best, 0.5 * sum(grid) / len(grid) + 0.5 * agrapa)
     return best
 
 
@@ -28,6 +37,16 @@ def test_e_value_equals_a_plain_loop():
     assert e_value(y) == pytest.approx(naive_wealth(y), rel=1e-9)
     assert e_value(1 - y) == pytest.approx(naive_wealth(1 - y), rel=1e-9)
     assert e_value(np.full(50, 0.5)) == 1.0  # ties alone are no evidence either way
+
+
+def test_human_only_bets_are_the_judge_processes_without_a_judge():
+    # one aGRAPA implementation: certify's half equals the PPI e-process with lam = 0 (issue 30)
+    from parlai_dialeval.analysis.ppi_sequential import e_values
+
+    y = np.random.default_rng(2).choice([0.0, 1 / 3, 0.5, 2 / 3, 1.0], size=200)
+    process = e_values(y, np.full(len(y), 0.5), 0.5, use_judge=False)
+    assert agrapa_paths(y).max() == pytest.approx(process.best_above, rel=1e-9)
+    assert agrapa_paths(y, sign=-1).max() == pytest.approx(process.best_below, rel=1e-9)
 
 
 def test_equal_models_are_rarely_claimed_better_at_any_look():
