@@ -26,38 +26,35 @@ AGRAPA_SHARE = 0.5  # share of the starting wealth given to the aGRAPA bettor; t
 LOG_CAP = 700.0  # wealth capped at e^700, below float overflow and far beyond any threshold
 
 
-def _log_steps(outcomes: np.ndarray, p0: np.ndarray, sign: int) -> np.ndarray:
-    """log(1 + sign * bet * (Y - p0)), shape (null value, bet, outcome)."""
-    y = np.asarray(outcomes, dtype=float)
-    return np.log1p(sign * BETS[None, :, None] * (y[None, None, :] - np.atleast_1d(p0)[:, None, None]))
-
-
-def grid_paths(outcomes: np.ndarray, sign: int = 1) -> np.ndarray:
-    """Grid-averaged wealth against 1/2 after each outcome (outcomes along the last axis), betting that the
-    mean is above 1/2 (sign=1) or below it (sign=-1)."""
-    y = np.asarray(outcomes, dtype=float)
-    steps = np.log1p(sign * BETS.reshape((-1,) + (1,) * y.ndim) * (y - NULL_WIN_RATE))
+def grid_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
+    """Grid-averaged wealth against ``p0`` after each outcome (outcomes along the last axis; an array of
+    null values adds leading axes), betting that the mean is above p0 (sign=1) or below it (sign=-1)."""
+    diff = np.asarray(outcomes, dtype=float) - np.asarray(p0, dtype=float)[..., None]
+    steps = np.log1p(sign * BETS.reshape((-1,) + (1,) * diff.ndim) * diff)
     return np.exp(np.minimum(np.cumsum(steps, axis=-1), LOG_CAP)).mean(axis=0)
 
 
-def agrapa_paths(outcomes: np.ndarray, sign: int = 1) -> np.ndarray:
-    """Wealth against 1/2 after each outcome (outcomes along the last axis) of the variance-adaptive aGRAPA
-    bet, chosen before each outcome from the mean and variance of the earlier ones
+def agrapa_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
+    """Wealth against ``p0`` after each outcome (axes as grid_paths) of the variance-adaptive aGRAPA bet,
+    chosen before each outcome from the mean and variance of the earlier ones
     (parlai_dialeval.analysis.ppi_sequential.agrapa_bets, the judge's e-process without a judge)."""
     y = np.asarray(outcomes, dtype=float)
+    null = np.asarray(p0, dtype=float)[..., None]
     n = np.arange(y.shape[-1], dtype=float)
     past = np.maximum(n, 1)
     mean = (np.cumsum(y, axis=-1) - y) / past
     var = np.maximum((np.cumsum(y * y, axis=-1) - y * y) / past - mean ** 2, 0.0)
-    above, below = agrapa_bets(n, mean, var)
+    above, below = agrapa_bets(n, mean, var, null=null)
     bet = above if sign == 1 else -below
-    return np.exp(np.minimum(np.cumsum(np.log1p(bet * (y - NULL_WIN_RATE)), axis=-1), LOG_CAP))
+    return np.exp(np.minimum(np.cumsum(np.log1p(bet * (y - null)), axis=-1), LOG_CAP))
 
 
-def wealth_paths(outcomes: np.ndarray, sign: int = 1) -> np.ndarray:
-    """certify's wealth against 1/2 after each outcome (outcomes along the last axis): the grid's and
-    aGRAPA's, weighted by their shares of the starting wealth; sign=1 bets on "mean above 1/2", -1 below."""
-    return (1 - AGRAPA_SHARE) * grid_paths(outcomes, sign) + AGRAPA_SHARE * agrapa_paths(outcomes, sign)
+def wealth_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
+    """certify's wealth against ``p0`` (1/2 unless given) after each outcome (axes as grid_paths): the
+    grid's and aGRAPA's, weighted by their shares of the starting wealth; sign=1 bets on "mean above p0",
+    -1 below."""
+    return ((1 - AGRAPA_SHARE) * grid_paths(outcomes, sign, p0)
+            + AGRAPA_SHARE * agrapa_paths(outcomes, sign, p0))
 
 
 def e_value(outcomes: np.ndarray) -> float:
@@ -98,8 +95,9 @@ def confidence_sequence(outcomes: np.ndarray, alpha: float, resolution: float = 
 
 
 def _hedged_final(outcomes: np.ndarray, p0: np.ndarray) -> np.ndarray:
-    """Wealth after the last outcome of the two-sided (hedged) bet against each null value in ``p0``."""
-    return 0.5 * sum(np.exp(_log_steps(outcomes, p0, sign).sum(axis=2)).mean(axis=1) for sign in (1, -1))
+    """Wealth after the last outcome of the two-sided (hedged) bet against each null value in ``p0``:
+    half the wealth on each direction, each with certify's two bettors."""
+    return 0.5 * sum(wealth_paths(outcomes, sign, p0)[..., -1] for sign in (1, -1))
 
 
 def certification_threshold(n_models: int, alpha: float) -> float:

@@ -55,15 +55,16 @@ def selection_probabilities(f: np.ndarray, floor: float = FLOOR) -> np.ndarray:
     return floor / n + (1 - floor) * u / u.sum()
 
 
-def agrapa_bets(n, mean, var, low=0.0, high=1.0):
-    """aGRAPA's bets on "mean above 1/2" and "below" after ``n`` past outcomes in [low, high] with that
-    ``mean`` and ``var``iance (arrays broadcast): the edge over the variance, both shrunk towards (1/2, 1/4)
+def agrapa_bets(n, mean, var, low=0.0, high=1.0, null=NULL):
+    """aGRAPA's bets on "mean above ``null``" and "below" after ``n`` past outcomes in [low, high] with that
+    ``mean`` and ``var``iance (arrays broadcast): the edge over the variance, both shrunk towards (null, 1/4)
     by one pseudo-outcome, truncated at ``TRUNCATION`` of the largest bet that keeps wealth positive."""
-    n = np.asarray(n, dtype=float)
-    mean = (NULL + n * np.asarray(mean, dtype=float)) / (n + 1)
+    n, null = np.asarray(n, dtype=float), np.asarray(null, dtype=float)
+    mean = (null + n * np.asarray(mean, dtype=float)) / (n + 1)
     var = (0.25 + n * np.asarray(var, dtype=float)) / (n + 1)
-    bet = (mean - NULL) / (var + (mean - NULL) ** 2)  # var >= 0.25 / (n + 1) > 0
-    return np.clip(bet, 0.0, TRUNCATION / (NULL - low)), np.clip(-bet, 0.0, TRUNCATION / (high - NULL))
+    bet = (mean - null) / (var + (mean - null) ** 2)  # var >= 0.25 / (n + 1) > 0
+    with np.errstate(divide="ignore"):  # a null at the range's end: no cap on that side (inf)
+        return (np.clip(bet, 0.0, TRUNCATION / (null - low)), np.clip(-bet, 0.0, TRUNCATION / (high - null)))
 
 
 @dataclass
