@@ -14,10 +14,12 @@ of decided votes. Outcomes are independent across items, so their order does not
               K = 12 (2,640): median human votes to settle over --pair-studies studies (runs open at the
               cap of 6,000 items count as the cap); "ranking": the sum over the 3 adjacent pairs of a
               4-model ranking at win rate 0.6.
+  single      the same with one decided vote per item and no ties (outcomes all 0 or 1), at the thresholds
+              of K = 2 (40), 4 and 12.
   chateval    ../shared/data/chateval/amt_ab_2018 (12 models, 18 pairs, threshold 2,640), one outcome per
               prompt in submit-time order (certify's pair_outcomes): how many pairs each rule settles.
 Usage: .venv/bin/python benchmarks/bench_certify_bets.py [--studies 1000] [--pair-studies 300] [--seed 7]
-       [--part all|null|votes|chateval]
+       [--part all|null|votes|single|chateval]
 """
 from __future__ import annotations
 
@@ -40,11 +42,12 @@ CAP = 6000
 RULES = {"grid (today)": 0.0, "aGRAPA": 1.0, "average": 0.5}
 
 
-def cluster_outcomes(rng: np.random.Generator, shape: tuple, win_rate: float, icc: float) -> np.ndarray:
-    """Outcomes of items of ``shape`` (last axis: collection order): the mean of VOTES votes each."""
+def cluster_outcomes(rng: np.random.Generator, shape: tuple, win_rate: float, icc: float, votes: int = VOTES,
+                     ties: float = TIES) -> np.ndarray:
+    """Outcomes of items of ``shape`` (last axis: collection order): the mean of ``votes`` votes each."""
     p = item_win_probabilities(rng, np.full(shape, win_rate), icc)
-    votes = np.where(rng.random(shape + (VOTES,)) < TIES, 0.5, rng.random(shape + (VOTES,)) < p[..., None])
-    return votes.mean(axis=-1)
+    drawn = np.where(rng.random(shape + (votes,)) < ties, 0.5, rng.random(shape + (votes,)) < p[..., None])
+    return drawn.mean(axis=-1)
 
 
 def running_best(y: np.ndarray) -> dict[str, np.ndarray]:
@@ -70,14 +73,15 @@ def null(args) -> None:
                 f"{name} {count / args.studies:.4f}" for name, count in claims.items()), flush=True)
 
 
-def votes_to_settle(rng, studies: int, win_rate: float, icc: float, threshold: float) -> dict[str, np.ndarray]:
+def votes_to_settle(rng, studies: int, win_rate: float, icc: float, threshold: float, votes: int = VOTES,
+                    ties: float = TIES) -> dict[str, np.ndarray]:
     stops = {name: np.empty(0) for name in RULES}
     for chunk in np.array_split(np.arange(studies), max(1, studies // 50)):
-        best = running_best(cluster_outcomes(rng, (len(chunk), CAP), win_rate, icc))
+        best = running_best(cluster_outcomes(rng, (len(chunk), CAP), win_rate, icc, votes, ties))
         for name, wealth in best.items():
             reached = wealth >= threshold
             stops[name] = np.concatenate([stops[name], np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, CAP)])
-    return {name: stop * VOTES for name, stop in stops.items()}
+    return {name: stop * votes for name, stop in stops.items()}
 
 
 def votes(args) -> None:
@@ -96,6 +100,18 @@ def votes(args) -> None:
         medians = {k: float(np.median(sum(run[k] for run in runs))) for k in RULES}
         print(f"  ranking of 4 (3 adjacent pairs at 0.60), ICC {icc:4.2f}: " + "  ".join(
             f"{k} {v:6.0f} ({v / medians['grid (today)']:.2f}x)" for k, v in medians.items()), flush=True)
+
+
+def single(args) -> None:
+    print(f"votes to settle one pair with one decided vote per item (no ties): median of {args.pair_studies} studies")
+    rng = np.random.default_rng(args.seed + 200)
+    for models in (2, 4, 12):
+        threshold = certification_threshold(models, ALPHA)
+        for win_rate in (0.55, 0.6, 0.7):
+            medians = {k: float(np.median(v)) for k, v in
+                       votes_to_settle(rng, args.pair_studies, win_rate, 0.0, threshold, votes=1, ties=0.0).items()}
+            print(f"  threshold {threshold:5.0f} win rate {win_rate:.2f}: " + "  ".join(
+                f"{k} {v:6.0f} ({v / medians['grid (today)']:.2f}x)" for k, v in medians.items()), flush=True)
 
 
 def chateval(args) -> None:
@@ -124,11 +140,11 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--pair-studies", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--part", choices=("all", "null", "votes", "chateval"), default="all")
+    parser.add_argument("--part", choices=("all", "null", "votes", "single", "chateval"), default="all")
     args = parser.parse_args()
     start = time.time()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores")
-    for part in (null, votes, chateval):
+    for part in (null, votes, single, chateval):
         if args.part in ("all", part.__name__):
             part(args)
     print(f"{time.time() - start:.0f} s")
