@@ -11,7 +11,8 @@ import pytest
 
 from parlai_dialeval.adaptive import planner
 from parlai_dialeval.adaptive.certification import certify, certified_order
-from parlai_dialeval.adaptive.sequential import BETS, agrapa_paths, confidence_sequence, e_value, wealth_paths
+from parlai_dialeval.adaptive.sequential import (BETS, agrapa_paths, confidence_sequence, e_value, grid_paths,
+                                                 wealth_paths)
 
 
 def naive_wealth(outcomes):
@@ -59,6 +60,29 @@ def test_equal_models_are_rarely_claimed_better_at_any_look():
     z_claimed = np.mean([np.any(np.abs(np.cumsum(y - 0.5) / (0.5 * np.sqrt(np.arange(1, 501)))) > 1.96)
                          for y in outcomes])
     assert z_claimed > 3 * alpha
+
+
+def clustered_outcomes(rng, shape, win_rate, icc):
+    """Prompt outcomes from the independent beta-binomial generator: the mean of 3 votes, 20% ties."""
+    from parlai_dialeval.testing.clustered_votes import item_win_probabilities
+
+    p = item_win_probabilities(rng, np.full(shape, win_rate), icc)
+    return np.where(rng.random(shape + (3,)) < 0.2, 0.5, rng.random(shape + (3,)) < p[..., None]).mean(axis=-1)
+
+
+def test_certify_bets_keep_alpha_on_clustered_nulls_and_pay_off_on_clear_pairs():
+    # benchmarks/bench_certify_bets.py in small: equal models, ICC 0.8 (outcomes near 0 or 1, aGRAPA's
+    # weak spot), 400 studies of 200 prompts, a claim at 2/alpha in either direction at any look
+    rng, alpha, runs = np.random.default_rng(11), 0.05, 400
+    y = clustered_outcomes(rng, (runs, 200), 0.5, 0.8)
+    claims = np.mean((wealth_paths(y).max(axis=1) >= 2 / alpha) | (wealth_paths(y, -1).max(axis=1) >= 2 / alpha))
+    assert claims <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+    # a clear pair (0.7, ICC 0.13) settles at 240 with at most 0.7x the grid's prompts (measured 0.53x)
+    y = clustered_outcomes(rng, (200, 1500), 0.7, 0.13)
+    reached = {name: np.maximum.accumulate(paths, axis=1) >= 240
+               for name, paths in (("rule", wealth_paths(y)), ("grid", grid_paths(y)))}
+    assert all(r.any(axis=1).all() for r in reached.values())
+    assert np.median(reached["rule"].argmax(axis=1)) <= 0.7 * np.median(reached["grid"].argmax(axis=1))
 
 
 @pytest.mark.parametrize("rate", [0.5, 0.6, 0.9])
