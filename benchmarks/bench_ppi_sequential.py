@@ -17,8 +17,8 @@ majority of those votes (as benchmarks/bench_ppi.py).
             (K = 4 models, synthetic) or 2/alpha (ChatEval, one pair): medians for today's bets on
             people's cluster outcomes (parlai_dialeval.adaptive.sequential: grid and aGRAPA, the
             baseline), the same people with the e-process's aGRAPA bets alone and no judge, and the
-            e-process with the
-            judge (uniform draws; active: draws in proportion to the judge's uncertainty, floor 0.9).
+            e-process with the judge (uniform draws; active: draws in proportion to the judge's
+            uncertainty, floor 0.9).
             "ranking": the sum over the 3 adjacent pairs of a 4-model ranking, each at win rate 0.6
             (what an allocator that spends only on unsettled adjacent pairs needs).
 Usage: .venv/bin/python benchmarks/bench_ppi_sequential.py [--repetitions 1000] [--studies 60]
