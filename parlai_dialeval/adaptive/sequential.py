@@ -12,9 +12,8 @@ Hand-written: no maintained Python package provides it for Python 3.11 (confseq 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
