@@ -14,10 +14,11 @@ majority of those votes (as benchmarks/bench_ppi.py).
             share of --repetitions runs in which either direction's wealth ever reached 2/alpha
             (a false claim at alpha = 0.05), per ICC, judge and design (target <= 0.05 + MC error);
   human     votes people gave until the pair settled at the ranking threshold K(K-1)/alpha
-            (K = 4 models, synthetic) or 2/alpha (ChatEval, one pair): medians for today's grid bets on
-            people's cluster outcomes (parlai_dialeval.adaptive.sequential, the baseline), the same
-            people with the e-process's variance-adaptive bets and no judge, and the e-process with the
-            judge (uniform draws; active: draws in proportion to the judge's uncertainty, floor 0.9).
+            (K = 4 models, synthetic) or 2/alpha (ChatEval, one pair): medians for today's bets on
+            people's cluster outcomes (parlai_dialeval.adaptive.sequential: grid and aGRAPA, the
+            baseline), the same people with the e-process's aGRAPA bets alone and no judge, and the
+            e-process with the judge (uniform draws; active: draws in proportion to the judge's
+            uncertainty, floor 0.9).
             "ranking": the sum over the 3 adjacent pairs of a 4-model ranking, each at win rate 0.6
             (what an allocator that spends only on unsettled adjacent pairs needs).
 Usage: .venv/bin/python benchmarks/bench_ppi_sequential.py [--repetitions 1000] [--studies 60]
@@ -72,8 +73,8 @@ def draw(rng, means_or_votes, f: np.ndarray, active: bool, count: int):
     return y, f[items], n * p[items], float((n * p).min())
 
 
-def grid_draws(y: np.ndarray, threshold: float) -> int | None:
-    """Draws until today's grid-averaged bets on people's outcomes settle either direction."""
+def certify_draws(y: np.ndarray, threshold: float) -> int | None:
+    """Draws until certify's bets (the grid and aGRAPA) on people's outcomes settle either direction."""
     hit = np.nonzero(np.maximum.accumulate(np.maximum(wealth_paths(y), wealth_paths(y, sign=-1))) >= threshold)[0]
     return int(hit[0]) + 1 if len(hit) else None
 
@@ -82,7 +83,7 @@ def settle(rng, pool, f, threshold, cap) -> dict:
     """Human votes to settle for each method (cap * VOTES where not settled within ``cap`` draws)."""
     out = {}
     y, fi, scaled, q = draw(rng, pool, f, False, cap)
-    for name, t in (("today", grid_draws(y, threshold)),
+    for name, t in (("today", certify_draws(y, threshold)),
                     ("no judge", draws_to_settle(y, fi, f.mean(), threshold, use_judge=False)),
                     ("judge", draws_to_settle(y, fi, f.mean(), threshold))):
         out[name] = (t or cap) * VOTES

@@ -11,15 +11,25 @@ import pytest
 
 from parlai_dialeval.adaptive import planner
 from parlai_dialeval.adaptive.certification import certify, certified_order
-from parlai_dialeval.adaptive.sequential import BETS, confidence_sequence, e_value, wealth_paths
+from parlai_dialeval.adaptive.sequential import (BETS, agrapa_paths, confidence_sequence, e_value, grid_paths,
+                                                 wealth_paths)
 
 
-def naive_wealth(outcomes, p0=0.5):
-    """Independent of the vectorised code: the grid-averaged betting wealth, one outcome at a time."""
-    wealth, best = [1.0] * len(BETS), 1.0
+def naive_wealth(outcomes):
+    """Independent of the vectorised code, one outcome at a time: half the starting wealth on the grid of
+    fixed bets, half on aGRAPA (Waudby-Smith & Ramdas 2024: bet = edge / (variance + edge^2) of the earlier
+    outcomes, one pseudo-outcome of mean 1/2 and variance 1/4 added, kept in [0, 1/2 / (1/2 - 0)])."""
+    grid, agrapa, best, seen = [1.0] * len(BETS), 1.0, 1.0, []
     for y in outcomes:
-        wealth = [w * (1 + lam * (y - p0)) for w, lam in zip(wealth, BETS)]
-        best = max(best, sum(wealth) / len(wealth))
+        n = len(seen)
+        mean = (0.5 + sum(seen)) / (n + 1)
+        spread = max(sum(v * v for v in seen) / n - (sum(seen) / n) ** 2, 0.0) if n else 0.0
+        variance = (0.25 + n * spread) / (n + 1)
+        bet = min(max((mean - 0.5) / (variance + (mean - 0.5) ** 2), 0.0), 1.0)
+        grid = [w * (1 + lam * (y - 0.5)) for w, lam in zip(grid, BETS)]
+        agrapa *= 1 + bet * (y - 0.5)
+        seen.append(y)
+        best = max(best, 0.5 * sum(grid) / len(grid) + 0.5 * agrapa)
     return best
 
 
@@ -28,6 +38,16 @@ def test_e_value_equals_a_plain_loop():
     assert e_value(y) == pytest.approx(naive_wealth(y), rel=1e-9)
     assert e_value(1 - y) == pytest.approx(naive_wealth(1 - y), rel=1e-9)
     assert e_value(np.full(50, 0.5)) == 1.0  # ties alone are no evidence either way
+
+
+def test_human_only_bets_are_the_judge_processes_without_a_judge():
+    # one aGRAPA implementation: certify's half equals the PPI e-process with lam = 0 (issue 30)
+    from parlai_dialeval.analysis.ppi_sequential import e_values
+
+    y = np.random.default_rng(2).choice([0.0, 1 / 3, 0.5, 2 / 3, 1.0], size=200)
+    process = e_values(y, np.full(len(y), 0.5), 0.5, use_judge=False)
+    assert agrapa_paths(y).max() == pytest.approx(process.best_above, rel=1e-9)
+    assert agrapa_paths(y, sign=-1).max() == pytest.approx(process.best_below, rel=1e-9)
 
 
 def test_equal_models_are_rarely_claimed_better_at_any_look():
@@ -40,6 +60,29 @@ def test_equal_models_are_rarely_claimed_better_at_any_look():
     z_claimed = np.mean([np.any(np.abs(np.cumsum(y - 0.5) / (0.5 * np.sqrt(np.arange(1, 501)))) > 1.96)
                          for y in outcomes])
     assert z_claimed > 3 * alpha
+
+
+def clustered_outcomes(rng, shape, win_rate, icc):
+    """Prompt outcomes from the independent beta-binomial generator: the mean of 3 votes, 20% ties."""
+    from parlai_dialeval.testing.clustered_votes import item_win_probabilities
+
+    p = item_win_probabilities(rng, np.full(shape, win_rate), icc)
+    return np.where(rng.random(shape + (3,)) < 0.2, 0.5, rng.random(shape + (3,)) < p[..., None]).mean(axis=-1)
+
+
+def test_certify_bets_keep_alpha_on_clustered_nulls_and_pay_off_on_clear_pairs():
+    # benchmarks/bench_certify_bets.py in small: equal models, ICC 0.8 (outcomes near 0 or 1, aGRAPA's
+    # weak spot), 400 studies of 200 prompts, a claim at 2/alpha in either direction at any look
+    rng, alpha, runs = np.random.default_rng(11), 0.05, 400
+    y = clustered_outcomes(rng, (runs, 200), 0.5, 0.8)
+    claims = np.mean((wealth_paths(y).max(axis=1) >= 2 / alpha) | (wealth_paths(y, -1).max(axis=1) >= 2 / alpha))
+    assert claims <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+    # a clear pair (0.7, ICC 0.13) settles at 240 with at most 0.7x the grid's prompts (measured 0.53x)
+    y = clustered_outcomes(rng, (200, 1500), 0.7, 0.13)
+    reached = {name: np.maximum.accumulate(paths, axis=1) >= 240
+               for name, paths in (("rule", wealth_paths(y)), ("grid", grid_paths(y)))}
+    assert all(r.any(axis=1).all() for r in reached.values())
+    assert np.median(reached["rule"].argmax(axis=1)) <= 0.7 * np.median(reached["grid"].argmax(axis=1))
 
 
 @pytest.mark.parametrize("rate", [0.5, 0.6, 0.9])

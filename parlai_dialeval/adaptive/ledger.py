@@ -1,6 +1,6 @@
 """The running evidence of an adaptive study: per model pair, the betting wealth of "a beats b" and of
 "b beats a", updated one outcome at a time, saved as JSON after every batch so a killed study resumes
-where it stopped. Same e-process as ``sequential`` (grid-averaged bets, evidence never expires).
+where it stopped. Same e-process as ``sequential`` (its grid and aGRAPA bettors, evidence never expires).
 
 One bet per item: an outcome given with its item's key (clustering.record_outcomes) is bet only the first
 time that item is read. Votes on an item read in a later batch (an item reused once the pair's items were
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parlai_dialeval.adaptive.sequential import BETS, NULL_WIN_RATE, certification_threshold
+from parlai_dialeval.adaptive.sequential import (BETS, NULL_WIN_RATE, agrapa_log_steps, certification_threshold,
+                                                 combined_wealth)
 
 
 @dataclass
@@ -25,8 +26,11 @@ class PairRecord:
     second: str
     n: int = 0
     total: float = 0.0
+    squares: float = 0.0
     log_wealth_first: np.ndarray = field(default_factory=lambda: np.zeros(len(BETS)))
     log_wealth_second: np.ndarray = field(default_factory=lambda: np.zeros(len(BETS)))
+    log_agrapa_first: float = 0.0
+    log_agrapa_second: float = 0.0
     best_first: float = 1.0
     best_second: float = 1.0
     items: list = field(default_factory=list)  # keys of the items bet on, in order
@@ -36,10 +40,14 @@ class PairRecord:
         step = BETS * (outcome - NULL_WIN_RATE)
         self.log_wealth_first = self.log_wealth_first + np.log1p(step)
         self.log_wealth_second = self.log_wealth_second + np.log1p(-step)
-        self.best_first = max(self.best_first, float(np.exp(self.log_wealth_first).mean()))
-        self.best_second = max(self.best_second, float(np.exp(self.log_wealth_second).mean()))
+        above, below = agrapa_log_steps(self.n, self.total, self.squares, outcome)
+        self.log_agrapa_first += above
+        self.log_agrapa_second += below
+        self.best_first = max(self.best_first, combined_wealth(self.log_wealth_first, self.log_agrapa_first))
+        self.best_second = max(self.best_second, combined_wealth(self.log_wealth_second, self.log_agrapa_second))
         self.n += 1
         self.total += outcome
+        self.squares += outcome * outcome
 
     @property
     def mean(self) -> float:

@@ -55,6 +55,18 @@ def selection_probabilities(f: np.ndarray, floor: float = FLOOR) -> np.ndarray:
     return floor / n + (1 - floor) * u / u.sum()
 
 
+def agrapa_bets(n, mean, var, low=0.0, high=1.0, null=NULL):
+    """aGRAPA's bets on "mean above ``null``" and "below" after ``n`` past outcomes in [low, high] with that
+    ``mean`` and ``var``iance (arrays broadcast): the edge over the variance, both shrunk towards (null, 1/4)
+    by one pseudo-outcome, truncated at ``TRUNCATION`` of the largest bet that keeps wealth positive."""
+    n, null = np.asarray(n, dtype=float), np.asarray(null, dtype=float)
+    mean = (null + n * np.asarray(mean, dtype=float)) / (n + 1)
+    var = (0.25 + n * np.asarray(var, dtype=float)) / (n + 1)
+    bet = (mean - null) / (var + (mean - null) ** 2)  # var >= 0.25 / (n + 1) > 0
+    with np.errstate(divide="ignore"):  # a null at the range's end: no cap on that side (inf)
+        return (np.clip(bet, 0.0, TRUNCATION / (null - low)), np.clip(-bet, 0.0, TRUNCATION / (high - null)))
+
+
 @dataclass
 class RectifiedBetting:
     """The running e-processes of one pair for "A beats B" (mean above 1/2) and "B beats A" (below),
@@ -89,14 +101,13 @@ class RectifiedBetting:
         return min(max((self.s_fy / n - self.s_y / n * fbar) / var_f, 0.0), 1.0)
 
     def _moments(self, lam: float) -> tuple[float, float]:
-        """Estimated mean and variance of Z at weight lam, shrunk towards (1/2, 1/4) by one pseudo-draw."""
+        """Mean and variance of Z at weight lam over the past draws (0, 0 before any)."""
         if self.n == 0:
-            return NULL, 0.25
+            return 0.0, 0.0
         n, fbar = self.n, self.pool_mean
         residual = (self.s_y - lam * self.s_f) / n
-        mean = lam * fbar + residual
         var = max((self.s_yy - 2 * lam * self.s_fy + lam ** 2 * self.s_ff) / n - residual ** 2, 0.0)
-        return (NULL + n * mean) / (n + 1), (0.25 + n * var) / (n + 1)
+        return lam * fbar + residual, var
 
     def add(self, y: float, f: float, scaled: float = 1.0) -> float:
         """Bet on one draw (its outcome y, the judge's answer f, N p of its item); returns its Z."""
@@ -105,11 +116,7 @@ class RectifiedBetting:
         lam = self.weight()
         low = lam * self.pool_mean - lam / self.min_scaled
         high = lam * self.pool_mean + 1 / self.min_scaled
-        mean, var = self._moments(lam)
-        edge = mean - NULL
-        bet = edge / (var + edge ** 2) if var + edge ** 2 > 0 else 0.0
-        bet_above = min(max(bet, 0.0), TRUNCATION / (NULL - low))
-        bet_below = min(max(-bet, 0.0), TRUNCATION / (high - NULL))
+        bet_above, bet_below = (float(b) for b in agrapa_bets(self.n, *self._moments(lam), low, high))
         w = 1 / scaled
         z = lam * self.pool_mean + w * (y - lam * f)
         self.log_above += math.log1p(bet_above * (z - NULL))

@@ -132,7 +132,9 @@ def test_acute_adaptive_stops_certified_with_fewer_hits_than_uniform(tmp_path):
     comps = comps[~comps["onboarding"].eq(True)]
     # the votes a batch holds on one item are one outcome (the cluster rule, issue 25)
     assert len(comps) == 10 * state["hits_emitted"] and 0 < state["judgments"] <= len(comps)
-    pairs = Counter(frozenset(p) for b in state["batches"] for p in b["pairs"])
+    # from batch 2 on, once a ranking comes from data (batch 1 follows a ranking of no votes, a large share
+    # of a study that certifies in a few batches), the greedy rule asks the true neighbours
+    pairs = Counter(frozenset(p) for b in state["batches"][1:] for p in b["pairs"])
     adjacent = sum(pairs[frozenset(p)] for p in zip(list(LEVELS), list(LEVELS)[1:]))
     assert adjacent > 0.8 * sum(pairs.values())  # the 10% exploration goes anywhere
     assert sum(state["batches"][-1]["selection_probability"].values()) == pytest.approx(1.0)
