@@ -31,6 +31,7 @@ from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_r
 SYSTEM_ID = "System"
 ACTS_KEY = "acts"  # record key: the update ids of the participant's acts the world took, in order
 AGENTS_KEY = "agent_ids"  # record key: the Mephisto agents this unit ran under (one more per relaunch)
+MAX_UPDATE_ID_CHARS = 64  # a longer update id is not kept in the record (it could only bloat it)
 SENT_TO_KEY = "dialeval_sent_to"  # act key the page adds to a resent act: the agent it was first sent to
 PARTICIPANT_ID = "You"  # the participant's own messages when a world shows them again (any id but bot/System)
 BOT_FAILED = ("Sorry, the chatbot stopped working, so this conversation ends here. Your work so far is saved: "
@@ -155,7 +156,7 @@ class SessionWorld:
         if update_id in self.acts or (sent_to is not None and sent_to not in self.agent_ids):
             return False
         self.resent = sent_to is not None and sent_to != self.agent_ids[-1]
-        if update_id is not None:
+        if isinstance(update_id, str) and len(update_id) <= MAX_UPDATE_ID_CHARS:  # the page's are uuid4 strings
             self.acts.append(update_id)
         return True
 

@@ -1,10 +1,12 @@
-"""Issue 20, item 4: a launch killed mid-run, then launched again under the same task name, resumes
-(MockArchitect + MockProvider, in-process through ``runner.start``, as `dialeval launch` does).
+"""Issue 20, item 4 and issue 32: a launch killed mid-run, then launched again under the same task name,
+resumes (MockArchitect + MockProvider, in-process through ``runner.start``, as `dialeval launch` does).
 
 The kill is Mephisto's force shutdown without the clean-stop mark a finished ``serve`` leaves, in this
 process: what a killed launch leaves behind, save that the worlds could still mark their records partial.
-Checked: the resumed run offers only the work left, a returning live-chat worker continues where they
-were, the killed run's partial HITs are never counted as finished, and no unit is exported twice.
+Checked: the resumed run offers only the work left; a returning worker carries on where they stopped, a
+half-finished live chat, PW-Turn or SM-Eval conversation included; the page's resent acts are taken once
+(a stored copy dropped, another unit's refused); the killed run's partial HITs are never counted as
+finished, and no unit is exported twice.
 """
 from __future__ import annotations
 
@@ -264,3 +266,56 @@ def onboard_or_unit(run, worker):
     """A returning worker passed onboarding already: registering gives them a unit straight away."""
     run.register(worker, f"REG_{worker}_again")
     return run.unit_agent(worker)
+
+
+def test_sm_eval_resume_carries_on_the_conversation_where_it_stopped(tmp_path):
+    overrides = ["mephisto.task.task_name=sm_resume", "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3",
+                 "sm_eval.seed=1", "~sm_eval.models.retrieval"]
+
+    def annotate_then(run, agent, marks, text=None):
+        seen = run.message_count(agent)
+        run.act(agent, {"checked": marks})
+        shown = run.last_task_data(agent, after=seen)
+        if text is not None:
+            assert shown["phase"] == "chat"
+            seen = run.message_count(agent)
+            run.act(agent, {"action": "message"}, text=text)
+            shown = run.last_task_data(agent, after=seen)
+        return shown
+
+    run = LaunchedRun("sm_eval", tmp_path, 3374, overrides)
+    try:
+        run.register("W1", "REG_1")
+        agent = run.unit_agent("W1")
+        assert run.last_task_data(agent)["phase"] == "annotate"
+        annotate_then(run, agent, ["engaging"], text="first message")
+        before = annotate_then(run, agent, ["none"])
+        assert before["phase"] == "chat"
+    finally:
+        run.kill()
+
+    run = LaunchedRun("sm_eval", tmp_path, 3375, overrides)
+    try:
+        assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
+        agent = onboard_or_unit(run, "W1")
+        shown = run.last_task_data(agent)
+        assert shown["phase"] == "chat" and shown["history"] == before["history"]  # where they stopped
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "message"}, text="second message")
+        shown = run.last_task_data(agent, after=seen)
+        # a fresh bot answers (repeat_query echoes the last line of the conversation it is given whole;
+        # test_sm_eval.py checks what it is given)
+        assert shown["phase"] == "annotate" and shown["history"][-1]["text"] == "second message"
+        shown = annotate_then(run, agent, ["interesting"])
+        assert shown["phase"] == "rate"
+        run.act(agent, {"ratings": {"engaging": 2, "humanlike": 3, "interesting": 4}})
+        report = submit_chat(run, agent, export="sm_resume")
+    finally:
+        run.shutdown()
+    data = from_records(report.records)
+    assert len(data.conversations) == 1  # the unit carried on, exported once
+    conv = data.conversations.iloc[0]
+    assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == ["Hi!", "first message", "second message"]
+    binary = data.ratings[data.ratings["scale"] == "binary"]
+    assert sorted(binary["turn_index"].unique()) == [1, 3, 5]  # the annotations before the kill kept
+    assert any("continued after a restart" in note for note in report.notes)
