@@ -77,8 +77,11 @@ class PageClient:
             if sent_to != self.agent_id:
                 data = {**data, "id": self.agent_id, SENT_TO_KEY: data.get(SENT_TO_KEY, sent_to)}
                 self.resent.append(data["update_id"])
-            await self.ws.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": self.agent_id,
-                                           "agent_token": self.token, "client_timestamp": time.time(), "data": data}))
+            try:
+                await self.ws.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": self.agent_id,
+                                               "agent_token": self.token, "client_timestamp": time.time(), "data": data}))
+            except websockets.ConnectionClosed:
+                return  # the reader sees it too: the page reloads and resends them then
 
     async def _packet(self, kind: str, data: dict | None) -> str:
         """Send a packet; returns its update id."""
