@@ -14,6 +14,7 @@ import time
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import ATTITUDES, CRITERION_NAMES
 from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
+from parlai_dialeval.crowdsourcing.platform.resume import history_observation
 
 TASK_TYPE = "live_chat_da"
 TOPIC_MISSING = "Please enter a topic and say how you feel about it."
@@ -51,6 +52,7 @@ class LiveChatSession:
     def __init__(self, record: dict, min_inputs: int, slot: int = 0, phase: str = "topic"):
         self.record, self.min_inputs, self.slot, self.phase = record, min_inputs, slot, phase
         self.bot = None
+        self.resumed = False  # the slot's bot is new to a conversation under way (after a crash)
 
     @classmethod
     def new(cls, models: list[str], qc_models: list[str], min_inputs: int, ice_breaker: bool) -> "LiveChatSession":
@@ -64,18 +66,10 @@ class LiveChatSession:
 
     @classmethod
     def continued(cls, record: dict, min_inputs: int) -> "LiveChatSession":
-        """Carry on a saved HIT: same slots and model order, finished conversations kept; one waiting for
-        its rating goes on to the rating; a half chat cannot (its bot's state died with the old process),
-        so it is kept apart in ``restarted`` as ``incomplete`` and its slot starts again. The phase is
-        ``done`` when the worker had already given their feedback."""
-        record.setdefault("restarted", [])
+        """Carry on a saved HIT where it stopped: same slots and model order, every turn kept; a half chat
+        goes on with a fresh bot given the conversation so far (``resumed``), one waiting for its rating
+        goes on to the rating. The phase is ``done`` when the worker had already given their feedback."""
         conversations = record["conversations"]
-        for conv in conversations:
-            if conv["status"] in (*OVER, "rating"):
-                continue
-            if conv["turns"]:
-                record["restarted"].append({**conv, "status": "incomplete"})
-            conversations[conv["slot"]] = new_conversation(conv["slot"], conv["model"], conv["qc"])
         waiting = [conv["slot"] for conv in conversations if conv["status"] not in OVER]
         last = len(conversations) - 1
         if record.get("finished"):
@@ -83,7 +77,13 @@ class LiveChatSession:
         if not waiting:
             return cls(record, min_inputs, last, "feedback")
         slot = waiting[0]
-        return cls(record, min_inputs, slot, "rate" if conversations[slot]["status"] == "rating" else "topic")
+        conv = conversations[slot]
+        if conv["status"] == "incomplete":  # a run stopped less abruptly marked it so (``stop``)
+            conv["status"] = "rating" if conv["rating_started"] else "chatting" if conv["started"] else "pending"
+        phase = {"rating": "rate", "chatting": "chat"}.get(conv["status"], "topic")
+        session = cls(record, min_inputs, slot, phase)
+        session.resumed = phase == "chat" and bool(conv["turns"])
+        return session
 
     # ---------------------------------------------------------------- what the page shows
     @property
@@ -143,8 +143,9 @@ class LiveChatSession:
         answers no text (an empty text is kept as it is)."""
         conv = self.conversation
         # context: the topic (or ice-breaker persona) for bots that place it (dialeval:openai_chat)
-        self.bot.observe({"id": "human", "text": conv["turns"][-1]["text"], "episode_done": False,
-                          "context": self.current_topic})
+        self.bot.observe(history_observation(conv["turns"] if self.resumed else conv["turns"][-1:],
+                                             self.current_topic))
+        self.resumed = False
         reply = self.bot.act()
         reply_text = (reply or {}).get("text")
         if not isinstance(reply_text, str):

@@ -5,7 +5,7 @@ then feedback. The whole state lives in ``LiveChatSession`` (protocol.py); the w
 page and saves its record in the worker's data folder after every event (platform/session_world.py),
 so a worker who disconnects or returns mid-HIT leaves their partial data behind, and ``export.py``
 turns it into canonical records marked incomplete. A bot that fails ends its slot only; a worker back
-after a restart carries on the same HIT (platform/resume.py).
+after a crash carries on the same HIT where it stopped, half chat included (platform/resume.py).
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import time
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import STATEMENTS
 from parlai_dialeval.crowdsourcing.live_chat_da.protocol import LiveChatSession, plan_hit
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
-from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM
 from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld
 
 RECORD_FILE = "dialeval_live_chat.json"
@@ -44,15 +43,28 @@ class LiveChatWorld(SessionWorld):
                                                bool(opt.get("ice_breaker")))
             self._start_slot()
             return
-        self.session = LiveChatSession.continued({**self.saved["record"], CONTINUED_FROM: self.saved["agent_id"]},
-                                                 min_inputs)
+        self.session = LiveChatSession.continued(dict(self.saved["record"]), min_inputs)
         phase = self.session.phase
         if phase == "done":
             self._finish("complete")
         elif phase == "topic":
             self._start_slot()
+        elif phase == "chat":
+            self._carry_on_chat()
         else:
             self._send(**({"statements": list(STATEMENTS)} if phase == "rate" else {}))
+
+    def _carry_on_chat(self) -> None:
+        """A half chat after a crash: the page shows it again and a fresh bot goes on with it, answering
+        first when the worker's last message was stored without its reply."""
+        conv = self.session.conversation
+        self._send(clear_messages=True, topic=self.session.current_topic, ice_breaker=bool(conv["persona"]),
+                   persona=conv["persona"])
+        self.show_history(conv["turns"], BOT_ID)
+        if self.bot_turn(lambda: self.session.meet(self.pool.new_bot(conv["model"]))) is not None and (
+                conv["turns"] and conv["turns"][-1]["speaker"] == "human"):
+            self._reply()
+        self.save()
 
     # ---------------------------------------------------------------- SessionWorld hooks
     def saved_models(self, record: dict) -> list[str]:
@@ -63,7 +75,8 @@ class LiveChatWorld(SessionWorld):
         return plan_hit(self.pool, int(self.opt["num_slots"]))
 
     def record(self) -> dict:
-        return {**self.session.record, "last_event": time.time(), "dropped_acts": self.flood.dropped}
+        return {**self.session.record, "last_event": time.time(), "dropped_acts": self.flood.dropped,
+                **self.resume_fields()}
 
     def bot_failed(self, error: str) -> None:
         """A bot that fails (or cannot even start) ends its conversation only; the HIT goes on."""
@@ -142,7 +155,12 @@ class LiveChatWorld(SessionWorld):
         if self.session.inputs >= int(self.opt.get("max_inputs") or MAX_INPUTS):
             raise Refused(TOO_MANY_INPUTS.format(limit=self.session.inputs))
         self.session.human_says(text)
+        if self.resent:  # sent before a relaunch: the reloaded page lost it from its chat log
+            self.show_history(self.session.conversation["turns"][-1:], BOT_ID)
         self.save()
+        self._reply()
+
+    def _reply(self) -> None:
         # the reply shows as it arrives (task_data.streaming), then once whole as the bot's message
         with self.streaming(self.session.bot):
             turn = self.bot_turn(self.session.bot_replies)

@@ -10,7 +10,10 @@ interrupted. Launching the same task name again then:
   places and the completion code stay as they were);
 - lets a worker who was mid-HIT continue where they were if they come back within the unit's time
   limit (``assignment_duration_in_seconds``): the world gets their saved record (``RESUMABLE_KEY`` in its
-  options) and, for live chat, keeps the finished conversations, slots and model order;
+  options) and carries it on where it stopped: same models (and, for live chat, slots and order), every
+  stored turn kept, a half-finished conversation going on with fresh bots given the conversation so far
+  (``history_observation``); the page resends what the server never confirmed and the world drops a copy
+  of what it had stored (platform/session_world.py);
 - closes the interrupted run: its unfinished agents become ``disconnect`` (partial work, never counted
   as submitted and never paid), its units are expired, its marker is marked stopped.
 
@@ -31,6 +34,14 @@ from parlai_dialeval.errors import DialevalError
 MARKER = "dialeval_launch.json"
 RESUMABLE_KEY = "resumable"  # world option: worker name -> {"agent_id", "record"} of their interrupted unit
 CONTINUED_FROM = "continued_from"  # record key: the agent id whose record this one carries on
+HISTORY_DELIMITER = "\n"  # ParlAI's default: a bot given the conversation so far as one message
+
+
+def history_observation(turns: list[dict], context=None) -> dict:
+    """A fresh bot's first observation in a conversation carried on after a crash: everything so far as one
+    message (its previous instance's state died with the old process)."""
+    message = {"id": "human", "text": HISTORY_DELIMITER.join(t["text"] for t in turns), "episode_done": False}
+    return {**message, "context": context} if context is not None else message
 
 
 def submitted(agent) -> bool:
@@ -172,7 +183,7 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
     returning = resumable_records(interrupted, spec.extra.get("export_files", ()), limit)
     shared.world_opt[RESUMABLE_KEY] = returning
     return (f"{head} {len(returning)} worker(s) who were mid-HIT get their HIT back if they return within "
-            f"{limit:.0f} s of starting it: finished conversations kept, a half one restarts (kept as incomplete).")
+            f"{limit:.0f} s of starting it, where they stopped.")
 
 
 def close(interrupted: Interrupted) -> str | None:

@@ -7,8 +7,13 @@ unfinished models or, when complete, running the Smith et al. Appendix B worker 
 optional soft block. What the participant sends is checked (platform/participant_input.py: types,
 sizes, rate) before a world sees it; the record's size is bounded by those limits, so rewriting it after
 every event stays cheap. Hooks (``saved_models``, ``choose_models``, ``bot_failed``, ``end_session``,
-``record``) let a protocol differ: live chat carries on a HIT after a restart, fails one slot when a
-bot fails, and saves its own record shape.
+``record``) let a protocol differ: live chat fails one slot when a bot fails and saves its own record shape.
+
+After a crash (platform/resume.py) a world carries on the saved record of the worker's unit where it
+stopped. The record keeps the update id of every act the world took (``ACTS_KEY``): the page resends what
+the server never confirmed (frontend/src/components/transport.js), and a copy of an act already stored is
+dropped here, then confirmed again by Mephisto's acknowledgement (compat/mephisto_router.py). A resent act
+is taken only by the unit it was first sent to (``SENT_TO_KEY``, the agent ids the unit ran under).
 """
 from __future__ import annotations
 
@@ -21,9 +26,14 @@ from mephisto.data_model.exceptions import AbsentAgentError
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
 from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
-from parlai_dialeval.crowdsourcing.platform.resume import take_resumable
+from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 
 SYSTEM_ID = "System"
+ACTS_KEY = "acts"  # record key: the update ids of the participant's acts the world took, in order
+AGENTS_KEY = "agent_ids"  # record key: the Mephisto agents this unit ran under (one more per relaunch)
+MAX_UPDATE_ID_CHARS = 64  # a longer update id is not kept in the record (it could only bloat it)
+SENT_TO_KEY = "dialeval_sent_to"  # act key the page adds to a resent act: the agent it was first sent to
+PARTICIPANT_ID = "You"  # the participant's own messages when a world shows them again (any id but bot/System)
 BOT_FAILED = ("Sorry, the chatbot stopped working, so this conversation ends here. Your work so far is saved: "
               "please submit.")
 
@@ -88,14 +98,18 @@ class SessionWorld:
         self.models = list(kept or models or []) or self.choose_models(num_models)
         self.reserved = [] if kept or models else list(self.models)  # given back to the pool if not completed
         self.restarted_from = self.saved["agent_id"] if self.saved else None
-        self.status, self.started, self.ended, self.blocked = "incomplete", time.time(), None, False
-        self.error = None
+        saved = self.saved["record"] if self.saved else {}
+        self.acts = list(saved.get(ACTS_KEY) or [])
+        own = getattr(getattr(agent, "mephisto_agent", None), "db_id", None)
+        self.agent_ids = list(saved.get(AGENTS_KEY) or []) + [own]
+        self.resent = False  # the act just taken was resent by the page after a relaunch
+        self.status, self.ended, self.blocked, self.error = "incomplete", None, False, None
+        self.started = self.saved["record"].get("started", time.time()) if self.saved else time.time()
         self.limits = limits_of(opt)
         self.flood = FloodGuard(self.limits)
 
     def saved_models(self, record: dict) -> list[str] | None:
-        """The models of a saved HIT. The half conversation cannot go on (the bots' state died with the
-        old process), so it stays in the old record, exported as incomplete, and this one starts afresh."""
+        """The models of a saved HIT, which goes on with them."""
         return record.get("hit_models")
 
     def choose_models(self, num_models: int) -> list[str]:
@@ -127,8 +141,34 @@ class SessionWorld:
 
     def take(self) -> tuple[str, dict] | None:
         """The worker's next act as (text, task_data), checked (participant_input.screen); None when none
-        came, or it was dropped as part of a flood or refused (the worker is told why)."""
-        return screen(self.poll(), self.agent, self.limits, self.flood, self.warn)
+        came, it was already stored or sent to another unit, or it was dropped as part of a flood or refused
+        (the worker is told why)."""
+        act = self.poll()
+        if act is not None and not self._new_act(act):
+            return None
+        return screen(act, self.agent, self.limits, self.flood, self.warn)
+
+    def _new_act(self, act) -> bool:
+        """Whether ``act`` is new to this unit (then its update id is kept in the record)."""
+        if not isinstance(act, dict):
+            return True  # screen refuses it
+        update_id, sent_to = act.get("update_id"), act.get(SENT_TO_KEY)
+        if update_id in self.acts or (sent_to is not None and sent_to not in self.agent_ids):
+            return False
+        self.resent = sent_to is not None and sent_to != self.agent_ids[-1]
+        if isinstance(update_id, str) and len(update_id) <= MAX_UPDATE_ID_CHARS:  # the page's are uuid4 strings
+            self.acts.append(update_id)
+        return True
+
+    def show_history(self, turns: list[dict], bot_id: str) -> None:
+        """Show the conversation so far as chat messages (a page reloaded onto a relaunched server)."""
+        for turn in turns:
+            speaker = PARTICIPANT_ID if turn["speaker"] == "human" else bot_id
+            self.agent.observe({"id": speaker, "text": turn["text"] if turn["text"].strip() else " "})
+
+    def resume_fields(self) -> dict:
+        """What every record keeps so that a relaunch carries it on (module docstring)."""
+        return {ACTS_KEY: self.acts, AGENTS_KEY: self.agent_ids, CONTINUED_FROM: self.restarted_from}
 
     def warn(self, message: str) -> None:
         """Show ``message`` on the worker's page (pages merge task_data, so the rest of it stays)."""
@@ -171,8 +211,8 @@ class SessionWorld:
 
     def record(self) -> dict:
         return {**self.session.state(), "status": self.status, "started": self.started, "ended": self.ended,
-                "blocked": self.blocked, "hit_models": self.models, "restarted_from": self.restarted_from,
-                "error": self.error, "dropped_acts": self.flood.dropped}
+                "blocked": self.blocked, "hit_models": self.models, "error": self.error,
+                "dropped_acts": self.flood.dropped, **self.resume_fields()}
 
     def end_session(self, status: str) -> list[str]:
         """The session ends with ``status``; returns the models whose conversation did not complete."""

@@ -3,11 +3,13 @@
 The page (crowdsourcing/frontend/src/tasks/pw_turn) is driven by ``task_data``: ``phase`` is
 ``onboarding`` -> (``chat`` <-> ``choose``) -> done. The world keeps the whole state in
 ``PairwiseTurnSession`` and saves it with the unit (``prep_save_data``), and after every event in the
-worker's data folder, so partial work survives a worker who leaves.
+worker's data folder, so partial work survives a worker who leaves and a worker back after a crash carries
+on where they stopped (platform/resume.py).
 """
 from __future__ import annotations
 
 import random
+import time
 
 from parlai_dialeval.crowdsourcing.platform.participant_input import (FloodGuard, Refused, bounded_text, limits_of,
                                                                      screen)
@@ -105,7 +107,32 @@ class PairwiseTurnWorld(SessionWorld):
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
                                            rng=random.Random(self.pool.randint(0, 2 ** 31)))
-        self._ask(FIXED_OPENING, fixed=True)
+        if self.saved is None:
+            self._ask(FIXED_OPENING, fixed=True)
+        else:
+            self._carry_on(self.saved["record"])
+
+    def _carry_on(self, record: dict) -> None:
+        """The saved conversation after a crash, where it stopped: the models are stateless between turns
+        (protocol.py), so fresh ones go on; a message stored before its two replies were shown is asked again."""
+        session = self.session
+        session.turns, session.choices, session.pending = record["turns"], record["choices"], record.get("pending")
+        if session.pending is not None:
+            session.pending["shown_at"] = time.time()
+            self._show_choice({side: session.pending["responses"][session.pending[side]] for side in ("left", "right")})
+        elif session.done:
+            self._finish("complete")
+        elif session.turns and session.turns[-1]["speaker"] == "human":
+            last = session.turns.pop()
+            self._ask(last["text"], fixed=bool((last.get("meta") or {}).get("fixed")))
+        elif session.turns:
+            self._send("chat")
+        else:
+            self._ask(FIXED_OPENING, fixed=True)
+
+    def record(self) -> dict:
+        # the two replies waiting for a choice, so that a relaunch shows the same ones
+        return {**super().record(), "pending": self.session.pending}
 
     def _send(self, phase: str, **state) -> None:
         state.setdefault("warning", None)

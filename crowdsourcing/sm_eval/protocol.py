@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
+from parlai_dialeval.crowdsourcing.platform.resume import history_observation
 from parlai_dialeval.protocols import get_protocol
 
 TURN_PROTOCOL, DIALOG_PROTOCOL = get_protocol("sm_turn"), get_protocol("sm_dialog")
@@ -45,6 +46,7 @@ class SingleModelSession:
     turns: list[dict] = field(default_factory=list)
     annotations: dict[int, dict[str, int]] = field(default_factory=dict)
     final_ratings: dict[str, int] = field(default_factory=dict)
+    resumed: bool = False  # the agent is new to a conversation under way (after a crash): it gets it whole
 
     @property
     def bot_turns(self) -> list[int]:
@@ -66,7 +68,8 @@ class SingleModelSession:
             raise RuntimeError(f"annotate bot turn {unannotated[0]} before sending the next message")
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
                            **({"meta": {"fixed": True}} if fixed else {})})
-        self.agent.observe({"id": "human", "text": text, "episode_done": False})
+        self.agent.observe(history_observation(self.turns if self.resumed else self.turns[-1:]))
+        self.resumed = False
         act = self.agent.act()
         reply = {"speaker": self.model, "text": str(act.get("text", "")), "time": time.time(),
                  **({"meta": turn_meta(act)} if turn_meta(act) else {})}

@@ -2,7 +2,8 @@
 
 Phases sent to the page as ``task_data.phase``: annotate (the latest bot message) -> chat -> annotate
 ... -> rate -> done. The whole state lives in ``SingleModelSession``; it is saved with the unit and
-after every event in the worker's data folder, so partial work survives a worker who leaves.
+after every event in the worker's data folder, so partial work survives a worker who leaves and a worker
+back after a crash carries on where they stopped (platform/resume.py).
 """
 from __future__ import annotations
 
@@ -33,8 +34,25 @@ class SingleModelWorld(SessionWorld):
         personas = opt.get("worker_personas") or []
         persona = list(self.pool.choice(personas)) if personas else []
         self.session = SingleModelSession(self.pool.new_bot(self.model), self.model, int(opt["num_turns"]), persona)
-        if self._streamed(self.session.start) is not None:
+        if self.saved is not None and self.saved["record"].get("turns"):
+            self._carry_on(self.saved["record"])
+        elif self._streamed(self.session.start) is not None:
             self._send("annotate")
+
+    def _carry_on(self, record: dict) -> None:
+        """The saved conversation after a crash, where it stopped; the fresh bot gets it whole with the
+        worker's next message (protocol.py)."""
+        session = self.session
+        session.persona, session.turns = record["persona"], record["turns"]
+        session.annotations = {int(k): v for k, v in record["annotations"].items()}
+        session.final_ratings, session.resumed = dict(record.get("final_ratings") or {}), True
+        if session.final_ratings:
+            self.phase = "rate"
+            self._finish("complete")
+        elif any(i not in session.annotations for i in session.bot_turns):
+            self._send("annotate")
+        else:
+            self._send("rate" if session.chat_done else "chat")
 
     def _streamed(self, step):
         """A bot turn whose reply the page shows as it arrives (task_data.streaming)."""

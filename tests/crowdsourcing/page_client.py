@@ -19,6 +19,7 @@ import websockets
 RATING = [50, 60, 70, 80, 90, 40, 30]
 NORMAL = {"none", "waiting", "in task", "completed"}  # agent statuses of a worker who is doing fine
 ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
+SENT_TO_KEY = "dialeval_sent_to"  # a resent act's first agent (crowdsourcing/platform/session_world.py)
 
 
 class PageClient:
@@ -33,6 +34,10 @@ class PageClient:
         self.sent_at: dict[str, float] = {}
         self.latencies: list[float] = []
         self.seen: list[str] = []  # what a person would have noticed: reloads, refusals, statuses
+        # update id -> (agent id it was first sent to, data): every act not acknowledged yet, resent on each
+        # new socket as the page does (transport.js), to a relaunched server's new agent too
+        self.outbox: dict[str, tuple[str, dict]] = {}
+        self.resent: list[str] = []  # update ids resent to another agent than the first (after a relaunch)
         self.version, self.done, self.ws = 0, False, None
         self.changed = asyncio.Event()
 
@@ -61,7 +66,22 @@ class PageClient:
         self.connected = True
         await self._packet("alive", {})
         self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
+        await self._resend()
         return True
+
+    async def _resend(self) -> None:
+        """transport.js on a new socket: the acts never acknowledged, again, to this page's agent now, naming
+        the agent they were first sent to when that was another one (the server was relaunched meanwhile)."""
+        await asyncio.sleep(0.5)
+        for sent_to, data in list(self.outbox.values()):
+            if sent_to != self.agent_id:
+                data = {**data, "id": self.agent_id, SENT_TO_KEY: data.get(SENT_TO_KEY, sent_to)}
+                self.resent.append(data["update_id"])
+            try:
+                await self.ws.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": self.agent_id,
+                                               "agent_token": self.token, "client_timestamp": time.time(), "data": data}))
+            except websockets.ConnectionClosed:
+                return  # the reader sees it too: the page reloads and resends them then
 
     async def _packet(self, kind: str, data: dict | None) -> str:
         """Send a packet; returns its update id."""
@@ -70,6 +90,8 @@ class PageClient:
         update_id = str(uuid.uuid4())
         if data is not None:
             packet["data"] = {"update_id": update_id, **data}
+        if kind == "mephisto_bound_live_update":
+            self.outbox[update_id] = (self.agent_id, packet["data"])
         await self.ws.send(json.dumps(packet))
         return update_id
 
@@ -87,6 +109,7 @@ class PageClient:
                 packet = json.loads(raw)
                 if packet["packet_type"] == "client_bound_live_update" and ACK_KEY in packet["data"]:
                     for update_id in packet["data"][ACK_KEY]:
+                        self.outbox.pop(update_id, None)
                         if update_id in self.unconfirmed:
                             self.confirmed.append(self.unconfirmed.pop(update_id))
                 elif packet["packet_type"] == "client_bound_live_update":

@@ -142,6 +142,7 @@ class CliRun:
                  command: list[str] = DIALEVAL, env: dict | None = None, cwd: Path | None = None,
                  own_data: bool = True):
         self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
+        self.relaunch_args = (task, overrides, dict(command=command, env=env, cwd=cwd, own_data=own_data))
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
         data = ["--mephisto-data", str(self.data_dir)] if own_data else []
@@ -168,6 +169,23 @@ class CliRun:
 
     def export(self, task_name: str, out: Path) -> subprocess.CompletedProcess:
         return dialeval("export", task_name, "--out", str(out), "--mephisto-data", str(self.data_dir))
+
+    def crash(self) -> None:
+        """kill -9 of the whole server side, as when it dies: the launch's process group and its node router
+        (in a group of its own, it would outlive the launch and keep the port)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        if self.router_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.router_pid, signal.SIGKILL)
+
+    def relaunch(self) -> "CliRun":
+        """The same `dialeval launch` again on the same data (after ``crash``): it resumes the crashed run
+        (crowdsourcing/platform/resume.py). The crashed launch's log is kept as launch_crashed_N.log."""
+        kept = len(list(self.tmp_path.glob("launch_crashed_*.log")))
+        self.log_path.rename(self.tmp_path / f"launch_crashed_{kept}.log")
+        task, overrides, options = self.relaunch_args
+        return CliRun(task, self.tmp_path, overrides, self.data_dir, **options)
 
     def stop(self) -> None:
         """Ctrl-C twice (the first one waits for units in flight, the second stops at once)."""

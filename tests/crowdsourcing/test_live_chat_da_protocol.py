@@ -7,7 +7,7 @@ import pytest
 from parlai.agents.repeat_query.repeat_query import RepeatQueryAgent
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import CRITERION_NAMES
-from parlai_dialeval.crowdsourcing.live_chat_da.protocol import LiveChatSession, new_conversation, plan_hit
+from parlai_dialeval.crowdsourcing.live_chat_da.protocol import LiveChatSession, plan_hit
 from parlai_dialeval.crowdsourcing.platform.bots import BotPool
 
 ECHO = {"opt": {"model": "repeat_query"}}
@@ -164,24 +164,42 @@ def saved_hit(third_status: str) -> dict:
     return copy.deepcopy(session.record)
 
 
-def test_continuing_restarts_a_half_chat_in_its_slot_and_keeps_it_apart_as_incomplete():
-    saved = saved_hit("chatting")
+class Recorder:
+    """A bot that notes what it observes and answers 'ok'."""
+
+    def __init__(self):
+        self.observed = []
+
+    def observe(self, message):
+        self.observed.append(message)
+
+    def act(self):
+        return {"text": "ok"}
+
+
+@pytest.mark.parametrize("status", ["chatting", "incomplete"])  # incomplete: a run stopped less abruptly
+def test_continuing_carries_on_a_half_chat_with_a_fresh_bot_given_the_conversation_so_far(status):
+    saved = saved_hit(status)
+    saved["conversations"][2]["started"] = 1.0
     session = LiveChatSession.continued(copy.deepcopy(saved), min_inputs=1)
     convs = session.record["conversations"]
-    assert (session.phase, session.slot) == ("topic", 2)
+    assert (session.phase, session.slot, session.inputs) == ("chat", 2, 1)
     assert [c["model"] for c in convs] == MODELS and [c["qc"] for c in convs] == [False, True, False, False]
     assert convs[:2] == saved["conversations"][:2]  # finished conversations kept as they were
-    assert convs[2] == new_conversation(2, "b", False)
-    restarted = session.record["restarted"]
-    assert len(restarted) == 1 and restarted[0]["status"] == "incomplete"
-    assert [t["text"] for t in restarted[0]["turns"]] == ["half", "half"] and restarted[0]["topic"] == "books"
-    # a pending slot with no turns is not kept apart: nothing happened in it
-    assert all(r["slot"] == 2 for r in restarted)
+    assert convs[2]["status"] == "chatting" and [t["text"] for t in convs[2]["turns"]] == ["half", "half"]
+    bot = session.meet(Recorder())
+    session.human_says("and then?")
+    session.bot_replies()
+    session.human_says("really?")
+    session.bot_replies()
+    # the fresh bot gets the whole conversation once (ParlAI's newline delimiter), then each message
+    assert [m["text"] for m in bot.observed] == ["half\nhalf\nand then?", "really?"]
+    assert [t["text"] for t in convs[2]["turns"]] == ["half", "half", "and then?", "ok", "really?", "ok"]
 
 
 def test_continuing_a_conversation_waiting_for_its_rating_goes_on_to_the_rating():
     session = LiveChatSession.continued(saved_hit("rating"), min_inputs=1)
-    assert (session.phase, session.slot) == ("rate", 2) and session.record["restarted"] == []
+    assert (session.phase, session.slot) == ("rate", 2)
     assert session.inputs == 1  # the chat is kept whole
     session.rate([60] * 7)
     assert session.next_slot() and session.slot == 3

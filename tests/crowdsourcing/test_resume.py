@@ -1,10 +1,12 @@
-"""Issue 20, item 4: a launch killed mid-run, then launched again under the same task name, resumes
-(MockArchitect + MockProvider, in-process through ``runner.start``, as `dialeval launch` does).
+"""Issue 20, item 4 and issue 32: a launch killed mid-run, then launched again under the same task name,
+resumes (MockArchitect + MockProvider, in-process through ``runner.start``, as `dialeval launch` does).
 
 The kill is Mephisto's force shutdown without the clean-stop mark a finished ``serve`` leaves, in this
 process: what a killed launch leaves behind, save that the worlds could still mark their records partial.
-Checked: the resumed run offers only the work left, a returning live-chat worker continues where they
-were, the killed run's partial HITs are never counted as finished, and no unit is exported twice.
+Checked: the resumed run offers only the work left; a returning worker carries on where they stopped, a
+half-finished live chat, PW-Turn or SM-Eval conversation included; the page's resent acts are taken once
+(a stored copy dropped, another unit's refused); the killed run's partial HITs are never counted as
+finished, and no unit is exported twice.
 """
 from __future__ import annotations
 
@@ -78,9 +80,18 @@ def live_chat_step(run, agent, task_data, text="", after=None):
     return run.last_task_data(agent, after=seen)
 
 
-def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_path):
+def resent(run, agent, update_id: str, sent_to: str, task_data: dict, text: str = "") -> None:
+    """What the page does after a relaunch (frontend/src/components/transport.js): an act it sent before the
+    crash, never confirmed, sent again to its new agent, naming the agent it was first sent to."""
+    run.server.send_agent_act(agent.get_agent_id(), {"text": text, "task_data": task_data, "id": "worker",
+                                                     "episode_done": False, "update_id": update_id,
+                                                     "dialeval_sent_to": sent_to})
+    run.settle()
+
+
+def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit_half_chat_included(tmp_path):
     overrides = ["mephisto.task.task_name=lc_resume", "mephisto.blueprint.num_conversations=2",
-                 "mephisto.task.maximum_units_per_worker=0", "live_chat.min_inputs=1", "live_chat.seed=2"]
+                 "mephisto.task.maximum_units_per_worker=0", "live_chat.min_inputs=2", "live_chat.seed=2"]
     run = LaunchedRun("live_chat_da", tmp_path, 3324, overrides)
     try:
         run.register("W1", "REG_1")
@@ -89,11 +100,16 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
         for slot in range(2):  # two rated conversations
             live_chat_step(run, agent, {"action": "topic", "topic": "books", "attitude": "like"})
             run.act(agent, {"action": "message"}, f"hello {slot}")
+            run.act(agent, {"action": "message"}, f"more {slot}")
             assert live_chat_step(run, agent, {"action": "next"})["phase"] == "rate"
             assert live_chat_step(run, agent, {"action": "rating", "values": [40 + slot] * 7})["slot"] == slot + 1
         live_chat_step(run, agent, {"action": "topic", "topic": "films", "attitude": "dislike"})
-        run.act(agent, {"action": "message"}, "half a chat")  # the third conversation is under way
+        stored = run.message_count(agent)
+        resent(run, agent, "u-stored", agent.get_agent_id(), {"action": "message"}, "half a chat")
+        run.wait(lambda: run.message_count(agent) > stored + 1, what="the bot's reply")  # stored, then the kill
+        old_agent = agent.get_agent_id()
         old_record = run.db.read_dict(f"{agent.get_data_dir()}/dialeval_live_chat.json")
+        assert old_record["acts"][-1] == "u-stored"
     finally:
         run.kill()
 
@@ -104,10 +120,21 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
         run.register("W1", "REG_2")
         agent = run.unit_agent("W1")
         shown = run.last_task_data(agent)
-        assert (shown["phase"], shown["slot"]) == ("topic", 2)  # where they were: the half chat restarts
-        for slot in range(2, 6):
+        assert (shown["phase"], shown["slot"], shown["inputs"]) == ("chat", 2, 1)  # where they were, mid-chat
+        messages = run.live_agent(agent).state.get_data()["outputs"]["messages"]
+        assert [m["text"] for m in messages if m.get("text")][:2] == ["half a chat", old_record["conversations"][2][
+            "turns"][1]["text"] or " "]  # the page shows the half chat again
+        # the page resends: a copy of the stored message (dropped), one never confirmed (taken, shown), and one
+        # first sent to some other unit (dropped)
+        resent(run, agent, "u-stored", old_agent, {"action": "message"}, "half a chat")
+        resent(run, agent, "u-lost", old_agent, {"action": "message"}, "sent as the server died")
+        resent(run, agent, "u-other", "999", {"action": "message"}, "not for this unit")
+        assert live_chat_step(run, agent, {"action": "next"})["phase"] == "rate"
+        live_chat_step(run, agent, {"action": "rating", "values": [50] * 7})
+        for slot in range(3, 6):
             live_chat_step(run, agent, {"action": "topic", "topic": "music", "attitude": "like"})
             run.act(agent, {"action": "message"}, f"again {slot}")
+            run.act(agent, {"action": "message"}, f"and again {slot}")
             live_chat_step(run, agent, {"action": "next"})
             live_chat_step(run, agent, {"action": "rating", "values": [60] * 7})
         assert run.last_task_data(agent)["phase"] == "feedback"
@@ -118,19 +145,20 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit(tmp_pat
     assert agent_status(run, "W1") == ["disconnect", "completed"]
     records = report.records
     convs = [r for r in records if r["type"] == "conversation"]
-    complete = [c for c in convs if c["status"] == "complete"]
-    # one unit with all six conversations in the order planned before the kill; the half chat kept apart
-    assert [c["slot"] for c in complete] == list(range(6)) and len({c["assignment_id"] for c in complete}) == 1
-    assert [c["models"][0] for c in complete] == [c["model"] for c in old_record["conversations"]]
-    assert [t["text"] for t in complete[0]["turns"] if t["speaker"] == "human"] == ["hello 0"]
-    partial = [c for c in convs if c["status"] != "complete"]
-    assert len(partial) == 1 and partial[0]["slot"] == 2 and partial[0]["turns"][0]["text"] == "half a chat"
+    # one unit, exported once, with all six conversations in the order planned before the kill
+    assert [c["slot"] for c in convs] == list(range(6)) and {c["status"] for c in convs} == {"complete"}
+    assert len({c["assignment_id"] for c in convs}) == 1
+    assert [c["models"][0] for c in convs] == [c["model"] for c in old_record["conversations"]]
+    assert [t["text"] for t in convs[0]["turns"] if t["speaker"] == "human"] == ["hello 0", "more 0"]
+    # the half chat: every stored message once, in order, then the one the page resent, then the bot's reply
+    third = [t["speaker"] == "human" and t["text"] for t in convs[2]["turns"]]
+    assert third == ["half a chat", False, "sent as the server died", False]
     assert any("continued after a restart" in note for note in report.notes)
     ratings = from_records(records).ratings
     assert len(ratings) == 6 * 7 and ratings.groupby("conversation_id").size().eq(7).all()
 
 
-def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_partial(tmp_path):
+def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit(tmp_path):
     overrides = ["mephisto.task.task_name=pw_resume", "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4",
                  "pw_turn.num_turns=2", "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"]
 
@@ -155,7 +183,8 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
         submit_chat(run, done)
         half = onboard(run, "W2")
         chat_turn(run, half, finish=False)
-        run.last_task_data(half, after=run.message_count(half) - 1)
+        waiting = run.last_task_data(half, after=run.message_count(half) - 1)  # the two replies to choose from
+        assert waiting["phase"] == "choose"
     finally:
         run.kill()
 
@@ -163,8 +192,10 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
     try:
         assert "1 of 2 unit(s) finished; 1 unit(s) offered now. 1 worker(s) who were mid-HIT" in run.launched.resume_note
         assert len(run.units()) == 1
-        agent = onboard_or_unit(run, "W2")  # a new conversation: a half PW-Turn chat cannot go on
-        chat_turn(run, agent, finish=False)
+        agent = onboard_or_unit(run, "W2")
+        shown = run.last_task_data(agent)  # where they were: the same two replies, the same history
+        assert {k: shown[k] for k in ("phase", "left", "right", "history", "turn")} == {
+            k: waiting[k] for k in ("phase", "left", "right", "history", "turn")}
         chat_turn(run, agent, finish=True)
         report = submit_chat(run, agent, export="pw_resume")
     finally:
@@ -172,11 +203,12 @@ def test_pw_turn_resume_offers_only_the_units_left_and_keeps_the_killed_hit_part
     assert agent_status(run, "W2") == ["disconnect", "completed"]  # the killed HIT: partial, not submitted
     data = from_records(report.records)
     statuses = sorted(zip(data.conversations["worker_id"], data.conversations["status"]))
-    assert statuses == [("W1_sandbox", "complete"), ("W2_sandbox", "complete"), ("W2_sandbox", "incomplete")]
+    assert statuses == [("W1_sandbox", "complete"), ("W2_sandbox", "complete")]  # the carried-on unit once
     assert data.conversations["id"].is_unique
-    w2 = data.conversations[data.conversations["worker_id"] == "W2_sandbox"]
-    assert w2["models"].map(tuple).nunique() == 1  # the restarted conversation has the same two models
-    assert report.by_status == {"completed": 2, "disconnect": 1}
+    w2 = [r for r in report.records if r["type"] == "conversation" and r["worker_id"] == "W2_sandbox"][0]
+    assert [t["text"] for t in w2["turns"] if t["speaker"] == "human"][1:] == ["tell me more"]
+    assert len([t for t in w2["turns"] if t["speaker"] != "human"]) == 2
+    assert any("continued after a restart" in note for note in report.notes)
 
 
 def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
@@ -234,3 +266,56 @@ def onboard_or_unit(run, worker):
     """A returning worker passed onboarding already: registering gives them a unit straight away."""
     run.register(worker, f"REG_{worker}_again")
     return run.unit_agent(worker)
+
+
+def test_sm_eval_resume_carries_on_the_conversation_where_it_stopped(tmp_path):
+    overrides = ["mephisto.task.task_name=sm_resume", "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3",
+                 "sm_eval.seed=1", "~sm_eval.models.retrieval"]
+
+    def annotate_then(run, agent, marks, text=None):
+        seen = run.message_count(agent)
+        run.act(agent, {"checked": marks})
+        shown = run.last_task_data(agent, after=seen)
+        if text is not None:
+            assert shown["phase"] == "chat"
+            seen = run.message_count(agent)
+            run.act(agent, {"action": "message"}, text=text)
+            shown = run.last_task_data(agent, after=seen)
+        return shown
+
+    run = LaunchedRun("sm_eval", tmp_path, 3374, overrides)
+    try:
+        run.register("W1", "REG_1")
+        agent = run.unit_agent("W1")
+        assert run.last_task_data(agent)["phase"] == "annotate"
+        annotate_then(run, agent, ["engaging"], text="first message")
+        before = annotate_then(run, agent, ["none"])
+        assert before["phase"] == "chat"
+    finally:
+        run.kill()
+
+    run = LaunchedRun("sm_eval", tmp_path, 3375, overrides)
+    try:
+        assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
+        agent = onboard_or_unit(run, "W1")
+        shown = run.last_task_data(agent)
+        assert shown["phase"] == "chat" and shown["history"] == before["history"]  # where they stopped
+        seen = run.message_count(agent)
+        run.act(agent, {"action": "message"}, text="second message")
+        shown = run.last_task_data(agent, after=seen)
+        # a fresh bot answers (repeat_query echoes the last line of the conversation it is given whole;
+        # test_sm_eval.py checks what it is given)
+        assert shown["phase"] == "annotate" and shown["history"][-1]["text"] == "second message"
+        shown = annotate_then(run, agent, ["interesting"])
+        assert shown["phase"] == "rate"
+        run.act(agent, {"ratings": {"engaging": 2, "humanlike": 3, "interesting": 4}})
+        report = submit_chat(run, agent, export="sm_resume")
+    finally:
+        run.shutdown()
+    data = from_records(report.records)
+    assert len(data.conversations) == 1  # the unit carried on, exported once
+    conv = data.conversations.iloc[0]
+    assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == ["Hi!", "first message", "second message"]
+    binary = data.ratings[data.ratings["scale"] == "binary"]
+    assert sorted(binary["turn_index"].unique()) == [1, 3, 5]  # the annotations before the kill kept
+    assert any("continued after a restart" in note for note in report.notes)

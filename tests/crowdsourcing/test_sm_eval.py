@@ -61,3 +61,27 @@ def test_export_binary_turn_ratings_and_likert_dialog_ratings():
     conv = data.conversations.iloc[0]
     assert conv["personas"] == {"human": ["I like cooking."]}
     assert not any(conv["meta"]["worker_checks"].values())
+
+
+class Recorder:
+    """A bot that notes what it observes and answers 'ok'."""
+
+    def __init__(self):
+        self.observed = []
+
+    def observe(self, message):
+        self.observed.append(message["text"])
+
+    def act(self):
+        return {"text": "ok"}
+
+
+def test_a_conversation_carried_on_after_a_crash_gives_the_fresh_bot_all_of_it_once():
+    bot = Recorder()
+    saved = [{"speaker": "human", "text": "Hi!", "time": 1.0}, {"speaker": "m", "text": "hello", "time": 2.0}]
+    session = protocol.SingleModelSession(bot, "m", turns=list(saved), annotations={1: {"engaging": 1}}, resumed=True)
+    session.human_says("how are you?")
+    session.annotate(3, ["none"])
+    session.human_says("fine?")
+    # the whole conversation once (ParlAI's newline history), then each message as usual
+    assert bot.observed == ["Hi!\nhello\nhow are you?", "fine?"]

@@ -3,16 +3,20 @@
 // refuses every later packet or POST of that agent without it. mephisto-task 2.0.4 knows nothing of the
 // token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
 // subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
-// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect.
+// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect or a
+// reload.
 // Importing it once (components/index.js) installs both before any task connects.
 import { axiosInstance } from "mephisto-task";
 
 const tokens = new Map(); // agent id -> token issued by the router
 
+let currentAgent = null; // the agent this page was last given (a new one after a relaunch of the server)
+
 function remember(packet) {
   const data = packet && packet.data;
   if (data && typeof data.agent_id === "string" && typeof data.agent_token === "string") {
     tokens.set(data.agent_id, data.agent_token);
+    currentAgent = data.agent_id;
   }
 }
 
@@ -42,10 +46,40 @@ axiosInstance.interceptors.response.use((response) => {
 // (parlai_dialeval/compat/mephisto_router.py, a live update {dialeval_ack: [update ids]}). Until then the act
 // stays in `outbox` and is sent again on every new socket of this page (mephisto-task opens one after a
 // drop); the server drops a copy it already has by its update id.
+// The outbox outlives a reload of the tab (sessionStorage, per page address): after the server crashed and
+// was relaunched the reloaded page gets a new agent, and the acts the old one never confirmed go to it,
+// naming the agent they were first sent to (SENT_TO_KEY). The relaunched world takes them only when it
+// carries on that agent's unit, and drops a copy of an act it had stored (crowdsourcing/platform/session_world.py).
 const ACK_KEY = "dialeval_ack";
+const SENT_TO_KEY = "dialeval_sent_to";
+const STORE_KEY = "dialeval_outbox" + window.location.search;
 const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the new socket
-const outbox = new Map(); // update id -> packet (without token), insertion order = sending order
+const outbox = loadOutbox(); // update id -> packet (without token), insertion order = sending order
 const ackListeners = new Set();
+
+function loadOutbox() {
+  try {
+    return new Map(JSON.parse(window.sessionStorage.getItem(STORE_KEY) || "[]"));
+  } catch (error) {
+    return new Map(); // storage refused or unreadable: the outbox lives as long as the page
+  }
+}
+
+function storeOutbox() {
+  try {
+    window.sessionStorage.setItem(STORE_KEY, JSON.stringify([...outbox]));
+  } catch (error) {
+    // storage refused (private mode, full): the outbox still covers reconnects without a reload
+  }
+}
+
+function readdressed(packet) {
+  if (!currentAgent || packet.subject_id === currentAgent) {
+    return packet;
+  }
+  const sentTo = packet.data[SENT_TO_KEY] || packet.subject_id;
+  return { ...packet, subject_id: currentAgent, data: { ...packet.data, id: currentAgent, [SENT_TO_KEY]: sentTo } };
+}
 
 export function onAcknowledged(listener) {
   ackListeners.add(listener);
@@ -67,7 +101,7 @@ const PageSocket = class extends window.WebSocket {
       if (this.readyState !== window.WebSocket.OPEN) {
         return;
       }
-      super.send(JSON.stringify(signed(packet)));
+      super.send(JSON.stringify(signed(readdressed(packet))));
     }
   }
 
@@ -80,6 +114,7 @@ const PageSocket = class extends window.WebSocket {
     }
     if (packet && packet.packet_type === "mephisto_bound_live_update" && packet.data && packet.data.update_id) {
       outbox.set(packet.data.update_id, packet);
+      storeOutbox();
     }
     return super.send(JSON.stringify(signed(packet)));
   }
@@ -96,6 +131,7 @@ const PageSocket = class extends window.WebSocket {
       const acked = packet && packet.packet_type === "client_bound_live_update" && packet.data && packet.data[ACK_KEY];
       if (Array.isArray(acked)) {
         acked.forEach((id) => outbox.delete(id));
+        storeOutbox();
         ackListeners.forEach((listener) => listener(acked));
         return undefined;
       }
