@@ -21,24 +21,11 @@ from mephisto.abstractions._subcomponents.agent_state import AgentState
 from mephisto.abstractions.blueprints.abstract.static_task.static_task_runner import StaticTaskRunner
 from mephisto.abstractions.blueprints.mixins.onboarding_required import OnboardingRequired
 
-from parlai_dialeval.compat.patching import require_call, require_version
+from parlai_dialeval.compat.mephisto import forget_registration, require_onboarding_order
 
 ONBOARDING_TRIES = "onboarding_tries"  # shared-state attribute: the tries a static task's onboarding gives
 TRIES_HELP = ("tries at the onboarding before a worker is screened out (Prolific's comprehension-check policy "
               "asks for two: docs/crowdsourcing.md, 'Checks and Prolific's policy')")
-
-
-def require_mephisto_order() -> None:
-    """The Mephisto 1.1.1 internals this module relies on are still there (CompatError otherwise): the
-    worker pool filters units before it checks the onboarding qualification and after it grades an
-    onboarding, and the client IO answers a known registration id from ``agents_by_registration_id``."""
-    from mephisto.operations.client_io_handler import ClientIOHandler
-    from mephisto.operations.worker_pool import WorkerPool
-
-    require_version("mephisto", "1.1.1", "onboarding_tries")
-    for method in (WorkerPool.register_agent, WorkerPool.register_agent_from_onboarding):
-        require_call(method, "task_runner.filter_units_for_worker", "onboarding_tries")
-    require_call(ClientIOHandler._register_agent, "in self.agents_by_registration_id", "onboarding_tries")
 
 
 def tries_allowed(shared_state) -> int:
@@ -78,7 +65,7 @@ class OnboardingTries:
         super().__init__(task_run, args, shared_state)
         self._tries_task_run = task_run
         if tries_allowed(shared_state) > 1:
-            require_mephisto_order()
+            require_onboarding_order()
 
     def get_onboarding_data(self, worker_id: str) -> dict:
         data = super().get_onboarding_data(worker_id)
@@ -93,13 +80,3 @@ class OnboardingTries:
         if not passed and failed + 1 < tries_allowed(self.shared_state):
             forget_registration(onboarding_agent)
         return passed
-
-
-def forget_registration(onboarding_agent) -> None:
-    """A page that reloads registers again under the same id (Prolific: SESSION_ID-PID), and Mephisto
-    answers a known id with the agent it had (client_io_handler._register_agent: a rejected onboarding gets
-    "not qualified"); forgotten, the id registers afresh and gets the next try."""
-    known = onboarding_agent.get_live_run().client_io.agents_by_registration_id
-    for registration, agent_id in list(known.items()):
-        if agent_id == onboarding_agent.get_agent_id():
-            known.pop(registration, None)

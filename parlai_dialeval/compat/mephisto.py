@@ -109,6 +109,30 @@ def require_safe_launcher(launcher) -> None:
     require_ours(type(launcher), "generate_units", "safe_unit_launching")
 
 
+def require_onboarding_order() -> None:
+    """The Mephisto 1.1.1 internals a static task's onboarding with several tries relies on
+    (crowdsourcing/platform/onboarding_tries.py) are still there (CompatError otherwise): the
+    worker pool filters units before it checks the onboarding qualification and after it grades an
+    onboarding, and the client IO answers a known registration id from ``agents_by_registration_id``."""
+    from mephisto.operations.client_io_handler import ClientIOHandler
+    from mephisto.operations.worker_pool import WorkerPool
+
+    require_version("mephisto", WRITTEN_FOR, "onboarding_tries")
+    for method in (WorkerPool.register_agent, WorkerPool.register_agent_from_onboarding):
+        require_call(method, "task_runner.filter_units_for_worker", "onboarding_tries")
+    require_call(ClientIOHandler._register_agent, "in self.agents_by_registration_id", "onboarding_tries")
+
+
+def forget_registration(onboarding_agent) -> None:
+    """A page that reloads registers again under the same id (Prolific: SESSION_ID-PID), and Mephisto
+    answers a known id with the agent it had (client_io_handler._register_agent: a rejected onboarding gets
+    "not qualified"); forgotten, the id registers afresh and gets the next try."""
+    known = onboarding_agent.get_live_run().client_io.agents_by_registration_id
+    for registration, agent_id in list(known.items()):
+        if agent_id == onboarding_agent.get_agent_id():
+            known.pop(registration, None)
+
+
 def check() -> list[str]:
     """What install.sh confirms: the fixed config imports, and the runtime patches take effect."""
     from mephisto.operations.hydra_config import MephistoConfig, TaskConfig
@@ -120,4 +144,6 @@ def check() -> list[str]:
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
-    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching"]
+    require_onboarding_order()
+    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching, "
+            "onboarding tries"]

@@ -94,9 +94,10 @@ def test_a_failed_try_forgets_its_registration_only_while_tries_remain():
 def test_the_mephisto_internals_relied_on_are_checked(monkeypatch):
     from mephisto.operations import worker_pool
 
+    from parlai_dialeval.compat.mephisto import require_onboarding_order
     from parlai_dialeval.compat.patching import CompatError
 
-    tries.require_mephisto_order()  # the installed Mephisto 1.1.1
+    require_onboarding_order()  # the installed Mephisto 1.1.1
 
     class MovedOn:  # a worker pool that no longer filters units where this module needs it
         async def register_agent(self, crowd_data, worker, request_id):
@@ -107,4 +108,4 @@ def test_the_mephisto_internals_relied_on_are_checked(monkeypatch):
 
     monkeypatch.setattr(worker_pool, "WorkerPool", MovedOn)
     with pytest.raises(CompatError, match="filter_units_for_worker"):
-        tries.require_mephisto_order()
+        require_onboarding_order()
