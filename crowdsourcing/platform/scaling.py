@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 PRESETS: dict[str, list[str]] = {
-    "before": [],
+    "before": ["mephisto.blueprint.router_reconnect_seconds=10", "mephisto.blueprint.router_ping_seconds=15"],
     "scaled": [],
 }
 
