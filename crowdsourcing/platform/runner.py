@@ -158,6 +158,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
 
     adaptive.check_overrides(spec, overrides)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.abstractions.databases.local_singleton_database import MephistoSingletonDB
     from mephisto.operations.operator import Operator
     from mephisto.tools.scripts import augment_config_from_db
     from omegaconf import OmegaConf
@@ -168,7 +169,14 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     adaptive.check_settings(cfg)  # before the task loads its data or bots
-    db = LocalMephistoDB(database_path=str(database_path(data_dir)))
+    # Mephisto's own choice, mephisto.database._database_type: its default "singleton" keeps the run's units,
+    # agents and task run in memory ("local" rereads them from SQLite and rebuilds the task run's config at
+    # every lookup: with hundreds of participants the server spent its time there, docs/scaling.md)
+    databases = {"singleton": MephistoSingletonDB, "local": LocalMephistoDB}
+    kind = cfg.mephisto.database._database_type
+    if kind not in databases:
+        raise DialevalError(f"mephisto.database._database_type={kind!r}: expected one of {', '.join(databases)}")
+    db = databases[kind](database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
         from parlai_dialeval.providers.prolific.provider import require_requester
 
