@@ -67,13 +67,14 @@ def metrics_server_off() -> None:
 
 
 def atomic_state_writes() -> None:
-    """Mephisto's ``write_dict`` through ``atomic_open`` (a temporary file renamed over the target)."""
+    """Mephisto's ``write_dict`` writing a temporary file renamed over the target. Not ``atomic_open``:
+    this runs for every message of every participant, and a name per thread (each thread writes whole
+    files, the last rename wins) spares the unique-name search and permission change of ``mkstemp``."""
     require_version("mephisto", WRITTEN_FOR, "atomic_state_writes")
     import json
+    import os
 
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
-
-    from parlai_dialeval.atomic import atomic_open
 
     if is_ours(LocalMephistoDB.write_dict):
         return
@@ -81,8 +82,11 @@ def atomic_state_writes() -> None:
     @ours
     def write_dict(self, path_key: str, target_dict) -> None:
         self._assert_path_in_domain(path_key)
-        with atomic_open(path_key) as data_file:
+        os.makedirs(os.path.dirname(path_key), exist_ok=True)
+        part = f"{path_key}.{threading.get_ident()}.part"
+        with open(part, "w") as data_file:
             json.dump(target_dict, data_file)
+        os.replace(part, path_key)
 
     LocalMephistoDB.write_dict = write_dict
     require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")

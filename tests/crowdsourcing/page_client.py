@@ -46,7 +46,9 @@ class PageClient:
                         "assignment_id": self.name, "provider_type": "mock"}
         while time.time() < self.deadline:
             try:
-                reply = await http.post(self.http_url + "/request_agent", timeout=30, json={
+                # a browser waits for the answer (mephisto-task sets no timeout); asking again while the
+                # first request is still being served would make Mephisto register the participant twice
+                reply = await http.post(self.http_url + "/request_agent", timeout=180, json={
                     "provider_data": registration, "client_timestamp": time.time()})
                 details = reply.json()["data"]
                 break

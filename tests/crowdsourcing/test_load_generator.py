@@ -1,5 +1,5 @@
-"""The load generator of issue 32 at a tiny scale, so that it cannot rot: benchmarks/bench_load.py runs 3
-live-chat and 2 PW-Turn participants (onboarding included) through the real router and server, against
+"""The load generator of issue 32 at a tiny scale, so that it cannot rot: benchmarks/bench_load.py runs 2
+live-chat and 1 PW-Turn participant (onboarding included) through the real router and server, against
 the fake endpoint, at a twentieth of human pace. Every message the server confirmed must be in the
 export, every HIT done, no unit exported twice, and the platform's latency measured for every action.
 """
@@ -23,7 +23,7 @@ def test_tiny_ramp_loses_nothing(tmp_path):
         needs(f"node or the router dependencies ({compat_router.ROUTER_DIR}/node_modules) are missing: run install.sh")
     rows_file = tmp_path / "rows.jsonl"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "3", "--pw-turn", "2", "--baseline", "0",
+        [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "2", "--pw-turn", "1", "--baseline", "0",
          "--inputs", "2", "--turns", "2", "--pace", "0.05", "--abandon", "0", "--arrival", "1", "--duration", "150",
          "--port", "3436", "--fake-port", "8064", "--out", str(rows_file)],
         capture_output=True, text=True, timeout=400)
@@ -31,10 +31,10 @@ def test_tiny_ramp_loses_nothing(tmp_path):
     rows = {row["task"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
     assert set(rows) == {"live_chat", "pw_turn"}
     live, pw = rows["live_chat"], rows["pw_turn"]
-    # 3 participants x 3 conversations x 2 messages; PW-Turn: 2 x 1 message (the opening is the world's)
-    assert (live["sent"], live["stored"], live["lost"]) == (18, 18, 0), live
-    assert (pw["sent"], pw["stored"], pw["lost"]) == (2, 2, 0), pw
-    for row, hits in ((live, 3), (pw, 2)):
+    # 2 participants x 3 conversations x 2 messages; PW-Turn: 1 message (the opening is the world's)
+    assert (live["sent"], live["stored"], live["lost"]) == (12, 12, 0), live
+    assert (pw["sent"], pw["stored"], pw["lost"]) == (1, 1, 0), pw
+    for row, hits in ((live, 2), (pw, 1)):
         assert row["done"] + row["left"] == hits, row
         assert row["units_twice"] == 0 and row["doubled"] == 0 and row["tracebacks"] == 0, row
         assert row["platform"] != "-", row
