@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -42,16 +41,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from load_generator import BotScript, Pace, Participant, PwTurnParticipant, Resources  # noqa: E402
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location("protocol_harness", ROOT / "tests/crowdsourcing/protocol_harness.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from load_generator import (BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/, beside this
+                            stored_texts, test_helper)
 
 
 TASKS = {"live_chat": ("live_chat_da", Participant), "pw_turn": ("pw_turn", PwTurnParticipant)}
@@ -79,16 +70,6 @@ def start_fake(port: int, bots: BotScript, folder: Path) -> subprocess.Popen:
     return proc
 
 
-def stored(task_name: str, data_dir: Path, out: Path):
-    from parlai_dialeval.crowdsourcing.platform import export
-
-    report = export.export_task(task_name, out, data_dir=data_dir)
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    convs = [r for r in records if r["type"] == "conversation"]
-    human = Counter(t["text"] for c in convs for t in c["turns"] if t["speaker"] == "human")
-    return report, convs, human
-
-
 async def drive(clients, during=None) -> float:
     limits = httpx.Limits(max_connections=len(clients) + 5)
     async with httpx.AsyncClient(limits=limits) as http:
@@ -108,7 +89,7 @@ def quantiles(values) -> str:
 
 
 def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dict:
-    harness = _harness()
+    harness = test_helper("protocol_harness")
     kind, client_class = TASKS[task]
     name = f"load_{task}_{n}_{settings}"
     where = folder / name
@@ -157,7 +138,7 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
     finally:
         for launched in runs:
             launched.stop()
-    report, convs, human = stored(name, runs[-1].data_dir, where / "export.jsonl")
+    report, convs, human = stored_texts(name, runs[-1].data_dir, where / "export.jsonl")
     sent = [t for c in clients for t in c.sent]
     confirmed = [t for c in clients for t in c.confirmed]
     lost = [t for t in confirmed if t not in human]

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,15 +27,27 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _page_client():
-    """tests/crowdsourcing/page_client.py, loaded by path (tests/ is not a package on sys.path)."""
-    spec = importlib.util.spec_from_file_location("page_client", ROOT / "tests/crowdsourcing/page_client.py")
+def test_helper(name: str):
+    """A helper module of the tests, loaded by path (tests/ is not a package on sys.path): ``page_client``
+    (``PageClient``) or ``protocol_harness`` (``CliRun``: `dialeval launch` in its own process group)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"tests/crowdsourcing/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-PageClient = _page_client().PageClient
+PageClient = test_helper("page_client").PageClient
+
+
+def stored_texts(task: str, data_dir: Path, out: Path):
+    """Export the task (its report, its conversation records, and how often each human text was stored)."""
+    from parlai_dialeval.crowdsourcing.platform import export
+
+    report = export.export_task(task, out, data_dir=data_dir)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    convs = [r for r in records if r["type"] == "conversation"]
+    human = Counter(t["text"] for c in convs for t in c["turns"] if t["speaker"] == "human")
+    return report, convs, human
 
 
 @dataclass
