@@ -30,7 +30,6 @@ import asyncio
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,7 @@ import httpx
 import numpy as np
 
 from load_generator import (BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/, beside this
-                            stored_texts, test_helper)
+                            crash_and_relaunch, stored_texts, test_helper)
 
 
 TASKS = {"live_chat": ("live_chat_da", Participant), "pw_turn": ("pw_turn", PwTurnParticipant)}
@@ -113,12 +112,7 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
             while sum(c.joined is not None for c in clients) < min(args.kill_at, n) and time.time() < deadline:
                 await asyncio.sleep(0.5)
             killed["at"] = time.time()
-            os.killpg(run.proc.pid, signal.SIGKILL)
-            if run.router_pid:
-                os.kill(run.router_pid, signal.SIGKILL)
-            await asyncio.to_thread(run.proc.wait, 10)
-            (where / "launch.log").rename(where / "launch_killed.log")
-            again = await asyncio.to_thread(harness.CliRun, kind, where, launch, env=env)
+            again = await crash_and_relaunch(run, lambda: harness.CliRun(kind, where, launch, env=env))
             runs.append(again)
             killed["back_after"] = time.time() - killed["at"]
             resources.pids = {"router": again.router_pid, "server": again.proc.pid}

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -127,12 +126,7 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     async def crash_and_relaunch():
         await asyncio.sleep(args.kill_after)
         killed["at"] = time.time()
-        os.killpg(run.proc.pid, signal.SIGKILL)
-        if run.router_pid:
-            os.kill(run.router_pid, signal.SIGKILL)
-        await asyncio.to_thread(run.proc.wait, 10)
-        (folder / "launch.log").rename(folder / "launch_killed.log")
-        again = await asyncio.to_thread(CliRun, "live_chat_da", folder, overrides)
+        again = await load_generator.crash_and_relaunch(run, lambda: CliRun("live_chat_da", folder, overrides))
         runs.append(again)
         killed["back_after"] = time.time() - killed["at"]
         for client in clients:

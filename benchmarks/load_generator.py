@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import random
+import signal
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -228,6 +230,18 @@ class PwTurnParticipant(Participant):
                           lambda: self.state.get("phase") == "choose" and self.state.get("turn") == turn
                           and self.version > version):
             await self.pause()
+
+
+async def crash_and_relaunch(run, relaunch):
+    """kill -9 of a `dialeval launch` (``protocol_harness.CliRun``: its process group) and of its node
+    router, as in a crash; its log is kept as launch_killed.log and ``relaunch()`` (run in a thread: a
+    launch takes seconds to minutes) starts it again. Returns the new launch."""
+    os.killpg(run.proc.pid, signal.SIGKILL)
+    if run.router_pid:
+        os.kill(run.router_pid, signal.SIGKILL)
+    await asyncio.to_thread(run.proc.wait, 10)
+    run.log_path.rename(run.log_path.with_name("launch_killed.log"))
+    return await asyncio.to_thread(relaunch)
 
 
 class Resources:
