@@ -292,7 +292,7 @@ async def crash_and_relaunch(run, relaunch):
 
 class Resources:
     """CPU (% of one core, mean and peak) and memory (RSS, MB, peak) of the router and of the server
-    (the launch process and its children), sampled every ``every`` seconds."""
+    (the launch process and its children but the router), sampled every ``every`` seconds."""
 
     def __init__(self, router_pid: int | None, server_pid: int, every: float = 1.0):
         self.pids = {"router": router_pid, "server": server_pid}
@@ -313,7 +313,8 @@ class Resources:
         while not self._stop.is_set():
             for part, pid in self.pids.items():
                 cpu = rss = 0.0
-                for process in self._processes(pid):
+                # the router is the launch process's child: counted once, as the router
+                for process in (p for p in self._processes(pid) if part == "router" or p.pid != self.pids["router"]):
                     process = known.setdefault(process.pid, process)  # cpu_percent needs the same object
                     try:
                         cpu += process.cpu_percent(None)
