@@ -118,7 +118,7 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
             killed["back_after"] = time.time() - killed["at"]
             resources.pids = {"router": again.router_pid, "server": again.proc.pid}
             for client in clients:
-                client.deadline = max(client.deadline, time.time() + args.duration / 2)
+                client.deadline = max(client.deadline, time.time() + args.duration)
         while not all(c.done or c.gone for c in clients) and time.time() < max(c.deadline for c in clients):
             await asyncio.sleep(1)
         resources.stop()
