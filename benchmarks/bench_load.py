@@ -41,7 +41,7 @@ import httpx
 import numpy as np
 
 from load_generator import (BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/, beside this
-                            browser_hit, crash_and_relaunch, stored_texts, test_helper)
+                            crash_and_relaunch, stored_texts, test_helper)
 
 
 TASKS = {"live_chat": ("live_chat_da", Participant), "pw_turn": ("pw_turn", PwTurnParticipant)}
@@ -92,8 +92,7 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
     kind, client_class = TASKS[task]
     name = f"load_{task}_{n}_{settings}"
     where = folder / name
-    browsers = args.browsers if task == "live_chat" else 0
-    launch = overrides(task, name, n + browsers, settings, args)
+    launch = overrides(task, name, n, settings, args)
     load_start = os.getloadavg()[0]
     run = harness.CliRun(kind, where, launch, env=env)
     runs = [run]
@@ -124,21 +123,8 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
         resources.stop()
         await sampler
 
-    async def with_browsers():
-        await asyncio.sleep(args.arrival / 2)  # in the middle of the crowd's arrival
-        profiles = [where / f"chromium{k}" for k in range(browsers)]
-        return await asyncio.gather(*(asyncio.to_thread(browser_hit, run.worker_url(f"browser{k}"), profile,
-                                                        args.inputs, args.bots, k)
-                                      for k, profile in enumerate(profiles)))
-
-    async def alongside():
-        both = await asyncio.gather(during(), with_browsers() if browsers else asyncio.sleep(0))
-        seen_by_browsers.extend(both[1] or [])
-
-    seen_by_browsers: list[dict] = []
-
     try:
-        wall = asyncio.run(drive(clients, alongside))
+        wall = asyncio.run(drive(clients, during))
         try:
             runs[-1].proc.wait(30)  # every unit done: the run ends by itself
         except subprocess.TimeoutExpired:
@@ -173,10 +159,6 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
         "units_twice": sum(v > per_hit for v in complete.values()),
         "summary": report.summary().replace("\n", "; "),
     }
-    if seen_by_browsers:
-        row["browsers"] = {"done": sum(b["done"] for b in seen_by_browsers), "of": len(seen_by_browsers),
-                           "platform": quantiles([x for b in seen_by_browsers for x in b["platform"]]),
-                           "errors": [b["error"] for b in seen_by_browsers if b["error"]]}
     if args.kill_at:
         back = [c for c in clients if not c.gone]
         row["kill"] = {"back_after": killed.get("back_after"), "resumed": "resum" in logs.lower(),
@@ -215,8 +197,6 @@ def main() -> int:
     parser.add_argument("--abandon", type=float, default=Pace.abandon, help="chance a participant leaves mid-task")
     parser.add_argument("--reload", type=float, default=Pace.reload, help="chance of a page reload after a reply")
     parser.add_argument("--duration", type=float, default=360, help="bound on each step, seconds")
-    parser.add_argument("--browsers", type=int, default=0,
-                        help="live chat: real Chromium pages doing a HIT alongside each step, as a check")
     parser.add_argument("--kill-at", type=int, default=0, help="kill -9 the server when this many have joined")
     parser.add_argument("--port", type=int, default=3360)
     parser.add_argument("--fake-port", type=int, default=8061)

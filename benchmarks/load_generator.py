@@ -9,9 +9,7 @@ endpoint bots' time subtracted. The bots' time is known exactly from their reply
 reply of n words took ``latency + n * chunk_delay`` at the endpoint (a reply not from the script, e.g. the
 offline QC bot's, counts as 0 bot time: all platform).
 
-``browser_hit`` is a real Chromium page doing a whole live-chat HIT alongside them, as a check that the
-generated participants see what a browser sees. ``Resources`` samples the router's and the server's CPU
-and memory while a step runs.
+``Resources`` samples the router's and the server's CPU and memory while a step runs.
 """
 from __future__ import annotations
 
@@ -232,50 +230,6 @@ class PwTurnParticipant(Participant):
                           lambda: self.state.get("phase") == "choose" and self.state.get("turn") == turn
                           and self.version > version):
             await self.pause()
-
-
-def browser_hit(url: str, profile: Path, inputs: int, bots: BotScript, seed: int) -> dict:
-    """A whole live-chat HIT in headless Chromium (tests/crowdsourcing/protocol_harness.py's page) at human
-    pace: ``done``, the platform's share of each reply's time as the page shows it (seconds, the
-    endpoint's time subtracted), and the error that stopped it, if any. Blocking: run it in a thread."""
-    harness = test_helper("protocol_harness")
-    rng, result = random.Random(seed), {"done": False, "platform": [], "error": None}
-    try:
-        with harness.chromium_page(profile) as page:
-            page.goto(url)
-            for slot in range(3):
-                page.wait_for_selector("[data-testid=topic-form]", timeout=180000)
-                harness.pause(page, rng.uniform(2, 4))
-                page.fill("#topic-input", "books")
-                page.check("#attitude-like")
-                page.click("[data-testid=start-chat]")
-                page.wait_for_selector("[data-testid=chat-panel]", timeout=180000)
-                for i in range(inputs):
-                    replies = page.locator(".dialeval-msg-other").count()
-                    page.fill(".response-text-input", f"browser {seed} message {slot}.{i}: I read crime novels")
-                    start = time.time()
-                    page.click(".submit-response")
-                    page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {replies}",
-                                           timeout=180000)
-                    took = time.time() - start
-                    shown = page.locator(".dialeval-msg-other").last.inner_text().split(":", 1)[-1].strip()
-                    result["platform"].append(took - bots.seconds(shown))
-                    harness.pause(page, rng.uniform(2, 6))
-                page.click("[data-testid=next-chatbot]")
-                page.wait_for_selector("[data-testid=rating-form]", timeout=180000)
-                sliders = page.locator("[data-testid=rating-form] input[type=range]")
-                for k in range(sliders.count()):
-                    harness.set_slider(sliders.nth(k), 70)
-                harness.pause(page, rng.uniform(2, 4))
-                page.click("[data-testid=submit-ratings]")
-            page.wait_for_selector("[data-testid=feedback-form]", timeout=180000)
-            page.fill("#feedback", "fine")
-            page.click("[data-testid=send-feedback]")
-            harness.submit_hit(page)
-            result["done"] = True
-    except Exception as error:  # reported with the step, never hidden: the check failed
-        result["error"] = f"{type(error).__name__}: {str(error)[:200]}"
-    return result
 
 
 async def crash_and_relaunch(run, relaunch):
