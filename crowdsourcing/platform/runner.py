@@ -169,14 +169,11 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     adaptive.check_settings(cfg)  # before the task loads its data or bots
-    # Mephisto's own choice, mephisto.database._database_type: its default "singleton" keeps the run's units,
-    # agents and task run in memory ("local" rereads them from SQLite and rebuilds the task run's config at
-    # every lookup: with hundreds of participants the server spent its time there, docs/scaling.md)
-    databases = {"singleton": MephistoSingletonDB, "local": LocalMephistoDB}
-    kind = cfg.mephisto.database._database_type
-    if kind not in databases:
-        raise DialevalError(f"mephisto.database._database_type={kind!r}: expected one of {', '.join(databases)}")
-    db = databases[kind](database_path=str(database_path(data_dir)))
+    # mephisto.blueprint.cached_database: Mephisto's MephistoSingletonDB keeps the run's units, agents and task
+    # run in memory (LocalMephistoDB rereads SQLite and rebuilds the task run's config at every lookup: with
+    # hundreds of participants the server spent its time there, docs/scaling.md)
+    cached = bool(cfg.mephisto.blueprint.get("cached_database"))
+    db = (MephistoSingletonDB if cached else LocalMephistoDB)(database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
         from parlai_dialeval.providers.prolific.provider import require_requester
 

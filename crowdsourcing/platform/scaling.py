@@ -6,9 +6,8 @@
 from __future__ import annotations
 
 PRESETS: dict[str, list[str]] = {
-    "before": ["mephisto.database._database_type=local", "mephisto.blueprint.router_reconnect_seconds=10",
-               "mephisto.blueprint.router_ping_seconds=15"],
-    "scaled": [],
+    "before": ["mephisto.blueprint.router_reconnect_seconds=10", "mephisto.blueprint.router_ping_seconds=15"],
+    "scaled": ["mephisto.blueprint.cached_database=true"],
 }
 
 
