@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
-import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,20 +34,12 @@ import httpx
 import numpy as np
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
+import load_generator  # benchmarks/, beside this script
+
 SLOTS = 3
 
 
-def _load(name: str):
-    """A helper module of the tests (loaded by path: tests/ is not a package on sys.path): ``protocol_harness``
-    (`CliRun`: `dialeval launch` in its own process group) or ``page_client`` (`PageClient`)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"tests/crowdsourcing/{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PageClient = _load("page_client").PageClient
+PageClient = load_generator.PageClient
 
 
 def memory_mb(pid: int | None) -> float:
@@ -73,16 +62,6 @@ async def wave(clients, during=None):
         start = time.time()
         await asyncio.gather(*(c.run(http) for c in clients), *([during()] if during else []))
     return time.time() - start
-
-
-def stored_texts(task: str, data_dir: Path, out: Path):
-    from parlai_dialeval.crowdsourcing.platform import export
-
-    report = export.export_task(task, out, data_dir=data_dir)
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    convs = [r for r in records if r["type"] == "conversation"]
-    human = Counter(t["text"] for c in convs for t in c["turns"] if t["speaker"] == "human")
-    return report, convs, human
 
 
 def describe(label: str, clients, wall: float, human: Counter) -> np.ndarray:
@@ -118,7 +97,7 @@ async def load_run(args, tmp: Path, CliRun) -> None:
             print("the launch was still running 60 s after the last worker: stopped with Ctrl-C")
     finally:
         run.stop()
-    report, convs, human = stored_texts(task, run.data_dir, tmp / "load.jsonl")
+    report, convs, human = load_generator.stored_texts(task, run.data_dir, tmp / "load.jsonl")
     lat1 = describe("1 worker alone", alone, alone_wall, human)
     latn = describe(f"{args.workers} workers at once", loaded, load_wall, human)
     if len(lat1) and len(latn):
@@ -147,12 +126,7 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
     async def crash_and_relaunch():
         await asyncio.sleep(args.kill_after)
         killed["at"] = time.time()
-        os.killpg(run.proc.pid, signal.SIGKILL)
-        if run.router_pid:
-            os.kill(run.router_pid, signal.SIGKILL)
-        await asyncio.to_thread(run.proc.wait, 10)
-        (folder / "launch.log").rename(folder / "launch_killed.log")
-        again = await asyncio.to_thread(CliRun, "live_chat_da", folder, overrides)
+        again = await load_generator.crash_and_relaunch(run, lambda: CliRun("live_chat_da", folder, overrides))
         runs.append(again)
         killed["back_after"] = time.time() - killed["at"]
         for client in clients:
@@ -165,7 +139,7 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
         for launched in runs:
             launched.stop()
     resumed = "resum" in (folder / "launch.log").read_text().lower() if (folder / "launch.log").exists() else False
-    report, convs, human = stored_texts(task, runs[-1].data_dir, tmp / "restart.jsonl")
+    report, convs, human = load_generator.stored_texts(task, runs[-1].data_dir, tmp / "restart.jsonl")
     print(f"\nserver + router killed after {args.kill_after:.0f} s; relaunched, answering again after "
           f"{killed.get('back_after', float('nan')):.1f} s; the relaunch said it resumed: {resumed}")
     describe(f"{args.workers} workers across the restart", clients, wall, human)
@@ -199,7 +173,7 @@ def main() -> int:
                         help="run 1 (load), run 2 (restart) or both")
     args = parser.parse_args()
     random.seed(0)
-    CliRun = _load("protocol_harness").CliRun
+    CliRun = load_generator.test_helper("protocol_harness").CliRun
     tmp = Path(tempfile.mkdtemp(prefix="bench_router_"))
     print(f"machine: {os.cpu_count()} CPU cores, no GPU, load average {os.getloadavg()[0]:.1f} at start; "
           f"{SLOTS} conversations x {args.inputs} messages per HIT, think time ~{args.think:.1f} s")

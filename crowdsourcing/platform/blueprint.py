@@ -31,6 +31,7 @@ from mephisto.data_model.assignment import InitializationData
 from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
+from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
@@ -65,6 +66,16 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
         "help": "ParlAI's model_opts.yaml (model name -> ParlAI flag string): adds these models to the task's"})
     conversations_needed_string: str = field(default="", metadata={
         "help": "ParlAI's quotas: 'modelA:50,modelB:20', or pairs 'modelA:modelB:100'; only these models are used"})
+    cached_database: bool = field(default=False, metadata={
+        "help": "keep Mephisto's objects in memory (its MephistoSingletonDB) instead of rereading SQLite at every "
+                "lookup: for hundreds of participants at once (docs/scaling.md)"})
+    # the node router's patience with a page that reloads or whose heartbeats stop (compat/mephisto_router.py)
+    router_reconnect_seconds: float = field(default=RECONNECT_SECONDS, metadata={
+        "help": "seconds a participant's page has to reconnect before the router marks them disconnected "
+                "(Mephisto's own: 10; a crowd arriving at once makes reloads slower, docs/scaling.md)"})
+    router_ping_seconds: float = field(default=PING_SECONDS, metadata={
+        "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
+                "(Mephisto's own: 15)"})
 
 
 @register_mephisto_abstraction()

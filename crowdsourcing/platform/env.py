@@ -25,6 +25,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     compat_mephisto.use_data_dir(path)
     mephisto_router.install()  # our node router: its own dependencies, session tokens, limits
     compat_mephisto.metrics_server_off()
+    compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path

@@ -158,6 +158,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
 
     adaptive.check_overrides(spec, overrides)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.abstractions.databases.local_singleton_database import MephistoSingletonDB
     from mephisto.operations.operator import Operator
     from mephisto.tools.scripts import augment_config_from_db
     from omegaconf import OmegaConf
@@ -168,7 +169,11 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     adaptive.check_settings(cfg)  # before the task loads its data or bots
-    db = LocalMephistoDB(database_path=str(database_path(data_dir)))
+    # mephisto.blueprint.cached_database: Mephisto's MephistoSingletonDB keeps the run's units, agents and task
+    # run in memory (LocalMephistoDB rereads SQLite and rebuilds the task run's config at every lookup: with
+    # hundreds of participants the server spent its time there, docs/scaling.md)
+    cached = bool(cfg.mephisto.blueprint.get("cached_database"))
+    db = (MephistoSingletonDB if cached else LocalMephistoDB)(database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
         from parlai_dialeval.providers.prolific.provider import require_requester
 

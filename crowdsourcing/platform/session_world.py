@@ -188,8 +188,22 @@ class SessionWorld:
         """``with self.streaming(bot): ...``: that bot's reply shown on the page as it arrives (bots.StreamToPage)."""
         from parlai_dialeval.crowdsourcing.platform.bots import StreamToPage
 
-        return StreamToPage(lambda data: self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": data}), bot,
-                            key=key)
+        return StreamToPage(self.show, bot, key=key)
+
+    def show(self, task_data: dict) -> None:
+        """A display-only update (a reply as it streams): sent to the page, not kept in Mephisto's agent
+        state, which rewrites the agent's whole state file for every message it keeps (under hundreds of
+        participants those rewrites held the server, docs/scaling.md). The reply's final message is kept,
+        so a page reloaded mid-stream loses nothing."""
+        from uuid import uuid4
+
+        mephisto_agent = getattr(self.agent, "mephisto_agent", None)
+        message = {"id": SYSTEM_ID, "text": "", "task_data": task_data}
+        if mephisto_agent is None or not mephisto_agent.agent_in_active_run():
+            self.agent.observe(message)
+            return
+        mephisto_agent.get_live_run().client_io.send_live_update(mephisto_agent.get_agent_id(),
+                                                                 {**message, "update_id": str(uuid4())})
 
     def bot_failed(self, error: str) -> None:
         """End this conversation as ``failed`` with the error in the record and the worker told."""

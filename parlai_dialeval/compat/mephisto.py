@@ -8,6 +8,10 @@
 - ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
+- ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
+  replaces its file instead of rewriting it in place: two threads writing one agent's state at once (the
+  world's and the socket's) left a file of two interleaved dumps, unreadable, in 7 units of 200 under
+  load (benchmarks/bench_load.py). Retire when Mephisto writes its files atomically.
 """
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from parlai_dialeval.compat.patching import CompatError, ours, require_call, require_ours, require_version, swapped
+from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_version,
+                                             swapped)
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -59,6 +64,32 @@ def metrics_server_off() -> None:
     for name in ("start_metrics_server", "launch_prometheus_server"):
         require_ours(operator, name, "metrics_server_off")
         require_call(operator.Operator, f"{name}()", "metrics_server_off")
+
+
+def atomic_state_writes() -> None:
+    """Mephisto's ``write_dict`` writing a temporary file renamed over the target. Not ``atomic_open``:
+    this runs for every message of every participant, and a name per thread (each thread writes whole
+    files, the last rename wins) spares the unique-name search and permission change of ``mkstemp``."""
+    require_version("mephisto", WRITTEN_FOR, "atomic_state_writes")
+    import json
+    import os
+
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    if is_ours(LocalMephistoDB.write_dict):
+        return
+
+    @ours
+    def write_dict(self, path_key: str, target_dict) -> None:
+        self._assert_path_in_domain(path_key)
+        os.makedirs(os.path.dirname(path_key), exist_ok=True)
+        part = f"{path_key}.{threading.get_ident()}.part"
+        with open(part, "w") as data_file:
+            json.dump(target_dict, data_file)
+        os.replace(part, path_key)
+
+    LocalMephistoDB.write_dict = write_dict
+    require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
 
 
 def _safe_unit_launcher():
@@ -140,10 +171,11 @@ def check() -> list[str]:
     if TaskConfig.__dataclass_fields__["mephisto"].default_factory is not MephistoConfig:
         raise ImportError("parlai_dialeval.compat: the hydra_config source fix did not take effect")
     metrics_server_off()
+    atomic_state_writes()
     with safe_unit_launching():
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching, "
-            "onboarding tries"]
+            "atomic state writes, onboarding tries"]

@@ -13,7 +13,11 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   ``ClientIOHandler._send_alive`` here) may send system packets; frames, bodies and packet rates are
   bounded; a unit is submitted once; file uploads (multer) and ``/download_file`` are gone;
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
-  router took for a failure.
+  router took for a failure;
+- gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
+  page whose heartbeats stop ``ping_seconds`` (Mephisto: 15), before it marks the participant
+  disconnected: under a crowd arriving at once a reload takes longer than 10 s (docs/scaling.md); set
+  per task with ``mephisto.blueprint.router_reconnect_seconds`` / ``router_ping_seconds``.
 
 Mephisto's agents also confirm to the page each act the world has stored (``_acknowledging``), so that
 the page can resend what was not.
@@ -41,6 +45,13 @@ SYSTEM_ID = "mephisto"
 ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
 # One secret per server process: every router it builds checks tokens against it.
 SECRET = secrets.token_bytes(32)
+
+
+# seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
+RECONNECT_SECONDS = 45
+PING_SECONDS = 45
+TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
+          "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
 
 
 class RouterPatchError(RuntimeError):
@@ -97,9 +108,12 @@ def check_version() -> None:
                                f"Mephisto {found} is installed: review SERVER_PATCHES against its server.js")
 
 
-def patch_server(source: str) -> str:
-    """Mephisto's server.js with every patch applied; each must match exactly once."""
-    for what, old, new in SERVER_PATCHES:
+def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping_seconds: float = PING_SECONDS) -> str:
+    """Mephisto's server.js with every patch applied (the disconnect timings given); each must match once."""
+    seconds = {"reconnect_seconds": reconnect_seconds, "ping_seconds": ping_seconds}
+    timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
+              for name, (old, new) in TIMING.items()]
+    for what, old, new in SERVER_PATCHES + timing:
         count = source.count(old)
         if count != 1:
             raise RouterPatchError(f"router patch {what!r}: expected its text once in server.js, found it "
@@ -117,10 +131,10 @@ def router_modules() -> Path:
     return modules
 
 
-def prepare_router_dir(router_dir: Path) -> None:
-    """Turn a copy of Mephisto's node router into ours, in place."""
+def prepare_router_dir(router_dir: Path, **timing: float) -> None:
+    """Turn a copy of Mephisto's node router into ours, in place (``timing``: patch_server's seconds)."""
     server = router_dir / "server.js"
-    patched = patch_server(server.read_text())
+    patched = patch_server(server.read_text(), **timing)
     modules = router_modules()
     for stale in ("node_modules", "package.json", "package-lock.json", "uploads"):
         path = router_dir / stale
@@ -150,7 +164,9 @@ def router_builder(build_router):
                                    f"(asked for server_type={version!r}, server_source_path={server_source_path!r})")
         # Giving Mephisto's source folder as the server source skips its `npm install` in site-packages.
         router_dir = Path(build_router(build_dir, task_run, version, server_source_path=module.NODE_SERVER_SOURCE_ROOT))
-        prepare_router_dir(router_dir)
+        blueprint = task_run.args.get("blueprint") or {}
+        prepare_router_dir(router_dir, **{name: blueprint.get(f"router_{name}") or default for name, default in (
+            ("reconnect_seconds", RECONNECT_SECONDS), ("ping_seconds", PING_SECONDS))})
         return str(router_dir)
 
     build.dialeval_router = True
@@ -236,5 +252,5 @@ def check() -> list[str]:
         modules = f"dependencies in {router_modules()}"
     except RouterPatchError as missing:
         modules = str(missing)
-    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES)} server.js patches fit, session tokens "
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

@@ -2,8 +2,9 @@
 crowdsourcing/frontend/src/components/transport.js): POST /request_agent, a websocket to the router with the
 `alive` packet, heartbeats every 6 s, `mephisto_bound_live_update` packets for its actions,
 `client_bound_live_update` packets for the world's state and the bot's replies, POST /submit_task at the end.
-It drives a whole live-chat HIT from the server's state only. Used by tests/crowdsourcing/test_router_hostile.py
-and benchmarks/bench_router_load.py (loaded by path: tests/ is not a package on sys.path).
+It drives a whole live-chat HIT from the server's state only. Used by tests/crowdsourcing/test_router_hostile.py,
+benchmarks/bench_router_load.py and benchmarks/load_generator.py (human pace, PW-Turn; loaded by path: tests/ is
+not a package on sys.path).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import httpx
 import websockets
 
 RATING = [50, 60, 70, 80, 90, 40, 30]
-NORMAL = {"none", "waiting", "in task", "completed"}  # agent statuses of a worker who is doing fine
+NORMAL = {"none", "waiting", "onboarding", "in task", "completed"}  # statuses of a worker doing fine
 ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
 SENT_TO_KEY = "dialeval_sent_to"  # a resent act's first agent (crowdsourcing/platform/session_world.py)
 
@@ -39,6 +40,8 @@ class PageClient:
         self.outbox: dict[str, tuple[str, dict]] = {}
         self.resent: list[str] = []  # update ids resent to another agent than the first (after a relaunch)
         self.version, self.done, self.ws = 0, False, None
+        self.gone = False  # left for good mid-task (a participant who abandons): no reload, no "unfinished"
+        self.last_reply = ""  # text of the bot's latest whole reply
         self.changed = asyncio.Event()
 
     # ------------------------------------------------------------ the page's connection
@@ -48,7 +51,9 @@ class PageClient:
                         "assignment_id": self.name, "provider_type": "mock"}
         while time.time() < self.deadline:
             try:
-                reply = await http.post(self.http_url + "/request_agent", timeout=30, json={
+                # a browser waits for the answer (mephisto-task sets no timeout); asking again while the
+                # first request is still being served would make Mephisto register the participant twice
+                reply = await http.post(self.http_url + "/request_agent", timeout=180, json={
                     "provider_data": registration, "client_timestamp": time.time()})
                 details = reply.json()["data"]
                 break
@@ -56,16 +61,22 @@ class PageClient:
                 await asyncio.sleep(2)
         else:
             return False
+        return await self.adopt(details)
+
+    async def adopt(self, details: dict) -> bool:
+        """Take the agent the router answered with (after /request_agent, or /submit_onboarding: the unit's
+        agent, announced on the same socket as the page does) and connect."""
         if not details.get("agent_id"):
             self.seen.append(f"refused: {details.get('failure_reason')}")
             return False
         self.agent_id, self.token, self.state, self.replies = details["agent_id"], details["agent_token"], {}, set()
         for update in (details.get("init_task_data") or {}).get("past_live_updates") or []:
             self._on_update(update)
-        self.ws = await websockets.connect(self.ws_url, max_size=None)
-        self.connected = True
+        if self.ws is None or not self.connected:
+            self.ws = await websockets.connect(self.ws_url, max_size=None)
+            self.connected = True
+            self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
         await self._packet("alive", {})
-        self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
         await self._resend()
         return True
 
@@ -128,6 +139,7 @@ class PageClient:
         self.version += bool(task_data)
         if message.get("text") and message.get("id") == self.state.get("bot_id", "Chatbot"):
             self.replies.add(message.get("update_id"))
+            self.last_reply = message["text"]
 
     async def close(self) -> None:
         self.connected = False
@@ -159,6 +171,22 @@ class PageClient:
             self.unconfirmed[update_id] = text
         return True
 
+    async def say(self, task_data: dict, text: str, answered) -> bool:
+        """Send a chat message and wait until ``answered()`` (the bot's reply shown); its latency is kept."""
+        start = time.time()
+        if not await self.act(task_data, text):
+            return False
+        self.sent.append(text)
+        self.sent_at[text] = start
+        if await self.until(answered):
+            self.latencies.append(time.time() - start)
+            return True
+        return False
+
+    async def pause(self) -> None:
+        """The person reads the reply and types the next message."""
+        await asyncio.sleep(random.uniform(0.5, 1.5) * self.think)
+
     async def step(self, http: httpx.AsyncClient) -> None:
         """One action chosen from the server's state, as the page would offer it."""
         state, version = dict(self.state), self.version
@@ -174,14 +202,10 @@ class PageClient:
         if phase == "topic":
             await self.act({"action": "topic", "topic": "books", "attitude": "like"})
         elif phase == "chat" and state.get("inputs", 0) < state.get("min_inputs", self.inputs):
-            text = f"{self.name} message {len(self.sent)}: do you like reading books?"
-            before, start = len(self.replies), time.time()
-            if await self.act({"action": "message"}, text):
-                self.sent.append(text)
-                self.sent_at[text] = start
-                if await self.until(lambda: len(self.replies) > before):
-                    self.latencies.append(time.time() - start)
-                    await asyncio.sleep(random.uniform(0.5, 1.5) * self.think)
+            before = len(self.replies)
+            if await self.say({"action": "message"}, f"{self.name} message {len(self.sent)}: do you like reading books?",
+                              lambda: len(self.replies) > before):
+                await self.pause()
             return
         elif phase == "chat":
             await self.act({"action": "next"})
@@ -195,7 +219,7 @@ class PageClient:
 
     async def run(self, http: httpx.AsyncClient) -> None:
         opened = await self.open(http)
-        while opened and not self.done and time.time() < self.deadline:
+        while opened and not self.done and not self.gone and time.time() < self.deadline:
             if not self.connected:  # the socket dropped: the person reloads the page after a moment
                 await self.close()
                 self.seen.append("connection lost, reloading")
@@ -207,6 +231,6 @@ class PageClient:
                     self.seen.append(f"reopened at conversation {where} (had reached {reached})")
                 continue
             await self.step(http)
-        if not self.done and opened:
+        if not self.done and not self.gone and opened:
             self.seen.append("unfinished at the deadline")
         await self.close()

@@ -1,0 +1,41 @@
+"""The load generator of issue 32 at a tiny scale, so that it cannot rot: benchmarks/bench_load.py runs 2
+live-chat and 1 PW-Turn participant (onboarding included) through the real router and server, against
+the fake endpoint, at a twentieth of human pace. Every message the server confirmed must be in the
+export, every HIT done, no unit exported twice, and the platform's latency measured for every action.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from needs import needs
+
+from parlai_dialeval.compat import mephisto_router as compat_router
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tiny_ramp_loses_nothing(tmp_path):
+    if shutil.which("node") is None or not (compat_router.ROUTER_DIR / "node_modules" / "ws").is_dir():
+        needs(f"node or the router dependencies ({compat_router.ROUTER_DIR}/node_modules) are missing: run install.sh")
+    rows_file = tmp_path / "rows.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "2", "--pw-turn", "1", "--baseline", "0",
+         "--inputs", "2", "--turns", "2", "--pace", "0.05", "--abandon", "0", "--arrival", "1", "--duration", "150",
+         "--port", "3436", "--fake-port", "8064", "--out", str(rows_file)],
+        capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = {row["task"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
+    assert set(rows) == {"live_chat", "pw_turn"}
+    live, pw = rows["live_chat"], rows["pw_turn"]
+    # 2 participants x 3 conversations x 2 messages; PW-Turn: 1 message (the opening is the world's)
+    assert (live["sent"], live["stored"], live["lost"]) == (12, 12, 0), live
+    assert (pw["sent"], pw["stored"], pw["lost"]) == (1, 1, 0), pw
+    for row, hits in ((live, 2), (pw, 1)):
+        assert row["done"] + row["left"] == hits, row
+        assert row["units_twice"] == 0 and row["doubled"] == 0 and row["tracebacks"] == 0, row
+        assert row["platform"] != "-", row
+    assert set(pw["by_action"]) >= {"onboarding", "onboarded", "message", "choose"}, pw
