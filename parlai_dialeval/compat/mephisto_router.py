@@ -164,7 +164,8 @@ def router_builder(build_router):
                                    f"(asked for server_type={version!r}, server_source_path={server_source_path!r})")
         # Giving Mephisto's source folder as the server source skips its `npm install` in site-packages.
         router_dir = Path(build_router(build_dir, task_run, version, server_source_path=module.NODE_SERVER_SOURCE_ROOT))
-        blueprint = task_run.args.get("blueprint") or {}
+        # a router built without a task run (the router tests) takes the default timings
+        blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
         prepare_router_dir(router_dir, **{name: blueprint.get(f"router_{name}") or default for name, default in (
             ("reconnect_seconds", RECONNECT_SECONDS), ("ping_seconds", PING_SECONDS))})
         return str(router_dir)
