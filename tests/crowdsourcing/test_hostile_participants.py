@@ -60,7 +60,8 @@ class FakeAgent:
     def __init__(self, data_dir):
         self.mephisto_agent = SimpleNamespace(
             pending_actions=queue.Queue(), has_live_update=threading.Event(), db_id="7",
-            get_data_dir=lambda: str(data_dir), get_worker=lambda: SimpleNamespace(worker_name="W"))
+            get_data_dir=lambda: str(data_dir), get_worker=lambda: SimpleNamespace(worker_name="W"),
+            agent_in_active_run=lambda: False)  # no live run: display-only updates go through observe()
         self.seen: list[dict] = []
 
     def act(self, timeout=None):
