@@ -12,6 +12,10 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   Mephisto server's socket (whose ``alive`` carries the system token, added to Mephisto's
   ``ClientIOHandler._send_alive`` here) may send system packets; frames, bodies and packet rates are
   bounded; a unit is submitted once; file uploads (multer) and ``/download_file`` are gone;
+- keeps the packets bound for the Mephisto server while it has no socket to the router (a relaunched
+  server's router listens a moment before the server connects: pages reloading after a crash asked for
+  their agent then, Mephisto's router dropped the request and the page waited for ever) and sends them
+  once it connects;
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
@@ -93,6 +97,12 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      'app.post("/log_error", guard.post_check, function (req, res) {'),
     ("serve no files", 'app.get("/download_file/:file", function (req, res) {',
      'app.get("/download_file/:file", guard.no_files, function (req, res) {'),
+    ("keep what goes to the server until it is on the line",
+     "function _send_message(socket, packet) {\n  if (!socket) {\n",
+     "function _send_message(socket, packet) {\n"
+     "  if (socket === mephisto_socket && (!socket || socket.readyState !== 1)) {\n"
+     "    mephisto_message_queue.push(packet);  // main_thread sends it once the server's socket is attached\n"
+     "    return;\n  }\n  if (!socket) {\n"),
 ]
 
 

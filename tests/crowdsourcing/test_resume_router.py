@@ -1,0 +1,83 @@
+"""Issue 32: a page that asks for its agent while a relaunched server is not yet on the line gets an answer.
+
+After a crash the participants' pages reload and ask the new router for their agent (POST /request_agent)
+as soon as it listens, which is a moment before the Mephisto server's socket attaches to it (LocalArchitect
+starts the router, then the server connects). Mephisto's router dropped those requests: the page waited
+for ever (mephisto-task sets no timeout), and under 100 participants reloading at once, 63 waited until the
+load generator's own 180 s timeout (benchmarks/README.md, #32, kill). Our router keeps them until the
+server connects (parlai_dialeval/compat/mephisto_router.py). Checked on the real router, with this test as
+the server: its packets are the ones Mephisto's ClientIOHandler sends and reads.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import websockets
+
+from parlai_dialeval.compat import mephisto_router as compat_router
+
+from .test_router_hostile import require_router
+
+PORT = 3428
+
+
+def built_router(tmp_path: Path) -> Path:
+    from mephisto.abstractions.architects.router import build_router as mephisto_router
+
+    def mephisto_build(build_dir, task_run, version, server_source_path=None):
+        shutil.copytree(mephisto_router.NODE_SERVER_SOURCE_ROOT, Path(build_dir) / "router")
+        return str(Path(build_dir) / "router")
+
+    return Path(compat_router.router_builder(mephisto_build)(str(tmp_path), None))
+
+
+async def page_asks_before_the_server_connects() -> dict:
+    registration = {"worker_name": "early", "agent_registration_id": "early-early", "assignment_id": "early",
+                    "provider_type": "mock"}
+    async with httpx.AsyncClient() as http:
+        request = asyncio.create_task(http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=20, json={
+            "provider_data": registration, "client_timestamp": time.time()}))
+        await asyncio.sleep(1.0)  # the request is with the router; no server has connected yet
+        assert not request.done()
+        async with websockets.connect(f"ws://127.0.0.1:{PORT}") as server:
+            await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
+                                          "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
+            try:
+                packet = json.loads(await asyncio.wait_for(server.recv(), 5))
+            except asyncio.TimeoutError:
+                raise AssertionError("the router never passed on the page's request for an agent") from None
+            assert packet["packet_type"] == "register_agent"
+            assert packet["data"]["provider_data"]["worker_name"] == "early"
+            request_id = packet["data"]["request_id"]
+            await server.send(json.dumps({"packet_type": "agent_details", "subject_id": request_id,
+                                          "data": {"request_id": request_id, "agent_id": "7"}}))
+            reply = await asyncio.wait_for(request, 10)
+    return reply.json()
+
+
+def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path):
+    require_router()
+    router = built_router(tmp_path)
+    node = subprocess.Popen(["node", "server.js"], cwd=router, env={**os.environ, "PORT": str(PORT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.time() + 30
+        while time.time() < end:
+            try:
+                if httpx.get(f"http://127.0.0.1:{PORT}/is_alive", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        answer = asyncio.run(page_asks_before_the_server_connects())
+    finally:
+        node.terminate()
+        node.communicate(timeout=10)
+    assert answer["data"]["agent_id"] == "7"
+    assert answer["data"]["agent_token"] == compat_router.token("7")  # the page's session token, as always
