@@ -88,7 +88,7 @@ def quantiles(values) -> str:
 
 
 def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dict:
-    harness = test_helper("protocol_harness")
+    harness, page_client = test_helper("protocol_harness"), test_helper("page_client")
     kind, client_class = TASKS[task]
     name = f"load_{task}_{n}_{settings}"
     where = folder / name
@@ -162,7 +162,8 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
     if args.kill_at:
         back = [c for c in clients if not c.gone]
         row["kill"] = {"back_after": killed.get("back_after"), "resumed": "resum" in logs.lower(),
-                       "finished_of_staying": f"{sum(c.done for c in back)}/{len(back)}"}
+                       "finished_of_staying": f"{sum(c.done for c in back)}/{len(back)}",
+                       "never_answered": sum(page_client.NEVER_ANSWERED in c.seen for c in clients)}
     print(json.dumps(row), flush=True)
     return row
 

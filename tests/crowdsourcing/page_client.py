@@ -21,6 +21,7 @@ RATING = [50, 60, 70, 80, 90, 40, 30]
 NORMAL = {"none", "waiting", "onboarding", "in task", "completed"}  # statuses of a worker doing fine
 ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
 SENT_TO_KEY = "dialeval_sent_to"  # a resent act's first agent (crowdsourcing/platform/session_world.py)
+NEVER_ANSWERED = "no agent before the deadline"  # seen: the router never answered the page's request for one
 
 
 class PageClient:
@@ -49,17 +50,22 @@ class PageClient:
         """Load the page: ask the router for an agent (retried while the server is away), then connect."""
         registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
                         "assignment_id": self.name, "provider_type": "mock"}
+        retry = 2.0
         while time.time() < self.deadline:
             try:
                 # a browser waits for the answer (mephisto-task sets no timeout); asking again while the
-                # first request is still being served would make Mephisto register the participant twice
-                reply = await http.post(self.http_url + "/request_agent", timeout=180, json={
-                    "provider_data": registration, "client_timestamp": time.time()})
+                # first request is still being served would make Mephisto register the participant twice.
+                # Bounded by the deadline all the same: a page the server never answers is counted, not waited on
+                reply = await http.post(self.http_url + "/request_agent", timeout=max(1.0, self.deadline - time.time()),
+                                        json={"provider_data": registration, "client_timestamp": time.time()})
                 details = reply.json()["data"]
                 break
             except (httpx.HTTPError, ValueError, KeyError):
-                await asyncio.sleep(2)
+                # while the server is down: a person reloading now and then, not hundreds of pages in step
+                await asyncio.sleep(retry * random.uniform(0.5, 1.0))
+                retry = min(2 * retry, 8.0)
         else:
+            self.seen.append(NEVER_ANSWERED)
             return False
         return await self.adopt(details)
 
