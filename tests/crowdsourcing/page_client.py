@@ -78,11 +78,15 @@ class PageClient:
         self.agent_id, self.token, self.state, self.replies = details["agent_id"], details["agent_token"], {}, set()
         for update in (details.get("init_task_data") or {}).get("past_live_updates") or []:
             self._on_update(update)
-        if self.ws is None or not self.connected:
-            self.ws = await websockets.connect(self.ws_url, max_size=None)
-            self.connected = True
-            self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
-        await self._packet("alive", {})
+        try:
+            if self.ws is None or not self.connected:
+                self.ws = await websockets.connect(self.ws_url, max_size=None)
+                self.connected = True
+                self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
+            await self._packet("alive", {})
+        except (OSError, websockets.WebSocketException):
+            self.connected = False  # the server went away meanwhile: the run loop reloads the page
+            return True
         await self._resend()
         return True
 
@@ -109,7 +113,16 @@ class PageClient:
             packet["data"] = {"update_id": update_id, **data}
         if kind == "mephisto_bound_live_update":
             self.outbox[update_id] = (self.agent_id, packet["data"])
-        await self.ws.send(json.dumps(packet))
+        try:
+            await self.ws.send(json.dumps(packet))
+        except websockets.ConnectionClosed:
+            # it never went out (the page sends it anew): kept, it would be resent beside the new copy. A send
+            # on a closed socket raises at once, without yielding, so the reader may not have seen the close
+            # yet: without this the caller would retry in a loop that starves every other page (the event loop
+            # never runs) and fills the outbox (issue 32: the 300-participant kill run, 6 GB, no page back)
+            self.outbox.pop(update_id, None)
+            self.connected = False
+            raise
         return update_id
 
     async def _heartbeat(self) -> None:
