@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
 
-from .test_router_hostile import require_router
+from .test_router_hostile import require_router, start_router
 
 PORT = 3428
 
@@ -65,16 +63,8 @@ async def page_asks_before_the_server_connects() -> dict:
 def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path):
     require_router()
     router = built_router(tmp_path)
-    node = subprocess.Popen(["node", "server.js"], cwd=router, env={**os.environ, "PORT": str(PORT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node = start_router(router, PORT)
     try:
-        end = time.time() + 30
-        while time.time() < end:
-            try:
-                if httpx.get(f"http://127.0.0.1:{PORT}/is_alive", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
         answer = asyncio.run(page_asks_before_the_server_connects())
     finally:
         node.terminate()

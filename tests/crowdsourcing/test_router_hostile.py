@@ -277,6 +277,20 @@ def test_router_lockfile_has_no_known_vulnerable_versions():
         assert versions[name] >= minimum, f"{name} {versions[name]} is older than {minimum}"
 
 
+def start_router(router: Path, port: int) -> subprocess.Popen:
+    """`node server.js` of a built router on ``port``, once it answers (its output piped, for the caller)."""
+    node = subprocess.Popen(["node", "server.js"], cwd=router, env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    end = time.time() + 30
+    while time.time() < end:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/is_alive", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    return node
+
+
 def test_built_router_runs_on_our_modules_without_npm(tmp_path):
     """A launch's router build never runs `npm install` (Mephisto's source folder is given as the server
     source), links the modules install.sh installed, and starts from them: no network needed."""
@@ -295,16 +309,8 @@ def test_built_router_runs_on_our_modules_without_npm(tmp_path):
     assert (router / "node_modules").resolve() == (compat_router.ROUTER_DIR / "node_modules").resolve()
     assert (router / compat_router.SECRET_FILE).stat().st_mode & 0o077 == 0
     port = PORT + 1
-    node = subprocess.Popen(["node", "server.js"], cwd=router, env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node = start_router(router, port)
     try:
-        end = time.time() + 30
-        while time.time() < end:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/is_alive", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
         reply = httpx.post(f"http://127.0.0.1:{port}/submit_task", json={"USED_AGENT_ID": "1", "final_data": {}})
         assert reply.status_code == 403
         assert httpx.get(f"http://127.0.0.1:{port}/download_file/..%2Fetc%2Fpasswd").status_code == 404
