@@ -17,7 +17,8 @@ measured with it, in the same run, so the ramp compares against today's figure.
 
 ``--servers K`` splits each step's N participants over K independent launches of the task (each its own
 router port, data directory and export), as docs/scaling.md splits a study across servers; the CPU and
-memory columns are then the K servers' sums.
+memory columns are then the K servers' sums. ``--split 500:2`` adds such a step to the ramp (after the
+live-chat steps): 500 live-chat participants over 2 servers, next to the one-server figure of the same run.
 
 ``--kill-at N`` (one step): when N participants have joined, the server's process group and the router
 get SIGKILL and the same `dialeval launch` starts again on the same data (it resumes the interrupted
@@ -101,11 +102,11 @@ def summed(resources: list[Resources], part: str) -> str:
     return f"{sum(cpu) / len(cpu):.0f}% / {max(cpu):.0f}% CPU, {max(rss):.0f} MB"
 
 
-def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dict:
+def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env: dict) -> dict:
     harness = test_helper("protocol_harness")
     kind, client_class = TASKS[task]
     name = f"load_{task}_{n}_{settings}"
-    servers = min(args.servers, n)  # a server with no participant has nothing to launch
+    servers = min(servers, n)  # a server with no participant has nothing to launch
     where = folder / (name if servers == 1 else f"{name}_{servers}_servers")
     # server k: its own port, data directory and share of the units (participant i goes to server i % K)
     ports = [args.port + 10 * k for k in range(servers)]
@@ -168,7 +169,8 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
     seen = Counter(e for c in clients for e in c.seen
                    if not e.startswith(("left mid-task", "connection lost", "reopened")))
     row = {
-        "task": task, "n": n, "settings": settings, "servers": servers, "wall": wall, "load": (load_start, os.getloadavg()[0]),
+        "task": task, "n": n, "settings": settings, "servers": servers, "wall": wall,
+        "load": (load_start, os.getloadavg()[0]),
         "sent": len(sent), "confirmed": len(confirmed), "stored": sum(human[t] > 0 for t in set(sent)),
         "lost": len(lost), "doubled": sum(human[t] > 1 for t in set(sent)),
         "platform": quantiles([x for c in clients for _, x in c.platform]),
@@ -198,8 +200,8 @@ def table(rows: list[dict]) -> str:
             "load avg start -> end |\n|" + "---|" * 10)
     lines = [head]
     for r in rows:
-        servers = f" x {r['servers']} servers" if r.get("servers", 1) > 1 else ""
-        lines.append(f"| {r['task']} | {r['n']} | {r['settings']}{servers} | {r['lost']} ({r['sent']} / {r['confirmed']} / "
+        settings = r["settings"] + (f" x {r['servers']} servers" if r.get("servers", 1) > 1 else "")
+        lines.append(f"| {r['task']} | {r['n']} | {settings} | {r['lost']} ({r['sent']} / {r['confirmed']} / "
                      f"{r['stored']}) | {r['platform']} | {r['router']} | {r['server']} | {r['done']} / {r['left']} | "
                      f"{r['errors']} page, {r['tracebacks']} tracebacks | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
     return "\n".join(lines)
@@ -207,6 +209,10 @@ def table(rows: list[dict]) -> str:
 
 def steps(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def splits(text: str) -> list[tuple[int, int]]:
+    return [tuple(int(x) for x in pair.split(":")) for pair in text.split(",") if pair.strip()]
 
 
 def main() -> int:
@@ -225,13 +231,15 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=360, help="bound on each step, seconds")
     parser.add_argument("--servers", type=int, default=1,
                         help="split each step's participants over this many launches (docs/scaling.md)")
+    parser.add_argument("--split", type=splits, default=[],
+                        help="extra live-chat steps N:K, N participants over K servers (e.g. 500:2)")
     parser.add_argument("--kill-at", type=int, default=0, help="kill -9 the server when this many have joined")
     parser.add_argument("--port", type=int, default=3360, help="the router's port (server k: PORT + 10 k)")
     parser.add_argument("--fake-port", type=int, default=8061)
     parser.add_argument("--out", help="write the rows as JSON lines here too")
     args = parser.parse_args()
-    if args.servers < 1 or (args.kill_at and args.servers > 1):
-        parser.error("--servers must be at least 1, and --kill-at runs on one server")
+    if min([args.servers] + [k for _, k in args.split]) < 1 or (args.kill_at and (args.servers > 1 or args.split)):
+        parser.error("servers must be at least 1, and --kill-at runs on one server")
     args.bots = BotScript()
     folder = Path(tempfile.mkdtemp(prefix="bench_load_"))
     env = {**os.environ, "DIALEVAL_BASE_URL": f"http://127.0.0.1:{args.fake_port}/v1", "DIALEVAL_MODEL_A": MODELS[0],
@@ -240,12 +248,14 @@ def main() -> int:
           f"{args.bots.latency} s + {args.bots.chunk_delay} s/word, {args.bots.words[0]}-{args.bots.words[1]} words; "
           f"arrival within {args.arrival:.0f} s; data in {folder}", flush=True)
     fake = start_fake(args.fake_port, args.bots, folder)
-    plan = ([("live_chat", args.baseline, "before")] if args.baseline else [])
-    plan += [("live_chat", n, args.settings) for n in args.live] + [("pw_turn", n, args.settings) for n in args.pw_turn]
+    plan = ([("live_chat", args.baseline, "before", args.servers)] if args.baseline else [])
+    plan += [("live_chat", n, args.settings, args.servers) for n in args.live]
+    plan += [("live_chat", n, args.settings, k) for n, k in args.split]
+    plan += [("pw_turn", n, args.settings, args.servers) for n in args.pw_turn]
     rows = []
     try:
-        for task, n, settings in plan:
-            rows.append(step(task, n, settings, args, folder, env))
+        for task, n, settings, servers in plan:
+            rows.append(step(task, n, settings, servers, args, folder, env))
             if args.out:
                 with open(args.out, "a") as out:
                     out.write(json.dumps(rows[-1]) + "\n")
