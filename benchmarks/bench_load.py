@@ -15,6 +15,11 @@ the server's log), and the load average.
 names each setting); the first step of a run (``--baseline``, default 50 live-chat participants) is
 measured with it, in the same run, so the ramp compares against today's figure.
 
+``--servers K`` splits each step's N participants over K independent launches of the task (each its own
+router port, data directory and export), as docs/scaling.md splits a study across servers; the CPU and
+memory columns are then the K servers' sums. ``--split 500:2`` adds such a step to the ramp (after the
+live-chat steps): 500 live-chat participants over 2 servers, next to the one-server figure of the same run.
+
 ``--kill-at N`` (one step): when N participants have joined, the server's process group and the router
 get SIGKILL and the same `dialeval launch` starts again on the same data (it resumes the interrupted
 run); the participants' pages reload until it answers and carry on. The step then also reports whether
@@ -48,10 +53,10 @@ TASKS = {"live_chat": ("live_chat_da", Participant), "pw_turn": ("pw_turn", PwTu
 MODELS = ["model-a", "model-b"]
 
 
-def overrides(task: str, name: str, units: int, settings: str, args) -> list[str]:
+def overrides(task: str, name: str, units: int, settings: str, args, port: int) -> list[str]:
     from parlai_dialeval.crowdsourcing.platform import scaling
 
-    common = ["conf=endpoints", f"mephisto.architect.port={args.port}", f"mephisto.task.task_name={name}",
+    common = ["conf=endpoints", f"mephisto.architect.port={port}", f"mephisto.task.task_name={name}",
               f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0"]
     if task == "live_chat":
         common += [f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
@@ -87,32 +92,48 @@ def quantiles(values) -> str:
     return " / ".join(f"{np.percentile(values, q):.0f}" for q in (50, 95, 99)) if len(values) else "-"
 
 
-def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dict:
+def summed(resources: list[Resources], part: str) -> str:
+    """The servers' CPU and memory together: their 1 s samples added up (``Resources.summary``'s form)."""
+    if len(resources) == 1:
+        return resources[0].summary(part)
+    length = min(len(r.cpu[part]) for r in resources)
+    cpu = [sum(r.cpu[part][i] for r in resources) for i in range(1, length)] or [float("nan")]
+    rss = [sum(r.rss[part][i] for r in resources) for i in range(length)] or [float("nan")]
+    return f"{sum(cpu) / len(cpu):.0f}% / {max(cpu):.0f}% CPU, {max(rss):.0f} MB"
+
+
+def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env: dict) -> dict:
     harness, page_client = test_helper("protocol_harness"), test_helper("page_client")
     kind, client_class = TASKS[task]
     name = f"load_{task}_{n}_{settings}"
-    where = folder / name
-    launch = overrides(task, name, n, settings, args)
+    servers = min(servers, n)  # a server with no participant has nothing to launch
+    where = folder / (name if servers == 1 else f"{name}_{servers}_servers")
+    # server k: its own port, data directory and share of the units (participant i goes to server i % K)
+    ports = [args.port + 10 * k for k in range(servers)]
+    shares = [len(range(k, n, servers)) for k in range(servers)]
+    folders = [where] if servers == 1 else [where / f"server{k}" for k in range(servers)]
+    launches = [overrides(task, name, share, settings, args, port) for share, port in zip(shares, ports)]
     load_start = os.getloadavg()[0]
-    run = harness.CliRun(kind, where, launch, env=env)
-    runs = [run]
+    runs = [harness.CliRun(kind, at, launch, env=env) for at, launch in zip(folders, launches)]
+    run, where_run, launch = runs[0], folders[0], launches[0]
     deadline = time.time() + args.duration
     pace = Pace(scale=args.pace, abandon=args.abandon, reload=args.reload)
-    clients = [client_class(f"{task[:2]}{n}_{i:03d}", args.port, args.inputs, deadline, pace, args.bots, seed=i)
-               for i in range(n)]
+    clients = [client_class(f"{task[:2]}{n}_{i:03d}", ports[i % servers], args.inputs, deadline, pace, args.bots,
+                            seed=i) for i in range(n)]
     rng = random.Random(n)
     for client in clients:
         client.arrival = rng.uniform(0, args.arrival)
-    resources = Resources(run.router_pid, run.proc.pid)
+    samplers = [Resources(r.router_pid, r.proc.pid) for r in runs]
+    resources = samplers[0]
     killed: dict = {}
 
     async def during():
-        sampler = asyncio.create_task(resources.run())
+        sampling = [asyncio.create_task(r.run()) for r in samplers]
         if args.kill_at:
             while sum(c.joined is not None for c in clients) < min(args.kill_at, n) and time.time() < deadline:
                 await asyncio.sleep(0.5)
             killed["at"] = time.time()
-            again = await crash_and_relaunch(run, lambda: harness.CliRun(kind, where, launch, env=env))
+            again = await crash_and_relaunch(run, lambda: harness.CliRun(kind, where_run, launch, env=env))
             runs.append(again)
             killed["back_after"] = time.time() - killed["at"]
             resources.pids = {"router": again.router_pid, "server": again.proc.pid}
@@ -120,30 +141,36 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
                 client.deadline = max(client.deadline, time.time() + args.duration)
         while not all(c.done or c.gone for c in clients) and time.time() < max(c.deadline for c in clients):
             await asyncio.sleep(1)
-        resources.stop()
-        await sampler
+        for sampler in samplers:
+            sampler.stop()
+        await asyncio.gather(*sampling)
 
     try:
         wall = asyncio.run(drive(clients, during))
-        try:
-            runs[-1].proc.wait(30)  # every unit done: the run ends by itself
-        except subprocess.TimeoutExpired:
-            pass
+        for launched in runs[-servers:]:
+            try:
+                launched.proc.wait(30)  # every unit done: the run ends by itself
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         for launched in runs:
             launched.stop()
-    report, convs, human = stored_texts(name, runs[-1].data_dir, where / "export.jsonl")
+    # the last launch of each server (a relaunch replaces the first server's)
+    exported = [stored_texts(name, r.data_dir, at / "export.jsonl") for r, at in zip(runs[-servers:], folders)]
+    convs = [c for _, part, _ in exported for c in part]
+    human = sum((texts for _, _, texts in exported), Counter())
     sent = [t for c in clients for t in c.sent]
     confirmed = [t for c in clients for t in c.confirmed]
     lost = [t for t in confirmed if t not in human]
-    logs = "".join(p.read_text(errors="replace") for p in where.glob("launch*.log"))
+    logs = "".join(p.read_text(errors="replace") for p in where.rglob("launch*.log"))
     # a unit exported twice shows as a worker with more complete conversations than one HIT holds
     per_hit = 3 if task == "live_chat" else 1
     complete = Counter(c["worker_id"] for c in convs if c["status"] == "complete")
     seen = Counter(e for c in clients for e in c.seen
                    if not e.startswith(("left mid-task", "connection lost", "reopened")))
     row = {
-        "task": task, "n": n, "settings": settings, "wall": wall, "load": (load_start, os.getloadavg()[0]),
+        "task": task, "n": n, "settings": settings, "servers": servers, "wall": wall,
+        "load": (load_start, os.getloadavg()[0]),
         "sent": len(sent), "confirmed": len(confirmed), "stored": sum(human[t] > 0 for t in set(sent)),
         "lost": len(lost), "doubled": sum(human[t] > 1 for t in set(sent)),
         "platform": quantiles([x for c in clients for _, x in c.platform]),
@@ -151,13 +178,13 @@ def step(task: str, n: int, settings: str, args, folder: Path, env: dict) -> dic
                       for a in sorted({a for c in clients for a, _ in c.platform})},
         "socket": quantiles([x for c in clients for x in c.latencies]),
         "joined": quantiles([c.joined for c in clients if c.joined is not None]),
-        "router": resources.summary("router"), "server": resources.summary("server"),
+        "router": summed(samplers, "router"), "server": summed(samplers, "server"),
         "done": sum(c.done for c in clients), "left": sum(c.gone for c in clients),
         "reloads": sum(c.reloads for c in clients),
         "errors": sum(seen.values()), "seen": dict(seen), "tracebacks": logs.count("Traceback"),
         "convs": len(convs), "complete_convs": sum(c["status"] == "complete" for c in convs),
         "units_twice": sum(v > per_hit for v in complete.values()),
-        "summary": report.summary().replace("\n", "; "),
+        "summary": " | ".join(r.summary().replace("\n", "; ") for r, _, _ in exported),
     }
     if args.kill_at:
         back = [c for c in clients if not c.gone]
@@ -174,7 +201,8 @@ def table(rows: list[dict]) -> str:
             "load avg start -> end |\n|" + "---|" * 10)
     lines = [head]
     for r in rows:
-        lines.append(f"| {r['task']} | {r['n']} | {r['settings']} | {r['lost']} ({r['sent']} / {r['confirmed']} / "
+        settings = r["settings"] + (f" x {r['servers']} servers" if r.get("servers", 1) > 1 else "")
+        lines.append(f"| {r['task']} | {r['n']} | {settings} | {r['lost']} ({r['sent']} / {r['confirmed']} / "
                      f"{r['stored']}) | {r['platform']} | {r['router']} | {r['server']} | {r['done']} / {r['left']} | "
                      f"{r['errors']} page, {r['tracebacks']} tracebacks | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
     return "\n".join(lines)
@@ -182,6 +210,10 @@ def table(rows: list[dict]) -> str:
 
 def steps(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def splits(text: str) -> list[tuple[int, int]]:
+    return [tuple(int(x) for x in pair.split(":")) for pair in text.split(",") if pair.strip()]
 
 
 def main() -> int:
@@ -198,11 +230,17 @@ def main() -> int:
     parser.add_argument("--abandon", type=float, default=Pace.abandon, help="chance a participant leaves mid-task")
     parser.add_argument("--reload", type=float, default=Pace.reload, help="chance of a page reload after a reply")
     parser.add_argument("--duration", type=float, default=360, help="bound on each step, seconds")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="split each step's participants over this many launches (docs/scaling.md)")
+    parser.add_argument("--split", type=splits, default=[],
+                        help="extra live-chat steps N:K, N participants over K servers (e.g. 500:2)")
     parser.add_argument("--kill-at", type=int, default=0, help="kill -9 the server when this many have joined")
-    parser.add_argument("--port", type=int, default=3360)
+    parser.add_argument("--port", type=int, default=3360, help="the router's port (server k: PORT + 10 k)")
     parser.add_argument("--fake-port", type=int, default=8061)
     parser.add_argument("--out", help="write the rows as JSON lines here too")
     args = parser.parse_args()
+    if min([args.servers] + [k for _, k in args.split]) < 1 or (args.kill_at and (args.servers > 1 or args.split)):
+        parser.error("servers must be at least 1, and --kill-at runs on one server")
     args.bots = BotScript()
     folder = Path(tempfile.mkdtemp(prefix="bench_load_"))
     env = {**os.environ, "DIALEVAL_BASE_URL": f"http://127.0.0.1:{args.fake_port}/v1", "DIALEVAL_MODEL_A": MODELS[0],
@@ -211,12 +249,14 @@ def main() -> int:
           f"{args.bots.latency} s + {args.bots.chunk_delay} s/word, {args.bots.words[0]}-{args.bots.words[1]} words; "
           f"arrival within {args.arrival:.0f} s; data in {folder}", flush=True)
     fake = start_fake(args.fake_port, args.bots, folder)
-    plan = ([("live_chat", args.baseline, "before")] if args.baseline else [])
-    plan += [("live_chat", n, args.settings) for n in args.live] + [("pw_turn", n, args.settings) for n in args.pw_turn]
+    plan = ([("live_chat", args.baseline, "before", args.servers)] if args.baseline else [])
+    plan += [("live_chat", n, args.settings, args.servers) for n in args.live]
+    plan += [("live_chat", n, args.settings, k) for n, k in args.split]
+    plan += [("pw_turn", n, args.settings, args.servers) for n in args.pw_turn]
     rows = []
     try:
-        for task, n, settings in plan:
-            rows.append(step(task, n, settings, args, folder, env))
+        for task, n, settings, servers in plan:
+            rows.append(step(task, n, settings, servers, args, folder, env))
             if args.out:
                 with open(args.out, "a") as out:
                     out.write(json.dumps(rows[-1]) + "\n")

@@ -146,3 +146,24 @@ def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
     with pytest.raises(CompatError, match="no longer calls 'launcher = TaskLauncher\\('"):
         with compat_mephisto.safe_unit_launching(changed):
             pass
+
+
+def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
+    """Mephisto's write_dict, patched (atomic_state_writes: renamed into place, encoded by json.dumps): the
+    file read back by the standard library is the dict, non-ASCII text included, and no part file is left."""
+    import json
+
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    db = LocalMephistoDB(database_path=str(data_dir / "database.db"))
+    target = data_dir / "data" / "agent" / "agent_data.json"
+    state = {"messages": [{"text": "héllo ✓", "task_data": {"n": [1, 2.5, None, True]}}] * 30}
+    target.parent.mkdir(parents=True)
+    target.write_text('{"messages": ["an older, longer state that must not show through"]}' * 100)
+    db.write_dict(str(target), state)
+    assert is_ours(LocalMephistoDB.write_dict)
+    assert json.loads(target.read_text()) == state
+    assert [p.name for p in target.parent.iterdir()] == ["agent_data.json"]

@@ -55,8 +55,9 @@ def save_record(agent, record: dict, name: str) -> None:
         # atomic: Mephisto's own write_dict rewrites in place, and export may read it half-written
         path = Path(mephisto_agent.get_data_dir()) / name
         path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(record)  # the C encoder: json.dump to a file runs the pure-Python one
         with atomic_open(path) as handle:
-            json.dump(record, handle)
+            handle.write(text)
 
 
 def block_worker(agent, qualification: str) -> None:

@@ -11,7 +11,9 @@
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
   replaces its file instead of rewriting it in place: two threads writing one agent's state at once (the
   world's and the socket's) left a file of two interleaved dumps, unreadable, in 7 units of 200 under
-  load (benchmarks/bench_load.py). Retire when Mephisto writes its files atomically.
+  load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
+  file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
+  these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
 """
 from __future__ import annotations
 
@@ -69,7 +71,8 @@ def metrics_server_off() -> None:
 def atomic_state_writes() -> None:
     """Mephisto's ``write_dict`` writing a temporary file renamed over the target. Not ``atomic_open``:
     this runs for every message of every participant, and a name per thread (each thread writes whole
-    files, the last rename wins) spares the unique-name search and permission change of ``mkstemp``."""
+    files, the last rename wins) spares the unique-name search and permission change of ``mkstemp``.
+    ``json.dumps`` then one write: ``json.dump`` streams through the pure-Python encoder."""
     require_version("mephisto", WRITTEN_FOR, "atomic_state_writes")
     import json
     import os
@@ -84,8 +87,9 @@ def atomic_state_writes() -> None:
         self._assert_path_in_domain(path_key)
         os.makedirs(os.path.dirname(path_key), exist_ok=True)
         part = f"{path_key}.{threading.get_ident()}.part"
+        text = json.dumps(target_dict)
         with open(part, "w") as data_file:
-            json.dump(target_dict, data_file)
+            data_file.write(text)
         os.replace(part, path_key)
 
     LocalMephistoDB.write_dict = write_dict

@@ -1,6 +1,7 @@
 """The load generator of issue 32 at a tiny scale, so that it cannot rot: benchmarks/bench_load.py runs 2
-live-chat and 1 PW-Turn participant (onboarding included) through the real router and server, against
-the fake endpoint, at a twentieth of human pace. Every message the server confirmed must be in the
+live-chat participants split over two servers (``--servers 2``: one each) and 1 PW-Turn participant
+(onboarding included, one server) through the real routers and servers, against the fake endpoint, at a
+twentieth of human pace. Every message the server confirmed must be in the
 export, every HIT done, no unit exported twice, and the platform's latency measured for every action.
 """
 from __future__ import annotations
@@ -25,12 +26,15 @@ def test_tiny_ramp_loses_nothing(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "2", "--pw-turn", "1", "--baseline", "0",
          "--inputs", "2", "--turns", "2", "--pace", "0.05", "--abandon", "0", "--arrival", "1", "--duration", "150",
-         "--port", "3436", "--fake-port", "8064", "--out", str(rows_file)],
+         "--servers", "2", "--port", "3436", "--fake-port", "8064", "--out", str(rows_file)],
         capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = {row["task"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
     assert set(rows) == {"live_chat", "pw_turn"}
     live, pw = rows["live_chat"], rows["pw_turn"]
+    # one live-chat participant on each server (the second's router on port 3446), both servers exported:
+    # 3 complete conversations per HIT
+    assert (live["servers"], pw["servers"], live["complete_convs"]) == (2, 1, 6), (live, pw)
     # 2 participants x 3 conversations x 2 messages; PW-Turn: 1 message (the opening is the world's)
     assert (live["sent"], live["stored"], live["lost"]) == (12, 12, 0), live
     assert (pw["sent"], pw["stored"], pw["lost"]) == (1, 1, 0), pw

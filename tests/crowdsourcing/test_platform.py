@@ -81,3 +81,18 @@ def test_pool_refuses_zoo_downloads_and_unknown_qc():
         BotPool({"b": {"opt": {"model_file": "zoo:blender/blender_90M/model"}}})
     with pytest.raises(DialevalError, match="qc_models"):
         BotPool({"a": ECHO}, ["qc"])
+
+
+def test_chat_units_are_offered_in_random_order():
+    """A crowd arriving at once is offered the run's units in different orders (issue 32: in Mephisto's one
+    order, 500 arrivals collided on the same first units about 25,000 times): every offer is the whole
+    list, and 40 arrivals' first choices among 100 units are spread out (all on 10 or fewer units:
+    probability below C(100, 10) * 0.1 ** 40 < 1e-26)."""
+    from parlai_dialeval.crowdsourcing.platform.blueprint import DialevalChatBlueprint
+
+    runner_class = DialevalChatBlueprint.TaskRunnerClass
+    runner = object.__new__(runner_class)  # filter_units_for_worker reads no state of the runner
+    units = [f"unit_{i}" for i in range(100)]
+    offers = [runner.filter_units_for_worker(list(units), worker=None) for _ in range(40)]
+    assert all(sorted(offer) == sorted(units) for offer in offers)
+    assert len({offer[0] for offer in offers}) > 10
