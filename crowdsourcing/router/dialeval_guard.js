@@ -37,6 +37,12 @@ if (SECRET.length < 32) {
   throw new Error("dialeval_router_secret is shorter than 32 bytes");
 }
 
+// Packets for the Mephisto server kept while it is not connected (a relaunch after a crash): bounded, so a
+// flood of requests during the gap cannot exhaust the router's memory; pages resend what was not confirmed.
+const HELD_BYTES_LIMIT = 32 * 1024 * 1024;
+const HELD = Symbol("held bytes"); // on a kept packet: its size (a Symbol key is never serialised)
+const held = { bytes: 0, refused: 0 };
+
 const submitted = new Set(); // agent ids whose unit was submitted: a replayed submission is refused
 const posts = { refused: 0 }; // refused POSTs, counted together for the log's throttle
 
@@ -181,6 +187,30 @@ function registration_check(req, res, next) {
   next();
 }
 
+// Keep a packet for the Mephisto server in ``queue`` until it connects, within HELD_BYTES_LIMIT in all
+// (a packet kept again while the server is still away is not counted twice); false when refused.
+function hold(queue, packet) {
+  if (packet[HELD] === undefined) {
+    const size = Buffer.byteLength(JSON.stringify(packet));
+    if (held.bytes + size > HELD_BYTES_LIMIT) {
+      refuse("packet for the server", `no server connected and ${held.bytes} bytes already kept`, packet.subject_id, held);
+      return false;
+    }
+    packet[HELD] = size;
+    held.bytes += size;
+  }
+  queue.push(packet);
+  return true;
+}
+
+// A kept packet is on its way to the server: its bytes no longer count.
+function release(packet) {
+  if (packet[HELD] !== undefined) {
+    held.bytes -= packet[HELD];
+    delete packet[HELD];
+  }
+}
+
 // Uploads are not accepted (no task of this project takes files), so nothing is ever served back.
 function no_files(req, res) {
   res.status(404).end();
@@ -190,9 +220,11 @@ module.exports = {
   BODY_LIMIT,
   MAX_PAYLOAD,
   admit,
+  hold,
   no_files,
   post_check,
   registration_check,
+  release,
   token,
   with_token,
 };

@@ -71,3 +71,49 @@ def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path)
         node.communicate(timeout=10)
     assert answer["data"]["agent_id"] == "7"
     assert answer["data"]["agent_token"] == compat_router.token("7")  # the page's session token, as always
+
+
+HELD_BYTES_LIMIT = 32 * 1024 * 1024  # crowdsourcing/router/dialeval_guard.js
+
+
+async def flood_before_the_server_connects(requests: int, name_bytes: int) -> int:
+    """``requests`` anonymous requests for an agent, each with a ``name_bytes`` worker name, while no server is
+    connected; then the server connects: how many reach it."""
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=requests)) as http:
+        posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=15, json={
+            "provider_data": {"worker_name": f"{i:03d}" + "x" * name_bytes, "agent_registration_id": f"flood-{i}",
+                              "assignment_id": "flood", "provider_type": "mock"}, "client_timestamp": time.time()}))
+            for i in range(requests)]
+        await asyncio.sleep(4.0)  # every request is with the router
+        reached = 0
+        async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as server:
+            await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
+                                          "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
+            try:
+                while True:
+                    packet = json.loads(await asyncio.wait_for(server.recv(), 3))
+                    reached += packet["packet_type"] == "register_agent"
+            except asyncio.TimeoutError:
+                pass
+        for post in posts:
+            post.cancel()
+        await asyncio.gather(*posts, return_exceptions=True)
+    return reached
+
+
+def test_what_the_router_keeps_for_an_absent_server_is_bounded(tmp_path):
+    """A flood of requests while a relaunched server is away (anyone can POST /request_agent) must not grow
+    the router's memory without bound: it keeps at most HELD_BYTES_LIMIT, refuses the rest with a log line,
+    and passes on what it kept once the server connects."""
+    require_router()
+    router = built_router(tmp_path)
+    node = start_router(router, PORT)
+    name_bytes, requests = 480 * 1024, 90  # 90 x 480 KiB = 42 MiB, past the 32 MiB kept
+    try:
+        reached = asyncio.run(flood_before_the_server_connects(requests, name_bytes))
+    finally:
+        node.terminate()
+        output = node.communicate(timeout=10)[0]
+    assert "refused packet for the server: no server connected" in output
+    assert 0 < reached <= HELD_BYTES_LIMIT // (name_bytes + 100)
+    assert reached < requests
