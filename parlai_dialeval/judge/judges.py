@@ -6,9 +6,9 @@ The local judges (``lm:``, ``hf:``) answer many prompts at once (``ask_batch``):
 model, prompts of similar length batched (``hf:``: greedy generation of left-padded rows after the
 prompts' common first tokens, run once and their key/value cache shared, each row leaving the batch
 when its reply ends; ``lm:``: prompts sharing their start scored as one token trie, right-padded, the
-options read from the last position), as many
-rows at once as fit in a quarter of the free memory (``batch_size``; ``--judge-batch-size``
-overrides), on as many CPU threads as other processes leave free (``lm_loading.free_cpu_threads``).
+options read from the last position), as many rows at once as fit in a quarter of the free memory
+(``batch_size``; ``--judge-batch-size`` overrides), on as many CPU threads as other processes leave
+free (``lm_loading.free_cpu_threads``).
 Their answers are those of asking one prompt at a time (tests/test_real_model.py;
 benchmarks/bench_judge_batch.py checks it on every prompt it times)."""
 from __future__ import annotations
