@@ -1,19 +1,23 @@
 """Local judges at scale: ``ask_batch`` (``hf:``: left-padded greedy generation after a shared prefix's
-cache, rows leaving as their reply ends; ``lm:``: batched scoring; one model copy) against the original
-one-at-a-time loop (``ask`` per prompt, on torch's default CPU threads, as the code before batching),
-same model, same prompts, one run. The prompts are the ``dialeval judge --protocol ab`` prompts (both
-orders) of the first ``--items`` items of a ChatEval A/B comparison; the model is the real-model fixture
-(SmolLM2-135M-Instruct, parlai_dialeval.testing.real_model).
+cache, rows leaving as their reply ends; ``lm:``: prompts sharing their start scored as one token trie,
+batched; one model copy) against the original one-at-a-time loop (as the code before batching, on
+torch's default CPU threads: ``hf:`` its ``ask`` per prompt; ``lm:`` one prompt per pass with every
+position's logits, ``PrefixLM``'s defaults), same model, same prompts, one run. The prompts are the
+``dialeval judge --protocol ab`` prompts (both orders) of the first ``--items`` items of each ChatEval
+A/B comparison given (several comparisons of one test set judge the same conversations); the model is
+the real-model fixture (SmolLM2-135M-Instruct, parlai_dialeval.testing.real_model).
 
     .venv/bin/python benchmarks/bench_judge_batch.py [--items 8] [--judge hf lm] [--max-tokens 20]
-        [--batch-size N] [--rounds 3] [--chateval DIR]
+        [--batch-size N] [--rounds 3] [--chateval DIR [DIR ...]]
 
 Where the judge takes fewer CPU threads than torch's default (``free_cpu_threads``: other processes
 hold cores), the one-at-a-time loop also runs on that many threads, so the ratio splits into what the
 threads give and what batching gives. Rounds alternate the runs and medians are compared: a burst of
-other jobs on a shared machine then falls on every side. Prints every round's seconds with the load
-average at its start and end, the medians, the ratios, and whether every answer is the same (greedy:
-it must be).
+other jobs on a shared machine then falls on every side. Prints every round's seconds (wall clock, and
+the process's CPU seconds, which other jobs disturb less) with the load average at its start and end,
+the medians, the ratios, whether every answer is the same (greedy: it must be), and for ``lm:`` the
+largest difference of an option's log-probability from the original loop's and the share of prompt
+tokens that prompts sharing their start save.
 """
 from __future__ import annotations
 
@@ -36,6 +40,22 @@ def questions(folder: Path, count: int) -> list[tuple[str, list[str]]]:
     return [(prompt(item, first), options(item)) for item in items[:count] for first in (0, 1)]
 
 
+def original_lm(judge):
+    """The ``lm:`` judge's code before batching: one prompt per pass, every position's logits; (ask, the
+    option log-probabilities of its last call)."""
+    from parlai_dialeval.judge.judges import Reply
+    from parlai_dialeval.metrics.fed_lm import PrefixLM
+
+    lm, last = PrefixLM(judge.model, batch_size=1), {}
+
+    def ask(prompt, options):
+        texts, start = judge._texts(prompt, options)
+        losses = lm.score([texts], [[start] * len(texts)])[0]
+        last["tails"] = [loss.tail for loss in losses]
+        return Reply(options[min(range(len(options)), key=lambda i: losses[i].tail)])
+    return ask, last
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=8, help="ChatEval items (two prompts each)")
@@ -43,7 +63,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-tokens", type=int, default=20, help="reply length of the hf: judge (as dialeval judge)")
     parser.add_argument("--batch-size", type=int, default=None, help="default: all the prompts in one batch")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (medians compared)")
-    parser.add_argument("--chateval", type=Path, default=DEFAULT, help="a ChatEval amt_ab_2018 comparison folder")
+    parser.add_argument("--chateval", type=Path, nargs="+", default=[DEFAULT],
+                        help="ChatEval amt_ab_2018 comparison folders")
     args = parser.parse_args(argv)
 
     import torch
@@ -54,9 +75,9 @@ def main(argv=None) -> int:
 
     if real_model.missing():
         sys.exit(real_model.missing())
-    asked = questions(args.chateval, args.items)
+    asked = [question for folder in args.chateval for question in questions(folder, args.items)]
     default = torch.get_num_threads()
-    print(f"{len(asked)} prompts ({args.items} items x 2 orders) from {args.chateval.name}; "
+    print(f"{len(asked)} prompts ({args.items} items x 2 orders) from {', '.join(f.name for f in args.chateval)}; "
           f"{len(os.sched_getaffinity(0))} cores; torch's default threads {default}")
     for kind in args.judge:
         judge = make_judge(f"{kind}:{real_model.model_dir()}", max_tokens=args.max_tokens, batch_size=args.batch_size)
@@ -66,27 +87,48 @@ def main(argv=None) -> int:
             runs[f"one at a time, {threads} thread(s)"] = (threads, False)
         runs[f"batched, {threads} thread(s)"] = (threads, True)
         times = {name: [] for name in runs}
+        cpu = {name: [] for name in runs}
         answers = {}
+        if kind == "lm":
+            from parlai_dialeval.judge.judges import share_prefixes
+            from parlai_dialeval.metrics.fed_lm import build_trie
+
+            ids = [judge.tokenizer(text, add_special_tokens=False)["input_ids"] for text, _ in asked]
+            nodes = sum(len(build_trie([ids[i] for i in group])[0]) for group in share_prefixes(ids))
+            print(f"lm: {sum(map(len, ids))} prompt tokens, {nodes} after sharing starts "
+                  f"({1 - nodes / sum(map(len, ids)):.1%} saved)")
+            ask_original, original_tails = original_lm(judge)
         print(f"{kind}: judge threads {threads} (load average {os.getloadavg()[0]:.2f} when it was made)")
         for round_ in range(args.rounds):
             for name, (count, batched) in runs.items():
                 load = os.getloadavg()[0]
-                start = time.perf_counter()
+                ask = ask_original if kind == "lm" and name == "original" else judge.ask
+                start, start_cpu = time.perf_counter(), time.process_time()
                 with torch_threads(count):
                     replies = (judge.ask_batch(asked, batch_size=args.batch_size or len(asked)) if batched
-                               else [judge.ask(*q) for q in asked])
+                               else [ask(*q) for q in asked])
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
                 answers[name] = replies
-                print(f"  round {round_ + 1} {name}: {times[name][-1]:.1f} s "
+                print(f"  round {round_ + 1} {name}: {times[name][-1]:.1f} s, CPU {cpu[name][-1]:.1f} s "
                       f"(load average {load:.2f} -> {os.getloadavg()[0]:.2f})", flush=True)
         medians = {name: statistics.median(values) for name, values in times.items()}
+        cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
         batched_name = list(runs)[-1]
         reference = [r.text for r in answers["original"]]
         for name in runs:
             same = sum(a == b.text for a, b in zip(reference, answers[name]))
             ratio = medians[name] / medians[batched_name]
             print(f"{kind}: {name}: median {medians[name]:.1f} s ({medians[name] / len(asked):.2f} s/prompt), "
-                  f"batched is {ratio:.1f}x faster; same answers as the original {same}/{len(asked)}")
+                  f"CPU {cpu_medians[name]:.1f} s; batched is {ratio:.1f}x faster "
+                  f"({cpu_medians[name] / cpu_medians[batched_name]:.1f}x in CPU seconds); "
+                  f"same answers as the original {same}/{len(asked)}")
+        if kind == "lm":
+            worst = 0.0
+            for question, (_, logprobs) in zip(asked, judge.option_logprobs(asked)):
+                ask_original(*question)
+                worst = max([worst] + [abs(a + b) for a, b in zip(logprobs, original_tails["tails"])])
+            print(f"lm: largest |log-probability difference| of an option, batched vs original: {worst:.2g}")
         if kind == "hf":
             tokens = [r.completion_tokens for r in answers["original"]]
             print(f"{kind}: reply tokens min {min(tokens)} / mean {sum(tokens) / len(tokens):.1f} / max {max(tokens)}")

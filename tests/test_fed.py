@@ -314,3 +314,29 @@ def test_conditional_mode_runs_the_output_layer_on_each_prefix_end_only(tiny):
     assert rows["reference"][1:] == rows["conditional"][1:]
     assert rows["reference"][0][0] == rows["conditional"][0][0] == 3
     assert rows["conditional"][0][1] <= 3 < rows["reference"][0][1]
+
+
+def test_tails_only_run_the_output_layer_where_a_tail_needs_it(tiny):
+    """``prefix_losses=False`` (the lm: judge's prompts): one group of several prompts sharing their first
+    tokens, each followed by options; the tails equal a plain forward pass per text, and the trie's output
+    layer runs only for the prompts' last tokens (the options' parents), not for every trie node."""
+    from parlai_dialeval.metrics.fed_lm import PrefixLM
+
+    model, _ = tiny
+    prompts = [[0, 5, 9, 11, 12], [0, 5, 9, 13], [0, 5, 14, 15, 16, 17]]
+    options = [[6], [7, 8]]  # a two-token option: its second token needs the first's logits too
+    group = [p + o for p in prompts for o in options]
+    starts = [len(p) for p in prompts for _ in options]
+    seen = []
+    handle = model.lm_head.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[:-1]))
+    try:
+        got = PrefixLM(model, prefix_losses=False).score([group], [starts])[0]
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        for ids, start, loss in zip(group, starts, got):
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0, :-1], dim=-1)
+            nll = -logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+            assert loss.tail == pytest.approx(nll[start - 1:].sum().item(), abs=1e-5)
+    # prefix [0, 5] (its last position), then the trie: 3 prompt ends + 3 first option tokens of its 11 inner nodes
+    assert [tuple(shape) for shape in seen] == [(1, 1), (1, 6)]

@@ -133,3 +133,69 @@ def test_hf_lm_streams_the_reply_it_gives_whole(chat_model):
     assert watched.act()["text"] == expected and expected
     assert len(seen) > 1 and seen[-1] == expected  # several growing pieces, ending with the reply
     assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:]))
+
+
+@pytest.fixture
+def torch_threads_kept():
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _threads_while_generating(agent) -> set[int]:
+    """torch's thread count seen by each forward pass of the agent's model during one reply."""
+    import torch
+
+    seen = set()
+    handle = agent.lm["model"].register_forward_pre_hook(lambda *_: seen.add(torch.get_num_threads()))
+    try:
+        agent.observe({"text": "Hi! How are you doing today?", "episode_done": False})
+        agent.act()
+    finally:
+        handle.remove()
+    return seen
+
+
+def test_a_bot_generates_on_the_cpu_threads_it_was_given_or_that_the_load_leaves(chat_model, monkeypatch,
+                                                                                 torch_threads_kept):
+    import torch
+
+    from parlai_dialeval.metrics import lm_loading
+
+    torch.set_num_threads(2)
+    assert _threads_while_generating(make(chat_model, cpu_threads=1)) == {1}
+    assert torch.get_num_threads() == 2  # restored after the reply
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(lm_loading.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(lm_loading.os, "getloadavg", lambda: (1.2, 0.0, 0.0))  # one core busy when it loads
+    agent = make(chat_model)
+    monkeypatch.setattr(lm_loading.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # later load changes nothing
+    assert _threads_while_generating(agent) == {1} and torch.get_num_threads() == 2
+
+
+def test_a_live_chat_server_leaves_a_core_to_itself_and_sets_the_bots_threads_once(chat_model, monkeypatch,
+                                                                                  torch_threads_kept):
+    """Four cores, one busy elsewhere: the server's bots get two threads (one core left to the server),
+    set once for the process; a reply does not change it (per-reply changes would race between
+    conversations). An endpoint-only pool leaves torch's setting alone; ``--cpu-threads`` overrides."""
+    import torch
+
+    from parlai_dialeval.crowdsourcing.platform.bots import BotPool, server_threads
+    from parlai_dialeval.metrics import lm_loading
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(lm_loading.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(lm_loading.os, "getloadavg", lambda: (1.0, 0.0, 0.0))
+    torch.set_num_threads(4)
+    assert lm_loading.server_cpu_threads() == 2
+    opt = {"model": "dialeval:hf_chat", "hf_chat_model": str(chat_model), "max_new_tokens": 4}
+    pool = BotPool({"tiny": {"opt": opt}})
+    assert pool.cpu_threads == 2 and torch.get_num_threads() == 2
+    bot = pool.new_bot("tiny")
+    assert _threads_while_generating(bot) == {2} and torch.get_num_threads() == 2
+    monkeypatch.setattr(lm_loading.os, "getloadavg", lambda: (3.5, 0.0, 0.0))  # every core busy: still one
+    assert lm_loading.server_cpu_threads() == 1
+    assert BotPool({"tiny": {"opt": {**opt, "cpu_threads": 3}}}).cpu_threads == 3 and torch.get_num_threads() == 3
+    assert server_threads([object()]) is None and torch.get_num_threads() == 3  # no model runs here

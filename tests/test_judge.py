@@ -379,3 +379,30 @@ def test_a_local_chat_judge_batched_answers_as_one_at_a_time_whatever_its_genera
     no_repeats = [r.text for r in (judge.ask(*q) for q in asked)]
     assert no_repeats != plain  # the setting changes greedy replies here
     assert [r.text for r in judge.ask_batch(asked, batch_size=4)] == no_repeats
+
+
+def test_a_likelihood_judge_sharing_prompt_starts_answers_as_the_original_one_prompt_loop(tmp_path):
+    """Tiny random GPT-2: prompts on three conversations, each in both orders and for two model pairs (as
+    ``dialeval judge`` asks them), some with three options. Batched ``lm:`` (prompts sharing their
+    start in one trie) picks what the original loop picked: one prompt per pass, every position's logits
+    (PrefixLM's defaults, the judge's code before batching); its tails agree to float rounding."""
+    from parlai_dialeval.judge.judges import make_judge, share_prefixes
+    from parlai_dialeval.metrics.fed_lm import PrefixLM
+
+    judge = make_judge(f"lm:{build_gpt2(tmp_path / 'lm')}", batch_size=3)
+    asked = []
+    for context in ("User: hi there\nBot: hello", "User: do you like music?", "User: what is your name?"):
+        for a, b in (("i am fine", "no thanks"), ("yes i do", "maybe later, friend")):
+            for first, second in ((a, b), (b, a)):
+                text = f"Conversation:\n{context}\n\nResponse A:\n{first}\n\nResponse B:\n{second}\nAnswer:"
+                asked.append((text, ["A", "B", "tie"] if "music" in context else ["A", "B"]))
+    groups = share_prefixes([judge.tokenizer(text, add_special_tokens=False)["input_ids"] for text, _ in asked])
+    assert sorted(len(group) for group in groups) == [4, 4, 4]  # one per conversation
+    original = PrefixLM(judge.model, batch_size=1)
+    expected = []
+    for text, opts in asked:
+        texts, start = judge._texts(text, opts)
+        losses = original.score([texts], [[start] * len(texts)])[0]
+        expected.append(opts[min(range(len(opts)), key=lambda i: losses[i].tail)])
+    assert [r.text for r in judge.ask_batch(asked)] == expected
+    assert len(set(expected)) > 1  # the answers differ, so a mix-up of prompts would show

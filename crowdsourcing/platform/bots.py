@@ -159,6 +159,27 @@ def load_agent(name: str, opt: Mapping[str, Any], allow_zoo: bool = False):
     return agent
 
 
+def server_threads(agents) -> int | None:
+    """torch's CPU threads for every bot of a live-chat server, set once for the process (it is a
+    process-wide setting: changed per reply it would race between conversations): the largest
+    ``--cpu-threads`` a local bot asks for, else ``lm_loading.server_cpu_threads`` (the cores other
+    processes leave free, less one for the server itself); such bots then leave the setting alone. None
+    (torch's setting kept) where no bot runs a model here (endpoints) or ``OMP_NUM_THREADS`` chooses."""
+    import torch
+    from parlai.core.torch_agent import TorchAgent
+
+    from parlai_dialeval.metrics.lm_loading import server_cpu_threads
+
+    agents = list(agents)
+    asked = [agent.follow_process_threads() for agent in agents if hasattr(agent, "follow_process_threads")]
+    if not asked and not any(isinstance(agent, TorchAgent) for agent in agents):
+        return None
+    threads = max(asked, default=0) or server_cpu_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
 class BotPool:
     """Models loaded once; per-conversation copies; balanced, thread-safe assignment to HITs."""
 
@@ -179,8 +200,9 @@ class BotPool:
         if missing:
             raise DialevalError(f"qc_models {missing} are not among the configured models {sorted(models)}")
         self.personas = {name: list((spec or {}).get("persona") or []) for name, spec in models.items()}
-        self._shared = {name: load_agent(name, (spec or {}).get("opt") or {}, allow_zoo).share()
-                        for name, spec in models.items()}
+        agents = {name: load_agent(name, (spec or {}).get("opt") or {}, allow_zoo) for name, spec in models.items()}
+        self.cpu_threads = server_threads(agents.values())
+        self._shared = {name: agent.share() for name, agent in agents.items()}
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self.assigned = Counter({name: 0 for name in models})

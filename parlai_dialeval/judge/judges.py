@@ -5,9 +5,10 @@ most likely), ``hf:PATH`` (a local chat model through ``dialeval:hf_chat``), ``o
 The local judges (``lm:``, ``hf:``) answer many prompts at once (``ask_batch``): one copy of the
 model, prompts of similar length batched (``hf:``: greedy generation of left-padded rows after the
 prompts' common first tokens, run once and their key/value cache shared, each row leaving the batch
-when its reply ends; ``lm:``: right-padded scoring, the options read from the last position), as many
-rows at once as fit in a quarter of the free memory (``batch_size``; ``--judge-batch-size``
-overrides), on as many CPU threads as other processes leave free (``lm_loading.free_cpu_threads``).
+when its reply ends; ``lm:``: prompts sharing their start scored as one token trie, right-padded, the
+options read from the last position), as many rows at once as fit in a quarter of the free memory
+(``batch_size``; ``--judge-batch-size`` overrides), on as many CPU threads as other processes leave
+free (``lm_loading.free_cpu_threads``).
 Their answers are those of asking one prompt at a time (tests/test_real_model.py;
 benchmarks/bench_judge_batch.py checks it on every prompt it times)."""
 from __future__ import annotations
@@ -69,26 +70,58 @@ class LikelihoodJudge:
         return self.ask_batch([(prompt, options)], batch_size=1)[0]
 
     def ask_batch(self, questions: list[tuple[str, list[str]]], batch_size: int | None = None) -> list[Reply]:
+        replies = []
+        for (prompt, opts), (tokens, logprobs) in zip(questions, self.option_logprobs(questions, batch_size)):
+            best = max(range(len(opts)), key=lambda k: logprobs[k])  # the first of equals, as ever
+            replies.append(Reply(opts[best], prompt_tokens=tokens))
+        return replies
+
+    def option_logprobs(self, questions: list[tuple[str, list[str]]],
+                        batch_size: int | None = None) -> list[tuple[int, list[float]]]:
+        """Per question (prompt, options): its tokens (all options') and each option's summed
+        log-probability after the prompt."""
         from parlai_dialeval.metrics.fed_lm import PrefixLM
         from parlai_dialeval.metrics.lm_loading import torch_threads
 
-        groups, starts = [], []
-        for prompt, opts in questions:
-            texts, start = self._texts(prompt, opts)
-            groups.append(texts)
-            starts.append([start] * len(texts))
-        width = max(len(t) for group in groups for t in group)
+        texts, starts = zip(*(self._texts(prompt, opts) for prompt, opts in questions)) if questions else ((), ())
+        groups = share_prefixes([t[0][:s] for t, s in zip(texts, starts)])
+        width = max((sum(len(t) for i in group for t in texts[i]) for group in groups), default=1)
         rows = batch_size or self.batch_size or batch_size_from_memory(self.model, width, width)
-        # Judge prompts share their instructions, so PrefixLM's chaining of shared prefixes (one group at
-        # a time) is switched off: groups run side by side in batches of ``rows``.
+        # Prompts sharing their first tokens (both orders of an item, items on one conversation) are one
+        # PrefixLM group: the shared tokens run once, the rest as a token trie with tree attention. Groups
+        # run side by side in batches of ``rows`` (``min_shared``: no chaining of groups, one at a time).
         lm = PrefixLM(self.model, batch_size=rows, max_tokens=rows * width, min_shared=10 ** 9, prefix_losses=False)
         with torch_threads(self.threads):
-            scored = lm.score(groups, starts)
-        replies = []
-        for (prompt, opts), group, losses in zip(questions, groups, scored):
-            best = min(range(len(opts)), key=lambda i: losses[i].tail)
-            replies.append(Reply(opts[best], prompt_tokens=sum(len(t) for t in group)))
-        return replies
+            scored = lm.score([[t for i in group for t in texts[i]] for group in groups],
+                              [[starts[i] for i in group for _ in texts[i]] for group in groups])
+        out: list[tuple[int, list[float]]] = [(0, [])] * len(questions)
+        for group, losses in zip(groups, scored):
+            for i in group:
+                mine, losses = losses[:len(texts[i])], losses[len(texts[i]):]
+                out[i] = (sum(len(t) for t in texts[i]), [-loss.tail for loss in mine])
+        return out
+
+
+# A group's prompts are packed into one tree of at most GROUP_PROMPTS prompts, each sharing at least
+# SHARED_PART of its tokens with the one before: every node of a tree attends to the whole tree (masked),
+# so prompts sharing little would cost more attention than their shared tokens save.
+GROUP_PROMPTS, SHARED_PART = 8, 0.25
+
+
+def share_prefixes(prompts: list[list[int]]) -> list[list[int]]:
+    """Indices of ``prompts`` (token ids) in groups whose neighbours in token order share their first
+    ``SHARED_PART`` or more of their tokens (both orders of an A/B item, items on one conversation)."""
+    from parlai_dialeval.metrics.fed_lm import common_length
+
+    groups: list[list[int]] = []
+    for i in sorted(range(len(prompts)), key=lambda i: prompts[i]):
+        last = groups[-1] if groups else None
+        if (last and len(last) < GROUP_PROMPTS
+                and common_length(prompts[last[-1]], prompts[i]) >= SHARED_PART * len(prompts[i])):
+            last.append(i)
+        else:
+            groups.append([i])
+    return groups
 
 
 class ChatJudge:
@@ -135,6 +168,7 @@ class HfChatJudge:
         self.name = f"hf:{Path(path).name or path}"
         self.agent = create_agent({"model": "dialeval:hf_chat", "hf_chat_model": path, "max_new_tokens": max_tokens,
                                    "device": device or "cpu", "chat_template": chat_template})
+        self.agent.follow_process_threads()  # the judge's runs set their threads (``threads``) themselves
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.threads = free_cpu_threads(device or "cpu")  # before the judge's own work adds to the load

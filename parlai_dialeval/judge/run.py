@@ -75,7 +75,9 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
     usage["asked"] += len(todo)
     with tqdm(total=len(todo), desc=f"judge {judge.name}", unit="prompt", disable=not todo) as bar:
         if hasattr(judge, "ask_batch") and len(todo) > 1:
-            # Local judges: chunks of prompts batched on one model; each chunk cached as it ends.
+            # Local judges: chunks of prompts batched on one model; each chunk cached as it ends. In text
+            # order, so the prompts that share their start (one conversation's items) share a chunk.
+            todo.sort(key=lambda i: questions[i][0])
             step = max(64, 4 * (judge.batch_size or 16))
             for begin in range(0, len(todo), step):
                 chunk = todo[begin:begin + step]

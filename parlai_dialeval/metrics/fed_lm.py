@@ -118,7 +118,8 @@ class PrefixLM:
 
     ``prefix_losses=False`` (for callers that read only ``tail``): the prefix's own token losses are
     not computed, so ``total`` covers the suffix alone, and where the model takes ``logits_to_keep``
-    its output layer runs for the prefix's last position only (about 30% of a prefix token's work).
+    its output layer runs for the prefix's last position and the trie nodes a tail token follows only
+    (about 30% of a token's work; ``total`` then covers the tails alone).
     """
 
     def __init__(self, model, batch_size: int = 16, max_tokens: int = 2048, min_shared: int = 8,
@@ -290,19 +291,32 @@ class PrefixLM:
                 tree[pad, pad] = True
         bias = torch.zeros(allowed.shape, dtype=self.dtype)
         bias.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        if width:  # follow-ups of one token each leave nothing to run
+        # Output layer only for the nodes whose next token is in a tail (all of them for FED's follow-ups;
+        # for the local judge's prompts only the last one, before the options): ``row`` maps a node to its
+        # row of ``logits``.
+        kept = list(range(width))
+        if self.last_only:
+            kept = sorted({plans[g]["node_parents"][path[k]] for g in batch
+                           for path, start in zip(plans[g]["paths"], plans[g]["starts"])
+                           for k in range(start, len(path))} - {-1})
+        row_of = torch.full((max(width, 1),), -1, dtype=torch.long, device=device)
+        row_of[kept] = torch.arange(len(kept), device=device)
+        if width and kept:  # follow-ups of one token each leave nothing to run
+            keep_logits = {"logits_to_keep": torch.tensor(kept, device=device)} if self.last_only else {}
             logits = self.model(input_ids=tree_ids, past_key_values=cache, position_ids=positions,
-                                attention_mask=bias[:, None].to(device), use_cache=True).logits.float()
+                                attention_mask=bias[:, None].to(device), use_cache=True, **keep_logits).logits.float()
             node_lse = logsumexp_rows(logits)
         for row, g in enumerate(batch):
             plan = plans[g]
             tokens = torch.tensor(plan["nodes"], device=device)
             parents = torch.tensor(plan["node_parents"], dtype=torch.long, device=device)
             inner = parents >= 0
-            nll = torch.empty(len(tokens), device=device)
+            nll = torch.zeros(len(tokens), device=device)  # stays 0 where no tail needs the node
             nll[~inner] = last_lse[row] - last_logits[row][tokens[~inner]]
+            inner &= row_of[parents.clamp(min=0)] >= 0
             if inner.any():
-                nll[inner] = node_lse[row, parents[inner]] - logits[row, parents[inner], tokens[inner]]
+                at = row_of[parents[inner]]
+                nll[inner] = node_lse[row, at] - logits[row, at, tokens[inner]]
             nll = nll.tolist()
             results[g] = []
             for path, start in zip(plan["paths"], plan["starts"]):

@@ -53,6 +53,17 @@ def free_cpu_threads(device) -> int | None:
     return max(1, min(torch.get_num_threads(), cores - busy))
 
 
+def server_cpu_threads() -> int | None:
+    """torch's intra-op threads for bots generating inside a live-chat server: ``free_cpu_threads`` less
+    one core, left to the server itself (Mephisto's event loop and websockets, the other conversations'
+    messages and page updates), at least 1; None where ``OMP_NUM_THREADS`` chooses. Why: a reply is
+    seconds of compute-bound work; with every free core in its OpenMP team it holds up every other
+    participant's messages meanwhile, and a team thread waiting for a core the server holds stalls the
+    reply (``free_cpu_threads``). Replies of several conversations at once each get a team this size."""
+    threads = free_cpu_threads("cpu")
+    return None if threads is None else max(1, threads - 1)
+
+
 @contextmanager
 def torch_threads(count: int | None):
     """``torch.set_num_threads(count)`` inside the block, torch's previous setting after it (None: unchanged)."""

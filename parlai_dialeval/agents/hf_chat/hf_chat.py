@@ -27,7 +27,7 @@ from parlai_dialeval.errors import DialevalError
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DEFAULTS = {**chat_history.DEFAULTS, "hf_chat_model": None, "chat_template": None, "device": "cpu",
             "dtype": "auto", "max_new_tokens": 64, "temperature": 0.0, "top_p": 1.0,
-            "repetition_penalty": 1.0, "generation_seed": None}
+            "repetition_penalty": 1.0, "generation_seed": None, "cpu_threads": 0}
 
 
 def render_chat(tokenizer, messages: list[dict], template: str | None = None) -> str:
@@ -108,6 +108,9 @@ class HfChatAgent(ChatHistoryAgent):
         group.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (with --temperature > 0)")
         group.add_argument("--repetition-penalty", type=float, default=1.0, help="1.0: none")
         group.add_argument("--generation-seed", type=int, default=None, help="seed for sampling (None: random)")
+        group.add_argument("--cpu-threads", type=int, default=0,
+                           help="torch CPU threads for generating (0: the cores other processes leave free when "
+                                "the model loads; in a live-chat server one core less, set once for all bots)")
         return parser
 
     def __init__(self, opt, shared=None):
@@ -144,7 +147,17 @@ class HfChatAgent(ChatHistoryAgent):
             model = model.to(opt["device"]).eval()
         except (RuntimeError, AssertionError) as error:
             raise DialevalError(f"hf_chat: device {opt['device']!r} is not usable here: {error}") from error
-        return {"tokenizer": tokenizer, "model": model, "template": template}
+        from parlai_dialeval.metrics.lm_loading import free_cpu_threads
+
+        threads = opt.get("cpu_threads") or free_cpu_threads(opt["device"])  # before its own work adds to the load
+        return {"tokenizer": tokenizer, "model": model, "template": template, "threads": threads}
+
+    def follow_process_threads(self) -> int:
+        """Stop setting torch's threads per reply (a live-chat server sets them once for the whole process:
+        the setting is process-wide, so changing it per reply would race between conversations); the
+        count this bot asked for with ``--cpu-threads`` (0: none)."""
+        self.lm["threads"] = None
+        return int(self.opt.get("cpu_threads") or 0)
 
     def share(self):
         shared = super().share()
@@ -171,6 +184,8 @@ class HfChatAgent(ChatHistoryAgent):
     def reply(self, messages: list[dict]) -> Reply:
         import torch
 
+        from parlai_dialeval.metrics.lm_loading import torch_threads
+
         tokenizer, model = self.lm["tokenizer"], self.lm["model"]
         ids = self.prompt_ids(messages)
         sampling = self.opt["temperature"] > 0
@@ -185,11 +200,12 @@ class HfChatAgent(ChatHistoryAgent):
         inputs = torch.tensor([ids], device=model.device)
         start = time.monotonic()
         first = None
-        if self.on_text is None:
-            with torch.no_grad():
-                out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
-        else:
-            out, first = generate_streamed(model, tokenizer, inputs, settings, self.on_text, start)
+        with torch_threads(self.lm.get("threads")):
+            if self.on_text is None:
+                with torch.no_grad():
+                    out = model.generate(inputs, attention_mask=torch.ones_like(inputs), **settings)
+            else:
+                out, first = generate_streamed(model, tokenizer, inputs, settings, self.on_text, start)
         total = time.monotonic() - start
         new = out[0, len(ids):].tolist()
         finished = bool(new) and new[-1] == tokenizer.eos_token_id
