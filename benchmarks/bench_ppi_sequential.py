@@ -37,7 +37,7 @@ import numpy as np
 
 from parlai_dialeval.adaptive.sequential import wealth_paths
 from parlai_dialeval.analysis.ppi_sequential import JUDGE_SHARE, draws_to_settle, e_values, selection_probabilities
-from parlai_dialeval.analysis.ppi_simulation import comparisons_from
+from parlai_dialeval.analysis.ppi_simulation import best_possible_share, comparisons_from
 from parlai_dialeval.importers import load
 from parlai_dialeval.shared_data import shared_data_dir
 
@@ -164,6 +164,12 @@ def chateval(args) -> None:
     print(f"ChatEval: {len(clear)} of {len(comparisons)} comparisons whose win rate is at least 0.05 from 1/2; "
           f"human votes to settle at {2 / ALPHA:.0f}, median of {args.studies} studies per comparison, then the "
           "median over comparisons of each method's ratio to today's design")
+    # from the votes alone (tests/test_ppi_simulation.py checks it by hand): a judge that knew each prompt's
+    # true preference leaves people a share (1 - ICC) / (m ICC + 1 - ICC); an 80% judge of sides 1 - 0.36 (1 - that)
+    best = np.array([best_possible_share(c) for c in clear])
+    print(f"  best share any judge of prompts could give (data alone): median {np.median(best):.2f} "
+          f"[{best.min():.2f}-{best.max():.2f}], at most 0.5 on {int((best <= 0.5).sum())} of {len(clear)}; "
+          f"an 80% judge of sides: median {np.median(1 - 0.36 * (1 - best)):.2f} [min {(1 - 0.36 * (1 - best)).min():.2f}]")
     rng = np.random.default_rng(args.seed + 2)
     for name in args.judges:
         ratios = {}

@@ -157,3 +157,29 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
         live = state["ppi"][f"{row.model_a}|{row.model_b}"]
         assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
         assert row.e_b_beats_a == pytest.approx(live["best_below"])
+
+
+def test_dialeval_judge_reads_the_ab_design_and_its_answers_are_the_launchs_pool(tmp_path, capsys):
+    """`dialeval judge --design ITEMS` judges the A/B items file itself (no votes needed): every item with
+    two different responses is answered once, with the item id and pair the launch's JudgePools match."""
+    import json
+
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import read_jsonl
+
+    items = [{"item_id": f"i{k}", "context": [f"prompt {k}"], "model_a": "x", "model_b": "y",
+              "response_a": f"x says {k}", "response_b": "same" if k == 3 else f"y says {k}"} for k in range(4)]
+    items[3]["response_a"] = "Same "  # identical after normalisation: an automatic tie, never in the pool
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": [], "default": "A"}))
+    out = tmp_path / "judge.jsonl"
+    assert main(["judge", "--design", str(tmp_path / "items.jsonl"), "--protocol", "ab",
+                 "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(out)]) == 0
+    answers = read_jsonl([out]).comparisons
+    assert sorted(answers["item_id"]) == ["i0", "i1", "i2"]
+    assert set(answers["worker_id"]) == {"judge:script:judge"} and set(answers["choice"]) == {"tie"}  # "A" both orders
+    pools = JudgePools({"x|y": [{k: i[k] for k in ("item_id", "model_a", "model_b")} for i in items]}, answers, 0.9)
+    assert pools.missing == 1 and pools.f["x|y"].tolist() == [0.5, 0.5, 0.5]
+    assert main(["judge", "--design", str(tmp_path / "items.jsonl"), "--data", str(out), "--protocol", "ab",
+                 "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "again.jsonl")]) != 0
+    assert "one of the two" in capsys.readouterr().err
