@@ -94,7 +94,7 @@ def test_a_judge_that_tracks_people_settles_sooner_and_a_useless_one_costs_littl
         found["people only"].append(draws_to_settle(y, np.zeros(3000), 0.0, 240, use_judge=False) or 3000)
     median = {k: np.median(v) for k, v in found.items()}
     assert median["good"] < 0.8 * median["people only"]
-    assert median["useless"] <= 1.15 * median["people only"]
+    assert median["useless"] <= 1.1 * median["people only"]  # people only: certify's own bets (1.06 here)
 
 
 def test_the_bets_are_waudby_smith_and_ramdas_agrapa_by_hand():
