@@ -129,6 +129,10 @@ def test_without_a_judge_it_is_certify_and_a_judge_without_spread_gets_half_of_i
         resumed.add(value, 0.7)
     assert resumed.best_above == pytest.approx(with_judge.best_above)
     assert resumed.best_below == pytest.approx(with_judge.best_below)
+    # a launch saved before the mixture existed goes on with the judge's bets alone, as it began
+    saved = {k: v for k, v in e_values(y[:100], np.full(100, 0.7), 0.7).to_json().items()
+             if k not in ("log_grid_above", "log_grid_below", "log_people_above", "log_people_below", "judge_share")}
+    assert RectifiedBetting.from_json(saved).judge_share == 1.0
 
 
 def test_a_draw_below_the_declared_floor_is_refused():

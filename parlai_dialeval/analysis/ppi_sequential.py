@@ -23,10 +23,10 @@ clipped to [0, 1], 0 for the first ``WARMUP``.
 
 The wealth is a mixture (an average of e-processes on one filtration is one): a share ``JUDGE_SHARE`` on
 those judge bets, the rest on certify's human-only bets (parlai_dialeval.adaptive.sequential: half a grid
-of fixed bets, half aGRAPA) on the judge-free outcome w y (lam = 0). A useless judge then costs at most
-what halving the starting wealth costs, and never what aGRAPA alone costs near a tie; with uniform draws
-and ``use_judge=False`` the process is certify's own. Hand-written: no maintained package bets on a rectified outcome
-(ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
+of fixed bets, half aGRAPA) on the judge-free outcome w y (lam = 0). A useless judge then costs about
+what today's certification needs (benchmarks/README.md, issue 30), a good one at most the halved start;
+with uniform draws and ``use_judge=False`` the process is certify's own. Hand-written: no maintained
+package bets on a rectified outcome (ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
 """
 from __future__ import annotations
 
@@ -184,6 +184,8 @@ class RectifiedBetting:
 
     @classmethod
     def from_json(cls, state: dict) -> "RectifiedBetting":
+        if state.get("n") and "log_grid_above" not in state:  # saved before the mixture: it goes on as it began
+            state = {**state, "judge_share": 1.0}
         return cls(**state)
 
 
