@@ -80,14 +80,16 @@ def synthetic_pool(rng, n: int, win_rate: float, icc: float, mirrored: bool = Fa
     return np.concatenate([h, 1 - h]) if mirrored else h
 
 
-def draw(rng, means_or_votes, f: np.ndarray, active: bool, count: int):
+def draw(rng, means_or_votes, f: np.ndarray, active: bool, count: int, shared=None):
     """(y, f, N p) of ``count`` draws from the pool; ``means_or_votes``: per item h (synthetic: 3 votes
-    drawn) or its real votes (ChatEval)."""
+    drawn) or its real votes (ChatEval). ``shared``: the uniform numbers that pick the items and the votes
+    (the same for uniform and active draws, so the two designs are compared on paired draws)."""
     n = len(f)
     p = selection_probabilities(f) if active else np.full(n, 1 / n)
-    items = rng.choice(n, count, p=p)
+    pick, votes = shared if shared is not None else (rng.random(count), rng.random((count, VOTES)))
+    items = np.minimum(np.searchsorted(np.cumsum(p), pick), n - 1)  # inverse CDF of the draw probabilities
     if isinstance(means_or_votes, np.ndarray):
-        y = (rng.random((count, VOTES)) < means_or_votes[items, None]).mean(axis=1)
+        y = (votes < means_or_votes[items, None]).mean(axis=1)
     else:
         y = np.array([means_or_votes[i].mean() for i in items])
     return y, f[items], n * p[items], float((n * p).min())
@@ -102,13 +104,14 @@ def certify_draws(y: np.ndarray, threshold: float) -> int | None:
 def settle(rng, pool, f, threshold, cap) -> dict:
     """Human votes to settle for each method (cap * VOTES where not settled within ``cap`` draws): today's
     certification, the judge's e-process alone (judge_share 1, the previous design) and mixed with
-    today's bets (the default share), on uniform draws and on active ones."""
+    today's bets (the default share), on uniform draws and on active ones paired with them."""
     out = {}
-    y, fi, scaled, q = draw(rng, pool, f, False, cap)
+    shared = (rng.random(cap), rng.random((cap, VOTES)))
+    y, fi, scaled, q = draw(rng, pool, f, False, cap, shared)
     out["today"] = (certify_draws(y, threshold) or cap) * VOTES
     for name, share in (("judge alone", 1.0), ("judge", JUDGE_SHARE)):
         out[name] = (draws_to_settle(y, fi, f.mean(), threshold, judge_share=share) or cap) * VOTES
-    y, fi, scaled, q = draw(rng, pool, f, True, cap)
+    y, fi, scaled, q = draw(rng, pool, f, True, cap, shared)
     for name, share in (("judge alone, active", 1.0), ("judge, active", JUDGE_SHARE)):
         out[name] = (draws_to_settle(y, fi, f.mean(), threshold, scaled, q, judge_share=share) or cap) * VOTES
     return out
