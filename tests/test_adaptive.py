@@ -45,7 +45,7 @@ def test_human_only_bets_are_the_judge_processes_without_a_judge():
     from parlai_dialeval.analysis.ppi_sequential import e_values
 
     y = np.random.default_rng(2).choice([0.0, 1 / 3, 0.5, 2 / 3, 1.0], size=200)
-    process = e_values(y, np.full(len(y), 0.5), 0.5, use_judge=False)
+    process = e_values(y, np.full(len(y), 0.5), 0.5, judge_share=1.0)  # a judge without spread: lam = 0
     assert agrapa_paths(y).max() == pytest.approx(process.best_above, rel=1e-9)
     assert agrapa_paths(y, sign=-1).max() == pytest.approx(process.best_below, rel=1e-9)
 

@@ -65,3 +65,31 @@ def test_best_possible_share_is_the_hand_computed_floor():
     # Three prompts each voted unanimously: ICC 1, nothing is left for people.
     c = sim.Comparison("y", [np.ones(3), np.zeros(3), np.ones(3)])
     assert sim.best_possible_share(c) == 0.0
+
+
+def test_the_best_share_any_judge_could_give_is_read_from_the_votes_alone(comparisons):
+    """The checkable bound of docs/ppi.md ("Where 0.5x is reachable"). A judge of prompts can at best
+    predict a prompt's true preference h; what is left of the mean of m votes is the workers' part, so
+    people's share is at least (1 - ICC) / (m ICC + 1 - ICC) (one-way ANOVA ICC, computed here by hand with
+    the unequal-groups n0 of Shrout and Fleiss 1979, not by the package's icc_oneway). A judge of sides
+    that agrees with h's side a share a of the time has corr(f, h)^2 <= (2a - 1)^2, so its share is at least
+    1 - (2a - 1)^2 (1 - that bound). Numbers asserted: from the ChatEval votes."""
+    perfect, side80 = [], []
+    for c in comparisons:
+        groups = [np.asarray(v, float) for v in c.votes]
+        sizes = np.array([len(g) for g in groups])
+        total, k = sizes.sum(), len(groups)
+        grand = np.concatenate(groups).mean()
+        msb = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (k - 1)
+        msw = sum(((g - g.mean()) ** 2).sum() for g in groups) / (total - k)
+        n0 = (total - (sizes ** 2).sum() / total) / (k - 1)
+        icc = max((msb - msw) / (msb + (n0 - 1) * msw), 0.0)
+        m = total / k
+        bound = (1 - icc) / (m * icc + 1 - icc)
+        assert sim.best_possible_share(c) == pytest.approx(bound, abs=1e-9)
+        perfect.append(bound)
+        side80.append(1 - (2 * 0.8 - 1) ** 2 * (1 - bound))
+    # even a judge that knew every prompt's true preference leaves a median 0.67 of the people
+    assert 0.6 < np.median(perfect) < 0.75
+    assert sum(b <= 0.5 for b in perfect) == 5  # 0.5x reachable by such a judge on 5 of the 20 comparisons
+    assert min(side80) > 0.75  # an 80% judge of sides: out of reach on every comparison

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.ab_next_utterance.protocol import CHOICES, QUESTION, ABItem
 from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
+from parlai_dialeval.data.schema import DRAW_FIELDS
 
 TASK = "ab_next_utterance"
 AUTOMATIC_WORKER = "automatic"
@@ -31,6 +32,7 @@ def unit_records(hit: list[dict], answers: dict[str, dict], *, study: str, worke
                   "response_a": pair["response_a"], "response_b": pair["response_b"], "meta": {"task": TASK}}
         if duration is not None:
             record["duration"] = duration
+        record.update({k: pair[k] for k in DRAW_FIELDS if k in pair})  # an adaptive launch with a judge
         records.append(record)
     return records
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from parlai_dialeval.crowdsourcing.acute.protocol import question_text
 from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION  # the same three metrics
+from parlai_dialeval.data.schema import DRAW_FIELDS
 
 TASK = "acute"
 SIDE = {"left": "a", "right": "b"}
@@ -56,6 +57,7 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
             record["duration"] = duration
         if onboarding:
             record["onboarding"] = True
+        record.update({k: pair[k] for k in DRAW_FIELDS if k in pair})  # an adaptive launch with a judge
         records.append(record)
     return records
 

@@ -245,9 +245,8 @@ class Controller:
         pool = self.pools[key]
         pair = (a, b) if (a, b) in probability else (b, a)
         if self.judge is not None and key in self.judge.p:
-            index, item_probability = self.judge.draw(key, self.rng)
-            return {**pool[index], "selection_probability": probability[pair],
-                    "item_selection_probability": item_probability}
+            index, draw = self.judge.draw(key, self.rng)
+            return {**pool[index], "selection_probability": probability[pair], **draw}
         used = self.state["pool_used"].get(key, 0)
         order = np.random.default_rng([self.settings.seed or 0, used // len(pool)]).permutation(len(pool))
         self.state["pool_used"][key] = used + 1
@@ -257,8 +256,8 @@ class Controller:
         """[pair, item, its draw probability] of each judgment drawn from the judge's pool."""
         from parlai_dialeval.crowdsourcing.platform.adaptive_judge import item_id
 
-        return [[_key(*self.pairwise.models_of(j)), item_id(j), j["item_selection_probability"]]
-                for j in judgments if "item_selection_probability" in j]
+        return [[_key(*self.pairwise.models_of(j)), item_id(j), j["draw_probability"]]
+                for j in judgments if "draw_probability" in j]
 
     def _cut(self, judgments: list[dict], hits: int) -> list[list[dict]]:
         """``hits`` HITs; the copies of one item go to different HITs (a page keys answers by item), so a

@@ -66,10 +66,13 @@ class JudgePools:
         if not self.index:
             raise ValueError("the judge answered none of the design's items (matched by item id and model pair)")
 
-    def draw(self, key: str, rng: np.random.Generator) -> tuple[int, float]:
-        """(position in the pair's design pool, the item's draw probability) of one draw."""
-        place = int(rng.choice(len(self.p[key]), p=self.p[key]))
-        return int(self.index[key][place]), float(self.p[key][place])
+    def draw(self, key: str, rng: np.random.Generator) -> tuple[int, dict]:
+        """(position in the pair's design pool, the draw's fields that the judgment and its export carry:
+        data/schema.py's DRAW_FIELDS) of one draw."""
+        p = self.p[key]
+        place = int(rng.choice(len(p), p=p))
+        return int(self.index[key][place]), {"draw_probability": float(p[place]), "draw_pool_size": len(p),
+                                             "draw_floor": float(len(p) * p.min())}
 
     def answer(self, key: str, item: str) -> tuple[float, float] | None:
         """(the judge's f, N p) of an item of the pair's pool, or None when it is not in the pool."""

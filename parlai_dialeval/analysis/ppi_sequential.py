@@ -19,14 +19,20 @@ supermartingale, so by Ville's inequality it ever reaches 1/alpha with probabili
 (the betting construction of Waudby-Smith and Ramdas, JRSS-B 2024; its aGRAPA bet, truncated at
 ``TRUNCATION`` of the largest safe bet, which adapts to Z's variance). ``lam_t`` is PPI++'s
 variance-minimising weight (Angelopoulos, Duchi and Zrnic 2023) estimated from the past draws only,
-clipped to [0, 1], 0 for the first ``WARMUP``. ``lam = 0`` and uniform draws give the human-only
-process with the same bets. Hand-written: no maintained package bets on a rectified outcome
-(ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
+clipped to [0, 1], 0 for the first ``WARMUP``.
+
+The wealth is a mixture (an average of e-processes on one filtration is one): a share ``JUDGE_SHARE`` on
+those judge bets, the rest on certify's human-only bets (parlai_dialeval.adaptive.sequential: half a grid
+of fixed bets, half aGRAPA) on the judge-free outcome w y (lam = 0). A useless judge then costs about
+what today's certification needs (benchmarks/README.md, issue 30), a good one at most the halved start;
+with uniform draws and ``use_judge=False`` the process is certify's own. Hand-written: no maintained
+package bets on a rectified outcome (ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -35,6 +41,16 @@ WARMUP = 10  # outcomes with lam = 0 before the weight is estimated (a slope fro
 TRUNCATION = 0.5  # share of the largest safe bet the aGRAPA bet may take (Waudby-Smith and Ramdas' choice)
 # active selection: every item's draw probability is at least FLOOR / N (lower floors cap the safe bets; docs/ppi.md)
 FLOOR = 0.9
+# share of the starting wealth on the judge's bets; the rest on certify's human-only bets (docs/ppi.md chose it)
+JUDGE_SHARE = 0.5
+
+
+@cache
+def _certify_bets():
+    """certify's grid of fixed bets and aGRAPA's share (imported late: adaptive.sequential imports agrapa_bets)."""
+    from parlai_dialeval.adaptive.sequential import AGRAPA_SHARE, BETS
+
+    return np.asarray(BETS, dtype=float), AGRAPA_SHARE
 
 
 def judge_uncertainty(f: np.ndarray) -> np.ndarray:
@@ -72,11 +88,12 @@ class RectifiedBetting:
     """The running e-processes of one pair for "A beats B" (mean above 1/2) and "B beats A" (below),
     fed one draw at a time: ``add(y, f, scaled)``, ``scaled`` = N p_i of the drawn item (1: uniform).
     ``pool_mean``: fbar; ``min_scaled``: min_i N p_i (1 for uniform draws). ``use_judge=False`` is the
-    human-only process with the same bets (lam = 0)."""
+    human-only process (certify's bets on w y); ``judge_share``: the wealth on the judge's bets."""
 
     pool_mean: float = 0.5
     min_scaled: float = 1.0
     use_judge: bool = True
+    judge_share: float = JUDGE_SHARE
     n: int = 0
     # sums over past draws of w y, w f, w^2 y^2, w^2 f y, w^2 f^2 (w = 1 / scaled)
     s_y: float = 0.0
@@ -89,6 +106,11 @@ class RectifiedBetting:
     best_above: float = 1.0
     best_below: float = 1.0
     lam: float = 0.0
+    # the human-only part: log-wealths of certify's grid bets and of aGRAPA, on w y
+    log_grid_above: list = field(default_factory=list)
+    log_grid_below: list = field(default_factory=list)
+    log_people_above: float = 0.0
+    log_people_below: float = 0.0
 
     def weight(self) -> float:
         """PPI++'s lam from the past: argmin Var(w (y - lam f)) with E[w f] = fbar known, in [0, 1]."""
@@ -116,14 +138,18 @@ class RectifiedBetting:
         lam = self.weight()
         low = lam * self.pool_mean - lam / self.min_scaled
         high = lam * self.pool_mean + 1 / self.min_scaled
-        bet_above, bet_below = (float(b) for b in agrapa_bets(self.n, *self._moments(lam), low, high))
+        # one call for both processes' aGRAPA bets: the judge's (at lam) and people's (lam = 0, on w y)
+        (mean, var), (mean0, var0) = self._moments(lam), self._moments(0.0)
+        above, below = agrapa_bets(self.n, np.array([mean, mean0]), np.array([var, var0]),
+                                   np.array([low, 0.0]), np.array([high, 1 / self.min_scaled]))
+        (bet_above, people_above), (bet_below, people_below) = above.tolist(), below.tolist()
         w = 1 / scaled
         z = lam * self.pool_mean + w * (y - lam * f)
         self.log_above += math.log1p(bet_above * (z - NULL))
         self.log_below += math.log1p(-bet_below * (z - NULL))
-        # capped below float overflow: far beyond any threshold
-        self.best_above = max(self.best_above, math.exp(min(self.log_above, 700.0)))
-        self.best_below = max(self.best_below, math.exp(min(self.log_below, 700.0)))
+        self._bet_people(w * y, people_above, people_below)
+        self.best_above = max(self.best_above, self._wealth(self.log_above, self.log_grid_above, self.log_people_above))
+        self.best_below = max(self.best_below, self._wealth(self.log_below, self.log_grid_below, self.log_people_below))
         self.n += 1
         self.s_y += w * y
         self.s_f += w * f
@@ -133,19 +159,42 @@ class RectifiedBetting:
         self.lam = lam
         return z
 
+    def _bet_people(self, z0: float, people_above: float, people_below: float) -> None:
+        """certify's human-only bets on the judge-free outcome z0 = w y in [0, 1 / min_scaled]: the grid
+        (its "below" bets capped where the range above 1 would make them unsafe) and aGRAPA."""
+        bets, _ = _certify_bets()
+        if not self.log_grid_above:
+            self.log_grid_above, self.log_grid_below = [0.0] * len(bets), [0.0] * len(bets)
+        below = np.minimum(bets, TRUNCATION / (1 / self.min_scaled - NULL))
+        self.log_grid_above = (np.log1p(bets * (z0 - NULL)) + self.log_grid_above).tolist()
+        self.log_grid_below = (np.log1p(-below * (z0 - NULL)) + self.log_grid_below).tolist()
+        self.log_people_above += math.log1p(people_above * (z0 - NULL))
+        self.log_people_below += math.log1p(-people_below * (z0 - NULL))
+
+    def _wealth(self, log_judge: float, log_grid: list, log_people: float) -> float:
+        """The mixture's wealth, each part capped below float overflow (far beyond any threshold)."""
+        _, agrapa_share = _certify_bets()
+        people = ((1 - agrapa_share) * float(np.exp(np.minimum(log_grid, 700.0)).mean())
+                  + agrapa_share * math.exp(min(log_people, 700.0)))
+        share = self.judge_share if self.use_judge else 0.0
+        return share * math.exp(min(log_judge, 700.0)) + (1 - share) * people
+
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_json(cls, state: dict) -> "RectifiedBetting":
+        if state.get("n") and "log_grid_above" not in state:  # saved before the mixture: it goes on as it began
+            state = {**state, "judge_share": 1.0}
         return cls(**state)
 
 
 def e_values(y: np.ndarray, f: np.ndarray, pool_mean: float, scaled: np.ndarray | None = None,
-             min_scaled: float = 1.0, use_judge: bool = True) -> RectifiedBetting:
+             min_scaled: float = 1.0, use_judge: bool = True, **options) -> RectifiedBetting:
     """The process after the draws (``y``, ``f``, ``scaled`` = N p per draw, in collection order); its
-    ``best_above`` / ``best_below`` are the largest wealths of "mean above 1/2" and "below"."""
-    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge)
+    ``best_above`` / ``best_below`` are the largest wealths of "mean above 1/2" and "below"; ``options``:
+    RectifiedBetting's other fields (``judge_share``)."""
+    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge, **options)
     scaled = np.ones(len(y)) if scaled is None else np.asarray(scaled, dtype=float)
     for values in zip(np.asarray(y, dtype=float).tolist(), np.asarray(f, dtype=float).tolist(), scaled.tolist()):
         process.add(*values)
@@ -153,9 +202,10 @@ def e_values(y: np.ndarray, f: np.ndarray, pool_mean: float, scaled: np.ndarray 
 
 
 def draws_to_settle(y: np.ndarray, f: np.ndarray, pool_mean: float, threshold: float,
-                    scaled: np.ndarray | None = None, min_scaled: float = 1.0, use_judge: bool = True) -> int | None:
+                    scaled: np.ndarray | None = None, min_scaled: float = 1.0, use_judge: bool = True,
+                    **options) -> int | None:
     """Draws until either direction's wealth reaches ``threshold`` (None: not within the draws given)."""
-    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge)
+    process = RectifiedBetting(pool_mean=float(pool_mean), min_scaled=min_scaled, use_judge=use_judge, **options)
     scaled = np.ones(len(y)) if scaled is None else np.asarray(scaled, dtype=float)
     for t, values in enumerate(zip(np.asarray(y, dtype=float).tolist(), np.asarray(f, dtype=float).tolist(),
                                    scaled.tolist()), start=1):

@@ -92,8 +92,15 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("assignment_id", STR, False, "the worker's unit of work"),
         Field("duration", NUM, False, "seconds spent on this comparison"),
         Field("onboarding", BOOL, False, "true for onboarding/attention-check items"),
+        # an adaptive launch with an LLM judge draws items for people at random (docs/ppi.md)
+        Field("draw_probability", NUM, False,
+              "adaptive launch with a judge: the probability with which this item was drawn from its pair's pool"),
+        Field("draw_pool_size", INT, False, "adaptive launch with a judge: items in that pool (N)"),
+        Field("draw_floor", NUM, False, "adaptive launch with a judge: the pool's smallest N x draw probability"),
     ),
 }
+
+DRAW_FIELDS = ("draw_probability", "draw_pool_size", "draw_floor")  # a task export copies them from its item
 
 TURN_FIELDS = (
     Field("speaker", STR, True),

@@ -109,11 +109,13 @@ def _judge_certification(comparisons, judge, config: CertifyConfig, report):
         "The judge answered a pool of items, so the mean of its answers over the pool is known; each cluster of "
         "people's votes enters as the judge's pool mean plus the people's correction on that item, "
         "lam * pool mean + (people - lam * judge), whose mean is the people's win rate over the pool whatever the "
-        "judge's quality, and whose spread is small when the judge tracks people. A betting e-process on it "
-        "(weight lam and bets chosen from earlier clusters only) settles a claim at the same threshold as above, "
-        "valid however often this command is run (docs/ppi.md). It assumes people's items were drawn at random "
-        "from the judge's pool; a claim here is a separate family from the human-only claims above: decide "
-        "before collection which of the two you will rely on.")
+        "judge's quality, and whose spread is small when the judge tracks people. Half the evidence bets on it "
+        "(weight lam and bets chosen from earlier clusters only), half bets as the human-only claims above do, "
+        "so a useless judge costs little; a claim is settled at the same threshold as above, valid however often "
+        "this command is run (docs/ppi.md). It assumes people's items were drawn at random from the judge's "
+        "pool: uniformly, or with the probabilities an adaptive launch with the judge recorded on each judgment "
+        "(then each judgment is one draw, weighted by them). A claim here is a separate family from the "
+        "human-only claims above: decide before collection which of the two you will rely on.")
     report.table(table, caption="Claims with the judge: e-values of the PPI e-process, per pair", floatfmt="{:.4g}")
     settled = table["certified_winner"].notna()
     unjudged = int(table["human_unjudged"].sum())

@@ -30,10 +30,10 @@ def add_task_type_arg(parser) -> None:
                              "recorded in the run at launch)")
 
 
-def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False) -> None:
+def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False, data_required: bool = True) -> None:
     """--data PATH... (any supported format, detected), --from FORMAT to force one, --out."""
     group = parser.add_argument_group("Input and output")
-    group.add_argument("--data", nargs="+", required=True, metavar="PATH",
+    group.add_argument("--data", nargs="+", required=data_required, metavar="PATH",
                        help="canonical JSON Lines files or any importable source (format detected)")
     group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
                        help="force the input format; detected when omitted. "

@@ -61,6 +61,39 @@ def test_claims_are_certified_by_the_judges_e_process_and_resume_from_the_state(
     assert three.evidence("x", "z") == plain.evidence("x", "z") > 1
 
 
+def test_an_export_of_actively_drawn_judgments_gives_certify_the_launchs_e_process():
+    """The launch's draws carry their probabilities into the export (data/schema.py's DRAW_FIELDS);
+    `certify --judge` on those records weights each judgment as the live ledger did, so both e-processes
+    are the same; a uniform reading of the same records (the fields dropped) is not."""
+    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    from parlai_dialeval.data.schema import DRAW_FIELDS
+
+    pools = JudgePools(design(), judge_records(), floor=0.5)
+    ledger = JudgedLedger(["x", "y"], alpha=0.05).attach(pools, {})
+    rng = np.random.default_rng(2)
+    records = []
+    for k in range(60):  # people prefer x on 70% of judgments
+        index, draw = pools.draw("x|y", rng)
+        item = design()["x|y"][index]
+        x_wins = rng.random() < 0.7
+        record = {**item, **draw, "worker_id": f"w{k}", "question": "q",
+                  "choice": "a" if (item["model_a"] == "x") == x_wins else "b"}
+        ledger.add_draw(record)
+        records.append(record)
+    assert sorted({round(r["draw_probability"], 9) for r in records}) == [0.1, 0.6]  # the rest and i3, by hand above
+    judge = judge_records().assign(question="q")
+    table = certify_with_judge(pd.DataFrame(records), judge).iloc[0]
+    live = ledger.processes["x|y"]
+    assert table["units"] == 60 and table["judge_pool"] == 5
+    assert table["e_a_beats_b"] == pytest.approx(live.best_above) and table["e_b_beats_a"] == pytest.approx(live.best_below)
+    assert table["judge_weight"] == pytest.approx(live.lam)
+    uniform = certify_with_judge(pd.DataFrame(records).drop(columns=list(DRAW_FIELDS)), judge).iloc[0]
+    assert uniform["e_a_beats_b"] != pytest.approx(live.best_above)
+    # a judge file with another pool than the launch's is refused for that pair, in words
+    other = certify_with_judge(pd.DataFrame(records), judge[judge["item_id"] != "i0"]).iloc[0]
+    assert np.isnan(other["e_a_beats_b"]) and "pool of 5 items" in other["verdict"]
+
+
 def test_a_judge_that_answered_no_design_item_is_refused():
     with pytest.raises(ValueError, match="answered none"):
         JudgePools(design(), judge_records().assign(item_id="other"), floor=0.5)
@@ -70,7 +103,9 @@ def test_a_judge_that_answered_no_design_item_is_refused():
 def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(tmp_path, monkeypatch):
     import json
 
-    from parlai_dialeval.data import write_jsonl
+    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+    from parlai_dialeval.data import from_records, write_jsonl
 
     from .test_adaptive_launch import LEVELS, answer_ab_hit, finished, hit_waiting, quick_batches
     from .test_resume import LaunchedRun
@@ -83,6 +118,7 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
     write_jsonl(items, tmp_path / "items.jsonl")
     # the judge is right on prompts 0-3 and flips (a tie) on prompts 4-5
     judge = [{"type": "comparison", "item_id": r["item_id"], "model_a": r["model_a"], "model_b": r["model_b"],
+              "context": r["context"],
               "worker_id": "judge:t", "choice": "a" if not r["item_id"].startswith(("p4", "p5")) else "tie"}
              for r in items]
     write_jsonl(judge, tmp_path / "judge.jsonl")
@@ -98,6 +134,7 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
                 break
             answer_ab_hit(run, f"J{number}")
         run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
+        exported = collect_from_db(run.db, "ab_judged")[0].records
     finally:
         run.shutdown()
     state = json.loads((tmp_path / "mephisto" / "adaptive" / "ab_judged.json").read_text())
@@ -112,3 +149,37 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
     # the judge's pool mean for the first model by name: it wins (1) on 4 prompts, ties (1/2) on 2
     assert state["ppi"]["bot_best|bot_good"]["pool_mean"] == pytest.approx(5 / 6)
     assert state["ppi"]["bot_fair|bot_good"]["pool_mean"] == pytest.approx(1 / 6)  # bot_good is shown as A
+    # the export carries each judgment's draw, so `certify --judge` on it bets as the launch did
+    people = from_records(exported).comparisons  # the judge above answered without naming the question
+    table = certify_with_judge(people, from_records(judge).comparisons.assign(question=people["question"].iloc[0]))
+    assert len(table) == sum(p["n"] > 0 for p in state["ppi"].values())
+    for row in table.itertuples():
+        live = state["ppi"][f"{row.model_a}|{row.model_b}"]
+        assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
+        assert row.e_b_beats_a == pytest.approx(live["best_below"])
+
+
+def test_dialeval_judge_reads_the_ab_design_and_its_answers_are_the_launchs_pool(tmp_path, capsys):
+    """`dialeval judge --design ITEMS` judges the A/B items file itself (no votes needed): every item with
+    two different responses is answered once, with the item id and pair the launch's JudgePools match."""
+    import json
+
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import read_jsonl
+
+    items = [{"item_id": f"i{k}", "context": [f"prompt {k}"], "model_a": "x", "model_b": "y",
+              "response_a": f"x says {k}", "response_b": "same" if k == 3 else f"y says {k}"} for k in range(4)]
+    items[3]["response_a"] = "Same "  # identical after normalisation: an automatic tie, never in the pool
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": [], "default": "A"}))
+    out = tmp_path / "judge.jsonl"
+    assert main(["judge", "--design", str(tmp_path / "items.jsonl"), "--protocol", "ab",
+                 "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(out)]) == 0
+    answers = read_jsonl([out]).comparisons
+    assert sorted(answers["item_id"]) == ["i0", "i1", "i2"]
+    assert set(answers["worker_id"]) == {"judge:script:judge"} and set(answers["choice"]) == {"tie"}  # "A" both orders
+    pools = JudgePools({"x|y": [{k: i[k] for k in ("item_id", "model_a", "model_b")} for i in items]}, answers, 0.9)
+    assert pools.missing == 1 and pools.f["x|y"].tolist() == [0.5, 0.5, 0.5]
+    assert main(["judge", "--design", str(tmp_path / "items.jsonl"), "--data", str(out), "--protocol", "ab",
+                 "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(tmp_path / "again.jsonl")]) != 0
+    assert "one of the two" in capsys.readouterr().err
