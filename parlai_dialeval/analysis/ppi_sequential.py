@@ -47,10 +47,11 @@ JUDGE_SHARE = 0.5
 
 @cache
 def _certify_bets():
-    """certify's grid of fixed bets and aGRAPA's share (imported late: adaptive.sequential imports agrapa_bets)."""
-    from parlai_dialeval.adaptive.sequential import AGRAPA_SHARE, BETS
+    """certify's grid of fixed bets and its wealth of grid and aGRAPA together (imported late:
+    adaptive.sequential imports agrapa_bets)."""
+    from parlai_dialeval.adaptive.sequential import BETS, combined_wealth
 
-    return np.asarray(BETS, dtype=float), AGRAPA_SHARE
+    return np.asarray(BETS, dtype=float), combined_wealth
 
 
 def judge_uncertainty(f: np.ndarray) -> np.ndarray:
@@ -173,9 +174,8 @@ class RectifiedBetting:
 
     def _wealth(self, log_judge: float, log_grid: list, log_people: float) -> float:
         """The mixture's wealth, each part capped below float overflow (far beyond any threshold)."""
-        _, agrapa_share = _certify_bets()
-        people = ((1 - agrapa_share) * float(np.exp(np.minimum(log_grid, 700.0)).mean())
-                  + agrapa_share * math.exp(min(log_people, 700.0)))
+        _, combined_wealth = _certify_bets()
+        people = combined_wealth(np.asarray(log_grid), log_people)
         share = self.judge_share if self.use_judge else 0.0
         return share * math.exp(min(log_judge, 700.0)) + (1 - share) * people
 
