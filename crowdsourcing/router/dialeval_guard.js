@@ -40,6 +40,7 @@ if (SECRET.length < 32) {
 // Packets for the Mephisto server kept while it is not connected (a relaunch after a crash): bounded, so a
 // flood of requests during the gap cannot exhaust the router's memory; pages resend what was not confirmed.
 const HELD_BYTES_LIMIT = 32 * 1024 * 1024;
+const BUSY_RETRY_AFTER_S = 5; // what a page refused for a full queue is told to wait before asking again
 const HELD = Symbol("held bytes"); // on a kept packet: its size (a Symbol key is never serialised)
 const held = { bytes: 0, refused: 0 };
 
@@ -188,12 +189,21 @@ function registration_check(req, res, next) {
 }
 
 // Keep a packet for the Mephisto server in ``queue`` until it connects, within HELD_BYTES_LIMIT in all
-// (a packet kept again while the server is still away is not counted twice); false when refused.
-function hold(queue, packet) {
+// (a packet kept again while the server is still away is not counted twice); false when refused. A refused
+// packet that a page's POST waits on (``pending``: request id -> response) is answered 503 "busy", which
+// the page's transport.js retries after Retry-After: else that page would wait for ever.
+function hold(queue, packet, pending) {
   if (packet[HELD] === undefined) {
     const size = Buffer.byteLength(JSON.stringify(packet));
     if (held.bytes + size > HELD_BYTES_LIMIT) {
       refuse("packet for the server", `no server connected and ${held.bytes} bytes already kept`, packet.subject_id, held);
+      const request_id = packet.data && packet.data.request_id;
+      const res = pending && typeof request_id === "string" ? pending[request_id] : undefined;
+      if (res !== undefined) {
+        delete pending[request_id];
+        res.set("Retry-After", String(BUSY_RETRY_AFTER_S));
+        res.status(503).json({ status: "busy", reason: "the study's server is restarting, try again shortly" });
+      }
       return false;
     }
     packet[HELD] = size;

@@ -15,7 +15,8 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 - keeps the packets bound for the Mephisto server while it has no socket to the router (a relaunched
   server's router listens a moment before the server connects: pages reloading after a crash asked for
   their agent then, Mephisto's router dropped the request and the page waited for ever) and sends them
-  once it connects (32 MiB at most: dialeval_guard.js's HELD_BYTES_LIMIT);
+  once it connects (32 MiB at most: dialeval_guard.js's HELD_BYTES_LIMIT; a request for an agent past that is
+  answered 503 "busy", and the page's transport.js asks again after Retry-After);
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
@@ -101,7 +102,7 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      "function _send_message(socket, packet) {\n  if (!socket) {\n",
      "function _send_message(socket, packet) {\n"
      "  if (socket === mephisto_socket && (!socket || socket.readyState !== 1)) {\n"
-     "    guard.hold(mephisto_message_queue, packet);  // main_thread sends it once the server is attached\n"
+     "    guard.hold(mephisto_message_queue, packet, pending_agent_requests);  // sent once the server is attached\n"
      "    return;\n  }\n  guard.release(packet);\n  if (!socket) {\n"),
 ]
 

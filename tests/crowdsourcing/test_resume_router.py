@@ -76,15 +76,18 @@ def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path)
 HELD_BYTES_LIMIT = 32 * 1024 * 1024  # crowdsourcing/router/dialeval_guard.js
 
 
-async def flood_before_the_server_connects(requests: int, name_bytes: int) -> int:
+async def flood_before_the_server_connects(requests: int, name_bytes: int) -> tuple[int, int]:
     """``requests`` anonymous requests for an agent, each with a ``name_bytes`` worker name, while no server is
-    connected; then the server connects: how many reach it."""
+    connected; then the server connects: how many were answered "busy" before it did, how many reach it."""
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=requests)) as http:
         posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=15, json={
             "provider_data": {"worker_name": f"{i:03d}" + "x" * name_bytes, "agent_registration_id": f"flood-{i}",
                               "assignment_id": "flood", "provider_type": "mock"}, "client_timestamp": time.time()}))
             for i in range(requests)]
         await asyncio.sleep(4.0)  # every request is with the router
+        busy = [post.result() for post in posts if post.done() and not post.exception()]
+        assert all(reply.status_code == 503 and reply.json()["status"] == "busy" and reply.headers["retry-after"]
+                   for reply in busy), [(reply.status_code, reply.text[:80]) for reply in busy]
         reached = 0
         async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as server:
             await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
@@ -98,22 +101,24 @@ async def flood_before_the_server_connects(requests: int, name_bytes: int) -> in
         for post in posts:
             post.cancel()
         await asyncio.gather(*posts, return_exceptions=True)
-    return reached
+    return len(busy), reached
 
 
 def test_what_the_router_keeps_for_an_absent_server_is_bounded(tmp_path):
     """A flood of requests while a relaunched server is away (anyone can POST /request_agent) must not grow
-    the router's memory without bound: it keeps at most HELD_BYTES_LIMIT, refuses the rest with a log line,
-    and passes on what it kept once the server connects."""
+    the router's memory without bound: it keeps at most HELD_BYTES_LIMIT, refuses the rest with a log line
+    and a 503 "busy" answer (the page asks again: test_router_busy_browser.py), and passes on what it kept
+    once the server connects."""
     require_router()
     router = built_router(tmp_path)
     node = start_router(router, PORT)
     name_bytes, requests = 480 * 1024, 90  # 90 x 480 KiB = 42 MiB, past the 32 MiB kept
     try:
-        reached = asyncio.run(flood_before_the_server_connects(requests, name_bytes))
+        busy, reached = asyncio.run(flood_before_the_server_connects(requests, name_bytes))
     finally:
         node.terminate()
         output = node.communicate(timeout=10)[0]
     assert "refused packet for the server: no server connected" in output
     assert 0 < reached <= HELD_BYTES_LIMIT // (name_bytes + 100)
     assert reached < requests
+    assert busy + reached == requests  # every request is either kept and passed on or answered: none waits

@@ -37,10 +37,31 @@ axiosInstance.interceptors.request.use((config) => {
   return config;
 });
 
+// The router answers a request for an agent (or an onboarding submission) 503 "busy" when it cannot keep it
+// while a relaunched server is away (dialeval_guard.js's hold): ask again after its Retry-After, with jitter
+// so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for ever.
+const BUSY_PATHS = ["/request_agent", "/submit_onboarding"];
+const BUSY_TRIES = 36;
+
+function busyRetry(error) {
+  const { config, response } = error;
+  const busy = response && response.status === 503 && response.data && response.data.status === "busy";
+  if (!busy || !config || !BUSY_PATHS.some((path) => String(config.url).endsWith(path))) {
+    return Promise.reject(error);
+  }
+  config.dialevalTries = (config.dialevalTries || 0) + 1;
+  if (config.dialevalTries > BUSY_TRIES) {
+    return Promise.reject(error);
+  }
+  const seconds = Number(response.headers["retry-after"]) || 5;
+  const delay = seconds * 1000 * (1 + Math.random());
+  return new Promise((resolve) => setTimeout(resolve, delay)).then(() => axiosInstance(config));
+}
+
 axiosInstance.interceptors.response.use((response) => {
   remember(response.data);
   return response;
-});
+}, busyRetry);
 
 // Messages acknowledged end to end: the server confirms each act once the world has stored it
 // (parlai_dialeval/compat/mephisto_router.py, a live update {dialeval_ack: [update ids]}). Until then the act
