@@ -22,6 +22,12 @@ const MAX_PAYLOAD = 16 * 1024 * 1024;
 const BODY_LIMIT = "512kb";
 // A page sends a heartbeat every 6 s and a packet per action; far more than this per second is a flood.
 const PAGE_PACKETS_PER_SECOND = 50;
+// Bytes an agent's pages may send the server, over all its sockets: a token bucket. A person's largest act
+// (a 5,000-character answer) is ~20 KB; without it one participant could push 50 frames of 512 KiB a
+// second into the server's memory and Mephisto's saved state (which rewrites it on every act).
+const AGENT_BYTES_PER_SECOND = 64 * 1024;
+const AGENT_BYTES_BURST = 1024 * 1024;
+const agentBytes = new Map(); // agent id (token checked) -> { bytes: what it may still send, last: ms }
 const LOG_EVERY = 100; // after the first 50 refusals of a socket (or of all POSTs), log one in LOG_EVERY (a flood must not fill the disk)
 
 const SYSTEM_PACKETS = new Set([
@@ -125,7 +131,22 @@ function admit(socket, raw) {
   if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object")) {
     return refuse("packet", "live update without a data object", packet.subject_id, state);
   }
+  if (!within_byte_budget(packet.subject_id, raw.length, now)) {
+    return refuse("packet", `agent sends more than ${AGENT_BYTES_PER_SECOND} bytes a second`, packet.subject_id, state);
+  }
   return packet;
+}
+
+function within_byte_budget(agent_id, size, now) {
+  const budget = agentBytes.get(agent_id) || { bytes: AGENT_BYTES_BURST, last: now };
+  budget.bytes = Math.min(AGENT_BYTES_BURST, budget.bytes + ((now - budget.last) / 1000) * AGENT_BYTES_PER_SECOND);
+  budget.last = now;
+  agentBytes.set(agent_id, budget);
+  if (budget.bytes < size) {
+    return false;
+  }
+  budget.bytes -= size;
+  return true;
 }
 
 // The agent_details answer for a page, with the token of the agent id it names.
