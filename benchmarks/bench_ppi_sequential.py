@@ -23,7 +23,10 @@ majority of those votes (as benchmarks/bench_ppi.py).
             these also uncentred (centred=False: the outcome before 2026-11-25, on the same draws).
             Active draws are coupled with the uniform ones: a draw takes the uniform design's item
             with probability q = min N p (p is q uniform plus 1 - q a tilt), else an item from the tilt,
-            so about 90% of active draws are today's draws, votes included.
+            so about 90% of active draws are today's draws, votes included. "today, active draws":
+            today's bets on the active draws' outcomes unweighted, a gauge of the noise the other 10%
+            of draws add, for judges whose uncertainty is independent of the items (useless, 80%,
+            position: their flips fall on random items, so those draws are distributed as today's).
             "ranking": the sum over the 3 adjacent pairs of a 4-model ranking, each at win rate 0.6
             (what an allocator that spends only on unsettled adjacent pairs needs).
 Usage: .venv/bin/python benchmarks/bench_ppi_sequential.py [--repetitions 1000] [--studies 60]
@@ -121,6 +124,7 @@ def settle(rng, pool, f, threshold, cap) -> dict:
     out["today"] = (certify_draws(y, threshold) or cap) * VOTES
     out["judge"] = (draws_to_settle(y, fi, f.mean(), threshold) or cap) * VOTES
     y, fi, scaled, q = draw(rng, pool, f, True, cap, shared)
+    out["today, active draws"] = (certify_draws(y, threshold) or cap) * VOTES
     for name, centred in (("active, uncentred", False), ("active", True)):
         out[name] = (draws_to_settle(y, fi, f.mean(), threshold, scaled, q, centred=centred) or cap) * VOTES
     return out
