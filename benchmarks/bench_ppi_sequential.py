@@ -18,13 +18,20 @@ majority of those votes (as benchmarks/bench_ppi.py).
   human     votes people gave until the pair settled at the ranking threshold K(K-1)/alpha
             (K = 4 models, synthetic) or 2/alpha (ChatEval, one pair): medians for today's bets on
             people's cluster outcomes (parlai_dialeval.adaptive.sequential: grid and aGRAPA, the
-            baseline), the judge's e-process alone (judge_share 1: the design before 2026-11-25) and
-            the e-process as shipped (half on the judge's bets, half on today's), on uniform draws and
-            on active ones (in proportion to the judge's uncertainty, floor 0.9).
+            baseline) and the e-process as shipped (half on the judge's bets, half on today's), on
+            uniform draws and on active ones (in proportion to the judge's uncertainty, floor 0.9),
+            these also uncentred (centred=False: the outcome before 2026-11-25, on the same draws).
+            Active draws are coupled with the uniform ones: a draw takes the uniform design's item
+            with probability q = min N p (p is q uniform plus 1 - q a tilt), else an item from the tilt,
+            so about 90% of active draws are today's draws, votes included. "today, active draws":
+            today's bets on the active draws' outcomes unweighted, a gauge of the noise the other 10%
+            of draws add, for judges whose uncertainty is independent of the items (useless, 80%,
+            position: their flips fall on random items, so those draws are distributed as today's).
             "ranking": the sum over the 3 adjacent pairs of a 4-model ranking, each at win rate 0.6
             (what an allocator that spends only on unsettled adjacent pairs needs).
 Usage: .venv/bin/python benchmarks/bench_ppi_sequential.py [--repetitions 1000] [--studies 60]
        [--part all|validity|synthetic|chateval] [--judges useless 80% position "80% graded"]
+       [--designs uniform active] (validity: which draws; centring leaves uniform draws' Z unchanged)
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ import time
 import numpy as np
 
 from parlai_dialeval.adaptive.sequential import wealth_paths
-from parlai_dialeval.analysis.ppi_sequential import JUDGE_SHARE, draws_to_settle, e_values, selection_probabilities
+from parlai_dialeval.analysis.ppi_sequential import draws_to_settle, e_values, selection_probabilities
 from parlai_dialeval.analysis.ppi_simulation import best_possible_share, comparisons_from
 from parlai_dialeval.importers import load
 from parlai_dialeval.shared_data import shared_data_dir
@@ -81,13 +88,19 @@ def synthetic_pool(rng, n: int, win_rate: float, icc: float, mirrored: bool = Fa
 
 
 def draw(rng, means_or_votes, f: np.ndarray, active: bool, count: int, shared=None):
-    """(y, f, N p) of ``count`` draws from the pool; ``means_or_votes``: per item h (synthetic: 3 votes
-    drawn) or its real votes (ChatEval). ``shared``: the uniform numbers that pick the items and the votes
-    (the same for uniform and active draws, so the two designs are compared on paired draws)."""
+    """(y, f, N p, min N p) of ``count`` draws from the pool; ``means_or_votes``: per item h (synthetic: 3
+    votes drawn) or its real votes (ChatEval). ``shared``: the uniform numbers that pick the items, choose
+    between the uniform part and the tilt, and make the votes (the same for uniform and active draws:
+    active draws coupled with uniform ones, see the module's docstring)."""
     n = len(f)
     p = selection_probabilities(f) if active else np.full(n, 1 / n)
-    pick, votes = shared if shared is not None else (rng.random(count), rng.random((count, VOTES)))
-    items = np.minimum(np.searchsorted(np.cumsum(p), pick), n - 1)  # inverse CDF of the draw probabilities
+    pick, coin, votes = shared if shared is not None else (rng.random(count), rng.random(count),
+                                                           rng.random((count, VOTES)))
+    items = np.minimum((pick * n).astype(int), n - 1)  # the uniform design's item
+    q = n * p.min()
+    if q < 1:  # the tilt's inverse CDF on the draws the coin gives it
+        tilt = (p - p.min()) / (1 - q)
+        items = np.where(coin < q, items, np.minimum(np.searchsorted(np.cumsum(tilt), pick), n - 1))
     if isinstance(means_or_votes, np.ndarray):
         y = (votes < means_or_votes[items, None]).mean(axis=1)
     else:
@@ -103,17 +116,17 @@ def certify_draws(y: np.ndarray, threshold: float) -> int | None:
 
 def settle(rng, pool, f, threshold, cap) -> dict:
     """Human votes to settle for each method (cap * VOTES where not settled within ``cap`` draws): today's
-    certification, the judge's e-process alone (judge_share 1, the previous design) and mixed with
-    today's bets (the default share), on uniform draws and on active ones paired with them."""
+    certification and the judge's e-process as shipped on uniform draws, and on active draws coupled
+    with them, uncentred (the previous outcome) and centred (as shipped)."""
     out = {}
-    shared = (rng.random(cap), rng.random((cap, VOTES)))
+    shared = (rng.random(cap), rng.random(cap), rng.random((cap, VOTES)))
     y, fi, scaled, q = draw(rng, pool, f, False, cap, shared)
     out["today"] = (certify_draws(y, threshold) or cap) * VOTES
-    for name, share in (("judge alone", 1.0), ("judge", JUDGE_SHARE)):
-        out[name] = (draws_to_settle(y, fi, f.mean(), threshold, judge_share=share) or cap) * VOTES
+    out["judge"] = (draws_to_settle(y, fi, f.mean(), threshold) or cap) * VOTES
     y, fi, scaled, q = draw(rng, pool, f, True, cap, shared)
-    for name, share in (("judge alone, active", 1.0), ("judge, active", JUDGE_SHARE)):
-        out[name] = (draws_to_settle(y, fi, f.mean(), threshold, scaled, q, judge_share=share) or cap) * VOTES
+    out["today, active draws"] = (certify_draws(y, threshold) or cap) * VOTES
+    for name, centred in (("active, uncentred", False), ("active", True)):
+        out[name] = (draws_to_settle(y, fi, f.mean(), threshold, scaled, q, centred=centred) or cap) * VOTES
     return out
 
 
@@ -125,7 +138,7 @@ def validity(args) -> None:
     for icc in (0.13, 0.5):
         for name in args.judges:
             judge, rates = JUDGES[name], []
-            for active in (False, True):
+            for active in (design == "active" for design in args.designs):
                 claims = 0
                 for _ in range(args.repetitions):
                     h = synthetic_pool(rng, 1000, 0.5, icc, mirrored=True)
@@ -134,7 +147,8 @@ def validity(args) -> None:
                     process = e_values(y, fi, f.mean(), scaled, q)
                     claims += max(process.best_above, process.best_below) >= 2 / ALPHA
                 rates.append(claims / args.repetitions)
-            print(f"  ICC {icc:4.2f} judge {name:9} false-claim rate: uniform {rates[0]:.3f}, active {rates[1]:.3f}")
+            print(f"  ICC {icc:4.2f} judge {name:9} false-claim rate: "
+                  + ", ".join(f"{design} {rate:.3f}" for design, rate in zip(args.designs, rates)))
 
 
 def report(label: str, runs: list[dict]) -> None:
@@ -196,6 +210,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--part", choices=("all", "validity", "synthetic", "chateval"), default="all")
     parser.add_argument("--judges", nargs="+", choices=tuple(JUDGES), default=list(JUDGES))
+    parser.add_argument("--designs", nargs="+", choices=("uniform", "active"), default=["uniform", "active"],
+                        help="validity: the draws to check")
     args = parser.parse_args()
     start = time.time()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores")

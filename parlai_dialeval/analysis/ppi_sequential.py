@@ -6,14 +6,18 @@ the judge's outcome for model A, its two orders averaged), so the pool mean ``fb
 KNOWN. People judge items drawn with replacement from the pool, item i with probability ``p_i`` (uniform:
 1/N; active: growing with the judge's uncertainty, never below ``floor``/N); a draw's outcome ``y`` is the
 mean of its votes (one cluster, the rule of analysis/clustering.py). The estimand is the pool's human win
-rate mu = mean_i E[y_i]. With w = 1 / (N p_i) and a weight ``lam`` fixed before the draw,
+rate mu = mean_i E[y_i]. With w = 1 / (N p_i), a weight ``lam`` and a constant ``c`` fixed before the draw,
 
-    Z = lam * fbar + w * (y - lam * f_i)
+    Z = c + lam * fbar + w * (y - lam * f_i - c)
 
 has conditional mean mu whatever the judge (E_p[w g_i] is the pool mean of g; Zrnic and Candes, "Active
-statistical inference", ICML 2024, with the control variate's mean known), lies in
-[lam fbar - lam / q, lam fbar + 1 / q] for q = min_i N p_i, and its variance is Var(y - lam f) under
-uniform draws: small when the judge tracks people. Under H0: mu <= 1/2 the wealth
+statistical inference", ICML 2024: the judge and the constant are control variates whose means are
+known). ``c`` = 1/2 - lam fbar centres it (Z = 1/2 + w ((y - 1/2) - lam (f - fbar))), so the weight
+multiplies only the deviations from the null, not the whole of y: without it, under active draws, the
+spread of w times y's mean of about 0.6 is noise that the bets pay for. Z lies in
+[lam fbar - lam / q + c (1 - 1/q), lam fbar + 1 / q + c (1 - 1/q)] for q = min_i N p_i (c in [-lam, 1]), and
+under uniform draws (w = 1) it is lam fbar + y - lam f whatever c: variance Var(y - lam f), small when the
+judge tracks people. Under H0: mu <= 1/2 the wealth
 prod(1 + b_t (Z_t - 1/2)) with b_t in [0, 1 / (1/2 - low_t)] chosen from the past is a nonnegative
 supermartingale, so by Ville's inequality it ever reaches 1/alpha with probability at most alpha
 (the betting construction of Waudby-Smith and Ramdas, JRSS-B 2024; its aGRAPA bet, truncated at
@@ -23,7 +27,8 @@ clipped to [0, 1], 0 for the first ``WARMUP``.
 
 The wealth is a mixture (an average of e-processes on one filtration is one): a share ``JUDGE_SHARE`` on
 those judge bets, the rest on certify's human-only bets (parlai_dialeval.adaptive.sequential: half a grid
-of fixed bets, half aGRAPA) on the judge-free outcome w y (lam = 0). A useless judge then costs about
+of fixed bets, half aGRAPA) on the judge-free outcome z0 = 1/2 + w (y - 1/2) (lam = 0, c = 1/2: its range
+[1/2 - 1/(2q), 1/2 + 1/(2q)] is symmetric about the null; y itself under uniform draws). A useless judge then costs about
 what today's certification needs (benchmarks/README.md, issue 30), a good one at most the halved start;
 with uniform draws and ``use_judge=False`` the process is certify's own. Hand-written: no maintained
 package bets on a rectified outcome (ppi_py's intervals hold for one look; confseq has no Python 3.11 wheel).
@@ -89,12 +94,14 @@ class RectifiedBetting:
     """The running e-processes of one pair for "A beats B" (mean above 1/2) and "B beats A" (below),
     fed one draw at a time: ``add(y, f, scaled)``, ``scaled`` = N p_i of the drawn item (1: uniform).
     ``pool_mean``: fbar; ``min_scaled``: min_i N p_i (1 for uniform draws). ``use_judge=False`` is the
-    human-only process (certify's bets on w y); ``judge_share``: the wealth on the judge's bets."""
+    human-only process (certify's bets on z0); ``judge_share``: the wealth on the judge's bets;
+    ``centred``: the constant control variate (False: c = 0, the process before 2026-11-25)."""
 
     pool_mean: float = 0.5
     min_scaled: float = 1.0
     use_judge: bool = True
     judge_share: float = JUDGE_SHARE
+    centred: bool = True
     n: int = 0
     # sums over past draws of w y, w f, w^2 y^2, w^2 f y, w^2 f^2 (w = 1 / scaled)
     s_y: float = 0.0
@@ -102,6 +109,11 @@ class RectifiedBetting:
     s_yy: float = 0.0
     s_fy: float = 0.0
     s_ff: float = 0.0
+    # and of w, w^2, w^2 y, w^2 f: the centring constant's part of Z's moments
+    s_w: float = 0.0
+    s_ww: float = 0.0
+    s_wwy: float = 0.0
+    s_wwf: float = 0.0
     log_above: float = 0.0
     log_below: float = 0.0
     best_above: float = 1.0
@@ -123,32 +135,47 @@ class RectifiedBetting:
             return 0.0
         return min(max((self.s_fy / n - self.s_y / n * fbar) / var_f, 0.0), 1.0)
 
+    def centre(self, lam: float) -> float:
+        """The constant c of Z at weight lam: 1/2 - lam fbar (Z centred on the null), 0 uncentred."""
+        return NULL - lam * self.pool_mean if self.centred else 0.0
+
+    def _range(self, lam: float) -> tuple[float, float]:
+        """Z's range at weight lam: w (y - lam f - c) spans [-(lam + c) / q, (1 - c) / q] for c in [-lam, 1]."""
+        c, q = self.centre(lam), self.min_scaled
+        shift = lam * self.pool_mean + c * (1 - 1 / q)  # written so that q = 1 gives the uncentred range exactly
+        return shift - lam / q, shift + 1 / q
+
     def _moments(self, lam: float) -> tuple[float, float]:
-        """Mean and variance of Z at weight lam over the past draws (0, 0 before any)."""
+        """Mean and variance of Z at weight lam over the past draws (0, 0 before any): those of
+        lam fbar + w (y - lam f) + c (1 - w), the c terms written so that w = 1 leaves them exactly 0."""
         if self.n == 0:
             return 0.0, 0.0
-        n, fbar = self.n, self.pool_mean
+        n, fbar, c = self.n, self.pool_mean, self.centre(lam)
         residual = (self.s_y - lam * self.s_f) / n
-        var = max((self.s_yy - 2 * lam * self.s_fy + lam ** 2 * self.s_ff) / n - residual ** 2, 0.0)
-        return lam * fbar + residual, var
+        var = (self.s_yy - 2 * lam * self.s_fy + lam ** 2 * self.s_ff) / n - residual ** 2
+        if c:
+            mean_w = self.s_w / n
+            covariance = (self.s_wwy - lam * self.s_wwf) / n - residual * mean_w
+            var += -2 * c * covariance + c * c * (self.s_ww / n - mean_w ** 2)
+            residual += c * (1 - mean_w)
+        return lam * fbar + residual, max(var, 0.0)
 
     def add(self, y: float, f: float, scaled: float = 1.0) -> float:
         """Bet on one draw (its outcome y, the judge's answer f, N p of its item); returns its Z."""
         if scaled < self.min_scaled - 1e-12:
             raise ValueError(f"a draw with N p = {scaled} below the declared minimum {self.min_scaled}")
         lam = self.weight()
-        low = lam * self.pool_mean - lam / self.min_scaled
-        high = lam * self.pool_mean + 1 / self.min_scaled
-        # one call for both processes' aGRAPA bets: the judge's (at lam) and people's (lam = 0, on w y)
+        (low, high), (low0, high0) = self._range(lam), self._range(0.0)
+        # one call for both processes' aGRAPA bets: the judge's (at lam) and people's (lam = 0, on z0)
         (mean, var), (mean0, var0) = self._moments(lam), self._moments(0.0)
         above, below = agrapa_bets(self.n, np.array([mean, mean0]), np.array([var, var0]),
-                                   np.array([low, 0.0]), np.array([high, 1 / self.min_scaled]))
+                                   np.array([low, low0]), np.array([high, high0]))
         (bet_above, people_above), (bet_below, people_below) = above.tolist(), below.tolist()
         w = 1 / scaled
-        z = lam * self.pool_mean + w * (y - lam * f)
+        z = lam * self.pool_mean + w * (y - lam * f) + (1 - w) * self.centre(lam)  # w = 1: exactly the uncentred Z
         self.log_above += math.log1p(bet_above * (z - NULL))
         self.log_below += math.log1p(-bet_below * (z - NULL))
-        self._bet_people(w * y, people_above, people_below)
+        self._bet_people(w * y + (1 - w) * self.centre(0.0), low0, high0, people_above, people_below)
         self.best_above = max(self.best_above, self._wealth(self.log_above, self.log_grid_above, self.log_people_above))
         self.best_below = max(self.best_below, self._wealth(self.log_below, self.log_grid_below, self.log_people_below))
         self.n += 1
@@ -157,17 +184,22 @@ class RectifiedBetting:
         self.s_yy += w * w * y * y
         self.s_fy += w * w * f * y
         self.s_ff += w * w * f * f
+        self.s_w += w
+        self.s_ww += w * w
+        self.s_wwy += w * w * y
+        self.s_wwf += w * w * f
         self.lam = lam
         return z
 
-    def _bet_people(self, z0: float, people_above: float, people_below: float) -> None:
-        """certify's human-only bets on the judge-free outcome z0 = w y in [0, 1 / min_scaled]: the grid
-        (its "below" bets capped where the range above 1 would make them unsafe) and aGRAPA."""
+    def _bet_people(self, z0: float, low0: float, high0: float, people_above: float, people_below: float) -> None:
+        """certify's human-only bets on the judge-free outcome z0 in [low0, high0] ([0, 1] under uniform
+        draws): the grid (each side's bets capped where the range beyond [0, 1] would make them unsafe) and aGRAPA."""
         bets, _ = _certify_bets()
         if not self.log_grid_above:
             self.log_grid_above, self.log_grid_below = [0.0] * len(bets), [0.0] * len(bets)
-        below = np.minimum(bets, TRUNCATION / (1 / self.min_scaled - NULL))
-        self.log_grid_above = (np.log1p(bets * (z0 - NULL)) + self.log_grid_above).tolist()
+        above = np.minimum(bets, TRUNCATION / (NULL - low0))
+        below = np.minimum(bets, TRUNCATION / (high0 - NULL))
+        self.log_grid_above = (np.log1p(above * (z0 - NULL)) + self.log_grid_above).tolist()
         self.log_grid_below = (np.log1p(-below * (z0 - NULL)) + self.log_grid_below).tolist()
         self.log_people_above += math.log1p(people_above * (z0 - NULL))
         self.log_people_below += math.log1p(-people_below * (z0 - NULL))
@@ -186,6 +218,8 @@ class RectifiedBetting:
     def from_json(cls, state: dict) -> "RectifiedBetting":
         if state.get("n") and "log_grid_above" not in state:  # saved before the mixture: it goes on as it began
             state = {**state, "judge_share": 1.0}
+        if state.get("n") and "centred" not in state:  # saved before the centring: it goes on uncentred
+            state = {**state, "centred": False}
         return cls(**state)
 
 
