@@ -1,0 +1,114 @@
+"""Issue 30: `dialeval judge --design <the ACUTE launch's overrides> --protocol acute` judges the conversation
+pairs an ACUTE launch will deal (judge/design.py over acute/task.py's ``fixed_design``), so an adaptive launch
+with ``adaptive_judge=`` finds the judge's answer on every item of its pool."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlai_dialeval.cli import main
+from parlai_dialeval.crowdsourcing.platform.adaptive_launch import attach
+from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.config import compose
+from parlai_dialeval.crowdsourcing.platform.registry import get_task
+from parlai_dialeval.data import read_jsonl, write_jsonl
+from parlai_dialeval.errors import DialevalError
+
+# m1 (3 conversations) is picked in both orders wherever it speaks; m2 against m3 the judge says "A" in
+# both orders, a flip (1/2)
+JUDGE = {"rules": [{"match": "Conversation A:\nBot: I am m1", "reply": "A"},
+                   {"match": "Conversation B:\nBot: I am m1", "reply": "B"}], "default": "A"}
+
+
+def conversation_files(folder, models=(("m1", 3), ("m2", 3), ("m3", 2)), mixed: str = "") -> list[str]:
+    """A file per model; ``mixed``: that model's conversations after its first name a second model too."""
+    paths = []
+    for model, count in models:
+        path = folder / f"{model}.jsonl"
+        write_jsonl([{"type": "conversation", "id": f"{model}_{i}", "models": [model] + ["m9"] * (model == mixed and i > 0),
+                      "turns": [{"speaker": model, "text": f"I am {model}, number {i}"},
+                                {"speaker": model, "text": "and I like tea"}]} for i in range(count)], path)
+        paths.append(str(path))
+    return paths
+
+
+def overrides(paths: list[str], seed: int | None = 7, *extra: str) -> list[str]:
+    """The words after `dialeval launch acute`."""
+    return [f"acute.conversations=[{','.join(paths)}]", "acute.matchups_per_pair=4", "acute.subtasks_per_unit=5",
+            "acute.question=interestingness", *([f"acute.seed={seed}"] if seed is not None else []), *extra]
+
+
+def judge_design(tmp_path, words: list[str]) -> int:
+    (tmp_path / "judge.json").write_text(json.dumps(JUDGE))
+    return main(["judge", "--protocol", "acute", "--judge", f"script:{tmp_path / 'judge.json'}",
+                 "--out", str(tmp_path / "judge.jsonl"), "--design", *words])
+
+
+def test_the_judged_design_is_the_launchs_pool_and_its_judge_pools_miss_nothing(tmp_path, capsys):
+    paths = conversation_files(tmp_path)
+    assert judge_design(tmp_path, overrides(paths)) == 0
+    answers = read_jsonl([tmp_path / "judge.jsonl"]).comparisons
+    # 3 model pairs x 4 matchups, each answered once, for the question the launch asks
+    assert len(answers) == 12 and answers["item_id"].is_unique
+    assert set(answers["question"]) == {"If you had to say one of these speakers is interesting and one is boring, "
+                                        "who would you say is more interesting?"}  # Smith et al. 2022, 3.1.4
+
+    # the launch's code path: its config, its shared state and the adaptive controller built on them
+    spec = get_task("acute")
+    cfg = compose(spec, overrides(paths, 7, "adaptive=true", "adaptive_batch_size=1",
+                                  f"adaptive_judge={tmp_path / 'judge.jsonl'}"))
+    shared = spec.shared_state(cfg)
+    launched = [(p["pair_id"], p["left"]["model"], p["right"]["model"], p["left"]["conversation"]["id"],
+                 p["right"]["conversation"]["id"]) for unit in shared.static_task_data for p in unit[SERVER_KEY]["pairs"]]
+    judged = [tuple(row) for row in answers.sort_values("item_id", key=lambda s: s.str[5:].astype(int))[
+        ["item_id", "model_a", "model_b", "conversation_a", "conversation_b"]].itertuples(index=False)]
+    assert sorted(launched, key=lambda p: int(p[0][5:])) == judged
+    capsys.readouterr()
+    pools = attach(spec, cfg, shared, None, tmp_path, resumed=False).judge
+    assert pools.missing == 0 and "no answer of the judge" not in capsys.readouterr().out
+    assert sorted(pools.f) == ["m1|m2", "m1|m3", "m2|m3"] and all(len(f) == 4 for f in pools.f.values())
+    assert pools.f["m1|m2"].tolist() == pools.f["m1|m3"].tolist() == [1.0] * 4  # m1, first by name, always
+    assert pools.f["m2|m3"].tolist() == [0.5] * 4
+
+
+def test_a_judge_pool_needs_the_seed_the_launch_draws_with(tmp_path, capsys):
+    """pair_<k> names the k-th pair whatever it holds: unseeded, another draw would put other conversations
+    under the judged ids. Refused on both sides; the same seed gives the same pool, another seed another."""
+    from parlai_dialeval.crowdsourcing.acute.task import fixed_design
+
+    paths = conversation_files(tmp_path)
+    assert judge_design(tmp_path, overrides(paths, None)) != 0
+    assert "acute.seed is not set" in capsys.readouterr().err
+    spec = get_task("acute")
+    unseeded = compose(spec, overrides(paths, None, "adaptive=true", f"adaptive_judge={tmp_path / 'x.jsonl'}"))
+    with pytest.raises(DialevalError, match="acute.seed is not set"):
+        spec.shared_state(unseeded)
+    spec.shared_state(compose(spec, overrides(paths, None, "adaptive=true")))  # people only: no seed needed
+    with pytest.raises(DialevalError, match="self_chat_models"):
+        fixed_design(compose(spec, overrides(paths, 7, "acute.self_chat_models={m4: {opt: {}}}")).acute, judged=True)
+
+    def pool(seed):
+        return [p for unit in fixed_design(compose(spec, overrides(paths, seed)).acute)[0] for p in unit[SERVER_KEY]["pairs"]]
+    assert pool(7) == pool(7) != pool(8)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such file or folder"),
+    ("one model", "fewer than two models"),
+    ("two models in a conversation", "conversation m2_1: ACUTE compares single-model conversations"),
+])
+def test_bad_conversations_are_refused_naming_the_file_and_what_was_expected(tmp_path, capsys, case, message):
+    if case == "missing":
+        paths = conversation_files(tmp_path)[:1] + [str(tmp_path / "absent.jsonl")]
+    elif case == "one model":
+        paths = conversation_files(tmp_path, models=(("m1", 3),))
+    else:
+        paths = conversation_files(tmp_path, models=(("m1", 2), ("m2", 2)), mixed="m2")
+    assert judge_design(tmp_path, overrides(paths)) != 0
+    err = capsys.readouterr().err
+    assert message in err
+    assert (str(tmp_path / "absent.jsonl") if case == "missing" else paths[-1]) in err
+    if case != "missing":
+        assert "expected conversations of one model each, of at least two models" in err
+    assert not (tmp_path / "judge.jsonl").exists()
