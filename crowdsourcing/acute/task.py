@@ -38,7 +38,9 @@ class AcuteArgs:
         "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
                 "screens the worker out (onboarding qualification 0)"})
     onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
-    seed: Optional[int] = field(default=None, metadata={"help": "seed of pairing, unit split and sides"})
+    seed: Optional[int] = field(default=None, metadata={
+        "help": "seed of pairing, unit split and sides; required with adaptive_judge (the pool that "
+                "`dialeval judge --design` judged is drawn with it)"})
     self_chat_models: dict = field(default_factory=dict, metadata={
         "help": "fast path: model name -> {opt: {ParlAI opt}}; self-chats of these models are generated at "
                 "launch and compared (added to `conversations`)"})
