@@ -1,6 +1,7 @@
 """Issue 30: `dialeval judge --design <the ACUTE launch's overrides> --protocol acute` judges the conversation
 pairs an ACUTE launch will deal (judge/design.py over acute/task.py's ``fixed_design``), so an adaptive launch
-with ``adaptive_judge=`` finds the judge's answer on every item of its pool."""
+with ``adaptive_judge=`` finds the judge's answer on every item of its pool; end to end (slow), `certify --judge`
+on that launch's export bets as the launch did."""
 from __future__ import annotations
 
 import json
@@ -112,3 +113,75 @@ def test_bad_conversations_are_refused_naming_the_file_and_what_was_expected(tmp
     if case != "missing":
         assert "expected conversations of one model each, of at least two models" in err
     assert not (tmp_path / "judge.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_an_acute_adaptive_launch_with_the_judged_design_then_certify_on_its_export(tmp_path, monkeypatch):
+    """End to end: judge the design, launch adaptive ACUTE with that judge file (MockArchitect, scripted
+    workers), export, and `dialeval certify --judge` on the export bets as the live PPI e-processes did."""
+    import pandas as pd
+
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+
+    from .test_adaptive_launch import Workers, finished, hit_waiting, quick_batches, read_state
+    from .test_resume import LaunchedRun
+
+    quick_batches.__wrapped__(monkeypatch)
+    levels = {"bot_best": 2, "bot_good": 1, "bot_fair": 0}
+    convs = tmp_path / "convs.jsonl"
+    # test_adaptive_launch's workers read the level from the second turn and pick the higher one
+    write_jsonl([{"type": "conversation", "id": f"{model}_{i}", "models": [model], "task": "self_chat",
+                  "turns": [{"speaker": model, "text": f"Hello {i}"}, {"speaker": model, "text": f"I am level {level}."}]}
+                 for model, level in levels.items() for i in range(4)], convs)
+    design = [f"acute.conversations=[{convs}]", "acute.seed=3", "acute.matchups_per_pair=6",
+              "acute.subtasks_per_unit=4"]
+    # the judge agrees with people where bot_fair speaks, and where bot_best's conversation 0 or 1 does;
+    # elsewhere (bot_best's 2 and 3 against bot_good) it says "A" in both orders: a flip, counted a tie
+    judge = {"rules": [{"match": f"Conversation {side}:\nBot: Hello {i}\nBot: I am level 0", "reply": other}
+                       for side, other in ("AB", "BA") for i in range(4)]
+             + [{"match": f"Conversation {side}:\nBot: Hello {i}\nBot: I am level 2", "reply": side}
+                for side in "AB" for i in range(2)], "default": "A"}
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    out = tmp_path / "judge.jsonl"
+    assert main(["judge", "--protocol", "acute", "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(out),
+                 "--design", *design]) == 0
+    run = LaunchedRun("acute", tmp_path / "mephisto", 3269, design + [
+        "mephisto.task.task_name=acute_judged", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=3",
+        "adaptive_seed=1", f"adaptive_judge={out}", "adaptive_judge_floor=0.5"])
+    try:
+        workers = Workers(run)
+        for _ in range(8):  # a repeated draw of an item in a batch adds a HIT: the budget may be passed
+            run.wait(lambda: finished(run) or hit_waiting(run), timeout=30, what="a HIT or the end")
+            if finished(run):
+                break
+            workers.do_hit()
+        run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
+        exported = collect_from_db(run.db, "acute_judged")[0].records
+    finally:
+        run.shutdown()
+    state = read_state(tmp_path / "mephisto" / "adaptive" / "acute_judged.json")
+    drawn = [entry for batch in state["batches"] for entry in batch["items"]]
+    assert state["status"] == "budget_spent" and drawn and state.get("malformed", 0) == 0
+    assert state["ppi_draws"] == len(drawn) == sum(p["n"] for p in state["ppi"].values())
+    # by hand, pools of 6 items at floor 0.5 (docs/ppi.md): half the mass uniform, half on the k flipped items;
+    # uniform where the judge is sure of every item
+    judged = read_jsonl([out]).comparisons
+    answers = judged.set_index("item_id")["choice"]
+    ties = (judged["choice"] == "tie").groupby(["|".join(sorted(p)) for p in zip(judged["model_a"], judged["model_b"])]).sum()
+    assert ties["bot_best|bot_fair"] == ties["bot_fair|bot_good"] == 0 and 0 < ties["bot_best|bot_good"] < 6
+    assert len({round(p, 9) for key, _, p in drawn if key == "bot_best|bot_good"}) == 2  # sure and flipped drawn
+    for key, item, probability in drawn:
+        flipped = answers[item] == "tie"
+        assert probability == pytest.approx(1 / 6 if not ties[key] else 0.5 / 6 + (0.5 / ties[key] if flipped else 0.0))
+    assert state["ppi"]["bot_best|bot_fair"]["pool_mean"] == 1.0 and state["ppi"]["bot_fair|bot_good"]["pool_mean"] == 0.0
+    # bot_best, first by name, wins the sure items and gets 1/2 on the flips
+    assert state["ppi"]["bot_best|bot_good"]["pool_mean"] == pytest.approx(1 - 0.5 * ties["bot_best|bot_good"] / 6)
+    write_jsonl(exported, tmp_path / "export.jsonl")
+    assert main(["certify", "--data", str(tmp_path / "export.jsonl"), "--judge", str(out),
+                 "--out", str(tmp_path / "certify")]) == 0
+    table = pd.read_csv(tmp_path / "certify" / "ppi_certified.csv")
+    assert len(table) == sum(p["n"] > 0 for p in state["ppi"].values())
+    for row in table.itertuples():
+        live = state["ppi"][f"{row.model_a}|{row.model_b}"]
+        assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
+        assert row.e_b_beats_a == pytest.approx(live["best_below"])
