@@ -72,7 +72,7 @@ class Judge(ParlaiScript):
                 else load_data(opt, log=print if world.main else None))
         items, bad_items, examples = build_items(data, opt["protocol"])
         if not items:
-            raise DialevalError(f"no {opt['protocol']} items in {' '.join(opt['data'] or opt['design'])}"
+            raise DialevalError(f"no {opt['protocol']} items in {', '.join(opt['data'] or opt['design'])}"
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
