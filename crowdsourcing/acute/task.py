@@ -38,7 +38,9 @@ class AcuteArgs:
         "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
                 "screens the worker out (onboarding qualification 0)"})
     onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
-    seed: Optional[int] = field(default=None, metadata={"help": "seed of pairing, unit split and sides"})
+    seed: Optional[int] = field(default=None, metadata={
+        "help": "seed of pairing, unit split and sides; required with adaptive_judge (the pool that "
+                "`dialeval judge --design` judged is drawn with it)"})
     self_chat_models: dict = field(default_factory=dict, metadata={
         "help": "fast path: model name -> {opt: {ParlAI opt}}; self-chats of these models are generated at "
                 "launch and compared (added to `conversations`)"})
@@ -98,12 +100,33 @@ def build_units(args, rng: random.Random) -> list[dict]:
             for unit in protocol.make_units(pairs, args.subtasks_per_unit, rng)]
 
 
+def fixed_design(args, judged: bool = False) -> tuple[list[dict], list[dict], list[str]]:
+    """(units, onboarding pairs shown, their answer key): every random draw of a launch from ``acute.seed``,
+    in the launch's order (the onboarding sides first, then the units). ``dialeval judge --design`` builds its
+    pool here too (judge/design.py), so the items a judge answered are the ones the launch deals.
+
+    ``judged``: the units are a judge's pool (an adaptive launch with ``adaptive_judge``). The judge's answers
+    are matched by ``pair_id`` and model pair, and ``pair_<k>`` names the k-th pair whatever conversations it
+    holds: without a seed, or with self-chats generated at launch, another launch would put other
+    conversations under the same ids, so both are refused."""
+    if judged and args.seed is None:
+        raise DialevalError("acute.seed is not set: the conversation pairs a judge answered (`dialeval judge --design "
+                            "... --protocol acute`) are drawn with a seed, and an unseeded launch draws others under "
+                            "the same pair ids; give the launch and `dialeval judge --design` the same acute.seed")
+    if judged and args.self_chat_models:
+        raise DialevalError("acute.self_chat_models: self-chats generated at launch are not the ones a judge answered; "
+                            "generate them first (`dialeval self_chat`, or a launch with acute.self_chat_out) and give "
+                            "the files as acute.conversations")
+    rng = random.Random(args.seed)
+    shown, answers = protocol.onboarding_pairs(protocol.DEFAULT_ONBOARDING, rng)
+    return build_units(args, rng), shown, answers
+
+
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
 
     args = cfg.acute
-    rng = random.Random(args.seed)
-    shown, answers = protocol.onboarding_pairs(protocol.DEFAULT_ONBOARDING, rng)
+    units, shown, answers = fixed_design(args, judged=bool(cfg.get("adaptive") and cfg.get("adaptive_judge")))
 
     def validate_onboarding(data: dict) -> bool:
         # Mephisto calls this with whatever the page posted: anything but a list of answers fails
@@ -117,7 +140,7 @@ def shared_state(cfg) -> Any:
     onboarding = {"question": protocol.question_text(args.question), "onboarding": True,
                   "shown": [protocol.public_pair(p) for p in shown],
                   SERVER_KEY: {"pairs": shown, "question_key": args.question}}
-    state = SharedStaticTaskState(static_task_data=build_units(args, rng), onboarding_data=onboarding,
+    state = SharedStaticTaskState(static_task_data=units, onboarding_data=onboarding,
                                   validate_onboarding=validate_onboarding)
     setattr(state, ONBOARDING_TRIES, args.onboarding_tries)
     return state

@@ -22,9 +22,12 @@ class Judge(ParlaiScript):
         parser = ParlaiParser(False, False, "Ask an LLM judge a human protocol's questions on the humans' items")
         add_data_args(parser, out="FILE.jsonl", data_required=False)
         judge = parser.add_argument_group("Judge")
-        judge.add_argument("--design", default=None, metavar="ITEMS.jsonl",
-                           help="instead of --data: an A/B task's items file (ab.items_file; --protocol ab), the "
-                                "pool an adaptive launch with adaptive_judge= draws from, judged before anyone votes")
+        judge.add_argument("--design", nargs="+", default=None, metavar="INPUT",
+                           help="instead of --data: the pool an adaptive launch with adaptive_judge= draws from, "
+                                "judged before anyone votes. --protocol ab: the A/B task's items file (ab.items_file); "
+                                "--protocol acute: the ACUTE launch's own Hydra overrides, the words after `dialeval "
+                                "launch acute` (e.g. acute.conversations=[a.jsonl,b.jsonl] acute.seed=3; conf= too), "
+                                "acute.seed required: the same conversation pairs under the same pair ids")
         judge.add_argument("--protocol", required=True, choices=PROTOCOLS,
                            help="the human protocol whose question wordings and items the judge answers")
         judge.add_argument("--judge", required=True, metavar="SPEC",
@@ -55,7 +58,7 @@ class Judge(ParlaiScript):
 
     def run(self):
         from parlai_dialeval.data.dataset import write_jsonl
-        from parlai_dialeval.judge.design import ab_design
+        from parlai_dialeval.judge.design import read_design
         from parlai_dialeval.judge.items import build_items
         from parlai_dialeval.judge.judges import make_judge
         from parlai_dialeval.judge.run import AnswerCache, judge_part
@@ -64,13 +67,12 @@ class Judge(ParlaiScript):
         opt = self.opt
         world = init_world()
         if bool(opt.get("design")) == bool(opt.get("data")):
-            raise DialevalError("give --data (people's records) or --design (an A/B items file), one of the two")
-        if opt.get("design") and opt["protocol"] != "ab":
-            raise DialevalError(f"--design reads an A/B items file: it needs --protocol ab, not {opt['protocol']}")
-        data = ab_design(opt["design"]) if opt.get("design") else load_data(opt, log=print if world.main else None)
+            raise DialevalError("give --data (people's records) or --design (a launch's pool), one of the two")
+        data = (read_design(opt["protocol"], opt["design"]) if opt.get("design")
+                else load_data(opt, log=print if world.main else None))
         items, bad_items, examples = build_items(data, opt["protocol"])
         if not items:
-            raise DialevalError(f"no {opt['protocol']} items in {', '.join(opt['data'] or [opt['design']])}"
+            raise DialevalError(f"no {opt['protocol']} items in {', '.join(opt['data'] or opt['design'])}"
                                 + (f" ({dict(bad_items)})" if bad_items else ""))
         judge = make_judge(opt["judge"], base_url=opt["base_url"], api_key_env=opt["api_key_env"],
                            max_tokens=opt["max_reply_tokens"], concurrency=opt["concurrency"],
