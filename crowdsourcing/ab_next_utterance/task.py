@@ -115,4 +115,6 @@ def export(units, task_name: str) -> ExportReport:
 TASK = TaskSpec(name="ab_next_utterance", config_class=AbConfig, shared_state=shared_state, export=export,
                 description="A/B next-utterance comparisons with ties (ChatEval, Lee et al. 2020)",
                 extra={"adaptive": StaticPairwise(models_of=lambda p: (p["model_a"], p["model_b"]),
-                                                  public=lambda p: protocol.public_view([p])[0])})
+                                                  public=lambda p: protocol.public_view([p])[0],
+                                                  compared=lambda p: frozenset((p["response_a"], p["response_b"])),
+                                                  judge_fields=("response_a", "response_b"))})

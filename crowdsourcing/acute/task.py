@@ -196,4 +196,7 @@ TASK = TaskSpec(name="acute", config_class=AcuteConfig, shared_state=shared_stat
                 export_onboarding=export_onboarding,
                 description="PW-Dialog / ACUTE-Eval: which speaker of two conversations is better",
                 extra={"adaptive": StaticPairwise(models_of=lambda p: (p["left"]["model"], p["right"]["model"]),
-                                                  public=protocol.public_pair)})
+                                                  public=protocol.public_pair,
+                                                  compared=lambda p: frozenset((p["left"]["conversation"]["id"],
+                                                                                p["right"]["conversation"]["id"])),
+                                                  judge_fields=("conversation_a", "conversation_b"))})

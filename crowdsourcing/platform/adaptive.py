@@ -74,10 +74,13 @@ class AdaptiveConfig(TaskConfig):
 
 @dataclass(frozen=True)
 class StaticPairwise:
-    """How a static pairwise task's judgments look: the two models of one and what the page is shown of it."""
+    """How a static pairwise task's judgments look: the two models of one, what the page is shown of it, and
+    the two things compared (conversation ids, responses) as a judge's answer names them (``judge_fields``)."""
 
     models_of: Callable[[dict], tuple[str, str]]
     public: Callable[[dict], dict]
+    compared: Callable[[dict], frozenset]
+    judge_fields: tuple[str, str]
 
 
 @dataclass(frozen=True)

@@ -101,11 +101,16 @@ class Controller:
             raise DialevalError(f"adaptive_judge: {self.spec.name} makes a new conversation per HIT, so there is no "
                                 "pool of items for a judge to answer beforehand; adaptive_judge is for static tasks")
         try:
-            pools = JudgePools(self.pools, load_judge(self.settings.judge, "comparisons"), self.settings.judge_floor)
+            pools = JudgePools(self.pools, load_judge(self.settings.judge, "comparisons"), self.settings.judge_floor,
+                               self.pairwise.compared, self.pairwise.judge_fields)
         except ValueError as error:
             raise DialevalError(f"adaptive_judge={self.settings.judge}: {error}") from None
         if pools.missing:
             self.say(f"adaptive_judge: {pools.missing} design item(s) have no answer of the judge and are not drawn")
+        if pools.mismatched:
+            self.say(f"adaptive_judge: {pools.mismatched} design item(s) compare other things than the judge's answer "
+                     "under the same item id (did the conversations or items file change after `dialeval judge "
+                     "--design`?): they are not drawn")
         self.ledger = JudgedLedger.from_json(state["ledger"]).attach(pools, state.get("ppi", {}))
         return pools
 

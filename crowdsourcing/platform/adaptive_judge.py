@@ -39,23 +39,36 @@ def first_model_score(record: dict) -> tuple[str, float]:
 
 class JudgePools:
     """Per model pair: the design items the judge answered, its mean answer f on each (for the pair's
-    first model by name; a flip across the two orders is 1/2) and their draw probabilities."""
+    first model by name; a flip across the two orders is 1/2) and their draw probabilities.
 
-    def __init__(self, pools: dict[str, list[dict]], judge: pd.DataFrame, floor: float):
+    ``compared`` / ``judge_fields`` (the task's StaticPairwise): an answer whose record names what it compared
+    (two conversation ids, two responses) counts only for a design item that compares the same two; an item
+    answered about something else under its id (the conversations or items file changed after `dialeval
+    judge --design`) is not drawn and counted in ``mismatched``: the judge's answer would say nothing of it."""
+
+    def __init__(self, pools: dict[str, list[dict]], judge: pd.DataFrame, floor: float, compared=None,
+                 judge_fields: tuple[str, str] | None = None):
         judge = judge[~judge.get("automatic", pd.Series(False, index=judge.index)).eq(True)]
+        fields = [f for f in judge_fields or () if f in judge]
         answers: dict[tuple[str, str], list[float]] = {}
-        for record in judge[["model_a", "model_b", "choice", "item_id"]].to_dict("records"):
+        named: dict[tuple[str, str], set] = {}  # what the answers of an item compared, where they say
+        for record in judge[["model_a", "model_b", "choice", "item_id", *fields]].to_dict("records"):
             key, score = first_model_score(record)
             answers.setdefault((key, str(record["item_id"])), []).append(score)
+            if len(fields) == 2 and all(isinstance(record[f], str) for f in fields):
+                named.setdefault((key, str(record["item_id"])), set()).add(frozenset(record[f] for f in fields))
         self.index: dict[str, np.ndarray] = {}  # pair -> positions in its design pool that the judge answered
         self.f: dict[str, np.ndarray] = {}
         self.p: dict[str, np.ndarray] = {}
         self.position: dict[tuple[str, str], int] = {}  # (pair, item) -> its place in the judge's pool
-        self.missing = 0
+        self.missing = self.mismatched = 0
         for key, pool in pools.items():
-            found = [(i, float(np.mean(answers[(key, item_id(j))]))) for i, j in enumerate(pool)
-                     if (key, item_id(j)) in answers]
-            self.missing += len(pool) - len(found)
+            answered = [(i, j) for i, j in enumerate(pool) if (key, item_id(j)) in answers]
+            same = [(i, j) for i, j in answered if compared is None or (key, item_id(j)) not in named
+                    or named[(key, item_id(j))] == {compared(j)}]
+            self.mismatched += len(answered) - len(same)
+            found = [(i, float(np.mean(answers[(key, item_id(j))]))) for i, j in same]
+            self.missing += len(pool) - len(answered)
             if not found:
                 continue
             self.index[key] = np.array([i for i, _ in found])
@@ -64,7 +77,9 @@ class JudgePools:
             for place, i in enumerate(self.index[key]):
                 self.position[(key, item_id(pool[i]))] = place
         if not self.index:
-            raise ValueError("the judge answered none of the design's items (matched by item id and model pair)")
+            raise ValueError("the judge answered none of the design's items (matched by item id and model pair"
+                             + (f"; {self.mismatched} answered under their id compare other things" if self.mismatched
+                                else "") + ")")
 
     def draw(self, key: str, rng: np.random.Generator) -> tuple[int, dict]:
         """(position in the pair's design pool, the draw's fields that the judgment and its export carry:

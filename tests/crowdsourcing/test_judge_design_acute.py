@@ -185,3 +185,24 @@ def test_an_acute_adaptive_launch_with_the_judged_design_then_certify_on_its_exp
         live = state["ppi"][f"{row.model_a}|{row.model_b}"]
         assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
         assert row.e_b_beats_a == pytest.approx(live["best_below"])
+
+
+def test_an_answer_about_other_conversations_under_the_same_pair_id_is_not_drawn(tmp_path, capsys):
+    """Pair ids name the k-th pair, whatever it holds: a judge file made before the conversations changed
+    answers other conversations under the launch's ids. Such an item is not drawn, and the launch says so."""
+    paths = conversation_files(tmp_path)
+    assert judge_design(tmp_path, overrides(paths)) == 0
+    records = [json.loads(line) for line in (tmp_path / "judge.jsonl").read_text().splitlines()]
+    first = next(r["item_id"] for r in records if r["type"] == "comparison")
+    for record in records:
+        if record["type"] == "comparison" and record["item_id"] == first:  # both orders of one item
+            record["conversation_b"] = "a conversation the launch does not have"
+    write_jsonl(records, tmp_path / "stale.jsonl")
+    spec = get_task("acute")
+    cfg = compose(spec, overrides(paths, 7, "adaptive=true", "adaptive_batch_size=1",
+                                  f"adaptive_judge={tmp_path / 'stale.jsonl'}"))
+    capsys.readouterr()
+    pools = attach(spec, cfg, spec.shared_state(cfg), None, tmp_path, resumed=False).judge
+    assert (pools.mismatched, pools.missing) == (1, 0)
+    assert sum(len(f) for f in pools.f.values()) == 11  # the 12 judged pairs less the stale one
+    assert "1 design item(s) compare other things than the judge's answer" in capsys.readouterr().out
