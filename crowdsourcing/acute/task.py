@@ -17,7 +17,7 @@ from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import ONBOARDING_TRIES, TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
-from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.errors import DataError, DialevalError
 
 SELF_CHAT_OPENINGS = ("Hi! How are you today?", "What do you like to do for fun?", "Do you have any pets?",
                       "What kind of music do you listen to?", "Where would you like to travel next?")
@@ -92,9 +92,19 @@ def build_units(args, rng: random.Random) -> list[dict]:
         raise DialevalError("give acute.conversations (files) or acute.self_chat_models (fast path)")
     conversations = _load_conversations(list(args.conversations)) if args.conversations else []
     conversations += generate_self_chats(args) if args.self_chat_models else []
-    pairs = protocol.make_pairs(conversations,
-                                model_pairs=[tuple(p) for p in args.model_pairs] or None,
-                                matchups_per_pair=args.matchups_per_pair, rng=rng)
+    files = ", ".join(map(str, args.conversations)) or "acute.self_chat_models"
+    expected = "conversations of one model each, of at least two models (ACUTE compares two speakers)"
+    try:
+        pairs = protocol.make_pairs(conversations,
+                                    model_pairs=[tuple(p) for p in args.model_pairs] or None,
+                                    matchups_per_pair=args.matchups_per_pair, rng=rng)
+    except ValueError as error:  # a conversation of two models, a model_pairs name absent
+        raise DataError(files, str(error), expected=expected) from None
+    if not pairs:  # else a launch with nothing to show would start and wait
+        if args.matchups_per_pair < 1:
+            raise DialevalError(f"acute.matchups_per_pair={args.matchups_per_pair}: no conversation pairs "
+                                "(expected at least 1 per model pair)")
+        raise DataError(files, "the conversations name fewer than two models: no pair to compare", expected=expected)
     return [{"question": protocol.question_text(args.question), "question_key": args.question,
              "shown": [protocol.public_pair(p) for p in unit], SERVER_KEY: {"pairs": unit}}
             for unit in protocol.make_units(pairs, args.subtasks_per_unit, rng)]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from parlai_dialeval.data.dataset import EvalData
 from parlai_dialeval.data.schema import columns_of
-from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.errors import DialevalError
 
 
 def ab_design(path: str) -> EvalData:
@@ -40,22 +40,12 @@ def acute_design(overrides: list[str]) -> EvalData:
     from parlai_dialeval.crowdsourcing.platform.registry import get_task
 
     args = compose(get_task("acute"), overrides).acute
-    files = ", ".join(map(str, args.conversations)) or "acute.conversations"
-    expected = "conversations of one model each, of at least two models (ACUTE compares two speakers)"
     try:
         question = question_text(args.question)
     except ValueError as error:
         raise DialevalError(f"acute.question: {error}") from None
-    try:
-        units, _, _ = fixed_design(args, judged=True)
-    except ValueError as error:  # protocol.make_pairs: a conversation of two models, a model_pairs name absent
-        raise DataError(files, str(error), expected=expected) from None
+    units, _, _ = fixed_design(args, judged=True)  # bad conversations: a DataError naming the files
     pairs = [pair for unit in units for pair in unit[SERVER_KEY]["pairs"]]
-    if not pairs:
-        if args.matchups_per_pair < 1:
-            raise DialevalError(f"acute.matchups_per_pair={args.matchups_per_pair}: no conversation pairs to judge "
-                                "(expected at least 1 per model pair)")
-        raise DataError(files, "the conversations name fewer than two models: no pair to compare", expected=expected)
     rows = [{"item_id": p["pair_id"], "model_a": p["left"]["model"], "model_b": p["right"]["model"],
              "question": question, "conversation_a": p["left"]["conversation"]["id"],
              "conversation_b": p["right"]["conversation"]["id"]} for p in pairs]

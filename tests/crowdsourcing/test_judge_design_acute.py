@@ -115,6 +115,18 @@ def test_bad_conversations_are_refused_naming_the_file_and_what_was_expected(tmp
     assert not (tmp_path / "judge.jsonl").exists()
 
 
+def test_a_launch_with_conversations_of_one_model_is_refused_before_it_starts(tmp_path):
+    """The launch builds its pool with the same function: with nothing to compare it refuses, naming the file,
+    instead of starting a study of no units."""
+    from parlai_dialeval.errors import DataError
+
+    paths = conversation_files(tmp_path, models=(("m1", 3),))
+    spec = get_task("acute")
+    with pytest.raises(DataError, match="fewer than two models") as refused:
+        spec.shared_state(compose(spec, overrides(paths)))
+    assert paths[0] in str(refused.value)
+
+
 @pytest.mark.slow
 def test_an_acute_adaptive_launch_with_the_judged_design_then_certify_on_its_export(tmp_path, monkeypatch):
     """End to end: judge the design, launch adaptive ACUTE with that judge file (MockArchitect, scripted
