@@ -25,6 +25,15 @@ def judge_records() -> pd.DataFrame:
                          for i, a, b, c in rows])
 
 
+
+def assert_certify_bets_as_the_launch(table, state: dict) -> None:
+    """`certify --judge`'s table (ppi_certified) holds, per pair the launch drew for, the live e-processes."""
+    assert len(table) == sum(p["n"] > 0 for p in state["ppi"].values())
+    for row in table.itertuples():
+        live = state["ppi"][f"{row.model_a}|{row.model_b}"]
+        assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
+        assert row.e_b_beats_a == pytest.approx(live["best_below"])
+
 def test_the_pool_is_the_judged_items_with_probabilities_rising_with_uncertainty():
     pools = JudgePools(design(), judge_records(), floor=0.5)
     assert pools.missing == 1  # i5
@@ -152,11 +161,7 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
     # the export carries each judgment's draw, so `certify --judge` on it bets as the launch did
     people = from_records(exported).comparisons  # the judge above answered without naming the question
     table = certify_with_judge(people, from_records(judge).comparisons.assign(question=people["question"].iloc[0]))
-    assert len(table) == sum(p["n"] > 0 for p in state["ppi"].values())
-    for row in table.itertuples():
-        live = state["ppi"][f"{row.model_a}|{row.model_b}"]
-        assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
-        assert row.e_b_beats_a == pytest.approx(live["best_below"])
+    assert_certify_bets_as_the_launch(table, state)
 
 
 def test_dialeval_judge_reads_the_ab_design_and_its_answers_are_the_launchs_pool(tmp_path, capsys):

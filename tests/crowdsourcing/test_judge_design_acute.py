@@ -16,6 +16,8 @@ from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import read_jsonl, write_jsonl
 from parlai_dialeval.errors import DialevalError
 
+from .test_adaptive_judge import assert_certify_bets_as_the_launch
+
 # m1 (3 conversations) is picked in both orders wherever it speaks; m2 against m3 the judge says "A" in
 # both orders, a flip (1/2)
 JUDGE = {"rules": [{"match": "Conversation A:\nBot: I am m1", "reply": "A"},
@@ -191,12 +193,7 @@ def test_an_acute_adaptive_launch_with_the_judged_design_then_certify_on_its_exp
     write_jsonl(exported, tmp_path / "export.jsonl")
     assert main(["certify", "--data", str(tmp_path / "export.jsonl"), "--judge", str(out),
                  "--out", str(tmp_path / "certify")]) == 0
-    table = pd.read_csv(tmp_path / "certify" / "ppi_certified.csv")
-    assert len(table) == sum(p["n"] > 0 for p in state["ppi"].values())
-    for row in table.itertuples():
-        live = state["ppi"][f"{row.model_a}|{row.model_b}"]
-        assert row.units == live["n"] and row.e_a_beats_b == pytest.approx(live["best_above"])
-        assert row.e_b_beats_a == pytest.approx(live["best_below"])
+    assert_certify_bets_as_the_launch(pd.read_csv(tmp_path / "certify" / "ppi_certified.csv"), state)
 
 
 def test_an_answer_about_other_conversations_under_the_same_pair_id_is_not_drawn(tmp_path, capsys):
