@@ -54,28 +54,29 @@ class JudgePools:
         named: dict[tuple[str, str], set] = {}  # what the answers of an item compared, where they say
         for record in judge[["model_a", "model_b", "choice", "item_id", *fields]].to_dict("records"):
             key, score = first_model_score(record)
-            answers.setdefault((key, str(record["item_id"])), []).append(score)
+            at = (key, str(record["item_id"]))
+            answers.setdefault(at, []).append(score)
             if len(fields) == 2 and all(isinstance(record[f], str) for f in fields):
-                named.setdefault((key, str(record["item_id"])), set()).add(frozenset(record[f] for f in fields))
+                named.setdefault(at, set()).add(frozenset(record[f] for f in fields))
         self.index: dict[str, np.ndarray] = {}  # pair -> positions in its design pool that the judge answered
         self.f: dict[str, np.ndarray] = {}
         self.p: dict[str, np.ndarray] = {}
         self.position: dict[tuple[str, str], int] = {}  # (pair, item) -> its place in the judge's pool
         self.missing = self.mismatched = 0
         for key, pool in pools.items():
-            answered = [(i, j) for i, j in enumerate(pool) if (key, item_id(j)) in answers]
-            same = [(i, j) for i, j in answered if compared is None or (key, item_id(j)) not in named
-                    or named[(key, item_id(j))] == {compared(j)}]
-            self.mismatched += len(answered) - len(same)
-            found = [(i, float(np.mean(answers[(key, item_id(j))]))) for i, j in same]
+            ids = [(key, item_id(j)) for j in pool]
+            answered = [i for i, at in enumerate(ids) if at in answers]
+            same = [i for i in answered if compared is None or ids[i] not in named
+                    or named[ids[i]] == {compared(pool[i])}]
             self.missing += len(pool) - len(answered)
-            if not found:
+            self.mismatched += len(answered) - len(same)
+            if not same:
                 continue
-            self.index[key] = np.array([i for i, _ in found])
-            self.f[key] = np.array([f for _, f in found])
+            self.index[key] = np.array(same)
+            self.f[key] = np.array([float(np.mean(answers[ids[i]])) for i in same])
             self.p[key] = selection_probabilities(self.f[key], floor)
-            for place, i in enumerate(self.index[key]):
-                self.position[(key, item_id(pool[i]))] = place
+            for place, i in enumerate(same):
+                self.position[ids[i]] = place
         if not self.index:
             raise ValueError("the judge answered none of the design's items (matched by item id and model pair"
                              + (f"; {self.mismatched} answered under their id compare other things" if self.mismatched
