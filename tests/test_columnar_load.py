@@ -282,7 +282,8 @@ def test_bytes_that_are_not_utf8_are_named_on_both_paths(tmp_path, cache, field)
               "conversation": dict(varied_records()[1], id="latin", turns=[{"speaker": "human", "text": "caf\u00e9"}])}
     kind = {"model": "rating", "justification": "comparison", "text": "conversation"}[field]
     with open(path, "ab") as handle:
-        handle.write(json.dumps({"format_version": "1.0", **record[kind]}, ensure_ascii=False).encode("latin-1") + b"\n")
+        line = json.dumps({"format_version": "1.0", **record[kind]}, ensure_ascii=False)
+        handle.write(line.encode("latin-1") + b"\n")
     assert columnar.read_file(path, str(path)) is None
     with pytest.raises(DataError) as detailed:
         read_jsonl([path], columnar=False)
