@@ -128,3 +128,23 @@ def test_votes_without_a_prompt_text_are_kept_under_their_item():
     frame["context"] = ["hello", "hello", None, None]
     table = agreement.item_total_correlations(frame).set_index("prompt")
     assert set(table.index) == {"hello", "i2"}
+
+
+def test_agreement_is_about_the_model_chosen_not_the_side_it_was_shown_on():
+    # The same item shown with A and B swapped for some workers (an A/B task launched twice with
+    # different seeds, ACUTE pairs re-randomised per worker): three workers who all pick the same model
+    # agree perfectly, so kappa and alpha are 1 and every item is allagree. Before the fix the
+    # categories were the sides: kappa -0.33, no item allagree, and a worker flagged as contrary.
+    rows = []
+    for i in range(6):
+        winner = "x" if i % 2 else "y"
+        for w in range(3):
+            a, b = ("y", "x") if (i + w) % 2 else ("x", "y")
+            rows.append({"item_id": f"i{i}", "worker_id": f"w{w}", "model_a": a, "model_b": b,
+                         "choice": "a" if a == winner else "b", "context": f"prompt {i}"})
+    frame = pd.DataFrame(rows)
+    result = agreement.fleiss_kappa(frame)
+    assert result["fleiss_kappa"] == pytest.approx(1) and result["krippendorff_alpha"] == pytest.approx(1)
+    assert agreement.weak_agreement(frame) == {"allagree": 6, "A/Bdis": 0, "onedis": 0, "alldis": 0, "items": 6}
+    table = agreement.annotator_correlations(frame, min_items=2)
+    assert not table["negative"].any() and np.allclose(table["spearman"], 1)

@@ -269,3 +269,25 @@ def test_unwritable_cache_only_costs_speed(tmp_path, monkeypatch):
     write_jsonl(varied_records(), path)
     assert columnar.read_file(path, str(path)) is not None
     frames_equal(read_jsonl([path]), read_jsonl([path], columnar=False))
+
+
+@pytest.mark.parametrize("field", ["model", "justification", "text"])
+def test_bytes_that_are_not_utf8_are_named_on_both_paths(tmp_path, cache, field):
+    # pyarrow's JSON reader keeps invalid UTF-8 in string columns; such a file used to load (a wrong
+    # "valid") or crash later with a traceback, where the detailed path names the line
+    path = tmp_path / "latin1.jsonl"
+    write_jsonl(varied_records(), path)
+    record = {"comparison": dict(varied_records()[4], item_id="latin", justification="caf\u00e9"),
+              "rating": dict(varied_records()[2], conversation_id="latin", model="caf\u00e9"),
+              "conversation": dict(varied_records()[1], id="latin", turns=[{"speaker": "human", "text": "caf\u00e9"}])}
+    kind = {"model": "rating", "justification": "comparison", "text": "conversation"}[field]
+    with open(path, "ab") as handle:
+        line = json.dumps({"format_version": "1.0", **record[kind]}, ensure_ascii=False)
+        handle.write(line.encode("latin-1") + b"\n")
+    assert columnar.read_file(path, str(path)) is None
+    with pytest.raises(DataError) as detailed:
+        read_jsonl([path], columnar=False)
+    with pytest.raises(DataError) as fast:
+        read_jsonl([path])
+    assert str(fast.value) == str(detailed.value)
+    assert f"{path}:{len(varied_records()) + 1}: not UTF-8 text" in str(fast.value)

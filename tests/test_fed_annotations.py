@@ -86,3 +86,14 @@ def test_cli_writes_tables_and_report(fed_data, tmp_path):
     table = pd.read_csv(tmp_path / "agreement.csv")
     assert np.isfinite(table["paper"]).sum() == 20 and len(table) == 20
     assert set(result["table4"].columns) >= {"Mitsuku", "Mitsuku (paper)"}
+
+
+def test_only_scales_from_zero_are_shifted_to_read_from_one():
+    # Table 4 prints FED's 0-2 and 0-4 qualities as 1-3 and 1-5; a quality already rated on 1-5 is
+    # not shifted (it was read as 2-6). Item means by hand: 0-4: (4+3)/2, 1/1 -> +1 each; 1-5: (5+4)/2, 2.
+    frame = pd.DataFrame({"conversation_id": ["x", "x", "y", "x", "x", "y"], "level": "dialog", "model": "m",
+                          "criterion": ["zero_based"] * 3 + ["one_based"] * 3, "value": [4, 3, 1, 5, 4, 2],
+                          "scale": "likert", "scale_min": [0] * 3 + [1] * 3, "scale_max": 4 + np.arange(6) // 3})
+    means = fed.system_means(frame, remove_outliers=False).set_index("criterion")["mean"]
+    assert means["zero_based"] == pytest.approx(((4 + 3) / 2 + 1 + 1 + 1) / 2)
+    assert means["one_based"] == pytest.approx(((5 + 4) / 2 + 2) / 2)

@@ -325,6 +325,32 @@ def test_clear_errors_for_missing_qc_bot_and_several_studies():
     assert analyze(from_records(synthetic() + other), LiveChatConfig(study="other")).summary["study"] == "other"
 
 
+def _two_studies():
+    other = [dict(r, study="other") if r["type"] != "study" else dict(r, name="other") for r in synthetic()]
+    for record in other:
+        for key in ("id", "conversation_id"):
+            if key in record:
+                record[key] = "other-" + record[key]
+    return synthetic(), other
+
+
+def test_ratings_naming_no_study_are_not_dropped_when_the_data_hold_several():
+    # A file whose ratings omit `study` (their conversations name it) beside another study: the ratings
+    # were silently left out of --study (fewer workers and ratings, other scores). They take their
+    # conversation's study; where nothing names one, the analysis refuses instead of guessing.
+    mine, other = _two_studies()
+    study = mine[0]["name"]
+    whole = analyze(from_records(mine + other), LiveChatConfig(study=study))
+    unnamed = [{k: v for k, v in r.items() if not (r["type"] == "rating" and k == "study")} for r in mine]
+    result = analyze(from_records(unnamed + other), LiveChatConfig(study=study))
+    assert result.summary["n_ratings"] == whole.summary["n_ratings"] == len(
+        [r for r in mine if r["type"] == "rating"])
+    pd.testing.assert_frame_equal(result.system_scores, whole.system_scores)
+    orphan = [{k: v for k, v in r.items() if k != "study"} if r["type"] != "study" else r for r in mine]
+    with pytest.raises(DialevalError, match="name no study"):
+        analyze(from_records(orphan + other), LiveChatConfig(study=study))
+
+
 def test_incomplete_conversations_are_left_out_and_counted():
     records = synthetic()
     for record in records:

@@ -94,3 +94,47 @@ def test_bad_inputs_are_reported(tmp_path, capsys):
     assert "s.csv: field 'model': no model column" in capsys.readouterr().err
     assert main(["meta_eval", "--scores", str(scores), "--out", str(tmp_path / "o.csv")]) == 2
     assert "give --data (item level) or --human (system level)" in capsys.readouterr().err
+
+
+def _numbered_items(tmp_path):
+    """Human ratings of items whose ids look like numbers ("007"), and a metric CSV keyed by them."""
+    from parlai_dialeval.data import write_jsonl
+
+    human = {f"{i:03d}": [1 + (i * 7) % 5, 1 + (i * 3) % 5] for i in range(1, 9)}
+    records = [{"type": "rating", "conversation_id": item, "worker_id": f"w{k}", "model": "m", "criterion": "fun",
+                "scale": "likert", "scale_min": 1, "scale_max": 5, "value": value}
+               for item, values in human.items() for k, value in enumerate(values)]
+    data = tmp_path / "ratings.jsonl"
+    write_jsonl(records, data)
+    metric = {item: float(i * i % 11) for i, item in enumerate(human)}
+    return data, human, metric
+
+
+def test_item_ids_that_look_like_numbers_are_matched_as_written(tmp_path):
+    # A CSV's "007" was read as the integer 7 and matched no conversation id: no correlation at all
+    data, human, metric = _numbered_items(tmp_path)
+    scores = tmp_path / "scores.csv"
+    scores.write_text("id,fun\n" + "".join(f"{item},{value}\n" for item, value in metric.items()))
+    out = tmp_path / "corr.csv"
+    assert main(["meta_eval", "--data", str(data), "--scores", str(scores), "--out", str(out), "--bootstrap", "0"]) == 0
+    row = pd.read_csv(out).iloc[0]
+    expected = stats.spearmanr([np.mean(v) for v in human.values()], list(metric.values())).statistic
+    assert row["n"] == len(human) and row["spearman"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("content, place, field", [
+    (b"", "", None),
+    (b"id,fun\n001,0.5\n002,caf\xe9\n", "", None),
+    (b"id,fun\n001,0.5\n002,0.7\n003,high\n004,0.1\n", ", row 4", "fun"),
+], ids=["empty", "not-utf8", "text-in-a-score-column"])
+def test_bad_score_csv_is_one_line_naming_the_file(tmp_path, capsys, content, place, field):
+    # before: a pandas traceback (empty, not UTF-8), or the column silently dropped as "not a metric"
+    data, _, _ = _numbered_items(tmp_path)
+    scores = tmp_path / "scores.csv"
+    scores.write_bytes(content)
+    capsys.readouterr()
+    assert main(["meta_eval", "--data", str(data), "--scores", str(scores), "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dialeval: error: {scores}{place}:") and "\n" not in err, err
+    if field:
+        assert f"field '{field}'" in err and "'high'" in err

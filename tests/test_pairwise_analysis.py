@@ -224,6 +224,19 @@ def test_disconnected_graph_and_unvarying_bootstrap_are_reported(tmp_path):
     assert "too few decided votes" in html
 
 
+def test_too_few_items_for_significance_is_warned_however_many_votes(tmp_path):
+    # Three prompts, eight workers each, every vote for x: 24 decided votes, but the test counts prompts
+    # (clusters): 3 won of 3 gives p = 2 x 0.5^3 = 0.25, and no outcome could go below alpha. The warning
+    # counted votes (2 x 0.5^24) and stayed silent while the table could never show significance.
+    frame = pd.DataFrame([{"item_id": f"p{i}", "context": f"prompt {i}", "worker_id": f"w{w}", "model_a": "x",
+                           "model_b": "y", "choice": "a"} for i in range(3) for w in range(8)])
+    result = analyze(frame, tmp_path, PairwiseConfig(bootstrap_rounds=20), log=lambda *_: None)
+    row = result["win_rates"].iloc[0]
+    assert (row["wins_a"], row["clusters_won_a"], row["p_value"]) == (24, 3, pytest.approx(0.25))
+    html = (tmp_path / "report.html").read_text()
+    assert "too few decided" in html and "any result to reach p &lt; 0.05" in html
+
+
 def test_html_in_model_names_is_escaped(tmp_path):
     frame = pd.DataFrame({"item_id": ["i1", "i2"], "worker_id": "w", "model_a": "<script>alert(1)</script>",
                           "model_b": "<b>bold</b>", "choice": ["a", "b"], "question": "<i>which?</i>"})

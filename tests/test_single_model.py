@@ -92,6 +92,16 @@ def test_weighted_combination_appendix_g():
     assert combined["c2"] == pytest.approx(5 * 0.25 / 6)
 
 
+def test_weighted_combination_reads_the_likert_range_the_ratings_record():
+    # SM-Dialog asked on 1-7: (Likert - 1) / 6 puts it on [0, 1]; the fixed 1-5 reading made c3's 7 a 1.5
+    dialog = sm_dialog_ratings(_ratings()).assign(scale_min=1, scale_max=7)
+    dialog["value"] = dialog["conversation_id"].map({"c1": 4, "c2": 1, "c3": 7})
+    turns = _engaging(sm_turn_ratings(_ratings()))
+    combined = combined_scores(turns, dialog, w_turn=1, w_dialog=1).set_index("conversation_id")["value"]
+    # WTA (at least half the turns ticked): c1 1, c2 0, c3 1
+    assert combined.to_dict() == pytest.approx({"c1": (1 + 3 / 6) / 2, "c2": 0.0, "c3": (1 + 1) / 2})
+
+
 def test_model_pairs():
     assert model_pairs(["b", "a", "c"]) == [("a", "b"), ("a", "c"), ("b", "c")]
     assert model_pairs(["b", "a", "c"], reference="b") == [("b", "a"), ("b", "c")]

@@ -1,7 +1,8 @@
 """Agreement among pairwise annotators (Lee et al. 2020, 5.1-5.2): Fleiss' kappa (statsmodels),
 Krippendorff's alpha (krippendorff, for items with unequal numbers of votes), Lee's weak agreement
 (allagree, A/Bdis, onedis, alldis), each annotator's correlation with the others, and item-total
-correlation per prompt (prompt validity). Automatic ties carry no judgement and are left out.
+correlation per prompt (prompt validity). Automatic ties carry no judgement and are left out; a vote's
+category (a, b, tie) is read in the pair's first-seen orientation, so it names the model chosen.
 """
 from __future__ import annotations
 
@@ -17,9 +18,18 @@ WEAK = ("allagree", "A/Bdis", "onedis", "alldis")
 
 
 def worker_votes(comparisons: pd.DataFrame) -> pd.DataFrame:
-    if "automatic" in comparisons:
-        return comparisons[~comparisons["automatic"].eq(True)]
-    return comparisons
+    """The worker votes (automatic ties left out) with each model pair in one orientation (as first seen,
+    pairwise.oriented) and ``choice`` read in it: a vote's category is the model chosen, whichever side
+    the worker saw it on (an item shown A/B to one worker and B/A to another)."""
+    from parlai_dialeval.analysis.pairwise import oriented
+
+    votes = comparisons
+    if "automatic" in votes:
+        votes = votes[~votes["automatic"].eq(True)]
+    frame = oriented(votes)
+    choice = np.select([frame["score"] > 0, frame["score"] < 0], ["a", "b"], "tie")
+    return frame.assign(model_a=frame["first"], model_b=frame["second"], choice=choice).drop(
+        columns=["first", "second", "score", "auto"])
 
 
 def item_keys(votes: pd.DataFrame) -> list[str]:

@@ -90,11 +90,15 @@ def quality_agreement(ratings: pd.DataFrame, remove_outliers: bool = True) -> pd
 
 def system_means(ratings: pd.DataFrame, remove_outliers: bool = True) -> pd.DataFrame:
     """Per (level, criterion, model): the mean over items of each item's mean label (after the outlier
-    rule), shifted by +1 for 0-2 and 0-4 qualities so scales read 1-3 and 1-5 as in Table 4."""
+    rule), shifted by +1 for graded qualities rated from 0 (FED's 0-2 and 0-4) so scales read 1-3 and 1-5
+    as in Table 4; a scale that starts elsewhere (e.g. 1-5) is left as rated. No ``scale_min``: 0, the
+    data model's assumed start."""
     frame = apply_outlier_rule(ratings) if remove_outliers else ratings.assign(kept=True)
-    items = (frame[frame["kept"]].groupby(["level", "criterion", "model", "conversation_id"])
-             .agg(value=("value", "mean"), scale_max=("scale_max", "first")).reset_index())
-    items["value"] += np.where(items["scale_max"] > 1, 1.0, 0.0)
+    start = frame["scale_min"].fillna(0) if "scale_min" in frame else pd.Series(0, index=frame.index)
+    items = (frame[frame["kept"]].assign(scale_min=start).groupby(["level", "criterion", "model", "conversation_id"])
+             .agg(value=("value", "mean"), scale_min=("scale_min", "first"), scale_max=("scale_max", "first"))
+             .reset_index())
+    items["value"] += np.where((items["scale_max"] > 1) & (items["scale_min"] == 0), 1.0, 0.0)
     return (items.groupby(["level", "criterion", "model"], sort=False)
             .agg(mean=("value", "mean"), items=("value", "size")).reset_index())
 

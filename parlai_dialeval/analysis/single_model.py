@@ -231,11 +231,14 @@ def effective_win_rates(scores: pd.DataFrame, pairs, value: str = "value", group
 def combined_scores(turn_ratings: pd.DataFrame, dialog_ratings: pd.DataFrame, w_turn: float, w_dialog: float,
                     likert_min: float = 1, likert_max: float = 5) -> pd.DataFrame:
     """Smith App. G: per conversation and criterion, the weighted mean of the SM-Turn WTA outcome and the
-    SM-Dialog Likert score shifted and scaled to [0, 1]. Conversations lacking either part are left out
-    (their count is visible by comparing with the inputs)."""
+    SM-Dialog Likert score shifted and scaled to [0, 1] by its rating's ``scale_min``/``scale_max`` (where
+    not recorded: ``likert_min``/``likert_max``, Smith's 1-5). Conversations lacking either part are left
+    out (their count is visible by comparing with the inputs)."""
     wta = per_conversation_success(turn_ratings)[["model", "conversation_id", "criterion", "wta"]]
-    likert = (dialog_ratings.groupby(["model", "conversation_id", "criterion"])["value"].mean().reset_index())
-    likert["likert01"] = (likert["value"] - likert_min) / (likert_max - likert_min)
+    low, high = (dialog_ratings[column].astype(float).fillna(default) if column in dialog_ratings else default
+                 for column, default in (("scale_min", likert_min), ("scale_max", likert_max)))
+    likert = (dialog_ratings.assign(likert01=(dialog_ratings["value"] - low) / (high - low))
+              .groupby(["model", "conversation_id", "criterion"])["likert01"].mean().reset_index())
     merged = wta.merge(likert[["model", "conversation_id", "criterion", "likert01"]],
                        on=["model", "conversation_id", "criterion"], how="inner")
     merged["value"] = (w_turn * merged["wta"] + w_dialog * merged["likert01"]) / (w_turn + w_dialog)

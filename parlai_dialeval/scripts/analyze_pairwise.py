@@ -166,11 +166,14 @@ def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> 
     if len(small):
         report.warn(f"{len(small)} of {len(rates)} model pair(s) have fewer than {SMALL_PAIR} decided votes "
                     "(ties excluded): their Wilson intervals are wide and their tests weak.")
-    # The smallest two-sided binomial p with n decided votes is 2 * 0.5^n: below it nothing can be significant.
-    hopeless = rates[(2 * 0.5 ** decided.astype(float)) >= config.alpha]
+    # The test counts items (clusters) won and lost, not votes: with n of them its smallest two-sided p is
+    # 2 * 0.5^n, however many votes each holds; below it nothing can be significant.
+    items = (rates["clusters_won_a"] + rates["clusters_won_b"]).astype(float)
+    hopeless = rates[(2 * 0.5 ** items) >= config.alpha]
     if len(hopeless):
-        report.warn(f"{len(hopeless)} pair(s) have too few decided votes for any result to reach p < "
-                    f"{config.alpha:g} (the smallest possible two-sided binomial p with n votes is 2 x 0.5^n).")
+        report.warn(f"{len(hopeless)} pair(s) have too few decided votes on different items for any result to reach "
+                    f"p < {config.alpha:g}: the test counts items won and lost (clusters_won_a, clusters_won_b), and "
+                    "its smallest possible two-sided p with n of them is 2 x 0.5^n.")
     if rates["question"].nunique() > 1 or rates["unit"].nunique() > 1:
         report.warn(f"The data hold {rates[SECTION].drop_duplicates().shape[0]} questions or units of judgement; "
                     "every result below is per question and unit, never pooled.")

@@ -26,6 +26,8 @@ meta_eval = lazy_module("parlai_dialeval.analysis.meta_eval")
 # FED dataset annotation names that differ from the FED metric's quality names.
 ALIASES = {"understanding": "understand"}
 REPLICATION_LEVELS = {"Turn-level": "turn", "Dialog-level": "dialog"}
+# Columns that name what is scored; every other column of a CSV is a score where it holds numbers.
+KEY_COLUMNS = ("id", "model", "level", "input")
 
 
 def _json_objects(path: Path) -> list[dict]:
@@ -53,7 +55,7 @@ def read_scores(path: Path, data=None) -> pd.DataFrame:
     score}``, matched to the FED items of ``data`` in order within each level, checked by text).
     """
     if path.suffix == ".csv":
-        frame = pd.read_csv(path)
+        frame = read_csv(path)
         if "id" not in frame and "model" not in frame:
             raise DataError(path, "no key column", field="id/model", expected="an 'id' or 'model' column")
         return frame
@@ -64,6 +66,30 @@ def read_scores(path: Path, data=None) -> pd.DataFrame:
         return _replication(path, objects, data)
     raise DataError(path, "unrecognised score file",
                     expected="CSV with id/model, dialeval fed JSON Lines, or FED replication output")
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A CSV of scores with its key columns as written (text: an id "007" is not the number 7) and every
+    other column that holds a number numeric throughout: a value that is not a number is named by row,
+    not left to make its whole column silently not a score."""
+    try:
+        frame = pd.read_csv(path, dtype={c: str for c in KEY_COLUMNS}, encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise DataError(path, "empty file", expected="a CSV with a header row") from None
+    except UnicodeDecodeError as error:
+        raise DataError(path, f"not UTF-8 text ({error.reason})", expected="a UTF-8 encoded CSV") from None
+    except pd.errors.ParserError as error:
+        raise DataError(path, f"not a readable CSV ({error})") from None
+    for column in frame.columns:
+        if column in KEY_COLUMNS or pd.api.types.is_numeric_dtype(frame[column]):
+            continue
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        bad = numbers.isna() & frame[column].notna()
+        if numbers.notna().any() and bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise DataError(path, "not a number", line=f"row {row + 2}", field=column, expected="a number",
+                            got=frame[column].iloc[row])
+    return frame
 
 
 def _replication(path: Path, objects: list[dict], data) -> pd.DataFrame:
@@ -194,7 +220,7 @@ class MetaEval(ParlaiScript):
 
     def _system(self):
         path = Path(self.opt["human"])
-        human = pd.read_csv(path)
+        human = read_csv(path)
         if "model" not in human:
             raise DataError(path, "no model column", field="model", expected="model,n,overall,<criteria>")
         human = human.set_index("model").drop(columns=["n"], errors="ignore")

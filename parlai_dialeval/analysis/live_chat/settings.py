@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
-from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.errors import DialevalError, location
 from parlai_dialeval.options import option
 
 QC_TESTS = ("mannwhitney", "ttest", "none")
@@ -128,9 +128,40 @@ def select_study(data, study: str | None):
     record = next((s for s in data.studies if s["name"] == study), None)
     conversations, ratings = data.conversation_fields(), data.ratings
     if study is not None and len(names) > 1:
-        conversations = conversations[conversations["study"].eq(study)]
-        ratings = ratings[ratings["study"].eq(study)]
+        conversation_study, rating_study = _studies_of(conversations, ratings)
+        conversations = conversations[conversation_study.eq(study).to_numpy()]
+        ratings = ratings[rating_study.eq(study).to_numpy()]
     return study, record, conversations, ratings
+
+
+def _studies_of(conversations: pd.DataFrame, ratings: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Each conversation's and rating's study where the data hold several: a record that names none takes
+    its conversation's (a rating) or its ratings' (a conversation); one still without a study is refused,
+    since leaving it out of every study would drop it silently and guessing could mix studies."""
+    def named(frame):
+        return frame["study"] if "study" in frame else pd.Series(None, index=frame.index, dtype=object)
+
+    conversation_study, rating_study = named(conversations), named(ratings)
+    by_conversation = pd.Series(conversation_study.to_numpy(), index=conversations["id"].astype(str).to_numpy())
+    by_conversation = by_conversation[by_conversation.notna()]
+    rating_study = rating_study.where(rating_study.notna(), ratings["conversation_id"].astype(str).map(
+        by_conversation[~by_conversation.index.duplicated()]))
+    by_rating = pd.Series(rating_study.to_numpy(), index=ratings["conversation_id"].astype(str).to_numpy())
+    by_rating = by_rating[by_rating.notna()]
+    conversation_study = conversation_study.where(conversation_study.notna(), conversations["id"].astype(str).map(
+        by_rating[~by_rating.index.duplicated()]))
+    for kind, frame, study in (("rating", ratings, rating_study), ("conversation", conversations, conversation_study)):
+        missing = study.isna().to_numpy()
+        if missing.any():
+            where = frame[missing].iloc[0]
+            line = where["_line"] if "_line" in frame and isinstance(where["_line"], str) else None
+            if line is None and "_line" in frame and pd.notna(where["_line"]):
+                line = int(where["_line"])
+            place = f" (the first at {location(where['_file'], line)})" if "_file" in frame else ""
+            raise DialevalError(f"{int(missing.sum())} {kind} record(s) name no study{place}, nor do the "
+                                "conversation and ratings they belong with, while the data hold several studies: "
+                                "give each record its study, or analyse its file on its own")
+    return conversation_study, rating_study
 
 
 def _ordered_criteria(names: list[str], negative: set[str]) -> list[str]:
