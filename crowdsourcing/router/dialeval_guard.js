@@ -51,6 +51,11 @@ const HELD = Symbol("held bytes"); // on a kept packet: its size (a Symbol key i
 const held = { bytes: 0, refused: 0 };
 
 const submitted = new Set(); // agent ids whose unit was submitted: a replayed submission is refused
+// A page's error report: Mephisto's server logs it whole through rich, whose line wrapping takes time
+// quadratic in the text (40 KB: 18 s) on the event loop that serves every participant.
+const ERROR_LOG_BYTES = 2 * 1024;
+const ERROR_LOGS_PER_AGENT = 10; // our pages send none; mephisto-task's handleFatalError sends one
+const errorLogs = new Map(); // agent id (token checked) -> error reports passed on
 const posts = { refused: 0 }; // refused POSTs, counted together for the log's throttle
 
 function token(agent_id) {
@@ -175,25 +180,63 @@ function post_check(req, res, next) {
     refuse(where, "missing or forged token", agent_id, posts);
     return res.status(403).json({ status: "refused", reason: "this page's session is not valid" });
   }
+  if (req.path === "/submit_metadata") {
+    // Mephisto's handle_metadata_submit raises on a malformed one and keeps every one in the agent's state
+    refuse(where, "tips and feedback are not collected", agent_id, posts);
+    return res.status(403).json({ status: "refused", reason: "this study collects no tips or feedback" });
+  }
+  if (req.path === "/log_error") {
+    return error_log_check(req, res, next, agent_id);
+  }
   if (req.path === "/submit_task") {
-    const data = body.final_string_data !== undefined ? body.final_string_data : body.final_data;
-    if (data === undefined || data === null || (typeof data !== "object" && typeof data !== "string")) {
-      refuse(where, "no final_data object", agent_id, posts);
-      return res.status(400).json({ status: "refused", reason: "malformed submission" });
-    }
-    if (typeof body.final_string_data === "string") {
+    // what Mephisto's server.js will send as the unit's data: final_string_data parsed when given
+    let data = body.final_data;
+    if (body.final_string_data) {
       try {
-        JSON.parse(body.final_string_data);
+        data = JSON.parse(body.final_string_data);
       } catch (error) {
         refuse(where, "final_string_data is not JSON", agent_id, posts);
         return res.status(400).json({ status: "refused", reason: "malformed submission" });
       }
+    }
+    // Static tasks' agent state raises on anything else, after the unit was marked submitted.
+    if (data === null || typeof data !== "object" || Array.isArray(data)) {
+      refuse(where, "final data that is not a JSON object", agent_id, posts);
+      return res.status(400).json({ status: "refused", reason: "malformed submission" });
+    }
+    // Mephisto's _on_submit_unit copies /tmp/<filename> into the agent's folder for each of `files` (any
+    // path, `../` too); no task of ours takes files (multer is gone), so none may be named.
+    if (Object.prototype.hasOwnProperty.call(data, "files")) {
+      refuse(where, "final data with files", agent_id, posts);
+      return res.status(400).json({ status: "refused", reason: "files are not accepted" });
     }
     if (submitted.has(agent_id)) {
       refuse(where, "unit already submitted (replay)", agent_id, posts);
       return res.status(409).json({ status: "refused", reason: "already submitted" });
     }
     submitted.add(agent_id);
+  }
+  next();
+}
+
+// POST /log_error (token checked): an object, short, and a few per agent.
+function error_log_check(req, res, next, agent_id) {
+  const where = "POST /log_error";
+  const error = req.body.error_data;
+  if (error === null || typeof error !== "object" || Array.isArray(error)) {
+    refuse(where, "error_data that is not a JSON object", agent_id, posts);
+    return res.status(400).json({ status: "refused", reason: "malformed error report" });
+  }
+  const size = Buffer.byteLength(JSON.stringify(error));
+  if (size > ERROR_LOG_BYTES) {
+    refuse(where, `error_data of ${size} bytes (limit ${ERROR_LOG_BYTES})`, agent_id, posts);
+    return res.status(413).json({ status: "refused", reason: "error report too long" });
+  }
+  const count = (errorLogs.get(agent_id) || 0) + 1;
+  errorLogs.set(agent_id, count);
+  if (count > ERROR_LOGS_PER_AGENT) {
+    refuse(where, `more error logs than ${ERROR_LOGS_PER_AGENT} from one agent`, agent_id, posts);
+    return res.status(429).json({ status: "refused", reason: "too many error reports" });
   }
   next();
 }
