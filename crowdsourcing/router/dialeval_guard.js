@@ -133,8 +133,12 @@ function admit(socket, raw) {
   if (!valid(packet.subject_id, given)) {
     return refuse("packet", `${type} with a missing or forged token`, packet.subject_id, state);
   }
-  if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object")) {
+  if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object" || Array.isArray(packet.data))) {
     return refuse("packet", "live update without a data object", packet.subject_id, state);
+  }
+  // the server looks the update id up in a set of those seen: a list or an object raised there
+  if (type === "mephisto_bound_live_update" && packet.data.update_id != null && typeof packet.data.update_id !== "string") {
+    return refuse("packet", "live update with an update_id that is not a string", packet.subject_id, state);
   }
   if (!within_byte_budget(packet.subject_id, raw.length, now)) {
     return refuse("packet", `agent sends more than ${AGENT_BYTES_PER_SECOND} bytes a second`, packet.subject_id, state);
@@ -179,6 +183,13 @@ function post_check(req, res, next) {
   if (!valid(agent_id, given)) {
     refuse(where, "missing or forged token", agent_id, posts);
     return res.status(403).json({ status: "refused", reason: "this page's session is not valid" });
+  }
+  // what the server's agent state takes as submitted (server.js makes a missing one {}): static tasks raise on
+  // anything but an object, logging the whole packet
+  const onboarding = req.path === "/submit_onboarding" ? fields.onboarding_data : undefined;
+  if (onboarding && (typeof onboarding !== "object" || Array.isArray(onboarding))) {
+    refuse(where, "onboarding_data that is not a JSON object", agent_id, posts);
+    return res.status(400).json({ status: "refused", reason: "malformed submission" });
   }
   if (req.path === "/submit_metadata") {
     // Mephisto's handle_metadata_submit raises on a malformed one and keeps every one in the agent's state

@@ -8,6 +8,9 @@ test being the Mephisto server. Found by attacking a `live_chat_da` launch with 
 - `/log_error`: the server logs ``error_data`` whole through rich, whose wrapping takes time quadratic in the
   text (10 KB: 1 s, 40 KB: 18 s), blocking the event loop that serves every participant; an error that is not
   an object raises in ``_log_frontend_error``.
+- `/submit_onboarding` whose `onboarding_data` is no object raises in the static tasks' agent state, logging
+  the whole packet (so through rich again); so does a live update whose `update_id` is no string (a list, an
+  object) in Mephisto's duplicate check, and one whose data is a list.
 - `/submit_metadata` (tips and feedback, which no task of ours asks for): a malformed one raises in
   ``Agent.handle_metadata_submit``, and each accepted one grows the agent's saved state without bound.
 """
@@ -63,6 +66,24 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
             for i in range(30):  # a page that logs an error in a loop
                 statuses["error flood"] = (await http.post(URL + "/log_error", timeout=10, json=signed(
                     "11", error_data={"text": f"error {i}"}))).status_code
+            for name, data in (("onboarding string", "x" * 3000), ("onboarding list", [1])):
+                body = {"provider_data": signed("onboarding_12", onboarding_data=data), "client_timestamp": 0}
+                try:  # passed on, it would wait for the server's answer
+                    statuses[name] = (await http.post(URL + "/submit_onboarding", json=body, timeout=3)).status_code
+                except httpx.ReadTimeout:
+                    statuses[name] = "passed on"
+            # an honest onboarding: its answer waits for the server (which this test does not give)
+            honest = asyncio.create_task(http.post(URL + "/submit_onboarding", timeout=10, json={
+                "provider_data": signed("onboarding_13", onboarding_data={"outputs": {"answers": []}})}))
+            async with websockets.connect(f"ws://127.0.0.1:{PORT}") as page:
+                for update_id in (["u0"], {"u": 1}, 5, "u1"):
+                    await page.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": "14",
+                                                "agent_token": compat_router.token("14"),
+                                                "data": {"text": f"update {update_id}", "update_id": update_id}}))
+                await page.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": "14",
+                                            "agent_token": compat_router.token("14"), "data": ["update list"]}))
+                await asyncio.sleep(1.0)
+            honest.cancel()
         await asyncio.sleep(1.0)
         reader.cancel()
     return statuses, [p for p in packets if p.get("packet_type") != "alive"]
@@ -79,7 +100,12 @@ def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     assert statuses == {"files": 400, "string files": 400, "string": 400, "null": 400, "list": 400,
                         "honest submission": 200, "honest string submission": 200, "metadata": 403,
                         "error not an object": 400, "error of 40 KB": 413, "honest error": 200,
-                        "error flood": 429}, output[-3000:]
+                        "error flood": 429, "onboarding string": 400, "onboarding list": 400}, output[-3000:]
+    onboardings = {p["subject_id"]: p["data"]["onboarding_data"] for p in packets if p["packet_type"] == "submit_onboarding"}
+    assert onboardings == {"onboarding_13": {"outputs": {"answers": []}}}
+    # an update id that is no string raised in the server's duplicate check (a set lookup), logging the packet
+    updates = [p["data"] for p in packets if p["packet_type"] == "mephisto_bound_live_update"]
+    assert [u["text"] for u in updates if isinstance(u, dict)] == ["update u1"] and len(updates) == 1
     units = {p["subject_id"]: p["data"] for p in packets if p["packet_type"] == "submit_unit"}
     assert units == {"6": {"answers": [{"choice": 0}]}, "7": {"answers": []}}
     assert not [p for p in packets if p["packet_type"] == "submit_metadata"]
@@ -88,6 +114,7 @@ def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     # agent 11's first errors get through, then no more: a page in an error loop cannot fill the log
     flood = [p["data"]["text"] for p in errors if p["subject_id"] == "11"]
     assert 0 < len(flood) < 30 and flood == [f"error {i}" for i in range(len(flood))]
-    for reason in ("final data with files", "final data that is not a JSON object", "tips and feedback",
+    for reason in ("onboarding_data that is not a JSON object", "update_id that is not a string",
+                   "final data with files", "final data that is not a JSON object", "tips and feedback",
                    "error_data that is not a JSON object", "error_data of", "more error logs"):
         assert reason in output, f"router log has no refusal {reason!r}"
