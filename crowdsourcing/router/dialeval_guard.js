@@ -252,12 +252,19 @@ function error_log_check(req, res, next, agent_id) {
   next();
 }
 
-// POST /request_agent: Mephisto's server reads provider_data.agent_registration_id unchecked.
+// POST /request_agent: Mephisto's server reads provider_data.agent_registration_id and worker_name unchecked
+// (a missing or non-string one raised there); the pages' wrap_crowd_source.js send only strings (or null).
 function registration_check(req, res, next) {
   const body = req.body !== null && typeof req.body === "object" ? req.body : {};
   const data = body.provider_data;
   if (data === null || typeof data !== "object" || Array.isArray(data) || typeof data.agent_registration_id !== "string") {
     refuse("POST /request_agent", "provider_data without an agent_registration_id string", "", posts);
+    return res.status(400).json({ status: "refused", reason: "malformed request" });
+  }
+  if (typeof data.worker_name !== "string" || data.worker_name === "" ||
+      !Object.values(data).every((value) => value === null || typeof value === "string")) {
+    refuse("POST /request_agent", "provider_data without a worker_name string, or with a value that is no string",
+           data.agent_registration_id, posts);
     return res.status(400).json({ status: "refused", reason: "malformed request" });
   }
   next();

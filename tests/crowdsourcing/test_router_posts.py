@@ -11,6 +11,7 @@ test being the Mephisto server. Found by attacking a `live_chat_da` launch with 
 - `/submit_onboarding` whose `onboarding_data` is no object raises in the static tasks' agent state, logging
   the whole packet (so through rich again); so does a live update whose `update_id` is no string (a list, an
   object) in Mephisto's duplicate check, and one whose data is a list.
+- `/request_agent` without a `worker_name` string raises in Mephisto's ``WorkerPool.register_worker``.
 - `/submit_metadata` (tips and feedback, which no task of ours asks for): a malformed one raises in
   ``Agent.handle_metadata_submit``, and each accepted one grows the agent's saved state without bound.
 """
@@ -72,6 +73,18 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
                     statuses[name] = (await http.post(URL + "/submit_onboarding", json=body, timeout=3)).status_code
                 except httpx.ReadTimeout:
                     statuses[name] = "passed on"
+            for name, registration in (("no worker name", {}), ("worker name an object", {"worker_name": {"x": 1}}),
+                                       ("study id a list", {"worker_name": "w", "study_id": ["s"]})):
+                body = {"provider_data": {"agent_registration_id": f"r-{name}", "provider_type": "mock",
+                                          **registration}, "client_timestamp": 0}
+                try:  # passed on, it would wait for the server's answer
+                    statuses[name] = (await http.post(URL + "/request_agent", json=body, timeout=3)).status_code
+                except httpx.ReadTimeout:
+                    statuses[name] = "passed on"
+            registration = {"worker_name": "w", "agent_registration_id": "a-w", "assignment_id": "a",
+                            "study_id": None, "provider_type": "prolific"}
+            honest_registration = asyncio.create_task(http.post(URL + "/request_agent", timeout=10, json={
+                "provider_data": registration, "client_timestamp": 0}))
             # an honest onboarding: its answer waits for the server (which this test does not give)
             honest = asyncio.create_task(http.post(URL + "/submit_onboarding", timeout=10, json={
                 "provider_data": signed("onboarding_13", onboarding_data={"outputs": {"answers": []}})}))
@@ -84,6 +97,7 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
                                             "agent_token": compat_router.token("14"), "data": ["update list"]}))
                 await asyncio.sleep(1.0)
             honest.cancel()
+            honest_registration.cancel()
         await asyncio.sleep(1.0)
         reader.cancel()
     return statuses, [p for p in packets if p.get("packet_type") != "alive"]
@@ -100,7 +114,11 @@ def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     assert statuses == {"files": 400, "string files": 400, "string": 400, "null": 400, "list": 400,
                         "honest submission": 200, "honest string submission": 200, "metadata": 403,
                         "error not an object": 400, "error of 40 KB": 413, "honest error": 200,
-                        "error flood": 429, "onboarding string": 400, "onboarding list": 400}, output[-3000:]
+                        "error flood": 429, "onboarding string": 400, "onboarding list": 400,
+                        "no worker name": 400, "worker name an object": 400, "study id a list": 400}, output[-3000:]
+    registrations = [p["data"]["provider_data"]["agent_registration_id"] for p in packets
+                     if p["packet_type"] == "register_agent"]
+    assert registrations == ["a-w"]
     onboardings = {p["subject_id"]: p["data"]["onboarding_data"] for p in packets if p["packet_type"] == "submit_onboarding"}
     assert onboardings == {"onboarding_13": {"outputs": {"answers": []}}}
     # an update id that is no string raised in the server's duplicate check (a set lookup), logging the packet
@@ -114,7 +132,7 @@ def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     # agent 11's first errors get through, then no more: a page in an error loop cannot fill the log
     flood = [p["data"]["text"] for p in errors if p["subject_id"] == "11"]
     assert 0 < len(flood) < 30 and flood == [f"error {i}" for i in range(len(flood))]
-    for reason in ("onboarding_data that is not a JSON object", "update_id that is not a string",
+    for reason in ("without a worker_name string", "onboarding_data that is not a JSON object", "update_id that is not a string",
                    "final data with files", "final data that is not a JSON object", "tips and feedback",
                    "error_data that is not a JSON object", "error_data of", "more error logs"):
         assert reason in output, f"router log has no refusal {reason!r}"
