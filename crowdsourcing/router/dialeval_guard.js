@@ -51,6 +51,11 @@ const HELD = Symbol("held bytes"); // on a kept packet: its size (a Symbol key i
 const held = { bytes: 0, refused: 0 };
 
 const submitted = new Set(); // agent ids whose unit was submitted: a replayed submission is refused
+// A page's error report: Mephisto's server logs it whole through rich, whose line wrapping takes time
+// quadratic in the text (40 KB: 18 s) on the event loop that serves every participant.
+const ERROR_LOG_BYTES = 2 * 1024;
+const ERROR_LOGS_PER_AGENT = 10; // our pages send none; mephisto-task's handleFatalError sends one
+const errorLogs = new Map(); // agent id (token checked) -> error reports passed on
 const posts = { refused: 0 }; // refused POSTs, counted together for the log's throttle
 
 function token(agent_id) {
@@ -128,8 +133,12 @@ function admit(socket, raw) {
   if (!valid(packet.subject_id, given)) {
     return refuse("packet", `${type} with a missing or forged token`, packet.subject_id, state);
   }
-  if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object")) {
+  if (type === "mephisto_bound_live_update" && (packet.data === null || typeof packet.data !== "object" || Array.isArray(packet.data))) {
     return refuse("packet", "live update without a data object", packet.subject_id, state);
+  }
+  // the server looks the update id up in a set of those seen: a list or an object raised there
+  if (type === "mephisto_bound_live_update" && packet.data.update_id != null && typeof packet.data.update_id !== "string") {
+    return refuse("packet", "live update with an update_id that is not a string", packet.subject_id, state);
   }
   if (!within_byte_budget(packet.subject_id, raw.length, now)) {
     return refuse("packet", `agent sends more than ${AGENT_BYTES_PER_SECOND} bytes a second`, packet.subject_id, state);
@@ -175,19 +184,42 @@ function post_check(req, res, next) {
     refuse(where, "missing or forged token", agent_id, posts);
     return res.status(403).json({ status: "refused", reason: "this page's session is not valid" });
   }
+  // what the server's agent state takes as submitted (server.js makes a missing one {}): static tasks raise on
+  // anything but an object, logging the whole packet
+  const onboarding = req.path === "/submit_onboarding" ? fields.onboarding_data : undefined;
+  if (onboarding && (typeof onboarding !== "object" || Array.isArray(onboarding))) {
+    refuse(where, "onboarding_data that is not a JSON object", agent_id, posts);
+    return res.status(400).json({ status: "refused", reason: "malformed submission" });
+  }
+  if (req.path === "/submit_metadata") {
+    // Mephisto's handle_metadata_submit raises on a malformed one and keeps every one in the agent's state
+    refuse(where, "tips and feedback are not collected", agent_id, posts);
+    return res.status(403).json({ status: "refused", reason: "this study collects no tips or feedback" });
+  }
+  if (req.path === "/log_error") {
+    return error_log_check(req, res, next, agent_id);
+  }
   if (req.path === "/submit_task") {
-    const data = body.final_string_data !== undefined ? body.final_string_data : body.final_data;
-    if (data === undefined || data === null || (typeof data !== "object" && typeof data !== "string")) {
-      refuse(where, "no final_data object", agent_id, posts);
-      return res.status(400).json({ status: "refused", reason: "malformed submission" });
-    }
-    if (typeof body.final_string_data === "string") {
+    // what Mephisto's server.js will send as the unit's data: final_string_data parsed when given
+    let data = body.final_data;
+    if (body.final_string_data) {
       try {
-        JSON.parse(body.final_string_data);
+        data = JSON.parse(body.final_string_data);
       } catch (error) {
         refuse(where, "final_string_data is not JSON", agent_id, posts);
         return res.status(400).json({ status: "refused", reason: "malformed submission" });
       }
+    }
+    // Static tasks' agent state raises on anything else, after the unit was marked submitted.
+    if (data === null || typeof data !== "object" || Array.isArray(data)) {
+      refuse(where, "final data that is not a JSON object", agent_id, posts);
+      return res.status(400).json({ status: "refused", reason: "malformed submission" });
+    }
+    // Mephisto's _on_submit_unit copies /tmp/<filename> into the agent's folder for each of `files` (any
+    // path, `../` too); no task of ours takes files (multer is gone), so none may be named.
+    if (Object.prototype.hasOwnProperty.call(data, "files")) {
+      refuse(where, "final data with files", agent_id, posts);
+      return res.status(400).json({ status: "refused", reason: "files are not accepted" });
     }
     if (submitted.has(agent_id)) {
       refuse(where, "unit already submitted (replay)", agent_id, posts);
@@ -198,12 +230,41 @@ function post_check(req, res, next) {
   next();
 }
 
-// POST /request_agent: Mephisto's server reads provider_data.agent_registration_id unchecked.
+// POST /log_error (token checked): an object, short, and a few per agent.
+function error_log_check(req, res, next, agent_id) {
+  const where = "POST /log_error";
+  const error = req.body.error_data;
+  if (error === null || typeof error !== "object" || Array.isArray(error)) {
+    refuse(where, "error_data that is not a JSON object", agent_id, posts);
+    return res.status(400).json({ status: "refused", reason: "malformed error report" });
+  }
+  const size = Buffer.byteLength(JSON.stringify(error));
+  if (size > ERROR_LOG_BYTES) {
+    refuse(where, `error_data of ${size} bytes (limit ${ERROR_LOG_BYTES})`, agent_id, posts);
+    return res.status(413).json({ status: "refused", reason: "error report too long" });
+  }
+  const count = (errorLogs.get(agent_id) || 0) + 1;
+  errorLogs.set(agent_id, count);
+  if (count > ERROR_LOGS_PER_AGENT) {
+    refuse(where, `more error logs than ${ERROR_LOGS_PER_AGENT} from one agent`, agent_id, posts);
+    return res.status(429).json({ status: "refused", reason: "too many error reports" });
+  }
+  next();
+}
+
+// POST /request_agent: Mephisto's server reads provider_data.agent_registration_id and worker_name unchecked
+// (a missing or non-string one raised there); the pages' wrap_crowd_source.js send only strings (or null).
 function registration_check(req, res, next) {
   const body = req.body !== null && typeof req.body === "object" ? req.body : {};
   const data = body.provider_data;
   if (data === null || typeof data !== "object" || Array.isArray(data) || typeof data.agent_registration_id !== "string") {
     refuse("POST /request_agent", "provider_data without an agent_registration_id string", "", posts);
+    return res.status(400).json({ status: "refused", reason: "malformed request" });
+  }
+  if (typeof data.worker_name !== "string" || data.worker_name === "" ||
+      !Object.values(data).every((value) => value === null || typeof value === "string")) {
+    refuse("POST /request_agent", "provider_data without a worker_name string, or with a value that is no string",
+           data.agent_registration_id, posts);
     return res.status(400).json({ status: "refused", reason: "malformed request" });
   }
   next();
