@@ -97,7 +97,9 @@ def test_onboarding_then_units_and_export(run):
     pass_acute_onboarding(run, "W2")
     agent = run.unit_agent("W2")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
-    assert inputs in run.sent_init_data() and len(run.sent_init_data()) == 5
+    # the unit's agent is in the database a moment before its details are queued for the page
+    run.wait(lambda: inputs in run.sent_init_data(), what="the unit's data sent to the page")
+    assert len(run.sent_init_data()) == 5
     assert_blind(run.sent_init_data(), MODELS)  # four onboardings and one unit
     assert len(inputs["shown"]) == 2
     answers = []
