@@ -233,8 +233,9 @@ class ProlificAgent(Agent):
         study = common.datastore(db).study_of_run(unit.task_run_id) or {}
         came_from = provider_data.get("study_id")
         if came_from and study.get("study_id") and came_from != study["study_id"]:
-            logger.warning(f"participant {worker.worker_name} came from study {came_from}, but task run "
-                           f"{unit.task_run_id} is study {study['study_id']}")
+            # both come from the page: cut, since the launch log's wrapping slows with the square of a line
+            logger.warning(f"participant {worker.worker_name[:40]} came from study {str(came_from)[:40]}, but task "
+                           f"run {unit.task_run_id} is study {study['study_id']}")
         common.datastore(db).add_agent(agent.db_id, unit.task_run_id, unit.db_id, worker.worker_name,
                                        came_from or study.get("study_id"), provider_data.get("assignment_id"))
         return agent
