@@ -56,6 +56,19 @@ def test_onboarding_charged_once_per_distinct_worker():
     assert one["time_s"].iloc[0] == SECONDS_PER_RATING + 60
 
 
+def test_ttest_onboarding_charged_once_for_a_worker_who_rated_both_models():
+    # SM techniques: the same worker rates conversations of both models and is onboarded once (by hand:
+    # 5 + 5 ratings of 30 s plus one 600 s onboarding = 900 s; charging it per model gave 1,500 s).
+    a = _units(np.arange(10.0), workers=["w"] * 10, onboarding=600.0)
+    b = _units(np.arange(10.0) + 1, workers=["w"] * 10, onboarding=600.0)
+    curve = power_curve(a, b, sizes=[5], trials=20, seed=0)
+    assert curve["time_s"].iloc[0] == 2 * 5 * SECONDS_PER_RATING + 600
+    # Different workers per model still pay one onboarding each.
+    other = _units(np.arange(10.0) + 1, workers=["v"] * 10, onboarding=600.0)
+    curve = power_curve(a, other, sizes=[5], trials=20, seed=0)
+    assert curve["time_s"].iloc[0] == 2 * 5 * SECONDS_PER_RATING + 2 * 600
+
+
 def test_never_significant_reports_not_reached():
     units = _units(np.array([1.0, 0.0] * 20))
     estimate = time_to_significance(power_curve(units, sizes=[10, 20, 40], trials=50, seed=0))

@@ -17,19 +17,24 @@ class Units:
 
     values: outcomes (binomial: 1 first model wins, 0 second wins, NaN tie; t-test: scores);
     cost: seconds each unit took (NaN when unknown); worker: integer worker codes;
-    onboarding: seconds of onboarding per worker code (charged once per distinct worker in a sample).
+    onboarding: seconds of onboarding per worker code (charged once per distinct worker in a sample);
+    ids: the worker id of each code (``build`` sets it), so that a t-test's two models' units can tell a
+    worker who rated both (onboarded once); None: no worker is shared with another Units.
     """
 
     values: np.ndarray
     cost: np.ndarray
     worker: np.ndarray
     onboarding: np.ndarray
+    ids: np.ndarray | None = None
 
     def __post_init__(self):
         self.values = np.asarray(self.values, float)
         self.cost = np.asarray(self.cost, float)
         self.worker = np.asarray(self.worker, int)
         self.onboarding = np.asarray(self.onboarding, float)
+        if self.ids is not None:
+            self.ids = np.asarray(self.ids, dtype=object)
         if not (len(self.values) == len(self.cost) == len(self.worker)):
             raise ValueError("values, cost and worker must have the same length")
 
@@ -42,7 +47,7 @@ class Units:
         (seconds per worker id, seconds for workers not listed)."""
         codes, uniques = pd.factorize(pd.Series(list(workers), dtype=object))
         per_worker, default = onboarding if isinstance(onboarding, tuple) else ({}, onboarding)
-        return cls(values, cost, codes, [float(per_worker.get(w, default)) for w in uniques])
+        return cls(values, cost, codes, [float(per_worker.get(w, default)) for w in uniques], np.asarray(uniques, object))
 
 
 def binomial_p(wins, decided) -> np.ndarray:
@@ -60,13 +65,28 @@ _BATCH_CELLS = 4_000_000  # draws held in memory at once (about 32 MB of indices
 def _draw(units: Units, n: int, trials: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap draws (with replacement, so sizes beyond the collected data extrapolate) and their cost."""
     idx = rng.integers(0, len(units), (trials, n))
-    cost = units.cost[idx].sum(axis=1)
-    if units.onboarding.any():
-        workers = np.sort(units.worker[idx], axis=1)
-        first = np.ones_like(workers, bool)  # first occurrence of each worker in a sorted row
-        first[:, 1:] = workers[:, 1:] != workers[:, :-1]
-        cost = cost + (units.onboarding[workers] * first).sum(axis=1)
-    return idx, cost
+    return idx, units.cost[idx].sum(axis=1) + _onboarding_cost(units.worker[idx], units.onboarding)
+
+
+def _onboarding_cost(workers: np.ndarray, onboarding: np.ndarray):
+    """Onboarding seconds of the distinct workers of each row of worker codes (one row per resample)."""
+    if not onboarding.any():
+        return 0.0
+    workers = np.sort(workers, axis=1)
+    first = np.ones_like(workers, bool)  # first occurrence of each worker in a sorted row
+    first[:, 1:] = workers[:, 1:] != workers[:, :-1]
+    return (onboarding[workers] * first).sum(axis=1)
+
+
+def _joint_workers(a: Units, b: Units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a's and b's worker codes in one coding, and onboarding seconds per joint code: a worker who rated
+    both models is one worker. Without ids the two sets of workers are taken as disjoint."""
+    if a.ids is None or b.ids is None:
+        return a.worker, b.worker + len(a.onboarding), np.concatenate([a.onboarding, b.onboarding])
+    codes, uniques = pd.factorize(pd.Series(np.concatenate([a.ids, b.ids]), dtype=object))
+    onboarding = np.zeros(len(uniques))
+    onboarding[codes] = np.concatenate([a.onboarding, b.onboarding])
+    return codes[:len(a.ids)][a.worker], codes[len(a.ids):][b.worker], onboarding
 
 
 def _batches(trials: int, n: int):
@@ -88,18 +108,21 @@ def binomial_power(units: Units, n: int, trials: int, alpha: float, rng) -> tupl
 
 
 def ttest_power(a: Units, b: Units, n: int, trials: int, alpha: float, rng) -> tuple[float, float]:
-    """Power and mean cost of n units from each model: two-sided independent t-test."""
+    """Power and mean cost of n units from each model: two-sided independent t-test; a worker in both
+    models' draws is onboarded once."""
     significant, costs = [], []
+    worker_a, worker_b, onboarding = _joint_workers(a, b)
     for batch in _batches(trials, 2 * n):
-        idx_a, cost_a = _draw(a, n, batch, rng)
-        idx_b, cost_b = _draw(b, n, batch, rng)
+        idx_a = rng.integers(0, len(a), (batch, n))
+        idx_b = rng.integers(0, len(b), (batch, n))
         # Small resamples of binary ratings are often constant; scipy warns, and NaN p-values are handled below.
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             p = stats.ttest_ind(a.values[idx_a], b.values[idx_b], axis=1).pvalue
         p = np.where(np.isnan(p), 1.0, p)  # both samples constant and equal: no evidence of a difference
         significant.append(p < alpha)
-        costs.append(cost_a + cost_b)
+        costs.append(a.cost[idx_a].sum(axis=1) + b.cost[idx_b].sum(axis=1)
+                     + _onboarding_cost(np.concatenate([worker_a[idx_a], worker_b[idx_b]], axis=1), onboarding))
     return float(np.concatenate(significant).mean()), float(np.concatenate(costs).mean())
 
 
