@@ -7,11 +7,13 @@ import pandas as pd
 
 
 def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
-    """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE); nan below two values
-    and a zero-width interval when every value is equal."""
+    """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE) of the values present
+    (NaN left out, as the means beside it do); nan below two values and a zero-width interval when every
+    value is equal."""
     from scipy import stats
 
     values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
     if len(values) < 2:
         return np.nan, np.nan
     mean, se = values.mean(), stats.sem(values)
@@ -21,9 +23,9 @@ def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
 
 
 def mean_intervals(frame: pd.DataFrame, by: str, value: str, alpha: float = 0.05) -> pd.DataFrame:
-    """Per group of ``by``: n, mean, sd (ddof=1), ci_low, ci_high (t interval of ``value``)."""
+    """Per group of ``by``: n (values present), mean, sd (ddof=1), ci_low, ci_high (t interval of ``value``)."""
     grouped = frame.groupby(by, sort=False)[value]
-    out = grouped.agg(n="size", mean="mean", sd="std")
+    out = grouped.agg(n="count", mean="mean", sd="std")
     bounds = grouped.apply(lambda v: t_interval(v, alpha))
     out["ci_low"], out["ci_high"] = [b[0] for b in bounds], [b[1] for b in bounds]
     return out.reset_index()
