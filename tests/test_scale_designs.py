@@ -102,6 +102,17 @@ def test_worker_groups_time_and_experience():
     assert groups["prior_experience_evaluating"].to_dict() == {"w0": True, "w1": False, "w2": False}
 
 
+def test_worker_without_a_time_is_in_neither_time_group():
+    # w2's time is unknown (no durations, no meta.task_duration): it is neither above nor below the average
+    # of the known times (40, 80: mean 60), so the RQ2 split must not count it among the fast workers.
+    frame = _ratings(TABLE)
+    frame["duration"] = [10.0, 20.0, None] * 4
+    groups = worker_groups(frame).set_index("worker_id")
+    assert groups.loc["w0", "above_average_time"] == False  # noqa: E712 (the stored value, not truthiness)
+    assert groups.loc["w1", "above_average_time"] == True  # noqa: E712
+    assert pd.isna(groups.loc["w2", "above_average_time"])
+
+
 def test_analyze_scales_cli(tmp_path):
     import subprocess
     import sys

@@ -120,7 +120,8 @@ def criteria_spearman(ratings: pd.DataFrame) -> pd.DataFrame:
 
 def worker_groups(ratings: pd.DataFrame) -> pd.DataFrame:
     """One row per worker: total time (sum of rating durations, else meta.task_duration), whether it is
-    above the design's average, and the prior-experience answers found in rating meta."""
+    above the design's average (blank where the time is unknown), and the prior-experience answers found in
+    rating meta."""
     frame = ratings.copy()
     meta = frame["meta"].map(lambda m: m if isinstance(m, dict) else {})
     frame["_task_duration"] = meta.map(lambda m: m.get("task_duration"))
@@ -130,7 +131,9 @@ def worker_groups(ratings: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"time_s": grouped["duration"].sum(min_count=1)})
     out["time_s"] = out["time_s"].fillna(grouped["_task_duration"].max())
     if out["time_s"].notna().any():
-        out["above_average_time"] = out["time_s"] > out["time_s"].mean()
+        # a worker whose time is unknown is in neither group (NaN > mean would put it among the fast ones)
+        above = out["time_s"] > out["time_s"].mean()
+        out["above_average_time"] = above.astype(object).where(out["time_s"].notna())
     for key in PRIOR_EXPERIENCE_KEYS:
         answers = grouped[key].first()
         if answers.notna().any():
