@@ -47,7 +47,8 @@ class Units:
         (seconds per worker id, seconds for workers not listed)."""
         codes, uniques = pd.factorize(pd.Series(list(workers), dtype=object))
         per_worker, default = onboarding if isinstance(onboarding, tuple) else ({}, onboarding)
-        return cls(values, cost, codes, [float(per_worker.get(w, default)) for w in uniques], np.asarray(uniques, object))
+        return cls(values, cost, codes, [float(per_worker.get(w, default)) for w in uniques],
+                   np.asarray(uniques, object))
 
 
 def binomial_p(wins, decided) -> np.ndarray:
