@@ -13,6 +13,14 @@ def location(path, line: int | str | None = None) -> str:
     return f"{path}:{line}" if isinstance(line, int) else f"{path}, {line}"
 
 
+def record_line(value) -> int | str | None:
+    """A record's ``_line`` as ``location`` takes it: a line number as an int (a frame holds it as a float
+    beside missing ones), an importer's position ('row 5') as given, None when unknown."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value if isinstance(value, str) else int(value)
+
+
 class DataError(DialevalError):
     def __init__(self, path, what: str, line: int | str | None = None, field: str | None = None,
                  expected: str | None = None, got=None):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.data import schema
-from parlai_dialeval.errors import DataError, location
+from parlai_dialeval.errors import DataError, location, record_line
 
 _PY_TYPES = {
     schema.STR: (str,),
@@ -60,12 +60,7 @@ def _fail(frame: pd.DataFrame, mask, what: str, field: str | None = None, expect
     i = int(np.argmax(mask))
     row = frame.iloc[i]
     got = row[value_column] if value_column is not None else None
-    raise DataError(row["_file"], what, line=_line(row["_line"]), field=field, expected=expected, got=got)
-
-
-def _line(value):
-    """A line number as an int; importers may give a position such as 'row 5' instead."""
-    return value if isinstance(value, str) else int(value)
+    raise DataError(row["_file"], what, line=record_line(row["_line"]), field=field, expected=expected, got=got)
 
 
 def _blank(column: pd.Series) -> np.ndarray:
@@ -195,7 +190,8 @@ def _check_models(frame: pd.DataFrame) -> None:
     if bad.any():
         row = frame.loc[names.index[int(np.argmax(bad))]]
         raise DataError(row["_file"], "models must name at least one model, each a non-empty string",
-                        line=_line(row["_line"]), field="models", expected='["model name", ...]', got=row["models"])
+                        line=record_line(row["_line"]), field="models", expected='["model name", ...]',
+                        got=row["models"])
 
 
 def _check_turns(frame: pd.DataFrame) -> None:
@@ -203,7 +199,7 @@ def _check_turns(frame: pd.DataFrame) -> None:
     # field-by-field check (which names what is wrong) only for a conversation that fails it.
     for turns, path, line in zip(frame["turns"], frame["_file"], frame["_line"]):
         if isinstance(turns, list) and not all(map(_plain_turn, turns)):
-            _explain_turns(turns, path, _line(line))
+            _explain_turns(turns, path, record_line(line))
 
 
 _TURN_KEYS = frozenset(f.name for f in schema.TURN_FIELDS)
@@ -282,7 +278,7 @@ def check_unique(frames: dict[str, pd.DataFrame]) -> None:
         what = (f"conversation id {first['id']!r}" if record_type == "conversation" else
                 "comparison " + ", ".join(f"{c}={first[c]!r}" for c in columns if not is_missing(first[c])))
         raise DataError(second["_file"], f"{what} given twice (first at "
-                        f"{location(first['_file'], _line(first['_line']))})", line=_line(second["_line"]),
+                        f"{location(first['_file'], record_line(first['_line']))})", line=record_line(second["_line"]),
                         field=key[0] if len(key) == 1 else None,
                         expected="each record once: the same work counted twice changes every count and test")
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION
-from parlai_dialeval.errors import DialevalError, location
+from parlai_dialeval.errors import DialevalError, location, record_line
 from parlai_dialeval.options import option
 
 QC_TESTS = ("mannwhitney", "ttest", "none")
@@ -154,9 +154,7 @@ def _studies_of(conversations: pd.DataFrame, ratings: pd.DataFrame) -> tuple[pd.
         missing = study.isna().to_numpy()
         if missing.any():
             where = frame[missing].iloc[0]
-            line = where["_line"] if "_line" in frame and isinstance(where["_line"], str) else None
-            if line is None and "_line" in frame and pd.notna(where["_line"]):
-                line = int(where["_line"])
+            line = record_line(where.get("_line"))
             place = f" (the first at {location(where['_file'], line)})" if "_file" in frame else ""
             raise DialevalError(f"{int(missing.sum())} {kind} record(s) name no study{place}, nor do the "
                                 "conversation and ratings they belong with, while the data hold several studies: "
