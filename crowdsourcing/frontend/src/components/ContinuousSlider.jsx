@@ -3,23 +3,31 @@
 import React from "react";
 
 export function ContinuousSlider({ name, statement, value, onChange, left = "strongly disagree", right = "strongly agree" }) {
+  const moved = value !== null && value !== undefined;
+  const id = "slider-" + name;
   return (
     <div className="dialeval-slider" data-criterion-slot={name}>
-      <p className="dialeval-statement">{statement}</p>
+      <label className="dialeval-statement" htmlFor={id}>
+        {statement}
+      </label>
       <input
+        id={id}
         type="range"
         min="0"
         max="100"
         step="1"
-        value={value === null || value === undefined ? 50 : value}
-        className={"custom-range" + (value === null || value === undefined ? " dialeval-untouched" : "")}
+        value={moved ? value : 50}
+        className={"custom-range" + (moved ? "" : " dialeval-untouched")}
         onChange={(event) => onChange(Number(event.target.value))}
         onMouseUp={(event) => onChange(Number(event.target.value))}
-        aria-label={statement}
+        aria-valuetext={moved ? `${value} of 100 (0 ${left}, 100 ${right})` : "not answered yet"}
       />
-      <div className="dialeval-slider-ends">
+      <div className="dialeval-slider-ends" aria-hidden="true">
         <span>{left}</span>
         <span>{right}</span>
+      </div>
+      <div className={"dialeval-slider-value" + (moved ? " dialeval-moved" : "")} data-testid={"slider-state-" + name}>
+        {moved ? `Your answer: ${value} of 100` : "Not answered yet: drag or tap the slider, or use the arrow keys"}
       </div>
     </div>
   );

@@ -1,10 +1,26 @@
 // The instructions of Ji et al. (2022), Figure 5, with the number of chatbots and the minimum
-// number of inputs taken from the task's configuration.
+// number of inputs taken from the task's configuration; a three-line summary first, the paper's full
+// list folded under it (thirteen points at once were more than people read).
 import React from "react";
 
 export function Instructions({ numSlots, minInputs }) {
   return (
-    <ol className="small" data-testid="instructions">
+    <div data-testid="instructions">
+      <p>
+        Talk with {numSlots} chatbots, one at a time, as you would with a person. For each: choose a topic, type at least {minInputs}{" "}
+        messages, then say what you think of the chatbot.
+      </p>
+      <details>
+        <summary>All the instructions</summary>
+        <FullInstructions numSlots={numSlots} minInputs={minInputs} />
+      </details>
+    </div>
+  );
+}
+
+function FullInstructions({ numSlots, minInputs }) {
+  return (
+    <ol className="small">
       <li>Your task is to have {numSlots} conversations with a chatbot, and a different chatbot will talk to you in each conversation.</li>
       <li>Before each conversation, you should think of a topic to talk about with the chatbot (your choice of topic). You will be asked to enter this topic before the conversation starts.</li>
       <li>The current topic will be displayed to you throughout the conversation.</li>

@@ -20,9 +20,9 @@ function TopicForm({ state, sendAction }) {
   const ready = (fixedTopic || topic.trim()) && attitude;
   return (
     <div data-testid="topic-form">
-      <h5>
+      <h2 className="h5">
         Chatbot {state.slot + 1} of {state.num_slots}
-      </h5>
+      </h2>
       {fixedTopic ? (
         <p>
           Topic of this conversation: <b data-testid="ice-breaker">{fixedTopic}</b>
@@ -30,10 +30,17 @@ function TopicForm({ state, sendAction }) {
       ) : (
         <div className="form-group">
           <label htmlFor="topic-input">What topic would you like to talk about with this chatbot?</label>
-          <input id="topic-input" className="form-control" value={topic} onChange={(e) => setTopic(e.target.value)} />
+          <input
+            id="topic-input"
+            className="form-control"
+            placeholder="for example: cooking for friends, a film you saw, your next holiday"
+            value={topic}
+            onChange={(e) => setTopic(e.target.value)}
+          />
         </div>
       )}
-      <div className="form-group">
+      <fieldset className="form-group">
+        <legend className="col-form-label">How do you feel about this topic?</legend>
         {ATTITUDES.map(([value, label]) => (
           <div className="form-check" key={value}>
             <input
@@ -49,7 +56,7 @@ function TopicForm({ state, sendAction }) {
             </label>
           </div>
         ))}
-      </div>
+      </fieldset>
       {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button
         className="btn btn-primary"
@@ -69,13 +76,14 @@ function ChatPanel({ state, messages, sendAction }) {
   const [pending, sendOnce] = useSendOnce(state);
   // The server counts the inputs and judges "Next chatbot" (a count kept by the page would restart
   // at 0 when the tab is reopened); its refusal arrives as state.warning, cleared by its next reply.
+  const enough = (state.inputs || 0) >= (state.min_inputs || 0);
   return (
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
         <span>
           Chatbot {state.slot + 1} of {state.num_slots}. Topic: <b data-testid="current-topic">{state.topic}</b>
         </span>
-        <span className="text-muted" data-testid="input-count">
+        <span className={enough ? "dialeval-go-on" : ""} data-testid="input-count">
           Your inputs: {state.inputs || 0} (minimum {state.min_inputs || 0})
         </span>
       </div>
@@ -88,15 +96,21 @@ function ChatPanel({ state, messages, sendAction }) {
       <MessageInput
         placeholder="Type your message"
         maxLength={state.max_message_chars}
-        disabled={typeof state.streaming === "string"}
+        busy={typeof state.streaming === "string"}
+        queue
         onSend={(text) => sendAction({ action: "message" }, text)}
       />
+      {enough ? (
+        <p className="dialeval-go-on" role="status" data-testid="may-go-on" style={{ marginTop: 8 }}>
+          You have typed enough messages: chat on if you like, or press "Next chatbot" to rate this one and go on.
+        </p>
+      ) : null}
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
           Topic
         </button>
         <button
-          className="btn btn-outline-success"
+          className={enough ? "btn btn-success" : "btn btn-outline-secondary"}
           data-testid="next-chatbot"
           disabled={pending}
           onClick={() => sendOnce(() => sendAction({ action: "next" }))}
@@ -106,7 +120,7 @@ function ChatPanel({ state, messages, sendAction }) {
       </div>
       {changingTopic ? (
         <div className="dialeval-input-row" style={{ marginTop: 8 }} data-testid="topic-change-form">
-          <input className="form-control" placeholder="New topic" value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
+          <input className="form-control" aria-label="New topic" placeholder="New topic" value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
           <button
             className="btn btn-secondary"
             disabled={!newTopic.trim()}
@@ -124,14 +138,20 @@ function ChatPanel({ state, messages, sendAction }) {
   );
 }
 
-function RatingForm({ state, sendAction }) {
+function RatingForm({ state, messages, sendAction }) {
   const statements = state.statements || [];
   const [values, setValues] = React.useState(statements.map(() => null));
   const done = values.every((v) => v !== null);
   const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="rating-form">
-      <h5>How much do you agree with each statement about the chatbot you just talked to?</h5>
+      {messages.length ? (
+        <details className="dialeval-reread">
+          <summary>Read the conversation again</summary>
+          <ChatLog messages={messages} botId={state.bot_id} />
+        </details>
+      ) : null}
+      <h2 className="h5">How much do you agree with each statement about the chatbot you just talked to?</h2>
       {statements.map((statement, idx) => (
         <ContinuousSlider
           key={state.slot + "-" + idx}
@@ -198,7 +218,7 @@ function LiveChatApp() {
   } else if (state.phase === "chat") {
     body = <ChatPanel key={state.slot} state={state} messages={messages} sendAction={sendAction} />;
   } else if (state.phase === "rate") {
-    body = <RatingForm key={state.slot} state={state} sendAction={sendAction} />;
+    body = <RatingForm key={state.slot} state={state} messages={messages} sendAction={sendAction} />;
   } else if (state.phase === "failed") {
     body = <FailedPanel state={state} sendAction={sendAction} />;
   } else if (state.phase === "feedback") {

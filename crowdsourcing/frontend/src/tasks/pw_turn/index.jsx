@@ -129,7 +129,7 @@ function PairwiseTurnApp() {
               />
             ))
           : null}
-        <MessageInput maxLength={state.max_message_chars} disabled={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
+        <MessageInput maxLength={state.max_message_chars} busy={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
       </div>
     );
   } else {

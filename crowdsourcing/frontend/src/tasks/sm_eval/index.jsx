@@ -101,7 +101,7 @@ function SingleModelApp() {
     body = (
       <MessageInput
         maxLength={state.max_message_chars}
-        disabled={typeof state.streaming === "string"}
+        busy={typeof state.streaming === "string"}
         onSend={(text) => sendAction({ action: "message" }, text)}
       />
     );
