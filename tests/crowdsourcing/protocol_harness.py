@@ -319,3 +319,15 @@ def tab_to(page, selector: str, limit: int = 40) -> None:
 def horizontal_overflow(page) -> int:
     """How many CSS pixels the page is wider than its window (0: no horizontal scroll)."""
     return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def look_at(page, screen: str) -> None:
+    """What every worker screen must be: no sideways scroll, no serious or critical axe-core violation. With
+    DIALEVAL_GALLERY set, its screenshot goes there (docs/participant_pages.md is made this way)."""
+    assert horizontal_overflow(page) <= 0, f"{screen}: the page scrolls sideways"
+    found = serious_accessibility_violations(page)
+    assert not found, f"{screen}: {found}"
+    gallery = os.environ.get("DIALEVAL_GALLERY")
+    if gallery:
+        size = "phone" if page.viewport_size["width"] < 600 else "desktop"
+        page.screenshot(path=str(Path(gallery) / f"{screen}-{size}.png"), full_page=True)

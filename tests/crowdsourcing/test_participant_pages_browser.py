@@ -6,30 +6,26 @@ whether it was moved, and the last screen says what happens next. The export hol
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from parlai_dialeval.testing.real_model import free_port
+from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (
-    CliRun, chromium_page, horizontal_overflow, pause, require_chromium, serious_accessibility_violations, tab_to)
+from .protocol_harness import CliRun, chromium_page, look_at, pause, require_chromium, set_slider, submit_hit, tab_to
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
-
-
-def check_screen(page, screen: str, seen: dict) -> None:
-    """What every screen must be: usable at phone width, and accessible."""
-    assert horizontal_overflow(page) <= 0, f"{screen}: the page scrolls sideways"
-    seen[screen] = serious_accessibility_violations(page)
+FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
 
 
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(420)
 def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
     require_chromium()
     run = CliRun("live_chat_da", tmp_path, [
         f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_pages",
         "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
         "live_chat.min_inputs=2"])
-    violations = {}
     try:
         with chromium_page(tmp_path, phone=True) as page:
             page.goto(run.worker_url("phone_worker"))
@@ -39,7 +35,7 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
                     task_top = page.locator("[data-testid=topic-form]").bounding_box()["y"]
                     assert task_top < page.locator("aside").bounding_box()["y"], "the instructions come first"
                     assert task_top < 844, "the task starts below the first screen"
-                    check_screen(page, "topic", violations)
+                    look_at(page, "live_chat_topic")
                 tab_to(page, "#topic-input")
                 page.keyboard.type("gardening", delay=60)
                 tab_to(page, "#attitude-like")
@@ -64,7 +60,7 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
                     mine = page.locator(".dialeval-msg-self .dialeval-bubble").first.bounding_box()
                     theirs = page.locator(".dialeval-msg-other .dialeval-bubble").first.bounding_box()
                     assert mine["x"] + mine["width"] > theirs["x"] + theirs["width"], "both bubbles on one side"
-                    check_screen(page, "chat", violations)
+                    look_at(page, "live_chat_chat")
                 tab_to(page, "[data-testid=next-chatbot]")
                 page.keyboard.press("Enter")
                 page.wait_for_selector("[data-testid=rating-form]")
@@ -79,24 +75,23 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
                     page.keyboard.press("ArrowRight")
                     assert page.inner_text(f"[data-testid=slider-state-{k}]") == "Your answer: 51 of 100"
                 if slot == 0:
-                    check_screen(page, "rating", violations)
+                    look_at(page, "live_chat_rating")
                 tab_to(page, "[data-testid=submit-ratings]")
                 page.keyboard.press("Enter")
             page.wait_for_selector("[data-testid=feedback-form]")
-            check_screen(page, "feedback", violations)
+            look_at(page, "live_chat_feedback")
             tab_to(page, "#feedback")
             page.keyboard.type("All fine.", delay=60)
             tab_to(page, "[data-testid=send-feedback]")
             page.keyboard.press("Enter")
             page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
-            check_screen(page, "done", violations)
+            look_at(page, "live_chat_done")
             tab_to(page, "[data-testid=submit-hit]")
             page.keyboard.press("Enter")
             assert "You can close this tab now" in page.inner_text("[data-testid=after-submit]")
         run.proc.wait(120)  # one unit: the run ends by itself once it is submitted
     finally:
         run.stop()
-    assert violations and not any(violations.values()), violations
     out = tmp_path / "out.jsonl"
     run.export("lcda_pages", out)
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -106,3 +101,67 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
         assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == [
             "message 0 about tomatoes", "message 1 about tomatoes"]
     assert sorted({r["value"] for r in records if r["type"] == "rating"}) == [51]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
+    """The study's language is Hebrew (live_chat.language=he, the shipped right-to-left catalogue): the page's
+    words come from it, the page runs right to left (the participant's bubbles on the left, the chatbot's on
+    the right), an English message keeps its own direction, and a participant completes the HIT."""
+    require_chromium()
+    he = json.loads((FRONTEND / "src" / "i18n" / "he.json").read_text())
+    run = CliRun("live_chat_da", tmp_path, [
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_hebrew",
+        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
+        "live_chat.min_inputs=1", "live_chat.language=he"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("hebrew_worker"))
+            for slot in range(3):
+                page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                assert page.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "he"]
+                assert page.inner_text("label[for=topic-input]") == he["live_chat.topic_question"]
+                if slot == 0:
+                    look_at(page, "live_chat_topic_hebrew")
+                page.fill("#topic-input", "גינון")
+                page.check("#attitude-like")
+                pause(page, 1)
+                page.click("[data-testid=start-chat]")
+                page.wait_for_selector("[data-testid=chat-panel]")
+                page.fill(".response-text-input", "What grows well in the shade?")
+                page.click(".submit-response")
+                page.wait_for_selector(".dialeval-msg-other", timeout=60000)
+                if slot == 0:
+                    mine = page.locator(".dialeval-msg-self .dialeval-bubble").first.bounding_box()
+                    theirs = page.locator(".dialeval-msg-other .dialeval-bubble").first.bounding_box()
+                    assert mine["x"] < theirs["x"], "right to left: the participant's bubble is on the left"
+                    assert page.locator(".dialeval-msg-self bdi").first.inner_text() == "What grows well in the shade?"
+                    assert he["live_chat.go_on"] in page.inner_text("[data-testid=may-go-on]")
+                    look_at(page, "live_chat_chat_hebrew")
+                page.click("[data-testid=next-chatbot]")
+                page.wait_for_selector("[data-testid=rating-form]")
+                sliders = page.locator("[data-testid=rating-form] input[type=range]")
+                for k in range(sliders.count()):
+                    set_slider(sliders.nth(k), 30)
+                page.click("[data-testid=submit-ratings]")
+            page.wait_for_selector("[data-testid=feedback-form]")
+            page.click("[data-testid=send-feedback]")
+            submit_hit(page)
+        run.proc.wait(120)
+    finally:
+        run.stop()
+    out = tmp_path / "out.jsonl"
+    run.export("lcda_hebrew", out)
+    convs = [r for line in out.read_text().splitlines() for r in [json.loads(line)] if r["type"] == "conversation"]
+    assert [c["status"] for c in convs] == ["complete"] * 3 and {c["topic"] for c in convs} == {"גינון"}
+
+
+def test_a_language_without_a_catalogue_is_refused_with_the_ones_there_are():
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.errors import DialevalError
+
+    assert page_language("he") == "he"
+    with pytest.raises(DialevalError, match=r"no worker-page catalogue for language 'xx': the pages have en, he"):
+        page_language("xx")

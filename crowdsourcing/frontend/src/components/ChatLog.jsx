@@ -6,6 +6,7 @@
 // Our own bubble rather than bootstrap-chat's ChatMessage: that one floats inside a flex row (so both
 // speakers sat on the left) and marks every message role="alert" (a screen reader interrupted per line).
 import React from "react";
+import { t } from "./i18n";
 
 export const SLOW_REPLY_SECONDS = 20;
 
@@ -36,7 +37,7 @@ function useSecondsActive(active) {
 // `streaming` (the world's task_data.streaming): the bot's reply as it arrives, shown as a bubble after
 // the log; "" shows a typing indicator; null/undefined shows nothing (the whole reply then arrives as
 // a message of its own, so it appears once). A reply slower than `slowSeconds` gets a calm note.
-export function StreamingReply({ streaming, otherName = "Chatbot", testId = "bot-streaming", slowSeconds = SLOW_REPLY_SECONDS }) {
+export function StreamingReply({ streaming, otherName = t("chat.chatbot"), testId = "bot-streaming", slowSeconds = SLOW_REPLY_SECONDS }) {
   const waiting = useSecondsActive(typeof streaming === "string");
   if (typeof streaming !== "string") {
     return null;
@@ -44,14 +45,14 @@ export function StreamingReply({ streaming, otherName = "Chatbot", testId = "bot
   const slow =
     waiting >= slowSeconds ? (
       <p className="dialeval-note" data-testid="slow-reply">
-        This reply is taking a while. Please wait: nothing is lost, and you can keep typing.
+        {t("chat.slow")}
       </p>
     ) : null;
   if (!streaming) {
     return (
       <div>
         <p className="dialeval-typing" data-testid="bot-typing">
-          {otherName} is typing...
+          {t("chat.typing", { name: otherName })}
         </p>
         {slow}
       </div>
@@ -65,7 +66,7 @@ export function StreamingReply({ streaming, otherName = "Chatbot", testId = "bot
   );
 }
 
-export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbot", streaming = null }) {
+export function ChatLog({ messages, botId, selfName = t("chat.you"), otherName = t("chat.chatbot"), streaming = null }) {
   const end = React.useRef(null);
   React.useEffect(() => {
     if (end.current && end.current.scrollIntoView) {
@@ -76,7 +77,7 @@ export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbo
     <div className="dialeval-chat-log" data-testid="chat-log">
       {/* role=log: a screen reader announces each new message once, politely; the reply as it streams is
           left out of it (it would be read word by word) and is announced when it arrives whole */}
-      <div role="log" aria-live="polite" aria-label="Conversation">
+      <div role="log" aria-live="polite" aria-label={t("chat.conversation")}>
         {messages.map((message, idx) => {
           const isSelf = message.id !== botId && message.id !== "System";
           return (
@@ -85,14 +86,14 @@ export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbo
                 {message.dialeval_cut ? (
                   <span className="dialeval-cut" data-testid="reply-cut">
                     {" "}
-                    [cut short: the reply reached its length limit]
+                    {t("chat.cut")}
                   </span>
                 ) : null}
               </Bubble>
               {isSelf && message.pending ? (
                 // Not yet confirmed stored by the server (useLiveTask); resent until it is.
                 <small className="dialeval-pending" data-testid="msg-pending">
-                  sending...
+                  {t("chat.sending")}
                 </small>
               ) : null}
             </div>

@@ -1,8 +1,9 @@
 // A 0-100 continuous scale labelled only at its ends (Ji et al. 2022, Sec. 3.1). The value is
 // reported once the worker has moved the slider; `onChange(null)` never happens.
 import React from "react";
+import { t } from "./i18n";
 
-export function ContinuousSlider({ name, statement, value, onChange, left = "strongly disagree", right = "strongly agree" }) {
+export function ContinuousSlider({ name, statement, value, onChange, left = t("slider.disagree"), right = t("slider.agree") }) {
   const moved = value !== null && value !== undefined;
   const id = "slider-" + name;
   return (
@@ -20,14 +21,14 @@ export function ContinuousSlider({ name, statement, value, onChange, left = "str
         className={"custom-range" + (moved ? "" : " dialeval-untouched")}
         onChange={(event) => onChange(Number(event.target.value))}
         onMouseUp={(event) => onChange(Number(event.target.value))}
-        aria-valuetext={moved ? `${value} of 100 (0 ${left}, 100 ${right})` : "not answered yet"}
+        aria-valuetext={moved ? t("slider.value_spoken", { value, left, right }) : t("slider.untouched_spoken")}
       />
       <div className="dialeval-slider-ends" aria-hidden="true">
         <span>{left}</span>
         <span>{right}</span>
       </div>
       <div className={"dialeval-slider-value" + (moved ? " dialeval-moved" : "")} data-testid={"slider-state-" + name}>
-        {moved ? `Your answer: ${value} of 100` : "Not answered yet: drag or tap the slider, or use the arrow keys"}
+        {moved ? t("slider.value", { value }) : t("slider.untouched")}
       </div>
     </div>
   );

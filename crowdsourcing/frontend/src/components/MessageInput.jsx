@@ -5,8 +5,9 @@
 // under the box, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
 // box, and the page says why.
 import React from "react";
+import { t } from "./i18n";
 
-export function MessageInput({ onSend, placeholder = "Type your reply", label = "Your message", maxLength, busy = false, queue = false }) {
+export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false }) {
   const [text, setText] = React.useState("");
   const [queued, setQueued] = React.useState(null);
   const [note, setNote] = React.useState(null);
@@ -26,12 +27,12 @@ export function MessageInput({ onSend, placeholder = "Type your reply", label = 
     if (!busy) {
       onSend(message);
     } else if (!queue) {
-      setNote("Please wait until the reply has arrived; your message stays here until then.");
+      setNote(t("input.wait"));
       return;
     } else if (queued === null) {
       setQueued(message);
     } else {
-      setNote("One message is already waiting to be sent; this one stays in the box until the chatbot has replied.");
+      setNote(t("input.queue_full"));
       return;
     }
     setText("");
@@ -54,12 +55,12 @@ export function MessageInput({ onSend, placeholder = "Type your reply", label = 
           }}
         />
         <button className="btn btn-primary submit-response" onClick={send} disabled={!!tooLong}>
-          Send
+          {t("input.send")}
         </button>
       </div>
       {queued !== null ? (
         <p className="dialeval-queued" data-testid="msg-queued" role="status">
-          Waiting for the chatbot to finish its reply, then this is sent: <bdi>{queued}</bdi>
+          {t("input.queued")} <bdi>{queued}</bdi>
         </p>
       ) : null}
       {note ? (
@@ -69,8 +70,7 @@ export function MessageInput({ onSend, placeholder = "Type your reply", label = 
       ) : null}
       {tooLong ? (
         <div className="alert alert-warning" data-testid="too-long">
-          Your message is {text.trim().length.toLocaleString("en")} characters long; the limit is{" "}
-          {maxLength.toLocaleString("en")}. Please shorten it.
+          {t("input.too_long", { length: text.trim().length.toLocaleString("en"), limit: maxLength.toLocaleString("en") })}
         </div>
       ) : null}
     </div>

@@ -1,6 +1,7 @@
 // Page layout shared by every task: the task first, the instructions beside it (folded under it on a
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
+import { t } from "./i18n";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -10,9 +11,9 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   if (blockedReason) {
     body = <div className="alert alert-danger">{blockedExplanation || blockedReason}</div>;
   } else if (isPreview) {
-    body = <div className="alert alert-info">Accept the task to begin.</div>;
+    body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {
-    body = <div className="alert alert-secondary">Loading...</div>;
+    body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else if (inactiveText) {
     body = <div className="alert alert-warning" data-testid="inactive">{inactiveText}</div>;
   } else {
@@ -23,9 +24,9 @@ export function TaskShell({ mephisto, title, instructions, children }) {
       <h1 className="h4">{title}</h1>
       <div className="row">
         <main className="col-lg-8 dialeval-main">{body}</main>
-        <aside className="col-lg-4 dialeval-instructions" aria-label="Instructions">
+        <aside className="col-lg-4 dialeval-instructions" aria-label={t("shell.instructions")}>
           <details open={wide}>
-            <summary>Instructions</summary>
+            <summary>{t("shell.instructions")}</summary>
             {instructions}
           </details>
         </aside>
@@ -61,7 +62,7 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
   return (
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
       <p>
-        <b>Thank you! Your work is complete.</b> Press the button to send it.
+        <b>{t("submit.complete")}</b> {t("submit.press")}
       </p>
       <SubmitOnceButton
         onSubmit={() => {
@@ -69,14 +70,12 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
           handleSubmit(data);
         }}
         testid="submit-hit"
-        label="Submit my work"
-        pendingLabel="Submitted"
+        label={t("submit.button")}
+        pendingLabel={t("submit.pending")}
       />
       {sent ? (
         <p role="status" data-testid="after-submit" style={{ marginTop: 12 }}>
-          {onProlific
-            ? "Your work has been sent. You are now being taken back to Prolific, where your submission is recorded."
-            : "Your work has been sent. You can close this tab now."}
+          {t(onProlific ? "submit.sent_prolific" : "submit.sent")}
         </p>
       ) : null}
     </div>

@@ -6,7 +6,9 @@ export function TurnHistory({ history }) {
     <div className="dialeval-chat-log" data-testid="history">
       {(history || []).map((turn, idx) => (
         <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
-          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
+          <span className={"dialeval-bubble " + (turn.speaker === "human" ? "dialeval-bubble-self" : "dialeval-bubble-other")}>
+            <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <bdi data-testid="history-turn">{turn.text}</bdi>
+          </span>
         </div>
       ))}
     </div>

@@ -3,14 +3,10 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput } from "../../components";
+import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
-const ATTITUDES = [
-  ["like", "I like this topic"],
-  ["ambivalent", "I am ambivalent about it"],
-  ["dislike", "I dislike this topic"],
-];
+const ATTITUDES = ["like", "ambivalent", "dislike"];
 
 function TopicForm({ state, sendAction }) {
   const [topic, setTopic] = React.useState("");
@@ -20,28 +16,26 @@ function TopicForm({ state, sendAction }) {
   const ready = (fixedTopic || topic.trim()) && attitude;
   return (
     <div data-testid="topic-form">
-      <h2 className="h5">
-        Chatbot {state.slot + 1} of {state.num_slots}
-      </h2>
+      <h2 className="h5">{t("live_chat.slot", { slot: state.slot + 1, slots: state.num_slots })}</h2>
       {fixedTopic ? (
         <p>
-          Topic of this conversation: <b data-testid="ice-breaker">{fixedTopic}</b>
+          {t("live_chat.fixed_topic")} <bdi data-testid="ice-breaker">{fixedTopic}</bdi>
         </p>
       ) : (
         <div className="form-group">
-          <label htmlFor="topic-input">What topic would you like to talk about with this chatbot?</label>
+          <label htmlFor="topic-input">{t("live_chat.topic_question")}</label>
           <input
             id="topic-input"
             className="form-control"
-            placeholder="for example: cooking for friends, a film you saw, your next holiday"
+            placeholder={t("live_chat.topic_example")}
             value={topic}
             onChange={(e) => setTopic(e.target.value)}
           />
         </div>
       )}
       <fieldset className="form-group">
-        <legend className="col-form-label">How do you feel about this topic?</legend>
-        {ATTITUDES.map(([value, label]) => (
+        <legend className="col-form-label">{t("live_chat.attitude_question")}</legend>
+        {ATTITUDES.map((value) => (
           <div className="form-check" key={value}>
             <input
               className="form-check-input"
@@ -52,7 +46,7 @@ function TopicForm({ state, sendAction }) {
               onChange={() => setAttitude(value)}
             />
             <label className="form-check-label" htmlFor={"attitude-" + value}>
-              {label}
+              {t("live_chat." + value)}
             </label>
           </div>
         ))}
@@ -64,7 +58,7 @@ function TopicForm({ state, sendAction }) {
         disabled={pending || !ready}
         onClick={() => sendOnce(() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude }))}
       >
-        Start conversation
+        {t("live_chat.start")}
       </button>
     </div>
   );
@@ -81,10 +75,13 @@ function ChatPanel({ state, messages, sendAction }) {
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
         <span>
-          Chatbot {state.slot + 1} of {state.num_slots}. Topic: <b data-testid="current-topic">{state.topic}</b>
+          {t("live_chat.slot", { slot: state.slot + 1, slots: state.num_slots })}. {t("live_chat.current_topic")}{" "}
+          <b>
+            <bdi data-testid="current-topic">{state.topic}</bdi>
+          </b>
         </span>
         <span className={enough ? "dialeval-go-on" : ""} data-testid="input-count">
-          Your inputs: {state.inputs || 0} (minimum {state.min_inputs || 0})
+          {t("live_chat.inputs", { inputs: state.inputs || 0, minimum: state.min_inputs || 0 })}
         </span>
       </div>
       <ChatLog messages={messages} botId={state.bot_id} streaming={state.streaming} />
@@ -94,7 +91,7 @@ function ChatPanel({ state, messages, sendAction }) {
         </div>
       ) : null}
       <MessageInput
-        placeholder="Type your message"
+        placeholder={t("live_chat.message_placeholder")}
         maxLength={state.max_message_chars}
         busy={typeof state.streaming === "string"}
         queue
@@ -102,12 +99,12 @@ function ChatPanel({ state, messages, sendAction }) {
       />
       {enough ? (
         <p className="dialeval-go-on" role="status" data-testid="may-go-on" style={{ marginTop: 8 }}>
-          You have typed enough messages: chat on if you like, or press "Next chatbot" to rate this one and go on.
+          {t("live_chat.go_on")}
         </p>
       ) : null}
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
-          Topic
+          {t("live_chat.topic_button")}
         </button>
         <button
           className={enough ? "btn btn-success" : "btn btn-outline-secondary"}
@@ -115,12 +112,12 @@ function ChatPanel({ state, messages, sendAction }) {
           disabled={pending}
           onClick={() => sendOnce(() => sendAction({ action: "next" }))}
         >
-          Next chatbot
+          {t("live_chat.next")}
         </button>
       </div>
       {changingTopic ? (
         <div className="dialeval-input-row" style={{ marginTop: 8 }} data-testid="topic-change-form">
-          <input className="form-control" aria-label="New topic" placeholder="New topic" value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
+          <input className="form-control" aria-label={t("live_chat.new_topic")} placeholder={t("live_chat.new_topic")} value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
           <button
             className="btn btn-secondary"
             disabled={!newTopic.trim()}
@@ -130,7 +127,7 @@ function ChatPanel({ state, messages, sendAction }) {
               setChangingTopic(false);
             }}
           >
-            Update topic
+            {t("live_chat.update_topic")}
           </button>
         </div>
       ) : null}
@@ -147,11 +144,11 @@ function RatingForm({ state, messages, sendAction }) {
     <div data-testid="rating-form">
       {messages.length ? (
         <details className="dialeval-reread">
-          <summary>Read the conversation again</summary>
+          <summary>{t("live_chat.reread")}</summary>
           <ChatLog messages={messages} botId={state.bot_id} />
         </details>
       ) : null}
-      <h2 className="h5">How much do you agree with each statement about the chatbot you just talked to?</h2>
+      <h2 className="h5">{t("live_chat.rate_question")}</h2>
       {statements.map((statement, idx) => (
         <ContinuousSlider
           key={state.slot + "-" + idx}
@@ -161,7 +158,7 @@ function RatingForm({ state, messages, sendAction }) {
           onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
         />
       ))}
-      {done ? null : <p className="text-muted">Please move every slider.</p>}
+      {done ? null : <p className="dialeval-note">{t("live_chat.move_every_slider")}</p>}
       {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button
         className="btn btn-primary"
@@ -169,7 +166,7 @@ function RatingForm({ state, messages, sendAction }) {
         disabled={pending || !done}
         onClick={() => sendOnce(() => sendAction({ action: "rating", values }))}
       >
-        Next
+        {t("live_chat.rate_next")}
       </button>
     </div>
   );
@@ -181,7 +178,7 @@ function FailedPanel({ state, sendAction }) {
     <div data-testid="failed-panel">
       <div className="alert alert-danger">{state.failure_text}</div>
       <button className="btn btn-primary" data-testid="next-after-failure" disabled={pending} onClick={() => sendOnce(() => sendAction({ action: "next" }))}>
-        Continue
+        {t("live_chat.continue")}
       </button>
     </div>
   );
@@ -192,7 +189,7 @@ function FeedbackForm({ state, sendAction }) {
   const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="feedback-form">
-      <label htmlFor="feedback">Any problems or comments? (optional)</label>
+      <label htmlFor="feedback">{t("live_chat.feedback")}</label>
       <textarea id="feedback" className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
       <button
         className="btn btn-primary"
@@ -201,7 +198,7 @@ function FeedbackForm({ state, sendAction }) {
         disabled={pending}
         onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback }))}
       >
-        Finish
+        {t("live_chat.finish")}
       </button>
     </div>
   );
@@ -210,6 +207,7 @@ function FeedbackForm({ state, sendAction }) {
 function LiveChatApp() {
   const live = useLiveTask();
   const { state, messages, sendAction, handleSubmit, taskConfig } = live;
+  useLanguage(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
@@ -224,11 +222,11 @@ function LiveChatApp() {
   } else if (state.phase === "feedback") {
     body = <FeedbackForm state={state} sendAction={sendAction} />;
   } else {
-    body = <div className="alert alert-secondary">Connecting to the chatbots...</div>;
+    body = <div className="alert alert-secondary">{t("live_chat.connecting")}</div>;
   }
   const numSlots = state.num_slots || (taskConfig && taskConfig.frontend_task_opts && taskConfig.frontend_task_opts.num_slots) || 6;
   return (
-    <TaskShell mephisto={live} title="Chat with chatbots" instructions={<Instructions numSlots={numSlots} minInputs={state.min_inputs || 10} />}>
+    <TaskShell mephisto={live} title={t("live_chat.title")} instructions={<Instructions numSlots={numSlots} minInputs={state.min_inputs || 10} />}>
       {body}
     </TaskShell>
   );
