@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -30,7 +31,7 @@ def write_items(path):
 def run(tmp_path):
     items = tmp_path / "items.jsonl"
     write_items(items)
-    run = MockRun("ab_next_utterance", tmp_path / "mephisto", port=3241, overrides=[
+    run = MockRun("ab_next_utterance", tmp_path / "mephisto", port=free_port(), overrides=[
         f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1",
         f"mephisto.task.task_name={STUDY}"])
     yield run

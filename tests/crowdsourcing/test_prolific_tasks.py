@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 from .prolific_harness import (ProlificMockRun, finish, register, scale_items, scale_overrides, submit_scale_unit,
                                submit_static_unit)
@@ -14,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 def test_scale_designs_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", 3301, fake,
+    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
                           scale_overrides(scale_items(tmp_path / "items.jsonl", 1), "sd_prolific"))
     try:
         submit_scale_unit(run, "PID_SD_1")
@@ -55,7 +57,7 @@ def _submit_live(run, pid) -> None:
 
 def test_sm_eval_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("sm_eval", tmp_path / "mephisto", 3302, fake, [
+    run = ProlificMockRun("sm_eval", tmp_path / "mephisto", free_port(), fake, [
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=2", "sm_eval.seed=1", "~sm_eval.models.retrieval"])
     try:
         run.register("PID_SM_1")
@@ -72,7 +74,7 @@ def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
     from .test_pw_turn_mock import answer_onboarding
 
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("pw_turn", tmp_path / "mephisto", 3303, fake, [
+    run = ProlificMockRun("pw_turn", tmp_path / "mephisto", free_port(), fake, [
         "mephisto.blueprint.num_conversations=1", "pw_turn.seed=4", "pw_turn.num_turns=2",
         "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
     try:
@@ -95,7 +97,7 @@ def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
     convs = tmp_path / "convs.jsonl"
     write_conversations(convs)
-    run = ProlificMockRun("acute", tmp_path / "mephisto", 3304, fake, [
+    run = ProlificMockRun("acute", tmp_path / "mephisto", free_port(), fake, [
         f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=2", "acute.subtasks_per_unit=2",
         "mephisto.task.task_name=acute_prolific"])
     try:
@@ -114,7 +116,7 @@ def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
     items = tmp_path / "items.jsonl"
     write_items(items)
-    run = ProlificMockRun("ab_next_utterance", tmp_path / "mephisto", 3305, fake, [
+    run = ProlificMockRun("ab_next_utterance", tmp_path / "mephisto", free_port(), fake, [
         f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1",
         "mephisto.task.task_name=ab_prolific"])
     try:

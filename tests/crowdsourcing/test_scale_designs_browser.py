@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
 
@@ -23,7 +24,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
                                          "reference": "It was great, thanks.", "responses": RESPONSES}) + "\n"
                              for n in range(2)))
     run = CliRun("scale_designs", tmp_path, [
-        "mephisto.architect.port=3295", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"scale_designs.items_file={items}", "scale_designs.design=rme", "scale_designs.seed=0"])
     try:
         with chromium_page(tmp_path) as page:
