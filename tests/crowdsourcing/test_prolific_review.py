@@ -11,8 +11,8 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (TOKEN, ProlificMockRun, arrive, register, scale_items, scale_overrides,
-                               submit_scale_unit)
+from .prolific_harness import (TOKEN, ProlificMockRun, arrive, completed_on_prolific, register, scale_items,
+                               scale_overrides, submit_scale_unit)
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     items = scale_items(tmp_path / "items.jsonl", 3)
     run = ProlificMockRun("scale_designs", data, free_port(), fake, scale_overrides(items, "sd_review"))
     try:
-        submit_scale_unit(run, "PID_A")
+        assert submit_scale_unit(run, "PID_A") == completed_on_prolific(run, "PID_A")
         run.register("PID_B")  # takes a place, never submits
         run.unit_agent("PID_B")
         study = fake.state.studies[run.study["study_id"]]
@@ -64,7 +64,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
         type(unit_b)._last_poll.clear()
         unit_b.get_status()
         run.wait(lambda: run.db.get_agent(agent_b.db_id)["status"] == "returned", what="the returned agent")
-        submit_scale_unit(run, "PID_C")
+        assert submit_scale_unit(run, "PID_C") == completed_on_prolific(run, "PID_C")
     finally:
         run.shutdown()
     assert fake.state.studies[run.study["study_id"]]["status"] == "AWAITING REVIEW"  # stopped once no unit is open
