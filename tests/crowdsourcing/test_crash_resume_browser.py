@@ -48,7 +48,8 @@ def _lose_once_then_double(seen: dict):
 
 def test_a_person_carries_on_after_kill_9_and_nothing_is_lost_or_doubled(tmp_path):
     require_chromium()
-    overrides = ["conf=offline_small", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=crash_browser",
+    port = free_port()
+    overrides = ["conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=crash_browser",
                  "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=3", "live_chat.seed=0"]
     run = CliRun("live_chat_da", tmp_path, overrides)
     runs, seen = [run], {"sent": []}

@@ -366,7 +366,8 @@ def test_dashboard_command_refuses_a_task_never_launched(tmp_path):
     import subprocess
     import sys
 
+    port = free_port()
     done = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "dashboard", "nothing_here", "--mephisto-data",
-                           str(tmp_path / "empty"), "--port", str(free_port())], capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "empty"), "--port", str(port)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no task named 'nothing_here'" in done.stderr, done.stderr[-2000:]
     assert "Dashboard:" not in done.stdout

@@ -210,15 +210,15 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
             (CARELESS, "reject", "FAILED_CHECK", None, "done"), (KIND, "bonus", None, 75, "paid")]
 
         # `dialeval dashboard` afterwards, on the same data: the same decisions; still nothing without the token
-        later_port = free_port()
-        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(later_port)],
+        port = free_port()
+        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(port)],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             line = later.stdout.readline()
             while line and "Dashboard:" not in line:
                 line = later.stdout.readline()
             url = re.search(r"(http://\S+\?token=\S+)", line)[1]
-            assert httpx.get(f"http://127.0.0.1:{later_port}/").status_code == 401
+            assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
             with httpx.Client(follow_redirects=True) as client:
                 page = client.get(url).text
             assert "REJECTED" in page and "0.75 GBP" in page and CARELESS in page

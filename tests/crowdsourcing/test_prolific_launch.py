@@ -151,7 +151,8 @@ def test_refused_places_do_not_stop_units_launching(tmp_path, fake, monkeypatch)
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     fake.inject(500, 2, path=r"studies/[^/]+/$", method="PATCH")  # the places of units 2 and 3
-    run = ProlificMockRun("scale_designs", data, free_port(), fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 3),
+    port = free_port()
+    run = ProlificMockRun("scale_designs", data, port, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 3),
                                                                              "sd_places"))
     try:
         def units():
