@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from needs import needs
 
 from parlai_dialeval.compat import mephisto_router as compat_router
@@ -19,6 +20,7 @@ from parlai_dialeval.compat import mephisto_router as compat_router
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # three real launches and their node routers: minutes, not seconds
 def test_tiny_ramp_loses_nothing(tmp_path):
     if shutil.which("node") is None or not (compat_router.ROUTER_DIR / "node_modules" / "ws").is_dir():
         needs(f"node or the router dependencies ({compat_router.ROUTER_DIR}/node_modules) are missing: run install.sh")

@@ -217,6 +217,7 @@ async def scenario(port: int, log: list[str]) -> list[PageClient]:
     return honest
 
 
+@pytest.mark.slow  # a real launch through a whole HIT: minutes, not seconds
 def test_hostile_clients_leave_honest_work_intact(tmp_path):
     require_router()
     port = free_port()
