@@ -17,12 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
 from .protocol_harness import (CHROMIUM, DIALEVAL, CliRun, dialeval, live_chat_conversation, pause,
                                require_chromium)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT, DASHBOARD_PORT, LATER_PORT = 3340, 3341, 3342  # docs/crowdsourcing.md: the dashboard tests' ports
 TASK = "lcda_dashboard"
 GOOD, KIND, CARELESS = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02", "5f0c1d2e3a4b5c6d7e8f9a03"
 HOSTILE = '<img src=x onerror=alert(1)>'
@@ -38,9 +39,9 @@ class DashboardLaunch(CliRun):
         self.tmp_path, self.data_dir, self.log_path = tmp_path, tmp_path / "mephisto", tmp_path / "launch.log"
         self.proc = subprocess.Popen(DIALEVAL + [
             "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
-            f"mephisto.architect.port={PORT}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
+            f"mephisto.architect.port={free_port()}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
             "mephisto.blueprint.num_conversations=4", "live_chat.seed=0", "--mephisto-data", str(self.data_dir),
-            "--dashboard", "--dashboard-port", str(DASHBOARD_PORT), "--dashboard-refresh", "2"],
+            "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.router_pid, self.dashboard, end = None, None, time.time() + 180
         while time.time() < end and self.proc.poll() is None and not (self.router_pid and self.dashboard):
@@ -209,14 +210,15 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
             (CARELESS, "reject", "FAILED_CHECK", None, "done"), (KIND, "bonus", None, 75, "paid")]
 
         # `dialeval dashboard` afterwards, on the same data: the same decisions; still nothing without the token
-        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(LATER_PORT)],
+        port = free_port()
+        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(port)],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             line = later.stdout.readline()
             while line and "Dashboard:" not in line:
                 line = later.stdout.readline()
             url = re.search(r"(http://\S+\?token=\S+)", line)[1]
-            assert httpx.get(f"http://127.0.0.1:{LATER_PORT}/").status_code == 401
+            assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
             with httpx.Client(follow_redirects=True) as client:
                 page = client.get(url).text
             assert "REJECTED" in page and "0.75 GBP" in page and CARELESS in page

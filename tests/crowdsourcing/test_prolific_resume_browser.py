@@ -14,11 +14,12 @@ import time
 import psutil
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import ProlificCliRun, fake_prolific, provider_overrides, register
 from .protocol_harness import chromium_page, dialeval, live_chat_conversation, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT = 3302
 PID_A, PID_B = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02"
 
 
@@ -40,7 +41,7 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
     data = tmp_path / "mephisto"
     with fake_prolific() as fake:
         register(data, fake, monkeypatch)
-        overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={PORT}",
+        overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={free_port()}",
                      "mephisto.task.task_name=lc_prolific_kill", "mephisto.blueprint.num_conversations=2",
                      "live_chat.min_inputs=1", "live_chat.seed=0"]
         first = ProlificCliRun(tmp_path, fake, overrides)
