@@ -74,7 +74,8 @@ export function ChatLog({ messages, botId, selfName = t("chat.you"), otherName =
     }
   }, [messages.length, streaming]);
   return (
-    <div className="dialeval-chat-log" data-testid="chat-log">
+    // focusable: a keyboard user scrolls the log with the arrow keys once it is longer than its box
+    <div className="dialeval-chat-log" data-testid="chat-log" tabIndex={0}>
       {/* role=log: a screen reader announces each new message once, politely; the reply as it streams is
           left out of it (it would be read word by word) and is announced when it arrives whole */}
       <div role="log" aria-live="polite" aria-label={t("chat.conversation")}>

@@ -3,7 +3,7 @@ import React from "react";
 
 export function TurnHistory({ history }) {
   return (
-    <div className="dialeval-chat-log" data-testid="history">
+    <div className="dialeval-chat-log" data-testid="history" tabIndex={0} role="log" aria-label="The conversation so far">
       {(history || []).map((turn, idx) => (
         <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
           <span className={"dialeval-bubble " + (turn.speaker === "human" ? "dialeval-bubble-self" : "dialeval-bubble-other")}>
