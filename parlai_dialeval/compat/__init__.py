@@ -2,11 +2,11 @@
 "Patches", lists them all):
 
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, its data directory, its metrics
-  server, a thread-safe unit launcher for generated runs);
+  server, a thread-safe unit launcher for generated runs, our crowd providers registered on import);
 - ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session
   tokens, limits) and its agents' acknowledgements of stored acts;
 - ``compat/parlai.py``: ParlAI 1.7.2 (a Python 3.11 source fix, the fast command start, ``--help`` with
-  required options, zoo paths resolved without downloading);
+  required options, zoo paths resolved without downloading, the ``dialeval:`` prefix);
 - ``compat/torch.py``: torch's private oneDNN operators for packed linear layers.
 
 Each patch asserts the version it was written for (``patching.require_version``) and checks that it
@@ -14,7 +14,8 @@ took effect (a replace that matched exactly once, a function that is now ours) a
 and which upstream change would retire it. ``patching.py`` and ``source_fixes.py`` are the shared
 machinery.
 
-``install()`` puts the source fixes' import hook on ``sys.meta_path``; it must run before anything
+``install()`` puts the source fixes' import hook and the providers' registration on ``sys.meta_path``
+and registers the ``dialeval:`` prefix with ParlAI's loader; it must run before anything
 imports ``mephisto``: ``parlai_dialeval/__init__.py`` calls it, so importing this package first is
 enough. ``python -c "from parlai_dialeval import compat; compat.check()"`` (install.sh) confirms that
 every patch takes effect.
@@ -34,6 +35,8 @@ source_fixes.register(_parlai.SOURCE_FIX)
 
 def install() -> None:
     source_fixes.install()
+    _parlai.register_prefix()
+    _mephisto.providers_on_import()
 
 
 def check() -> None:
