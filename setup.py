@@ -58,6 +58,6 @@ setup(
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
-                             "ppi-python"]},
+                             "ppi-python", "import-linter"]},  # import-linter: the layers (tests/test_layers.py)
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
 )

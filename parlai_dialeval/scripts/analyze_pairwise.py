@@ -286,7 +286,7 @@ def _report_annotators(report: Report, tables: dict, summary: dict) -> None:
 
 def _judge_section(comparisons, judge, tables: dict, summary: dict, config: PairwiseConfig, report: Report) -> None:
     """PPI++ win rates (ties 1/2) and Bradley-Terry scores with the judge, next to the human-only ones."""
-    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.adaptive import ppi_pairwise
     from parlai_dialeval.scripts.judge_option import report_ppi
 
     with report.library_warnings():
@@ -327,7 +327,7 @@ class AnalyzePairwise(AnalysisCommand):
             print(f"left out {count} {reason}")
         judge = None
         if config.judge:
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
         return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge)

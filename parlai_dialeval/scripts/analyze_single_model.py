@@ -174,7 +174,7 @@ def _report(report: Report, results: dict, turn, config: SingleModelConfig, work
 def _judge_section(turn, dialog, judge: pd.DataFrame, results: dict, config: SingleModelConfig,
                    report: Report) -> None:
     """PPI++ SM-Turn success rates (every turn) and SM-Dialog Likert means with the judge."""
-    from parlai_dialeval.analysis.ppi_single_model import ppi_means
+    from parlai_dialeval.adaptive.ppi_single_model import ppi_means
     from parlai_dialeval.scripts.judge_option import report_ppi
 
     with report.library_warnings():
@@ -201,7 +201,7 @@ class AnalyzeSingleModel(AnalysisCommand):
     def analyse(self, data, config, checks, out):
         judge = None
         if config.judge:
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "ratings")
         result = analyze(data, out, config, checks, judge)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis.ppi import ppi_mean
+from parlai_dialeval.adaptive.ppi import ppi_mean
 
 JUDGES = {"useless (50%)": 0.5, "65%": 0.65, "80%": 0.8, "90%": 0.9, "position-biased": "position"}
 POSITION_SHARE = 0.7  # share of prompts on which the position-biased judge answers "A" regardless

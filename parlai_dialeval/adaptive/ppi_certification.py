@@ -1,5 +1,5 @@
 """``dialeval certify --judge``: which model beats which, with the judge's answers carrying part of the
-load, valid at every look (the e-process of parlai_dialeval.analysis.ppi_sequential).
+load, valid at every look (the e-process of parlai_dialeval.adaptive.ppi_sequential).
 
 Per question, unit and model pair: the judge's pool is every item it answered (one cluster per item, the
 rule of analysis/clustering.py, its answers averaged: a flip across the two orders is 1/2); people's
@@ -18,7 +18,7 @@ import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold
 from parlai_dialeval.analysis.clustering import cluster_outcomes, vote_clusters
-from parlai_dialeval.analysis.ppi_sequential import e_values
+from parlai_dialeval.adaptive.ppi_sequential import e_values
 
 COLUMNS = ["question", "unit", "model_a", "model_b", "units", "human_unjudged", "judge_pool", "judge_mean",
            "human_mean", "judge_weight", "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]

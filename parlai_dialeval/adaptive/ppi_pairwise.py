@@ -1,5 +1,5 @@
 """Pairwise votes with an LLM judge: PPI++ win rates and Bradley-Terry scores next to the human-only
-ones (parlai_dialeval.analysis.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
+ones (parlai_dialeval.adaptive.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
 
 Matching: a judge record (``dialeval judge`` output, worker ``judge:...``) answers one item: the same
 (question, unit, model pair, item_id, turn_index) as human votes. Human votes on an item the judge
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis import ppi
+from parlai_dialeval.adaptive import ppi
 from parlai_dialeval.analysis.clustering import cluster_ids
 from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
