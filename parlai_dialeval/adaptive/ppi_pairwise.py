@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive import ppi
-from parlai_dialeval.analysis.clustering import cluster_ids
+from parlai_dialeval.analysis.cluster_robust import cluster_ids
 from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
 KEY = SECTION + ["first", "second", "item_id", "turn"]

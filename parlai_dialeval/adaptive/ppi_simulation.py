@@ -125,7 +125,7 @@ def best_possible_share(comparison: Comparison) -> float:
     """The share a judge that knew every prompt's true preference could reach with an endless pool:
     what is left of the prompt-mean vote's variance once the between-prompt part is known,
     (1 - ICC) / (m ICC + 1 - ICC) for m votes per prompt (ICC within prompts, one-way ANOVA)."""
-    from parlai_dialeval.analysis.clustering import icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import icc_oneway
 
     votes = np.concatenate(comparison.votes)
     prompts = np.repeat(np.arange(len(comparison.votes)), [len(v) for v in comparison.votes])

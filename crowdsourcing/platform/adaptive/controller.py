@@ -13,7 +13,7 @@ import numpy as np
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.analysis.clustering import record_outcomes
+from parlai_dialeval.analysis.cluster_robust import record_outcomes
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.errors import DialevalError
@@ -40,7 +40,7 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
 def outcomes(records: list[dict]) -> list[tuple[str, str, str, float, str]]:
     """(worker, first model, second model, outcome for the first, item key) per cluster of votes in
     canonical records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection
-    order; automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.clustering's."""
+    order; automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.cluster_robust's."""
     return record_outcomes(records)
 
 
