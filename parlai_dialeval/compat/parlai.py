@@ -11,6 +11,9 @@ took effect after.
 - ``downloads_refused``: ParlAI's download functions replaced by a refusal, for a ``with`` block only
   (zoo paths resolve locally or say how to build them). Retire when ``modelzoo_path`` takes a
   no-download flag.
+- ``acceptability_checker``: ParlAI's ``AcceptabilityChecker`` built without its ``__init__`` (which
+  downloads ParlAI's offensive-word list) and given a matcher over our own list; checked: ``__init__``
+  still sets exactly those two fields. Retire when the checker takes a word-list path.
 - ``register_prefix``: ``dialeval:`` added to the loader's ``REGISTERED_REPOS`` (ParlAI's own table of
   agent/task prefixes, which has no registration function), so ``-m dialeval:NAME`` resolves to
   ``parlai_dialeval.agents.NAME`` and ``-t dialeval:NAME`` to ``parlai_dialeval.tasks.NAME``. Installed by
@@ -22,6 +25,7 @@ import contextlib
 import importlib
 import importlib.abc
 import inspect
+import re
 import sys
 import threading
 
@@ -137,6 +141,25 @@ def downloads_refused(build_data=None):
                 swapped(build_data.DownloadableFile, "downloads_refused",
                         download_file=lambda self, dpath: refuse(None, dpath)):
             yield
+
+
+ACCEPTABILITY_FIELDS = ("self.offensive_lang_detector", "self.min_words_violation_threshold")
+
+
+def acceptability_checker(word_list: str, min_words: float):
+    """An ``AcceptabilityChecker`` whose offensive-language matcher reads ``word_list`` (no download)."""
+    require_version("parlai", WRITTEN_FOR, "acceptability_checker")
+    from parlai.crowdsourcing.utils.acceptability import AcceptabilityChecker
+    from parlai.utils.safety import OffensiveStringMatcher
+
+    init = inspect.getsource(AcceptabilityChecker.__init__)
+    if sorted(set(re.findall(r"self\.\w+(?= *=)", init))) != sorted(ACCEPTABILITY_FIELDS):
+        raise CompatError("parlai_dialeval.compat: acceptability_checker: AcceptabilityChecker.__init__ sets other "
+                          "fields than " + ", ".join(ACCEPTABILITY_FIELDS) + ": the upstream code changed")
+    checker = AcceptabilityChecker.__new__(AcceptabilityChecker)
+    checker.offensive_lang_detector = OffensiveStringMatcher(word_list)
+    checker.min_words_violation_threshold = min_words
+    return checker
 
 
 PREFIX = {"dialeval:": {"repo": "parlai_dialeval", "source": "pip install -e . in the parlai_dialeval checkout"}}
