@@ -56,3 +56,23 @@ def test_our_providers_are_in_mephistos_registry_and_missing_ones_are_named(monk
     monkeypatch.setitem(compat_mephisto.PROVIDERS, "nowhere", "parlai_dialeval.providers.nowhere")
     with pytest.raises(CompatError, match="\\['nowhere'\\] not in Mephisto's registry"):
         compat_mephisto.require_providers()
+
+
+def test_gpt2s_mlp_is_recognised_by_class_and_refused_when_its_forward_changes(monkeypatch):
+    from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
+
+    from parlai_dialeval.compat import transformers as compat_transformers
+
+    assert compat_transformers.gpt2_mlp() is GPT2MLP and compat_transformers.mlp_unfit() is None
+
+    def forward(self, hidden_states):  # an upstream MLP that normalises between c_fc and act
+        hidden_states = self.c_fc(hidden_states) * 0.5
+        return self.dropout(self.c_proj(self.act(hidden_states)))
+
+    monkeypatch.setattr(GPT2MLP, "forward", forward)
+    assert compat_transformers.gpt2_mlp() is None
+    with pytest.raises(CompatError, match="no longer calls"):
+        compat_transformers.check()
+    monkeypatch.undo()
+    monkeypatch.setattr(compat_transformers, "WRITTEN_FOR", "0.0.1")
+    assert compat_transformers.gpt2_mlp() is None and "written for transformers 0.0.1" in compat_transformers.mlp_unfit()

@@ -7,7 +7,8 @@
   tokens, limits) and its agents' acknowledgements of stored acts;
 - ``compat/parlai.py``: ParlAI 1.7.2 (a Python 3.11 source fix, the fast command start, ``--help`` with
   required options, zoo paths resolved without downloading, the ``dialeval:`` prefix);
-- ``compat/torch.py``: torch's private oneDNN operators for packed linear layers.
+- ``compat/torch.py``: torch's private oneDNN operators for packed linear layers;
+- ``compat/transformers.py``: GPT-2's MLP as the packed layers' GELU move expects it.
 
 Each patch asserts the version it was written for (``patching.require_version``) and checks that it
 took effect (a replace that matched exactly once, a function that is now ours) and says why it exists
@@ -42,9 +43,10 @@ def install() -> None:
 def check() -> None:
     from parlai_dialeval.compat import mephisto_router as _mephisto_router
     from parlai_dialeval.compat import torch as _torch
+    from parlai_dialeval.compat import transformers as _transformers
 
     install()
-    for module in (_mephisto, _mephisto_router, _parlai, _torch):
+    for module in (_mephisto, _mephisto_router, _parlai, _torch, _transformers):
         for line in module.check():
             print(f"parlai_dialeval.compat: {line}")
     print(f"parlai_dialeval.compat: every patch takes effect on Python {sys.version.split()[0]}")
