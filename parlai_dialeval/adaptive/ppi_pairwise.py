@@ -7,7 +7,7 @@ answered are the labelled rows, each with the judge's answer; judge answers on i
 are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
 counted (``human_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
 the judge's ties, flips across the two orders included); automatic ties are left out. Rows cluster by
-the project's one rule (``clustering.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
+the project's one rule (``cluster_robust.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
 conversation).
 """
 from __future__ import annotations
