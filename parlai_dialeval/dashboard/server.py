@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from parlai_dialeval.errors import DialevalError
 
@@ -29,6 +31,7 @@ class Dashboard:
     host: str
     port: int
     token: str | None  # None: the password of DIALEVAL_DASHBOARD_PASSWORD opens it
+    token_file: Path | None = None  # the token, readable by its owner only (removed by ``stop``)
 
     @property
     def url(self) -> str:
@@ -36,9 +39,14 @@ class Dashboard:
         return f"http://{shown}:{self.port}/"
 
     def announce(self) -> str:
+        """The line telling the researcher where the dashboard is. The token is shown on a terminal only:
+        output going to a file (a saved launch log) names the token's file instead."""
         if self.token is None:
             return f"Dashboard: {self.url} (sign in with the password in ${PASSWORD_ENV})"
-        return f"Dashboard: {self.url}?token={self.token} (the token is needed; keep it private)"
+        if self.token_file is None or sys.stdout.isatty():
+            return f"Dashboard: {self.url}?token={self.token} (the token is needed; keep it private)"
+        return (f"Dashboard: {self.url} (sign in with the token in {self.token_file}, readable by you only; "
+                "it is shown only when the output goes to a terminal)")
 
     def stop(self) -> None:
         from waitress import wasyncore
@@ -47,6 +55,8 @@ class Dashboard:
         self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
         self.thread.join(10)
         self.server.task_dispatcher.shutdown()
+        if self.token_file is not None:
+            self.token_file.unlink(missing_ok=True)
 
 
 def add_server_args(parser, prefix: str = "") -> None:
@@ -58,8 +68,10 @@ def add_server_args(parser, prefix: str = "") -> None:
     parser.add_argument(f"--{prefix}refresh", type=int, default=5, help="seconds between the overview's reloads")
 
 
-def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: int = 5) -> Dashboard:
-    """Serve ``source`` (a ``TaskSource``) in a background thread. The app answers one request at a time
+def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: int = 5,
+          token_dir: Path | None = None) -> Dashboard:
+    """Serve ``source`` (a ``TaskSource``) in a background thread; its token also goes in a file of
+    ``token_dir`` readable by its owner only. The app answers one request at a time
     (one waitress thread: Mephisto's SQLite handle keeps a connection per thread, and one researcher's page
     needs no more); connections are read and written meanwhile by waitress's loop."""
     from waitress.server import create_server
@@ -84,4 +96,16 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
                            ident="", expose_tracebacks=False, asyncore_use_poll=True)  # ident "": no Server header
     thread = threading.Thread(target=server.run, name="dialeval-dashboard", daemon=True)
     thread.start()
-    return Dashboard(server, thread, host, server.effective_port, token)  # port 0: the one the system chose
+    dashboard = Dashboard(server, thread, host, server.effective_port, token)  # port 0: the one the system chose
+    if token is not None and token_dir is not None:
+        dashboard.token_file = write_token(Path(token_dir) / f"{source.task_name}-{dashboard.port}.token", token)
+    return dashboard
+
+
+def write_token(path: Path, token: str) -> Path:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never readable by others, even briefly
+    os.fchmod(descriptor, 0o600)  # a file left by an earlier run keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return path
