@@ -19,7 +19,7 @@ from jinja2 import FileSystemLoader
 
 from parlai_dialeval.dashboard.source import ACTIONS
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.report import TEMPLATES
+from parlai_dialeval.report import TEMPLATES, bdi, bidi_shown
 
 OPEN_ENDPOINTS = {"login"}
 FORM = "application/x-www-form-urlencoded"
@@ -34,12 +34,13 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     from parlai_dialeval.providers.prolific.review import MIN_REJECT_MESSAGE, REJECTION_CATEGORIES
 
     app = Flask(__name__)
+    app.jinja_options = {**app.jinja_options, "finalize": bidi_shown}  # as the reports: bidi controls shown
     app.jinja_loader = FileSystemLoader(str(TEMPLATES))
     app.secret_key = secrets.token_bytes(32)  # sessions end with the server
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
                       SESSION_COOKIE_NAME="dialeval_dashboard")
-    app.jinja_env.filters.update(duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
+    app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
                                  clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)))
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)
