@@ -19,8 +19,8 @@ class Dashboard(ParlaiScript):
                               "money spent and committed and the review actions of `dialeval review`; bot latency "
                               "and failures; the certified ranking of adaptive runs. It reads what `dialeval export` "
                               "reads, while the task runs or after. Access needs the token it prints on a terminal "
-                              "(or keeps in a file readable by you only, named in the output, when the output goes to a "
-                              "file) or the password in $DIALEVAL_DASHBOARD_PASSWORD. Ctrl-C stops it.")
+                              "(or keeps in a file readable by you only, named in the output, when the output "
+                              "goes to a file) or the password in $DIALEVAL_DASHBOARD_PASSWORD. Ctrl-C stops it.")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         add_mephisto_data_arg(parser)
         add_task_type_arg(parser)

@@ -25,8 +25,9 @@ class Launch(ParlaiScript):
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
         parser.add_argument("--dashboard", action="store_true",
                             help="also serve the study's dashboard (as `dialeval dashboard`) on its own port while "
-                                 "the task runs; it prints the address and its access token (the token only on a terminal; "
-                                 "with the output in a file, the name of the token's file, readable by you only)")
+                                 "the task runs; it prints the address and its access token (the token only on a "
+                                 "terminal; with the output in a file, the name of the token's file, readable by "
+                                 "you only)")
         add_server_args(parser, "dashboard-")
         return parser
 

@@ -46,16 +46,14 @@ def test_an_override_in_participant_text_reverses_nothing_after_it(monkeypatch):
     dashboard = start(source, port=0)
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_context(bypass_csp=True).new_page()
             page.goto(dashboard.url + "login")
             page.fill("#token", test_dashboard.SECRET)
             page.click("#sign-in")
             page.wait_for_selector("[data-testid=quality-row]")
-            checks = [("[data-testid=quality-row] a", "_sandbox")]
-            found = {}
-            for selector, needle in checks:
-                found[("overview", needle)] = page.evaluate(EDGES, [selector, needle])
+            found = {("overview", "_sandbox"): page.evaluate(EDGES, ["[data-testid=quality-row] a", "_sandbox"])}
             page.goto(dashboard.url + "participant/" + quote(WORKER, safe=""))
             page.wait_for_selector("[data-testid=work]")
             for selector, needle in [("h2", "_sandbox"), ("summary", "complete"), (".turn", "then more"),

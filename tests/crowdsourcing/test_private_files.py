@@ -33,10 +33,10 @@ def mode(path: Path) -> int:
 @pytest.mark.timeout(400)
 def test_a_launch_writes_for_its_owner_only_and_keeps_the_token_out_of_its_log(tmp_path):
     port, dashboard_port = free_port(), free_port()
-    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={port}",
-                                            "mephisto.task.task_name=private_lc", "mephisto.blueprint.num_conversations=1",
-                                            "live_chat.min_inputs=1", "live_chat.seed=0", "--dashboard",
-                                            "--dashboard-port", str(dashboard_port)])
+    run = CliRun("live_chat_da", tmp_path, [
+        "conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=private_lc",
+        "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=1", "live_chat.seed=0", "--dashboard",
+        "--dashboard-port", str(dashboard_port)])
     try:
         worker = PageClient("private01", port, inputs=1, think=0.1, deadline=time.time() + 240)
 
@@ -65,7 +65,7 @@ def test_a_launch_writes_for_its_owner_only_and_keeps_the_token_out_of_its_log(t
     assert not token_file.exists()  # gone with the dashboard
     data = run.data_dir
     assert mode(data) == 0o700 and mode(data / "database.db") == 0o600
-    raw_chat = [p for p in (data / "data").rglob("*")]
+    raw_chat = list((data / "data").rglob("*"))
     assert any(p.is_file() and "private01" in p.read_text(errors="ignore") for p in raw_chat)  # the worker's words
     opened = [f"{p.relative_to(data)} {oct(mode(p))}" for p in raw_chat if mode(p) & 0o077]
     assert opened == []
