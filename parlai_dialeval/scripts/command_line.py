@@ -9,9 +9,8 @@ import types
 import typing
 from pathlib import Path
 
-import pandas as pd
-
 from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.csv_safe import write_csv  # noqa: F401  (the commands' CSV writer, safe in spreadsheets)
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.options import checked, names
 
@@ -55,12 +54,6 @@ def load_data(opt, log=print):
     from parlai_dialeval.importers import load
 
     return load(opt["data"], fmt=opt.get("data_format"), log=log)
-
-
-def write_csv(frame: pd.DataFrame, path: str | Path, **kwargs) -> Path:
-    with atomic_open(path, newline="") as handle:
-        frame.to_csv(handle, index=False, **kwargs)
-    return Path(path)
 
 
 def write_json(obj, path: str | Path) -> Path:

@@ -300,7 +300,7 @@ def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot
     with app.test_client() as web:
         web.post("/login", data={"token": SECRET})
         page = web.get("/").get_data(as_text=True)
-        assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
+        assert "Adaptive collection: certified" in page and "<bdi>good</bdi> &gt; <bdi>bad</bdi>" in page and "5e+06" in page
         png = web.get("/plot/certify.png")
         assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
 
