@@ -44,6 +44,18 @@ def knock(run, pid: str, session: str, study_id: str | None) -> dict:
     return details
 
 
+def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
+    """(run, A's and B's task-URL parameters): scale_designs with ``units`` places on the fake Prolific, where
+    participants A and B have started (each has an ACTIVE submission)."""
+    data = tmp_path / "mephisto"
+    register(data, fake, monkeypatch)
+    run = ProlificMockRun("scale_designs", data, free_port(), fake,
+                          scale_overrides(scale_items(tmp_path / "i.jsonl", units), task_name))
+    study = run.study["study_id"]
+    run.wait(lambda: fake.state.studies[study]["total_available_places"] == units, what="a place per unit")
+    return run, arrive(fake, study, PID_A), arrive(fake, study, PID_B)
+
+
 def lookups(fake, session: str) -> list[int]:
     """The statuses of the calls that asked Prolific about ``session``."""
     return [c["status"] for c in fake.state.calls if c["path"] == f"/api/v1/submissions/{session}/"]
@@ -52,14 +64,9 @@ def lookups(fake, session: str) -> list[int]:
 def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypatch):
     from parlai_dialeval.providers.prolific import verify
 
-    data = tmp_path / "mephisto"
-    register(data, fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", data, free_port(), fake,
-                          scale_overrides(scale_items(tmp_path / "i.jsonl", 3), "sd_verify"))
+    run, a, b = launch(tmp_path, fake, monkeypatch, "sd_verify", 3)
     try:
         study = run.study["study_id"]
-        run.wait(lambda: fake.state.studies[study]["total_available_places"] == 3, what="three places")
-        a, b = arrive(fake, study, PID_A), arrive(fake, study, PID_B)  # both start on Prolific
         fake.state.submissions[b["SESSION_ID"]]["status"] = "RETURNED"  # B returns the study on Prolific
         refused = {
             "the issue's outsider": knock(run, OUTSIDER, "FAKESESSION", study),
@@ -95,14 +102,9 @@ def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypa
 def test_prolific_busy_or_down(tmp_path, fake, monkeypatch):
     from parlai_dialeval.providers.prolific import verify
 
-    data = tmp_path / "mephisto"
-    register(data, fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", data, free_port(), fake,
-                          scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_verify_busy"))
+    run, a, b = launch(tmp_path, fake, monkeypatch, "sd_verify_busy", 2)
     try:
         study = run.study["study_id"]
-        run.wait(lambda: fake.state.studies[study]["total_available_places"] == 2, what="two places")
-        a, b = arrive(fake, study, PID_A), arrive(fake, study, PID_B)
         fake.inject(429, 2, path=f"submissions/{a['SESSION_ID']}/", retry_after=0.1)
         assert knock(run, PID_A, a["SESSION_ID"], study)["agent_id"]  # waited out, as Prolific asks
         assert lookups(fake, a["SESSION_ID"]) == [429, 429, 200]
