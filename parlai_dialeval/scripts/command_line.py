@@ -38,13 +38,18 @@ def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False, d
     group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
                        help="force the input format; detected when omitted. "
                        + (_formats_help() if formats_help else "See `dialeval convert --help` for the list."))
-    group.add_argument("--include-unverified", action="store_true",
-                       help="keep records marked unverified (work of identities the crowd platform never confirmed, "
-                            "docs/data_model.md); left out by default")
+    add_unverified_arg(group)
     if out is not None:
         group.add_argument("--out", required=True, metavar=out, type=output_folder if out == "DIR" else output_file,
                            help="output folder (created when missing; an existing file is refused)" if out == "DIR"
                            else "output " + out.lower())
+
+
+def add_unverified_arg(group) -> None:
+    """--include-unverified, read by ``load_data``."""
+    group.add_argument("--include-unverified", action="store_true",
+                       help="keep records marked unverified (work of identities the crowd platform never confirmed, "
+                            "docs/data_model.md); left out by default")
 
 
 def _formats_help() -> str:
@@ -54,11 +59,12 @@ def _formats_help() -> str:
     return "Formats: " + "; ".join(f"{name}: {imp.help}" for name, imp in sorted(IMPORTERS.items()))
 
 
-def load_data(opt, log=print):
-    """The data of ``--data``, without records marked unverified unless ``--include-unverified`` (said so)."""
+def load_data(opt, log=print, key: str = "data"):
+    """The data of ``--data`` (or the option ``key``), without records marked unverified unless
+    ``--include-unverified`` (said so)."""
     from parlai_dialeval.importers import load
 
-    data = load(opt["data"], fmt=opt.get("data_format"), log=log)
+    data = load(opt[key], fmt=opt.get("data_format"), log=log)
     if opt.get("include_unverified"):
         return data
     data, left_out = data.without_unverified()

@@ -5,8 +5,9 @@ wrote as complete and `dialeval review` never listed). Now, against the fake Pro
 sessions it started): made-up, borrowed, returned and other studies' identities are refused with a message
 for their page and nothing of theirs is created; the genuine participant is confirmed with one call,
 remembered across a restart; Prolific's 429 is waited out, its failure refuses for now without remembering.
-Work from a launch without the check (or any way around it) is exported marked unverified, left out of the
-worker check, listed by the review, and confirmed there when Prolific lists the session as theirs."""
+Work from a launch without the check (or any way around it) is exported marked unverified, left out of what
+analyses load unless asked, listed by the review, and confirmed there when Prolific lists the session as
+theirs."""
 from __future__ import annotations
 
 import socket
@@ -121,7 +122,8 @@ def test_unverified_work_is_marked_left_out_and_listed(tmp_path, fake, monkeypat
     """A launch without the check (as before this fix): the outsider and A both finish a unit. The export
     marks both unverified (neither was confirmed); the review confirms A from Prolific's list of the study's
     submissions and lists the outsider as unverified; the export then marks only the outsider."""
-    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db, export_task
+    from parlai_dialeval.scripts.command_line import load_data
     from parlai_dialeval.providers.prolific import review
     from parlai_dialeval.providers.prolific.provider import ProlificProvider
 
@@ -155,3 +157,10 @@ def test_unverified_work_is_marked_left_out_and_listed(tmp_path, fake, monkeypat
     assert marked == {OUTSIDER} and plain == {PID_A}
     assert any("identity never confirmed by Prolific" in note and OUTSIDER in note for note in report.notes)
     assert sum(r["type"] == "study" for r in report.records) == 1
+    out = tmp_path / "sd_unverified.jsonl"
+    export_task("sd_unverified", out, data)  # validated as a whole, the mark included
+    said = []
+    assert set(load_data({"data": [str(out)]}, log=said.append).ratings["worker_id"]) == {PID_A}
+    assert any(line.startswith("left out the work of unverified identities") for line in said)
+    kept = load_data({"data": [str(out)], "include_unverified": True}, log=None)
+    assert set(kept.ratings["worker_id"]) == {PID_A, OUTSIDER}
