@@ -205,11 +205,11 @@ def _read_agent(db, agent, extra_files: tuple[str, ...], **fields) -> UnitData:
     return UnitData(worker_id=worker.worker_name, mephisto_worker_id=agent.worker_id,
                     task_run_id=agent.task_run_id, agent_id=agent.db_id, agent_status=agent.get_status(),
                     state=state_data, task_start=start, task_end=end, files=files, problems=problems,
-                    unverified=identity_unconfirmed(db, agent.db_id, worker, fields.get("onboarding", False)),
+                    unverified=identity_unconfirmed(db, agent, worker, fields.get("onboarding", False)),
                     **fields)
 
 
-def identity_unconfirmed(db, agent_id: str, worker, onboarding: bool) -> bool:
+def identity_unconfirmed(db, agent, worker, onboarding: bool) -> bool:
     """Whether the worker's identity was never confirmed by the crowd provider. Only Prolific checks
     identities (providers/prolific/verify.py: every arrival, before it gets a place); MTurk signs its
     own, the mock provider has none to check."""
@@ -217,7 +217,7 @@ def identity_unconfirmed(db, agent_id: str, worker, onboarding: bool) -> bool:
         return False
     from parlai_dialeval.providers.prolific.verify import unconfirmed
 
-    return unconfirmed(db, agent_id, worker.worker_name, onboarding)
+    return unconfirmed(db, agent.db_id, worker.worker_name, agent.task_run_id if onboarding else None)
 
 
 def export_marked(export, units: list[UnitData], task_name: str) -> ExportReport:

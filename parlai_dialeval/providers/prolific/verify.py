@@ -146,12 +146,14 @@ def confirm_listed(db, agents: list[dict], submissions: list[dict], study_id: st
             record(db, sub["id"], agent["participant_id"], study_id, sub.get("status"), "review")
 
 
-def unconfirmed(db, agent_id: str, participant_id: str, onboarding: bool = False) -> bool:
+def unconfirmed(db, agent_id: str, participant_id: str, onboarding_run: str | None = None) -> bool:
     """Whether Prolific never confirmed a Prolific agent's identity: a unit agent's own session (its
-    ``agents`` row), or for an onboarding attempt (which has no session of its own) any session of the
-    participant."""
-    if onboarding:
-        return _store(db).one("SELECT 1 AS c FROM verified WHERE participant_id = ?", participant_id) is None
+    ``agents`` row), or for an onboarding attempt in task run ``onboarding_run`` (it has no session of its
+    own) any session of the participant in that run's study."""
+    if onboarding_run is not None:
+        study = (common.datastore(db).study_of_run(onboarding_run) or {}).get("study_id")
+        return _store(db).one("SELECT 1 AS c FROM verified WHERE participant_id = ? AND study_id = ?",
+                              participant_id, study) is None
     row = common.datastore(db).agent(str(agent_id))
     known = confirmed(db, row.get("submission_id")) if row else None
     return known is None or known["participant_id"] != row.get("participant_id")
