@@ -97,7 +97,7 @@ def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(m
         return None
 
     monkeypatch.setattr(ClientIOHandler, "_register_agent", _register_agent)
-    with pytest.raises(CompatError, match="arrivals_checked: .*_register_agent no longer calls .worker_pool.register_worker"):
+    with pytest.raises(CompatError, match="arrivals_checked: .*_register_agent no longer calls .worker_pool"):
         compat_mephisto.arrivals_checked()
 
 
