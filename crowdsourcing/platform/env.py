@@ -27,6 +27,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     mephisto_router.install()  # our node router: its own dependencies, session tokens, limits
     compat_mephisto.metrics_server_off()
     compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
+    compat_mephisto.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path
