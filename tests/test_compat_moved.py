@@ -76,3 +76,18 @@ def test_gpt2s_mlp_is_recognised_by_class_and_refused_when_its_forward_changes(m
     monkeypatch.undo()
     monkeypatch.setattr(compat_transformers, "WRITTEN_FOR", "0.0.1")
     assert compat_transformers.gpt2_mlp() is None and "written for transformers 0.0.1" in compat_transformers.mlp_unfit()
+
+
+def test_an_agent_shares_the_unit_it_is_given_and_refuses_a_get_unit_that_no_longer_reads_it(monkeypatch):
+    from mephisto.data_model.agent import Agent
+
+    agent, unit = types.SimpleNamespace(_unit=None), object()  # Mephisto's Agent needs a database to exist
+    compat_mephisto.share_unit(agent, unit)
+    assert Agent.get_unit(agent) is unit
+
+    def get_unit(self):  # an upstream that reads the unit back from the database every time
+        return self.db.get_unit(self.unit_id)
+
+    monkeypatch.setattr(Agent, "get_unit", get_unit)
+    with pytest.raises(CompatError, match="no longer calls 'return self._unit'"):
+        compat_mephisto.share_unit(agent, unit)

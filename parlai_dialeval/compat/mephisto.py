@@ -14,6 +14,10 @@
   load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
   file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
   these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
+- ``share_unit``: a new agent of our provider is handed the ``Unit`` object its caller holds (whose
+  ``worker_id`` was just set) through Mephisto's private ``_unit``, as Mephisto's own
+  ``Agent.new_from_provider_data`` does; checked: ``Agent.get_unit`` still returns ``self._unit``. Retire
+  when ``Agent.new`` takes the unit.
 - ``providers_on_import``: Mephisto 1.1.1's provider registry only scans its own package, so our crowd
   providers (Prolific) register right after ``import mephisto`` finishes, whoever imports it, without
   importing Mephisto any earlier (a command that never touches Mephisto does not pay for it). Installed
@@ -220,6 +224,15 @@ def forget_registration(onboarding_agent) -> None:
     for registration, agent_id in list(known.items()):
         if agent_id == onboarding_agent.get_agent_id():
             known.pop(registration, None)
+
+
+def share_unit(agent, unit) -> None:
+    """``agent.get_unit()`` returns ``unit`` itself (not a copy read back from the database)."""
+    require_version("mephisto", WRITTEN_FOR, "share_unit")
+    from mephisto.data_model.agent import Agent
+
+    require_call(Agent.get_unit, "return self._unit", "share_unit")
+    agent._unit = unit
 
 
 # provider type -> its module, by name: compat imports nothing of ours above the ground layer
