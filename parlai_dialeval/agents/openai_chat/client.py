@@ -195,8 +195,8 @@ class ChatEndpoint:
                 raise EndpointError(f"{self.url} failed {attempts} times, last: {reason}")
             delay = self.retry.wait(attempt, retry_after)
             if delay is None:
-                raise EndpointError(f"{self.url} asks to retry after {retry_after_seconds(retry_after):.0f} s ({reason}); "
-                                    "giving up this turn")
+                asked = retry_after_seconds(retry_after)
+                raise EndpointError(f"{self.url} asks to retry after {asked:.0f} s ({reason}); giving up this turn")
             logger.warning("%s: %s; retry %d/%d in %.1f s", self.url, reason, attempt, attempts - 1, delay)
             sleep(delay)
 
