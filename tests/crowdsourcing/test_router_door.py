@@ -176,3 +176,72 @@ def test_the_door_refuses_what_the_server_cannot_take(tmp_path):
                    "nested 2002 levels deep", "nested 100002 levels deep", "requests a second from one source"):
         assert reason in output, f"router log has no refusal {reason!r}"
     assert "Transient error" not in output and "RangeError" not in output
+
+
+async def serve_unreadable_packets(port: int, stop) -> None:
+    """This test as the router: packets Mephisto's server cannot read, then an honest one; open until ``stop``."""
+    good = {"packet_type": "log_error", "subject_id": "9", "data": {"text": "honest"}}
+
+    async def handler(ws):
+        for raw in ('{"packet_type": "log_error", "subject_id": "9"}', "[" * 2000 + "]" * 2000, "{not json",
+                    json.dumps(good)):
+            await ws.send(raw)
+        await asyncio.get_running_loop().run_in_executor(None, stop.wait)
+
+    async with websockets.serve(handler, "127.0.0.1", port):
+        await asyncio.get_running_loop().run_in_executor(None, stop.wait)
+
+
+def test_the_server_link_survives_packets_it_cannot_read():
+    """Mephisto's WebsocketChannel re-raised on a packet it could not read (Packet.from_dict's assertion,
+    json's RecursionError): its link restarted ("Socket error ... attempting restart") and what was in flight
+    was lost. With compat/mephisto_door.py's SOURCE_FIX the packet is dropped and the link stays."""
+    import threading
+
+    import parlai_dialeval  # noqa: F401  (the source fix, before Mephisto loads)
+    from mephisto.abstractions.architects.channels.websocket_channel import WebsocketChannel
+
+    port, opened, received, stop = free_port(), [], [], threading.Event()
+    channel = WebsocketChannel("c", opened.append, lambda channel_id: None,
+                               lambda channel_id, packet: received.append(packet.data), f"ws://127.0.0.1:{port}")
+    server = threading.Thread(target=asyncio.run, args=(serve_unreadable_packets(port, stop),))
+    server.start()
+    try:
+        time.sleep(0.5)
+        channel.open()
+        end = time.time() + 20
+        while not received and time.time() < end:
+            time.sleep(0.2)
+        time.sleep(1.0)  # a restart would open it again now
+        seen_open = list(opened)
+        channel.close()
+    finally:
+        stop.set()
+        server.join()
+    assert received == [{"text": "honest"}]
+    assert seen_open == ["c"]  # opened once: never restarted
+
+
+def test_mephisto_logs_are_plain_bounded_and_rate_limited():
+    """Mephisto logged a stranger's text whole through rich (wrapping time quadratic in its length: 1.6 s at
+    16 KB), escapes and newlines as they came, and as often as it came."""
+    import logging
+
+    from parlai_dialeval.compat import mephisto_door
+
+    mephisto_door.bounded_logging()
+    from mephisto.operations.client_io_handler import logger
+    from rich.logging import RichHandler
+
+    handlers = logger.handlers + logging.getLogger().handlers
+    assert not [h for h in handlers if isinstance(h, RichHandler)] and any(map(mephisto_door.is_ours, handlers))
+    ours = next(h for h in logger.handlers if mephisto_door.is_ours(h))
+    stranger = "\x1b[2J" + "version " * 2000 + "\nFAKE LINE \ud800"
+    record = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "[Version Mismatch!!]: %s", (stranger,), None)
+    line = ours.format(record)
+    assert len(line) < mephisto_door.LINE_CHARS + 200 and "characters cut" in line
+    assert "\x1b" not in line and "\n" not in line and "\\x1b" in line and "\\ud800" in line
+    limit = mephisto_door.RateLimit()
+    passed = sum(limit.filter(logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "x", (), None))
+                 for _ in range(5000))
+    assert mephisto_door.LINES_BURST <= passed < mephisto_door.LINES_BURST + 100
