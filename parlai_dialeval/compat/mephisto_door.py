@@ -55,6 +55,9 @@ SOURCE_FIX = SourceFix("mephisto.abstractions.architects.channels.websocket_chan
      "                logger.warning(f\"dropped a packet the server cannot read: {e!r}\")  # dialeval: link kept"),
 ])
 
+ROUTER_HOST_HELP = ("address the task's router listens on; default 127.0.0.1 (this machine only) with the mock "
+                    "provider, 0.0.0.0 (every interface) with a crowd provider; 127.0.0.1 behind a reverse proxy on "
+                    "this machine")
 LINE_CHARS = 2000  # a line's text at most (a traceback keeps its first and last lines)
 TAIL_CHARS = 400
 LINES_PER_SECOND = 20
