@@ -24,6 +24,8 @@ import websockets
 from parlai_dialeval.compat import mephisto_router as compat_router
 from parlai_dialeval.testing.real_model import free_port
 
+from .page_client import PageClient
+from .protocol_harness import CliRun, dialeval
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, start_router
 
@@ -87,6 +89,7 @@ async def attack(port: int) -> dict:
                                    headers={"Content-Type": "application/json"})
             seen["malformed"] = [(r.status_code, r.text, r.headers.get("x-powered-by")) for r in (broken, deep)]
             seen["not found"] = (await http.get("/no/such/path")).text
+            seen["task_index"] = (await http.get("/task_index")).text  # Express has no view engine for it
             # item 12: worker names the server could not store
             names = {"surrogate": '"w\\ud800"', "nul": '"w\\u0000x"', "newline": '"w\\nx"', "honest": '"Zoë 张"'}
             seen["names"] = {}
@@ -156,6 +159,7 @@ def test_the_door_refuses_what_the_server_cannot_take(tmp_path):
         for leak in ("/work", "node_modules", "at ", "SyntaxError", "<pre>"):
             assert leak not in text, f"error body shows {leak!r}: {text[:300]}"
     assert "Cannot GET" not in seen["not found"]
+    assert "/work" not in seen["task_index"] and "at " not in seen["task_index"], seen["task_index"][:300]
 
     names = seen["names"]
     assert names["surrogate"][0] == 400 and "worker_name" in names["surrogate"][1] and "surrogate" in names["surrogate"][1]
@@ -245,3 +249,100 @@ def test_mephisto_logs_are_plain_bounded_and_rate_limited():
     passed = sum(limit.filter(logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "x", (), None))
                  for _ in range(5000))
     assert mephisto_door.LINES_BURST <= passed < mephisto_door.LINES_BURST + 100
+
+
+async def pipelined(port: int, count: int, path: str, source: str) -> int:
+    """``count`` requests in one write on one connection (as fast as the router reads them): how many were
+    refused 429."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    request = f"GET {path} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {source}\r\n\r\n".encode()
+    writer.write(request * count)
+    await writer.drain()
+    answers = b""
+    try:
+        while answers.count(b"HTTP/1.1 ") < count:
+            chunk = await asyncio.wait_for(reader.read(1 << 20), 30)
+            if not chunk:
+                break
+            answers += chunk
+    finally:
+        writer.close()
+    return answers.count(b"HTTP/1.1 429")
+
+
+async def outsider_and_insider(port: int, honest: list[PageClient], seen: dict) -> None:
+    """While the honest workers chat: an outsider without a session stalls nothing with thirty 16 KB version
+    reports in a moment, a request flood and malformed bodies; mallory, with a session, sends forty packets
+    Mephisto's server could not read (each restarted its link to the router, and the honest lost messages)."""
+    url = f"http://127.0.0.1:{port}"
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        while not all(getattr(c, "agent_id", None) for c in honest):
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2)  # they are chatting
+        stranger = {"X-Forwarded-For": "203.0.113.9"}
+        await asyncio.gather(*(http.get("/task_config.json", headers=stranger,
+                                        params={"mephisto_task_version": f"{i}" + "9" * 16_000}) for i in range(30)))
+        seen["flood refused"] = await pipelined(port, 1500, "/", stranger["X-Forwarded-For"])
+        seen["bad name"] = (await http.post("/request_agent", content=(
+            '{"provider_data": {"worker_name": "eve\\udc00", "agent_registration_id": "eve", "assignment_id": "e", '
+            '"provider_type": "mock"}}'), headers={"Content-Type": "application/json", **stranger})).status_code
+        broken = await http.post("/submit_task", content=b'{"USED_AGENT_ID": ', headers={
+            "Content-Type": "application/json", **stranger})
+        seen["broken body"] = (broken.status_code, broken.text, broken.headers.get("x-powered-by"))
+
+        mallory = PageClient("mallory", port, inputs=2, think=0.3, deadline=time.time() + 120)
+        assert await mallory.open(http)
+        nested = "[" * 2000 + "]" * 2000
+        hostile = [{"packet_type": "log_error"}, {"packet_type": "log_error", "data": 5},
+                   {"packet_type": "mephisto_bound_live_update", "data": {"update_id": "deep", "x": "NESTED"}},
+                   {"packet_type": "mephisto_bound_live_update",
+                    "data": {"update_id": "lone", "text": "a \ud800 b", "task_data": {"action": "message"}}}]
+        for i in range(40):
+            packet = {**hostile[i % len(hostile)], "subject_id": mallory.agent_id, "agent_token": mallory.token}
+            await mallory.ws.send(json.dumps(packet).replace('"NESTED"', nested))
+            await asyncio.sleep(0.05)
+        await mallory.close()
+
+
+async def door_scenario(port: int, seen: dict) -> list[PageClient]:
+    deadline = time.time() + 400
+    honest = [PageClient(name, port, inputs=2, think=0.3, deadline=deadline) for name in ("alice", "bob")]
+    async with httpx.AsyncClient() as http:
+        await asyncio.gather(*(c.run(http) for c in honest), outsider_and_insider(port, honest, seen))
+    return honest
+
+
+def test_a_launch_survives_strangers_and_unreadable_packets(tmp_path):
+    require_router()
+    port = free_port()
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={port}",
+                                             "mephisto.task.task_name=door_launch",
+                                             "mephisto.blueprint.num_conversations=3",
+                                             "mephisto.task.max_num_concurrent_units=0",
+                                             "live_chat.min_inputs=2", "live_chat.seed=0"])
+    seen: dict = {}
+    try:
+        addresses = listening_addresses(port)
+        honest = asyncio.run(door_scenario(port, seen))
+    finally:
+        run.stop()
+    text = run.log()
+    # item 13: a rehearsal (mock provider) serves this machine only, and says so
+    assert addresses == {"0100007F"}, addresses
+    assert f"Its router serves 127.0.0.1:{port}: this machine only" in text
+    # items 1, 9, 12: answered at the door
+    assert seen["flood refused"] > 0 and seen["bad name"] == 400
+    assert seen["broken body"][0] == 400 and seen["broken body"][2] is None and "/" not in seen["broken body"][1]
+    # the server never restarted its link, logged no report of 16 KB, and the log stayed small
+    assert "attempting restart" not in text and "Socket error" not in text
+    assert "9" * 1000 not in text and len(text) < 300_000, len(text)
+    # every honest message stored once, confirmed, and only the honest workers' work exported as complete
+    assert all(c.done for c in honest), [c.seen for c in honest]
+    dialeval("export", "door_launch", "--out", str(tmp_path / "out.jsonl"), "--mephisto-data", str(run.data_dir))
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    convs = [r for r in records if r["type"] == "conversation"]
+    assert sorted({c["worker_id"].split("_")[0] for c in convs if c["status"] == "complete"}) == ["alice", "bob"]
+    honest_turns = sorted(t["text"] for c in convs if not c["worker_id"].startswith("mallory")
+                          for t in c["turns"] if t["speaker"] == "human")
+    assert honest_turns == sorted(t for c in honest for t in c.sent)
+    assert all(sorted(c.confirmed) == sorted(c.sent) and not c.unconfirmed for c in honest)
