@@ -183,7 +183,8 @@ function errors(app) {
   app.use((error, req, res, next) => {
     const status = Number.isInteger(error.status) && error.status >= 400 && error.status < 500 ? error.status : 500;
     log(`${status} ${String(error.type || error.name || "error").slice(0, 60)}`, `${req.method} request`);
-    res.status(status).json({ status: "refused", reason: status === 413 ? "request too large" : "malformed request" });
+    const reason = status === 413 ? "request too large" : status === 500 ? "the server could not answer" : "malformed request";
+    res.status(status).json({ status: "refused", reason });
   });
 }
 

@@ -60,8 +60,8 @@ ROUTER_HOST_HELP = ("address the task's router listens on; default 127.0.0.1 (th
                     "this machine")
 LINE_CHARS = 2000  # a line's text at most (a traceback keeps its first and last lines)
 TAIL_CHARS = 400
-LINES_PER_SECOND = 20
-LINES_BURST = 200
+LINES_PER_SECOND = 50  # Mephisto's own lines of a crowd arriving at once stay within these
+LINES_BURST = 500
 
 
 def router_host(mephisto_args) -> str:
