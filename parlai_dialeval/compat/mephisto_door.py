@@ -50,9 +50,14 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      "server.address().port);\n"),
 ]
 
+_READ = ("                packet_dict = json.loads(msg_json)\n"
+         "                packet = Packet.from_dict(packet_dict)\n"
+         "                self.on_message(self.channel_id, packet)\n"
+         "            except Exception as e:\n"
+         "                # TODO(CLEAN) properly handle only failed from_dict calls\n")
 SOURCE_FIX = SourceFix("mephisto.abstractions.architects.channels.websocket_channel", "mephisto", WRITTEN_FOR, [
-    ("                logger.exception(repr(e), exc_info=True)\n                raise",
-     "                logger.warning(f\"dropped a packet the server cannot read: {e!r}\")  # dialeval: link kept"),
+    (_READ + "                logger.exception(repr(e), exc_info=True)\n                raise",
+     _READ + "                logger.warning(f\"dropped a packet the server cannot read: {e!r}\")  # dialeval: link kept"),
 ])
 
 ROUTER_HOST_HELP = ("address the task's router listens on; default 127.0.0.1 (this machine only) with the mock "
