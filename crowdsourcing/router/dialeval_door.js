@@ -101,8 +101,9 @@ function harden(app) {
   app.use(per_source);
 }
 
-// The depth of the deepest array or object in a JSON text (Buffer or string), without parsing it: the
-// router's JSON.stringify (and Mephisto's json.loads) recurse, and threw on a packet nested deep enough.
+// The depth of the deepest array or object in a JSON text (Buffer or string), without parsing it, or
+// MAX_DEPTH + 1 as soon as it is deeper: the router's JSON.stringify (and Mephisto's json.loads) recurse,
+// and threw on a packet nested deep enough.
 function nesting(raw) {
   const bytes = typeof raw === "string" ? Buffer.from(raw) : raw;
   let depth = 0;
@@ -120,6 +121,9 @@ function nesting(raw) {
       inString = true;
     } else if (c === 123 || c === 91) {
       depth++;
+      if (depth > MAX_DEPTH) {
+        return depth; // no need to read further
+      }
       if (depth > deepest) {
         deepest = depth;
       }
@@ -131,8 +135,7 @@ function nesting(raw) {
 }
 
 function nesting_refusal(raw) {
-  const depth = nesting(raw);
-  return depth > MAX_DEPTH ? `nested ${depth} levels deep (limit ${MAX_DEPTH})` : null;
+  return nesting(raw) > MAX_DEPTH ? `nested more than ${MAX_DEPTH} levels deep` : null;
 }
 
 // The first string of ``value`` (keys too) Mephisto's server cannot take, as "field: reason"; null if none.
