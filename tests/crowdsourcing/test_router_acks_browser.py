@@ -62,6 +62,15 @@ def _say(page, text):
     page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=90000)
 
 
+def _start_chat(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
+    page.fill("#topic-input", "books")
+    page.check("#attitude-like")
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+
+
 def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     require_chromium()
     run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", "mephisto.architect.port=3422",
@@ -74,12 +83,7 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
             # Whether the chat log ever marked a sent message as not yet confirmed (ChatLog.jsx).
             page.add_init_script("new MutationObserver(() => { if (document.querySelector('[data-testid=msg-pending]'))"
                                  " window.dialevalSawPending = true; }).observe(document, {subtree: true, childList: true});")
-            page.goto(run.worker_url("acks_worker"))
-            page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
-            page.fill("#topic-input", "books")
-            page.check("#attitude-like")
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
+            _start_chat(page, run.worker_url("acks_worker"))
             _say(page, LOST)
             _say(page, ACK_LOST)
             _say(page, "and a third one after both reconnects")
@@ -137,12 +141,7 @@ def test_page_resends_an_unconfirmed_message_on_a_socket_that_never_dropped(tmp_
     try:
         with chromium_page(tmp_path) as page:
             page.route_web_socket(lambda url: url.startswith("ws://"), _quietly_lossy_network(seen))
-            page.goto(run.worker_url("quiet_worker"))
-            page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
-            page.fill("#topic-input", "books")
-            page.check("#attitude-like")
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
+            _start_chat(page, run.worker_url("quiet_worker"))
             _say(page, QUIETLY_LOST)  # answered only once the page sent it again, 8 s later
             _say(page, "and one after it")
             page.wait_for_function("document.querySelectorAll('[data-testid=msg-pending]').length === 0",
