@@ -18,6 +18,7 @@ import shutil
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import (
     ParlAIChatBlueprint,
@@ -33,6 +34,7 @@ from mephisto.data_model.assignment import InitializationData
 from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
+from parlai_dialeval.compat.mephisto_door import ROUTER_HOST_HELP
 from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
@@ -88,6 +90,7 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
     router_ping_seconds: float = field(default=PING_SECONDS, metadata={
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
                 "(Mephisto's own: 15)"})
+    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
 
 
 @register_mephisto_abstraction()
@@ -134,6 +137,7 @@ class DialevalStaticBlueprintArgs(StaticReactBlueprintArgs):
     _group: str = field(default="DialevalStaticBlueprint", metadata={
         "help": "A static React task of crowdsourcing/frontend whose unit data keeps a server-only part"})
     frontend_entry: str = field(default=MISSING, metadata={"help": FRONTEND_ENTRY_HELP, "required": True})
+    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
 
 
 @register_mephisto_abstraction()

@@ -74,6 +74,17 @@ class LaunchedTask:
         port = self.config.mephisto.architect.get("port", "3000")
         return f"http://localhost:{port}/?worker_id={worker}&assignment_id={assignment}"
 
+    def serving_note(self) -> str:
+        """Which address the task's router serves (a rehearsal's is this machine only, unless told otherwise)."""
+        from parlai_dialeval.compat.mephisto_door import LOCAL_HOST, router_host
+
+        host, port = router_host(self.config.mephisto), self.config.mephisto.architect.get("port", "3000")
+        if host == LOCAL_HOST:
+            return (f"Its router serves {host}:{port}: this machine only (mephisto.blueprint.router_host=0.0.0.0 "
+                    "serves your network).")
+        return f"Its router serves {host}:{port}" + (" (every interface: anyone who can reach this machine)."
+                                                     if host in ("0.0.0.0", "::") else ".")
+
     def in_flight(self) -> int:
         """Units (and onboardings) a worker is working on right now."""
         return sum(len(run.task_runner.running_units) + len(run.task_runner.running_assignments)

@@ -3,6 +3,8 @@
 
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, its data directory, its metrics
   server, a thread-safe unit launcher for generated runs, our crowd providers registered on import);
+- ``compat/mephisto_door.py``: what strangers' bytes may cost Mephisto's server (the router's door,
+  unreadable packets dropped, bounded logging);
 - ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session
   tokens, limits) and its agents' acknowledgements of stored acts;
 - ``compat/parlai.py``: ParlAI 1.7.2 (a Python 3.11 source fix, the fast command start, ``--help`` with
@@ -26,11 +28,13 @@ from __future__ import annotations
 import sys
 
 from parlai_dialeval.compat import mephisto as _mephisto
+from parlai_dialeval.compat import mephisto_door as _mephisto_door
 from parlai_dialeval.compat import parlai as _parlai
 from parlai_dialeval.compat import source_fixes
 from parlai_dialeval.compat.patching import CompatError  # noqa: F401  (what a patch that no longer fits raises)
 
 source_fixes.register(_mephisto.SOURCE_FIX)
+source_fixes.register(_mephisto_door.SOURCE_FIX)
 source_fixes.register(_parlai.SOURCE_FIX)
 
 
@@ -46,7 +50,7 @@ def check() -> None:
     from parlai_dialeval.compat import transformers as _transformers
 
     install()
-    for module in (_mephisto, _mephisto_router, _parlai, _torch, _transformers):
+    for module in (_mephisto, _mephisto_door, _mephisto_router, _parlai, _torch, _transformers):
         for line in module.check():
             print(f"parlai_dialeval.compat: {line}")
     print(f"parlai_dialeval.compat: every patch takes effect on Python {sys.version.split()[0]}")

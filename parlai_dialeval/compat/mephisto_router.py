@@ -41,6 +41,8 @@ from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
+from parlai_dialeval.compat import mephisto_door as door
+
 MEPHISTO_VERSION = "1.1.1"
 # crowdsourcing/ of the repository, installed as parlai_dialeval.crowdsourcing (found without importing it)
 ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "router"
@@ -124,7 +126,7 @@ def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping
     seconds = {"reconnect_seconds": reconnect_seconds, "ping_seconds": ping_seconds}
     timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
               for name, (old, new) in TIMING.items()]
-    for what, old, new in SERVER_PATCHES + timing:
+    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + timing:
         count = source.count(old)
         if count != 1:
             raise RouterPatchError(f"router patch {what!r}: expected its text once in server.js, found it "
@@ -179,6 +181,7 @@ def router_builder(build_router):
         blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
         prepare_router_dir(router_dir, **{name: blueprint.get(f"router_{name}") or default for name, default in (
             ("reconnect_seconds", RECONNECT_SECONDS), ("ping_seconds", PING_SECONDS))})
+        door.prepare(router_dir, task_run)
         return str(router_dir)
 
     build.dialeval_router = True
@@ -264,5 +267,5 @@ def check() -> list[str]:
         modules = f"dependencies in {router_modules()}"
     except RouterPatchError as missing:
         modules = str(missing)
-    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

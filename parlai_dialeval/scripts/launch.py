@@ -56,6 +56,7 @@ class Launch(ParlaiScript):
         if launched.resume_note:
             print(launched.resume_note)
         print(f"\nTask {launched.task_name!r} is running (data: {launched.data_dir}).")
+        print(launched.serving_note())
         if cfg.mephisto.provider._provider_type == "mock":
             print(f"Open {launched.worker_url()} in your browser. Each further worker needs a worker_id no one "
                   f"has used: change worker_id= in the URL (e.g. {', '.join(runner.unused_worker_ids(launched.db, 3)[1:])}).")

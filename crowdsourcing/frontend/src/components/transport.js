@@ -3,8 +3,8 @@
 // refuses every later packet or POST of that agent without it. mephisto-task 2.0.4 knows nothing of the
 // token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
 // subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
-// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect or a
-// reload.
+// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect, a
+// reload, or a few seconds without its acknowledgement.
 // Importing it once (components/index.js) installs both before any task connects.
 import { axiosInstance } from "mephisto-task";
 
@@ -75,6 +75,13 @@ const ACK_KEY = "dialeval_ack";
 const SENT_TO_KEY = "dialeval_sent_to";
 const STORE_KEY = "dialeval_outbox" + window.location.search;
 const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the new socket
+// An act still unconfirmed this long is sent again on the same socket (then after twice as long, up to a
+// minute): a socket that never dropped can still lose one (the server's own link to the router restarted).
+// The world's confirmation follows its reply to the act, so this is well past a reply's usual time.
+const RESEND_UNCONFIRMED_MS = 8000;
+const RESEND_UNCONFIRMED_MAX_MS = 60000;
+const REFUSED_KEY = "dialeval_refused"; // the router's answer to an act it will never pass on (dialeval_door.js)
+const resendDue = new Map(); // update id -> { at: ms, wait: ms }, for acts sent on an open socket
 const outbox = loadOutbox(); // update id -> packet (without token), insertion order = sending order
 const ackListeners = new Set();
 
@@ -107,6 +114,12 @@ export function onAcknowledged(listener) {
   return () => ackListeners.delete(listener);
 }
 
+function forget(id) {
+  outbox.delete(id);
+  resendDue.delete(id);
+  storeOutbox();
+}
+
 function signed(packet) {
   return tokens.has(packet.subject_id) ? { ...packet, agent_token: tokens.get(packet.subject_id) } : packet;
 }
@@ -115,14 +128,31 @@ const PageSocket = class extends window.WebSocket {
   constructor(...args) {
     super(...args);
     this.addEventListener("open", () => window.setTimeout(() => this.resend(), RESEND_AFTER_OPEN_MS));
+    this.unconfirmedTimer = window.setInterval(() => this.resendUnconfirmed(), 1000);
+    this.addEventListener("close", () => window.clearInterval(this.unconfirmedTimer));
+  }
+
+  resendUnconfirmed() {
+    const now = Date.now();
+    for (const [id, packet] of outbox) {
+      const due = resendDue.get(id);
+      if (this.readyState !== window.WebSocket.OPEN || due === undefined || due.at > now) {
+        continue;
+      }
+      resendDue.set(id, { at: now + due.wait, wait: Math.min(2 * due.wait, RESEND_UNCONFIRMED_MAX_MS) });
+      super.send(JSON.stringify(signed(readdressed(packet))));
+    }
   }
 
   resend() {
-    for (const packet of outbox.values()) {
+    for (const [id, packet] of outbox) {
       if (this.readyState !== window.WebSocket.OPEN) {
         return;
       }
       super.send(JSON.stringify(signed(readdressed(packet))));
+      if (!resendDue.has(id)) { // kept across a reload: from now on resent as if sent now
+        resendDue.set(id, { at: Date.now() + RESEND_UNCONFIRMED_MS, wait: 2 * RESEND_UNCONFIRMED_MS });
+      }
     }
   }
 
@@ -135,6 +165,7 @@ const PageSocket = class extends window.WebSocket {
     }
     if (packet && packet.packet_type === "mephisto_bound_live_update" && packet.data && packet.data.update_id) {
       outbox.set(packet.data.update_id, packet);
+      resendDue.set(packet.data.update_id, { at: Date.now() + RESEND_UNCONFIRMED_MS, wait: 2 * RESEND_UNCONFIRMED_MS });
       storeOutbox();
     }
     return super.send(JSON.stringify(signed(packet)));
@@ -149,10 +180,17 @@ const PageSocket = class extends window.WebSocket {
       } catch (error) {
         // not ours to judge: mephisto-task gets it as it is
       }
-      const acked = packet && packet.packet_type === "client_bound_live_update" && packet.data && packet.data[ACK_KEY];
+      const live = packet && packet.packet_type === "client_bound_live_update" && packet.data;
+      const acked = live && live[ACK_KEY];
+      const refused = live && live[REFUSED_KEY];
+      if (Array.isArray(refused)) {
+        // never passed on, so never to be resent: the router said why (an act no person's typing produces)
+        refused.forEach((id) => forget(id));
+        console.warn("the study's server refused an action of this page:", live.reason);
+        return undefined;
+      }
       if (Array.isArray(acked)) {
-        acked.forEach((id) => outbox.delete(id));
-        storeOutbox();
+        acked.forEach((id) => forget(id));
         ackListeners.forEach((listener) => listener(acked));
         return undefined;
       }
