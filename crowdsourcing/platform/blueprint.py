@@ -114,7 +114,7 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
 
 def with_server_data(dicts, count: int):
     """InitializationData of each unit data dict, its ``server`` part kept in every unit's ``unit_data``.
-    A generator (adaptive collection, platform/adaptive.py) stays one: Mephisto creates its units as it
+    A generator (adaptive collection, platform/adaptive/config.py) stays one: Mephisto creates its units as it
     yields."""
     data = (InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
             for public, server in map(split_server, dicts))

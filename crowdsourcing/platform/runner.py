@@ -165,7 +165,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     """
     data_dir = prepare_mephisto(data_dir)
     spec = get_task(task)
-    from parlai_dialeval.crowdsourcing.platform import adaptive
+    from parlai_dialeval.crowdsourcing.platform.adaptive import config as adaptive
 
     adaptive.check_overrides(spec, overrides)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
@@ -201,7 +201,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
-    from parlai_dialeval.crowdsourcing.platform import adaptive_launch
+    from parlai_dialeval.crowdsourcing.platform.adaptive import launch as adaptive_launch
 
     controller = adaptive_launch.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
     operator = Operator(db)

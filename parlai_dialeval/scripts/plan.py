@@ -85,8 +85,8 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
             raise DialevalError(f"--pilot: {error}") from None
         config = dataclasses.replace(config, **measured)
         if config.judge:
-            from parlai_dialeval.analysis import ppi_planning
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.adaptive import ppi_planning
+            from parlai_dialeval.judge.output import load_judge
 
             try:
                 judged = ppi_planning.pilot_judge(pilot.comparisons, load_judge(config.judge, "comparisons"))
@@ -153,7 +153,7 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report, judged: dict | None
     ``judged``: the judge measured on the pilot (its correlation replaces the modelled one)."""
     import pandas as pd
 
-    from parlai_dialeval.analysis import ppi_planning
+    from parlai_dialeval.adaptive import ppi_planning
 
     rows = []
     for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):

@@ -11,11 +11,11 @@ The token is sent in a header only, only to ``base_url``, and never appears in a
 from __future__ import annotations
 
 import logging
-import random
 import time
 from decimal import ROUND_HALF_UP, Decimal
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.retry import RetryPolicy
 
 DEFAULT_API_BASE_URL = "https://api.prolific.com/api/v1/"
 DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
@@ -113,7 +113,8 @@ class ProlificClient:
 
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.base_url = base_url.rstrip("/") + "/"
-        self.max_retries, self.backoff, self.sleep = max_retries, backoff, sleep
+        self.max_retries, self.sleep = max_retries, sleep
+        self.retry = RetryPolicy(backoff=backoff, max_backoff=60.0, max_retry_after=MAX_RETRY_AFTER)
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
                                   headers={"Authorization": f"Token {token}", "Accept": "application/json"})
 
@@ -122,15 +123,6 @@ class ProlificClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def _wait(self, attempt: int, response) -> float:
-        after = response.headers.get("Retry-After") if response is not None else None
-        if after is not None:
-            try:
-                return min(MAX_RETRY_AFTER, max(0.0, float(after)))
-            except ValueError:
-                pass
-        return min(60.0, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
 
     def call(self, method: str, path: str, json=None, params=None, retry: frozenset = RETRY_ON_429_5XX):
         import httpx
@@ -143,14 +135,15 @@ class ProlificClient:
                 if 503 not in retry or attempt == self.max_retries:
                     raise ProlificServerError(
                         f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
-                self.sleep(self._wait(attempt, None))
+                self.sleep(self.retry.wait(attempt + 1))
                 continue
             if response.status_code < 400:
                 is_json = response.content and "json" in response.headers.get("content-type", "")
                 return response.json() if is_json else None
             status = response.status_code
-            if status in retry and attempt < self.max_retries:
-                self.sleep(self._wait(attempt, response))
+            wait = self.retry.wait(attempt + 1, response.headers.get("Retry-After"))
+            if status in retry and attempt < self.max_retries and wait is not None:
+                self.sleep(wait)
                 continue
             cls = _error_class(status)
             hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
