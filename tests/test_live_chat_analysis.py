@@ -419,6 +419,33 @@ def test_export_of_this_projects_live_chat_task_is_analysed_without_conversion(t
     assert json.loads((out / "summary.json").read_text())["durations"][0]["mean_minutes_per_conversation_measured"] == 5
 
 
+def test_a_worker_who_disconnected_did_not_submit_and_did_not_fail_quality_control(tmp_path):
+    """Issue 40 item 1: worker9 rated one chat and disconnected (Mephisto ``disconnect``); before, the report
+    counted 10 workers who submitted, 8 passing, and workers.csv had ``worker9,1,7,,False``."""
+    from parlai_dialeval.crowdsourcing.live_chat_da.export import export_units
+
+    units = _live_chat_units()
+    units[-1].agent_status = "disconnect"
+    units[-1].files["dialeval_live_chat.json"]["conversations"][1].update(status="incomplete", ratings=None)
+    records = export_units(units, "live_chat_pilot").records
+    path = tmp_path / "export.jsonl"
+    write_jsonl(records, path)
+    out = tmp_path / "out"
+    summary = run_analysis({"data": [str(path)], "out": str(out)}, log=lambda *_: None)
+    assert (summary["n_workers"], summary["n_workers_passed"], summary["n_assignments"]) == (9, 8, 9)
+    assert summary["assignments_not_submitted"] == {"disconnected": 1} and summary["n_workers_not_submitted"] == 1
+    workers = pd.read_csv(out / "workers.csv", keep_default_na=False).set_index("worker_id")
+    assert workers.loc["worker9"].to_dict() == {"n_hits": 0, "n_hits_not_submitted": 1, "n_ratings": 0,
+                                                "p_value": "", "passed": "", "outcome": "did not submit: disconnected"}
+    assert workers.loc["worker0", "outcome"] == "failed quality control"
+    assert (workers["outcome"] == "passed quality control").sum() == 8
+    assert summary["n_dialogues"] == 9 * 3  # worker9's rated chat is not analysed
+    html = (out / "report.html").read_text()
+    assert "assignments (HITs) not submitted: disconnected" in html and "9 workers submitted 9 assignments" in html
+    table1 = json.loads((out / "summary.json").read_text())["durations"]
+    assert {row["workers"]: row["hits"] for row in table1} == {"passed": 8, "failed": 1, "all": 9}
+
+
 def test_outputs_and_report(shared_data, tmp_path):
     out = tmp_path / "run1"
     summary = run_analysis({"data": [str(shared_data / RUN1)], "out": str(out)}, log=lambda *_: None)
@@ -427,7 +454,8 @@ def test_outputs_and_report(shared_data, tmp_path):
         assert (out / name).is_file(), name
     assert pd.read_csv(out / "system_scores.csv").columns.tolist() == ["model", "n", "overall", *STATEMENTS]
     workers = pd.read_csv(out / "workers.csv")
-    assert workers.columns.tolist() == ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
+    assert workers.columns.tolist() == ["worker_id", "n_hits", "n_hits_not_submitted", "n_ratings", "p_value",
+                                        "passed", "outcome"]
     assert len(workers) == 249 and workers["passed"].sum() == 173
     assert pd.read_csv(out / "significance.csv").columns.tolist() == ["model_a", "model_b", "n_a", "n_b", "p_value",
                                                                       "p_adjusted"]

@@ -30,7 +30,7 @@ from parlai_dialeval.scripts.command_line import load_data
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 live_chat_plots = lazy_module("parlai_dialeval.analysis.live_chat_plots")
 
-WORKER_COLUMNS = ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
+WORKER_COLUMNS = ["worker_id", "n_hits", "n_hits_not_submitted", "n_ratings", "p_value", "passed", "outcome"]
 
 
 # Fewer passing conversations than this for a model: the report warns that its interval is wide.
@@ -64,7 +64,7 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
               "system_scores_raw": result.system_scores_raw[scores_columns],
-              "overall_intervals": result.intervals, "workers": result.workers[WORKER_COLUMNS],
+              "overall_intervals": result.intervals, "workers": result.outcomes[WORKER_COLUMNS],
               "significance": result.significance,
               "correlations": result.correlations_raw.reset_index(names="statement"),
               "correlations_z": result.correlations.reset_index(names="statement"),
@@ -153,6 +153,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     for message in library_warnings:
         report.warn(message)
     _warn(report, result, sig_threshold)
+    left = summary.get("assignments_not_submitted") or {}
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
@@ -160,7 +161,10 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality control; "
         f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
         f"({summary['n_ratings_passed_genuine']:,} ratings). Best overall: "
-        f"{models[0] if models else 'none'}.")
+        f"{models[0] if models else 'none'}."
+        + (f" {sum(left.values()):,} more assignment(s) were started and not submitted ("
+           + ", ".join(f"{n} {live_chat.NOT_SUBMITTED.get(k, k)}" for k, n in left.items())
+           + "): they are not analysed and count neither as passing nor as failing." if left else ""))
     report.text(_method_text(s))
     for note in summary.get("notes", []):
         report.text(note, note=True)
@@ -168,6 +172,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     report.heading("Workers, assignments and dialogues (Table 1)")
     table1 = result.table1.copy()
     table1["pass_rate"] = table1["pass_rate"].map(_percent)
+    table1["passed"] = table1["passed"].map(lambda n: "" if pd.isna(n) else f"{n:,}")  # empty: nothing was checked
     report.table(table1)
     if not result.durations.empty:
         report.table(result.durations, caption="Durations in minutes: per HIT, and per conversation (the HIT's "
@@ -231,8 +236,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     if config.qc_test != "none":
         report.figure(live_chat_plots.worker_p_values(workers["p_value"].to_numpy(dtype=float), config.qc_alpha),
                       "worker_p_values", "Workers' quality-control p-values (all listed in workers.csv).")
-    counts = workers.groupby(["passed", "n_hits"]).size().rename("workers").reset_index()
-    report.table(counts, caption="Workers by outcome and number of HITs")
+    counts = result.outcomes.groupby(["outcome", "n_hits"]).size().rename("workers").reset_index()
+    report.table(counts, caption="Workers by outcome and number of HITs submitted")
     notes = workers[workers["note"] != ""].groupby("note").size().rename("workers").reset_index()
     if len(notes):
         report.table(notes, caption="Workers with nothing to test or constant ratings (they fail)")

@@ -73,6 +73,28 @@ def test_quality_puts_failing_participants_first():
     assert {r["check"] for r in summary.quality(None, records)} == {"n/a"}
 
 
+def test_a_participant_who_disconnected_did_not_submit_rather_than_failed():
+    """Issue 40 item 1: worker_2 rated one chat of six and disconnected; the live-chat check (run on submitted
+    HITs only) has no row for them. Before: check '-', work '1 complete, 5 incomplete', no state."""
+    reached = {"reached": True}
+    records = [conversation("a", "w1", "m", submission="submitted", meta=reached),
+               conversation("b", "w2", "m", submission="disconnected", unit="2", meta=reached),
+               conversation("c", "w2", "n", status="incomplete", submission="disconnected", unit="2", meta=reached),
+               *(conversation(f"d{k}", "w2", "n", status="incomplete", submission="disconnected", unit="2",
+                              meta={"reached": False}) for k in range(4)),
+               conversation("e", "w3", "m", submission="working", unit="3", meta=reached),
+               conversation("f", "w3", "n", status="incomplete", submission="working", unit="3",
+                            meta={"reached": False})]
+    checks = pd.DataFrame({"worker_id": ["w1"], "p_value": [0.01], "passed": [True], "note": [""]})
+    rows = {r["worker"]: r for r in summary.quality(checks, records)}
+    assert (rows["w2"]["state"], rows["w2"]["check"]) == ("did not finish: disconnected", "did not submit")
+    assert rows["w2"]["work"] == {"complete": 1, "incomplete": 1, "not started": 4}
+    assert (rows["w3"]["state"], rows["w3"]["check"], rows["w3"]["note"]) == ("in progress", "-",
+                                                                             "checked once they submit")
+    assert rows["w3"]["work"] == {"complete": 1, "not started": 1}
+    assert (rows["w1"]["state"], rows["w1"]["check"]) == ("done", "pass")
+
+
 def test_onboarding_results_and_their_place_in_the_quality_table():
     assert summary.onboarding_result(["rejected", "approved"]) == "passed"
     assert summary.onboarding_result(["approved", "rejected"]) == "passed"  # passed once is enough for Mephisto
