@@ -55,7 +55,7 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
             "feedback": world.get("feedback"),
             "meta": {"topic_changes": conv["topic_changes"], "persona": conv["persona"],
                      "ice_breaker": world.get("ice_breaker", False), "qc": conv["qc"],
-                     "error": conv.get("error"), "reached": conv["status"] != "pending",
+                     "error": conv.get("error"), "reached": conv.get("started") is not None,
                      "agent_status": unit.agent_status, "mephisto_worker_id": unit.mephisto_worker_id,
                      "task_run_id": unit.task_run_id, "min_inputs": world.get("min_inputs")},
         }
