@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Optional
 from mephisto.abstractions.crowd_provider import CrowdProvider
 from mephisto.operations.registry import register_mephisto_abstraction
 
+from parlai_dialeval.crowdsourcing.platform import launch_log
 from parlai_dialeval.providers.prolific import common, study
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
@@ -53,7 +54,7 @@ class ProlificProvider(CrowdProvider):
         plan = type(self)._plan
         if not plan or plan["requester_name"] != task_run.get_requester().requester_name:
             plan = preflight(args, shared_state)
-        print(study.set_up(self.datastore, task_run, plan, args, server_url), flush=True)
+        launch_log.say(study.set_up(self.datastore, task_run, plan, args, server_url))  # shown in the terminal
 
     def cleanup_resources_from_task_run(self, task_run, server_url: str) -> None:
         study.stop_if_done(self.db, task_run.db_id)
