@@ -291,3 +291,26 @@ def test_any_mix_of_votes_is_analysed_and_nothing_is_dropped(tmp_path_factory, r
     rates = result["win_rates"]
     assert (rates[["wins_a", "wins_b", "ties", "automatic_ties"]].to_numpy().sum()) == len(frame)
     assert (out / "report.html").is_file() and "<b>q2" not in (out / "report.html").read_text()
+
+
+def test_report_opens_with_the_verdict_on_chateval(chateval, tmp_path):
+    """Issue 40 item 4: the pairwise report had no verdict. Winners from an independent count of ChatEval's
+    results.txt (count_results); Human2 over Human1 is settled (binomial test on the votes, scipy), NCM over
+    Human1 is not at the item level, so the verdict says how many more items would settle it."""
+    import re
+
+    from scipy.stats import binomtest
+
+    root, _ = chateval
+    folders = ["AMT_NCM_Test_Human1_Human2", "AMT_NCM_Test_NCM_Human1"]
+    data = load([root / f for f in folders], log=None)
+    analyze(data.comparisons, tmp_path, PairwiseConfig(bootstrap_rounds=20), log=lambda *_: None)
+    human1, human2 = count_results(root / folders[0])[:2]
+    ncm, human1_b = count_results(root / folders[1])[:2]
+    assert human2 > human1 and binomtest(human2, human1 + human2).pvalue < 0.01 and ncm > human1_b
+    html = (tmp_path / "report.html").read_text()
+    assert html.index('data-testid="verdict"') < html.index("<h2>")  # before every section
+    verdict = re.sub(r"<[^>]+>", "", html[html.index('data-testid="verdict"'):html.index("</div>")])
+    settled, unsettled = verdict.split("Not settled:")
+    assert f"Human2 over Human1: {100 * human2 / (human1 + human2):.0f}% of decided votes" in settled
+    assert "NCM over Human1" in unsettled and re.search(r"about [\d,]+ more items would settle it", unsettled)
