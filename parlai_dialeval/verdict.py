@@ -72,10 +72,24 @@ def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
     return out
 
 
+def more_per_model(top: pd.Series, second: pd.Series, mean: str, sd: str, n: str, alpha: float,
+                   power: float = 0.8) -> int | None:
+    """Units per model beyond the larger of the two ``n`` for a t test to tell the two means apart with
+    ``power`` if they and their SDs hold (adaptive/planner.py); None where the means are equal or no SD."""
+    from parlai_dialeval.adaptive.planner import sm_dialog_per_model
+
+    spread = math.sqrt((top[sd] ** 2 + second[sd] ** 2) / 2)
+    if not (math.isfinite(spread) and spread > 0) or top[mean] == second[mean]:
+        return None
+    return max(0, math.ceil(sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)) - int(max(top[n], second[n])))
+
+
 def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what: str,
-           significance: pd.DataFrame | None = None, alpha: float = 0.05, p: str = "p_adjusted") -> str:
+           significance: pd.DataFrame | None = None, alpha: float = 0.05, p: str = "p_adjusted",
+           sd: str | None = None, n: str | None = None, unit: str = "conversations") -> str:
     """Best by ``mean`` with its interval, and whether it is significantly ahead of each other model
-    (``significance``: model_a, model_b, one-sided ``p`` that a beats b)."""
+    (``significance``: model_a, model_b, one-sided ``p`` that a beats b); with ``sd`` and ``n``, how many
+    more ``unit`` per model would settle the first two where they are not settled."""
     ranked = table.dropna(subset=[mean]).sort_values(mean, ascending=False)
     if ranked.empty:
         return f"No model has a {what} yet."
@@ -92,6 +106,12 @@ def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what
     if len(beaten) == others:
         return text + f"; significantly higher than every other model ({p} < {alpha:g})."
     if beaten:
-        return text + (f"; significantly higher than {', '.join(map(str, beaten))} but not (yet) than the other "
-                       f"{others - len(beaten)} model(s).")
-    return text + f"; not significantly higher than any other model yet ({p} >= {alpha:g}): more conversations needed."
+        text += (f"; significantly higher than {', '.join(map(str, beaten))} but not (yet) than the other "
+                 f"{others - len(beaten)} model(s)")
+    else:
+        text += f"; not significantly higher than any other model yet ({p} >= {alpha:g})"
+    rival = ranked[(ranked[model] != top[model]) & ~ranked[model].isin(beaten)].iloc[0]
+    more = more_per_model(top, rival, mean, sd, n, alpha) if sd and n else None
+    if more is not None:
+        text += f"; about {more:,} more {unit} per model would tell it from {rival[model]} if these means hold"
+    return text + "."

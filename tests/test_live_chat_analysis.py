@@ -510,3 +510,18 @@ def test_small_sample_report_is_honest(tmp_path):
     assert "no pair can reach p &lt; 0.1: the smallest possible one-sided Mann-Whitney p here is 0.167" in html
     assert "col_0" not in html and "<th></th>" not in html
     assert "Unnamed" not in pd.read_csv(out / "correlations.csv").columns[0]
+
+
+def test_report_opens_with_the_verdict_on_free_run1(run1, tmp_path):
+    """Issue 40 item 4: the live-chat report's first paragraph is its verdict. Ji et al. 2022 Table 3 (free
+    run 1): A = Bi-Encoder has the best overall z, B = Poly-Encoder second."""
+    import re
+
+    from parlai_dialeval.scripts.analyze_live_chat import build_report
+
+    html = build_report(run1, tmp_path).render()
+    assert html.index('data-testid="verdict"') < html.index("workers submitted")
+    verdict = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html[html.index('data-testid="verdict"'):html.index("</div>")]))
+    assert re.search(r"Best overall \(mean per-conversation z of passing workers\): biencoder \(0\.\d\d, 95% interval "
+                     r"0\.\d\d to 0\.\d\d\), ahead of polyencoder", verdict), verdict
+    assert "significantly higher than" in verdict

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from parlai.core.script import register_script
 
+from parlai_dialeval import verdict
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
 from parlai_dialeval.lazy import lazy_module
@@ -150,6 +151,9 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
+    report.verdict(verdict.scores(result.intervals, "model", "mean", "ci_low", "ci_high",
+                                  "overall (mean per-conversation z of passing workers)", result.significance,
+                                  0.05, "p_adjusted", "sd", "n_conversations"))
     for message in library_warnings:
         report.warn(message)
     _warn(report, result, sig_threshold)
@@ -160,8 +164,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
         f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality control; "
         f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
-        f"({summary['n_ratings_passed_genuine']:,} ratings). Best overall: "
-        f"{models[0] if models else 'none'}."
+        f"({summary['n_ratings_passed_genuine']:,} ratings)."
         + (f" {sum(left.values()):,} more assignment(s) were started and not submitted ("
            + ", ".join(f"{n} {live_chat.NOT_SUBMITTED.get(k, k)}" for k, n in left.items())
            + "): they are not analysed and count neither as passing nor as failing." if left else ""))
