@@ -525,3 +525,17 @@ def test_report_opens_with_the_verdict_on_free_run1(run1, tmp_path):
     assert re.search(r"Best overall \(mean per-conversation z of passing workers\): biencoder \(0\.\d\d, 95% interval "
                      r"0\.\d\d to 0\.\d\d\), ahead of polyencoder", verdict), verdict
     assert "significantly higher than" in verdict
+
+
+def test_report_names_reversed_statements_and_draws_no_empty_agreement_plot(tmp_path):
+    """Issue 40 item 4: 'robotic 28' meant not robotic; with one worker the 'Rater agreement' plot was an
+    empty chart. Now the report's columns say 'not robotic' (the CSV keeps 'robotic') and a sentence
+    replaces the empty plot."""
+    out = tmp_path / "out"
+    path = tmp_path / "one_worker.jsonl"
+    write_jsonl(synthetic(workers=1), path)
+    run_analysis({"data": [str(path)], "out": str(out)}, log=lambda *_: None)
+    html = (out / "report.html").read_text()
+    assert "<th>not robotic</th>" in html and "<th>not repetitive</th>" in html and "<th>robotic</th>" not in html
+    assert "robotic" in pd.read_csv(out / "system_scores.csv").columns
+    assert "No rater agreement to show" in html and not (out / "rater_agreement.png").exists()

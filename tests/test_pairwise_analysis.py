@@ -314,3 +314,36 @@ def test_report_opens_with_the_verdict_on_chateval(chateval, tmp_path):
     settled, unsettled = verdict.split("Not settled:")
     assert f"Human2 over Human1: {100 * human2 / (human1 + human2):.0f}% of decided votes" in settled
     assert "NCM over Human1" in unsettled and re.search(r"about [\d,]+ more items would settle it", unsettled)
+
+
+def test_heatmap_numbers_contrast_at_least_4_5_with_their_cells():
+    """Issue 40 item 4: the heatmap's numbers were black on dark blue and dark red. WCAG 2 contrast ratio,
+    computed here from its definition (relative luminance of sRGB), for every number against its cell."""
+    from matplotlib.colors import to_rgb
+
+    from parlai_dialeval.analysis import pairwise_plots
+
+    def lum(colour):
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    rows = []
+    for k in range(12):  # X always beats Y (major 1 and 0: the darkest cells), X beats Z 3 times in 4, Y-Z even
+        rows += [{"item_id": f"p{k}", "worker_id": "w", "model_a": "X", "model_b": "Y", "choice": "a",
+                  "context": "c", "response_a": f"x{k}", "response_b": f"y{k}"},
+                 {"item_id": f"q{k}", "worker_id": "w", "model_a": "X", "model_b": "Z", "choice": "a" if k % 4 else "b",
+                  "context": "c", "response_a": f"x{k}", "response_b": f"z{k}"},
+                 {"item_id": f"r{k}", "worker_id": "w", "model_a": "Y", "model_b": "Z", "choice": "ab"[k % 2],
+                  "context": "c", "response_a": f"y{k}", "response_b": f"z{k}"}]
+    votes = pairwise.with_sections(pd.DataFrame(rows))
+    wmt = pairwise.wmt_scores(pairwise.win_rates(votes, by=pairwise.SECTION), by=pairwise.SECTION)
+    fig = pairwise_plots.heatmap(wmt, ["X", "Y", "Z"])
+    ax = fig.axes[0]
+    image = ax.images[0]
+    texts = ax.texts
+    assert len(texts) == 6
+    for text in texts:
+        j, i = (round(v) for v in text.get_position())
+        cell = image.cmap(image.norm(image.get_array()[i, j]))
+        high, low = sorted((lum(text.get_color()), lum(cell)), reverse=True)
+        assert (high + 0.05) / (low + 0.05) >= 4.5, (text.get_text(), text.get_color(), cell)

@@ -183,16 +183,19 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
                      floatfmt="{:.2f}")
 
     report.heading("System scores")
+    # a reversed statement's score says how little of it there was: named so ("not robotic"); CSVs keep the names
+    reversed_names = {name: f"not {name}" for name in s.negative} if s.negative and config.reverse else {}
     caption = ("Average standardised (z) scores over passing workers (Table 3); n = number of ratings; "
-               + (f"{', '.join(s.negative)} reversed; " if s.negative and config.reverse else "")
+               + (f"{', '.join(s.negative)} reversed (shown as {', '.join(reversed_names.values())}); "
+                  if reversed_names else "")
                + "overall = mean of the statements; ordered by overall.")
-    report.table(_with_labels(result.system_scores, labels), caption=caption)
+    report.table(_with_labels(result.system_scores, labels).rename(columns=reversed_names), caption=caption)
     report.table(_with_labels(result.intervals, labels), caption="Unit of analysis: the conversation. Mean "
                  "per-conversation overall z per model with its 95% t interval (valid for the n at hand); the "
                  "pairwise tests use the same conversations.")
     report.figure(live_chat_plots.overall_scores(result.intervals, labels), "overall_scores",
                   "Overall z per model: mean of per-conversation overall z with its 95% t interval.")
-    report.table(_with_labels(result.system_scores_raw, labels), floatfmt="{:.2f}",
+    report.table(_with_labels(result.system_scores_raw, labels).rename(columns=reversed_names), floatfmt="{:.2f}",
                  caption="Average raw scores (0-100, negatives reversed) over the same ratings (Table 10).")
 
     report.heading("Pairwise significance (Figure 3)")
@@ -228,10 +231,15 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
 
     report.heading("Rater agreement (Figure 2)")
     agreement = result.agreement
-    report.figure(live_chat_plots.agreement_histogram(agreement["passed"], agreement["failed"]), "rater_agreement",
-                  "Pearson r between the per-conversation overall z of two different workers' HITs that held "
-                  + ("the same models" if agreement["by"] == "models" else "the same hit_id")
-                  + ", conversations matched by model; pairs among passing and among failing workers.")
+    matched = "the same models" if agreement["by"] == "models" else "the same hit_id"
+    if len(agreement["passed"]) or len(agreement["failed"]):
+        report.figure(live_chat_plots.agreement_histogram(agreement["passed"], agreement["failed"]),
+                      "rater_agreement", "Pearson r between the per-conversation overall z of two different "
+                      f"workers' HITs that held {matched}, conversations matched by model; pairs among passing and "
+                      "among failing workers.")
+    else:  # an empty chart says nothing: a sentence does
+        report.text(f"No rater agreement to show: no two workers' HITs held {matched} (among passing or among "
+                    "failing workers), so no pair of workers rated the same thing.")
     report.table(agreement["stats"])
 
     report.heading("Worker quality control")
