@@ -112,6 +112,36 @@ def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what
         text += f"; not significantly higher than any other model yet ({p} >= {alpha:g})"
     rival = ranked[(ranked[model] != top[model]) & ~ranked[model].isin(beaten)].iloc[0]
     more = more_per_model(top, rival, mean, sd, n, alpha) if sd and n else None
-    if more is not None:
+    if more:
         text += f"; about {more:,} more {unit} per model would tell it from {rival[model]} if these means hold"
+    elif more == 0:
+        text += (f"; a plain t test at these means would need no more {unit}: what keeps it open is the "
+                 "correction for multiple tests or the clustering of the test here")
     return text + "."
+
+
+def directed(tests: pd.DataFrame, p: str = "p_adjusted") -> pd.DataFrame:
+    """Two-sided tests of mean_a - mean_b as ``model_a`` (the higher) over ``model_b`` rows, for ``scores``."""
+    higher = tests["diff"] > 0
+    return pd.DataFrame({"model_a": tests["model_a"].where(higher, tests["model_b"]),
+                         "model_b": tests["model_b"].where(higher, tests["model_a"]), p: tests[p]})
+
+
+def single_model(likert: pd.DataFrame, success: pd.DataFrame, tests: pd.DataFrame, alpha: float,
+                 turns: str) -> list[str]:
+    """One paragraph for SM-Dialog's Likert means and one for SM-Turn's success rates (turns ``turns``), per
+    criterion: best model, margin, interval, and whether the t tests (``p_adjusted``) settle it."""
+    out = []
+    for title, table, mean, low, high, technique, sd in (
+            ("SM-Dialog (Likert)", likert, "mean", "ci_low", "ci_high", "sm_dialog likert", "sd"),
+            (f"SM-Turn (share of good responses, turns {turns})", success[success["turns"] == turns], "lin",
+             "lin_ci_low", "lin_ci_high", f"sm_turn linear (turns {turns})", None)):
+        if table.empty:
+            continue
+        said = []
+        for criterion, part in table.groupby("criterion", sort=True):
+            mine = tests[(tests["technique"] == technique) & (tests["criterion"] == criterion) & tests["p"].notna()]
+            said.append(scores(part, "model", mean, low, high, criterion, directed(mine), alpha, sd=sd,
+                               n="n" if sd else None))
+        out.append(f"{title}: " + " ".join(said))
+    return out
