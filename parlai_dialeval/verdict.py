@@ -145,3 +145,24 @@ def single_model(likert: pd.DataFrame, success: pd.DataFrame, tests: pd.DataFram
                                n="n" if sd else None))
         out.append(f"{title}: " + " ".join(said))
     return out
+
+
+def scales(icc: pd.DataFrame) -> list[str]:
+    """Per criterion, the most reliable design by ICC(A,1) (absolute agreement of single raters) over all
+    workers, with the runner-up; point estimates (the analysis tests each ICC against 0, not two designs
+    against each other, and says so)."""
+    rows = icc[(icc["workers"] == "all") & icc["icc_a"].notna()]
+    out = []
+    for criterion, part in rows.groupby("criterion", sort=True):
+        ranked = part.sort_values("icc_a", ascending=False)
+        top = ranked.iloc[0]
+        text = f"{criterion}: most reliable design {top['design']} (ICC(A,1) {top['icc_a']:.2f}"
+        text += f", p {top['icc_a_p']:.2g} against 0)" if pd.notna(top.get("icc_a_p")) else ")"
+        if len(ranked) > 1:
+            second = ranked.iloc[1]
+            text += f", ahead of {second['design']} ({second['icc_a']:.2f}) by {top['icc_a'] - second['icc_a']:.2f}"
+        out.append(text)
+    if not out:
+        return ["No design has an ICC yet (each needs items rated by the same two or more workers)."]
+    return ["; ".join(out) + ". These are point estimates from one sample of items and workers: no test of the "
+            "difference between designs is made."]
