@@ -229,6 +229,13 @@ def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
     assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
 
 
+def test_the_quality_table_says_where_each_participant_stands_and_what_the_p_value_means(client):
+    """Issue 40: 'pass, p-value 0.000309' was unexplained and a participant's state unknown."""
+    client.get(f"/?token={SECRET}")
+    page = client.get("/").get_data(as_text=True)
+    assert "<th>state</th>" in page and "The p-value is the chance that ratings would favour the real bots" in page
+
+
 def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
     client.post("/login", data={"token": SECRET})
     page = client.get(worker_path()).get_data(as_text=True)
