@@ -56,6 +56,7 @@ setup(
         "psutil",
         "httpx",  # the Prolific provider's API client
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)
+        "waitress",  # serves the dashboard: many connections, timeouts, body limits (Werkzeug 1.0.1's server has none)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
                              "ppi-python"]},

@@ -45,6 +45,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from parlai_dialeval.testing.ports import free_port
+
 from load_generator import (BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/, beside this
                             crash_and_relaunch, stored_texts, test_helper)
 
@@ -109,7 +111,7 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
     servers = min(servers, n)  # a server with no participant has nothing to launch
     where = folder / (name if servers == 1 else f"{name}_{servers}_servers")
     # server k: its own port, data directory and share of the units (participant i goes to server i % K)
-    ports = [args.port + 10 * k for k in range(servers)]
+    ports = [args.port + 10 * k for k in range(servers)] if args.port else [free_port() for _ in range(servers)]
     shares = [len(range(k, n, servers)) for k in range(servers)]
     folders = [where] if servers == 1 else [where / f"server{k}" for k in range(servers)]
     launches = [overrides(task, name, share, settings, args, port) for share, port in zip(shares, ports)]
@@ -235,13 +237,15 @@ def main() -> int:
     parser.add_argument("--split", type=splits, default=[],
                         help="extra live-chat steps N:K, N participants over K servers (e.g. 500:2)")
     parser.add_argument("--kill-at", type=int, default=0, help="kill -9 the server when this many have joined")
-    parser.add_argument("--port", type=int, default=3360, help="the router's port (server k: PORT + 10 k)")
-    parser.add_argument("--fake-port", type=int, default=8061)
+    parser.add_argument("--port", type=int, default=0,
+                        help="the router's port (server k: PORT + 10 k); default: a free port for each server")
+    parser.add_argument("--fake-port", type=int, default=0, help="the fake bots' port; default: a free one")
     parser.add_argument("--out", help="write the rows as JSON lines here too")
     args = parser.parse_args()
     if min([args.servers] + [k for _, k in args.split]) < 1 or (args.kill_at and (args.servers > 1 or args.split)):
         parser.error("servers must be at least 1, and --kill-at runs on one server")
     args.bots = BotScript()
+    args.fake_port = args.fake_port or free_port()
     folder = Path(tempfile.mkdtemp(prefix="bench_load_"))
     env = {**os.environ, "DIALEVAL_BASE_URL": f"http://127.0.0.1:{args.fake_port}/v1", "DIALEVAL_MODEL_A": MODELS[0],
            "DIALEVAL_MODEL_B": MODELS[1], "DIALEVAL_API_KEY_ENV": ""}

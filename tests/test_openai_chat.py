@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from parlai_dialeval.agents.chat_history import build_messages
 from parlai_dialeval.agents.openai_chat.client import EndpointError, retry_after_seconds
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI, ModelScript
+from parlai_dialeval.testing.ports import free_port
 
 KEY = "sk-test-7f3a9c1e"
 
@@ -30,12 +30,6 @@ def make_agent(fake, model="m", **opt):
 def say(agent, text, **extra):
     agent.observe({"id": "human", "text": text, "episode_done": False, **extra})
     return agent.act()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_reply_carries_text_tokens_latency_and_finish_reason():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -16,6 +15,7 @@ import pytest
 from needs import needs
 
 from parlai_dialeval import home
+from parlai_dialeval.testing.ports import free_port
 
 from crowdsourcing.protocol_harness import CliRun  # tests/crowdsourcing (pytest puts tests/ first on the path)
 
@@ -59,12 +59,6 @@ def test_task_defaults_use_the_data_folder(monkeypatch, tmp_path):
     monkeypatch.setenv(home.HOME_ENV, str(tmp_path))
     assert LiveChatArgs().bots_dir == str(tmp_path / "offline_bots")
     assert default_data_dir() == tmp_path / "mephisto"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _copy_sources(target: Path) -> Path:
@@ -113,7 +107,7 @@ def test_wheel_installed_outside_the_checkout_launches_live_chat(tmp_path):
     assert json.loads(probe.stdout) == {"origin": str(site / "parlai_dialeval" / "__init__.py"),
                                         "checkout_on_path": [], "editable_finder": False}
 
-    port = _free_port()
+    port = free_port()
     launch = CliRun("live_chat_da", tmp_path / "launch", ["conf=offline_small", f"mephisto.architect.port={port}",
                                                            "mephisto.task.task_name=wheel_test"],
                     command=python + [str(site / "bin" / "dialeval")], env=env, cwd=run, own_data=False)

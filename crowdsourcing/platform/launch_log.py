@@ -18,12 +18,20 @@ from typing import Iterator, TextIO
 _terminal: TextIO | None = None  # the terminal while a launch sends everything else to its log
 
 
-def say(text: str) -> None:
-    """A line for the person at the terminal (copied to the log); a plain print where no launch redirects."""
-    print(text, flush=True)
-    if _terminal is not None:
-        _terminal.write(text + "\n")
-        _terminal.flush()
+def say(text: str, logged: str | None = None) -> None:
+    """A line for the person at the terminal, copied to the log (as ``logged`` where given: a secret such as
+    the dashboard's token stays out of the file); a plain print where no launch redirects."""
+    if _terminal is None:
+        print(text, flush=True)
+        return
+    print(text if logged is None else logged, flush=True)
+    _terminal.write(text + "\n")
+    _terminal.flush()
+
+
+def terminal_is_tty() -> bool:
+    """Whether ``say`` reaches a terminal (stdout's own answer where no launch redirects)."""
+    return (_terminal if _terminal is not None else sys.stdout).isatty()
 
 
 def log_path(data_dir: Path, task: str) -> Path:

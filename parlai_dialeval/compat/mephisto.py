@@ -14,6 +14,9 @@
   load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
   file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
   these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
+- ``arrivals_checked``: ``WorkerPool.register_worker`` first asks the run's crowd provider whether the
+  arrival may have a place (``refuse_arrival``; Prolific checks the participant's session with Prolific),
+  before any worker, unit reservation or agent exists. Retire when Mephisto lets providers vet arrivals.
 """
 from __future__ import annotations
 
@@ -96,6 +99,49 @@ def atomic_state_writes() -> None:
     require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
 
 
+_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
+
+
+def arrivals_checked() -> None:
+    """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
+    creates the worker, reserves a unit, creates the agent). A crowd provider with
+    ``refuse_arrival(task_run, crowd_data) -> message or None`` is asked first; a message goes to the page
+    as Mephisto's own refusals do (``failure_reason``) and nothing is created. The check runs in its own
+    four threads, not Mephisto's default executor, so slow answers from the provider (or a stranger's
+    flood of made-up identities) never hold up the threads every participant's unit needs."""
+    require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
+    import concurrent.futures
+    from functools import partial
+
+    from mephisto.operations.client_io_handler import ClientIOHandler
+    from mephisto.operations.worker_pool import AgentDetails, WorkerPool
+
+    require_call(ClientIOHandler._register_agent, "worker_pool.register_worker(crowd_data, request_id)",
+                 "arrivals_checked")
+    if is_ours(WorkerPool.register_worker):
+        return
+    original = WorkerPool.register_worker
+
+    @ours
+    async def register_worker(self, crowd_data, request_id):
+        global _ARRIVALS
+        live_run = self.get_live_run()
+        refuse = getattr(live_run.provider, "refuse_arrival", None)
+        if refuse is not None:
+            with _LOCK:
+                if _ARRIVALS is None:
+                    _ARRIVALS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="dialeval-arrival")
+            reason = await live_run.loop_wrap.loop.run_in_executor(
+                _ARRIVALS, partial(refuse, live_run.task_run, crowd_data))
+            if reason:
+                live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
+                return
+        await original(self, crowd_data, request_id)
+
+    WorkerPool.register_worker = register_worker
+    require_ours(WorkerPool, "register_worker", "arrivals_checked")
+
+
 def _safe_unit_launcher():
     from mephisto.data_model.constants.assignment_state import AssignmentState
     from mephisto.operations import task_launcher
@@ -176,10 +222,11 @@ def check() -> list[str]:
         raise ImportError("parlai_dialeval.compat: the hydra_config source fix did not take effect")
     metrics_server_off()
     atomic_state_writes()
+    arrivals_checked()
     with safe_unit_launching():
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching, "
-            "atomic state writes, onboarding tries"]
+            "atomic state writes, arrival checks, onboarding tries"]

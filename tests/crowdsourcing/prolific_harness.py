@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -87,35 +88,61 @@ def scale_overrides(items: Path, task_name: str) -> list[str]:
             "mephisto.blueprint.units_per_assignment=1", f"mephisto.task.task_name={task_name}"]
 
 
-def submit_scale_unit(run, pid: str) -> None:
+def submit_scale_unit(run, pid: str) -> Finished:
     """``pid`` arrives from Prolific, rates the unit's item, submits and is sent back to Prolific."""
     run.register(pid)
+    return submit_static_unit(run, pid, scale_answers)
+
+
+def scale_answers(inputs: dict) -> dict:
+    """A whole, valid scale_designs submission for the unit's ``inputs``."""
     prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
-    submit_static_unit(run, pid, lambda inputs: {"ratings": {
-        item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
-                          for c in ("readability", "coherence")}
-        for item in inputs["shown"]}, "prior_experience": prior, "duration": 5.0, "item_durations": {}})
+    return {"ratings": {item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
+                                          for c in ("readability", "coherence")}
+                        for item in inputs["shown"]},
+            "prior_experience": prior, "duration": 5.0, "item_durations": {}}
 
 
-def submit_static_unit(run, pid: str, final_data) -> None:
-    """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``)."""
+def submit_static_unit(run, pid: str, final_data, on_prolific: bool = True) -> Finished | None:
+    """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``;
+    not ``on_prolific``: someone who never came from Prolific, None)."""
     agent = run.unit_agent(pid)
+    # the agent is in the database before the worker pool holds it; a submission before then is refused
+    run.wait(lambda: run.live_run.worker_pool.get_agent_for_id(agent.get_agent_id()) is not None, what=f"{pid}'s agent")
     run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what=f"{pid}'s unit data")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
-    finish(run, pid)
+    return finish(run, pid) if on_prolific else None
 
 
-def finish(run, pid: str) -> None:
-    """The unit is completed in Mephisto, which completes the submission on Prolific with the study's
-    code (never sent to the page); the participant lands on Prolific's completion page."""
+@dataclass(frozen=True)
+class Finished:
+    """Where a participant's unit ended: its status in Mephisto, the submission's status and completion code
+    on Prolific, whether Prolific's completion page greeted the participant, and the Mephisto worker's name."""
+    unit: str
+    submission: str
+    study_code: str | None
+    completion_page: bool
+    worker: str
+
+
+def completed_on_prolific(run, pid: str) -> Finished:
+    """What a finished unit shows: completed in Mephisto, awaiting review on Prolific with the study's
+    completion code (never sent to the page), the participant back on Prolific's completion page, and the
+    Prolific participant id as the worker."""
+    return Finished("completed", "AWAITING REVIEW", run.study["completion_code"], True, pid)
+
+
+def finish(run, pid: str) -> Finished:
+    """After ``pid``'s page submitted: what Mephisto and Prolific show once both settled (or 20 s passed), and
+    whether the participant, sent back to Prolific, lands on its completion page (the test asserts them)."""
     agent = run.unit_agent(pid)
-    run.wait(lambda: run.live_agent(agent).get_status() == "completed", 20, "the unit completed")
-    run.wait(lambda: run.submission(pid)["status"] == "AWAITING REVIEW", 20, "the submission completed")
-    assert run.submission(pid)["study_code"] == run.study["completion_code"]
-    assert "Submission complete" in back_to_prolific(run.fake, pid).text
-    assert agent.get_worker().worker_name == pid  # the Prolific participant id is the worker
+    run.operator._run_loop_until(lambda: run.live_agent(agent).get_status() == "completed"
+                                 and run.submission(pid)["status"] == "AWAITING REVIEW", 20)
+    submission = run.submission(pid)
+    return Finished(run.live_agent(agent).get_status(), submission["status"], submission.get("study_code"),
+                    "Submission complete" in back_to_prolific(run.fake, pid).text, agent.get_worker().worker_name)
 
 
 class ProlificMockRun(MockRun):

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
 
@@ -21,8 +22,9 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
         "item_id": f"q{i}", "context": [f"first line {i}", f"second line {i}"], "model_a": "parrot",
         "model_b": "echo", "response_a": f"second line {i}" if i in (2, 7) else f"the answer is {i}",
         "response_b": f"second line {i}"}) + "\n" for i in range(12)))
+    port = free_port()
     run = CliRun("ab_next_utterance", tmp_path, [
-        "mephisto.architect.port=3280", "mephisto.task.task_name=ab_e2e", "mephisto.blueprint.units_per_assignment=1",
+        f"mephisto.architect.port={port}", "mephisto.task.task_name=ab_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"ab.items_file={items}", "ab.seed=1"])
     try:
         with chromium_page(tmp_path) as page:

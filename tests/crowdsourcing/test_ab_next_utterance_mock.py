@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -30,7 +31,7 @@ def write_items(path):
 def run(tmp_path):
     items = tmp_path / "items.jsonl"
     write_items(items)
-    run = MockRun("ab_next_utterance", tmp_path / "mephisto", port=3241, overrides=[
+    run = MockRun("ab_next_utterance", tmp_path / "mephisto", port=free_port(), overrides=[
         f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1",
         f"mephisto.task.task_name={STUDY}"])
     yield run
@@ -40,6 +41,7 @@ def run(tmp_path):
 def test_hits_ties_and_export(run):
     run.register("W1", "REG_1")
     agent = run.unit_agent("W1")
+    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="W1's unit data")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     shown = inputs["shown"]
     assert len(shown) == 10 and {s["item_id"] for s in shown}.isdisjoint({"p4", "p9"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import read_jsonl, write_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, require_chromium
 
@@ -54,7 +55,7 @@ def launch(tmp_path, port: int, task_name: str) -> CliRun:
 
 
 def test_acute_in_chromium_then_export_and_analyze(tmp_path):
-    run = launch(tmp_path, 3290, "acute_e2e")
+    run = launch(tmp_path, free_port(), "acute_e2e")
     try:
         with chromium_page(tmp_path) as page:
             # the router's answers that carry init data: the onboarding's, then the unit's

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import from_records, write_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -35,7 +36,7 @@ def start(tmp_path, port: int) -> MockRun:
 
 @pytest.fixture
 def run(tmp_path):
-    run = start(tmp_path, 3231)
+    run = start(tmp_path, free_port())
     yield run
     run.shutdown()
 

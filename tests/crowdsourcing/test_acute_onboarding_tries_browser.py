@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import chromium_page
 from .test_acute_browser import judge, launch
@@ -23,7 +24,7 @@ def practice_try(page) -> str:
 
 
 def test_two_tries_then_screened_out_or_through(tmp_path):
-    run = launch(tmp_path, 3293, "acute_tries")
+    run = launch(tmp_path, free_port(), "acute_tries")
     try:
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("careless"))

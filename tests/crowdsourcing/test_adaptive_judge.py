@@ -9,6 +9,7 @@ import pytest
 
 from parlai_dialeval.adaptive.ledger import Ledger
 from parlai_dialeval.crowdsourcing.platform.adaptive_judge import JudgedLedger, JudgePools
+from parlai_dialeval.testing.ports import free_port
 
 
 def design(items: int = 6) -> dict[str, list[dict]]:
@@ -131,7 +132,7 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
               "worker_id": "judge:t", "choice": "a" if not r["item_id"].startswith(("p4", "p5")) else "tie"}
              for r in items]
     write_jsonl(judge, tmp_path / "judge.jsonl")
-    run = LaunchedRun("ab_next_utterance", tmp_path / "mephisto", 3268, [
+    run = LaunchedRun("ab_next_utterance", tmp_path / "mephisto", free_port(), [
         f"ab.items_file={tmp_path / 'items.jsonl'}", "ab.per_hit=4", "ab.seed=2",
         "mephisto.blueprint.units_per_assignment=1", "mephisto.task.task_name=ab_judged", "adaptive=true",
         "adaptive_batch_size=1", "adaptive_budget=2", f"adaptive_judge={tmp_path / 'judge.jsonl'}",

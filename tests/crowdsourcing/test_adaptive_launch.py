@@ -21,6 +21,7 @@ from parlai_dialeval.crowdsourcing.platform import adaptive_controller
 from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.testing.ports import free_port
 
 from .test_acute_mock import pass_acute_onboarding
 from .test_pw_turn_mock import pass_pw_turn_onboarding
@@ -117,7 +118,7 @@ def read_state(path) -> dict:
 
 def test_acute_adaptive_stops_certified_with_fewer_hits_than_uniform(tmp_path):
     state_path = tmp_path / "mephisto" / "adaptive" / "study.json"
-    run = LaunchedRun("acute", tmp_path / "mephisto", 3261, acute_overrides(tmp_path, "study", 3261))
+    run = LaunchedRun("acute", tmp_path / "mephisto", free_port(), acute_overrides(tmp_path, "study", free_port()))
     try:
         collect_until_done(run, Workers(run))
     finally:
@@ -149,8 +150,8 @@ def test_acute_adaptive_stops_certified_with_fewer_hits_than_uniform(tmp_path):
 
 def test_killed_after_two_batches_resumes_without_repeating_a_batch(tmp_path):
     data_dir, state_path = tmp_path / "mephisto", tmp_path / "mephisto" / "adaptive" / "killed.json"
-    overrides = acute_overrides(tmp_path, "killed", 3263)
-    run = LaunchedRun("acute", data_dir, 3263, overrides)
+    overrides = acute_overrides(tmp_path, "killed", free_port())
+    run = LaunchedRun("acute", data_dir, free_port(), overrides)
     workers = Workers(run)
     try:
         for _ in range(4):  # two batches of two HITs
@@ -162,7 +163,7 @@ def test_killed_after_two_batches_resumes_without_repeating_a_batch(tmp_path):
     before = read_state(state_path)
     assert [b["read"] for b in before["batches"]] == [True, True, False] and before["hits_emitted"] == 6
 
-    run = LaunchedRun("acute", data_dir, 3264, overrides)
+    run = LaunchedRun("acute", data_dir, free_port(), overrides)
     assert run.launched.resume_note and "1 unit(s) offered now" in run.launched.resume_note
     try:
         collect_until_done(run, Workers(run, prefix="R"))
@@ -224,14 +225,14 @@ def answer_ab_hit(run, worker: str) -> None:
 
 
 def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
-    run_ab_adaptive(tmp_path, 3265, "ab_study")
+    run_ab_adaptive(tmp_path, free_port(), "ab_study")
     state = read_state(tmp_path / "mephisto" / "adaptive" / "ab_study.json")
     assert [b["batch"] for b in state["batches"]] == [1, 2] and state["status"] == "budget_spent"
     assert state["judgments"] == 8 and state["models"] == ["bot_best", "bot_fair", "bot_good"]
 
 
 def test_pw_turn_adaptive_chooses_each_conversations_models_and_writes_state(tmp_path):
-    run = LaunchedRun("pw_turn", tmp_path / "mephisto", 3267, [
+    run = LaunchedRun("pw_turn", tmp_path / "mephisto", free_port(), [
         "mephisto.task.task_name=pw_adaptive", "pw_turn.seed=4", "pw_turn.num_turns=1", "~pw_turn.models.retrieval",
         "+pw_turn.models.parrot.opt.model=repeat_label", "+pw_turn.models.mirror.opt.model=repeat_query",
         "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2", "adaptive_seed=5"])
@@ -267,7 +268,7 @@ def level_of(text: str) -> int:
     ("sm_eval", [], "task sm_eval is not a pairwise task"),
 ])
 def test_bad_adaptive_settings_are_one_line(tmp_path, task, overrides, expected):
-    base = acute_overrides(tmp_path, "bad", 3266)[:-3] if task == "acute" else ["adaptive=true"]
+    base = acute_overrides(tmp_path, "bad", free_port())[:-3] if task == "acute" else ["adaptive=true"]
     from parlai_dialeval.crowdsourcing.platform import runner
 
     with pytest.raises(DialevalError, match=re.escape(expected)):

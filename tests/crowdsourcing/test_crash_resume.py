@@ -19,11 +19,12 @@ from collections import Counter
 import httpx
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .page_client import PageClient
 from .protocol_harness import CliRun
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-PORT = 3370
 WORKERS = 20
 INPUTS = 3
 
@@ -49,11 +50,12 @@ async def crowd_across_a_crash(runs: list[CliRun], clients: list[PageClient]) ->
 
 
 def test_kill_9_under_twenty_workers_loses_and_doubles_nothing(tmp_path):
-    overrides = ["conf=offline_small", f"mephisto.architect.port={PORT}", "mephisto.task.task_name=crash_lc",
+    port = free_port()
+    overrides = ["conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=crash_lc",
                  f"mephisto.blueprint.num_conversations={WORKERS}", "mephisto.task.max_num_concurrent_units=0",
                  f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0"]
     run = CliRun("live_chat_da", tmp_path, overrides)
-    clients = [PageClient(f"crash{i:02d}", PORT, INPUTS, think=0.5, deadline=time.time() + 900)
+    clients = [PageClient(f"crash{i:02d}", port, INPUTS, think=0.5, deadline=time.time() + 900)
                for i in range(WORKERS)]
     runs = [run]
     try:

@@ -14,11 +14,12 @@ import json
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import CliRun, chromium_page, live_chat_conversation, pause, require_chromium, set_slider
 from .test_live_chat_da_pace_browser import chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT = 3372
 SAID = ["I have been reading a novel about sailors", "It is long but I like the storms in it"]
 ON_ITS_WAY = "and this one was on its way when the server died"
 
@@ -47,7 +48,8 @@ def _lose_once_then_double(seen: dict):
 
 def test_a_person_carries_on_after_kill_9_and_nothing_is_lost_or_doubled(tmp_path):
     require_chromium()
-    overrides = ["conf=offline_small", f"mephisto.architect.port={PORT}", "mephisto.task.task_name=crash_browser",
+    port = free_port()
+    overrides = ["conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=crash_browser",
                  "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=3", "live_chat.seed=0"]
     run = CliRun("live_chat_da", tmp_path, overrides)
     runs, seen = [run], {"sent": []}

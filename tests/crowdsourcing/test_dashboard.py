@@ -11,6 +11,7 @@ import pytest
 
 from parlai_dialeval.dashboard import summary
 from parlai_dialeval.dashboard.summary import UnitRow
+from parlai_dialeval.testing.ports import free_port
 
 HOSTILE = '<img src=x onerror=alert(1)>'
 SECRET = "s3cret-token-for-tests"
@@ -264,7 +265,7 @@ def test_server_binds_loopback_refuses_a_taken_port_and_takes_a_password(monkeyp
     from parlai_dialeval.dashboard.server import PASSWORD_ENV, start
     from parlai_dialeval.errors import DialevalError
 
-    port = 3343  # docs/crowdsourcing.md: the dashboard tests' ports
+    port = free_port()
     monkeypatch.setenv(PASSWORD_ENV, "short")
     with pytest.raises(DialevalError, match="at least 12"):
         start(StandIn(), port=port)
@@ -328,7 +329,7 @@ def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot
     with app.test_client() as web:
         web.post("/login", data={"token": SECRET})
         page = web.get("/").get_data(as_text=True)
-        assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
+        assert "Adaptive collection: certified" in page and "<bdi>good</bdi> &gt; <bdi>bad</bdi>" in page and "5e+06" in page
         png = web.get("/plot/certify.png")
         assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
 
@@ -343,7 +344,7 @@ def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
 
     from .test_live_chat_da_world import ECHO, MockWorker, export_records, launch
 
-    run = launch(tmp_path, 3344, {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=1, seed=3)
+    run = launch(tmp_path, free_port(), {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=1, seed=3)
     try:
         for name, good in (("GOOD", True), ("BAD", False)):
             worker = MockWorker(run, name)
@@ -394,7 +395,8 @@ def test_dashboard_command_refuses_a_task_never_launched(tmp_path):
     import subprocess
     import sys
 
+    port = free_port()
     done = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "dashboard", "nothing_here", "--mephisto-data",
-                           str(tmp_path / "empty"), "--port", "3344"], capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "empty"), "--port", str(port)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no task named 'nothing_here'" in done.stderr, done.stderr[-2000:]
     assert "Dashboard:" not in done.stdout

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .test_adaptive_launch import LEVELS, quick_batches, run_ab_adaptive  # noqa: F401  (quick_batches: autouse)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
-PORT = 3345  # docs/crowdsourcing.md: the dashboard tests' ports
 
 
 def test_dashboard_of_an_adaptive_run(tmp_path):
     from parlai_dialeval.dashboard.app import create_app
     from parlai_dialeval.dashboard.source import TaskSource
 
-    run_ab_adaptive(tmp_path, PORT, "ab_dash")
+    run_ab_adaptive(tmp_path, free_port(), "ab_dash")
     source = TaskSource("ab_dash", tmp_path / "mephisto")
     data = source.snapshot()
     view = data["adaptive"]

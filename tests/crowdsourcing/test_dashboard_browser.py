@@ -17,12 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
 from .protocol_harness import (CHROMIUM, DIALEVAL, CliRun, dialeval, live_chat_conversation, pause,
                                require_chromium)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT, DASHBOARD_PORT, LATER_PORT = 3340, 3341, 3342  # docs/crowdsourcing.md: the dashboard tests' ports
 TASK = "lcda_dashboard"
 GOOD, KIND, CARELESS = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02", "5f0c1d2e3a4b5c6d7e8f9a03"
 HOSTILE = '<img src=x onerror=alert(1)>'
@@ -38,16 +39,16 @@ class DashboardLaunch(CliRun):
         self.tmp_path, self.data_dir, self.log_path = tmp_path, tmp_path / "mephisto", tmp_path / "launch.log"
         self.proc = subprocess.Popen(DIALEVAL + [
             "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
-            f"mephisto.architect.port={PORT}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
+            f"mephisto.architect.port={free_port()}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
             "mephisto.blueprint.num_conversations=4", "live_chat.seed=0", "--mephisto-data", str(self.data_dir),
-            "--dashboard", "--dashboard-port", str(DASHBOARD_PORT), "--dashboard-refresh", "2"],
+            "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.router_pid, self.dashboard, end = None, None, time.time() + 180
         while time.time() < end and self.proc.poll() is None and not (self.router_pid and self.dashboard):
             found = re.search(r"Server running locally with pid (\d+)", self.log())
             self.router_pid = int(found[1]) if found else None
-            found = re.search(r"Dashboard: (http://127\.0\.0\.1:\d+/)\?token=(\S+)", self.log())
-            self.dashboard = (found[1], found[2]) if found else None
+            found = re.search(r"Dashboard: (http://127\.0\.0\.1:\d+/) \(sign in with the token in (\S+),", self.log())
+            self.dashboard = (found[1], Path(found[2]).read_text().strip()) if found else None
             time.sleep(0.5)
         studies = [s for s in fake.state.studies.values() if s["status"] == "ACTIVE"]
         if not (self.dashboard and studies):
@@ -191,7 +192,7 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
         finally:
             launch.stop()
         assert dialogs == []  # no script of a participant ran in the researcher's page
-        assert TOKEN not in launch.log()
+        assert TOKEN not in launch.log() and token not in launch.log()  # the dashboard's token: in its file only
 
         # the same decisions where `dialeval review` keeps them, and on (fake) Prolific, once
         review = dialeval("review", TASK, "--mephisto-data", str(data)).stdout
@@ -209,14 +210,16 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
             (CARELESS, "reject", "FAILED_CHECK", None, "done"), (KIND, "bonus", None, 75, "paid")]
 
         # `dialeval dashboard` afterwards, on the same data: the same decisions; still nothing without the token
-        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(LATER_PORT)],
+        port = free_port()
+        later = subprocess.Popen(DIALEVAL + ["dashboard", TASK, "--mephisto-data", str(data), "--port", str(port)],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             line = later.stdout.readline()
             while line and "Dashboard:" not in line:
                 line = later.stdout.readline()
-            url = re.search(r"(http://\S+\?token=\S+)", line)[1]
-            assert httpx.get(f"http://127.0.0.1:{LATER_PORT}/").status_code == 401
+            found = re.search(r"(http://\S+) \(sign in with the token in (\S+),", line)  # not printed into a log
+            url = f"{found[1]}?token={Path(found[2]).read_text().strip()}"
+            assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
             with httpx.Client(follow_redirects=True) as client:
                 page = client.get(url).text
             assert "REJECTED" in page and "0.75 GBP" in page and CARELESS in page

@@ -11,6 +11,7 @@ import parlai_dialeval  # noqa: F401  (Python 3.11 fix before mephisto)
 from parlai_dialeval.crowdsourcing.platform import runner
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
 from .test_live_chat_da_world import MockWorker, export_records
@@ -98,7 +99,7 @@ def hit_where_model_b_fails(run, tmp_path, task_name: str, inputs: int):
 def test_live_chat_endpoints_costs_in_meta_and_a_500_bot_ends_only_its_conversation(tmp_path, fake):
     run = runner.start("live_chat_da", [
         "conf=endpoints", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
-        "mephisto.architect.port=3165", "mephisto.task.task_name=lcda_endpoints", "live_chat.min_inputs=2",
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_endpoints", "live_chat.min_inputs=2",
         "live_chat.seed=0", "live_chat.models.model_b.opt.retry_backoff=0.05"], data_dir=tmp_path / "mephisto")
     try:
         assert {r["model"] for r in fake.requests} == {"model-a", "model-b"}  # each pinged once at launch
@@ -132,7 +133,7 @@ def test_live_chat_streams_and_a_stream_breaking_mid_reply_fails_with_its_partia
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = runner.start("live_chat_da", [
             "conf=endpoints", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
-            "mephisto.architect.port=3169", "mephisto.task.task_name=lcda_stream", "live_chat.min_inputs=1",
+            f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_stream", "live_chat.min_inputs=1",
             "live_chat.seed=0"], data_dir=tmp_path / "mephisto")
         try:
             _, _, lines = hit_where_model_b_fails(run, tmp_path, "lcda_stream", inputs=1)
@@ -153,7 +154,7 @@ def test_parlai_model_opts_and_quota_in_live_chat(tmp_path, monkeypatch):
     (tmp_path / "model_opts.yaml").write_text(PARLAI_MODEL_OPTS)
     run = runner.start("live_chat_da", [
         "conf=offline_small", "mephisto/architect=mock", "mephisto.architect.should_run_server=true",
-        "mephisto.architect.port=3166", "mephisto.task.task_name=lcda_parlai", "live_chat.min_inputs=1",
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_parlai", "live_chat.min_inputs=1",
         # the two lines of ParlAI's model_chat example config, unchanged
         f"mephisto.blueprint.model_opt_path={tmp_path / 'model_opts.yaml'}",
         "mephisto.blueprint.conversations_needed_string='blender_90M:10'"], data_dir=tmp_path / "mephisto")
@@ -177,7 +178,7 @@ def test_a_zoo_model_not_built_is_refused_with_where_and_how(tmp_path, monkeypat
     (tmp_path / "model_opts.yaml").write_text(PARLAI_MODEL_OPTS)
     with pytest.raises(DialevalError) as refused:
         runner.start("live_chat_da", [
-            "conf=offline_small", "mephisto/architect=mock", "mephisto.architect.port=3167",
+            "conf=offline_small", "mephisto/architect=mock", f"mephisto.architect.port={free_port()}",
             f"mephisto.blueprint.model_opt_path={tmp_path / 'model_opts.yaml'}",
             "mephisto.blueprint.conversations_needed_string='blender_90M:5,blender_3B:5'"],
             data_dir=tmp_path / "mephisto")
@@ -191,7 +192,7 @@ def test_pw_turn_parlai_pairwise_model_opts_and_pair_quota(tmp_path, monkeypatch
     monkeypatch.setenv("PARLAI_DATAPATH", str(tmp_path / "parlai_data"))
     build_zoo(tmp_path / "parlai_data", ("blender_90M", "blender_3B"))
     (tmp_path / "model_opts.yaml").write_text(PARLAI_MODEL_OPTS)
-    run = MockRun("pw_turn", tmp_path / "mephisto", port=3272, overrides=[
+    run = MockRun("pw_turn", tmp_path / "mephisto", port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=1",
         f"mephisto.blueprint.model_opt_path={tmp_path / 'model_opts.yaml'}",
         "mephisto.blueprint.conversations_needed_string='blender_90M:blender_3B:100'"])
@@ -223,7 +224,7 @@ def chat_turns(record):
 def test_pw_turn_and_sm_eval_with_endpoint_bots(tmp_path, fake):
     from parlai_dialeval.crowdsourcing.platform.export import read_units
 
-    run = MockRun("pw_turn", tmp_path / "pw", port=3273, overrides=[
+    run = MockRun("pw_turn", tmp_path / "pw", port=free_port(), overrides=[
         "conf=endpoints", "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=1", "pw_turn.seed=0",
         "~pw_turn.models.qc", "~pw_turn.models.model_b"
         ] + ["+pw_turn.models.model_c.opt.model=repeat_query"])
@@ -241,7 +242,7 @@ def test_pw_turn_and_sm_eval_with_endpoint_bots(tmp_path, fake):
     assert (bot["speaker"], bot["text"]) == ("model_a", "You said: Hi!") and COST_KEYS <= set(bot["meta"])
     assert bot["meta"]["rejected"] == {"model": "model_c", "text": "Hi!"}
 
-    run = MockRun("sm_eval", tmp_path / "sm", port=3274, overrides=[
+    run = MockRun("sm_eval", tmp_path / "sm", port=free_port(), overrides=[
         "conf=endpoints", "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=1",
         "~sm_eval.models.qc", "~sm_eval.models.model_b"])
     try:
@@ -261,14 +262,14 @@ def test_pw_turn_and_sm_eval_with_endpoint_bots(tmp_path, fake):
 def test_ab_and_acute_build_their_items_from_endpoint_bots(tmp_path, monkeypatch):
     with FakeOpenAI({"model-a": {}, "model-b": {"replies": ["I would rather talk about cats."]}}) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
-        run = MockRun("ab_next_utterance", tmp_path / "ab", port=3275, overrides=[
+        run = MockRun("ab_next_utterance", tmp_path / "ab", port=free_port(), overrides=[
             "conf=endpoints", "ab.max_items=4", "ab.per_hit=4", "mephisto.blueprint.units_per_assignment=1"])
         try:
             run.register("W1", "REG_1")
             shown = run.live_agent(run.unit_agent("W1")).state.get_data()["inputs"]["shown"]
         finally:
             run.shutdown()
-        run = MockRun("acute", tmp_path / "acute", port=3276, overrides=[
+        run = MockRun("acute", tmp_path / "acute", port=free_port(), overrides=[
             "conf=endpoints", "acute.self_chats_per_model=2", "acute.self_chat_turns=2", "acute.matchups_per_pair=2",
             "acute.subtasks_per_unit=2", "~acute.self_chat_models.qc", f"acute.self_chat_out={tmp_path / 'chats.jsonl'}"])
         run.shutdown()

@@ -2,7 +2,6 @@
 base URL, a missing key variable or an unknown model name stops the launch with one line."""
 from __future__ import annotations
 
-import socket
 import subprocess
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from parlai_dialeval.crowdsourcing.platform.bots import BotPool
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import DIALEVAL
 
@@ -20,9 +20,7 @@ def endpoint(base_url, model="model-a", **opt):
 
 
 def dead_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    return f"http://127.0.0.1:{free_port()}/v1"
 
 
 def test_each_endpoint_is_pinged_once_at_load():
@@ -55,9 +53,10 @@ def test_bad_endpoints_stop_the_load_with_one_line(case, expected, monkeypatch):
 
 @pytest.mark.slow
 def test_dialeval_launch_with_an_unreachable_endpoint_exits_2_with_one_line(tmp_path):
-    url = dead_url()
-    done = subprocess.run(DIALEVAL + ["launch", "live_chat_da", "conf=endpoints", "--mephisto-data",
-                                      str(tmp_path / "mephisto")], capture_output=True, text=True, timeout=240,
+    url, port = dead_url(), free_port()
+    done = subprocess.run(DIALEVAL + ["launch", "live_chat_da", "conf=endpoints", f"mephisto.architect.port={port}",
+                                      "--mephisto-data", str(tmp_path / "mephisto")], capture_output=True, text=True,
+                          timeout=240,
                           env={**__import__("os").environ, "DIALEVAL_BASE_URL": url})
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (

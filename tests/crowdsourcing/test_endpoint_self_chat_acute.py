@@ -9,6 +9,7 @@ import pytest
 
 from parlai_dialeval.data import from_records
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, dialeval
 from .test_acute_mock import pass_acute_onboarding
@@ -33,7 +34,7 @@ def test_self_chats_of_endpoint_models_feed_acute(tmp_path):
     said = [m for exchange in first["dialog"] for m in exchange]
     assert said[0]["text"] == REPLIES["model-a"] and said[0]["completion_tokens"] == len(REPLIES["model-a"].split())
 
-    run = MockRun("acute", tmp_path / "mephisto", port=3277, overrides=[
+    run = MockRun("acute", tmp_path / "mephisto", port=free_port(), overrides=[
         f"acute.conversations=[{files[0]},{files[1]}]", "acute.seed=1", "acute.matchups_per_pair=2",
         "acute.subtasks_per_unit=2", "mephisto.task.task_name=acute_endpoints_test"])
     try:

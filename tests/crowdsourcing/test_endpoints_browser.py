@@ -9,6 +9,7 @@ import json
 import pytest
 
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider
 
@@ -33,7 +34,7 @@ def test_endpoint_bots_in_a_real_hit(tmp_path, monkeypatch):
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = CliRun("live_chat_da", tmp_path, [
-            "conf=endpoints", "mephisto.architect.port=3168", "mephisto.task.task_name=lcda_endpoints_e2e",
+            "conf=endpoints", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_endpoints_e2e",
             "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=2",
             "live_chat.models.model_b.opt.retry_backoff=0.2"])
         outcomes = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, pause, rate_partner_and_submit, require_chromium
 
@@ -16,7 +17,7 @@ SHORT = "I enjoy cooking pasta"
 
 def test_an_over_long_message_is_refused_on_the_page(tmp_path):
     require_chromium()
-    run = CliRun("sm_eval", tmp_path, ["mephisto.architect.port=3299", "mephisto.task.task_name=sm_limits",
+    run = CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=sm_limits",
                                        "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
                                        "sm_eval.num_turns=2", "~sm_eval.models.retrieval",
                                        "sm_eval.limits.max_message_chars=40"])

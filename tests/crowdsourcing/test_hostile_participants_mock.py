@@ -12,6 +12,7 @@ import time
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
+from parlai_dialeval.testing.ports import free_port
 
 from .test_acute_mock import STUDY, pass_acute_onboarding, start
 from .test_live_chat_da_world import ECHO, MockWorker, export_records, launch
@@ -21,13 +22,13 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture
 def acute_run(tmp_path):
-    run = start(tmp_path, 3298)
+    run = start(tmp_path, free_port())
     yield run
     run.shutdown()
 
 
 def test_live_chat_floods_and_megabyte_messages_leave_other_workers_alone(tmp_path):
-    run = launch(tmp_path, 3297, {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=2)
+    run = launch(tmp_path, free_port(), {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, min_inputs=2)
     try:
         honest, hostile = MockWorker(run, "W1"), MockWorker(run, "W2")
         hostile.wait_phase("topic", 0)

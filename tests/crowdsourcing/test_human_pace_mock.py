@@ -12,6 +12,7 @@ import time
 import pytest
 
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
 from .test_pw_turn_mock import answer_onboarding, pass_pw_turn_onboarding
@@ -27,7 +28,7 @@ def export(run, task: str):
 
 
 def test_sm_eval_worker_who_pauses_completes(tmp_path):
-    run = MockRun("sm_eval", tmp_path, port=3321, overrides=[
+    run = MockRun("sm_eval", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=2", "sm_eval.seed=1",
         "~sm_eval.models.retrieval"])
     try:
@@ -59,7 +60,7 @@ def test_sm_eval_worker_who_pauses_completes(tmp_path):
 
 
 def test_pw_turn_onboarding_and_chat_at_human_pace_then_idle_timeout(tmp_path):
-    run = MockRun("pw_turn", tmp_path, port=3322, overrides=[
+    run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=1",
         "pw_turn.turn_timeout=6", "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
     try:

@@ -15,6 +15,7 @@ from parlai_dialeval.crowdsourcing.platform.config import compose
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import read_jsonl, write_jsonl
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.testing.ports import free_port
 
 from .test_adaptive_judge import assert_certify_bets_as_the_launch
 
@@ -159,7 +160,7 @@ def test_an_acute_adaptive_launch_with_the_judged_design_then_certify_on_its_exp
     out = tmp_path / "judge.jsonl"
     assert main(["judge", "--protocol", "acute", "--judge", f"script:{tmp_path / 'judge.json'}", "--out", str(out),
                  "--design", *design]) == 0
-    run = LaunchedRun("acute", tmp_path / "mephisto", 3269, design + [
+    run = LaunchedRun("acute", tmp_path / "mephisto", free_port(), design + [
         "mephisto.task.task_name=acute_judged", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=3",
         "adaptive_seed=1", f"adaptive_judge={out}", "adaptive_judge_floor=0.5"])
     try:

@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -20,7 +22,7 @@ def _launch(tmp_path):
     bots = tmp_path / "bots"
     dialeval("build_offline_bots", "--out", str(bots), "--max-steps", "30", "--evaluate", "false", timeout=300)
     return CliRun("live_chat_da", tmp_path, [
-        "conf=offline_trained", f"live_chat.bots_dir={bots}", "mephisto.architect.port=3110",
+        "conf=offline_trained", f"live_chat.bots_dir={bots}", f"mephisto.architect.port={free_port()}",
         "mephisto.task.task_name=lcda_e2e", "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, pause, require_chromium, set_slider, submit_hit
 
@@ -59,7 +60,7 @@ def start_topic(page, topic: str) -> None:
 def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
     require_chromium()
     run = CliRun("live_chat_da", tmp_path, [
-        "conf=offline_small", "mephisto.architect.port=3112", "mephisto.task.task_name=lcda_pace",
+        "conf=offline_small", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_pace",
         "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=3"])
     first = ["I have been reading a lot of books lately", "Mostly crime novels and some history"]
     try:

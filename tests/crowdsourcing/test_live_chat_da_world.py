@@ -14,6 +14,7 @@ from parlai_dialeval.crowdsourcing.live_chat_da.criteria import CRITERION_NAMES
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE
 from parlai_dialeval.crowdsourcing.platform import export, runner
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -98,7 +99,7 @@ def export_records(run, tmp_path, task_name="lcda_test"):
 
 def test_full_hit_qc_placement_minimum_inputs_and_export(tmp_path):
     models = {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}
-    run = launch(tmp_path, 3101, models)
+    run = launch(tmp_path, free_port(), models)
     try:
         worker = MockWorker(run, "W1")
         plan = [c["model"] for c in worker._wait(worker.record)["conversations"]]
@@ -149,7 +150,7 @@ def test_full_hit_qc_placement_minimum_inputs_and_export(tmp_path):
 
 def test_bot_failure_and_disconnect_keep_partial_data(tmp_path):
     models = {"qc": ECHO, "crash": CRASH, "ok": ECHO}
-    run = launch(tmp_path, 3102, models, num_slots=3, min_inputs=1, seed=0)  # seed 0: crash, qc, ok
+    run = launch(tmp_path, free_port(), models, num_slots=3, min_inputs=1, seed=0)  # seed 0: crash, qc, ok
     try:
         worker = MockWorker(run, "W2")
         plan = [c["model"] for c in worker._wait(worker.record)["conversations"]]
@@ -186,7 +187,7 @@ def test_qc_workers_flags_the_worker_who_rates_the_qc_bot_highest_and_soft_block
 
     from parlai_dialeval.crowdsourcing.platform.quality import check_workers, soft_block
 
-    run = launch(tmp_path, 3103, {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}, min_inputs=1, seed=3)
+    run = launch(tmp_path, free_port(), {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}, min_inputs=1, seed=3)
     given = {}
     try:
         for name, good in (("GOOD", True), ("BAD", False)):
@@ -228,7 +229,7 @@ def test_qc_workers_flags_the_worker_who_rates_the_qc_bot_highest_and_soft_block
 def test_ice_breaker_mode_prescribes_a_persona_statement_as_the_topic(tmp_path):
     personas = {"a": ["I have two dogs."], "b": ["I grew up in Dublin."], "c": ["I play the violin."]}
     models = {"qc": {**ECHO, "persona": ["I am a robot."]}, **{m: {**ECHO, "persona": p} for m, p in personas.items()}}
-    run = launch(tmp_path, 3104, models, num_slots=3, min_inputs=1, ice_breaker=True)
+    run = launch(tmp_path, free_port(), models, num_slots=3, min_inputs=1, ice_breaker=True)
     try:
         worker = MockWorker(run, "W3")
         model = worker.record()["conversations"][0]["model"]

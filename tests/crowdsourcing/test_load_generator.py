@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from needs import needs
 
 from parlai_dialeval.compat import mephisto_router as compat_router
@@ -19,6 +20,7 @@ from parlai_dialeval.compat import mephisto_router as compat_router
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # three real launches and their node routers: minutes, not seconds
 def test_tiny_ramp_loses_nothing(tmp_path):
     if shutil.which("node") is None or not (compat_router.ROUTER_DIR / "node_modules" / "ws").is_dir():
         needs(f"node or the router dependencies ({compat_router.ROUTER_DIR}/node_modules) are missing: run install.sh")
@@ -26,13 +28,13 @@ def test_tiny_ramp_loses_nothing(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "2", "--pw-turn", "1", "--baseline", "0",
          "--inputs", "2", "--turns", "2", "--pace", "0.05", "--abandon", "0", "--arrival", "1", "--duration", "150",
-         "--servers", "2", "--port", "3436", "--fake-port", "8064", "--out", str(rows_file)],
+         "--servers", "2", "--out", str(rows_file)],  # free ports for both servers and the fake bots
         capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = {row["task"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
     assert set(rows) == {"live_chat", "pw_turn"}
     live, pw = rows["live_chat"], rows["pw_turn"]
-    # one live-chat participant on each server (the second's router on port 3446), both servers exported:
+    # one live-chat participant on each server (each on a router of its own), both servers exported:
     # 3 complete conversations per HIT
     assert (live["servers"], pw["servers"], live["complete_convs"]) == (2, 1, 6), (live, pw)
     # 2 participants x 3 conversations x 2 messages; PW-Turn: 1 message (the opening is the world's)

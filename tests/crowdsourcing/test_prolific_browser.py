@@ -10,11 +10,12 @@ import re
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import TOKEN, ProlificCliRun, fake_prolific, provider_overrides, register
 from .protocol_harness import chromium_page, dialeval, pause, require_chromium, set_slider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(480)]
-PORT = 3300
 PID = "5f0c1d2e3a4b5c6d7e8f9a0b"  # Prolific participant ids are 24 hex characters
 QC_SLOT = 1  # offline_small: the QC bot sits between the two genuine models
 
@@ -45,7 +46,7 @@ def test_live_chat_on_prolific_in_chromium(tmp_path, monkeypatch):
     with fake_prolific() as fake:
         register(data, fake, monkeypatch)
         launch = ProlificCliRun(tmp_path, fake, [
-            "conf=offline_small", *provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={PORT}",
+            "conf=offline_small", *provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={free_port()}",
             "mephisto.task.task_name=lcda_prolific", "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
         study = launch.study
         try:

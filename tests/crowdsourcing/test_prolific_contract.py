@@ -14,6 +14,7 @@ import pytest
 from parlai_dialeval.providers.prolific.api import ProlificClient
 from parlai_dialeval.providers.prolific.fake import PAGE_SIZE
 from parlai_dialeval.providers.prolific.study import find_or_create
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_contract import ENDPOINTS, endpoint, violations
 from .prolific_harness import TOKEN, ProlificMockRun, fake_prolific, register, scale_items, scale_overrides
@@ -200,7 +201,7 @@ def test_launch_finds_workspace_project_and_block_group_on_later_pages(tmp_path,
             fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": f"group {k}"})
         group = fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": "dialeval_blocked"})[1]["id"]
     items = scale_items(tmp_path / "items.jsonl", 2)
-    run = ProlificMockRun("scale_designs", data, 3314, fake, [*scale_overrides(items, "sd_pages"),
+    run = ProlificMockRun("scale_designs", data, free_port(), fake, [*scale_overrides(items, "sd_pages"),
                                                               "mephisto.provider.workspace=Our lab",
                                                               "mephisto.provider.max_submissions_per_participant=-1"])
     try:

@@ -12,6 +12,7 @@ import pytest
 
 from parlai_dialeval.cli import main as dialeval
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 from .prolific_harness import (TOKEN, ProlificMockRun, arrive, provider_overrides, register, scale_items,
@@ -56,7 +57,7 @@ def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, ca
     with fake.state.lock:
         for balance in fake.state.balances.values():
             balance["available_balance"] = 500  # 5.00 GBP
-    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3308)
+    message, db = _launch_fails(tmp_path, fake, monkeypatch, free_port())
     # 3 places x 2.50 GBP = 7.50 + 33.3% fees (the fake's cost calculator) = 10.00 GBP
     assert "the run costs 10.00 GBP" in message and "has 5.00 GBP" in message
     assert "3 place(s) x 2.50 GBP = 7.50 GBP + fees 2.50 GBP = 10.00 GBP" in capsys.readouterr().out
@@ -64,13 +65,13 @@ def test_balance_short_refused_with_both_figures(tmp_path, fake, monkeypatch, ca
 
 
 def test_reward_below_minimum_hourly_rate(tmp_path, fake, monkeypatch):
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3309, ["mephisto.provider.reward=0.50"])
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, free_port(), ["mephisto.provider.reward=0.50"])
     assert "0.50 GBP for 15 minutes is 2.00 GBP/hour, below Prolific's minimum of 6.00 GBP/hour" in message
     assert not fake.state.calls or all(c["method"] == "GET" for c in fake.state.calls)
 
 
 def test_refused_token_stops_before_anything_is_created(tmp_path, fake, monkeypatch):
-    message, db = _launch_fails(tmp_path, fake, monkeypatch, 3310, faults=[{"status": 401, "path": "users/me"}])
+    message, db = _launch_fails(tmp_path, fake, monkeypatch, free_port(), faults=[{"status": 401, "path": "users/me"}])
     assert "HTTP 401" in message and "dialeval prolific register" in message
     assert db.find_task_runs() == []
 
@@ -80,7 +81,7 @@ def test_refused_token_stops_before_anything_is_created(tmp_path, fake, monkeypa
     {"status": 500, "path": r"studies/$", "method": "POST", "after": True},  # created, but the answer is lost
 ], ids=["publish_fails", "create_answer_lost"])
 def test_server_errors_during_setup_leave_no_orphan_study(tmp_path, fake, monkeypatch, fault):
-    message, _ = _launch_fails(tmp_path, fake, monkeypatch, 3311, ["mephisto.provider.max_retries=1"], [fault])
+    message, _ = _launch_fails(tmp_path, fake, monkeypatch, free_port(), ["mephisto.provider.max_retries=1"], [fault])
     assert f"HTTP {fault['status']}" in message and "deleted the unpublished study" in message
     assert "nothing is left on Prolific" in message
     assert [c["method"] for c in fake.state.calls if c["path"].startswith("/api/v1/studies/")
@@ -91,7 +92,7 @@ def test_launch_keeps_the_token_secret_and_retries_429(tmp_path, fake, monkeypat
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     fake.inject(429, 2, path=r"studies/$", method="POST", retry_after=0.1)
-    run = ProlificMockRun("scale_designs", data, 3312, fake, [
+    run = ProlificMockRun("scale_designs", data, free_port(), fake, [
         *scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_secret"),
         "mephisto.provider.block_list=[PID_BANNED]",
         "mephisto.provider.eligibility_filters=[{filter_id: current-country-of-residence, selected_values: ['1']}]"])
@@ -139,7 +140,7 @@ def test_register_reads_token_from_env_or_file(tmp_path, fake, monkeypatch, caps
 
 def test_launch_without_registered_requester(tmp_path, capsys):
     code = dialeval(["launch", "live_chat_da", "conf=offline_small", "mephisto/provider=prolific",
-                     "mephisto.architect.port=3313", "--mephisto-data", str(tmp_path / "mephisto")])
+                     f"mephisto.architect.port={free_port()}", "--mephisto-data", str(tmp_path / "mephisto")])
     err = capsys.readouterr().err
     assert code == 2 and "no Prolific requester" in err and "dialeval prolific register NAME" in err
 
@@ -150,7 +151,8 @@ def test_refused_places_do_not_stop_units_launching(tmp_path, fake, monkeypatch)
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     fake.inject(500, 2, path=r"studies/[^/]+/$", method="PATCH")  # the places of units 2 and 3
-    run = ProlificMockRun("scale_designs", data, 3315, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 3),
+    port = free_port()
+    run = ProlificMockRun("scale_designs", data, port, fake, scale_overrides(scale_items(tmp_path / "i.jsonl", 3),
                                                                              "sd_places"))
     try:
         def units():

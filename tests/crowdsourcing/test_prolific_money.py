@@ -5,7 +5,6 @@ Prolific's records. Faults are injected into the fake before, during and after `
 ``payments`` is the money that really moved."""
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -140,7 +139,8 @@ def test_429_then_500_before_paying(ledger_for, monkeypatch):
 
 
 def test_asynchronous_payment_is_settled_later_never_paid_again(ledger_for, monkeypatch):
-    ledger = ledger_for(bonus_delay=1.5)
+    now = [0.0]  # the fake's clock: the bonus shows on the submission 1.5 s after it was paid
+    ledger = ledger_for(bonus_delay=1.5, clock=lambda: now[0])
     ledger.fake.inject(500, 1, path=r"/pay/$", after=True)
     with pytest.raises(DialevalError, match="pending: check on Prolific"):
         ledger.pay()
@@ -149,7 +149,7 @@ def test_asynchronous_payment_is_settled_later_never_paid_again(ledger_for, monk
         ledger.pay()
     assert ledger.review() == {ledger.submission: 1} and ledger.state() == "unsure"
     monkeypatch.setattr(bonus, "REPAY_AFTER", 0)  # even a researcher too quick to resend is stopped once it shows
-    time.sleep(1.6)
+    now[0] += 1.6
     with pytest.raises(DialevalError, match="paid after all"):
         bonus.repay(ledger.db, ledger.store.decisions(kind="bonus")[0]["id"])
     assert ledger.state() == "paid" and ledger.paid() == [50] and len(ledger.pay_calls()) == 1

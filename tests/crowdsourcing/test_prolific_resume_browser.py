@@ -3,27 +3,48 @@ live_chat_da` on (fake) Prolific with two places is killed (SIGKILL) while parti
 relaunch of the same task name takes over the same Prolific study (no second study: same places, same
 completion code, which the server sends), A reloads the page and finishes the unit they had begun, B arrives from Prolific and does
 the other one; both land on Prolific's completion page with the study's code; the review lists each
-submission once, and the export holds each unit once."""
+submission once, and the export holds each unit once.
+Issue 38, item 6: first, two outsiders open the task's own address with identities Prolific
+never gave (the issue's PROLIFIC_PID ``=HYPERLINK(...)`` with SESSION_ID ``FAKESESSION``, and well-formed made-up
+ids): each page says there is no place for them and nothing of theirs exists; A, confirmed by Prolific before
+the kill, is let in after the relaunch on the confirmation kept in prolific.db (Prolific is not asked again),
+and nothing unverified is exported."""
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sqlite3
 import time
+from urllib.parse import urlencode
 
 import psutil
 import pytest
+
+from parlai_dialeval.providers.prolific.verify import UNKNOWN
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import ProlificCliRun, fake_prolific, provider_overrides, register
 from .protocol_harness import chromium_page, dialeval, live_chat_conversation, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT = 3302
 PID_A, PID_B = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02"
+OUTSIDERS = {'=HYPERLINK("http://example.invalid","x")': "FAKESESSION",
+             "5f0c1d2e3a4b5c6d7e8f9a99": "5f0c1d2e3a4b5c6d7e8f9a98"}  # PROLIFIC_PID: SESSION_ID
 
 
 def _rate(page, slot: int) -> None:
     live_chat_conversation(page, [f"I grow tomatoes, conversation {slot}"], rating=20 + slot)
+
+
+def _refused(page, study_url: str, study_id: str) -> None:
+    """The outsiders open the task's address (the study's URL on Prolific, without Prolific) with their own
+    ids: the page says there is no place."""
+    for pid, session in OUTSIDERS.items():
+        page.goto(f"{study_url.split('/?')[0]}/?"
+                  + urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session}))
+        assert page.wait_for_selector(".alert-danger", timeout=60000).inner_text().strip() == UNKNOWN
+        assert page.locator("[data-testid=topic-form]").count() == 0
 
 
 def _submit(page, fake) -> None:
@@ -40,19 +61,22 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
     data = tmp_path / "mephisto"
     with fake_prolific() as fake:
         register(data, fake, monkeypatch)
-        overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={PORT}",
+        overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={free_port()}",
                      "mephisto.task.task_name=lc_prolific_kill", "mephisto.blueprint.num_conversations=2",
                      "live_chat.min_inputs=1", "live_chat.seed=0"]
         first = ProlificCliRun(tmp_path, fake, overrides)
         study = first.study
         second = None
         try:
+            with chromium_page(tmp_path / "outsiders") as outsider:
+                _refused(outsider, study["external_study_url"], study["id"])
             with chromium_page(tmp_path) as page:
                 page.goto(fake.study_url(study["id"], PID_A))  # Prolific's start button: on to the task
                 task_url = page.url
                 _rate(page, 0)
                 _rate(page, 1)
                 page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                killed_at = time.time()
                 os.killpg(first.proc.pid, signal.SIGKILL)  # the launch dies mid-study; its router lives on
                 first.proc.wait(30)
                 os.kill(first.router_pid, signal.SIGTERM)
@@ -88,7 +112,15 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
         assert sorted(subs) == [PID_A, PID_B]
         assert all(s["status"] == "AWAITING REVIEW" and s["study_code"] == code for s in subs.values())
         table = dialeval("review", "lc_prolific_kill", "--mephisto-data", str(data)).stdout
-        assert [line.split()[0] for line in table.splitlines() if line.startswith("5f0c")] == [PID_A, PID_B]
+        assert [line.split()[0] for line in table.splitlines() if line.startswith(("5f0c", "="))] == [PID_A, PID_B]
+        asked = [(c["path"].split("/")[-2], c["status"]) for c in fake.state.calls
+                 if c["path"].startswith("/api/v1/submissions/") and c["path"].split("/")[-2] in OUTSIDERS.values()]
+        assert asked == [("5f0c1d2e3a4b5c6d7e8f9a98", 404)]  # the formula's ids never reached Prolific
+    with sqlite3.connect(data / "database.db") as db:
+        assert sorted(name for (name,) in db.execute("SELECT worker_name FROM workers")) == [PID_A, PID_B]
+    with sqlite3.connect(data / "prolific" / "prolific.db") as db:
+        confirmed = dict(db.execute("SELECT participant_id, checked FROM verified WHERE source = 'arrival'"))
+    assert sorted(confirmed) == [PID_A, PID_B] and confirmed[PID_A] < killed_at  # A: not asked again after
 
     out = tmp_path / "lc_prolific_kill.jsonl"
     done = dialeval("export", "lc_prolific_kill", "--out", str(out), "--mephisto-data", str(data))
@@ -98,3 +130,4 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
     by_worker = {w: sorted(c["slot"] for c in convs if c["worker_id"] == w) for w in (PID_A, PID_B)}
     assert by_worker == {PID_A: list(range(6)), PID_B: list(range(6))}  # each unit once, whole
     assert len({c["assignment_id"] for c in convs}) == 2
+    assert "unverified" not in out.read_text()

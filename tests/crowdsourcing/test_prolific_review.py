@@ -8,10 +8,11 @@ import pytest
 
 from parlai_dialeval.cli import main
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (TOKEN, ProlificMockRun, arrive, register, scale_items, scale_overrides,
-                               submit_scale_unit)
+from .prolific_harness import (TOKEN, ProlificMockRun, arrive, completed_on_prolific, register, scale_items,
+                               scale_overrides, submit_scale_unit)
 
 pytestmark = pytest.mark.slow
 
@@ -37,9 +38,9 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     items = scale_items(tmp_path / "items.jsonl", 3)
-    run = ProlificMockRun("scale_designs", data, 3306, fake, scale_overrides(items, "sd_review"))
+    run = ProlificMockRun("scale_designs", data, free_port(), fake, scale_overrides(items, "sd_review"))
     try:
-        submit_scale_unit(run, "PID_A")
+        assert submit_scale_unit(run, "PID_A") == completed_on_prolific(run, "PID_A")
         run.register("PID_B")  # takes a place, never submits
         run.unit_agent("PID_B")
         study = fake.state.studies[run.study["study_id"]]
@@ -63,7 +64,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
         type(unit_b)._last_poll.clear()
         unit_b.get_status()
         run.wait(lambda: run.db.get_agent(agent_b.db_id)["status"] == "returned", what="the returned agent")
-        submit_scale_unit(run, "PID_C")
+        assert submit_scale_unit(run, "PID_C") == completed_on_prolific(run, "PID_C")
     finally:
         run.shutdown()
     assert fake.state.studies[run.study["study_id"]]["status"] == "AWAITING REVIEW"  # stopped once no unit is open
@@ -129,7 +130,7 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
     done = dialeval("review", "sd_review", "--block", "PID_B", "--mephisto-data", str(data))
     assert done.returncode == 0, done.stderr[-3000:]
     assert store.is_blocked("PID_B")
-    run2 = ProlificMockRun("scale_designs", data, 3307, fake, scale_overrides(items, "sd_review_2"))
+    run2 = ProlificMockRun("scale_designs", data, free_port(), fake, scale_overrides(items, "sd_review_2"))
     try:
         second = fake.state.studies[run2.study["study_id"]]
         assert {"filter_id": "participant_group_blocklist", "selected_values": [run2.study["block_group_id"]]} \

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (ProlificMockRun, finish, register, scale_items, scale_overrides, submit_scale_unit,
-                               submit_static_unit)
+from .prolific_harness import (Finished, ProlificMockRun, completed_on_prolific, finish, register, scale_items,
+                               scale_overrides, submit_scale_unit, submit_static_unit)
 
 pytestmark = pytest.mark.slow
 
 
 def test_scale_designs_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", 3301, fake,
+    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
                           scale_overrides(scale_items(tmp_path / "items.jsonl", 1), "sd_prolific"))
     try:
-        submit_scale_unit(run, "PID_SD_1")
+        finished = submit_scale_unit(run, "PID_SD_1")
     finally:
         run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_SD_1")
 
 
 def _chat_until_done(run, agent, answers) -> None:
@@ -45,17 +48,17 @@ def _done(run, agent) -> bool:
     return any("task_done" in (m.get("task_data") or {}) for m in messages)
 
 
-def _submit_live(run, pid) -> None:
+def _submit_live(run, pid) -> Finished:
     agent = run.unit_agent(pid)
     run.last_task_data(agent, key="task_done")
     run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
     run.settle()
-    finish(run, pid)
+    return finish(run, pid)
 
 
 def test_sm_eval_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("sm_eval", tmp_path / "mephisto", 3302, fake, [
+    run = ProlificMockRun("sm_eval", tmp_path / "mephisto", free_port(), fake, [
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=2", "sm_eval.seed=1", "~sm_eval.models.retrieval"])
     try:
         run.register("PID_SM_1")
@@ -63,16 +66,17 @@ def test_sm_eval_unit_via_prolific(tmp_path, fake, monkeypatch):
             "annotate": lambda shown: ({"checked": ["engaging"]}, ""),
             "chat": lambda shown: ({"action": "message"}, "I like hiking in the hills"),
             "rate": lambda shown: ({"ratings": {q["criterion"]: 4 for q in shown["questions"]}}, "")})
-        _submit_live(run, "PID_SM_1")
+        finished = _submit_live(run, "PID_SM_1")
     finally:
         run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_SM_1")
 
 
 def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
     from .test_pw_turn_mock import answer_onboarding
 
     register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("pw_turn", tmp_path / "mephisto", 3303, fake, [
+    run = ProlificMockRun("pw_turn", tmp_path / "mephisto", free_port(), fake, [
         "mephisto.blueprint.num_conversations=1", "pw_turn.seed=4", "pw_turn.num_turns=2",
         "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
     try:
@@ -84,9 +88,10 @@ def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
         _chat_until_done(run, run.unit_agent("PID_PW_1"), {
             "choose": lambda shown: ({"action": "choose", "choice": "left", "justification": "more natural"}, ""),
             "chat": lambda shown: ({"action": "message"}, "Do you have any pets at home?")})
-        _submit_live(run, "PID_PW_1")
+        finished = _submit_live(run, "PID_PW_1")
     finally:
         run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_PW_1")
 
 
 def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
@@ -95,17 +100,22 @@ def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
     convs = tmp_path / "convs.jsonl"
     write_conversations(convs)
-    run = ProlificMockRun("acute", tmp_path / "mephisto", 3304, fake, [
+    run = ProlificMockRun("acute", tmp_path / "mephisto", free_port(), fake, [
         f"acute.conversations=[{convs}]", "acute.seed=5", "acute.matchups_per_pair=2", "acute.subtasks_per_unit=2",
         "mephisto.task.task_name=acute_prolific"])
     try:
         run.register("PID_AC_1")
         pass_acute_onboarding(run, "PID_AC_1")
-        submit_static_unit(run, "PID_AC_1", lambda inputs: {"answers": [
+        finished = submit_static_unit(run, "PID_AC_1", lambda inputs: {"answers": [
             {"pair_id": p["pair_id"], "choice": "left", "justification": "asks questions", "duration": 3.0}
             for p in inputs["shown"]]})
     finally:
         run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_AC_1")
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+
+    records = collect_from_db(run.db, "acute_prolific")[0].records  # onboarding and unit: confirmed on arrival
+    assert any(r.get("onboarding") for r in records) and not any(r.get("unverified") for r in records)
 
 
 def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
@@ -114,12 +124,13 @@ def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
     register(tmp_path / "mephisto", fake, monkeypatch)
     items = tmp_path / "items.jsonl"
     write_items(items)
-    run = ProlificMockRun("ab_next_utterance", tmp_path / "mephisto", 3305, fake, [
+    run = ProlificMockRun("ab_next_utterance", tmp_path / "mephisto", free_port(), fake, [
         f"ab.items_file={items}", "ab.seed=3", "mephisto.blueprint.units_per_assignment=1",
         "mephisto.task.task_name=ab_prolific"])
     try:
         run.register("PID_AB_1")
-        submit_static_unit(run, "PID_AB_1", lambda inputs: {
+        finished = submit_static_unit(run, "PID_AB_1", lambda inputs: {
             "answers": {item["item_id"]: {"choice": "a", "duration": 2.0} for item in inputs["shown"]}})
     finally:
         run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_AB_1")

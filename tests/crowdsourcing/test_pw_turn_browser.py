@@ -9,6 +9,7 @@ import pytest
 
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, pause, require_chromium, submit_hit
 
@@ -27,7 +28,7 @@ def onboarding(page, correct: bool) -> None:
 
 def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
-    run = CliRun("pw_turn", tmp_path, ["mephisto.architect.port=3260", "mephisto.task.task_name=pwt_e2e",
+    run = CliRun("pw_turn", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=pwt_e2e",
                                        "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0",
                                        "pw_turn.num_turns=3", "pw_turn.question=humanness"])
     chosen = []
@@ -95,7 +96,7 @@ def test_pw_turn_two_failed_tries_screen_out_and_ask_to_return(tmp_path):
     two failed tries the participant is asked to return the study, also once Mephisto has turned them away,
     and a reload gives no third try."""
     require_chromium()
-    run = CliRun("pw_turn", tmp_path, ["mephisto.architect.port=3261", "mephisto.task.task_name=pwt_out",
+    run = CliRun("pw_turn", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=pwt_out",
                                        "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0",
                                        "pw_turn.num_turns=3"])
     try:

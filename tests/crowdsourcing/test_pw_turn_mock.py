@@ -7,6 +7,7 @@ import pytest
 
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -16,7 +17,7 @@ GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
 
 @pytest.fixture
 def run(tmp_path):
-    run = MockRun("pw_turn", tmp_path, port=3210, overrides=[
+    run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=3",
         "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
     yield run

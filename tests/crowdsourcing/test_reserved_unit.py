@@ -10,6 +10,7 @@ import pytest
 from parlai_dialeval.data import from_records
 
 from parlai_dialeval.crowdsourcing.platform import runner
+from parlai_dialeval.testing.ports import free_port
 
 from .test_live_chat_da_world import ECHO, MockWorker, export_records
 
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_reserved_unit_exports_both_workers_rated_conversations(tmp_path):
+    port = free_port()
     run = runner.start("live_chat_da", [  # one unit: the second worker can only be given the first's
-        "mephisto/architect=mock", "mephisto.architect.should_run_server=true", "mephisto.architect.port=3323",
+        "mephisto/architect=mock", "mephisto.architect.should_run_server=true", f"mephisto.architect.port={port}",
         "mephisto.task.task_name=lcda_test", "mephisto.blueprint.num_conversations=1",
         "mephisto.task.maximum_units_per_worker=0"], data_dir=tmp_path / "mephisto", update={
         "live_chat.models": {"qc": ECHO, "a": ECHO, "b": ECHO}, "live_chat.qc_models": ["qc"],

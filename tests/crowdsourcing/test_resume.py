@@ -20,6 +20,7 @@ from parlai_dialeval.crowdsourcing.platform import runner
 from parlai_dialeval.crowdsourcing.platform.export import collect_from_db, export_task
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
 from .test_acute_mock import pass_acute_onboarding, write_conversations
@@ -92,7 +93,7 @@ def resent(run, agent, update_id: str, sent_to: str, task_data: dict, text: str 
 def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit_half_chat_included(tmp_path):
     overrides = ["mephisto.task.task_name=lc_resume", "mephisto.blueprint.num_conversations=2",
                  "mephisto.task.maximum_units_per_worker=0", "live_chat.min_inputs=2", "live_chat.seed=2"]
-    run = LaunchedRun("live_chat_da", tmp_path, 3324, overrides)
+    run = LaunchedRun("live_chat_da", tmp_path, free_port(), overrides)
     try:
         run.register("W1", "REG_1")
         agent = run.unit_agent("W1")
@@ -113,7 +114,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit_half_ch
     finally:
         run.kill()
 
-    run = LaunchedRun("live_chat_da", tmp_path, 3325, overrides)
+    run = LaunchedRun("live_chat_da", tmp_path, free_port(), overrides)
     try:
         assert run.launched.resume_note.startswith("Resuming task 'lc_resume': its run 1 was interrupted with 0 of 2")
         assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
@@ -175,7 +176,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit
         pass_pw_turn_onboarding(run, worker)
         return run.unit_agent(worker)
 
-    run = LaunchedRun("pw_turn", tmp_path, 3326, overrides)
+    run = LaunchedRun("pw_turn", tmp_path, free_port(), overrides)
     try:
         done = onboard(run, "W1")
         chat_turn(run, done, finish=False)
@@ -188,7 +189,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit
     finally:
         run.kill()
 
-    run = LaunchedRun("pw_turn", tmp_path, 3327, overrides)
+    run = LaunchedRun("pw_turn", tmp_path, free_port(), overrides)
     try:
         assert "1 of 2 unit(s) finished; 1 unit(s) offered now. 1 worker(s) who were mid-HIT" in run.launched.resume_note
         assert len(run.units()) == 1
@@ -230,7 +231,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
         return shown
 
-    run = LaunchedRun("acute", tmp_path, 3328, overrides)
+    run = LaunchedRun("acute", tmp_path, free_port(), overrides)
     try:
         planned = [u.get_assignment_data().shared["shown"] for u in run.units()]
         assert len(planned) == 3
@@ -240,7 +241,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
     finally:
         run.kill()
 
-    run = LaunchedRun("acute", tmp_path, 3329, overrides)
+    run = LaunchedRun("acute", tmp_path, free_port(), overrides)
     try:
         assert "1 of 3 unit(s) finished; 2 unit(s) offered now" in run.launched.resume_note
         offered = [u.get_assignment_data().shared["shown"] for u in run.units()]
@@ -283,7 +284,7 @@ def test_sm_eval_resume_carries_on_the_conversation_where_it_stopped(tmp_path):
             shown = run.last_task_data(agent, after=seen)
         return shown
 
-    run = LaunchedRun("sm_eval", tmp_path, 3374, overrides)
+    run = LaunchedRun("sm_eval", tmp_path, free_port(), overrides)
     try:
         run.register("W1", "REG_1")
         agent = run.unit_agent("W1")
@@ -294,7 +295,7 @@ def test_sm_eval_resume_carries_on_the_conversation_where_it_stopped(tmp_path):
     finally:
         run.kill()
 
-    run = LaunchedRun("sm_eval", tmp_path, 3375, overrides)
+    run = LaunchedRun("sm_eval", tmp_path, free_port(), overrides)
     try:
         assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
         agent = onboard_or_unit(run, "W1")

@@ -12,11 +12,12 @@ import subprocess
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import DIALEVAL, CliRun, chromium_page, dialeval, live_chat_conversation, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-PORT = 3334
-OVERRIDES = [f"mephisto.architect.port={PORT}", "mephisto.task.task_name=lc_kill",
+OVERRIDES = ["mephisto.task.task_name=lc_kill",
              "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=1", "live_chat.seed=0"]
 
 
@@ -26,7 +27,9 @@ def rate_one_conversation(page, slot: int) -> None:
 
 def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tmp_path):
     require_chromium()
-    first = CliRun("live_chat_da", tmp_path, OVERRIDES)
+    port = free_port()
+    overrides = [f"mephisto.architect.port={port}", *OVERRIDES]
+    first = CliRun("live_chat_da", tmp_path, overrides)
     url = first.worker_url("returning_worker")
     try:
         with chromium_page(tmp_path) as page:
@@ -37,13 +40,13 @@ def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tm
             os.killpg(first.proc.pid, signal.SIGKILL)  # the launch dies; its router lives on
             first.proc.wait(30)
 
-            refused = subprocess.run(DIALEVAL + ["launch", "live_chat_da", *OVERRIDES, "--mephisto-data",
+            refused = subprocess.run(DIALEVAL + ["launch", "live_chat_da", *overrides, "--mephisto-data",
                                                  str(first.data_dir)], capture_output=True, text=True, timeout=240)
             assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
-            assert f"port {PORT} is in use by pid {first.router_pid} (node server.js)" in refused.stderr
+            assert f"port {port} is in use by pid {first.router_pid} (node server.js)" in refused.stderr
             os.kill(first.router_pid, signal.SIGTERM)
 
-            second = CliRun("live_chat_da", tmp_path / "again", OVERRIDES, data_dir=first.data_dir)
+            second = CliRun("live_chat_da", tmp_path / "again", overrides, data_dir=first.data_dir)
             try:
                 assert "Resuming task 'lc_kill': its run 1 was interrupted with 0 of 1 unit(s) finished" in second.log()
                 assert "1 worker(s) who were mid-HIT get their HIT back" in second.log()

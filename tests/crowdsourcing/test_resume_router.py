@@ -20,10 +20,9 @@ import httpx
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.testing.ports import free_port
 
 from .test_router_hostile import require_router, start_router
-
-PORT = 3428
 
 
 def built_router(tmp_path: Path) -> Path:
@@ -36,15 +35,15 @@ def built_router(tmp_path: Path) -> Path:
     return Path(compat_router.router_builder(mephisto_build)(str(tmp_path), None))
 
 
-async def page_asks_before_the_server_connects() -> dict:
+async def page_asks_before_the_server_connects(port: int) -> dict:
     registration = {"worker_name": "early", "agent_registration_id": "early-early", "assignment_id": "early",
                     "provider_type": "mock"}
     async with httpx.AsyncClient() as http:
-        request = asyncio.create_task(http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=20, json={
+        request = asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=20, json={
             "provider_data": registration, "client_timestamp": time.time()}))
         await asyncio.sleep(1.0)  # the request is with the router; no server has connected yet
         assert not request.done()
-        async with websockets.connect(f"ws://127.0.0.1:{PORT}") as server:
+        async with websockets.connect(f"ws://127.0.0.1:{port}") as server:
             await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                           "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
             try:
@@ -63,9 +62,10 @@ async def page_asks_before_the_server_connects() -> dict:
 def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path):
     require_router()
     router = built_router(tmp_path)
-    node = start_router(router, PORT)
+    port = free_port()
+    node = start_router(router, port)
     try:
-        answer = asyncio.run(page_asks_before_the_server_connects())
+        answer = asyncio.run(page_asks_before_the_server_connects(port))
     finally:
         node.terminate()
         node.communicate(timeout=10)
@@ -76,11 +76,11 @@ def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path)
 HELD_BYTES_LIMIT = 32 * 1024 * 1024  # crowdsourcing/router/dialeval_guard.js
 
 
-async def flood_before_the_server_connects(requests: int, name_bytes: int) -> tuple[int, int]:
+async def flood_before_the_server_connects(port: int, requests: int, name_bytes: int) -> tuple[int, int]:
     """``requests`` anonymous requests for an agent, each with a ``name_bytes`` worker name, while no server is
     connected; then the server connects: how many were answered "busy" before it did, how many reach it."""
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=requests)) as http:
-        posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=15, json={
+        posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=15, json={
             "provider_data": {"worker_name": f"{i:03d}" + "x" * name_bytes, "agent_registration_id": f"flood-{i}",
                               "assignment_id": "flood", "provider_type": "mock"}, "client_timestamp": time.time()}))
             for i in range(requests)]
@@ -89,7 +89,7 @@ async def flood_before_the_server_connects(requests: int, name_bytes: int) -> tu
         assert all(reply.status_code == 503 and reply.json()["status"] == "busy" and reply.headers["retry-after"]
                    for reply in busy), [(reply.status_code, reply.text[:80]) for reply in busy]
         reached = 0
-        async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as server:
+        async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as server:
             await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                           "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
             try:
@@ -111,10 +111,11 @@ def test_what_the_router_keeps_for_an_absent_server_is_bounded(tmp_path):
     once the server connects."""
     require_router()
     router = built_router(tmp_path)
-    node = start_router(router, PORT)
+    port = free_port()
+    node = start_router(router, port)
     name_bytes, requests = 480 * 1024, 90  # 90 x 480 KiB = 42 MiB, past the 32 MiB kept
     try:
-        busy, reached = asyncio.run(flood_before_the_server_connects(requests, name_bytes))
+        busy, reached = asyncio.run(flood_before_the_server_connects(port, requests, name_bytes))
     finally:
         node.terminate()
         output = node.communicate(timeout=10)[0]

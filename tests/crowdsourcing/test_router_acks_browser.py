@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -64,7 +66,7 @@ def _say(page, text):
 
 def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     require_chromium()
-    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", "mephisto.architect.port=3422",
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={free_port()}",
                                              "mephisto.task.task_name=acks_browser",
                                              "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
     seen = {"sent": [], "acked": [], "dropped_message": False, "dropped_ack": False}

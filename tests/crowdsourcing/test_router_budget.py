@@ -12,11 +12,11 @@ import time
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.testing.ports import free_port
 
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, start_router
 
-PORT = 3429
 FRAME = 400 * 1024
 BURST, PER_SECOND = 1024 * 1024, 64 * 1024  # dialeval_guard.js: AGENT_BYTES_BURST, AGENT_BYTES_PER_SECOND
 
@@ -26,12 +26,12 @@ def live_update(agent: str, text: str) -> str:
                        "agent_token": compat_router.token(agent), "data": {"text": text}})
 
 
-async def flood_from_two_sockets(frames: int) -> tuple[int, float, int, bool]:
+async def flood_from_two_sockets(port: int, frames: int) -> tuple[int, float, int, bool]:
     """Agent "9" sends ``frames`` frames of 400 KiB from two sockets, 10 a second (under the router's packet
     rate); then agent "10" sends one short message. Returns the bytes of agent 9's packets the server got,
     the seconds the flood took, how many of them, and whether agent 10's message arrived."""
     got, count, other = 0, 0, False
-    async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as server:
+    async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as server:
         await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                       "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
 
@@ -48,14 +48,14 @@ async def flood_from_two_sockets(frames: int) -> tuple[int, float, int, bool]:
                     other = True
 
         reader = asyncio.create_task(read())
-        async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as first, \
-                websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as second:
+        async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as first, \
+                websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as second:
             start = time.monotonic()
             for i in range(frames):
                 await (first, second)[i % 2].send(live_update("9", "x" * FRAME))
                 await asyncio.sleep(0.1)
             took = time.monotonic() - start
-            async with websockets.connect(f"ws://127.0.0.1:{PORT}") as honest:
+            async with websockets.connect(f"ws://127.0.0.1:{port}") as honest:
                 await honest.send(live_update("10", "a person's message"))
                 await asyncio.sleep(2.0)
         reader.cancel()
@@ -64,9 +64,10 @@ async def flood_from_two_sockets(frames: int) -> tuple[int, float, int, bool]:
 
 def test_an_agent_cannot_push_the_server_more_than_its_byte_budget(tmp_path):
     require_router()
-    node = start_router(built_router(tmp_path), PORT)
+    port = free_port()
+    node = start_router(built_router(tmp_path), port)
     try:
-        got, took, count, other = asyncio.run(flood_from_two_sockets(30))
+        got, took, count, other = asyncio.run(flood_from_two_sockets(port, 30))
     finally:
         node.terminate()
         output = node.communicate(timeout=10)[0]

@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import CliRun, chromium_page, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -20,7 +22,7 @@ BUSY_ANSWERS = 2
 
 def test_a_page_answered_busy_asks_for_its_agent_again(tmp_path):
     require_chromium()
-    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", "mephisto.architect.port=3423",
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={free_port()}",
                                              "mephisto.task.task_name=busy_browser",
                                              "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
     asked = []

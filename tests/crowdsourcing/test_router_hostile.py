@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import time
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
@@ -24,11 +25,11 @@ from needs import needs
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.testing.ports import free_port
 
 from .page_client import PageClient
 from .protocol_harness import CliRun, dialeval
 
-PORT = 3420
 TASK = "hostile_router"
 INJECTED = "INJECTED BY MALLORY"
 
@@ -40,9 +41,9 @@ def require_router() -> None:
         needs(message)
 
 
-async def raw_http(request: bytes) -> bytes:
+async def raw_http(port: int, request: bytes) -> bytes:
     """Send bytes as they are (no client library would send these) and read what comes back."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", PORT)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(request)
     await writer.drain()
     try:
@@ -56,13 +57,14 @@ async def raw_http(request: bytes) -> bytes:
 class Mallory:
     """A participant with a session of her own who knows the honest workers' agent ids."""
 
-    def __init__(self):
+    def __init__(self, port: int):
+        self.port = port
         self.received: list[dict] = []
 
     async def open(self, http: httpx.AsyncClient) -> None:
         registration = {"worker_name": "mallory", "agent_registration_id": "mallory-mallory",
                         "assignment_id": "mallory", "provider_type": "mock"}
-        reply = await http.post(f"http://127.0.0.1:{PORT}/request_agent", timeout=60,
+        reply = await http.post(f"http://127.0.0.1:{self.port}/request_agent", timeout=60,
                                 json={"provider_data": registration, "client_timestamp": time.time()})
         details = reply.json()["data"]
         self.agent_id, self.token = details["agent_id"], details["agent_token"]
@@ -70,7 +72,7 @@ class Mallory:
         await self.send({"packet_type": "alive", "subject_id": self.agent_id, "agent_token": self.token, "data": {}})
 
     async def connect(self):
-        ws = await websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None)
+        ws = await websockets.connect(f"ws://127.0.0.1:{self.port}", max_size=None)
         asyncio.get_running_loop().create_task(self._read(ws))
         return ws
 
@@ -94,18 +96,18 @@ class Mallory:
 
 
 async def assert_up(http: httpx.AsyncClient, honest: list[PageClient], after: str) -> None:
-    reply = await http.get(f"http://127.0.0.1:{PORT}/is_alive", timeout=10)
+    reply = await http.get(f"{honest[0].http_url}/is_alive", timeout=10)  # the router they work on
     assert reply.status_code == 200, f"router down after {after}"
     await asyncio.sleep(0.5)
     broken = [c.name for c in honest if not c.done and not c.connected]
     assert not broken, f"honest workers {broken} lost their socket after {after}: {[c.seen for c in honest]}"
 
 
-async def attack(honest: list[PageClient], log: list[str]) -> None:
+async def attack(port: int, honest: list[PageClient], log: list[str]) -> None:
     """Every attack, each followed by a check that the router is up and the honest workers carry on."""
-    url = f"http://127.0.0.1:{PORT}"
+    url = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient() as http:
-        mallory = Mallory()
+        mallory = Mallory(port)
         await mallory.open(http)
         while not all(getattr(c, "agent_id", None) for c in honest):
             await asyncio.sleep(0.5)
@@ -145,7 +147,7 @@ async def attack(honest: list[PageClient], log: list[str]) -> None:
 
         # oversized frames: over the page limit (refused), over the router's frame limit (socket closed)
         await mallory.send(mallory.live(mallory.agent_id, "x" * (600 * 1024), mallory.token))
-        big = await websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None)
+        big = await websockets.connect(f"ws://127.0.0.1:{port}", max_size=None)
         with pytest.raises(websockets.ConnectionClosed):
             await big.send("x" * (17 * 1024 * 1024))
             await asyncio.wait_for(big.recv(), 10)
@@ -164,11 +166,11 @@ async def attack(honest: list[PageClient], log: list[str]) -> None:
 
         # 2,000 headers (CVE-2024-37890 crashed ws < 8.17.1 on an upgrade whose key fell past Node's limit)
         filler = b"a: b\r\n" * 2000  # short lines: within Node's 16 KiB of headers, past its 2,000 header lines
-        answer = await raw_http(b"GET / HTTP/1.1\r\nHost: x\r\n" + filler + b"Upgrade: websocket\r\n"
+        answer = await raw_http(port, b"GET / HTTP/1.1\r\nHost: x\r\n" + filler + b"Upgrade: websocket\r\n"
                                 b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
         assert not answer.startswith(b"HTTP/1.1 101"), answer[:100]
-        await raw_http(b"GET /is_alive HTTP/1.1\r\nHost: x\r\n" + filler + b"\r\n")
+        await raw_http(port, b"GET /is_alive HTTP/1.1\r\nHost: x\r\n" + filler + b"\r\n")
         await assert_up(http, honest, "2,000 headers")
         log.append("2,000 headers")
 
@@ -207,24 +209,26 @@ async def attack(honest: list[PageClient], log: list[str]) -> None:
         await mallory.ws.close()
 
 
-async def scenario(log: list[str]) -> list[PageClient]:
+async def scenario(port: int, log: list[str]) -> list[PageClient]:
     deadline = time.time() + 400
-    honest = [PageClient(name, PORT, inputs=2, think=0.3, deadline=deadline) for name in ("alice", "bob")]
+    honest = [PageClient(name, port, inputs=2, think=0.3, deadline=deadline) for name in ("alice", "bob")]
     async with httpx.AsyncClient() as http:
-        await asyncio.gather(*(c.run(http) for c in honest), attack(honest, log))
+        await asyncio.gather(*(c.run(http) for c in honest), attack(port, honest, log))
     return honest
 
 
+@pytest.mark.slow  # a real launch through a whole HIT: minutes, not seconds
 def test_hostile_clients_leave_honest_work_intact(tmp_path):
     require_router()
-    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={PORT}",
+    port = free_port()
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={port}",
                                              f"mephisto.task.task_name={TASK}",
                                              "mephisto.blueprint.num_conversations=3",
                                              "mephisto.task.max_num_concurrent_units=0",
                                              "live_chat.min_inputs=2", "live_chat.seed=0"])
     log: list[str] = []
     try:
-        honest = asyncio.run(scenario(log))
+        honest = asyncio.run(scenario(port, log))
     finally:
         run.stop()
     assert log == ["forged submissions", "forged packets", "oversized frames", "malformed JSON", "2,000 headers",
@@ -262,6 +266,16 @@ def test_router_patches_are_checked(monkeypatch):
         compat_router.check_version()
 
 
+# The advisories that hit Mephisto 1.1.1's router and the versions that fixed them, as the GitHub Advisory
+# Database listed them on ADVISORIES_CHECKED. Kept by hand: `npm audit` posts to npm's audit endpoint, which
+# CI's network (GET only from npm's registry) refuses (405), so install time cannot ask; the list's age is
+# checked instead. To renew it: `npm audit --omit=dev` in crowdsourcing/router where the endpoint answers,
+# then FIXED and the date.
+FIXED = {"ws": (8, 17, 1), "body-parser": (1, 20, 3), "path-to-regexp": (0, 1, 12), "cookie": (0, 7, 0),
+         "qs": (6, 14, 1), "express": (4, 21, 2)}
+ADVISORIES_CHECKED, ADVISORIES_MAX_AGE = date(2026, 11, 24), timedelta(days=90)
+
+
 def test_router_lockfile_has_no_known_vulnerable_versions():
     """The versions the router runs on (package-lock.json) are past the fixes of the advisories that hit
     Mephisto 1.1.1's router: ws CVE-2024-37890 (fixed 8.17.1), body-parser CVE-2024-45590 (1.20.3),
@@ -271,10 +285,16 @@ def test_router_lockfile_has_no_known_vulnerable_versions():
     versions = {path.rsplit("node_modules/", 1)[-1]: tuple(int(x) for x in entry["version"].split("."))
                 for path, entry in lock["packages"].items() if path}
     assert not {"multer", "busboy", "dicer"} & versions.keys()
-    fixed = {"ws": (8, 17, 1), "body-parser": (1, 20, 3), "path-to-regexp": (0, 1, 12), "cookie": (0, 7, 0),
-             "qs": (6, 14, 1), "express": (4, 21, 2)}
-    for name, minimum in fixed.items():
+    for name, minimum in FIXED.items():
         assert versions[name] >= minimum, f"{name} {versions[name]} is older than {minimum}"
+
+
+def test_router_advisory_list_is_not_stale():
+    """A hand-kept list goes stale silently: past ADVISORIES_MAX_AGE it fails until someone checks it again."""
+    age = date.today() - ADVISORIES_CHECKED
+    assert age <= ADVISORIES_MAX_AGE, (
+        f"the router's advisory list (FIXED) was checked {age.days} days ago, on {ADVISORIES_CHECKED}: run "
+        "`npm audit --omit=dev` in crowdsourcing/router, update FIXED and ADVISORIES_CHECKED")
 
 
 def start_router(router: Path, port: int) -> subprocess.Popen:
@@ -308,7 +328,7 @@ def test_built_router_runs_on_our_modules_without_npm(tmp_path):
     assert sources == [mephisto_router.NODE_SERVER_SOURCE_ROOT]
     assert (router / "node_modules").resolve() == (compat_router.ROUTER_DIR / "node_modules").resolve()
     assert (router / compat_router.SECRET_FILE).stat().st_mode & 0o077 == 0
-    port = PORT + 1
+    port = free_port()
     node = start_router(router, port)
     try:
         reply = httpx.post(f"http://127.0.0.1:{port}/submit_task", json={"USED_AGENT_ID": "1", "final_data": {}})

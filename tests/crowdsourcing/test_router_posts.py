@@ -24,22 +24,20 @@ import httpx
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.testing.ports import free_port
 
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, start_router
-
-PORT = 3427
-URL = f"http://127.0.0.1:{PORT}"
 
 
 def signed(agent: str, **fields) -> dict:
     return {"USED_AGENT_ID": agent, "agent_token": compat_router.token(agent), "client_timestamp": 0, **fields}
 
 
-async def post_all() -> tuple[dict[str, int], list[dict]]:
+async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
     """Each POST's HTTP status by name, and the packets the server got."""
-    statuses, packets = {}, []
-    async with websockets.connect(f"ws://127.0.0.1:{PORT}", max_size=None) as server:
+    statuses, packets, url = {}, [], f"http://127.0.0.1:{port}"
+    async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as server:
         await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                       "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
 
@@ -63,14 +61,14 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
         }
         async with httpx.AsyncClient() as http:
             for name, (path, body) in posts.items():
-                statuses[name] = (await http.post(URL + path, json=body, timeout=10)).status_code
+                statuses[name] = (await http.post(url + path, json=body, timeout=10)).status_code
             for i in range(30):  # a page that logs an error in a loop
-                statuses["error flood"] = (await http.post(URL + "/log_error", timeout=10, json=signed(
+                statuses["error flood"] = (await http.post(url + "/log_error", timeout=10, json=signed(
                     "11", error_data={"text": f"error {i}"}))).status_code
             for name, data in (("onboarding string", "x" * 3000), ("onboarding list", [1])):
                 body = {"provider_data": signed("onboarding_12", onboarding_data=data), "client_timestamp": 0}
                 try:  # passed on, it would wait for the server's answer
-                    statuses[name] = (await http.post(URL + "/submit_onboarding", json=body, timeout=3)).status_code
+                    statuses[name] = (await http.post(url + "/submit_onboarding", json=body, timeout=3)).status_code
                 except httpx.ReadTimeout:
                     statuses[name] = "passed on"
             for name, registration in (("no worker name", {}), ("worker name an object", {"worker_name": {"x": 1}}),
@@ -78,17 +76,17 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
                 body = {"provider_data": {"agent_registration_id": f"r-{name}", "provider_type": "mock",
                                           **registration}, "client_timestamp": 0}
                 try:  # passed on, it would wait for the server's answer
-                    statuses[name] = (await http.post(URL + "/request_agent", json=body, timeout=3)).status_code
+                    statuses[name] = (await http.post(url + "/request_agent", json=body, timeout=3)).status_code
                 except httpx.ReadTimeout:
                     statuses[name] = "passed on"
             registration = {"worker_name": "w", "agent_registration_id": "a-w", "assignment_id": "a",
                             "study_id": None, "provider_type": "prolific"}
-            honest_registration = asyncio.create_task(http.post(URL + "/request_agent", timeout=10, json={
+            honest_registration = asyncio.create_task(http.post(url + "/request_agent", timeout=10, json={
                 "provider_data": registration, "client_timestamp": 0}))
             # an honest onboarding: its answer waits for the server (which this test does not give)
-            honest = asyncio.create_task(http.post(URL + "/submit_onboarding", timeout=10, json={
+            honest = asyncio.create_task(http.post(url + "/submit_onboarding", timeout=10, json={
                 "provider_data": signed("onboarding_13", onboarding_data={"outputs": {"answers": []}})}))
-            async with websockets.connect(f"ws://127.0.0.1:{PORT}") as page:
+            async with websockets.connect(f"ws://127.0.0.1:{port}") as page:
                 for update_id in (["u0"], {"u": 1}, 5, "u1"):
                     await page.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": "14",
                                                 "agent_token": compat_router.token("14"),
@@ -105,9 +103,10 @@ async def post_all() -> tuple[dict[str, int], list[dict]]:
 
 def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     require_router()
-    node = start_router(built_router(tmp_path), PORT)
+    port = free_port()
+    node = start_router(built_router(tmp_path), port)
     try:
-        statuses, packets = asyncio.run(post_all())
+        statuses, packets = asyncio.run(post_all(port))
     finally:
         node.terminate()
         output = node.communicate(timeout=10)[0]

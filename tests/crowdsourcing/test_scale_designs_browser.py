@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
 
@@ -22,8 +23,9 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
     items.write_text("".join(json.dumps({"item_id": f"i{n}", "context": ["How was your day?"],
                                          "reference": "It was great, thanks.", "responses": RESPONSES}) + "\n"
                              for n in range(2)))
+    port = free_port()
     run = CliRun("scale_designs", tmp_path, [
-        "mephisto.architect.port=3295", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
+        f"mephisto.architect.port={port}", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"scale_designs.items_file={items}", "scale_designs.design=rme", "scale_designs.seed=0"])
     try:
         with chromium_page(tmp_path) as page:

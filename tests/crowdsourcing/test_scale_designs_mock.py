@@ -8,6 +8,7 @@ import json
 import pytest
 
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -22,7 +23,7 @@ def run(tmp_path):
         "item_id": f"i{n}", "context": ["How was your day?"], "reference": "It was great, thanks.",
         "responses": RESPONSES, "reference_metrics": {"readability": 80 + n, "coherence": 40}}) + "\n"
         for n in range(2)))
-    run = MockRun("scale_designs", tmp_path / "mephisto", port=3251, overrides=[
+    run = MockRun("scale_designs", tmp_path / "mephisto", port=free_port(), overrides=[
         f"scale_designs.items_file={items}", "scale_designs.design=bme", "scale_designs.seed=2",
         "mephisto.blueprint.units_per_assignment=1",
         "mephisto.task.task_name=sd_study_1"])

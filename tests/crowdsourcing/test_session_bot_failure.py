@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform.session_world import BOT_FAILED
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
 from .test_pw_turn_mock import pass_pw_turn_onboarding
@@ -27,7 +28,7 @@ def submitted_conversation(run, agent, task: str) -> dict:
 
 
 def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
-    run = MockRun("sm_eval", tmp_path, port=3243, overrides=[
+    run = MockRun("sm_eval", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
         "~sm_eval.models.retrieval", f"sm_eval.models.echo.opt.model={CRASHING}", "+sm_eval.models.echo.opt.crash_after=1"])
     try:
@@ -48,7 +49,7 @@ def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
 
 
 def test_pw_turn_bot_failure_ends_the_conversation_as_failed_and_releases_both_models(tmp_path):
-    run = MockRun("pw_turn", tmp_path, port=3242, overrides=[
+    run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=3", "pw_turn.seed=1",
         "~pw_turn.models.retrieval", f"+pw_turn.models.crash.opt.model={CRASHING}",
         "+pw_turn.models.crash.opt.crash_after=1"])

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import DIALEVAL, CliRun, chromium_page, require_chromium
 
@@ -61,10 +62,11 @@ def agent_statuses(run: CliRun) -> list[str]:
 
 
 def test_sigterm_stops_at_once_when_nobody_is_working(tmp_path):
-    run = launch(tmp_path, 3330)
+    port = free_port()
+    run = launch(tmp_path, port)
     assert "worker_id=worker_1&" in run.url and "worker_2, worker_3" in run.log()
     os.kill(run.proc.pid, signal.SIGTERM)
-    log = assert_clean_exit(run, 3330)
+    log = assert_clean_exit(run, port)
     assert "waiting for 0 unit(s) in flight" in log
 
 
@@ -82,20 +84,22 @@ def ctrl_c_with_a_worker_in_flight(run: CliRun, tmp_path):
 
 
 def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tmp_path):
-    run = launch(tmp_path, 3331)
+    port = free_port()
+    run = launch(tmp_path, port)
     with ctrl_c_with_a_worker_in_flight(run, tmp_path):
         time.sleep(3)
         assert run.proc.poll() is None, "the first Ctrl-C must wait for the worker in flight"
         os.killpg(run.proc.pid, signal.SIGINT)
         time.sleep(0.5)
         os.killpg(run.proc.pid, signal.SIGINT)  # an impatient third one, while it shuts down
-        log = assert_clean_exit(run, 3331)
+        log = assert_clean_exit(run, port)
     assert "Stopping now" in log and "1 disconnect" in log
     assert agent_statuses(run) == ["disconnect"]  # partial, never counted as submitted
 
 
 def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
-    run = launch(tmp_path, 3333)
+    port = free_port()
+    run = launch(tmp_path, port)
     with ctrl_c_with_a_worker_in_flight(run, tmp_path) as page:
         page.check("[data-testid=mark-engaging]")
         page.click("[data-testid=submit-marks]")
@@ -109,25 +113,26 @@ def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
             page.check(f"[data-testid=likert-{criterion}-4]")
         page.click("[data-testid=submit-ratings]")
         page.click("[data-testid=submit-hit]", timeout=60000)
-        log = assert_clean_exit(run, 3333)  # the run ends by itself once that unit is submitted
+        log = assert_clean_exit(run, port)  # the run ends by itself once that unit is submitted
     assert "Stopping now" not in log and "1 completed" in log
     # the second unit was never started and is withdrawn: nobody new could take it
     assert agent_statuses(run) == ["completed"]
 
 
 def test_launch_on_a_port_in_use_names_the_holder(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-m", "http.server", "3332", "--bind", "0.0.0.0"],
+    port = free_port()
+    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "0.0.0.0"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: not port_is_free(3332), 20, "the port to be taken")
-        done = subprocess.run(DIALEVAL + ["launch", "sm_eval", "mephisto.architect.port=3332", *OVERRIDES,
+        wait_for(lambda: not port_is_free(port), 20, "the port to be taken")
+        done = subprocess.run(DIALEVAL + ["launch", "sm_eval", f"mephisto.architect.port={port}", *OVERRIDES,
                                           "--mephisto-data", str(tmp_path / "mephisto")],
                               capture_output=True, text=True, timeout=240)
     finally:
         holder.terminate()
         holder.wait(10)
     assert done.returncode == 2 and "is running" not in done.stdout
-    assert re.fullmatch(rf"dialeval: error: port 3332 is in use by pid {holder.pid} \(\S*python\S* -m http.server\): "
+    assert re.fullmatch(rf"dialeval: error: port {port} is in use by pid {holder.pid} \(\S*python\S* -m http.server\): "
                         r"stop that process or launch with mephisto.architect.port=ANOTHER_PORT",
                         done.stderr.strip().splitlines()[-1]), done.stderr[-2000:]
     assert "Traceback" not in done.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import read_jsonl
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause,
                                rate_partner_and_submit, require_chromium)
@@ -19,7 +20,7 @@ LOOK_AWAY = 35  # seconds: longer than Mephisto's heartbeat and reconnect window
 
 def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
-    run = CliRun("sm_eval", tmp_path, ["mephisto.architect.port=3270", "mephisto.task.task_name=sm_e2e",
+    run = CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=sm_e2e",
                                        "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
                                        "sm_eval.num_turns=3", "~sm_eval.models.retrieval"])
     try:

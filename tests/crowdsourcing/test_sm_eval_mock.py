@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.data import from_records
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun, assert_blind
 
@@ -15,7 +16,7 @@ MESSAGES = ["I LOVE PIZZA SO MUCH", "I LOVE PIZZA SO MUCH"]  # trips all_caps an
 
 @pytest.fixture
 def run(tmp_path):
-    run = MockRun("sm_eval", tmp_path, port=3221, overrides=[
+    run = MockRun("sm_eval", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=3", "sm_eval.seed=1",
         "sm_eval.block_on_worker_checks=true", "~sm_eval.models.retrieval"])
     yield run

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .protocol_harness import CliRun, chromium_page, require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -52,7 +54,7 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
     monkeypatch.setenv("DIALEVAL_MODEL_A", real_server.model)
     monkeypatch.setenv("DIALEVAL_MODEL_B", real_server.model)
     run = CliRun("live_chat_da", tmp_path, [
-        "conf=endpoints", "mephisto.architect.port=3172", "mephisto.task.task_name=lcda_streaming_e2e",
+        "conf=endpoints", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_streaming_e2e",
         "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=1",
         "live_chat.models.model_a.opt.max_tokens=12", "live_chat.models.model_b.opt.max_tokens=12",
         "live_chat.models.model_a.opt.request_timeout=180", "live_chat.models.model_b.opt.request_timeout=180"])
@@ -132,7 +134,7 @@ def test_a_socket_dropped_mid_stream_shows_the_whole_reply_once(tmp_path, monkey
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = CliRun("live_chat_da", tmp_path, [
-            "conf=endpoints", "mephisto.architect.port=3173", "mephisto.task.task_name=lcda_stream_drop",
+            "conf=endpoints", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_stream_drop",
             "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=1"])
         try:
             with chromium_page(tmp_path) as page:

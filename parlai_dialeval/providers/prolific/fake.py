@@ -42,6 +42,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -70,10 +71,12 @@ class FakeProlificState:
     """Everything the fake knows; every method runs under one lock (the server is threaded)."""
 
     def __init__(self, token: str = "fake-token", balance: int = 100_000, currency: str = "GBP",
-                 fee_rate: float = 0.333, min_hourly_minor: int | None = None, bonus_delay: float = 0.0):
+                 fee_rate: float = 0.333, min_hourly_minor: int | None = None, bonus_delay: float = 0.0,
+                 clock: Callable[[], float] = time.time):
         self.lock = threading.RLock()
         self.tokens = {token}
         self.fee_rate, self.bonus_delay = fee_rate, bonus_delay
+        self.clock = clock  # times bonus_delay: a test moves its own clock rather than sleeping
         # Prolific's minimum: 6 GBP or 8 USD an hour
         self.min_hourly_minor = min_hourly_minor or {"USD": 800}.get(currency, 600)
         self.publish_status = "ACTIVE"  # what PUBLISH moves a study to (tests set PUBLISHING or SCHEDULED)
@@ -122,7 +125,7 @@ class FakeProlificState:
 
     def show_paid_bonuses(self) -> None:
         """Bonuses paid at least ``bonus_delay`` seconds ago appear in their submission's bonus_payments."""
-        now, unseen = time.time(), []
+        now, unseen = self.clock(), []
         for due, sub_id, amount in self.unseen_bonuses:
             if due <= now:
                 self.submissions[sub_id]["bonus_payments"].append(amount)
@@ -386,7 +389,7 @@ class FakeProlificState:
             self.payments.append({"participant_id": pid, "amount": amount, "bonus_id": bid, "study_id": study["id"]})
             for sub in self.submissions.values():
                 if sub["participant_id"] == pid and sub["study_id"] == study["id"]:
-                    self.unseen_bonuses.append((time.time() + self.bonus_delay, sub["id"], amount))
+                    self.unseen_bonuses.append((self.clock() + self.bonus_delay, sub["id"], amount))
         return 202, "The bonuses are being paid."
 
     def api_get_participant_groups(self, query, body):
