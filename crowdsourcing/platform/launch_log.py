@@ -49,7 +49,9 @@ def output_to(path: Path) -> Iterator[Path]:
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     terminal = os.fdopen(os.dup(1), "w", buffering=1)
-    with open(path, "a", buffering=1) as log:
+    with open(path, "a", buffering=1) as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        # the descriptors for child processes and handlers holding the streams; sys.stdout / sys.stderr too,
+        # in case they are not the descriptors' own objects (a test's capture)
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         _terminal = terminal

@@ -99,3 +99,23 @@ def test_launch_ends_with_one_banner_and_keeps_the_libraries_chatter_in_its_log(
     assert "Stop: Ctrl-C" in banner and f"Log: {log_file}" in banner
     assert len(terminal.splitlines()) <= 10, terminal
     assert "Saved in" in run.terminal()  # what the stop says reaches the terminal too
+
+
+def test_launch_log_keeps_a_secret_line_out_of_the_file_and_everything_else_in(tmp_path, capfd):
+    """The banner's dashboard line may hold the token: it reaches the terminal, the log gets it without."""
+    import os
+    import subprocess as sp
+
+    from parlai_dialeval.crowdsourcing.platform import launch_log
+
+    path = tmp_path / "logs" / "launch.log"
+    with launch_log.output_to(path):
+        print("library chatter")
+        sp.run(["echo", "a child process"], check=True)
+        os.write(2, b"stderr chatter\n")
+        launch_log.say("Dashboard: http://x/?token=SECRET", "Dashboard: http://x/ (token shown in the terminal only)")
+    terminal = capfd.readouterr().out
+    log = path.read_text()
+    assert terminal == "Dashboard: http://x/?token=SECRET\n"
+    assert "SECRET" not in log and "(token shown in the terminal only)" in log
+    assert all(line in log for line in ("library chatter", "a child process", "stderr chatter"))
