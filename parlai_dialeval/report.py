@@ -76,6 +76,11 @@ class Report:
         self.sections: list[dict] = []
         self.warnings: list[str] = []
         self.files: list[str] = []
+        self.verdicts: list[str] = []
+
+    def verdict(self, text: str) -> None:
+        """The conclusion in words, shown first (parlai_dialeval/verdict.py writes it)."""
+        self.verdicts.append(text)
 
     def heading(self, text: str, level: int = 2) -> None:
         self.sections.append({"kind": "heading", "text": text, "level": min(max(level, 2), 4)})
@@ -126,7 +131,7 @@ class Report:
     def render(self) -> str:
         template = environment().get_template(self.template)
         return template.render(title=self.title, sections=self.sections, warnings=self.warnings,
-                               files=self.files, **self.context)
+                               verdicts=self.verdicts, files=self.files, **self.context)
 
     def write(self, name: str = "report.html") -> Path:
         path = self.out_dir / name

@@ -174,6 +174,21 @@ def test_analyze_scales_cli(tmp_path):
     assert row["icc_c"] == pytest.approx(_shrout_fleiss(table)[0]) and row["icc_a"] == pytest.approx(
         _shrout_fleiss(table)[1])
     assert (out / "report.html").exists() and (out / "icc.png").exists()
+    # Issue 40 item 4: the report opens with the most reliable design per criterion, by ICC(A,1) computed
+    # here (Shrout and Fleiss) on each design's table, magnitudes log-normalised as docs/data_model.md says
+    html = (out / "report.html").read_text()
+    assert html.index('data-testid="verdict"') < html.index("<h2>")
+    for criterion in ("readability", "coherence"):
+        by_design = {}
+        for study, design in (("likert", "Likert"), ("rme", "RME")):
+            frame = pd.DataFrame([r for r in records if r["type"] == "rating" and r["study"] == study
+                                  and r["criterion"] == criterion])
+            if study == "rme":
+                frame["value"] = np.log10((frame["value"] + 1) / (frame["reference_value"] + 1))
+            table = frame.pivot(index=["conversation_id", "model"], columns="worker_id", values="value")
+            by_design[design] = _shrout_fleiss(table.to_numpy(float))[1]
+        best = max(by_design, key=by_design.get)
+        assert f"{criterion}: most reliable design {best} (ICC(A,1) {by_design[best]:.2f}" in html, html[:3000]
 
 
 def test_model_scores_have_intervals_over_rated_responses():

@@ -21,6 +21,9 @@ from parlai_dialeval.errors import DialevalError
 # Mephisto agent status -> what the work became, for the canonical `status` field.
 FINISHED = {"completed", "approved", "rejected", "soft_rejected"}
 RETURNED = {"returned", "expired"}
+# Mephisto agent status of an assignment not submitted -> the canonical `submission` field (data/schema.py)
+NOT_SUBMITTED = {"returned": "returned", "expired": "returned", "disconnect": "disconnected",
+                 "partner disconnect": "disconnected", "timeout": "timed_out"}
 
 
 def record_status(record: dict) -> str:
@@ -36,6 +39,12 @@ def work_status(agent_status: str) -> str:
     if agent_status in RETURNED:
         return "returned"
     return "incomplete"
+
+
+def submission_of(agent_status: str) -> str:
+    """What became of the assignment: submitted, returned, disconnected, timed_out, else working (the
+    agent still holds it: accepted, onboarding, waiting, in task)."""
+    return "submitted" if agent_status in FINISHED else NOT_SUBMITTED.get(agent_status, "working")
 
 
 @dataclass
@@ -61,6 +70,10 @@ class UnitData:
     @property
     def status(self) -> str:
         return work_status(self.agent_status)
+
+    @property
+    def submission(self) -> str:
+        return submission_of(self.agent_status)
 
     def conversation_id(self, task_name: str, slot: int | None = None) -> str:
         """Unique per agent: a unit served again (its first worker left) keeps its unit id, so the id

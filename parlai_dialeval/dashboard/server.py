@@ -38,12 +38,13 @@ class Dashboard:
         shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{shown}:{self.port}/"
 
-    def announce(self) -> str:
+    def announce(self, terminal: bool | None = None) -> str:
         """The line telling the researcher where the dashboard is. The token is shown on a terminal only:
-        output going to a file (a saved launch log) names the token's file instead."""
+        output going to a file (a saved launch log) names the token's file instead. ``terminal``: whether
+        the line goes to a terminal (default: whether stdout is one; `launch` sends stdout to its log)."""
         if self.token is None:
             return f"Dashboard: {self.url} (sign in with the password in ${PASSWORD_ENV})"
-        if self.token_file is None or sys.stdout.isatty():
+        if self.token_file is None or (sys.stdout.isatty() if terminal is None else terminal):
             return f"Dashboard: {self.url}?token={self.token} (the token is needed; keep it private)"
         return (f"Dashboard: {self.url} (sign in with the token in {self.token_file}, readable by you only; "
                 "it is shown only when the output goes to a terminal)")

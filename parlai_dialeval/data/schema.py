@@ -12,6 +12,8 @@ FORMAT_VERSION = "1.0"
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
 CHOICES = ("a", "b", "tie")
 CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
+# what became of the assignment (HIT) holding a conversation: only a submitted one is the worker's finished work
+SUBMISSIONS = ("submitted", "working", "returned", "disconnected", "timed_out")
 
 # JSON types a field may hold; "number" admits ints and floats but not booleans.
 STR, NUM, INT, BOOL, LIST, DICT, STR_OR_LIST = "str", "number", "int", "bool", "list", "dict", "str|list"
@@ -63,6 +65,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("duration", NUM, False, "seconds the conversation took"),
         Field("assignment_duration", NUM, False, "seconds the whole assignment took"),
         Field("status", STR, False, "complete (default) | incomplete | returned | failed | onboarding"),
+        Field("submission", STR, False,
+              "the assignment holding it: submitted (default) | working | returned | disconnected | timed_out"),
         Field("feedback", STR, False, "worker's free-text feedback"),
         UNVERIFIED,
     ),
@@ -162,6 +166,7 @@ ENUMS = {
     ("comparison", "choice"): CHOICES,
     ("rating", "scale"): SCALE_TYPES,
     ("conversation", "status"): CONVERSATION_STATUSES,
+    ("conversation", "submission"): SUBMISSIONS,
 }
 
 

@@ -21,6 +21,7 @@ from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRE
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text
+from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
@@ -103,6 +104,8 @@ def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> 
 
 def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig, worker_checks) -> None:
     rates, ranks = tables["win_rates"], tables["rankings"]
+    for paragraph in verdict.pairwise(rates, config.alpha):
+        report.verdict(paragraph)
     if worker_checks is not None:
         worker_checks.add_to(report)
     report.heading("Win rates per question and model pair")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
+from parlai_dialeval import verdict
 from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, describe
 from parlai_dialeval.errors import DialevalError
@@ -99,6 +100,9 @@ def _warn(report: Report, tests: pd.DataFrame, config: SingleModelConfig) -> Non
 
 
 def _report(report: Report, results: dict, turn, config: SingleModelConfig, worker_checks) -> None:
+    for paragraph in verdict.single_model(results["likert"], results["success_rates"], results["ttests"],
+                                          config.alpha, turns_text(config.sm_turns)):
+        report.verdict(paragraph)
     _warn(report, results["ttests"], config)
     if worker_checks is not None:
         worker_checks.add_to(report)

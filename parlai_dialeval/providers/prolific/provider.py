@@ -13,6 +13,7 @@ from mephisto.abstractions.crowd_provider import CrowdProvider
 from mephisto.operations.registry import register_mephisto_abstraction
 from mephisto.utils.logger_core import get_logger
 
+from parlai_dialeval.crowdsourcing.platform import launch_log
 from parlai_dialeval.providers.prolific import common, study, verify
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
@@ -56,7 +57,7 @@ class ProlificProvider(CrowdProvider):
         plan = type(self)._plan
         if not plan or plan["requester_name"] != task_run.get_requester().requester_name:
             plan = preflight(args, shared_state)
-        print(study.set_up(self.datastore, task_run, plan, args, server_url), flush=True)
+        launch_log.say(study.set_up(self.datastore, task_run, plan, args, server_url))  # shown in the terminal
 
     def refuse_arrival(self, task_run, crowd_data) -> Optional[str]:
         """Asked before an arrival gets a place (compat/mephisto.py, ``arrivals_checked``): None when Prolific

@@ -154,6 +154,18 @@ def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
     return {str(w): bool(p) for w, p in zip(table["worker_id"], table["passed"])}, ""
 
 
+def qc_of(participant: str, passed: dict[str, bool], note: str, mephisto_status: str) -> str:
+    """The review table's qc: pass / fail from the task's check; ``did not submit`` for a participant who
+    returned, disconnected or timed out without submitting (never a failure: nothing was checked); else ``-``."""
+    from parlai_dialeval.crowdsourcing.platform.export import submission_of
+
+    if note:
+        return "n/a"
+    if participant in passed:
+        return "pass" if passed[participant] else "fail"
+    return "-" if submission_of(mephisto_status) in ("submitted", "working") else "did not submit"
+
+
 def review_table(db, task_name: str, data_dir=None):
     """One row per Prolific submission of the task's studies, with what we know and suggest, and one per
     agent whose session Prolific never confirmed as theirs (``UNVERIFIED``: verify.py). Agents found among
@@ -190,7 +202,7 @@ def review_table(db, task_name: str, data_dir=None):
                             sub["id"], verify.participant(sub))
             status = Agent.get(db, row["agent_id"]).get_status() if row else "none"
             pid = sub["participant_id"]
-            qc = "n/a" if note else ("pass" if passed.get(pid) else "fail" if pid in passed else "-")
+            qc = qc_of(pid, passed, note, status)
             paid = sum(d["amount_minor"] for d in store.decisions(kind="bonus", submission_id=sub["id"], state="paid"))
             rows.append({"participant": pid, "submission": sub["id"], "study": run["study_id"],
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
