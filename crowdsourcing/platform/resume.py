@@ -157,7 +157,7 @@ def _work_left(run) -> Interrupted:
 
 
 def claims_of(run) -> dict[str, dict]:
-    """Agent id -> {"agent_id", "registration", "worker", "claim"} of the agents a run gave out (its CLAIMS_LOG; a line
+    """Agent id -> {"agent_id", "registration", "worker", "claim", "at"} of the agents a run gave out (its CLAIMS_LOG; a line
     half written when the launch was killed is left out)."""
     from parlai_dialeval.compat.mephisto_router import CLAIMS_LOG
 

@@ -56,7 +56,7 @@ ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "r
 GUARD = "dialeval_guard.js"
 CLAIMS = "dialeval_claims.js"
 CLAIMS_CONFIG = "dialeval_claims.json"  # CLAIMS's settings, beside server.js
-CLAIMS_LOG = "dialeval_claims.jsonl"  # in the run folder: {"agent_id", "registration", "worker", "claim"} per agent
+CLAIMS_LOG = "dialeval_claims.jsonl"  # in the run folder: {"agent_id", "registration", "worker", "claim", "at"}
 CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of the page's secret
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
@@ -321,7 +321,7 @@ def _registering(associate):
         log = Path(self.get_live_run().task_run.get_run_dir()) / CLAIMS_LOG
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a") as out:
-            out.write(json.dumps({key: entry[key] for key in ("agent_id", "registration", "worker", "claim")}) + "\n")
+            out.write(json.dumps(entry) + "\n")
 
     associate_keeping_claims.dialeval_claims = True
     return associate_keeping_claims

@@ -167,3 +167,30 @@ def test_after_kill_9_the_hit_goes_back_to_its_page_and_to_no_one_naming_the_wor
     convs, printed = exported(runs[-1], task, tmp_path)
     assert "continued after a restart" in printed
     assert_exactly_their_work(convs, [victim])
+
+
+def test_places_held_without_an_act_are_listed_for_the_dashboard(tmp_path):
+    """platform/places.py: of two workers given a place, the one who never acted is listed (MockArchitect,
+    in-process, as tests/crowdsourcing/test_live_chat_da_world.py runs it)."""
+    from parlai_dialeval.crowdsourcing.platform.places import idle_places
+    from parlai_dialeval.crowdsourcing.platform.registry import get_task
+
+    from .test_live_chat_da_world import ECHO, MockWorker
+    from .test_live_chat_da_world import launch as launch_in_process
+
+    run = launch_in_process(tmp_path, free_port(), {"qc": ECHO, "a": ECHO, "b": ECHO}, num_slots=3, task_name="idle_places")
+    try:
+        active, idle = MockWorker(run, "active"), MockWorker(run, "idle")
+        active.wait_phase("topic", 0)
+        idle.wait_phase("topic", 0)
+        act = {"text": "", "task_data": {"action": "topic", "topic": "books", "attitude": "like"}, "id": active.agent_id,
+               "episode_done": False, "update_id": "topic-act"}  # a page's act carries its update id
+        active.server.running_instance.add_callback(active.server.send_agent_act, active.agent_id, act)
+        active.wait_phase("chat", 0)
+        files = get_task("live_chat_da").extra["export_files"]
+        held = idle_places(run.db, "idle_places", files, idle_seconds=0)
+        later = idle_places(run.db, "idle_places", files, idle_seconds=3600)
+    finally:
+        run.shutdown()
+    assert [(place["worker"], place["agent_id"]) for place in held] == [("idle", idle.agent_id)]
+    assert held[0]["registration"] == "assignment-idle" and later == []  # the mock server registers it so
