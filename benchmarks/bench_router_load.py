@@ -158,7 +158,8 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
 def launch_overrides(args, task: str, units: int) -> list[str]:
     return ["conf=offline_small", f"mephisto.architect.port={args.port}", f"mephisto.task.task_name={task}",
             f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
-            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
+            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0",
+            "mephisto.blueprint.router_claims_per_source=0"]  # the simulated crowd comes from one address
 
 
 def add_wave_args(parser: argparse.ArgumentParser, workers: int, duration: float, port: int) -> None:

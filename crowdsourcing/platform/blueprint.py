@@ -35,7 +35,8 @@ from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
 from parlai_dialeval.compat.mephisto_door import ROUTER_HOST_HELP
-from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
+from parlai_dialeval.compat.mephisto_router import (CLAIMS_PER_SOURCE, CLAIMS_WINDOW_SECONDS, FIRST_SOCKET_SECONDS,
+                                                     PING_SECONDS, RECONNECT_SECONDS)
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
@@ -91,6 +92,15 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
                 "(Mephisto's own: 15)"})
     router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
+    # who may take a place (crowdsourcing/router/dialeval_claims.js)
+    router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={
+        "help": "seconds a participant's page has to connect after it was given a place; a place whose page never "
+                "connects is given back (0: never)"})
+    router_claims_per_source: int = field(default=CLAIMS_PER_SOURCE, metadata={
+        "help": "new participants the router accepts from one address (an IPv6 /64) per "
+                "router_claims_window_seconds (0: no limit; raise it for a lab behind one address or a proxy)"})
+    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={
+        "help": "the window of router_claims_per_source, in seconds"})
 
 
 @register_mephisto_abstraction()

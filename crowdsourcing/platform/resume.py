@@ -8,9 +8,13 @@ interrupted. Launching the same task name again then:
   finished, for static tasks the data of the assignments not finished (no unit is collected twice);
 - on Prolific, goes on with the interrupted run's study (no second study; the participants' submissions,
   places and the completion code stay as they were);
+- starts the new router with the interrupted run's claims (each registration bound to the SHA-256 of its
+  page's secret, kept in the run folder by parlai_dialeval/compat/mephisto_router.py): a request naming a
+  participant's registration without their page's secret is refused there;
 - lets a worker who was mid-HIT continue where they were if they come back within the unit's time
-  limit (``assignment_duration_in_seconds``): the world gets their saved record (``RESUMABLE_KEY`` in its
-  options) and carries it on where it stopped: same models (and, for live chat, slots and order), every
+  limit (``assignment_duration_in_seconds``), from the same registration with the same secret (someone
+  naming the worker from another registration gets a new unit, nothing of theirs): the world gets their
+  saved record (``RESUMABLE_KEY`` in its options) and carries it on where it stopped: same models (and, for live chat, slots and order), every
   stored turn kept, a half-finished conversation going on with fresh bots given the conversation so far
   (``history_observation``); the page resends what the server never confirmed and the world drops a copy
   of what it had stored (platform/session_world.py);
@@ -32,7 +36,8 @@ from parlai_dialeval.crowdsourcing.platform.export import FINISHED
 from parlai_dialeval.errors import DialevalError
 
 MARKER = "dialeval_launch.json"
-RESUMABLE_KEY = "resumable"  # world option: worker name -> {"agent_id", "record"} of their interrupted unit
+# world option: registration -> {"agent_id", "worker_name", "claim", "record"} of an interrupted unit
+RESUMABLE_KEY = "resumable"
 CONTINUED_FROM = "continued_from"  # record key: the agent id whose record this one carries on
 HISTORY_DELIMITER = "\n"  # ParlAI's default: a bot given the conversation so far as one message
 
@@ -151,15 +156,34 @@ def _work_left(run) -> Interrupted:
                        unfinished=[a for a in agents if not submitted(a)], left_data=left_data)
 
 
-def resumable_records(interrupted: Interrupted, record_files, time_limit: float) -> dict[str, dict]:
-    """Worker name -> {"agent_id", "record"} of the unfinished units whose workers may still come back."""
+def claims_of(run) -> dict[str, dict]:
+    """Agent id -> {"agent_id", "registration", "worker", "claim", "at"} of the agents a run gave out (its CLAIMS_LOG; a line
+    half written when the launch was killed is left out)."""
+    from parlai_dialeval.compat.mephisto_router import CLAIMS_LOG
+
+    path = Path(run.get_run_dir()) / CLAIMS_LOG
     out = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out[entry["agent_id"]] = entry
+    return out
+
+
+def resumable_records(interrupted: Interrupted, record_files, time_limit: float) -> dict[str, dict]:
+    """Registration -> {"agent_id", "worker_name", "claim", "record"} of the unfinished units whose workers may
+    still come back (a unit whose registration is unknown is not)."""
+    claims, out = claims_of(interrupted.run), {}
     for agent in interrupted.unfinished:
-        for name in record_files:
+        claim = claims.get(agent.db_id)
+        for name in record_files if claim else ():
             path = f"{agent.get_data_dir()}/{name}"
             record = agent.db.read_dict(path) if agent.db.key_exists(path) else None
             if record and time.time() - record.get("started", 0) < time_limit:
-                out[agent.get_worker().worker_name] = {"agent_id": agent.db_id, "record": record}
+                out[claim["registration"]] = {"agent_id": agent.db_id, "worker_name": agent.get_worker().worker_name,
+                                              "claim": claim["claim"], "record": record}
     return out
 
 
@@ -174,6 +198,9 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
         # the new run takes over the interrupted run's study (providers/prolific/study.py, take_over): same
         # places and completion code, so participants mid-task finish there
         cfg.mephisto.provider.resume_from_run = str(interrupted.run.db_id)
+    from parlai_dialeval.compat.mephisto_router import carry_claims
+
+    carry_claims(cfg.mephisto.task.task_name, claims_of(interrupted.run).values())
     head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
             f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left} unit(s) "
             f"offered now.")
@@ -208,8 +235,13 @@ def close(interrupted: Interrupted) -> str | None:
 
 
 def take_resumable(opt: dict, agent) -> dict | None:
-    """For a world: the saved unit of this agent's worker from an interrupted run, once (None: none)."""
+    """For a world: the saved unit of an interrupted run that this agent's registration held, once, when the
+    agent came with the same claim (its page's secret) and worker (None: none)."""
+    from parlai_dialeval.compat.mephisto_router import claim_of
+
     mephisto_agent = getattr(agent, "mephisto_agent", None)
-    if mephisto_agent is None:
+    claim = claim_of(mephisto_agent) if mephisto_agent is not None else None
+    saved = (opt.get(RESUMABLE_KEY) or {}).get(claim["registration"]) if claim else None
+    if saved is None or saved["claim"] != claim["claim"] or saved["worker_name"] != mephisto_agent.get_worker().worker_name:
         return None
-    return (opt.get(RESUMABLE_KEY) or {}).pop(mephisto_agent.get_worker().worker_name, None)
+    return opt[RESUMABLE_KEY].pop(claim["registration"], None)

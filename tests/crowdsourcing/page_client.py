@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import secrets
 import time
 import uuid
 
@@ -46,12 +47,15 @@ class PageClient:
         self.gone = False  # left for good mid-task (a participant who abandons): no reload, no "unfinished"
         self.last_reply = ""  # text of the bot's latest whole reply
         self.changed = asyncio.Event()
+        # the page's secret for its registration (transport.js keeps it in localStorage): the router binds the
+        # registration to it at the first request, and refuses a request naming it without it
+        self.secret = secrets.token_hex(32)
 
     # ------------------------------------------------------------ the page's connection
     async def open(self, http: httpx.AsyncClient) -> bool:
         """Load the page: ask the router for an agent (retried while the server is away), then connect."""
         registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
-                        "assignment_id": self.name, "provider_type": "mock"}
+                        "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
         retry = 2.0
         while time.time() < self.deadline:
             try:

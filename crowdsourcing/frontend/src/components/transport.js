@@ -27,8 +27,58 @@ function withToken(fields) {
   return fields;
 }
 
+// A registration (in the page's address) and its worker are bound by the router to a secret of the page that
+// first asked for them (crowdsourcing/router/dialeval_claims.js): the page makes one per worker, keeps it in
+// localStorage (it outlives a reload, a closed tab and a relaunch of the server) and sends it with every request
+// for an agent; a router that was sent none answers with one of its own (registration_secret), kept the same way.
+const SECRET_PREFIX = "dialeval_secret:"; // + "worker:NAME" (or "registration:ID" without a worker name)
+const secrets = new Map(); // key -> secret, where storage is refused
+
+function storedSecret(key, given) {
+  try {
+    if (given) {
+      window.localStorage.setItem(SECRET_PREFIX + key, given);
+    }
+    return window.localStorage.getItem(SECRET_PREFIX + key);
+  } catch (error) {
+    if (given) {
+      secrets.set(key, given);
+    }
+    return secrets.get(key) || null; // storage refused (private mode): kept while the page lives
+  }
+}
+
+function pageSecret(key) {
+  const bytes = new Uint8Array(32);
+  window.crypto.getRandomValues(bytes);
+  const made = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return storedSecret(key) || storedSecret(key, made) || made;
+}
+
+function secretKey(config) {
+  let body = config && config.data;
+  try {
+    body = typeof body === "string" ? JSON.parse(body) : body;
+  } catch (error) {
+    return null;
+  }
+  const data = body && body.provider_data;
+  const requested = config && String(config.url).endsWith("/request_agent") && data;
+  if (!requested || typeof data.agent_registration_id !== "string") {
+    return null;
+  }
+  return typeof data.worker_name === "string" && data.worker_name ? "worker:" + data.worker_name
+    : "registration:" + data.agent_registration_id;
+}
+
 axiosInstance.interceptors.request.use((config) => {
   const body = config.data;
+  const key = secretKey(config);
+  if (key !== null) {
+    const sent = typeof body === "string" ? JSON.parse(body) : body; // a string when asked again (busyRetry)
+    config.data = { ...sent, provider_data: { ...sent.provider_data, dialeval_secret: pageSecret(key) } };
+    return config;
+  }
   if (body && typeof body === "object") {
     config.data = body.provider_data && body.provider_data.USED_AGENT_ID !== undefined
       ? { ...body, provider_data: withToken(body.provider_data) }
@@ -45,6 +95,13 @@ const BUSY_TRIES = 36;
 
 function busyRetry(error) {
   const { config, response } = error;
+  // refused by the router's claims (held by another page, too many from this network): mephisto-task shows
+  // failure_reason on the page, which it reads from an answer, not from an error
+  const refused = response && (response.status === 403 || response.status === 429) && response.data &&
+    response.data.data && typeof response.data.data.failure_reason === "string";
+  if (refused && secretKey(config) !== null) {
+    return Promise.resolve(response);
+  }
   const busy = response && response.status === 503 && response.data && response.data.status === "busy";
   if (!busy || !config || !BUSY_PATHS.some((path) => String(config.url).endsWith(path))) {
     return Promise.reject(error);
@@ -60,6 +117,11 @@ function busyRetry(error) {
 
 axiosInstance.interceptors.response.use((response) => {
   remember(response.data);
+  const issued = response.data && response.data.data && response.data.data.registration_secret;
+  const key = secretKey(response.config);
+  if (typeof issued === "string" && key !== null) {
+    storedSecret(key, issued);
+  }
   return response;
 }, busyRetry);
 
