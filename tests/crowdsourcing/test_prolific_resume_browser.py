@@ -3,7 +3,8 @@ live_chat_da` on (fake) Prolific with two places is killed (SIGKILL) while parti
 relaunch of the same task name takes over the same Prolific study (no second study: same places, same
 completion code, which the server sends), A reloads the page and finishes the unit they had begun, B arrives from Prolific and does
 the other one; both land on Prolific's completion page with the study's code; the review lists each
-submission once, and the export holds each unit once."""
+submission once, and the export holds each unit once. The workspace held exactly the study's cost: once
+published it has nothing available, and the relaunch, which needs no new place, is not refused for it."""
 from __future__ import annotations
 
 import json
@@ -40,6 +41,8 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
     data = tmp_path / "mephisto"
     with fake_prolific() as fake:
         register(data, fake, monkeypatch)
+        with fake.state.lock:  # funded with exactly the study's cost: 2 places x 3.00 + 33.3 % fees
+            fake.state.balances[next(iter(fake.state.balances))].update(available_balance=800, total_balance=800)
         overrides = [*provider_overrides(fake, "3.00", 20), f"mephisto.architect.port={PORT}",
                      "mephisto.task.task_name=lc_prolific_kill", "mephisto.blueprint.num_conversations=2",
                      "live_chat.min_inputs=1", "live_chat.seed=0"]
@@ -67,6 +70,7 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
                     time.sleep(0.5)
                 assert "Resuming task 'lc_prolific_kill': its run 1 was interrupted with 0 of 2 unit(s)" in second.log()
                 assert f"Prolific study {study['id']} of the interrupted run 1 goes on" in second.log()
+                assert "holds 2 open place(s), paid when published; 2 unit(s) left need 0 more." in second.log()
                 page.goto(task_url)  # A reloads the page Prolific sent them to
                 for slot in range(2, 6):
                     _rate(page, slot)

@@ -96,6 +96,8 @@ class FakeProlificState:
         self.calls: list[dict] = []  # every API call: method, path, status, time
         self.payments: list[dict] = []  # every bonus actually paid: participant_id, amount, setup id
         self.balances: dict[str, dict] = {}
+        self.reserved: dict[str, int] = {}  # study id -> funds held for its places (minor units)
+        self.stopped: set[str] = set()  # studies the researcher stopped
         self.add_workspace("My workspace", currency, balance)
 
     def add_workspace(self, title: str, currency: str = "GBP", balance: int = 0) -> dict:
@@ -281,8 +283,43 @@ class FakeProlificState:
     def api_post_study_cost_calculator(self, query, body):
         if not isinstance(body.get("reward"), int) or not isinstance(body.get("total_available_places"), int):
             raise ApiError(400, "reward and total_available_places must be integers (reward in minor units)")
-        rewards = body["reward"] * body["total_available_places"]
-        return {"total_cost": rewards + round(rewards * self.fee_rate)}
+        return {"total_cost": self.cost(body["reward"], body["total_available_places"])}
+
+    def cost(self, reward: int, places: int) -> int:
+        return reward * places + round(reward * places * self.fee_rate)
+
+    # Money held for a study, as Prolific holds it: its places' cost is reserved when it is published (and
+    # when places are added), so the workspace's available balance is "after removing funds assigned to
+    # already active studies" (docs "Get the balance of a workspace"); an approved place is spent; what is
+    # left is released once the stopped study has nothing left to review.
+    def _wallet(self, study: dict) -> dict:
+        return self.balances[self.projects[study["project"]]["workspace"]]
+
+    def _reserve(self, study: dict, places: int) -> None:
+        wallet, amount = self._wallet(study), self.cost(study["reward"], places)
+        if wallet["available_balance"] < amount:
+            raise ApiError(400, f"insufficient balance: {places} place(s) cost {amount}, available "
+                                f"{wallet['available_balance']}")
+        wallet["available_balance"] -= amount
+        self.reserved[study["id"]] = self.reserved.get(study["id"], 0) + amount
+
+    def _spend_place(self, study: dict) -> None:
+        amount = min(self.cost(study["reward"], 1), self.reserved.get(study["id"], 0))
+        self.reserved[study["id"]] = self.reserved.get(study["id"], 0) - amount
+        self._wallet(study)["total_balance"] -= amount
+
+    def held_in_total(self) -> None:
+        """Each workspace's total balance: what is available plus what its studies hold."""
+        for ws, wallet in self.balances.items():
+            wallet["total_balance"] = wallet["available_balance"] + sum(
+                held for sid, held in self.reserved.items()
+                if sid in self.studies and self.projects[self.studies[sid]["project"]]["workspace"] == ws)
+
+    def _release_if_done(self, study: dict) -> None:
+        open_ = any(s["study_id"] == study["id"] and s["status"] in ("RESERVED", "ACTIVE", "AWAITING REVIEW")
+                    for s in self.submissions.values())
+        if study["id"] in self.stopped and not open_:
+            self._wallet(study)["available_balance"] += self.reserved.pop(study["id"], 0)
 
     def api_post_studies(self, query, body):
         missing = [k for k in STUDY_REQUIRED if k not in body]
@@ -316,6 +353,7 @@ class FakeProlificState:
             fewer = body.get("total_available_places", places) < places
             if not allowed or fewer:
                 raise ApiError(400, "a published study only takes a new internal_name or more places")
+            self._reserve(study, body.get("total_available_places", places) - places)
         study.update(body)
         return study
 
@@ -332,7 +370,12 @@ class FakeProlificState:
         target = STUDY_TRANSITIONS.get(study["status"], {}).get(action)
         if target is None:
             raise ApiError(400, f"cannot {body.get('action')} a study that is {study['status']}")
+        if action == "PUBLISH":
+            self._reserve(study, study["total_available_places"])
         study["status"] = self.publish_status if action == "PUBLISH" else target
+        if action == "STOP":
+            self.stopped.add(sid)
+            self._release_if_done(study)
         return study
 
     def api_get_submissions(self, query, body):
@@ -371,6 +414,10 @@ class FakeProlificState:
             if body.get("rejection_category") not in REJECTION_CATEGORIES:
                 raise ApiError(400, f"rejection_category: one of {sorted(REJECTION_CATEGORIES)}")
         sub["status"] = done
+        study = self.studies[sub["study_id"]]
+        if done == "APPROVED":
+            self._spend_place(study)
+        self._release_if_done(study)
         return _single(sub)
 
     def api_post_submissions_bonus_payments(self, query, body):
@@ -582,7 +629,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"faults": st.faults})
         elif method == "POST" and path == "/__fake__/balance":
             for balance in st.balances.values():
-                balance["available_balance"] = balance["total_balance"] = int(body["available_balance"])
+                balance["available_balance"] = int(body["available_balance"])
+            st.held_in_total()
             self._send(200, {"balances": st.balances})
         elif method == "POST" and path == "/__fake__/return":
             st.get(st.submissions, body.get("submission_id", ""), "submission")["status"] = "RETURNED"

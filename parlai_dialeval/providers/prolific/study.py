@@ -50,10 +50,9 @@ def set_up(store, task_run, plan: dict, args, server_url: str) -> str:
         client.close()
 
 
-def take_over(client, store, earlier_run: str, task_run) -> str | None:
-    """Move the interrupted run's study to ``task_run`` if Prolific still runs it as we left it (same
-    internal name); None to create a new one. Places stay as they are: finished submissions keep theirs,
-    and participants mid-task keep theirs to finish in the new run."""
+def takeable(client, store, earlier_run: str, warn: bool = True) -> tuple[dict, dict] | None:
+    """(our row, Prolific's study) of the interrupted run's study if Prolific still runs it as we left it
+    (same internal name); None when a new one is to be created."""
     old = store.study_of_run(earlier_run)
     if not old or not old.get("study_id") or old["status"] != "published":
         return None
@@ -62,12 +61,38 @@ def take_over(client, store, earlier_run: str, task_run) -> str | None:
     except ProlificNotFound:
         return None
     if remote.get("internal_name") != old["internal_name"] or remote.get("status") not in REUSABLE:
-        logger.warning(f"Prolific study {old['study_id']} of run {earlier_run} is {remote.get('status')} as "
-                       f"{remote.get('internal_name')!r}: a new study is created")
+        if warn:
+            logger.warning(f"Prolific study {old['study_id']} of run {earlier_run} is {remote.get('status')} as "
+                           f"{remote.get('internal_name')!r}: a new study is created")
         return None
+    return old, remote
+
+
+def finished_places(client, study_id: str) -> int:
+    return sum(1 for s in client.submissions(study_id) if s.get("status") in FINISHED_ON_PROLIFIC)
+
+
+def places_held(client, store, earlier_run: str) -> tuple[str, int] | None:
+    """(study id, its places not yet finished) of the interrupted run's study, if the resumed run takes it
+    over: Prolific reserved their cost when they were published, so a resumed run pays only for more."""
+    found = takeable(client, store, earlier_run, warn=False)
+    if found is None:
+        return None
+    old, remote = found
+    return old["study_id"], max(0, int(remote["total_available_places"]) - finished_places(client, old["study_id"]))
+
+
+def take_over(client, store, earlier_run: str, task_run) -> str | None:
+    """Move the interrupted run's study to ``task_run`` if Prolific still runs it as we left it (same
+    internal name); None to create a new one. Places stay as they are: finished submissions keep theirs,
+    and participants mid-task keep theirs to finish in the new run."""
+    found = takeable(client, store, earlier_run)
+    if found is None:
+        return None
+    old, remote = found
     if remote["status"] == "PAUSED":
         client.call("POST", f"studies/{old['study_id']}/transition/", json={"action": "START"})
-    finished = sum(1 for s in client.submissions(old["study_id"]) if s.get("status") in FINISHED_ON_PROLIFIC)
+    finished = finished_places(client, old["study_id"])
     fields = {k: v for k, v in old.items() if k not in ("task_run_id", "launched", "places", "status")}
     store.run(f"INSERT OR REPLACE INTO studies (task_run_id, launched, places, status, {', '.join(fields)}) VALUES "
               f"(?, ?, ?, ?{', ?' * len(fields)})", str(task_run.db_id), finished,
