@@ -180,13 +180,15 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         require_requester(cfg.mephisto, db)
     cfg = augment_config_from_db(cfg, db)
     one_line_per_log()
-    port = _served_port(cfg.mephisto.architect)
+    interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
+    port, orphan = _served_port(cfg.mephisto.architect), None
     if port is not None:
         from parlai_dialeval.crowdsourcing.platform.ports import require_free_port
 
+        if interrupted is not None and (resume.read_marker(interrupted.run) or {}).get("port") == port:
+            orphan = resume.stop_orphaned_router(interrupted.run)  # a killed launch's router holds our port
         require_free_port(port)
     shared = spec.shared_state(cfg)
-    interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
@@ -215,10 +217,10 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         _require_router(launched, port)
     from mephisto.data_model.task_run import TaskRun
 
-    resume.write_marker(TaskRun.get(db, run_id), port=port)
+    resume.write_marker(TaskRun.get(db, run_id), port=port, **_router(launched))
     if interrupted is not None:
         refused = resume.close(interrupted)
-        launched.resume_note = "\n".join(filter(None, [note, refused])) or None
+        launched.resume_note = "\n".join(filter(None, [note, orphan, refused])) or None
     return launched
 
 
@@ -228,6 +230,20 @@ def _served_port(architect) -> int | None:
     if kind == "local" or (kind == "mock" and architect.get("should_run_server")):
         return int(architect.get("port", 3000))
     return None
+
+
+def _router(launched: LaunchedTask) -> dict:
+    """The node router's pid and start time, for the run's marker (a relaunch stops it if it is orphaned)."""
+    import psutil
+
+    for run in launched.operator.get_running_task_runs().values():
+        process = getattr(run.architect, "server_process", None)
+        if process is not None and process.poll() is None:
+            try:
+                return {"router_pid": process.pid, "router_started": psutil.Process(process.pid).create_time()}
+            except psutil.Error:
+                pass
+    return {}
 
 
 def _require_router(launched: LaunchedTask, port: int) -> None:

@@ -221,7 +221,8 @@ def test_each_list_pages_its_own_way_and_ignores_the_other_way(fake):  # noqa: F
     assert _list(fake, "workspaces/", offset=99)["results"] == []  # past the end: empty, not a 404
 
 
-LISTS = ["workspaces/", "workspaces/{ws}/projects/", "participant-groups/", "submissions/", "projects/{project}/studies/"]
+LISTS = ["workspaces/", "workspaces/{ws}/projects/", "participant-groups/", "submissions/",
+         "projects/{project}/studies/"]
 
 
 @pytest.mark.parametrize("wrong", LISTS)

@@ -45,6 +45,7 @@ import re
 import threading
 import time
 import uuid
+from html import escape
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -606,12 +607,18 @@ class _Handler(BaseHTTPRequestHandler):
             cookie = SimpleCookie()
             cookie["fake_prolific_session"] = sub["id"]
             cookie["fake_prolific_session"]["path"] = "/"
+            cookie["fake_prolific_session"]["max-age"] = 86400  # signed in to Prolific across browser restarts
             self._send(302, None, {"Location": url, "Set-Cookie": cookie.output(header="").strip()})
         elif method == "GET" and path.rstrip("/") == "/submissions/complete":
             cookie = SimpleCookie(self.headers.get("Cookie") or "")
             session = cookie["fake_prolific_session"].value if "fake_prolific_session" in cookie else None
             code, pid = (query.get("cc") or [""])[0], (query.get("participant") or [None])[0]
-            sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            try:
+                sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            except ApiError as error:  # a page for people: what went wrong, in words, never raw JSON
+                self._send(error.status, f"<html><body><h1 id='no-submission'>Prolific</h1><p>{escape(error.detail)}"
+                                         "</p></body></html>", content_type="text/html")
+                return
             if sub["status"] == "ACTIVE":
                 self._send(200, "<html><head><meta http-equiv='refresh' content='1'></head><body><h1 id='waiting'>"
                                 "Waiting for the study to confirm your submission</h1></body></html>",
