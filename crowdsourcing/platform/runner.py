@@ -43,13 +43,25 @@ def unused_worker_ids(db, count: int = 1) -> list[str]:
     return found
 
 
+class _OursWithoutTraceback(logging.Filter):
+    """Mephisto logs the traceback of any error while launching; ours (DialevalError, raised by the Prolific
+    provider's setup) say in one line what is wrong and what to do, and ``launch`` prints that line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], DialevalError):
+            record.exc_info = None
+        return True
+
+
 def one_line_per_log() -> None:
     """Mephisto gives each of its loggers a handler and the root logger another, so every line printed
-    twice: keep the loggers' own handlers only."""
+    twice: keep the loggers' own handlers only (and no traceback for our own errors)."""
     from mephisto.utils.logger_core import loggers
 
     for logger in loggers.values():
         logger.propagate = False
+        if not any(isinstance(f, _OursWithoutTraceback) for f in logger.filters):
+            logger.addFilter(_OursWithoutTraceback())
     # the mock provider also prints each unit's line itself (with a placeholder worker_id=x)
     logging.getLogger("mephisto.abstractions.providers.mock.mock_unit").setLevel(logging.WARNING)
 

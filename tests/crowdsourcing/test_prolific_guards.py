@@ -111,3 +111,40 @@ def test_a_relaunch_stops_only_the_router_its_interrupted_run_recorded(tmp_path)
     finally:
         router.kill()
         router.wait()
+
+
+def test_a_relaunch_at_another_address_than_the_published_study_is_refused(tmp_path, fake):  # noqa: F811
+    """Prolific allows no change to a published study's external_study_url: taking the study over from a
+    launch serving elsewhere would strand every participant, so it is refused, saying why and what to do."""
+    from types import SimpleNamespace
+
+    from parlai_dialeval.providers.prolific.api import ProlificClient
+    from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
+    from parlai_dialeval.providers.prolific.page import external_study_url
+
+    st = fake.state
+    with st.lock:
+        ws = next(iter(st.workspaces))
+        project = st.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
+        sid = st.api_post_studies({}, {
+            "project": project, "name": "n", "description": "d", "internal_name": "dialeval:t:run1:X",
+            "external_study_url": external_study_url("http://localhost:3471"), "prolific_id_option": "url_parameters",
+            "completion_codes": [], "total_available_places": 1, "estimated_completion_time": 10,
+            "reward": 200})[1]["id"]
+        st.api_post_studies_X_transition(sid, {}, {"action": "PUBLISH"})
+    store = ProlificDatastore(tmp_path)
+    store.run("INSERT INTO studies (task_run_id, study_id, internal_name, status) VALUES ('1', ?, 'dialeval:t:run1:X', "
+              "'published')", sid)
+    client = ProlificClient(fake.api_base_url, TOKEN, max_retries=0)
+    try:
+        with pytest.raises(DialevalError) as refused:
+            study.take_over(client, store, "1", SimpleNamespace(db_id="2"), "http://localhost:3472")
+        assert study.take_over(client, store, "1", SimpleNamespace(db_id="2"), "http://localhost:3471") == sid
+    finally:
+        client.close()
+    assert str(refused.value).startswith(
+        f"Prolific study {sid} of the interrupted run 1 sends participants to http://localhost:3471/, and Prolific "
+        "allows no change to that once a study is published, but this launch would serve at http://localhost:3472/")
+    assert str(refused.value).endswith("relaunch at the study's address (the interrupted launch's "
+                                       "mephisto.architect.port and mephisto.provider.public_url), or under another "
+                                       "mephisto.task.task_name for a new study")

@@ -110,8 +110,7 @@ class FakeProlificState:
     def page(self, items: list, query: dict, path: str, scheme: str, links: bool) -> dict:
         """One page of a list, as Prolific answers it: ``scheme`` "page" reads ``page``/``page_size`` only
         (a page past the end is a 404), "offset" reads ``limit``/``offset`` only (past the end: no results);
-        the other scheme's parameters are ignored, as Prolific ignores them (docs/crowdsourcing.md,
-        "Lists")."""
+        the other scheme's parameters are ignored, as Prolific ignores them (docs/prolific_contract.md)."""
         def number(key, default):
             try:
                 return int((query.get(key) or [default])[0])
