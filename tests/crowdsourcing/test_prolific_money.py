@@ -177,7 +177,9 @@ def test_crash_between_pay_and_ledger(ledger_for, monkeypatch):
 
 
 def test_refused_pay_is_not_paid_and_may_be_sent_again(ledger_for):
-    ledger = ledger_for(balance=10)  # 0.10 GBP: the bonus and its fees do not fit
+    # the study's place holds 2.67 GBP (2.00 + fees) once published: 0.10 GBP is left, the bonus and its fees
+    # do not fit
+    ledger = ledger_for(balance=277)
     with pytest.raises(api.ProlificRequestError, match="insufficient balance"):
         ledger.pay()
     assert ledger.state() == "failed" and ledger.paid() == []
