@@ -67,18 +67,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_the_completion_page_knows_a_participant_after_a_browser_restart(fake):  # noqa: F811
-    """Prolific keeps its participants signed in: the fake's session cookie outlives the browser (Max-Age),
-    and a completion page that finds no submission of the visitor says so on a page, not in raw JSON."""
+def _published(fake, url: str, **fields) -> str:  # noqa: F811
+    """A published study of one place on the fake, made in its state; returns its id."""
     st = fake.state
     with st.lock:
         ws = next(iter(st.workspaces))
         project = st.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
         sid = st.api_post_studies({}, {
-            "project": project, "name": "n", "description": "d", "external_study_url": "https://x/?{{%PROLIFIC_PID%}}",
+            "project": project, "name": "n", "description": "d", "external_study_url": url,
             "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-            "estimated_completion_time": 10, "reward": 200})[1]["id"]
+            "estimated_completion_time": 10, "reward": 200, **fields})[1]["id"]
         st.api_post_studies_X_transition(sid, {}, {"action": "PUBLISH"})
+    return sid
+
+
+def test_the_completion_page_knows_a_participant_after_a_browser_restart(fake):  # noqa: F811
+    """Prolific keeps its participants signed in: the fake's session cookie outlives the browser (Max-Age),
+    and a completion page that finds no submission of the visitor says so on a page, not in raw JSON."""
+    sid = _published(fake, "https://x/?{{%PROLIFIC_PID%}}")
     started = httpx.get(fake.study_url(sid, "PID_1"))
     assert "Max-Age=86400" in started.headers["set-cookie"]
     stranger = httpx.get(fake.completion_url)
@@ -122,16 +128,7 @@ def test_a_relaunch_at_another_address_than_the_published_study_is_refused(tmp_p
     from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
     from parlai_dialeval.providers.prolific.page import external_study_url
 
-    st = fake.state
-    with st.lock:
-        ws = next(iter(st.workspaces))
-        project = st.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-        sid = st.api_post_studies({}, {
-            "project": project, "name": "n", "description": "d", "internal_name": "dialeval:t:run1:X",
-            "external_study_url": external_study_url("http://localhost:3471"), "prolific_id_option": "url_parameters",
-            "completion_codes": [], "total_available_places": 1, "estimated_completion_time": 10,
-            "reward": 200})[1]["id"]
-        st.api_post_studies_X_transition(sid, {}, {"action": "PUBLISH"})
+    sid = _published(fake, external_study_url("http://localhost:3471"), internal_name="dialeval:t:run1:X")
     store = ProlificDatastore(tmp_path)
     store.run("INSERT INTO studies (task_run_id, study_id, internal_name, status) VALUES ('1', ?, 'dialeval:t:run1:X', "
               "'published')", sid)
