@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -195,10 +196,13 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
     port, orphan = _served_port(cfg.mephisto.architect), None
     if port is not None:
-        from parlai_dialeval.crowdsourcing.platform.ports import require_free_port
+        from parlai_dialeval.crowdsourcing.platform.ports import port_is_free, require_free_port
 
         if interrupted is not None and (resume.read_marker(interrupted.run) or {}).get("port") == port:
             orphan = resume.stop_orphaned_router(interrupted.run)  # a killed launch's router holds our port
+            end = time.monotonic() + 30  # its connections to participants' pages hold the port a moment longer
+            while orphan and not port_is_free(port) and time.monotonic() < end:
+                time.sleep(0.5)
         require_free_port(port)
     shared = spec.shared_state(cfg)
     note = None
