@@ -18,6 +18,8 @@ interrupted. Launching the same task name again then:
   stored turn kept, a half-finished conversation going on with fresh bots given the conversation so far
   (``history_observation``); the page resends what the server never confirmed and the world drops a copy
   of what it had stored (platform/session_world.py);
+- stops the node router the killed launch left behind (its pid and start time are in the marker): before
+  the port check when it holds the port this launch serves on, else once this launch serves;
 - closes the interrupted run: its unfinished agents become ``disconnect`` (partial work, never counted
   as submitted and never paid), its units are expired, its marker is marked stopped.
 
@@ -93,15 +95,48 @@ def read_marker(task_run) -> dict | None:
 
 def _serving(marker: dict) -> bool:
     """Whether the marker's launch process still runs (this process's own earlier runs count as gone)."""
+    return marker["pid"] != os.getpid() and _same_process(marker["pid"], marker["pid_started"])
+
+
+def _same_process(pid: int, started: float | None) -> bool:
+    """Whether ``pid`` still runs and is the process that started at ``started`` (not a reused pid)."""
     import psutil
 
-    pid = marker["pid"]
-    if pid == os.getpid() or not psutil.pid_exists(pid):
-        return False
     try:
-        return abs(psutil.Process(pid).create_time() - marker["pid_started"]) < 1
+        return started is not None and abs(psutil.Process(pid).create_time() - started) < 1
     except psutil.Error:
         return False
+
+
+def _ended(process) -> bool:
+    """Gone, or a zombie: an orphan reparented to init lingers so until reaped, and psutil's ``wait`` on a
+    process not our child counts that as running."""
+    import psutil
+
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def stop_orphaned_router(run) -> str | None:
+    """Stop the node router a killed launch of ``run`` left serving (recorded in its marker: a kill -9 of
+    the launch leaves its router, in a process group of its own, holding the port); None when none is left."""
+    import psutil
+
+    marker = read_marker(run) or {}
+    pid = marker.get("router_pid")
+    if not pid or not _same_process(pid, marker.get("router_started")):
+        return None
+    router = psutil.Process(pid)
+    for signal_it in (router.terminate, router.kill):
+        signal_it()
+        end = time.time() + 10
+        while not _ended(router) and time.time() < end:
+            time.sleep(0.1)
+        if _ended(router):
+            break
+    return f"Stopped the router (pid {pid}, port {marker.get('port')}) the interrupted run {run.db_id} left behind."
 
 
 @dataclass
@@ -214,10 +249,12 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
 
 
 def close(interrupted: Interrupted) -> str | None:
-    """The interrupted run's unfinished work is partial from now on (see the module docstring); returns a
-    line naming the old units the provider would not withdraw (MTurk: expire them there), else None."""
+    """The interrupted run's unfinished work is partial from now on (see the module docstring); returns the
+    lines naming its router if one was stopped and the old units the provider would not withdraw (MTurk:
+    expire them there), else None."""
     from mephisto.data_model.constants.assignment_state import AssignmentState
 
+    stopped = stop_orphaned_router(interrupted.run)  # on another port than this launch's: serving nothing now
     for agent in interrupted.unfinished:
         agent.db.update_agent(agent.db_id, status="disconnect")
     refused = []
@@ -229,9 +266,10 @@ def close(interrupted: Interrupted) -> str | None:
                 refused.append(f"{unit.db_id} ({type(error).__name__}: {error})")
     write_marker(interrupted.run, stopped=True, resumed=True)
     if refused:
-        return (f"Could not withdraw {len(refused)} unit(s) of the interrupted run {interrupted.run.db_id} from the "
-                f"provider: {'; '.join(refused)}")
-    return None
+        return "\n".join(filter(None, [stopped, (
+            f"Could not withdraw {len(refused)} unit(s) of the interrupted run {interrupted.run.db_id} from the "
+            f"provider: {'; '.join(refused)}")]))
+    return stopped
 
 
 def take_resumable(opt: dict, agent) -> dict | None:

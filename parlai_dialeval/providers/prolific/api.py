@@ -4,13 +4,14 @@ Which calls are retried is decided per call (``retry``): reads, transitions (ide
 bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
 bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
 done: the caller checks (an orphan study is looked up and deleted; a bonus is left "pending: check on
-Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``).
-The token is sent in a header only, only to ``base_url``, and never appears in an error message or in
-``repr``.
+Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``),
+each as its endpoint pages (``OFFSET_PAGED``). The token is sent in a header only, only to ``base_url``, and
+never appears in an error message or in ``repr``.
 """
 from __future__ import annotations
 
 import logging
+import re
 import time
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -24,6 +25,12 @@ RETRY_ON_429_5XX = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After means the caller should come back later
 DEFAULT_TIMEOUT = 30.0  # seconds per request; a pay call that times out is ambiguous (review.py)
 PAGE_SIZE = 100  # items asked per page of a list (Prolific's default is 20; Dallinger asks 100 of the live API)
+# Lists paged by limit/offset, as Prolific's own CLI reads them (prolific-oss/cli client/client.go
+# GetWorkspaces, GetProjects, GetParticipantGroups: ``?limit=&offset=``) and as Dallinger reads workspaces
+# (dallinger/prolific.py get_workspaces: "?limit=1000", "without the limit param ... limited to 20"); they
+# ignore ``page``. Every other list pages by ``page``/``page_size`` (docs "List submissions": "Paginate by
+# page_size and page"; Dallinger _get_all_pages on submissions/ and studies/, checked against the live API).
+OFFSET_PAGED = re.compile(r"workspaces/|workspaces/[^/]+/projects/|participant-groups/")
 
 
 # httpx logs every request at INFO under Mephisto's logging set-up; our own messages say what matters.
@@ -159,16 +166,22 @@ class ProlificClient:
         return self.call("GET", "users/me/")
 
     def results(self, path: str, params=None) -> list[dict]:
-        """Every item of a list endpoint, page after page (``page``/``page_size``) until Prolific's
-        ``_links.next`` is null (or, where a list carries no links, until ``meta.count`` items are read).
-        The next page is asked by number rather than by following the ``next`` address, so that the token
-        only ever goes to ``base_url``."""
+        """Every item of a list endpoint, page after page as that endpoint pages (``OFFSET_PAGED``:
+        ``limit``/``offset``, others ``page``/``page_size``) until Prolific's ``_links.next`` is null (or,
+        where a list carries no links, until ``meta.count`` items are read). The next page is asked by
+        number rather than by following the ``next`` address, so that the token only ever goes to
+        ``base_url``. A page that brings nothing new ends the read (a list that ignores paging would
+        otherwise be read for ever)."""
+        by_offset = OFFSET_PAGED.fullmatch(path.lstrip("/")) is not None
         items: list[dict] = []
+        seen: set = set()
         page = 1
         while True:
-            body = self.call("GET", path, params={**(params or {}), "page": page, "page_size": PAGE_SIZE})
-            batch = body["results"] or []
+            paging = {"limit": PAGE_SIZE, "offset": len(items)} if by_offset else {"page": page, "page_size": PAGE_SIZE}
+            body = self.call("GET", path, params={**(params or {}), **paging})
+            batch = [item for item in body["results"] or [] if item.get("id") not in seen]
             items.extend(batch)
+            seen.update(item.get("id") for item in batch)
             if not batch or not _more_pages(body, len(items), len(batch)):
                 return items
             page += 1

@@ -185,12 +185,12 @@ def review_table(db, task_name: str, data_dir=None):
         client = common.client_for(run["requester_name"], run["api_base_url"])
         try:
             submissions = client.submissions(run["study_id"])
+            pending = bonus.settle_all(store, client, submissions)
         except ProlificNotFound:
             raise DialevalError(f"Prolific no longer knows study {run['study_id']} (task run {run['task_run_id']} of "
                                 f"{task_name}); it was deleted on Prolific: review it there") from None
         finally:
             client.close()
-        pending = bonus.settle_all(store, submissions)
         policy = failed_check_policy(db, run["task_run_id"])
         run_ids = [r["task_run_id"] for r in store.all("SELECT task_run_id FROM studies WHERE study_id = ?",
                                                         run["study_id"])]
