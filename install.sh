@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv/ in the repository root and installs everything parlai_dialeval needs.
-# Order matters: torch first (the local CPU wheel; any other version would download a CUDA build),
+# Order matters: torch first, pinned (a resolver left to choose would pick another version; which build
+# arrives is up to pip's configured index: PyPI's Linux wheel pulls in CUDA libraries, a CPU-only one
+# comes from PyTorch's CPU index, e.g. PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu),
 # then Mephisto with its own pins, then ParlAI without its impossible pins plus what it really needs,
 # then this project in editable mode. See README.md "Install".
 set -euo pipefail

@@ -1,8 +1,10 @@
 """parlai_dialeval: a ParlAI plugin for reliable human and automatic evaluation of chatbots.
 
-ParlAI 1.7.2 and Mephisto 1.1.1 are deliberately not in install_requires: ParlAI must be installed
-with --no-deps (its pins cannot be met on Python 3.11) and torch must come from the local CPU wheel.
-install.sh does all of that in the right order; see README.md.
+install_requires names what the package imports, torch, Mephisto and Hydra included, but install torch
+first, as install.sh does (README.md "Install"): a resolver asked for torch picks a CUDA build (gigabytes)
+unless the CPU wheel is already there. ParlAI 1.7.2 is the one import left out: named here, pip resolves its
+own pins (docformatter ...), which cannot be met on Python 3.11 (ResolutionImpossible), so install.sh
+installs it with --no-deps and requirements/parlai-runtime.txt lists what it really needs.
 """
 from setuptools import find_packages, setup
 
@@ -30,13 +32,15 @@ setup(
                   "parlai_dialeval.crowdsourcing": ["frontend/build/*/*", "frontend/src/static/*", "router/*.js",
                                                     "router/*.json", "router/node_modules/**/*"]},
     install_requires=[
+        "torch",  # install first (the CPU wheel): see the top of this file
+        "mephisto",  # 1.1.1
+        "hydra-core",  # the tasks' configs (Mephisto brings it)
         "numpy",
         "orjson",
         "pandas",
         "pyarrow",  # the columnar load of canonical JSON Lines (parlai_dialeval/data/columnar.py)
         "scipy",
         "statsmodels",
-        "pingouin",
         "choix",
         "trueskill",
         "krippendorff",
@@ -56,8 +60,10 @@ setup(
         "psutil",
         "httpx",  # the Prolific provider's API client
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)
+        "waitress",  # serves the dashboard: many connections, timeouts, body limits (Werkzeug 1.0.1's server has none)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
-                             "ppi-python"]},
+                             "ppi-python", "import-linter", "pingouin"]},
+    # import-linter: the layers (tests/test_layers.py); pingouin: an outside oracle for the ICCs
     entry_points={"console_scripts": ["dialeval = parlai_dialeval.cli:main"]},
 )

@@ -59,7 +59,8 @@ def overrides(task: str, name: str, units: int, settings: str, args, port: int) 
     from parlai_dialeval.crowdsourcing.platform import scaling
 
     common = ["conf=endpoints", f"mephisto.architect.port={port}", f"mephisto.task.task_name={name}",
-              f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0"]
+              f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
+              "mephisto.blueprint.router_claims_per_source=0"]  # the simulated crowd comes from one address
     if task == "live_chat":
         common += [f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
     else:

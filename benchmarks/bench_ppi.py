@@ -1,7 +1,7 @@
 """Benchmark: what an LLM judge buys through PPI++ on the real ChatEval A/B votes (issue 30).
 
 Simulated judges of known quality (agreement with each prompt's majority vote 50%, 65%, 80%, 90%,
-and a position-biased judge; parlai_dialeval.analysis.ppi_simulation says how they are drawn) on the
+and a position-biased judge; parlai_dialeval.adaptive.ppi_simulation says how they are drawn) on the
 20 ChatEval 2018 comparisons (../shared/data/chateval/amt_ab_2018, 3 real votes per prompt). For
 each judge:
   coverage  share of --repetitions studies (people judge as many prompts as the comparison has, drawn
@@ -25,7 +25,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from parlai_dialeval.analysis import ppi_simulation as sim
+from parlai_dialeval.adaptive import ppi_simulation as sim
 from parlai_dialeval.importers import load
 from parlai_dialeval.shared_data import shared_data_dir
 

@@ -1,4 +1,4 @@
-"""Benchmark: the anytime-valid PPI e-process (parlai_dialeval/analysis/ppi_sequential.py; issue 30) against
+"""Benchmark: the anytime-valid PPI e-process (parlai_dialeval/adaptive/ppi_sequential.py; issue 30) against
 today's human-only certification, on synthetic clustered votes and on the real ChatEval votes.
 
 Judges answer both orders of every item of a pool; f is their mean answer for model A (a flip across the
@@ -43,8 +43,8 @@ import time
 import numpy as np
 
 from parlai_dialeval.adaptive.sequential import wealth_paths
-from parlai_dialeval.analysis.ppi_sequential import draws_to_settle, e_values, selection_probabilities
-from parlai_dialeval.analysis.ppi_simulation import best_possible_share, comparisons_from
+from parlai_dialeval.adaptive.ppi_sequential import draws_to_settle, e_values, selection_probabilities
+from parlai_dialeval.adaptive.ppi_simulation import best_possible_share, comparisons_from
 from parlai_dialeval.importers import load
 from parlai_dialeval.shared_data import shared_data_dir
 

@@ -158,25 +158,35 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
 def launch_overrides(args, task: str, units: int) -> list[str]:
     return ["conf=offline_small", f"mephisto.architect.port={args.port}", f"mephisto.task.task_name={task}",
             f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
-            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
+            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0",
+            "mephisto.blueprint.router_claims_per_source=0"]  # the simulated crowd comes from one address
+
+
+def add_wave_args(parser: argparse.ArgumentParser, workers: int, duration: float, port: int) -> None:
+    """The workers' options (bench_router_flood.py takes the same)."""
+    parser.add_argument("--workers", type=int, default=workers)
+    parser.add_argument("--inputs", type=int, default=4, help="worker messages per conversation")
+    parser.add_argument("--think", type=float, default=1.0, help="mean seconds between a reply and the next message")
+    parser.add_argument("--duration", type=float, default=duration, help="bound on each wave, seconds")
+    parser.add_argument("--port", type=int, default=port)
+
+
+def start(args, prefix: str):
+    """(a fresh folder, the tests' CliRun), the machine line printed."""
+    random.seed(0)
+    print(f"machine: {os.cpu_count()} CPU cores, no GPU, load average {os.getloadavg()[0]:.1f} at start; "
+          f"{SLOTS} conversations x {args.inputs} messages per HIT, think time ~{args.think:.1f} s")
+    return Path(tempfile.mkdtemp(prefix=prefix)), load_generator.test_helper("protocol_harness").CliRun
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=50)
-    parser.add_argument("--inputs", type=int, default=4, help="worker messages per conversation")
-    parser.add_argument("--think", type=float, default=1.0, help="mean seconds between a reply and the next message")
-    parser.add_argument("--duration", type=float, default=240, help="bound on each wave, seconds")
+    add_wave_args(parser, workers=50, duration=240, port=3350)
     parser.add_argument("--kill-after", type=float, default=20, help="seconds into run 2 when the server is killed")
-    parser.add_argument("--port", type=int, default=3350)
     parser.add_argument("--part", choices=("both", "load", "restart"), default="both",
                         help="run 1 (load), run 2 (restart) or both")
     args = parser.parse_args()
-    random.seed(0)
-    CliRun = load_generator.test_helper("protocol_harness").CliRun
-    tmp = Path(tempfile.mkdtemp(prefix="bench_router_"))
-    print(f"machine: {os.cpu_count()} CPU cores, no GPU, load average {os.getloadavg()[0]:.1f} at start; "
-          f"{SLOTS} conversations x {args.inputs} messages per HIT, think time ~{args.think:.1f} s")
+    tmp, CliRun = start(args, "bench_router_")
     if args.part in ("both", "load"):
         asyncio.run(load_run(args, tmp, CliRun))
     if args.part in ("both", "restart"):

@@ -10,6 +10,14 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def owner_only() -> None:
+    """From now on the files and folders this process creates are its owner's alone (umask 077), atomic
+    outputs included: a crowdsourcing run's database, raw chat and exports hold participants' ids and words."""
+    global _UMASK
+    _UMASK = 0o077
+    os.umask(_UMASK)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path in the target's folder; on success it replaces ``path`` atomically."""
@@ -17,7 +25,7 @@ def atomic_path(path: str | os.PathLike):
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; outputs get the usual permissions
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; outputs get the process's usual permissions
     try:
         yield Path(tmp)
         os.replace(tmp, target)

@@ -26,10 +26,28 @@ from parlai_dialeval.atomic import atomic_open, atomic_path  # noqa: E402
 TEMPLATES = Path(__file__).with_name("templates")
 
 
+# Embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) in a participant's or model's name would
+# turn the page's own text after it around (an RLO makes "_sandbox" read "xobdnas_"): shown, never obeyed.
+_BIDI_CONTROLS = {code: f"\u2039U+{code:04X}\u203a" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def bidi_shown(value):
+    """Every value a template outputs (its ``finalize``): bidi controls in text as visible ‹U+202E›."""
+    return value.translate(_BIDI_CONTROLS) if isinstance(value, str) else value
+
+
+def bdi(value) -> Markup:
+    """A participant's text escaped in a <bdi>: its right-to-left letters do not reorder the text around it."""
+    return Markup("<bdi>%s</bdi>") % bidi_shown(value)
+
+
 def environment() -> Environment:
-    """The Jinja2 environment of the reports: templates from parlai_dialeval/templates, HTML autoescaped."""
-    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
-                       trim_blocks=True, lstrip_blocks=True)
+    """The Jinja2 environment of the reports: templates from parlai_dialeval/templates, HTML autoescaped,
+    bidi controls shown."""
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
+                      trim_blocks=True, lstrip_blocks=True, finalize=bidi_shown)
+    env.filters["bdi"] = bdi
+    return env
 
 
 # Warnings about a library's own future (deprecations) say nothing about the data: dropped, not reported.
@@ -58,6 +76,11 @@ class Report:
         self.sections: list[dict] = []
         self.warnings: list[str] = []
         self.files: list[str] = []
+        self.verdicts: list[str] = []
+
+    def verdict(self, text: str) -> None:
+        """The conclusion in words, shown first (parlai_dialeval/verdict.py writes it)."""
+        self.verdicts.append(text)
 
     def heading(self, text: str, level: int = 2) -> None:
         self.sections.append({"kind": "heading", "text": text, "level": min(max(level, 2), 4)})
@@ -108,7 +131,7 @@ class Report:
     def render(self) -> str:
         template = environment().get_template(self.template)
         return template.render(title=self.title, sections=self.sections, warnings=self.warnings,
-                               files=self.files, **self.context)
+                               verdicts=self.verdicts, files=self.files, **self.context)
 
     def write(self, name: str = "report.html") -> Path:
         path = self.out_dir / name

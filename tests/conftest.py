@@ -16,8 +16,8 @@ SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared"
 def shared_data() -> Path:
     """../shared/data (third-party evaluation data); tests using it skip with a reason when absent (and
     fail under CI)."""
-    needs(None if SHARED_DATA.is_dir() else f"third-party data not found at {SHARED_DATA} (see README "
-                                             "'Test data'); set DIALEVAL_SHARED_DATA to its location")
+    needs(None if SHARED_DATA.is_dir() else f"third-party data not found at {SHARED_DATA} (see README.md, "
+                                             "'System packages'); set DIALEVAL_SHARED_DATA to its location")
     return SHARED_DATA
 
 

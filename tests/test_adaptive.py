@@ -42,7 +42,7 @@ def test_e_value_equals_a_plain_loop():
 
 def test_human_only_bets_are_the_judge_processes_without_a_judge():
     # one aGRAPA implementation: certify's half equals the PPI e-process with lam = 0 (issue 30)
-    from parlai_dialeval.analysis.ppi_sequential import e_values
+    from parlai_dialeval.adaptive.ppi_sequential import e_values
 
     y = np.random.default_rng(2).choice([0.0, 1 / 3, 0.5, 2 / 3, 1.0], size=200)
     process = e_values(y, np.full(len(y), 0.5), 0.5, judge_share=1.0)  # a judge without spread: lam = 0

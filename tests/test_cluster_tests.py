@@ -7,7 +7,7 @@ import pingouin as pg
 import pytest
 
 from parlai_dialeval.analysis import pairwise
-from parlai_dialeval.analysis.clustering import design_effect, icc_oneway
+from parlai_dialeval.analysis.cluster_robust import design_effect, icc_oneway
 
 
 def test_icc_equals_pingouins_icc1_on_balanced_data():

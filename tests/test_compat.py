@@ -78,6 +78,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
     attempts = {
         "use_data_dir": lambda: compat_mephisto.use_data_dir(tmp_path),
         "metrics_server_off": compat_mephisto.metrics_server_off,
+        "arrivals_checked": compat_mephisto.arrivals_checked,
         "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
         "let_help_skip_required_options": lambda: compat_parlai.let_help_skip_required_options(
@@ -86,6 +87,18 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
     for patch, attempt in attempts.items():
         with pytest.raises(CompatError, match=f"{patch} was written for .* 99.0 is installed"):
             attempt()
+
+
+def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(monkeypatch):
+    """arrivals_checked wraps WorkerPool.register_worker: useless if Mephisto's client IO stopped calling it."""
+    from mephisto.operations.client_io_handler import ClientIOHandler
+
+    def _register_agent(self, packet, channel_id):  # an upstream that registers some other way
+        return None
+
+    monkeypatch.setattr(ClientIOHandler, "_register_agent", _register_agent)
+    with pytest.raises(CompatError, match="arrivals_checked: .*_register_agent no longer calls .worker_pool"):
+        compat_mephisto.arrivals_checked()
 
 
 # ------------------------------------------------------------------ functions replaced at run time

@@ -419,6 +419,33 @@ def test_export_of_this_projects_live_chat_task_is_analysed_without_conversion(t
     assert json.loads((out / "summary.json").read_text())["durations"][0]["mean_minutes_per_conversation_measured"] == 5
 
 
+def test_a_worker_who_disconnected_did_not_submit_and_did_not_fail_quality_control(tmp_path):
+    """Issue 40 item 1: worker9 rated one chat and disconnected (Mephisto ``disconnect``); before, the report
+    counted 10 workers who submitted, 8 passing, and workers.csv had ``worker9,1,7,,False``."""
+    from parlai_dialeval.crowdsourcing.live_chat_da.export import export_units
+
+    units = _live_chat_units()
+    units[-1].agent_status = "disconnect"
+    units[-1].files["dialeval_live_chat.json"]["conversations"][1].update(status="incomplete", ratings=None)
+    records = export_units(units, "live_chat_pilot").records
+    path = tmp_path / "export.jsonl"
+    write_jsonl(records, path)
+    out = tmp_path / "out"
+    summary = run_analysis({"data": [str(path)], "out": str(out)}, log=lambda *_: None)
+    assert (summary["n_workers"], summary["n_workers_passed"], summary["n_assignments"]) == (9, 8, 9)
+    assert summary["assignments_not_submitted"] == {"disconnected": 1} and summary["n_workers_not_submitted"] == 1
+    workers = pd.read_csv(out / "workers.csv", keep_default_na=False).set_index("worker_id")
+    assert workers.loc["worker9"].to_dict() == {"n_hits": 0, "n_hits_not_submitted": 1, "n_ratings": 0,
+                                                "p_value": "", "passed": "", "outcome": "did not submit: disconnected"}
+    assert workers.loc["worker0", "outcome"] == "failed quality control"
+    assert (workers["outcome"] == "passed quality control").sum() == 8
+    assert summary["n_dialogues"] == 9 * 3  # worker9's rated chat is not analysed
+    html = (out / "report.html").read_text()
+    assert "assignments (HITs) not submitted: disconnected" in html and "9 workers submitted 9 assignments" in html
+    table1 = json.loads((out / "summary.json").read_text())["durations"]
+    assert {row["workers"]: row["hits"] for row in table1} == {"passed": 8, "failed": 1, "all": 9}
+
+
 def test_outputs_and_report(shared_data, tmp_path):
     out = tmp_path / "run1"
     summary = run_analysis({"data": [str(shared_data / RUN1)], "out": str(out)}, log=lambda *_: None)
@@ -427,7 +454,8 @@ def test_outputs_and_report(shared_data, tmp_path):
         assert (out / name).is_file(), name
     assert pd.read_csv(out / "system_scores.csv").columns.tolist() == ["model", "n", "overall", *STATEMENTS]
     workers = pd.read_csv(out / "workers.csv")
-    assert workers.columns.tolist() == ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
+    assert workers.columns.tolist() == ["worker_id", "n_hits", "n_hits_not_submitted", "n_ratings", "p_value",
+                                        "passed", "outcome"]
     assert len(workers) == 249 and workers["passed"].sum() == 173
     assert pd.read_csv(out / "significance.csv").columns.tolist() == ["model_a", "model_b", "n_a", "n_b", "p_value",
                                                                       "p_adjusted"]
@@ -482,3 +510,32 @@ def test_small_sample_report_is_honest(tmp_path):
     assert "no pair can reach p &lt; 0.1: the smallest possible one-sided Mann-Whitney p here is 0.167" in html
     assert "col_0" not in html and "<th></th>" not in html
     assert "Unnamed" not in pd.read_csv(out / "correlations.csv").columns[0]
+
+
+def test_report_opens_with_the_verdict_on_free_run1(run1, tmp_path):
+    """Issue 40 item 4: the live-chat report's first paragraph is its verdict. Ji et al. 2022 Table 3 (free
+    run 1): A = Bi-Encoder has the best overall z, B = Poly-Encoder second."""
+    import re
+
+    from parlai_dialeval.scripts.analyze_live_chat import build_report
+
+    html = build_report(run1, tmp_path).render()
+    assert html.index('data-testid="verdict"') < html.index("workers submitted")
+    verdict = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html[html.index('data-testid="verdict"'):html.index("</div>")]))
+    assert re.search(r"Best overall \(mean per-conversation z of passing workers\): biencoder \(0\.\d\d, 95% interval "
+                     r"0\.\d\d to 0\.\d\d\), ahead of polyencoder", verdict), verdict
+    assert "significantly higher than" in verdict
+
+
+def test_report_names_reversed_statements_and_draws_no_empty_agreement_plot(tmp_path):
+    """Issue 40 item 4: 'robotic 28' meant not robotic; with one worker the 'Rater agreement' plot was an
+    empty chart. Now the report's columns say 'not robotic' (the CSV keeps 'robotic') and a sentence
+    replaces the empty plot."""
+    out = tmp_path / "out"
+    path = tmp_path / "one_worker.jsonl"
+    write_jsonl(synthetic(workers=1), path)
+    run_analysis({"data": [str(path)], "out": str(out)}, log=lambda *_: None)
+    html = (out / "report.html").read_text()
+    assert "<th>not robotic</th>" in html and "<th>not repetitive</th>" in html and "<th>robotic</th>" not in html
+    assert "robotic" in pd.read_csv(out / "system_scores.csv").columns
+    assert "No rater agreement to show" in html and not (out / "rater_agreement.png").exists()

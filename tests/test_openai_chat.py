@@ -12,7 +12,8 @@ import pytest
 
 import parlai_dialeval  # noqa: F401  (registers dialeval:)
 from parlai_dialeval.agents.chat_history import build_messages
-from parlai_dialeval.agents.openai_chat.client import EndpointError, retry_after_seconds
+from parlai_dialeval.agents.openai_chat.client import EndpointError
+from parlai_dialeval.retry import retry_after_seconds
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI, ModelScript
 from parlai_dialeval.testing.ports import free_port

@@ -291,3 +291,59 @@ def test_any_mix_of_votes_is_analysed_and_nothing_is_dropped(tmp_path_factory, r
     rates = result["win_rates"]
     assert (rates[["wins_a", "wins_b", "ties", "automatic_ties"]].to_numpy().sum()) == len(frame)
     assert (out / "report.html").is_file() and "<b>q2" not in (out / "report.html").read_text()
+
+
+def test_report_opens_with_the_verdict_on_chateval(chateval, tmp_path):
+    """Issue 40 item 4: the pairwise report had no verdict. Winners from an independent count of ChatEval's
+    results.txt (count_results); Human2 over Human1 is settled (binomial test on the votes, scipy), NCM over
+    Human1 is not at the item level, so the verdict says how many more items would settle it."""
+    import re
+
+    from scipy.stats import binomtest
+
+    root, _ = chateval
+    folders = ["AMT_NCM_Test_Human1_Human2", "AMT_NCM_Test_NCM_Human1"]
+    data = load([root / f for f in folders], log=None)
+    analyze(data.comparisons, tmp_path, PairwiseConfig(bootstrap_rounds=20), log=lambda *_: None)
+    human1, human2 = count_results(root / folders[0])[:2]
+    ncm, human1_b = count_results(root / folders[1])[:2]
+    assert human2 > human1 and binomtest(human2, human1 + human2).pvalue < 0.01 and ncm > human1_b
+    html = (tmp_path / "report.html").read_text()
+    assert html.index('data-testid="verdict"') < html.index("<h2>")  # before every section
+    verdict = re.sub(r"<[^>]+>", "", html[html.index('data-testid="verdict"'):html.index("</div>")])
+    settled, unsettled = verdict.split("Not settled:")
+    assert f"Human2 over Human1: {100 * human2 / (human1 + human2):.0f}% of decided votes" in settled
+    assert "NCM over Human1" in unsettled and re.search(r"about [\d,]+ more items would settle it", unsettled)
+
+
+def test_heatmap_numbers_contrast_at_least_4_5_with_their_cells():
+    """Issue 40 item 4: the heatmap's numbers were black on dark blue and dark red. WCAG 2 contrast ratio,
+    computed here from its definition (relative luminance of sRGB), for every number against its cell."""
+    from matplotlib.colors import to_rgb
+
+    from parlai_dialeval.analysis import pairwise_plots
+
+    def lum(colour):
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    rows = []
+    for k in range(12):  # X always beats Y (major 1 and 0: the darkest cells), X beats Z 3 times in 4, Y-Z even
+        rows += [{"item_id": f"p{k}", "worker_id": "w", "model_a": "X", "model_b": "Y", "choice": "a",
+                  "context": "c", "response_a": f"x{k}", "response_b": f"y{k}"},
+                 {"item_id": f"q{k}", "worker_id": "w", "model_a": "X", "model_b": "Z", "choice": "a" if k % 4 else "b",
+                  "context": "c", "response_a": f"x{k}", "response_b": f"z{k}"},
+                 {"item_id": f"r{k}", "worker_id": "w", "model_a": "Y", "model_b": "Z", "choice": "ab"[k % 2],
+                  "context": "c", "response_a": f"y{k}", "response_b": f"z{k}"}]
+    votes = pairwise.with_sections(pd.DataFrame(rows))
+    wmt = pairwise.wmt_scores(pairwise.win_rates(votes, by=pairwise.SECTION), by=pairwise.SECTION)
+    fig = pairwise_plots.heatmap(wmt, ["X", "Y", "Z"])
+    ax = fig.axes[0]
+    image = ax.images[0]
+    texts = ax.texts
+    assert len(texts) == 6
+    for text in texts:
+        j, i = (round(v) for v in text.get_position())
+        cell = image.cmap(image.norm(image.get_array()[i, j]))
+        high, low = sorted((lum(text.get_color()), lum(cell)), reverse=True)
+        assert (high + 0.05) / (low + 0.05) >= 4.5, (text.get_text(), text.get_color(), cell)

@@ -1,4 +1,4 @@
-"""PPI++ estimators (parlai_dialeval.analysis.ppi) against ppi_py 0.2.3, the reference implementation
+"""PPI++ estimators (parlai_dialeval.adaptive.ppi) against ppi_py 0.2.3, the reference implementation
 of Angelopoulos et al. (Science 2023) and PPI++ (arXiv:2311.01453), on independent rows; with
 clustered rows against a hand computation (copies of a row in one cluster carry no new information)
 and a coverage simulation whose generator shares no code with the estimator."""
@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from parlai_dialeval.analysis import ppi
+from parlai_dialeval.adaptive import ppi
 
 if os.environ.get("CI"):
     import ppi_py  # the test extra installs it: in CI a missing oracle is a failure, not a skip
@@ -195,7 +195,7 @@ def test_centred_bradley_terry_scores_sum_to_zero_and_keep_differences():
 def test_bradley_terry_says_when_a_model_never_loses():
     import pandas as pd
 
-    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.adaptive import ppi_pairwise
 
     rows = []
     for i in range(30):

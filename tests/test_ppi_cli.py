@@ -186,7 +186,7 @@ def test_certify_adds_ppi_win_rates_and_keeps_its_claims_human_only(shared_data,
 
 
 def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
-    from parlai_dialeval.analysis import ppi_planning
+    from parlai_dialeval.adaptive import ppi_planning
 
     human_file, judge_file, votes, judge, people_items = _files(shared_data, tmp_path, 0.8, seed=1)
     out = tmp_path / "plan"
@@ -212,7 +212,7 @@ def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
     report = (out / "report.html").read_text()
     assert "measured on the pilot" in report
     # the pilot's own PPI++ gain: the judge answered the other 100 prompts too, so it is above 1
-    from parlai_dialeval.analysis.ppi_pairwise import win_rates
+    from parlai_dialeval.adaptive.ppi_pairwise import win_rates
 
     pilot = win_rates(load([human_file], log=None).comparisons, load([judge_file], log=None).comparisons).iloc[0]
     gain = pilot["effective_human_judgments"] / pilot["human_judgments"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parlai_dialeval.analysis import ppi, ppi_planning
+from parlai_dialeval.adaptive import ppi, ppi_planning
 
 
 def _study(rng, items: int, pool: int, agreement: float, p: float = 0.6, icc: float = 0.3, m: int = 3):

@@ -1,4 +1,4 @@
-"""The anytime-valid PPI e-process (parlai_dialeval/analysis/ppi_sequential.py): its rectified outcome is
+"""The anytime-valid PPI e-process (parlai_dialeval/adaptive/ppi_sequential.py): its rectified outcome is
 unbiased for the people's pool win rate whatever the judge and the draw probabilities, its false-claim
 rate stays within alpha under clustered nulls at every look, and a judge that tracks people settles a
 pair with fewer human draws. The generator below is numpy only (beta items, 3 votes each, judges from
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parlai_dialeval.analysis.ppi_sequential import (RectifiedBetting, draws_to_settle, e_values,
+from parlai_dialeval.adaptive.ppi_sequential import (RectifiedBetting, draws_to_settle, e_values,
                                                      selection_probabilities)
 
 VOTES = 3

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parlai_dialeval.analysis import ppi_simulation as sim
+from parlai_dialeval.adaptive import ppi_simulation as sim
 from parlai_dialeval.importers import load
 
 

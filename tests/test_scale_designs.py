@@ -38,6 +38,19 @@ def _shrout_fleiss(table):
     return icc3, icc2
 
 
+def test_icc_reproduces_shrout_and_fleiss_1979_and_pingouin():
+    """Shrout and Fleiss (1979), Table 2: 6 targets x 4 judges; their Table 4 gives ICC(2,1) .29, ICC(3,1) .71,
+    ICC(2,4) .62, ICC(3,4) .91; the full-precision values and p are pingouin 0.7.0's intraclass_corr on the
+    same table (ICC(A,1), ICC(C,1), ICC(A,k), ICC(C,k); F = 11.027 on 5 and 15 df)."""
+    table = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], float)
+    result = icc(_ratings(table))
+    assert result["icc_a"] == pytest.approx(0.289763779528) and round(result["icc_a"], 2) == 0.29
+    assert result["icc_c"] == pytest.approx(0.714840714841) and round(result["icc_c"], 2) == 0.71
+    assert result["icc_ak"] == pytest.approx(0.620050547599) and round(result["icc_ak"], 2) == 0.62
+    assert result["icc_ck"] == pytest.approx(0.909315542377) and round(result["icc_ck"], 2) == 0.91
+    assert result["icc_a_p"] == pytest.approx(0.000134566516) and result["icc_c_p"] == pytest.approx(0.000134566516)
+
+
 def test_icc_matches_shrout_fleiss_by_hand():
     icc3, icc2 = _shrout_fleiss(TABLE)
     result = icc(_ratings(TABLE))
@@ -161,6 +174,21 @@ def test_analyze_scales_cli(tmp_path):
     assert row["icc_c"] == pytest.approx(_shrout_fleiss(table)[0]) and row["icc_a"] == pytest.approx(
         _shrout_fleiss(table)[1])
     assert (out / "report.html").exists() and (out / "icc.png").exists()
+    # Issue 40 item 4: the report opens with the most reliable design per criterion, by ICC(A,1) computed
+    # here (Shrout and Fleiss) on each design's table, magnitudes log-normalised as docs/data_model.md says
+    html = (out / "report.html").read_text()
+    assert html.index('data-testid="verdict"') < html.index("<h2>")
+    for criterion in ("readability", "coherence"):
+        by_design = {}
+        for study, design in (("likert", "Likert"), ("rme", "RME")):
+            frame = pd.DataFrame([r for r in records if r["type"] == "rating" and r["study"] == study
+                                  and r["criterion"] == criterion])
+            if study == "rme":
+                frame["value"] = np.log10((frame["value"] + 1) / (frame["reference_value"] + 1))
+            table = frame.pivot(index=["conversation_id", "model"], columns="worker_id", values="value")
+            by_design[design] = _shrout_fleiss(table.to_numpy(float))[1]
+        best = max(by_design, key=by_design.get)
+        assert f"{criterion}: most reliable design {best} (ICC(A,1) {by_design[best]:.2f}" in html, html[:3000]
 
 
 def test_model_scores_have_intervals_over_rated_responses():

@@ -247,3 +247,31 @@ def test_ttest_clusters_by_worker_where_a_worker_rated_several_conversations():
     alone = ttests(scores.assign(worker_id=[f"w{i}" for i in range(8)]), [("X", "Y")]).iloc[0]
     assert alone["unit_of_independence"] == "conversation"
     assert alone["p"] == pytest.approx(stats.ttest_ind(y[:4], y[4:]).pvalue)
+
+
+def test_report_opens_with_the_verdict(tmp_path):
+    """Issue 40 item 4: the single-model report opens with its verdict. The synthetic study's truth (by
+    construction): 'good' has Likert 4 against 3 and succeeds on 70% of turns against 40%; with 60
+    conversations each the Likert difference is settled on every criterion (an independent Welch test on the
+    per-conversation Likert means agrees, scipy)."""
+    import re
+
+    from scipy.stats import ttest_ind
+
+    from parlai_dialeval.data import from_records
+    from parlai_dialeval.scripts.analyze_single_model import analyze
+
+    records = synthetic_records(conversations=60)
+    analyze(from_records(records), tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert html.index('data-testid="verdict"') < html.index("<h2>")
+    verdict = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html[html.index('data-testid="verdict"'):
+                                                                 html.index("</div>")]))
+    dialog, turn = verdict.split("SM-Turn")
+    for criterion in ("engaging", "humanlike", "interesting"):
+        values = {m: [r["value"] for r in records if r["type"] == "rating" and r["scale"] == "likert"
+                      and r["model"] == m and r["criterion"] == criterion] for m in ("good", "bad")}
+        assert ttest_ind(values["good"], values["bad"], equal_var=False).pvalue < 0.001
+        assert re.search(rf"Best {criterion}: good \([34]\.\d\d, 95% interval [\d.]+ to [\d.]+\), ahead of bad "
+                         r"\([23]\.\d\d\) by [\d.]+; significantly higher than every other model", dialog), dialog
+        assert re.search(rf"Best {criterion}: good \(0\.\d\d, 95% interval", turn), turn

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
-from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
-from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, StaticPairwise
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import ONBOARDING_TRIES, TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
@@ -113,7 +113,7 @@ def build_units(args, rng: random.Random) -> list[dict]:
 def fixed_design(args, judged: bool = False) -> tuple[list[dict], list[dict], list[str]]:
     """(units, onboarding pairs shown, their answer key): every random draw of a launch from ``acute.seed``,
     in the launch's order (the onboarding sides first, then the units). ``dialeval judge --design`` builds its
-    pool here too (judge/design.py), so the items a judge answered are the ones the launch deals.
+    pool here too (platform/adaptive/judge_design.py), so the items a judge answered are the ones the launch deals.
 
     ``judged``: the units are a judge's pool (an adaptive launch with ``adaptive_judge``). The judge's answers
     are matched by ``pair_id`` and model pair, and ``pair_<k>`` names the k-th pair whatever conversations it

@@ -2,7 +2,8 @@
 
 Read by ``dialeval analyze_live_chat`` unchanged. A conversation's status: ``failed`` (its bot
 crashed), ``complete`` (rated), else ``returned`` when the worker returned the HIT, else
-``incomplete`` (disconnected, timed out, or the worker stopped before rating it).
+``incomplete`` (disconnected, timed out, or the worker stopped before rating it). Its ``submission`` says
+what became of the HIT: a rated chat of a HIT the worker never submitted is not finished work.
 """
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
             "models": [conv["model"]], "worker_id": unit.worker_id, "assignment_id": unit.unit_id,
             "hit_id": unit.assignment_id, "slot": conv["slot"], "turns": conv["turns"],
             "topic": conv["topic"], "topic_attitude": conv["topic_attitude"], "status": status,
+            "submission": unit.submission,
             "feedback": world.get("feedback"),
             "meta": {"topic_changes": conv["topic_changes"], "persona": conv["persona"],
                      "ice_breaker": world.get("ice_breaker", False), "qc": conv["qc"],
-                     "error": conv.get("error"), "reached": conv["status"] != "pending",
+                     "error": conv.get("error"), "reached": conv.get("started") is not None,
                      "agent_status": unit.agent_status, "mephisto_worker_id": unit.mephisto_worker_id,
                      "task_run_id": unit.task_run_id, "min_inputs": world.get("min_inputs")},
         }

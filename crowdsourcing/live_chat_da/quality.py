@@ -9,14 +9,12 @@ from __future__ import annotations
 import pandas as pd
 
 from parlai_dialeval.analysis import live_chat
-from parlai_dialeval.crowdsourcing.platform.export import FINISHED
 from parlai_dialeval.data import from_records
 
 
 def finished_records(records: list[dict]) -> list[dict]:
     """The study plus the conversations and ratings of HITs whose worker finished (submitted) them."""
-    finished = {r["id"] for r in records if r["type"] == "conversation"
-                and (r.get("meta") or {}).get("agent_status") in FINISHED}
+    finished = {r["id"] for r in records if r["type"] == "conversation" and r.get("submission") == "submitted"}
     return [dict(r) for r in records if r["type"] == "study" or (r["type"] == "conversation" and r["id"] in finished)
             or (r["type"] == "rating" and r["conversation_id"] in finished)]
 

@@ -12,6 +12,7 @@
 - ``adaptive``: ``adaptive=true`` in the pairwise tasks: HITs in batches, pairs chosen from the answers so
   far, stop once the ranking is certified (parlai_dialeval.adaptive) or the budget is spent.
 - ``ports``: whether the launch's port is free, and what holds it when not.
+- ``launch_log``: `dialeval launch` keeps the terminal to its own lines and banner, the rest in a log file.
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.
 - ``bots``: ParlAI agents configured per model, loaded once, balanced across HITs.
 - ``quality``: soft-blocking workers through Mephisto qualifications.

@@ -18,6 +18,7 @@ import shutil
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import (
     ParlAIChatBlueprint,
@@ -33,7 +34,9 @@ from mephisto.data_model.assignment import InitializationData
 from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
-from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
+from parlai_dialeval.compat.mephisto_door import ROUTER_HOST_HELP
+from parlai_dialeval.compat.mephisto_router import (CLAIMS_PER_SOURCE, CLAIMS_WINDOW_SECONDS, FIRST_SOCKET_SECONDS,
+                                                     PING_SECONDS, RECONNECT_SECONDS)
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
@@ -88,6 +91,16 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
     router_ping_seconds: float = field(default=PING_SECONDS, metadata={
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
                 "(Mephisto's own: 15)"})
+    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
+    # who may take a place (crowdsourcing/router/dialeval_claims.js)
+    router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={
+        "help": "seconds a participant's page has to connect after it was given a place; a place whose page never "
+                "connects is given back (0: never)"})
+    router_claims_per_source: int = field(default=CLAIMS_PER_SOURCE, metadata={
+        "help": "new participants the router accepts from one address (an IPv6 /64) per "
+                "router_claims_window_seconds (0: no limit; raise it for a lab behind one address or a proxy)"})
+    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={
+        "help": "the window of router_claims_per_source, in seconds"})
 
 
 @register_mephisto_abstraction()
@@ -111,7 +124,7 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
 
 def with_server_data(dicts, count: int):
     """InitializationData of each unit data dict, its ``server`` part kept in every unit's ``unit_data``.
-    A generator (adaptive collection, platform/adaptive.py) stays one: Mephisto creates its units as it
+    A generator (adaptive collection, platform/adaptive/config.py) stays one: Mephisto creates its units as it
     yields."""
     data = (InitializationData(shared=public, unit_data=[{SERVER_KEY: server} for _ in range(count)])
             for public, server in map(split_server, dicts))
@@ -134,6 +147,7 @@ class DialevalStaticBlueprintArgs(StaticReactBlueprintArgs):
     _group: str = field(default="DialevalStaticBlueprint", metadata={
         "help": "A static React task of crowdsourcing/frontend whose unit data keeps a server-only part"})
     frontend_entry: str = field(default=MISSING, metadata={"help": FRONTEND_ENTRY_HELP, "required": True})
+    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
 
 
 @register_mephisto_abstraction()

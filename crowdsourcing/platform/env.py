@@ -9,6 +9,7 @@ from pathlib import Path
 
 import parlai_dialeval  # noqa: F401  (installs the Python 3.11 dataclass fix before mephisto loads)
 from parlai_dialeval.compat import mephisto as compat_mephisto
+from parlai_dialeval.compat import mephisto_door
 from parlai_dialeval.compat import mephisto_router
 from parlai_dialeval.home import mephisto_dir
 
@@ -19,16 +20,29 @@ def default_data_dir() -> Path:
 
 
 def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
-    """Point Mephisto at ``data_dir`` (created if needed) and register our abstractions."""
+    """Point Mephisto at ``data_dir`` (created if needed, its owner's alone) and register our abstractions."""
     path = Path(data_dir).resolve() if data_dir else default_data_dir()
     path.mkdir(parents=True, exist_ok=True)
+    keep_private(path)
     compat_mephisto.use_data_dir(path)
     mephisto_router.install()  # our node router: its own dependencies, session tokens, limits
     compat_mephisto.metrics_server_off()
+    mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
     compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
+    compat_mephisto.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path
+
+
+def keep_private(data_dir: Path) -> None:
+    """The data directory (raw chat, participants' ids, Prolific's completion code and payment ledger) and its
+    databases readable by their owner only, also where an earlier version or another umask left them open."""
+    for folder in (data_dir, data_dir / "prolific"):
+        if folder.is_dir():
+            folder.chmod(0o700)
+    for database in (*data_dir.glob("database.db*"), *data_dir.glob("prolific/prolific.db*")):
+        database.chmod(0o600)
 
 
 def database_path(data_dir: str | Path) -> Path:

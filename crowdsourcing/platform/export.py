@@ -21,6 +21,9 @@ from parlai_dialeval.errors import DialevalError
 # Mephisto agent status -> what the work became, for the canonical `status` field.
 FINISHED = {"completed", "approved", "rejected", "soft_rejected"}
 RETURNED = {"returned", "expired"}
+# Mephisto agent status of an assignment not submitted -> the canonical `submission` field (data/schema.py)
+NOT_SUBMITTED = {"returned": "returned", "expired": "returned", "disconnect": "disconnected",
+                 "partner disconnect": "disconnected", "timeout": "timed_out"}
 
 
 def record_status(record: dict) -> str:
@@ -36,6 +39,12 @@ def work_status(agent_status: str) -> str:
     if agent_status in RETURNED:
         return "returned"
     return "incomplete"
+
+
+def submission_of(agent_status: str) -> str:
+    """What became of the assignment: submitted, returned, disconnected, timed_out, else working (the
+    agent still holds it: accepted, onboarding, waiting, in task)."""
+    return "submitted" if agent_status in FINISHED else NOT_SUBMITTED.get(agent_status, "working")
 
 
 @dataclass
@@ -56,10 +65,15 @@ class UnitData:
     problems: list[str] = field(default_factory=list)  # what could not be read (reported by export)
     server: dict[str, Any] = field(default_factory=dict)  # server-only unit data (dialeval_static's `server`)
     onboarding: bool = False  # an onboarding attempt (unit_id and assignment_id are then empty)
+    unverified: bool = False  # the crowd provider never confirmed the worker's identity (``identity_unconfirmed``)
 
     @property
     def status(self) -> str:
         return work_status(self.agent_status)
+
+    @property
+    def submission(self) -> str:
+        return submission_of(self.agent_status)
 
     def conversation_id(self, task_name: str, slot: int | None = None) -> str:
         """Unique per agent: a unit served again (its first worker left) keeps its unit id, so the id
@@ -200,9 +214,41 @@ def _read_agent(db, agent, extra_files: tuple[str, ...], **fields) -> UnitData:
         # Mephisto 1.1.1 rewrites state.json in place from two threads; under load it can be left corrupt
         problems.append(f"Mephisto's state.json unreadable ({error})")
         state_data, start, end = {}, None, None
-    return UnitData(worker_id=agent.get_worker().worker_name, mephisto_worker_id=agent.worker_id,
+    worker = agent.get_worker()
+    return UnitData(worker_id=worker.worker_name, mephisto_worker_id=agent.worker_id,
                     task_run_id=agent.task_run_id, agent_id=agent.db_id, agent_status=agent.get_status(),
-                    state=state_data, task_start=start, task_end=end, files=files, problems=problems, **fields)
+                    state=state_data, task_start=start, task_end=end, files=files, problems=problems,
+                    unverified=identity_unconfirmed(db, agent, worker, fields.get("onboarding", False)),
+                    **fields)
+
+
+def identity_unconfirmed(db, agent, worker, onboarding: bool) -> bool:
+    """Whether the worker's identity was never confirmed by the crowd provider. Only Prolific checks
+    identities (providers/prolific/verify.py: every arrival, before it gets a place); MTurk signs its
+    own, the mock provider has none to check."""
+    if worker.provider_type != "prolific":
+        return False
+    from parlai_dialeval.providers.prolific.verify import unconfirmed
+
+    return unconfirmed(db, agent.db_id, worker.worker_name, agent.task_run_id if onboarding else None)
+
+
+def export_marked(export, units: list[UnitData], task_name: str) -> ExportReport:
+    """``export(units, task_name)`` with the work of unverified identities exported apart and each of its
+    records marked ``unverified: true`` (analyses leave them out unless asked: docs/data_model.md); a note
+    names each such unit. Their ``study`` records are the other units' already, unless there are none."""
+    doubtful = [u for u in units if u.unverified]
+    report = export([u for u in units if not u.unverified], task_name)
+    if not doubtful:
+        return report
+    apart = export(doubtful, task_name)
+    studies = {r.get("name") for r in report.records if r["type"] == "study"}
+    report.records += [r if r["type"] == "study" else {**r, "unverified": True} for r in apart.records
+                       if r["type"] != "study" or r.get("name") not in studies]
+    report.notes += apart.notes + [f"{unit_label(u)}: identity never confirmed by Prolific: exported marked "
+                                   "unverified (left out of analyses unless --include-unverified)" for u in doubtful]
+    report.malformed += apart.malformed
+    return report
 
 
 def _unit_server_data(agent) -> tuple[dict, list[str]]:
@@ -313,10 +359,10 @@ def collect_from_db(db, task_name: str, task_type: str | None = None):
     extra_files = tuple(spec.extra.get("export_files", ()))
     units, continued = drop_continued(read_units(db, task_name, extra_files))
     attempts = read_onboarding(db, task_name, extra_files)
-    report = spec.export(units, task_name)
+    report = export_marked(spec.export, units, task_name)
     report.notes += continued
     if spec.export_onboarding is not None:
-        onboarding = spec.export_onboarding(attempts, task_name)
+        onboarding = export_marked(spec.export_onboarding, attempts, task_name)
         report.records += onboarding.records
         report.notes += onboarding.notes
         report.malformed += onboarding.malformed

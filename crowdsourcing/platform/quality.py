@@ -25,7 +25,8 @@ def check_workers(task_name: str, data_dir: str | Path | None = None, task_type:
     report, db, spec = collect(task_name, data_dir, task_type)
     if spec.worker_checks is None:
         raise DialevalError(f"task {spec.name!r} has no worker quality check")
-    return spec.worker_checks(report.records, alpha), db
+    # work of unverified identities is left out, as analyses leave it out (docs/data_model.md)
+    return spec.worker_checks([r for r in report.records if not r.get("unverified")], alpha), db
 
 
 def soft_block(db, worker_names: list[str], qualification: str = DEFAULT_BLOCK_QUALIFICATION) -> list[str]:

@@ -32,7 +32,7 @@ class TaskSpec:
     worker_checks: optional ``fn(records) -> DataFrame`` with columns worker_id, passed, ... (qc_workers).
     extra: ``export_files`` (JSON files the worlds write per agent, read back by export),
         ``continues_units`` (its worlds carry on a unit of an interrupted run, platform/resume.py) and
-        ``adaptive`` (a pairwise task that collects in batches with ``adaptive=true``, platform/adaptive.py).
+        ``adaptive`` (a pairwise task that collects in batches with ``adaptive=true``, platform/adaptive/config.py).
     """
 
     name: str

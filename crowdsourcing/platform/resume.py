@@ -8,12 +8,18 @@ interrupted. Launching the same task name again then:
   finished, for static tasks the data of the assignments not finished (no unit is collected twice);
 - on Prolific, goes on with the interrupted run's study (no second study; the participants' submissions,
   places and the completion code stay as they were);
+- starts the new router with the interrupted run's claims (each registration bound to the SHA-256 of its
+  page's secret, kept in the run folder by parlai_dialeval/compat/mephisto_router.py): a request naming a
+  participant's registration without their page's secret is refused there;
 - lets a worker who was mid-HIT continue where they were if they come back within the unit's time
-  limit (``assignment_duration_in_seconds``): the world gets their saved record (``RESUMABLE_KEY`` in its
-  options) and carries it on where it stopped: same models (and, for live chat, slots and order), every
+  limit (``assignment_duration_in_seconds``), from the same registration with the same secret (someone
+  naming the worker from another registration gets a new unit, nothing of theirs): the world gets their
+  saved record (``RESUMABLE_KEY`` in its options) and carries it on where it stopped: same models (and, for live chat, slots and order), every
   stored turn kept, a half-finished conversation going on with fresh bots given the conversation so far
   (``history_observation``); the page resends what the server never confirmed and the world drops a copy
   of what it had stored (platform/session_world.py);
+- stops the node router the killed launch left behind (its pid and start time are in the marker): before
+  the port check when it holds the port this launch serves on, else once this launch serves;
 - closes the interrupted run: its unfinished agents become ``disconnect`` (partial work, never counted
   as submitted and never paid), its units are expired, its marker is marked stopped.
 
@@ -32,7 +38,8 @@ from parlai_dialeval.crowdsourcing.platform.export import FINISHED
 from parlai_dialeval.errors import DialevalError
 
 MARKER = "dialeval_launch.json"
-RESUMABLE_KEY = "resumable"  # world option: worker name -> {"agent_id", "record"} of their interrupted unit
+# world option: registration -> {"agent_id", "worker_name", "claim", "record"} of an interrupted unit
+RESUMABLE_KEY = "resumable"
 CONTINUED_FROM = "continued_from"  # record key: the agent id whose record this one carries on
 HISTORY_DELIMITER = "\n"  # ParlAI's default: a bot given the conversation so far as one message
 
@@ -88,15 +95,48 @@ def read_marker(task_run) -> dict | None:
 
 def _serving(marker: dict) -> bool:
     """Whether the marker's launch process still runs (this process's own earlier runs count as gone)."""
+    return marker["pid"] != os.getpid() and _same_process(marker["pid"], marker["pid_started"])
+
+
+def _same_process(pid: int, started: float | None) -> bool:
+    """Whether ``pid`` still runs and is the process that started at ``started`` (not a reused pid)."""
     import psutil
 
-    pid = marker["pid"]
-    if pid == os.getpid() or not psutil.pid_exists(pid):
-        return False
     try:
-        return abs(psutil.Process(pid).create_time() - marker["pid_started"]) < 1
+        return started is not None and abs(psutil.Process(pid).create_time() - started) < 1
     except psutil.Error:
         return False
+
+
+def _ended(process) -> bool:
+    """Gone, or a zombie: an orphan reparented to init lingers so until reaped, and psutil's ``wait`` on a
+    process not our child counts that as running."""
+    import psutil
+
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def stop_orphaned_router(run) -> str | None:
+    """Stop the node router a killed launch of ``run`` left serving (recorded in its marker: a kill -9 of
+    the launch leaves its router, in a process group of its own, holding the port); None when none is left."""
+    import psutil
+
+    marker = read_marker(run) or {}
+    pid = marker.get("router_pid")
+    if not pid or not _same_process(pid, marker.get("router_started")):
+        return None
+    router = psutil.Process(pid)
+    for signal_it in (router.terminate, router.kill):
+        signal_it()
+        end = time.time() + 10
+        while not _ended(router) and time.time() < end:
+            time.sleep(0.1)
+        if _ended(router):
+            break
+    return f"Stopped the router (pid {pid}, port {marker.get('port')}) the interrupted run {run.db_id} left behind."
 
 
 @dataclass
@@ -151,15 +191,34 @@ def _work_left(run) -> Interrupted:
                        unfinished=[a for a in agents if not submitted(a)], left_data=left_data)
 
 
-def resumable_records(interrupted: Interrupted, record_files, time_limit: float) -> dict[str, dict]:
-    """Worker name -> {"agent_id", "record"} of the unfinished units whose workers may still come back."""
+def claims_of(run) -> dict[str, dict]:
+    """Agent id -> {"agent_id", "registration", "worker", "claim", "at"} of the agents a run gave out (its CLAIMS_LOG; a line
+    half written when the launch was killed is left out)."""
+    from parlai_dialeval.compat.mephisto_router import CLAIMS_LOG
+
+    path = Path(run.get_run_dir()) / CLAIMS_LOG
     out = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out[entry["agent_id"]] = entry
+    return out
+
+
+def resumable_records(interrupted: Interrupted, record_files, time_limit: float) -> dict[str, dict]:
+    """Registration -> {"agent_id", "worker_name", "claim", "record"} of the unfinished units whose workers may
+    still come back (a unit whose registration is unknown is not)."""
+    claims, out = claims_of(interrupted.run), {}
     for agent in interrupted.unfinished:
-        for name in record_files:
+        claim = claims.get(agent.db_id)
+        for name in record_files if claim else ():
             path = f"{agent.get_data_dir()}/{name}"
             record = agent.db.read_dict(path) if agent.db.key_exists(path) else None
             if record and time.time() - record.get("started", 0) < time_limit:
-                out[agent.get_worker().worker_name] = {"agent_id": agent.db_id, "record": record}
+                out[claim["registration"]] = {"agent_id": agent.db_id, "worker_name": agent.get_worker().worker_name,
+                                              "claim": claim["claim"], "record": record}
     return out
 
 
@@ -174,6 +233,9 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
         # the new run takes over the interrupted run's study (providers/prolific/study.py, take_over): same
         # places and completion code, so participants mid-task finish there
         cfg.mephisto.provider.resume_from_run = str(interrupted.run.db_id)
+    from parlai_dialeval.compat.mephisto_router import carry_claims
+
+    carry_claims(cfg.mephisto.task.task_name, claims_of(interrupted.run).values())
     head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
             f"{interrupted.finished} of {interrupted.planned} unit(s) finished; {interrupted.left} unit(s) "
             f"offered now.")
@@ -187,10 +249,12 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
 
 
 def close(interrupted: Interrupted) -> str | None:
-    """The interrupted run's unfinished work is partial from now on (see the module docstring); returns a
-    line naming the old units the provider would not withdraw (MTurk: expire them there), else None."""
+    """The interrupted run's unfinished work is partial from now on (see the module docstring); returns the
+    lines naming its router if one was stopped and the old units the provider would not withdraw (MTurk:
+    expire them there), else None."""
     from mephisto.data_model.constants.assignment_state import AssignmentState
 
+    stopped = stop_orphaned_router(interrupted.run)  # on another port than this launch's: serving nothing now
     for agent in interrupted.unfinished:
         agent.db.update_agent(agent.db_id, status="disconnect")
     refused = []
@@ -202,14 +266,20 @@ def close(interrupted: Interrupted) -> str | None:
                 refused.append(f"{unit.db_id} ({type(error).__name__}: {error})")
     write_marker(interrupted.run, stopped=True, resumed=True)
     if refused:
-        return (f"Could not withdraw {len(refused)} unit(s) of the interrupted run {interrupted.run.db_id} from the "
-                f"provider: {'; '.join(refused)}")
-    return None
+        return "\n".join(filter(None, [stopped, (
+            f"Could not withdraw {len(refused)} unit(s) of the interrupted run {interrupted.run.db_id} from the "
+            f"provider: {'; '.join(refused)}")]))
+    return stopped
 
 
 def take_resumable(opt: dict, agent) -> dict | None:
-    """For a world: the saved unit of this agent's worker from an interrupted run, once (None: none)."""
+    """For a world: the saved unit of an interrupted run that this agent's registration held, once, when the
+    agent came with the same claim (its page's secret) and worker (None: none)."""
+    from parlai_dialeval.compat.mephisto_router import claim_of
+
     mephisto_agent = getattr(agent, "mephisto_agent", None)
-    if mephisto_agent is None:
+    claim = claim_of(mephisto_agent) if mephisto_agent is not None else None
+    saved = (opt.get(RESUMABLE_KEY) or {}).get(claim["registration"]) if claim else None
+    if saved is None or saved["claim"] != claim["claim"] or saved["worker_name"] != mephisto_agent.get_worker().worker_name:
         return None
-    return (opt.get(RESUMABLE_KEY) or {}).pop(mephisto_agent.get_worker().worker_name, None)
+    return opt[RESUMABLE_KEY].pop(claim["registration"], None)

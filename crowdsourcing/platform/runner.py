@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -43,13 +44,25 @@ def unused_worker_ids(db, count: int = 1) -> list[str]:
     return found
 
 
+class _OursWithoutTraceback(logging.Filter):
+    """Mephisto logs the traceback of any error while launching; ours (DialevalError, raised by the Prolific
+    provider's setup) say in one line what is wrong and what to do, and ``launch`` prints that line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], DialevalError):
+            record.exc_info = None
+        return True
+
+
 def one_line_per_log() -> None:
     """Mephisto gives each of its loggers a handler and the root logger another, so every line printed
-    twice: keep the loggers' own handlers only."""
+    twice: keep the loggers' own handlers only (and no traceback for our own errors)."""
     from mephisto.utils.logger_core import loggers
 
     for logger in loggers.values():
         logger.propagate = False
+        if not any(isinstance(f, _OursWithoutTraceback) for f in logger.filters):
+            logger.addFilter(_OursWithoutTraceback())
     # the mock provider also prints each unit's line itself (with a placeholder worker_id=x)
     logging.getLogger("mephisto.abstractions.providers.mock.mock_unit").setLevel(logging.WARNING)
 
@@ -73,6 +86,17 @@ class LaunchedTask:
         worker = worker or unused_worker_ids(self.db)[0]
         port = self.config.mephisto.architect.get("port", "3000")
         return f"http://localhost:{port}/?worker_id={worker}&assignment_id={assignment}"
+
+    def serving_note(self) -> str:
+        """Which address the task's router serves (a rehearsal's is this machine only, unless told otherwise)."""
+        from parlai_dialeval.compat.mephisto_door import LOCAL_HOST, router_host
+
+        host, port = router_host(self.config.mephisto), self.config.mephisto.architect.get("port", "3000")
+        if host == LOCAL_HOST:
+            return (f"Its router serves {host}:{port}: this machine only (mephisto.blueprint.router_host=0.0.0.0 "
+                    "serves your network).")
+        return f"Its router serves {host}:{port}" + (" (every interface: anyone who can reach this machine)."
+                                                     if host in ("0.0.0.0", "::") else ".")
 
     def in_flight(self) -> int:
         """Units (and onboardings) a worker is working on right now."""
@@ -154,7 +178,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     """
     data_dir = prepare_mephisto(data_dir)
     spec = get_task(task)
-    from parlai_dialeval.crowdsourcing.platform import adaptive
+    from parlai_dialeval.crowdsourcing.platform.adaptive import config as adaptive
 
     adaptive.check_overrides(spec, overrides)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
@@ -180,17 +204,22 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         require_requester(cfg.mephisto, db)
     cfg = augment_config_from_db(cfg, db)
     one_line_per_log()
-    port = _served_port(cfg.mephisto.architect)
+    interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
+    port, orphan = _served_port(cfg.mephisto.architect), None
     if port is not None:
-        from parlai_dialeval.crowdsourcing.platform.ports import require_free_port
+        from parlai_dialeval.crowdsourcing.platform.ports import port_is_free, require_free_port
 
+        if interrupted is not None and (resume.read_marker(interrupted.run) or {}).get("port") == port:
+            orphan = resume.stop_orphaned_router(interrupted.run)  # a killed launch's router holds our port
+            end = time.monotonic() + 30  # its connections to participants' pages hold the port a moment longer
+            while orphan and not port_is_free(port) and time.monotonic() < end:
+                time.sleep(0.5)
         require_free_port(port)
     shared = spec.shared_state(cfg)
-    interrupted = resume.find_interrupted(db, cfg.mephisto.task.task_name)
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
-    from parlai_dialeval.crowdsourcing.platform import adaptive_launch
+    from parlai_dialeval.crowdsourcing.platform.adaptive import launch as adaptive_launch
 
     controller = adaptive_launch.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
     operator = Operator(db)
@@ -215,10 +244,10 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         _require_router(launched, port)
     from mephisto.data_model.task_run import TaskRun
 
-    resume.write_marker(TaskRun.get(db, run_id), port=port)
+    resume.write_marker(TaskRun.get(db, run_id), port=port, **_router(launched))
     if interrupted is not None:
         refused = resume.close(interrupted)
-        launched.resume_note = "\n".join(filter(None, [note, refused])) or None
+        launched.resume_note = "\n".join(filter(None, [note, orphan, refused])) or None
     return launched
 
 
@@ -228,6 +257,20 @@ def _served_port(architect) -> int | None:
     if kind == "local" or (kind == "mock" and architect.get("should_run_server")):
         return int(architect.get("port", 3000))
     return None
+
+
+def _router(launched: LaunchedTask) -> dict:
+    """The node router's pid and start time, for the run's marker (a relaunch stops it if it is orphaned)."""
+    import psutil
+
+    for run in launched.operator.get_running_task_runs().values():
+        process = getattr(run.architect, "server_process", None)
+        if process is not None and process.poll() is None:
+            try:
+                return {"router_pid": process.pid, "router_started": psutil.Process(process.pid).create_time()}
+            except psutil.Error:
+                pass
+    return {}
 
 
 def _require_router(launched: LaunchedTask, port: int) -> None:

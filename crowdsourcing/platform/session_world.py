@@ -71,7 +71,7 @@ def block_worker(agent, qualification: str) -> None:
 
 
 def hit_models(initialization_data) -> list[str] | None:
-    """The models an adaptive launch chose for this HIT (platform/adaptive.py), kept in the unit's
+    """The models an adaptive launch chose for this HIT (platform/adaptive/config.py), kept in the unit's
     server-side data (never sent to the page); None: the pool chooses."""
     from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 
@@ -96,7 +96,7 @@ class SessionWorld:
         # back after a restart gets their HIT's models again
         self.saved = take_resumable(opt, agent)
         kept = self.saved_models(self.saved["record"]) if self.saved else None
-        # ``models``: chosen for this HIT by an adaptive launch (platform/adaptive.py), not the pool's
+        # ``models``: chosen for this HIT by an adaptive launch (platform/adaptive/config.py), not the pool's
         self.models = list(kept or models or []) or self.choose_models(num_models)
         self.reserved = [] if kept or models else list(self.models)  # given back to the pool if not completed
         self.restarted_from = self.saved["agent_id"] if self.saved else None

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from parlai_dialeval.analysis.worker_checks import worker_report
-from parlai_dialeval.crowdsourcing.platform.adaptive import AdaptiveConfig, ChatPairwise
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import TRIES_HELP

@@ -12,6 +12,7 @@
 const crypto = require("crypto");
 const fs = require("fs");
 const path = require("path");
+const door = require("./dialeval_door"); // shape, depth and text of what pages send
 
 const SYSTEM_ID = "mephisto";
 // Frames from pages: a person's chat message is far below this; the router passes page packets on to
@@ -102,6 +103,10 @@ function admit(socket, raw) {
   if (!state.system && raw.length > PAGE_FRAME_LIMIT) {
     return refuse("packet", `frame of ${raw.length} bytes (limit ${PAGE_FRAME_LIMIT})`, "", state);
   }
+  const nesting = door.nesting_refusal(raw);
+  if (nesting !== null) {
+    return refuse("packet", nesting, "", state);
+  }
   let packet;
   try {
     packet = JSON.parse(raw);
@@ -139,6 +144,11 @@ function admit(socket, raw) {
   // the server looks the update id up in a set of those seen: a list or an object raised there
   if (type === "mephisto_bound_live_update" && packet.data.update_id != null && typeof packet.data.update_id !== "string") {
     return refuse("packet", "live update with an update_id that is not a string", packet.subject_id, state);
+  }
+  const malformed = door.packet_refusal(type, packet);
+  if (malformed !== null) {
+    door.tell_refused(socket, packet, malformed);
+    return refuse("packet", malformed, packet.subject_id, state);
   }
   if (!within_byte_budget(packet.subject_id, raw.length, now)) {
     return refuse("packet", `agent sends more than ${AGENT_BYTES_PER_SECOND} bytes a second`, packet.subject_id, state);

@@ -1,6 +1,6 @@
 """Certify which model beats which from pairwise comparisons, valid at any look during collection.
 
-Each pair's evidence is one outcome per cluster of votes (parlai_dialeval.analysis.clustering: the votes
+Each pair's evidence is one outcome per cluster of votes (parlai_dialeval.analysis.cluster_robust: the votes
 on one item, i.e. an A/B prompt, an ACUTE conversation pair or a PW-Turn conversation): the mean of its
 votes, a vote scoring 1 when the first model of the pair wins, 0 when it loses and 1/2 for a tie. Votes
 on one item are not independent (the same prompt is easy or hard for a model for every worker), so
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold, confidence_sequence, e_value
-from parlai_dialeval.analysis.clustering import (UNIT_OF_INDEPENDENCE, cluster_outcomes, clustering_summary,
+from parlai_dialeval.analysis.cluster_robust import (UNIT_OF_INDEPENDENCE, cluster_outcomes, clustering_summary,
                                                  vote_clusters)
 from parlai_dialeval.analysis.pairwise import split_onboarding
 

@@ -2,7 +2,7 @@
 and alpha (../shared/notes/adaptive_evaluation.md, section 4).
 
 Pairwise designs are planned for the tests the analyses run, on clustered votes (several votes per item,
-within-item ICC; parlai_dialeval.analysis.clustering): the fixed design for ``analyze_pairwise``'s exact
+within-item ICC; parlai_dialeval.analysis.cluster_robust): the fixed design for ``analyze_pairwise``'s exact
 two-sided binomial (sign) test over items won and lost, its power computed exactly from the
 beta-binomial model of votes; the sequential design for ``dialeval certify``'s rule (one betting outcome
 per item, threshold K(K-1)/alpha), whose stopping time has no closed form and is simulated with the same
@@ -21,7 +21,7 @@ from statsmodels.stats.power import TTestIndPower
 from statsmodels.stats.proportion import samplesize_proportions_2indep_onetail
 
 from parlai_dialeval.adaptive.sequential import certification_threshold, wealth_paths
-from parlai_dialeval.analysis.clustering import design_effect
+from parlai_dialeval.analysis.cluster_robust import design_effect
 
 PROTOCOLS = ("pairwise", "sm_turn", "sm_dialog")
 PERCENTILES = (50, 80, 90)  # p50 is the median
@@ -213,13 +213,13 @@ def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame
                            dialog_ratings: pd.DataFrame) -> dict:
     """Planning assumptions measured on a pilot's export: per model pair the observed win rate of the
     better model among decided votes, the tie share, how votes cluster (median votes per item and median
-    within-item ICC over the pairs, the clusters of parlai_dialeval.analysis.clustering), median seconds
+    within-item ICC over the pairs, the clusters of parlai_dialeval.analysis.cluster_robust), median seconds
     per judgment, and for single-model protocols the two best models' SM-Turn success rates, turns per
     conversation and within-conversation ICC, and SM-Dialog Likert means with the pooled SD.
     Only what the pilot holds is returned; a pilot that cannot tell models apart raises ValueError."""
     found: dict = {}
     if len(comparisons):
-        from parlai_dialeval.analysis.clustering import cluster_outcomes, vote_clusters
+        from parlai_dialeval.analysis.cluster_robust import cluster_outcomes, vote_clusters
         from parlai_dialeval.analysis.pairwise import SECTION, oriented, win_rates, with_sections
 
         sections = with_sections(comparisons)
@@ -247,7 +247,7 @@ def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame
             found["sm_turn_rates"] = [float(rates.iloc[0]), float(rates.iloc[1])]
             per_conversation = turn_ratings.groupby("conversation_id").size()
             found["turns_per_dialog"] = max(1, int(round(float(per_conversation.median()))))
-            from parlai_dialeval.analysis.clustering import icc_oneway
+            from parlai_dialeval.analysis.cluster_robust import icc_oneway
 
             icc = [icc_oneway(part["value"].to_numpy(), part["conversation_id"].to_numpy())
                    for _, part in turn_ratings.groupby("model")]

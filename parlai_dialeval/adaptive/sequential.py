@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parlai_dialeval.analysis.ppi_sequential import agrapa_bets
+from parlai_dialeval.adaptive.ppi_sequential import agrapa_bets
 
 BETS = np.linspace(0.025, 0.5, 20)  # the note's grid; every bet keeps wealth positive for any p0 in [0, 1]
 NULL_WIN_RATE = 0.5
@@ -36,7 +36,7 @@ def grid_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndar
 def agrapa_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
     """Wealth against ``p0`` after each outcome (axes as grid_paths) of the variance-adaptive aGRAPA bet,
     chosen before each outcome from the mean and variance of the earlier ones
-    (parlai_dialeval.analysis.ppi_sequential.agrapa_bets, the judge's e-process without a judge)."""
+    (parlai_dialeval.adaptive.ppi_sequential.agrapa_bets, the judge's e-process without a judge)."""
     y = np.asarray(outcomes, dtype=float)
     null = np.asarray(p0, dtype=float)[..., None]
     n = np.arange(y.shape[-1], dtype=float)

@@ -132,11 +132,11 @@ CLUSTER_COLUMNS = ["clusters", "clusters_won_a", "clusters_won_b", "votes_per_cl
 
 def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per ``keys`` group of an ``oriented`` frame with ``unit`` (the rows of ``_count_table``, same
-    order): the clusters of decided votes (parlai_dialeval.analysis.clustering's rule: the votes on one
+    order): the clusters of decided votes (parlai_dialeval.analysis.cluster_robust's rule: the votes on one
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
     cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
     the decided votes and ``p_two_way``, the test clustered by item and by worker (clustering.two_way_p)."""
-    from parlai_dialeval.analysis.clustering import cluster_ids, clustering_summary, two_way_p
+    from parlai_dialeval.analysis.cluster_robust import cluster_ids, clustering_summary, two_way_p
 
     group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
     decided = (~frame["auto"] & (frame["score"] != 0)).to_numpy()
@@ -216,7 +216,7 @@ def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None 
     (sign) test over the decided conversations, the per-turn test on the same turns, the intraclass
     correlation of turn outcomes within conversations, the design effect, and whether the per-turn
     test's independence assumption is doubtful."""
-    from parlai_dialeval.analysis.clustering import DOUBTFUL_ICC, design_effect, icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import DOUBTFUL_ICC, design_effect, icc_oneway
 
     frame = _select_turns(oriented(comparisons), turns)
     frame = frame[~frame["auto"]]  # worker ties stay: a conversation of tied turns is a tied conversation

@@ -8,8 +8,30 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 
 from parlai_dialeval.analysis import pairwise  # noqa: E402
+
+# ColorBrewer's RdBu: diverging, readable with the common colour-vision deficiencies and in greyscale
+HEATMAP_CMAP = "RdBu"
+
+
+def luminance(colour) -> float:
+    """WCAG 2 relative luminance of a matplotlib colour (the formula is a few lines; no kept library has it)."""
+    channels = np.array(to_rgb(colour))
+    linear = np.where(channels <= 0.03928, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def contrast(one, other) -> float:
+    """WCAG 2 contrast ratio, 1 to 21."""
+    high, low = sorted((luminance(one), luminance(other)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def text_colour(background) -> str:
+    """Black or white, whichever contrasts more with ``background`` (at least 4.58:1 for any colour)."""
+    return "black" if contrast("black", background) >= contrast("white", background) else "white"
 
 
 def rank_plot(ranks: pd.DataFrame):
@@ -31,12 +53,13 @@ def heatmap(wmt: pd.DataFrame, order: list[str]):
     major, distinct = pairwise.heatmap_matrices(wmt, order)
     size = 0.6 * len(order) + 2
     fig, ax = plt.subplots(figsize=(size + 1, size))
-    image = ax.imshow(major.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1)
+    image = ax.imshow(major.to_numpy(dtype=float), cmap=HEATMAP_CMAP, vmin=0, vmax=1)
     for i in range(len(order)):
         for j in range(len(order)):
             value = distinct.iat[i, j]
             if not np.isnan(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
+                cell = image.cmap(image.norm(major.iat[i, j])) if not np.isnan(major.iat[i, j]) else "white"
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=text_colour(cell))
     ax.set_xticks(range(len(order)), order, rotation=60, ha="right")
     ax.set_yticks(range(len(order)), order)
     ax.set_xlabel("loses")

@@ -7,7 +7,7 @@ draw in TrueSkill; automatic ties (identical responses, no worker judgement) are
 Speed: votes are deduplicated into counts of unique (a, b, outcome) rows, and each bootstrap round
 resamples those counts from a multinomial instead of resampling millions of rows (the idea behind
 FastChat's rating_systems.py); all rounds' win matrices are then fitted at once (``fit_bt_rounds``).
-Where votes cluster (several votes on one item: parlai_dialeval.analysis.clustering) the bootstrap
+Where votes cluster (several votes on one item: parlai_dialeval.analysis.cluster_robust) the bootstrap
 resamples whole clusters instead, each round's win matrix one sparse product (``_cluster_draws``).
 """
 from __future__ import annotations
@@ -167,7 +167,7 @@ def vote_clusters(comparisons: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np
     clustering), or None where the comparisons carry no unit of judgement (``pairwise.with_sections``)."""
     if "unit" not in comparisons:
         return None
-    from parlai_dialeval.analysis.clustering import cluster_ids
+    from parlai_dialeval.analysis.cluster_robust import cluster_ids
 
     votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
     pair = np.minimum(a, b).astype(str).astype(object) + "|" + np.maximum(a, b).astype(str).astype(object)

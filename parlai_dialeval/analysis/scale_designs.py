@@ -78,11 +78,11 @@ def model_scores(ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
 
 
 def icc(ratings: pd.DataFrame) -> dict:
-    """ICC over rated responses (targets: item and model) and workers (raters) with pingouin:
-    agreement = ICC(A) (two-way random, absolute; Shrout-Fleiss ICC2), single-rater and average-of-raters
-    forms; consistency = ICC(C) (two-way mixed; ICC3).
+    """ICC over rated responses (targets: item and model) and workers (raters): agreement = ICC(A)
+    (two-way random, absolute; Shrout-Fleiss ICC2), single-rater and average-of-raters forms; consistency =
+    ICC(C) (two-way mixed; ICC3); p of the F test of no target variance (MSR/MSE).
 
-    pingouin needs a complete items x workers table, so items some worker did not rate are left out;
+    The formulas need a complete items x workers table, so items some worker did not rate are left out;
     ``n_items`` and ``n_items_dropped`` say how many.
     """
     frame = normalised(ratings)
@@ -92,14 +92,23 @@ def icc(ratings: pd.DataFrame) -> dict:
     result = {"n_items": len(complete), "n_items_dropped": len(table) - len(complete), "n_raters": table.shape[1]}
     if len(complete) < 2 or table.shape[1] < 2:
         return result | {k: np.nan for k in ("icc_c", "icc_c_p", "icc_a", "icc_a_p", "icc_ck", "icc_ak")}
-    import pingouin  # 0.3 s to import: only when an ICC is computed, not on every command's start-up
+    return result | two_way_icc(complete.to_numpy(float))
 
-    long = complete.reset_index().melt(id_vars="_target", var_name="worker_id", value_name="score")
-    out = pingouin.intraclass_corr(long, targets="_target", raters="worker_id", ratings="score")
-    out = out.set_index("Type")
-    return result | {"icc_c": out.loc["ICC(C,1)", "ICC"], "icc_c_p": out.loc["ICC(C,1)", "pval"],
-                     "icc_a": out.loc["ICC(A,1)", "ICC"], "icc_a_p": out.loc["ICC(A,1)", "pval"],
-                     "icc_ck": out.loc["ICC(C,k)", "ICC"], "icc_ak": out.loc["ICC(A,k)", "ICC"]}
+
+def two_way_icc(table: np.ndarray) -> dict:
+    """Shrout and Fleiss (1979) ICC(2,1), ICC(3,1), ICC(2,k), ICC(3,k) of a complete targets x raters table
+    from its two-way ANOVA mean squares (McGraw and Wong 1996's A and C forms). Hand-written: six lines of
+    formulas instead of pingouin and its seaborn/xarray dependencies for this one call."""
+    n, k = table.shape
+    grand = table.mean()
+    rows, cols = table.mean(axis=1, keepdims=True), table.mean(axis=0, keepdims=True)
+    ms_rows = k * ((rows - grand) ** 2).sum() / (n - 1)
+    ms_cols = n * ((cols - grand) ** 2).sum() / (k - 1)
+    ms_err = ((table - rows - cols + grand) ** 2).sum() / ((n - 1) * (k - 1))
+    p = float(stats.f.sf(ms_rows / ms_err, n - 1, (n - 1) * (k - 1))) if ms_err > 0 else np.nan
+    return {"icc_c": (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err), "icc_c_p": p,
+            "icc_a": (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err + k * (ms_cols - ms_err) / n), "icc_a_p": p,
+            "icc_ck": (ms_rows - ms_err) / ms_rows, "icc_ak": (ms_rows - ms_err) / (ms_rows + (ms_cols - ms_err) / n)}
 
 
 def criteria_spearman(ratings: pd.DataFrame) -> pd.DataFrame:

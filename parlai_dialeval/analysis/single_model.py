@@ -72,7 +72,7 @@ def per_conversation_likert(dialog_ratings: pd.DataFrame) -> pd.DataFrame:
 def mean_interval(values: pd.Series, workers: pd.Series, alpha: float) -> tuple[float, float]:
     """Interval of a mean over conversations: Student t, or clustered by worker where a worker rated
     several of them (clustering.workers_repeat)."""
-    from parlai_dialeval.analysis.clustering import worker_robust_mean_interval, workers_repeat
+    from parlai_dialeval.analysis.cluster_robust import worker_robust_mean_interval, workers_repeat
 
     if workers_repeat(workers):
         return worker_robust_mean_interval(values, workers, alpha)
@@ -81,7 +81,7 @@ def mean_interval(values: pd.Series, workers: pd.Series, alpha: float) -> tuple[
 
 def independence(workers: pd.Series) -> str:
     """The unit of independence of these conversations: ``worker`` where a worker rated several."""
-    from parlai_dialeval.analysis.clustering import workers_repeat
+    from parlai_dialeval.analysis.cluster_robust import workers_repeat
 
     return "worker" if workers_repeat(workers) else "conversation"
 
@@ -96,7 +96,7 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
     ``icc_within_worker`` the same for the conversations of one worker."""
     from statsmodels.stats.proportion import proportion_confint  # here: commands' --help stays fast
 
-    from parlai_dialeval.analysis.clustering import design_effect, icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import design_effect, icc_oneway
 
     linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
     per_conv = per_conversation_success(turn_ratings)
@@ -169,7 +169,7 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
     have zero variance (t would be infinite)."""
     from scipy import stats  # here: commands' --help stays fast
 
-    from parlai_dialeval.analysis.clustering import icc_oneway, worker_robust_fit, workers_repeat
+    from parlai_dialeval.analysis.cluster_robust import icc_oneway, worker_robust_fit, workers_repeat
 
     if "worker_id" not in scores:
         scores = scores.assign(worker_id=None)

@@ -54,14 +54,10 @@ def offensive_words(path: Path = WORD_LIST) -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def acceptability_checker(path: Path = WORD_LIST, min_words: float = 3.0):
-    """ParlAI's AcceptabilityChecker with its offensive-language matcher reading ``path``."""
-    from parlai.crowdsourcing.utils.acceptability import AcceptabilityChecker
-    from parlai.utils.safety import OffensiveStringMatcher
+    """ParlAI's AcceptabilityChecker with its offensive-language matcher reading ``path`` (compat/parlai.py)."""
+    from parlai_dialeval.compat.parlai import acceptability_checker as checker
 
-    checker = AcceptabilityChecker.__new__(AcceptabilityChecker)  # its __init__ would download ParlAI's list
-    checker.offensive_lang_detector = OffensiveStringMatcher(str(path))
-    checker.min_words_violation_threshold = min_words
-    return checker
+    return checker(str(path), min_words)
 
 
 def _tokens(text: str) -> list[str]:

@@ -14,10 +14,25 @@
   load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
   file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
   these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
+- ``share_unit``: a new agent of our provider is handed the ``Unit`` object its caller holds (whose
+  ``worker_id`` was just set) through Mephisto's private ``_unit``, as Mephisto's own
+  ``Agent.new_from_provider_data`` does; checked: ``Agent.get_unit`` still returns ``self._unit``. Retire
+  when ``Agent.new`` takes the unit.
+- ``providers_on_import``: Mephisto 1.1.1's provider registry only scans its own package, so our crowd
+  providers (Prolific) register right after ``import mephisto`` finishes, whoever imports it, without
+  importing Mephisto any earlier (a command that never touches Mephisto does not pay for it). Installed
+  by ``compat.install()``. Retire when Mephisto discovers providers through entry points.
+- ``arrivals_checked``: ``WorkerPool.register_worker`` first asks the run's crowd provider whether the
+  arrival may have a place (``refuse_arrival``; Prolific checks the participant's session with Prolific),
+  before any worker, unit reservation or agent exists. Retire when Mephisto lets providers vet arrivals.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
 import threading
 import time
 from pathlib import Path
@@ -96,6 +111,49 @@ def atomic_state_writes() -> None:
     require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
 
 
+_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
+
+
+def arrivals_checked() -> None:
+    """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
+    creates the worker, reserves a unit, creates the agent). A crowd provider with
+    ``refuse_arrival(task_run, crowd_data) -> message or None`` is asked first; a message goes to the page
+    as Mephisto's own refusals do (``failure_reason``) and nothing is created. The check runs in its own
+    four threads, not Mephisto's default executor, so slow answers from the provider (or a stranger's
+    flood of made-up identities) never hold up the threads every participant's unit needs."""
+    require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
+    import concurrent.futures
+    from functools import partial
+
+    from mephisto.operations.client_io_handler import ClientIOHandler
+    from mephisto.operations.worker_pool import AgentDetails, WorkerPool
+
+    require_call(ClientIOHandler._register_agent, "worker_pool.register_worker(crowd_data, request_id)",
+                 "arrivals_checked")
+    if is_ours(WorkerPool.register_worker):
+        return
+    original = WorkerPool.register_worker
+
+    @ours
+    async def register_worker(self, crowd_data, request_id):
+        global _ARRIVALS
+        live_run = self.get_live_run()
+        refuse = getattr(live_run.provider, "refuse_arrival", None)
+        if refuse is not None:
+            with _LOCK:
+                if _ARRIVALS is None:
+                    _ARRIVALS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="dialeval-arrival")
+            reason = await live_run.loop_wrap.loop.run_in_executor(
+                _ARRIVALS, partial(refuse, live_run.task_run, crowd_data))
+            if reason:
+                live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
+                return
+        await original(self, crowd_data, request_id)
+
+    WorkerPool.register_worker = register_worker
+    require_ours(WorkerPool, "register_worker", "arrivals_checked")
+
+
 def _safe_unit_launcher():
     from mephisto.data_model.constants.assignment_state import AssignmentState
     from mephisto.operations import task_launcher
@@ -168,6 +226,59 @@ def forget_registration(onboarding_agent) -> None:
             known.pop(registration, None)
 
 
+def share_unit(agent, unit) -> None:
+    """``agent.get_unit()`` returns ``unit`` itself (not a copy read back from the database)."""
+    require_version("mephisto", WRITTEN_FOR, "share_unit")
+    from mephisto.data_model.agent import Agent
+
+    require_call(Agent.get_unit, "return self._unit", "share_unit")
+    agent._unit = unit
+
+
+# provider type -> its module, by name: compat imports nothing of ours above the ground layer
+PROVIDERS = {"prolific": "parlai_dialeval.providers.prolific.provider"}
+
+
+def register_providers() -> None:
+    require_version("mephisto", WRITTEN_FOR, "providers_on_import")
+    for name in PROVIDERS.values():
+        importlib.import_module(name)
+
+
+class _RegisteringLoader(importlib.machinery.SourceFileLoader):
+    def exec_module(self, module) -> None:
+        super().exec_module(module)
+        register_providers()
+
+
+class _MephistoFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "mephisto":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            spec.loader = _RegisteringLoader(fullname, spec.origin)
+        return spec
+
+
+def providers_on_import() -> None:
+    """Register our providers once ``mephisto`` is imported (now, if it already is)."""
+    if "mephisto" in sys.modules:
+        register_providers()
+    elif not any(isinstance(f, _MephistoFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _MephistoFinder())
+
+
+def require_providers() -> None:
+    """Our providers are in Mephisto's registry (``mephisto/provider=prolific`` resolves)."""
+    from mephisto.operations.registry import PROVIDERS as REGISTERED
+
+    missing = sorted(set(PROVIDERS) - set(REGISTERED))
+    if missing:
+        raise CompatError(f"parlai_dialeval.compat: providers_on_import did not take effect: {missing} not in "
+                          "Mephisto's registry")
+
+
 def check() -> list[str]:
     """What install.sh confirms: the fixed config imports, and the runtime patches take effect."""
     from mephisto.operations.hydra_config import MephistoConfig, TaskConfig
@@ -176,10 +287,12 @@ def check() -> list[str]:
         raise ImportError("parlai_dialeval.compat: the hydra_config source fix did not take effect")
     metrics_server_off()
     atomic_state_writes()
+    arrivals_checked()
     with safe_unit_launching():
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
+    require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching, "
-            "atomic state writes, onboarding tries"]
+            "atomic state writes, arrival checks, onboarding tries, our crowd providers"]

@@ -19,6 +19,13 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   answered 503 "busy", and the page's transport.js asks again after Retry-After);
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
+- loads ``crowdsourcing/router/dialeval_claims.js``: a registration (in the participant's URL) is bound to a
+  secret of the page that first asked for it, and a request naming it without that secret is refused (no
+  one takes over another's agent through Mephisto's reconnect path); new registrations are limited per
+  source and time; an agent whose page opens no socket in time gives its place back. Mephisto's
+  ``ClientIOHandler.associate_agent_with_registration`` here keeps each agent's registration and claim (the
+  secret's SHA-256) in the run folder (``CLAIMS_LOG``): a relaunch after a crash starts its router with the
+  interrupted run's claims (``carry_claims``, platform/resume.py);
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
   page whose heartbeats stop ``ping_seconds`` (Mephisto: 15), before it marks the participant
   disconnected: under a crowd arriving at once a reload takes longer than 10 s (docs/scaling.md); set
@@ -34,17 +41,25 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
+import time
 import secrets
 import shutil
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
+from parlai_dialeval.compat import mephisto_door as door
+
 MEPHISTO_VERSION = "1.1.1"
 # crowdsourcing/ of the repository, installed as parlai_dialeval.crowdsourcing (found without importing it)
 ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "router"
 GUARD = "dialeval_guard.js"
+CLAIMS = "dialeval_claims.js"
+CLAIMS_CONFIG = "dialeval_claims.json"  # CLAIMS's settings, beside server.js
+CLAIMS_LOG = "dialeval_claims.jsonl"  # in the run folder: {"agent_id", "registration", "worker", "claim", "at"}
+CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of the page's secret
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
 ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
@@ -55,6 +70,14 @@ SECRET = secrets.token_bytes(32)
 # seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
 RECONNECT_SECONDS = 45
 PING_SECONDS = 45
+# places: new registrations a source may make per window (0: no limit); seconds a live page has to open
+# its socket before its agent is reported disconnected (0: never; static pages open none)
+CLAIMS_PER_SOURCE = 10
+CLAIMS_WINDOW_SECONDS = 600
+FIRST_SOCKET_SECONDS = 45
+# task name -> {"registrations": {registration: claim}, "workers": {worker: claim}} the next router built for
+# that task starts with (an interrupted run's)
+_carried: dict[str, dict[str, dict[str, str]]] = {}
 TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
           "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
 
@@ -107,6 +130,23 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
 ]
 
 
+# (what, exact text in Mephisto 1.1.1's server.js, replacement): dialeval_claims.js hooked in
+CLAIM_PATCHES: list[tuple[str, str, str]] = [
+    ("load the claims", 'const path = require("path");\n',
+     'const path = require("path");\nconst claims = require("./dialeval_claims");\n'),
+    ("registrations bound to their page's secret", "// ===================== <Routing> ========================\n",
+     "// ===================== <Routing> ========================\n"
+     'app.post("/request_agent", claims.request_check);\napp.post("/submit_onboarding", claims.onboarding_check);\n'),
+    ("a page's socket announced its agent",
+     '    var agent = find_or_create_agent(agent_id);\n    debug_log("Am linking socket for " + agent_id);\n',
+     '    var agent = find_or_create_agent(agent_id);\n    claims.connected(agent_id);\n'
+     '    debug_log("Am linking socket for " + agent_id);\n'),
+    ("an agent whose page never connected gives its place back",
+     "  if (last_ping == 0) {\n    return; // Not a live task, nothing to check\n",
+     "  if (last_ping == 0 && !claims.abandoned(agent)) {\n    return; // Not a live task, nothing to check\n"),
+]
+
+
 def token(agent_id: str) -> str:
     """The token the router issues for ``agent_id`` (dialeval_guard.js computes the same)."""
     return hmac.new(SECRET, f"agent:{agent_id}".encode(), hashlib.sha256).hexdigest()
@@ -124,7 +164,7 @@ def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping
     seconds = {"reconnect_seconds": reconnect_seconds, "ping_seconds": ping_seconds}
     timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
               for name, (old, new) in TIMING.items()]
-    for what, old, new in SERVER_PATCHES + timing:
+    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + timing:
         count = source.count(old)
         if count != 1:
             raise RouterPatchError(f"router patch {what!r}: expected its text once in server.js, found it "
@@ -142,8 +182,31 @@ def router_modules() -> Path:
     return modules
 
 
-def prepare_router_dir(router_dir: Path, **timing: float) -> None:
-    """Turn a copy of Mephisto's node router into ours, in place (``timing``: patch_server's seconds)."""
+def carry_claims(task_name: str, entries) -> None:
+    """The next router built for ``task_name`` in this process starts with these claims (CLAIMS_LOG entries:
+    registration and worker -> SHA-256 of its page's secret): an interrupted run's, so that its participants,
+    and only they, get back in."""
+    kept = [entry for entry in entries if entry.get("claim")]
+    _carried[task_name] = {"registrations": {entry["registration"]: entry["claim"] for entry in kept},
+                           "workers": {entry["worker"]: entry["claim"] for entry in kept if entry.get("worker")}}
+
+
+def claims_config(task_run) -> dict:
+    """dialeval_claims.js's settings for a task run's router (None: a router built without one, in tests)."""
+    blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
+    static = blueprint.get("router_first_socket_seconds") is None  # static blueprints have no such option
+    first_socket = 0 if static else blueprint["router_first_socket_seconds"]
+    per_source = blueprint.get("router_claims_per_source")
+    window = blueprint.get("router_claims_window_seconds")
+    return {"claims_per_source": CLAIMS_PER_SOURCE if per_source is None else per_source,
+            "window_seconds": window or CLAIMS_WINDOW_SECONDS,
+            "first_socket_seconds": FIRST_SOCKET_SECONDS if task_run is None else first_socket,
+            "preload": _carried.pop(task_run.get_task().task_name, {}) if task_run is not None else {}}
+
+
+def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: float) -> None:
+    """Turn a copy of Mephisto's node router into ours, in place (``claims``: claims_config's settings;
+    ``timing``: patch_server's seconds)."""
     server = router_dir / "server.js"
     patched = patch_server(server.read_text(), **timing)
     modules = router_modules()
@@ -154,8 +217,9 @@ def prepare_router_dir(router_dir: Path, **timing: float) -> None:
         elif path.is_dir():
             shutil.rmtree(path)
     server.write_text(patched)
-    for name in ("package.json", "package-lock.json", GUARD):
+    for name in ("package.json", "package-lock.json", GUARD, CLAIMS):
         shutil.copy2(ROUTER_DIR / name, router_dir / name)
+    (router_dir / CLAIMS_CONFIG).write_text(json.dumps(claims or claims_config(None)))
     (router_dir / "node_modules").symlink_to(modules, target_is_directory=True)
     secret = router_dir / SECRET_FILE
     fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -177,8 +241,9 @@ def router_builder(build_router):
         router_dir = Path(build_router(build_dir, task_run, version, server_source_path=module.NODE_SERVER_SOURCE_ROOT))
         # a router built without a task run (the router tests) takes the default timings
         blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
-        prepare_router_dir(router_dir, **{name: blueprint.get(f"router_{name}") or default for name, default in (
+        prepare_router_dir(router_dir, claims_config(task_run), **{name: blueprint.get(f"router_{name}") or default for name, default in (
             ("reconnect_seconds", RECONNECT_SECONDS), ("ping_seconds", PING_SECONDS))})
+        door.prepare(router_dir, task_run)
         return str(router_dir)
 
     build.dialeval_router = True
@@ -243,9 +308,44 @@ def _reacknowledging(on_message):
     return on_message_reacknowledging
 
 
+def _registering(associate):
+    """Mephisto's ``ClientIOHandler.associate_agent_with_registration``, keeping the agent's registration and
+    claim (``CLAIM_KEY``, from its request; a unit's agent after onboarding keeps its onboarding agent's) in
+    ``dialeval_claims`` and appended to the run folder's ``CLAIMS_LOG``."""
+    if getattr(associate, "dialeval_claims", False):
+        return associate
+
+    def associate_keeping_claims(self, agent_id, request_id, registration_id):
+        claims = self.__dict__.setdefault("dialeval_claims", {})
+        packet = self.request_id_to_packet.get(request_id)
+        provider = packet.data.get("provider_data") if packet is not None and isinstance(packet.data, dict) else None
+        claim = provider.get(CLAIM_KEY) if isinstance(provider, dict) else None
+        worker = provider.get("worker_name") if isinstance(provider, dict) else None
+        earlier = claims.get(self.agents_by_registration_id.get(registration_id))
+        if claim is None and earlier is not None and earlier["registration"] == registration_id:
+            claim, worker = earlier["claim"], earlier["worker"]
+        entry = {"agent_id": agent_id, "registration": registration_id, "worker": worker, "claim": claim,
+                 "at": time.time()}
+        claims[agent_id] = entry
+        associate(self, agent_id, request_id, registration_id)
+        log = Path(self.get_live_run().task_run.get_run_dir()) / CLAIMS_LOG
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+    associate_keeping_claims.dialeval_claims = True
+    return associate_keeping_claims
+
+
+def claim_of(agent) -> dict | None:
+    """{"agent_id", "registration", "worker", "claim", "at"} of a Mephisto agent of the live run (None: not given out by this process)."""
+    client_io = agent.get_live_run().client_io if agent.agent_in_active_run() else None
+    return (client_io.__dict__.get("dialeval_claims") or {}).get(agent.get_agent_id()) if client_io else None
+
+
 def install() -> None:
-    """Patch LocalArchitect's router build, Mephisto's system alive and its agents' acknowledgements
-    (checked, idempotent)."""
+    """Patch LocalArchitect's router build, Mephisto's system alive, its agents' acknowledgements and its
+    registrations' claims (checked, idempotent)."""
     check_version()
     import mephisto.abstractions.architects.local_architect as local_architect
     from mephisto.data_model.agent import _AgentBase
@@ -258,6 +358,8 @@ def install() -> None:
     client_io_handler.ClientIOHandler._send_alive = _send_alive
     _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
     client_io_handler.ClientIOHandler._on_message = _reacknowledging(client_io_handler.ClientIOHandler._on_message)
+    handler = client_io_handler.ClientIOHandler
+    handler.associate_agent_with_registration = _registering(handler.associate_agent_with_registration)
 
 
 def check() -> list[str]:
@@ -271,5 +373,5 @@ def check() -> list[str]:
         modules = f"dependencies in {router_modules()}"
     except RouterPatchError as missing:
         modules = str(missing)
-    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

@@ -11,6 +11,13 @@ took effect after.
 - ``downloads_refused``: ParlAI's download functions replaced by a refusal, for a ``with`` block only
   (zoo paths resolve locally or say how to build them). Retire when ``modelzoo_path`` takes a
   no-download flag.
+- ``acceptability_checker``: ParlAI's ``AcceptabilityChecker`` built without its ``__init__`` (which
+  downloads ParlAI's offensive-word list) and given a matcher over our own list; checked: ``__init__``
+  still sets exactly those two fields. Retire when the checker takes a word-list path.
+- ``register_prefix``: ``dialeval:`` added to the loader's ``REGISTERED_REPOS`` (ParlAI's own table of
+  agent/task prefixes, which has no registration function), so ``-m dialeval:NAME`` resolves to
+  ``parlai_dialeval.agents.NAME`` and ``-t dialeval:NAME`` to ``parlai_dialeval.tasks.NAME``. Installed by
+  ``compat.install()``. Retire when ParlAI registers repositories through entry points.
 """
 from __future__ import annotations
 
@@ -18,10 +25,12 @@ import contextlib
 import importlib
 import importlib.abc
 import inspect
+import re
 import sys
 import threading
 
-from parlai_dialeval.compat.patching import CompatError, is_ours, ours, require_ours, require_version, swapped
+from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_version,
+                                             swapped)
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.7.2"
@@ -134,6 +143,38 @@ def downloads_refused(build_data=None):
             yield
 
 
+ACCEPTABILITY_FIELDS = ("self.offensive_lang_detector", "self.min_words_violation_threshold")
+
+
+def acceptability_checker(word_list: str, min_words: float):
+    """An ``AcceptabilityChecker`` whose offensive-language matcher reads ``word_list`` (no download)."""
+    require_version("parlai", WRITTEN_FOR, "acceptability_checker")
+    from parlai.crowdsourcing.utils.acceptability import AcceptabilityChecker
+    from parlai.utils.safety import OffensiveStringMatcher
+
+    init = inspect.getsource(AcceptabilityChecker.__init__)
+    if sorted(set(re.findall(r"self\.\w+(?= *=)", init))) != sorted(ACCEPTABILITY_FIELDS):
+        raise CompatError("parlai_dialeval.compat: acceptability_checker: AcceptabilityChecker.__init__ sets other "
+                          "fields than " + ", ".join(ACCEPTABILITY_FIELDS) + ": the upstream code changed")
+    checker = AcceptabilityChecker.__new__(AcceptabilityChecker)
+    checker.offensive_lang_detector = OffensiveStringMatcher(word_list)
+    checker.min_words_violation_threshold = min_words
+    return checker
+
+
+PREFIX = {"dialeval:": {"repo": "parlai_dialeval", "source": "pip install -e . in the parlai_dialeval checkout"}}
+
+
+def register_prefix(loader=None) -> None:
+    """Add ``dialeval:`` to ParlAI's table of repositories (once), checking the loader still reads it."""
+    require_version("parlai", WRITTEN_FOR, "register_prefix")
+    if loader is None:
+        from parlai.core import loader
+    require_call(loader.assert_get_source_repo, "REGISTERED_REPOS.items()", "register_prefix")
+    for key, repo in PREFIX.items():
+        loader.REGISTERED_REPOS.setdefault(key, repo)
+
+
 def check() -> list[str]:
     """What install.sh confirms: the fixed config imports, and the runtime patches take effect."""
     from parlai.crowdsourcing.utils.mturk import MTurkConfig, MTurkRunScriptConfig
@@ -143,5 +184,9 @@ def check() -> list[str]:
     let_help_skip_required_options()
     with downloads_refused():
         pass
+    from parlai.core.loader import REGISTERED_REPOS
+
+    if REGISTERED_REPOS.get("dialeval:") != PREFIX["dialeval:"]:
+        raise CompatError("parlai_dialeval.compat: register_prefix did not take effect")
     return [f"parlai {WRITTEN_FOR}: mturk config dataclass default, --help with required options, "
-            "zoo downloads refused on demand"]
+            "zoo downloads refused on demand, the dialeval: prefix"]

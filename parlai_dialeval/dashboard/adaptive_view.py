@@ -1,5 +1,5 @@
 """The adaptive run's state for the page: the current ranking, each pair's e-values, the last batches'
-allocation (read from the state file platform/adaptive.py writes after every batch), and the certify plot."""
+allocation (read from the state file platform/adaptive/config.py writes after every batch), and the certify plot."""
 from __future__ import annotations
 
 import json
@@ -50,8 +50,8 @@ def certify_plot(records: list[dict], alpha: float) -> bytes | None:
     import matplotlib.pyplot as plt
 
     from parlai_dialeval.adaptive.certification import certify
+    from parlai_dialeval.adaptive.certification_plots import interval_plot
     from parlai_dialeval.data import from_records
-    from parlai_dialeval.scripts.certify import _interval_plot
 
     comparisons = [dict(r) for r in records if r["type"] in ("study", "comparison") and not r.get("onboarding")]
     data = from_records(comparisons, source="dashboard")
@@ -60,7 +60,7 @@ def certify_plot(records: list[dict], alpha: float) -> bytes | None:
     pairs = certify(data.comparisons, alpha)
     if pairs.empty:
         return None
-    figure = _interval_plot(pairs)
+    figure = interval_plot(pairs)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     plt.close(figure)

@@ -19,9 +19,12 @@ from jinja2 import FileSystemLoader
 
 from parlai_dialeval.dashboard.source import ACTIONS
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.report import TEMPLATES
+from parlai_dialeval.report import TEMPLATES, bdi, bidi_shown
 
 OPEN_ENDPOINTS = {"login"}
+FORM = "application/x-www-form-urlencoded"
+MAX_BODY = 16 * 1024  # bytes of a form (a rejection message of a few pages); the server refuses more unread
+MAX_LOGIN_BODY = 1024  # bytes of the sign-in form (the token or password)
 MAX_PENDING = 100  # confirmations asked for and not yet given
 
 
@@ -31,11 +34,13 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     from parlai_dialeval.providers.prolific.review import MIN_REJECT_MESSAGE, REJECTION_CATEGORIES
 
     app = Flask(__name__)
+    app.jinja_options = {**app.jinja_options, "finalize": bidi_shown}  # as the reports: bidi controls shown
     app.jinja_loader = FileSystemLoader(str(TEMPLATES))
     app.secret_key = secrets.token_bytes(32)  # sessions end with the server
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
                       SESSION_COOKIE_NAME="dialeval_dashboard")
-    app.jinja_env.filters.update(duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
+    app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
                                  clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)))
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)
@@ -53,6 +58,9 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
 
     @app.before_request
     def gate():
+        # our forms only: Werkzeug 1.0.1's multipart parser (CVE-2023-25577, -46136, CVE-2024-49767) never runs
+        if request.mimetype not in ("", FORM):
+            abort(415)
         token = request.args.get("token")
         if token is not None and request.method == "GET":
             if matches(token):
@@ -60,6 +68,8 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
                 return redirect("/" + request.path.lstrip("/"))  # never //host: a redirect to another site
             return login_form("That token is not the one this dashboard printed.")
         if request.endpoint in OPEN_ENDPOINTS:
+            if (request.content_length or 0) > MAX_LOGIN_BODY:
+                abort(413)
             return None
         if not signed_in():
             return login_form()

@@ -1,17 +1,27 @@
-"""Serving the dashboard: a Werkzeug server on its own thread (beside ``dialeval launch`` or alone for
-``dialeval dashboard``), bound to 127.0.0.1 unless told otherwise, with its secret."""
+"""Serving the dashboard: waitress on its own thread (beside ``dialeval launch`` or alone for
+``dialeval dashboard``), bound to 127.0.0.1 unless told otherwise, with its secret.
+
+Waitress reads and writes every connection on one event loop and hands the app only whole requests, so an
+idle or slow client (half its headers sent, a body trickling in) holds its own connection and nobody
+else's; it drops a connection idle for ``channel_timeout`` and refuses a body over ``MAX_BODY`` before
+reading it. Werkzeug's own server (Mephisto pins Werkzeug 1.0.1) served one connection at a time with no
+timeouts."""
 from __future__ import annotations
 
 import logging
 import os
 import secrets
+import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from parlai_dialeval.errors import DialevalError
 
 DEFAULT_PORT = 3400
 PASSWORD_ENV = "DIALEVAL_DASHBOARD_PASSWORD"
+CHANNEL_TIMEOUT = 20  # seconds a connection may sit idle (a request half sent included) before it is closed
+MAX_HEADERS = 16 * 1024  # bytes of request line and headers: the session cookie and a participant's address
 
 
 @dataclass
@@ -21,21 +31,33 @@ class Dashboard:
     host: str
     port: int
     token: str | None  # None: the password of DIALEVAL_DASHBOARD_PASSWORD opens it
+    token_file: Path | None = None  # the token, readable by its owner only (removed by ``stop``)
 
     @property
     def url(self) -> str:
         shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{shown}:{self.port}/"
 
-    def announce(self) -> str:
+    def announce(self, terminal: bool | None = None) -> str:
+        """The line telling the researcher where the dashboard is. The token is shown on a terminal only:
+        output going to a file (a saved launch log) names the token's file instead. ``terminal``: whether
+        the line goes to a terminal (default: whether stdout is one; `launch` sends stdout to its log)."""
         if self.token is None:
             return f"Dashboard: {self.url} (sign in with the password in ${PASSWORD_ENV})"
-        return f"Dashboard: {self.url}?token={self.token} (the token is needed; keep it private)"
+        if self.token_file is None or (sys.stdout.isatty() if terminal is None else terminal):
+            return f"Dashboard: {self.url}?token={self.token} (the token is needed; keep it private)"
+        return (f"Dashboard: {self.url} (sign in with the token in {self.token_file}, readable by you only; "
+                "it is shown only when the output goes to a terminal)")
 
     def stop(self) -> None:
-        self.server.shutdown()
+        from waitress import wasyncore
+
+        # closed on the server's own loop (its sockets are not thread-safe); an empty map ends the loop
+        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
         self.thread.join(10)
-        self.server.server_close()
+        self.server.task_dispatcher.shutdown()
+        if self.token_file is not None:
+            self.token_file.unlink(missing_ok=True)
 
 
 def add_server_args(parser, prefix: str = "") -> None:
@@ -47,12 +69,15 @@ def add_server_args(parser, prefix: str = "") -> None:
     parser.add_argument(f"--{prefix}refresh", type=int, default=5, help="seconds between the overview's reloads")
 
 
-def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: int = 5) -> Dashboard:
-    """Serve ``source`` (a ``TaskSource``) in a background thread. One request at a time: Mephisto's SQLite
-    handle keeps a connection per thread, and one researcher's page needs no more."""
-    from werkzeug.serving import make_server
+def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: int = 5,
+          token_dir: Path | None = None) -> Dashboard:
+    """Serve ``source`` (a ``TaskSource``) in a background thread; its token also goes in a file of
+    ``token_dir`` readable by its owner only. The app answers one request at a time
+    (one waitress thread: Mephisto's SQLite handle keeps a connection per thread, and one researcher's page
+    needs no more); connections are read and written meanwhile by waitress's loop."""
+    from waitress.server import create_server
 
-    from parlai_dialeval.dashboard.app import create_app
+    from parlai_dialeval.dashboard.app import MAX_BODY, create_app
     from parlai_dialeval.crowdsourcing.platform.ports import port_holder, port_is_free
 
     if refresh < 1:
@@ -62,11 +87,26 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
         raise DialevalError(f"${PASSWORD_ENV} is {len(password)} characters long; use at least 12 (or unset it "
                             "and use the token printed at start)")
     token = None if password else secrets.token_urlsafe(24)
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per reload would drown the launch's output
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "task queue depth": a line per queued reload
     if not port_is_free(port):
         raise DialevalError(f"dashboard port {port} is in use by {port_holder(port)}: stop that process or pick another "
                             "port (dialeval dashboard --port, dialeval launch --dashboard-port)")
-    server = make_server(host, port, create_app(source, password or token, refresh), threaded=False)
-    thread = threading.Thread(target=server.serve_forever, name="dialeval-dashboard", daemon=True)
+    server = create_server(create_app(source, password or token, refresh), host=host, port=port, threads=1,
+                           channel_timeout=CHANNEL_TIMEOUT, cleanup_interval=max(1, CHANNEL_TIMEOUT // 4),
+                           connection_limit=100, max_request_header_size=MAX_HEADERS, max_request_body_size=MAX_BODY,
+                           ident="", expose_tracebacks=False, asyncore_use_poll=True)  # ident "": no Server header
+    thread = threading.Thread(target=server.run, name="dialeval-dashboard", daemon=True)
     thread.start()
-    return Dashboard(server, thread, host, port, token)
+    dashboard = Dashboard(server, thread, host, server.effective_port, token)  # port 0: the one the system chose
+    if token is not None and token_dir is not None:
+        dashboard.token_file = write_token(Path(token_dir) / f"{source.task_name}-{dashboard.port}.token", token)
+    return dashboard
+
+
+def write_token(path: Path, token: str) -> Path:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never readable by others, even briefly
+    os.fchmod(descriptor, 0o600)  # a file left by an earlier run keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return path

@@ -93,7 +93,7 @@ class TaskSource:
                                             self.task_name))
 
     def adaptive(self) -> dict | None:
-        """The adaptive run's state (platform/adaptive.py writes it after every batch), if there is one."""
+        """The adaptive run's state (platform/adaptive/config.py writes it after every batch), if there is one."""
         from parlai_dialeval.dashboard.adaptive_view import read_state
 
         return read_state(self.data_dir, self.task_name)

@@ -135,40 +135,74 @@ def onboarding_result(statuses: list[str]) -> str:
     return "in progress" if statuses and statuses[-1] in ("none", "onboarding", "in task", "waiting") else "left"
 
 
+# a participant's assignments (the conversations' canonical ``submission``) -> where they stand, in words
+SUBMISSION_STATES = {"submitted": "done", "working": "in progress", "returned": "did not finish: returned",
+                     "disconnected": "did not finish: disconnected", "timed_out": "did not finish: timed out"}
+
+
+def participant_state(submissions: set[str]) -> str:
+    """``in progress`` while any of their assignments is held, else what became of each (``done``: submitted;
+    ``did not finish: ...``); empty for tasks whose records say nothing of it."""
+    if "working" in submissions:
+        return SUBMISSION_STATES["working"]
+    return ", ".join(SUBMISSION_STATES.get(s, s) for s in sorted(submissions, key=list(SUBMISSION_STATES).index))
+
+
+def _work_status(record: dict) -> str:
+    """What a record counts as in a participant's work: a live-chat slot never reached is ``not started``
+    (still waiting for them), not ``incomplete``."""
+    if not _collected(record):
+        return "onboarding"
+    status = record.get("status", "complete")
+    if status == "incomplete" and (record.get("meta") or {}).get("reached") is False:
+        return "not started"
+    return status
+
+
 def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None = None) -> list[dict]:
     """One row per participant: the task's own worker check (``checks``, the DataFrame of
     ``TaskSpec.worker_checks``; None for tasks without one), their onboarding (``onboarding``: worker ->
     their attempts' statuses; the result, and the tries: Mephisto's graded attempts or, where one attempt
-    holds several tries (PW-Turn), the last ``meta.try`` of their onboarding records) and their work by
-    status; failing ones first, then failed onboardings."""
+    holds several tries (PW-Turn), the last ``meta.try`` of their onboarding records), where they stand
+    (``state``: done, in progress, did not finish) and their work by status; failing ones first, then failed
+    onboardings. A participant who did not submit has check ``did not submit``, never a failure."""
     work: dict[str, Counter] = defaultdict(Counter)
     tried: dict[str, int] = defaultdict(int)
+    submissions: dict[str, set] = defaultdict(set)
     for record in records:
         if record["type"] in ("conversation", "comparison") and record.get("worker_id"):
-            work[record["worker_id"]]["onboarding" if not _collected(record) else record.get("status", "complete")] += 1
+            work[record["worker_id"]][_work_status(record)] += 1
+            if record.get("submission") and _collected(record):
+                submissions[record["worker_id"]].add(record["submission"])
             number = (record.get("meta") or {}).get("try") if not _collected(record) else None
             if isinstance(number, int):
                 tried[record["worker_id"]] = max(tried[record["worker_id"]], number)
     onboarding = onboarding or {}
     rows = {worker: {"worker": worker, "check": "-", "p_value": None, "note": "", "work": dict(sorted(work[worker].items())),
+                     "state": participant_state(submissions[worker]),
                      "onboarding": onboarding_result(onboarding[worker]) if worker in onboarding else "",
                      "onboarding_tries": max(onboarding_tries(onboarding.get(worker, [])), tried[worker])}
             for worker in set(work) | set(onboarding)}
     if checks is not None:
         for row in checks.to_dict("records"):
             worker = str(row["worker_id"])
-            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "onboarding": "", "onboarding_tries": 0})
+            entry = rows.setdefault(worker, {"worker": worker, "work": {}, "state": "", "onboarding": "",
+                                             "onboarding_tries": 0})
             p = row.get("p_value")
             entry.update(check="pass" if bool(row["passed"]) else "fail",
                          p_value=None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                          note=str(row.get("note") or ", ".join(str(v) for v in row.get("violations", []) or [])))
-    order = {"fail": 0, "-": 1, "pass": 2, "n/a": 3}
+    order = {"fail": 0, "-": 1, "did not submit": 2, "pass": 3, "n/a": 4}
     for entry in rows.values():
         entry.setdefault("check", "-" if checks is not None else "n/a")
         entry.setdefault("p_value", None)
         entry.setdefault("note", "")
         if checks is None:
             entry["check"] = "n/a"
+        elif entry["check"] == "-" and entry["state"].startswith("did not finish"):
+            entry["check"] = "did not submit"  # nothing handed in to check
+        elif entry["check"] == "-" and entry["state"] == SUBMISSION_STATES["working"]:
+            entry["note"] = entry["note"] or "checked once they submit"
     return sorted(rows.values(), key=lambda r: (order[r["check"]], r["onboarding"] != "failed", r["worker"]))
 
 

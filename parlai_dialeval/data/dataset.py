@@ -109,6 +109,21 @@ class EvalData:
         return EvalData(self.studies + [s for s in other.studies if s not in self.studies], conversations,
                         cat(self.ratings, other.ratings), cat(self.comparisons, other.comparisons), turns)
 
+    def without_unverified(self) -> tuple["EvalData", dict[str, int]]:
+        """The data without records marked ``unverified: true`` (work of identities the crowd platform never
+        confirmed), and how many of each type were left out; ``self`` itself when there are none."""
+        def marked(frame: pd.DataFrame) -> pd.Series:
+            if "unverified" not in frame.columns:
+                return pd.Series(False, index=frame.index)
+            return frame["unverified"].eq(True).fillna(False).astype(bool)
+
+        masks = {t: marked(self._conversations if t == "conversation" else self.frame(t)) for t in FRAME_TYPES}
+        left_out = {t: int(m.sum()) for t, m in masks.items() if m.any()}
+        if not left_out:
+            return self, {}
+        return EvalData(self.studies, self.conversations[~masks["conversation"]], self.ratings[~masks["rating"]],
+                        self.comparisons[~masks["comparison"]]), left_out
+
     def turns(self, speaker: str | None = None) -> pd.DataFrame:
         """One row per turn (of ``speaker`` only, where given): conversation_id, turn_index, speaker, text,
         time; see data/turns.py. Built from columns where the loader kept them (no dict per turn)."""

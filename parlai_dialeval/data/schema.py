@@ -12,6 +12,8 @@ FORMAT_VERSION = "1.0"
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
 CHOICES = ("a", "b", "tie")
 CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
+# what became of the assignment (HIT) holding a conversation: only a submitted one is the worker's finished work
+SUBMISSIONS = ("submitted", "working", "returned", "disconnected", "timed_out")
 
 # JSON types a field may hold; "number" admits ints and floats but not booleans.
 STR, NUM, INT, BOOL, LIST, DICT, STR_OR_LIST = "str", "number", "int", "bool", "list", "dict", "str|list"
@@ -31,6 +33,11 @@ COMMON_FIELDS = (
     Field("study", STR, False, "name of the study (run) the record belongs to"),
     Field("meta", DICT, False, "anything else the source held, kept verbatim"),
 )
+
+# work whose worker the crowd platform never confirmed (a Prolific identity Prolific does not know)
+UNVERIFIED = Field("unverified", BOOL, False,
+                   "true: the crowd platform never confirmed the worker's identity; analyses leave the record out "
+                   "unless --include-unverified")
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     "study": (
@@ -58,7 +65,10 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("duration", NUM, False, "seconds the conversation took"),
         Field("assignment_duration", NUM, False, "seconds the whole assignment took"),
         Field("status", STR, False, "complete (default) | incomplete | returned | failed | onboarding"),
+        Field("submission", STR, False,
+              "the assignment holding it: submitted (default) | working | returned | disconnected | timed_out"),
         Field("feedback", STR, False, "worker's free-text feedback"),
+        UNVERIFIED,
     ),
     "rating": (
         Field("conversation_id", STR, True, "conversation (or item) rated"),
@@ -73,6 +83,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("reference_value", NUM, False, "value of the reference item (magnitude estimation)"),
         Field("assignment_id", STR, False, "the worker's unit of work"),
         Field("duration", NUM, False, "seconds spent on this rating"),
+        UNVERIFIED,
     ),
     "comparison": (
         Field("item_id", STR, True, "the compared item (prompt, conversation pair, turn)"),
@@ -97,6 +108,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "adaptive launch with a judge: the probability with which this item was drawn from its pair's pool"),
         Field("draw_pool_size", INT, False, "adaptive launch with a judge: items in that pool (N)"),
         Field("draw_floor", NUM, False, "adaptive launch with a judge: the pool's smallest N x draw probability"),
+        UNVERIFIED,
     ),
 }
 
@@ -154,6 +166,7 @@ ENUMS = {
     ("comparison", "choice"): CHOICES,
     ("rating", "scale"): SCALE_TYPES,
     ("conversation", "status"): CONVERSATION_STATUSES,
+    ("conversation", "submission"): SUBMISSIONS,
 }
 
 

@@ -14,6 +14,7 @@ import warnings
 import torch
 
 from parlai_dialeval.compat import torch as compat_torch
+from parlai_dialeval.compat import transformers as compat_transformers
 
 PACKING_ENV = "DIALEVAL_PACKING"
 _OFF = ("0", "false", "no", "off")
@@ -100,7 +101,8 @@ def pack_linear_layers(model, packing: bool | None = None) -> int:
     """Swap the model's fp32 CPU linear layers (torch's ``Linear``, GPT-2's ``Conv1D``, which stores its
     weight transposed) for ``PackedLinear`` where the packed operators are available and ``packing``
     (see ``packing_wanted``) is on; how many were swapped. Inference only: no gradients flow. In GPT-2's
-    MLP (``c_fc``, then ``act``) a tanh GELU (see ``fuse_gelu``) moves into ``c_fc``."""
+    MLP (``c_fc``, then ``act``) a tanh GELU (see ``fuse_gelu``) moves into ``c_fc`` where
+    ``compat/transformers.py`` finds that MLP as it was written for."""
     from transformers.pytorch_utils import Conv1D
 
     if not packing_wanted(packing) or compat_torch.unavailable() is not None:
@@ -110,13 +112,14 @@ def pack_linear_layers(model, packing: bool | None = None) -> int:
               if isinstance(child, (torch.nn.Linear, Conv1D)) and child.weight.device.type == "cpu"
               and child.weight.dtype == torch.float32]
     failed: dict[tuple, str | None] = {}  # layer shape -> why its trial failed (None: it passed)
+    mlp = compat_transformers.gpt2_mlp()  # None: this transformers' MLP does not fit the GELU move
     packed = 0
     for module, name in places:
         child = getattr(module, name)
         transposed = isinstance(child, Conv1D)
         weight = (child.weight.t() if transposed else child.weight).contiguous()
         act = getattr(module, "act", None)
-        gelu = (type(module).__name__ == "GPT2MLP" and name == "c_fc" and isinstance(act, torch.nn.GELU)
+        gelu = (mlp is not None and isinstance(module, mlp) and name == "c_fc" and isinstance(act, torch.nn.GELU)
                 and act.approximate == "tanh")
         shape = (tuple(weight.shape), child.bias is not None, gelu)
         if failed.get(shape):

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from parlai.core.script import register_script
 
+from parlai_dialeval import verdict
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
 from parlai_dialeval.lazy import lazy_module
@@ -30,7 +31,7 @@ from parlai_dialeval.scripts.command_line import load_data
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 live_chat_plots = lazy_module("parlai_dialeval.analysis.live_chat_plots")
 
-WORKER_COLUMNS = ["worker_id", "n_hits", "n_ratings", "p_value", "passed"]
+WORKER_COLUMNS = ["worker_id", "n_hits", "n_hits_not_submitted", "n_ratings", "p_value", "passed", "outcome"]
 
 
 # Fewer passing conversations than this for a model: the report warns that its interval is wide.
@@ -64,7 +65,7 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
               "system_scores_raw": result.system_scores_raw[scores_columns],
-              "overall_intervals": result.intervals, "workers": result.workers[WORKER_COLUMNS],
+              "overall_intervals": result.intervals, "workers": result.outcomes[WORKER_COLUMNS],
               "significance": result.significance,
               "correlations": result.correlations_raw.reset_index(names="statement"),
               "correlations_z": result.correlations.reset_index(names="statement"),
@@ -150,17 +151,23 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
+    report.verdict(verdict.scores(result.intervals, "model", "mean", "ci_low", "ci_high",
+                                  "overall (mean per-conversation z of passing workers)", result.significance,
+                                  0.05, "p_adjusted", "sd", "n_conversations"))
     for message in library_warnings:
         report.warn(message)
     _warn(report, result, sig_threshold)
+    left = summary.get("assignments_not_submitted") or {}
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
         f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality control; "
         f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
-        f"({summary['n_ratings_passed_genuine']:,} ratings). Best overall: "
-        f"{models[0] if models else 'none'}.")
+        f"({summary['n_ratings_passed_genuine']:,} ratings)."
+        + (f" {sum(left.values()):,} more assignment(s) were started and not submitted ("
+           + ", ".join(f"{n} {live_chat.NOT_SUBMITTED.get(k, k)}" for k, n in left.items())
+           + "): they are not analysed and count neither as passing nor as failing." if left else ""))
     report.text(_method_text(s))
     for note in summary.get("notes", []):
         report.text(note, note=True)
@@ -168,6 +175,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     report.heading("Workers, assignments and dialogues (Table 1)")
     table1 = result.table1.copy()
     table1["pass_rate"] = table1["pass_rate"].map(_percent)
+    table1["passed"] = table1["passed"].map(lambda n: "" if pd.isna(n) else f"{n:,}")  # empty: nothing was checked
     report.table(table1)
     if not result.durations.empty:
         report.table(result.durations, caption="Durations in minutes: per HIT, and per conversation (the HIT's "
@@ -175,16 +183,19 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
                      floatfmt="{:.2f}")
 
     report.heading("System scores")
+    # a reversed statement's score says how little of it there was: named so ("not robotic"); CSVs keep the names
+    reversed_names = {name: f"not {name}" for name in s.negative} if s.negative and config.reverse else {}
     caption = ("Average standardised (z) scores over passing workers (Table 3); n = number of ratings; "
-               + (f"{', '.join(s.negative)} reversed; " if s.negative and config.reverse else "")
+               + (f"{', '.join(s.negative)} reversed (shown as {', '.join(reversed_names.values())}); "
+                  if reversed_names else "")
                + "overall = mean of the statements; ordered by overall.")
-    report.table(_with_labels(result.system_scores, labels), caption=caption)
+    report.table(_with_labels(result.system_scores, labels).rename(columns=reversed_names), caption=caption)
     report.table(_with_labels(result.intervals, labels), caption="Unit of analysis: the conversation. Mean "
                  "per-conversation overall z per model with its 95% t interval (valid for the n at hand); the "
                  "pairwise tests use the same conversations.")
     report.figure(live_chat_plots.overall_scores(result.intervals, labels), "overall_scores",
                   "Overall z per model: mean of per-conversation overall z with its 95% t interval.")
-    report.table(_with_labels(result.system_scores_raw, labels), floatfmt="{:.2f}",
+    report.table(_with_labels(result.system_scores_raw, labels).rename(columns=reversed_names), floatfmt="{:.2f}",
                  caption="Average raw scores (0-100, negatives reversed) over the same ratings (Table 10).")
 
     report.heading("Pairwise significance (Figure 3)")
@@ -220,10 +231,15 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
 
     report.heading("Rater agreement (Figure 2)")
     agreement = result.agreement
-    report.figure(live_chat_plots.agreement_histogram(agreement["passed"], agreement["failed"]), "rater_agreement",
-                  "Pearson r between the per-conversation overall z of two different workers' HITs that held "
-                  + ("the same models" if agreement["by"] == "models" else "the same hit_id")
-                  + ", conversations matched by model; pairs among passing and among failing workers.")
+    matched = "the same models" if agreement["by"] == "models" else "the same hit_id"
+    if len(agreement["passed"]) or len(agreement["failed"]):
+        report.figure(live_chat_plots.agreement_histogram(agreement["passed"], agreement["failed"]),
+                      "rater_agreement", "Pearson r between the per-conversation overall z of two different "
+                      f"workers' HITs that held {matched}, conversations matched by model; pairs among passing and "
+                      "among failing workers.")
+    else:  # an empty chart says nothing: a sentence does
+        report.text(f"No rater agreement to show: no two workers' HITs held {matched} (among passing or among "
+                    "failing workers), so no pair of workers rated the same thing.")
     report.table(agreement["stats"])
 
     report.heading("Worker quality control")
@@ -231,8 +247,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     if config.qc_test != "none":
         report.figure(live_chat_plots.worker_p_values(workers["p_value"].to_numpy(dtype=float), config.qc_alpha),
                       "worker_p_values", "Workers' quality-control p-values (all listed in workers.csv).")
-    counts = workers.groupby(["passed", "n_hits"]).size().rename("workers").reset_index()
-    report.table(counts, caption="Workers by outcome and number of HITs")
+    counts = result.outcomes.groupby(["outcome", "n_hits"]).size().rename("workers").reset_index()
+    report.table(counts, caption="Workers by outcome and number of HITs submitted")
     notes = workers[workers["note"] != ""].groupby("note").size().rename("workers").reset_index()
     if len(notes):
         report.table(notes, caption="Workers with nothing to test or constant ratings (they fail)")

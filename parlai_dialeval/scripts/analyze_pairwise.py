@@ -1,8 +1,9 @@
 """dialeval analyze_pairwise: win rates, rankings and agreement of pairwise (A/B) human judgements, per
 question and per unit of judgement (turn, dialog, response).
 
-CLI glue only: the statistics live in parlai_dialeval.analysis.{pairwise,rankings,agreement}, the figures
-in analysis.pairwise_plots, the report's prose in templates/pairwise.html. See docs/pairwise_analysis.md.
+CLI glue only: analysis/pairwise_result.py computes the results (from analysis.{pairwise,rankings,agreement})
+and this command writes them; the figures in analysis.pairwise_plots, the report's prose in
+templates/pairwise.html. See docs/pairwise_analysis.md.
 """
 from __future__ import annotations
 
@@ -15,22 +16,21 @@ from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import pairwise
 from parlai_dialeval.analysis.completeness import finished_only
-from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
+from parlai_dialeval.analysis.pairwise_result import WIN_RATE_COLUMNS, sections
+from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, describe
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text
+from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
-agreement, pairwise_plots, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
-                                       ("agreement", "pairwise_plots", "rankings"))
+pairwise_plots, pairwise_result, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
+                                             ("pairwise_plots", "pairwise_result", "rankings"))
 
 SECTION = pairwise.SECTION
-WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
-                              "p_value", "p_adjusted", "clusters", "clusters_won_a", "clusters_won_b",
-                              "votes_per_cluster", "icc", "design_effect", "workers", "p_two_way"]
 # Fewer decided votes than this in a pair: the report warns that its interval is wide.
 SMALL_PAIR = 10
 
@@ -47,41 +47,6 @@ class PairwiseConfig:
     min_annotator_items: int = option(5, "items an annotator must share with others to get a correlation",
                                       kind="positive_int")
     judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
-
-
-def _sections(frame: pd.DataFrame):
-    """(question, unit, part) per section, in first-seen order."""
-    for (question, unit), part in frame.groupby(SECTION, sort=False, dropna=False):
-        yield question, unit, part
-
-
-def _keyed(frame: pd.DataFrame, question: str, unit: str) -> pd.DataFrame:
-    frame = frame.copy()
-    frame.insert(0, "unit", unit)
-    frame.insert(0, "question", question)
-    return frame
-
-
-def _agreement_row(votes: pd.DataFrame) -> dict:
-    fleiss = agreement.fleiss_kappa(votes)
-    weak = agreement.weak_agreement(votes)
-    return {"items": sum(fleiss["vote_counts"].values()),
-            "votes_per_item": ", ".join(f"{n} vote{'s' * (n != 1)}: {k} item{'s' * (k != 1)}"
-                                        for n, k in fleiss["vote_counts"].items()),
-            "fleiss_kappa": fleiss["fleiss_kappa"], "kappa_items": fleiss["items"],
-            "kappa_votes_per_item": fleiss["votes_per_item"], "items_left_out": fleiss["items_left_out"],
-            "krippendorff_alpha": fleiss["krippendorff_alpha"],
-            **{k: weak[k] for k in agreement.WEAK}, "weak_items": weak["items"]}
-
-
-def _by_study(comparisons: pd.DataFrame, alpha: float) -> pd.DataFrame | None:
-    if "study" not in comparisons or comparisons["study"].nunique(dropna=False) < 2:
-        return None
-    keys = SECTION + ["study"]
-    rates = pairwise.win_rates(comparisons, by=keys, alpha=alpha)
-    rows = [{**dict(zip(keys, key)), **_agreement_row(part)}
-            for key, part in comparisons.groupby(keys, sort=False, dropna=False)]
-    return rates.merge(pd.DataFrame(rows), on=keys, how="left")
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
@@ -102,16 +67,9 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
                     ranking_tie_policy=rankings.TIE_POLICY, comparisons=len(comparisons), automatic=automatic,
                     onboarding=onboarding, alpha=config.alpha, confidence=f"{100 * (1 - config.alpha):g}%")
     with report.library_warnings():
-        tables = _tables(comparisons, config, report)
-    summary = {
-        "comparisons": int(len(comparisons)), "automatic_ties": automatic, "onboarding_excluded": onboarding,
-        "tie_policy": {"win_rates": pairwise.TIE_POLICY, "rankings": rankings.TIE_POLICY},
-        "correction": config.correction, "alpha": config.alpha,
-        "sections": tables["agreement"].to_dict(orient="records"),
-        "annotators": {"with_correlation": int(tables["annotators"]["spearman"].notna().sum()),
-                       "negatively_correlated": int(tables["annotators"]["negative"].sum()),
-                       "min_items": config.min_annotator_items},
-    }
+        result = pairwise_result.analyse(comparisons, config, automatic, onboarding)
+    _warn_small(result.tables["win_rates"], config, report)
+    tables, summary = result.tables, result.summary
     if worker_checks is not None:
         summary["worker_checks"] = worker_checks.summary()
         tables["worker_checks"] = worker_checks.table
@@ -123,41 +81,6 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
-
-
-def _tables(comparisons: pd.DataFrame, config: PairwiseConfig, report: Report) -> dict:
-    rates = pairwise.win_rates(comparisons, by=SECTION, alpha=config.alpha)
-    rates["p_adjusted"] = adjust(rates["p_value"], config.correction)
-    wmt = pairwise.wmt_scores(rates, by=SECTION)
-    ranks, agree, annotators, items, per_conversation, per_turn, by_conversation = [], [], [], [], [], [], []
-    for question, unit, part in _sections(comparisons):
-        section_wmt = wmt[(wmt["question"] == question) & (wmt["unit"] == unit)]
-        wins = pairwise.system_win_counts(section_wmt)
-        ranks.append(_keyed(rankings.rankings(part, rounds=config.bootstrap_rounds, seed=config.seed,
-                                              win_counts=wins, progress=True, ci=1 - config.alpha), question, unit))
-        agree.append({"question": question, "unit": unit, **_agreement_row(part)})
-        annotators.append(_keyed(agreement.annotator_correlations(part, config.min_annotator_items), question, unit))
-        items.append(_keyed(agreement.item_total_correlations(part), question, unit))
-        if unit == "turn":
-            per_conversation.append(_keyed(pairwise.conversation_win_rates(part, config.turns), question, unit))
-            per_turn.append(_keyed(pairwise.win_rate_by_turn(part, config.alpha), question, unit))
-            by_conversation.append(_keyed(pairwise.conversation_tests(part, config.turns), question, unit))
-    _warn_small(rates, config, report)
-    texts = pairwise.response_stats(comparisons)
-    return {"win_rates": rates[WIN_RATE_COLUMNS + ["automatic_ties", "distinct_a", "distinct_b"]],
-            "rankings": pd.concat(ranks, ignore_index=True), "agreement": pd.DataFrame(agree),
-            "annotators": pd.concat(annotators, ignore_index=True), "items": pd.concat(items, ignore_index=True),
-            "wmt_scores": wmt, "win_rates_by_study": _by_study(comparisons, config.alpha),
-            "conversation_win_rates": pd.concat(per_conversation, ignore_index=True) if per_conversation else None,
-            "win_rate_by_turn": pd.concat(per_turn, ignore_index=True) if per_turn else None,
-            "conversation_tests": _adjusted(pd.concat(by_conversation, ignore_index=True), config)
-            if by_conversation else None,
-            "responses": texts if not texts.empty else None}
-
-
-def _adjusted(tests: pd.DataFrame, config: PairwiseConfig) -> pd.DataFrame:
-    tests["p_conversations_adjusted"] = adjust(tests["p_conversations"], config.correction)
-    return tests
 
 
 def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> None:
@@ -181,6 +104,8 @@ def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> 
 
 def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig, worker_checks) -> None:
     rates, ranks = tables["win_rates"], tables["rankings"]
+    for paragraph in verdict.pairwise(rates, config.alpha):
+        report.verdict(paragraph)
     if worker_checks is not None:
         worker_checks.add_to(report)
     report.heading("Win rates per question and model pair")
@@ -217,7 +142,7 @@ def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig,
         report.warn(f"Per-study Fleiss' kappa rests on items with only two votes each in {len(studies)} "
                     f"stud{'y' if len(studies) == 1 else 'ies'}: {', '.join(studies)} (win_rates_by_study.csv, "
                     "columns votes_per_item and kappa_votes_per_item).")
-    for question, unit, section in _sections(ranks):
+    for question, unit, section in sections(ranks):
         report.heading(f"Rankings: {question} ({unit})")
         parts = section["component"].nunique()
         if parts > 1:
@@ -286,7 +211,7 @@ def _report_annotators(report: Report, tables: dict, summary: dict) -> None:
 
 def _judge_section(comparisons, judge, tables: dict, summary: dict, config: PairwiseConfig, report: Report) -> None:
     """PPI++ win rates (ties 1/2) and Bradley-Terry scores with the judge, next to the human-only ones."""
-    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.adaptive import ppi_pairwise
     from parlai_dialeval.scripts.judge_option import report_ppi
 
     with report.library_warnings():
@@ -327,7 +252,7 @@ class AnalyzePairwise(AnalysisCommand):
             print(f"left out {count} {reason}")
         judge = None
         if config.judge:
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
         return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge)

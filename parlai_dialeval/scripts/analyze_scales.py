@@ -15,6 +15,7 @@ from parlai.core.script import register_script
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
+from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
@@ -80,6 +81,8 @@ def _tables(ratings: pd.DataFrame) -> dict:
 
 def _report(results, report: Report) -> None:
     overall = results["icc"][results["icc"]["workers"] == "all"]
+    for paragraph in verdict.scales(results["icc"]):
+        report.verdict(paragraph)
     report.heading("Reliability per design (Santhanam Table 1)")
     report.table(results["icc"])
     if overall[["icc_c", "icc_a"]].notna().any().any():

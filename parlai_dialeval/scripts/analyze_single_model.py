@@ -1,7 +1,7 @@
 """dialeval analyze_single_model: SM-Turn and SM-Dialog analysis (Smith et al. 2022, 4.3, 4.4.1, App. G).
 
-CLI glue only: the statistics live in parlai_dialeval.analysis.single_model, the figure in
-analysis.single_model_plots. See docs/single_model_analysis.md.
+CLI glue only: analysis/single_model_result.py computes the results (from analysis.single_model) and this
+command writes them; the figure in analysis.single_model_plots. See docs/single_model_analysis.md.
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pandas as pd
 from parlai.core.script import register_script
 
+from parlai_dialeval import verdict
 from parlai_dialeval.analysis.completeness import finished_only
-from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, adjust, describe
+from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, describe
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
@@ -23,6 +24,7 @@ from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 sm = lazy_module("parlai_dialeval.analysis.single_model")
 single_model_plots = lazy_module("parlai_dialeval.analysis.single_model_plots")
+single_model_result = lazy_module("parlai_dialeval.analysis.single_model_result")
 
 # Fewer conversations than this per model in a test: the report warns that the test is weak.
 SMALL_N = 5
@@ -66,7 +68,8 @@ def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), wo
                     n_boot=config.n_boot, weights=weightings_text(config.weights),
                     confidence=f"{100 * (1 - config.alpha):g}%")
     with report.library_warnings():
-        results = _tables(turn, dialog, config, sm.model_pairs(models, config.reference), label)
+        results = single_model_result.analyse(turn, dialog, config, sm.model_pairs(models, config.reference),
+                                              label).tables
     if worker_checks is not None:
         results["worker_checks"] = worker_checks.table
     for reason, count in left_out.items():
@@ -76,40 +79,6 @@ def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), wo
         _judge_section(turn, dialog, judge, results, config, report)
     written = Outputs(results, {}, report).write(out)
     return {**results, "written": written}
-
-
-def _tables(turn, dialog, config: SingleModelConfig, pairs, label: str) -> dict:
-    subset = sm.select_turns(turn, config.sm_turns)
-    alpha, n_boot, seed = config.alpha, config.n_boot, config.seed
-    results = {"success_rates": pd.concat([sm.success_rates(turn, alpha).assign(turns="all"),
-                                           sm.success_rates(subset, alpha).assign(turns=label)])}
-    results["per_turn"] = sm.per_turn_table(turn)
-    results["likert"] = sm.likert_summary(dialog, alpha)
-    subset_conv = sm.per_conversation_success(subset)
-    dialog_conv = sm.per_conversation_likert(dialog)  # several raters of one conversation: one score
-    tests = pd.concat([
-        sm.ttests(subset_conv, pairs, value="success", alpha=alpha).assign(
-            technique=f"sm_turn linear (turns {label})"),
-        sm.ttests(subset_conv, pairs, value="wta", alpha=alpha).assign(technique=f"sm_turn wta (turns {label})"),
-        sm.ttests(dialog_conv, pairs, alpha=alpha).assign(technique="sm_dialog likert")],
-        ignore_index=True)
-    tests["p_adjusted"] = adjust(tests["p"], config.correction)
-    results["ttests"] = tests
-    results["effective_win_rates"] = pd.concat([
-        sm.effective_win_rates(subset_conv, pairs, value="wta", n_boot=n_boot, seed=seed)
-        .assign(technique=f"sm_turn wta (turns {label})"),
-        sm.effective_win_rates(dialog_conv, pairs, n_boot=n_boot, seed=seed).assign(technique="sm_dialog likert")])
-    combos = []
-    if not subset.empty and not dialog.empty:
-        for w_turn, w_dialog in config.weights:
-            scores = sm.combined_scores(subset, dialog, w_turn, w_dialog)
-            tested = sm.ttests(scores, pairs, alpha=alpha)
-            wins = sm.effective_win_rates(scores, pairs, n_boot=n_boot, seed=seed)
-            merged = tested.merge(wins[["criterion", "model_a", "model_b", "win_rate_a"]],
-                                  on=["criterion", "model_a", "model_b"], how="outer")
-            combos.append(merged.assign(weights=f"{w_turn:g}:{w_dialog:g}"))
-    results["combination"] = pd.concat(combos) if combos else pd.DataFrame()
-    return results
 
 
 def _warn(report: Report, tests: pd.DataFrame, config: SingleModelConfig) -> None:
@@ -131,6 +100,9 @@ def _warn(report: Report, tests: pd.DataFrame, config: SingleModelConfig) -> Non
 
 
 def _report(report: Report, results: dict, turn, config: SingleModelConfig, worker_checks) -> None:
+    for paragraph in verdict.single_model(results["likert"], results["success_rates"], results["ttests"],
+                                          config.alpha, turns_text(config.sm_turns)):
+        report.verdict(paragraph)
     _warn(report, results["ttests"], config)
     if worker_checks is not None:
         worker_checks.add_to(report)
@@ -174,7 +146,7 @@ def _report(report: Report, results: dict, turn, config: SingleModelConfig, work
 def _judge_section(turn, dialog, judge: pd.DataFrame, results: dict, config: SingleModelConfig,
                    report: Report) -> None:
     """PPI++ SM-Turn success rates (every turn) and SM-Dialog Likert means with the judge."""
-    from parlai_dialeval.analysis.ppi_single_model import ppi_means
+    from parlai_dialeval.adaptive.ppi_single_model import ppi_means
     from parlai_dialeval.scripts.judge_option import report_ppi
 
     with report.library_warnings():
@@ -201,7 +173,7 @@ class AnalyzeSingleModel(AnalysisCommand):
     def analyse(self, data, config, checks, out):
         judge = None
         if config.judge:
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "ratings")
         result = analyze(data, out, config, checks, judge)

@@ -33,6 +33,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     LLM judge's comparisons for the PPI sections (claims certified with the judge, anytime-valid, and
     fixed-look PPI++ intervals) or None."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
+    from parlai_dialeval.adaptive.certification_plots import interval_plot
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
 
@@ -70,7 +71,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
         for row in open_pairs.itertuples(index=False):
             report.text(f"{row.model_a} vs {row.model_b}: {row.verdict}; win rate of {row.model_a} "
                         f"{row.win_rate_a:.3f}, interval [{row.cs_low:.3f}, {row.cs_high:.3f}]", note=True)
-        report.figure(_interval_plot(part), f"intervals_{len(sections)}",
+        report.figure(interval_plot(part), f"intervals_{len(sections)}",
                       "Win rate of the first model per pair, with its interval valid at every look; "
                       "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
@@ -85,7 +86,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
 
 def _judge_section(comparisons, judge, config: CertifyConfig, report):
     """PPI++ win rates with the judge, for this one look; the certification above does not use them."""
-    from parlai_dialeval.analysis import ppi_pairwise
+    from parlai_dialeval.adaptive import ppi_pairwise
     from parlai_dialeval.scripts.judge_option import report_ppi
 
     with report.library_warnings():
@@ -99,8 +100,8 @@ def _judge_section(comparisons, judge, config: CertifyConfig, report):
 
 
 def _judge_certification(comparisons, judge, config: CertifyConfig, report):
-    """Claims certified by the anytime-valid PPI e-process (analysis/ppi_certification.py)."""
-    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    """Claims certified by the anytime-valid PPI e-process (adaptive/ppi_certification.py)."""
+    from parlai_dialeval.adaptive.ppi_certification import certify_with_judge
     from parlai_dialeval.analysis.pairwise import split_onboarding
 
     table = certify_with_judge(split_onboarding(comparisons)[0], judge, config.alpha)
@@ -128,26 +129,6 @@ def _judge_certification(comparisons, judge, config: CertifyConfig, report):
     return table
 
 
-def _interval_plot(pairs):
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.35 * len(pairs)))
-    labels = [f"{a} vs {b}" for a, b in zip(pairs["model_a"], pairs["model_b"])]
-    settled = pairs["certified_winner"].notna().to_numpy()
-    y = np.arange(len(pairs))
-    rate, low, high = (pairs[c].to_numpy(float) for c in ("win_rate_a", "cs_low", "cs_high"))
-    for chosen, colour in ((settled, "tab:blue"), (~settled, "tab:gray")):
-        ax.errorbar(rate[chosen], y[chosen], xerr=[rate[chosen] - low[chosen], high[chosen] - rate[chosen]],
-                    fmt="o", color=colour, capsize=3)
-    ax.axvline(0.5, color="black", linewidth=0.8, linestyle="--")
-    ax.set_yticks(list(y), labels, fontsize=7)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("win rate of the first model")
-    ax.invert_yaxis()
-    return fig
-
-
 @register_script("certify")
 class Certify(AnalysisCommand):
     description = "Certify which model beats which, valid however often it is run while votes come in"
@@ -157,7 +138,7 @@ class Certify(AnalysisCommand):
     def analyse(self, data, config, checks, out):
         judge = None
         if config.judge:
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
         return analyze(data.comparisons, out, config, judge)

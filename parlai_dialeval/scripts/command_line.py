@@ -9,9 +9,8 @@ import types
 import typing
 from pathlib import Path
 
-import pandas as pd
-
 from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.csv_safe import write_csv  # noqa: F401  (the commands' CSV writer, safe in spreadsheets)
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.options import checked, names
 
@@ -38,10 +37,18 @@ def add_data_args(parser, out: str | None = "DIR", formats_help: bool = False, d
     group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
                        help="force the input format; detected when omitted. "
                        + (_formats_help() if formats_help else "See `dialeval convert --help` for the list."))
+    add_unverified_arg(group)
     if out is not None:
         group.add_argument("--out", required=True, metavar=out, type=output_folder if out == "DIR" else output_file,
                            help="output folder (created when missing; an existing file is refused)" if out == "DIR"
                            else "output " + out.lower())
+
+
+def add_unverified_arg(group) -> None:
+    """--include-unverified, read by ``load_data``."""
+    group.add_argument("--include-unverified", action="store_true",
+                       help="keep records marked unverified (work of identities the crowd platform never confirmed, "
+                            "docs/data_model.md); left out by default")
 
 
 def _formats_help() -> str:
@@ -51,16 +58,19 @@ def _formats_help() -> str:
     return "Formats: " + "; ".join(f"{name}: {imp.help}" for name, imp in sorted(IMPORTERS.items()))
 
 
-def load_data(opt, log=print):
+def load_data(opt, log=print, key: str = "data"):
+    """The data of ``--data`` (or the option ``key``), without records marked unverified unless
+    ``--include-unverified`` (said so)."""
     from parlai_dialeval.importers import load
 
-    return load(opt["data"], fmt=opt.get("data_format"), log=log)
-
-
-def write_csv(frame: pd.DataFrame, path: str | Path, **kwargs) -> Path:
-    with atomic_open(path, newline="") as handle:
-        frame.to_csv(handle, index=False, **kwargs)
-    return Path(path)
+    data = load(opt[key], fmt=opt.get("data_format"), log=log)
+    if opt.get("include_unverified"):
+        return data
+    data, left_out = data.without_unverified()
+    if left_out and log is not None:
+        log("left out the work of unverified identities: " + ", ".join(f"{n} {t}(s)" for t, n in left_out.items())
+            + " (--include-unverified keeps it)")
+    return data
 
 
 def write_json(obj, path: str | Path) -> Path:

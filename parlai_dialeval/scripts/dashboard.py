@@ -18,8 +18,9 @@ class Dashboard(ParlaiScript):
                               "model or pair; each participant's quality check and conversations; on Prolific the "
                               "money spent and committed and the review actions of `dialeval review`; bot latency "
                               "and failures; the certified ranking of adaptive runs. It reads what `dialeval export` "
-                              "reads, while the task runs or after. Access needs the token it prints (or the "
-                              "password in $DIALEVAL_DASHBOARD_PASSWORD). Ctrl-C stops it.")
+                              "reads, while the task runs or after. Access needs the token it prints on a terminal "
+                              "(or keeps in a file readable by you only, named in the output, when the output "
+                              "goes to a file) or the password in $DIALEVAL_DASHBOARD_PASSWORD. Ctrl-C stops it.")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         add_mephisto_data_arg(parser)
         add_task_type_arg(parser)
@@ -34,7 +35,8 @@ class Dashboard(ParlaiScript):
 
         source = TaskSource(self.opt["task_name"], self.opt["mephisto_data"], self.opt["task_type"])
         source.snapshot()  # a task name never launched stops here, with the export's message
-        dashboard = start(source, self.opt["host"], self.opt["port"], self.opt["refresh"])
+        dashboard = start(source, self.opt["host"], self.opt["port"], self.opt["refresh"],
+                          token_dir=source.data_dir / "dashboard")
         print(dashboard.announce(), flush=True)
         print("Press Ctrl-C to stop it.", flush=True)
         try:

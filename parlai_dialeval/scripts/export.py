@@ -23,8 +23,10 @@ class Export(ParlaiScript):
     def run(self):
         from pathlib import Path
 
+        from parlai_dialeval.atomic import owner_only
         from parlai_dialeval.crowdsourcing.platform.export import export_task
 
+        owner_only()  # the export holds participants' ids and words
         folder = Path(self.opt["out"]).parent
         if not folder.exists():
             folder.mkdir(parents=True)

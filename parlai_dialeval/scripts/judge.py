@@ -58,7 +58,7 @@ class Judge(ParlaiScript):
 
     def run(self):
         from parlai_dialeval.data.dataset import write_jsonl
-        from parlai_dialeval.judge.design import read_design
+        from parlai_dialeval.crowdsourcing.platform.adaptive.judge_design import read_design
         from parlai_dialeval.judge.items import build_items
         from parlai_dialeval.judge.judges import make_judge
         from parlai_dialeval.judge.run import AnswerCache, judge_part

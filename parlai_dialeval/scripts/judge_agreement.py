@@ -13,7 +13,7 @@ from parlai_dialeval.errors import DialevalError
 class JudgeAgreement(ParlaiScript):
     @classmethod
     def setup_args(cls):
-        from parlai_dialeval.scripts.command_line import output_folder
+        from parlai_dialeval.scripts.command_line import add_unverified_arg, output_folder
 
         parser = ParlaiParser(False, False, "Judge-human agreement next to human-human agreement on the same items")
         group = parser.add_argument_group("Input and output")
@@ -21,6 +21,7 @@ class JudgeAgreement(ParlaiScript):
                            help="dialeval judge output (records with worker_id judge:<name>)")
         group.add_argument("--human", nargs="+", required=True, metavar="PATH",
                            help="the human data the judge was asked on (canonical or any importable source)")
+        add_unverified_arg(group)
         group.add_argument("--from", dest="data_format", default=None, metavar="FORMAT",
                            help="force the human data's format (detected when omitted)")
         group.add_argument("--out", required=True, metavar="DIR", type=output_folder, help="output folder")
@@ -34,13 +35,12 @@ class JudgeAgreement(ParlaiScript):
         import pandas as pd
 
         from parlai_dialeval.data.dataset import read_jsonl
-        from parlai_dialeval.importers import load
         from parlai_dialeval.judge import agreement as ag
-        from parlai_dialeval.scripts.command_line import write_csv, write_json
+        from parlai_dialeval.scripts.command_line import load_data, write_csv, write_json
 
         opt = self.opt
         judge = read_jsonl(opt["judge"])
-        human = load(opt["human"], fmt=opt["data_format"], log=print)
+        human = load_data(opt, key="human")
         out = Path(opt["out"])
         runs = judge_summaries(opt["judge"])
         answered = {}

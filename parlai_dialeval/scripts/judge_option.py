@@ -1,39 +1,16 @@
-"""``--judge F.jsonl`` of the analysis commands: read a ``dialeval judge`` output and put its PPI++
+"""``--judge F.jsonl`` of the analysis commands (read by ``judge/output.py``): put a ``dialeval judge`` output's PPI++
 estimates in the report next to the human-only ones (docs/ppi.md). CLI glue only: the statistics live
-in parlai_dialeval.analysis.ppi*."""
+in parlai_dialeval.adaptive.ppi*."""
 from __future__ import annotations
 
-import pandas as pd
-
-from parlai_dialeval.analysis.ppi import WEIGHT_NEGLIGIBLE
-from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.adaptive.ppi import WEIGHT_NEGLIGIBLE
 
 HELP = ("a `dialeval judge` output (canonical JSON Lines) on these items and more: adds prediction-powered "
         "(PPI++) estimates next to the human-only ones, clustered by item, with the judge's power-tuning weight "
         "and the human judgments it was worth (docs/ppi.md)")
-JUDGE_PREFIX = "judge:"
 
 
-def load_judge(path: str, kind: str) -> pd.DataFrame:
-    """The judge's ``kind`` records ("comparisons" or "ratings"); refused when the file holds none or
-    holds records of people (a worker_id without the ``judge:`` prefix)."""
-    from parlai_dialeval.importers.registry import CANONICAL, load
-
-    data = load([path], fmt=CANONICAL, log=None)
-    records = getattr(data, kind)
-    if records.empty:
-        raise DialevalError(f"{path}: no {kind} records: --judge needs a `dialeval judge` output of the "
-                            f"same protocol as --data")
-    workers = records["worker_id"].astype(str)
-    people = records[~workers.str.startswith(JUDGE_PREFIX)]
-    if len(people):
-        row = people.iloc[0]
-        raise DataError(row.get("_file", path), "a record of a person in the judge file", row.get("_line"),
-                        "worker_id", f"'{JUDGE_PREFIX}<judge name>' as `dialeval judge` writes", row["worker_id"])
-    return records
-
-
-def report_ppi(report, table: pd.DataFrame, what: str, estimate: str, caption: str) -> dict:
+def report_ppi(report, table, what: str, estimate: str, caption: str) -> dict:
     """The report's PPI section for one table (rows with ``judge_weight``, ``note`` and, where a mean,
     ``effective_human_judgments``); returns its summary (rows estimated, judge set aside)."""
     report.heading(f"With the LLM judge: prediction-powered {what} (PPI++)")

@@ -25,13 +25,16 @@ class Launch(ParlaiScript):
         parser.add_argument("--list", action="store_true", help="list the available tasks and exit")
         parser.add_argument("--dashboard", action="store_true",
                             help="also serve the study's dashboard (as `dialeval dashboard`) on its own port while "
-                                 "the task runs; it prints the address and its access token")
+                                 "the task runs; it prints the address and its access token (the token only on a "
+                                 "terminal; with the output in a file, the name of the token's file, readable by "
+                                 "you only)")
         add_server_args(parser, "dashboard-")
         return parser
 
     def run(self):
         import signal
 
+        from parlai_dialeval.atomic import owner_only
         from parlai_dialeval.crowdsourcing.platform import registry, runner
         from parlai_dialeval.errors import DialevalError
 
@@ -41,30 +44,33 @@ class Launch(ParlaiScript):
             if not self.opt["list"]:
                 raise DialevalError("give a TASK to launch (one of the above)")
             return None
+        owner_only()  # the run's database, raw chat and Prolific ledger: readable by the researcher only
+        from parlai_dialeval.crowdsourcing.platform import launch_log
+        from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+        data_dir = prepare_mephisto(self.opt["mephisto_data"])
+        log = launch_log.log_path(data_dir, self.opt["crowd_task"])
+        print(f"Starting {self.opt['crowd_task']}; Mephisto's, the router's and the bots' messages go to {log}",
+              flush=True)
         # SIGTERM while starting behaves as Ctrl-C does (start() then leaves no router behind)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
-        try:
-            launched = runner.start(self.opt["crowd_task"], self.opt["overrides"], data_dir=self.opt["mephisto_data"])
-        except KeyboardInterrupt:
-            print("Stopped before the task started; nothing was collected.")
-            return None
-        cfg = launched.config
-        if launched.resume_note:
-            print(launched.resume_note)
-        print(f"\nTask {launched.task_name!r} is running (data: {launched.data_dir}).")
-        if cfg.mephisto.provider._provider_type == "mock":
-            print(f"Open {launched.worker_url()} in your browser. Each further worker needs a worker_id no one "
-                  f"has used: change worker_id= in the URL (e.g. {', '.join(runner.unused_worker_ids(launched.db, 3)[1:])}).")
-        print("The run ends by itself once every unit is done. To stop it earlier press Ctrl-C (or send SIGTERM): "
-              "no new workers are let in and the run waits for those working; press Ctrl-C again to stop at once "
-              "(work saved so far is kept).")
-        print(f"Then: dialeval export {launched.task_name} --out FILE.jsonl\n", flush=True)
-        dashboard = self.start_dashboard(launched) if self.opt["dashboard"] else None
-        try:
-            launched.serve()
-        finally:
-            if dashboard is not None:
-                dashboard.stop()
+        with launch_log.output_to(log):
+            try:
+                launched = runner.start(self.opt["crowd_task"], self.opt["overrides"], data_dir=data_dir)
+            except KeyboardInterrupt:
+                launch_log.say("Stopped before the task started; nothing was collected.")
+                return None
+            dashboard = self.start_dashboard(launched) if self.opt["dashboard"] else None
+            line = dashboard.announce(terminal=launch_log.terminal_is_tty()) if dashboard else None
+            text = banner(launched, line, log)
+            # the token reaches the terminal only, never the log file
+            launch_log.say(text, text.replace(dashboard.token, "(token shown in the terminal only)")
+                           if dashboard and dashboard.token and dashboard.token in text else None)
+            try:
+                launched.serve(launch_log.say)
+            finally:
+                if dashboard is not None:
+                    dashboard.stop()
         return None
 
     def start_dashboard(self, launched):
@@ -73,11 +79,36 @@ class Launch(ParlaiScript):
         from parlai_dialeval.errors import DialevalError
 
         try:
-            dashboard = start(TaskSource(launched.task_name, launched.data_dir), self.opt["dashboard_host"],
-                              self.opt["dashboard_port"], self.opt["dashboard_refresh"])
+            return start(TaskSource(launched.task_name, launched.data_dir), self.opt["dashboard_host"],
+                         self.opt["dashboard_port"], self.opt["dashboard_refresh"],
+                         token_dir=launched.data_dir / "dashboard")
         except DialevalError:
             launched.shutdown()  # never leave the task's router running behind a refused option
             raise
-        print(dashboard.announce(), flush=True)
-        print(f"(it stops with the run; `dialeval dashboard {launched.task_name}` serves it afterwards)\n", flush=True)
-        return dashboard
+
+
+def banner(launched, dashboard: str | None, log) -> str:
+    """The one block a researcher needs once the task runs: where participants go, the dashboard, how to
+    stop, what next."""
+    from parlai_dialeval.crowdsourcing.platform import runner
+
+    cfg = launched.config
+    lines = [launched.resume_note] if launched.resume_note else []
+    lines.append(f"\nTask {launched.task_name!r} is running (data: {launched.data_dir}).")
+    lines.append(f"  {launched.serving_note()}")
+    provider = cfg.mephisto.provider._provider_type
+    if provider == "mock":
+        lines.append(f"  Participants: Open {launched.worker_url()} in your browser; each further participant "
+                     f"needs a worker_id no one has used (e.g. {', '.join(runner.unused_worker_ids(launched.db, 3)[1:])}).")
+    elif provider == "prolific":
+        lines.append("  Participants: from your Prolific study (its line above).")
+    else:
+        lines.append(f"  Participants: from {provider} (Mephisto's log has the HIT details).")
+    if dashboard:
+        lines.append(f"  {dashboard}")
+        lines.append(f"  (the dashboard stops with the run; `dialeval dashboard {launched.task_name}` serves it afterwards)")
+    lines += ["  Stop: Ctrl-C (or SIGTERM) lets no new participant in and waits for those working; Ctrl-C again "
+              "stops at once, keeping the work so far. The run also ends by itself once every unit is done.",
+              f"  Then: dialeval export {launched.task_name} --out FILE.jsonl",
+              f"  Log: {log}\n"]
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.csv_safe import restore
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import checked
@@ -73,7 +74,7 @@ def read_csv(path: Path) -> pd.DataFrame:
     other column that holds a number numeric throughout: a value that is not a number is named by row,
     not left to make its whole column silently not a score."""
     try:
-        frame = pd.read_csv(path, dtype={c: str for c in KEY_COLUMNS}, encoding="utf-8")
+        frame = restore(pd.read_csv(path, dtype={c: str for c in KEY_COLUMNS}, encoding="utf-8"))
     except pd.errors.EmptyDataError:
         raise DataError(path, "empty file", expected="a CSV with a header row") from None
     except UnicodeDecodeError as error:

@@ -12,7 +12,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.options import checked, names, option
-from parlai_dialeval.scripts.command_line import add_config_args, config_from_opt
+from parlai_dialeval.scripts.command_line import add_config_args, add_unverified_arg, config_from_opt
 
 
 def _rates(text, flag):
@@ -85,8 +85,8 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
             raise DialevalError(f"--pilot: {error}") from None
         config = dataclasses.replace(config, **measured)
         if config.judge:
-            from parlai_dialeval.analysis import ppi_planning
-            from parlai_dialeval.scripts.judge_option import load_judge
+            from parlai_dialeval.adaptive import ppi_planning
+            from parlai_dialeval.judge.output import load_judge
 
             try:
                 judged = ppi_planning.pilot_judge(pilot.comparisons, load_judge(config.judge, "comparisons"))
@@ -153,7 +153,7 @@ def _judge_plan(pairwise, config: PlanConfig, costs, report, judged: dict | None
     ``judged``: the judge measured on the pilot (its correlation replaces the modelled one)."""
     import pandas as pd
 
-    from parlai_dialeval.analysis import ppi_planning
+    from parlai_dialeval.adaptive import ppi_planning
 
     rows = []
     for row in pairwise[pairwise["design"] == "fixed"].itertuples(index=False):
@@ -213,6 +213,7 @@ class Plan(ParlaiScript):
                             help="a pilot's export (any importable format): its win rates, tie share, votes per "
                                  "item and ICC, seconds per judgment, SM-Turn rates, turns per conversation and ICC, "
                                  "and SM-Dialog means and SD replace the assumptions below")
+        add_unverified_arg(parser)
         add_config_args(parser.add_argument_group("Assumptions"), PlanConfig)
         return parser
 
@@ -220,9 +221,9 @@ class Plan(ParlaiScript):
         out = Path(self.opt["out"])
         pilot = None
         if self.opt.get("pilot"):
-            from parlai_dialeval.importers import load
+            from parlai_dialeval.scripts.command_line import load_data
 
-            pilot = load(self.opt["pilot"], log=print)
+            pilot = load_data(self.opt, key="pilot")
         result = plan(config_from_opt(self.opt, PlanConfig), out, pilot)
         print(f"wrote {', '.join(result['written'])} to {out}")
         return result

@@ -14,6 +14,7 @@ import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.csv_safe import restore
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import checked
@@ -35,7 +36,7 @@ def read_run(folder: str | Path) -> dict:
         path = folder / f"{name}.csv"
         if not path.is_file():
             raise DataError(path, "file missing", expected=f"{name}.csv written by dialeval analyze_live_chat")
-        frame = pd.read_csv(path)
+        frame = restore(pd.read_csv(path))
         missing = [c for c in required if c not in frame.columns]
         if missing:
             raise DataError(path, "missing column", line=1, field=missing[0], expected=", ".join(required))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import secrets
 import time
 import uuid
 
@@ -21,6 +22,8 @@ RATING = [50, 60, 70, 80, 90, 40, 30]
 NORMAL = {"none", "waiting", "onboarding", "in task", "completed"}  # statuses of a worker doing fine
 ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
 SENT_TO_KEY = "dialeval_sent_to"  # a resent act's first agent (crowdsourcing/platform/session_world.py)
+REFUSED_KEY = "dialeval_refused"  # the router's answer to an act it will never pass on (router/dialeval_door.js)
+RESEND_UNCONFIRMED, RESEND_UNCONFIRMED_MAX = 8.0, 60.0  # transport.js: resent on the same socket after these seconds
 NEVER_ANSWERED = "no agent before the deadline"  # seen: the router never answered the page's request for one
 
 
@@ -44,12 +47,15 @@ class PageClient:
         self.gone = False  # left for good mid-task (a participant who abandons): no reload, no "unfinished"
         self.last_reply = ""  # text of the bot's latest whole reply
         self.changed = asyncio.Event()
+        # the page's secret for its registration (transport.js keeps it in localStorage): the router binds the
+        # registration to it at the first request, and refuses a request naming it without it
+        self.secret = secrets.token_hex(32)
 
     # ------------------------------------------------------------ the page's connection
     async def open(self, http: httpx.AsyncClient) -> bool:
         """Load the page: ask the router for an agent (retried while the server is away), then connect."""
         registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
-                        "assignment_id": self.name, "provider_type": "mock"}
+                        "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
         retry = 2.0
         while time.time() < self.deadline:
             try:
@@ -82,7 +88,8 @@ class PageClient:
             if self.ws is None or not self.connected:
                 self.ws = await websockets.connect(self.ws_url, max_size=None)
                 self.connected = True
-                self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat())]
+                self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat()),
+                              asyncio.create_task(self._resend_unconfirmed())]
             await self._packet("alive", {})
         except (OSError, websockets.WebSocketException):
             self.connected = False  # the server went away meanwhile: the run loop reloads the page
@@ -98,11 +105,30 @@ class PageClient:
             if sent_to != self.agent_id:
                 data = {**data, "id": self.agent_id, SENT_TO_KEY: data.get(SENT_TO_KEY, sent_to)}
                 self.resent.append(data["update_id"])
-            try:
-                await self.ws.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": self.agent_id,
-                                               "agent_token": self.token, "client_timestamp": time.time(), "data": data}))
-            except websockets.ConnectionClosed:
+            if not await self._send_again(data):
                 return  # the reader sees it too: the page reloads and resends them then
+
+    async def _send_again(self, data: dict) -> bool:
+        try:
+            await self.ws.send(json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": self.agent_id,
+                                           "agent_token": self.token, "client_timestamp": time.time(), "data": data}))
+        except websockets.ConnectionClosed:
+            return False
+        return True
+
+    async def _resend_unconfirmed(self) -> None:
+        """transport.js: an act still unconfirmed after a few seconds goes again on the same socket (then after
+        twice as long): a socket that never dropped can still lose one."""
+        due: dict[str, tuple[float, float]] = {}
+        while self.connected:
+            await asyncio.sleep(1)
+            now = time.time()
+            for update_id, (sent_to, data) in list(self.outbox.items()):
+                at, wait = due.setdefault(update_id, (now + RESEND_UNCONFIRMED, 2 * RESEND_UNCONFIRMED))
+                if at <= now and sent_to == self.agent_id:
+                    due[update_id] = (now + wait, min(2 * wait, RESEND_UNCONFIRMED_MAX))
+                    if not await self._send_again(data):
+                        return
 
     async def _packet(self, kind: str, data: dict | None) -> str:
         """Send a packet; returns its update id."""
@@ -137,7 +163,11 @@ class PageClient:
         try:
             async for raw in self.ws:
                 packet = json.loads(raw)
-                if packet["packet_type"] == "client_bound_live_update" and ACK_KEY in packet["data"]:
+                if packet["packet_type"] == "client_bound_live_update" and REFUSED_KEY in packet["data"]:
+                    for update_id in packet["data"][REFUSED_KEY]:
+                        self.outbox.pop(update_id, None)
+                        self.seen.append(f"act refused: {packet['data'].get('reason')}")
+                elif packet["packet_type"] == "client_bound_live_update" and ACK_KEY in packet["data"]:
                     for update_id in packet["data"][ACK_KEY]:
                         self.outbox.pop(update_id, None)
                         if update_id in self.unconfirmed:

@@ -9,14 +9,18 @@ reading (never copying):
   TransitionSubmissionPayload), cmd/submission/transition.go (actions APPROVE, COMPLETE with
   ``completion_code``, REJECT), client/client.go:1328-1358 (bonus set-up answers 201, pay answers 202),
   model/study.go (Study, CreateStudy, SubmissionsConfig, CompletionCode, statuses), model/submission.go,
-  model/participant_group.go, model/model.go (Workspace, Project), model/filter.go.
+  model/participant_group.go, model/model.go (Workspace, Project), model/filter.go; client/client.go GetWorkspaces,
+  GetProjects, GetParticipantGroups (``limit``/``offset``: how these three lists page).
 - Mephisto: github facebookresearch/Mephisto tag v1.5.2 (672a8f2c02cb88b6e1883d3f27db24d6db935682),
   mephisto/abstractions/providers/prolific/: api/studies.py:117-133 (the cost calculator takes ``reward`` and
   ``total_available_places`` and answers ``total_cost``), api/constants.py (study and submission statuses,
   PROCESSING), prolific_utils.py:377-441 (study body, ``submissions_config``).
 - Dallinger: github Dallinger/Dallinger @ 7e9c27924b34f392748cfd8ad8081fa76d9195ab, dallinger/prolific.py:
-  192-222 and 627-642 (``page``/``page_size``, stop when ``_links.next.href`` is null, a page past the end
-  is a 404; verified there against the live API), 528-556 (bonus CSV "PID,0.50" in major units).
+  192-222 and 627-642 (``page``/``page_size`` on submissions/ and studies/, stop when ``_links.next.href`` is
+  null, a page past the end is a 404; verified there against the live API), 249-252 (``workspaces/?limit=1000``:
+  "without the limit param ... limited to 20"), 156-182 and 615-656 (a list item names the participant
+  ``participant_id``, ``GET submissions/{id}/`` names it ``participant``), 528-556 (bonus CSV "PID,0.50" in
+  major units).
 - Docs: docs.prolific.com api-reference: "Pay bonuses" (not idempotent, 202, paid in the following
   minutes), "Get participant groups" (``active`` query: not deleted), "Approve or reject a submission"
   (submissions/transition-submission: ``action`` COMPLETE with ``completion_code``, "required if the action
@@ -99,18 +103,27 @@ STUDY = Shape({"id": STR, "status": STR}, {  # CLI model/study.go Study, plus wh
     "researcher": DICT, "average_reward_per_hour": NUMBER, "places_taken": INT, "estimated_reward_per_hour": NUMBER,
     "_ref": None, "total_cost": NUMBER, "publish_at": None, "is_pilot": (bool,), "is_underpaying": None,
     "reward": NUMBER})
-SUBMISSION = Shape({"id": STR, "status": STR}, {  # CLI model/submission.go, TransitionSubmissionResponse
-    "participant_id": STR, "participant": STR, "study_id": STR, "started_at": STR, "completed_at": NULLABLE_STR,
-    "is_complete": (bool,), "time_taken": INT, "reward": INT, "strata": DICT, "study_code": NULLABLE_STR,
-    "entered_code": NULLABLE_STR, "star_awarded": (bool,), "bonus_payments": LIST, "ip": STR,
-    "return_requested": NULLABLE_STR})
+# One submission, GET submissions/{id}/ and its transition (docs "Retrieve a submission"; CLI
+# TransitionSubmissionResponse): the participant is ``participant``, and only here are ``bonus_payments``.
+SUBMISSION = Shape({"id": STR, "status": STR, "participant": STR}, {
+    "study_id": STR, "started_at": STR, "completed_at": NULLABLE_STR, "entered_code": NULLABLE_STR,
+    "parent_study_id": NULLABLE_STR, "bonus_payments": LIST, "return_requested": NULLABLE_STR})
+# An item of GET submissions/ (docs "List submissions", "basic information ... study id, participant id, status
+# and start timestamp"; Dallinger get_submissions' example; the docs' SubmissionShort of a study's list):
+# the participant is ``participant_id``; no bonus_payments.
+SUBMISSION_ITEM = Shape({"id": STR, "status": STR, "participant_id": STR}, {
+    "study_id": STR, "started_at": STR, "completed_at": NULLABLE_STR, "study_code": NULLABLE_STR,
+    "has_siblings": (bool,), "return_requested": NULLABLE_STR})
 GROUP = Shape({"id": STR, "name": STR}, {"project_id": NULLABLE_STR, "workspace_id": STR, "description": STR,
                                          "participant_count": INT, "is_deleted": (bool,)})
 MEMBER = Shape({"participant_id": STR}, {"datetime_created": STR})
 BONUS_SETUP = Shape({"id": STR}, {"study": STR, "amount": NUMBER, "fees": NUMBER, "vat": NUMBER,
                                   "total_amount": NUMBER})
 MEMBERS_BODY = Shape({"participant_ids": LIST})
-LIST_QUERY = frozenset({"page", "page_size", "limit", "offset", "ordering"})
+# Each list takes one paging scheme (api.py OFFSET_PAGED, with its sources): the other's parameters are ignored
+# by Prolific, so sending them is a contract violation (it would read the first page again and again).
+PAGE_QUERY = frozenset({"page", "page_size", "ordering"})
+OFFSET_QUERY = frozenset({"limit", "offset"})
 
 
 def _study_body(body) -> list[str]:
@@ -140,14 +153,14 @@ def _one_of(key, values):
 
 ENDPOINTS = [
     Endpoint("GET", r"users/me/", answer=ME),
-    Endpoint("GET", r"workspaces/", query=LIST_QUERY, answer=WORKSPACE, paged="meta"),
+    Endpoint("GET", r"workspaces/", query=OFFSET_QUERY, answer=WORKSPACE, paged="meta"),
     Endpoint("POST", r"workspaces/", body=Shape({"title": STR}, {"description": STR}), answer=WORKSPACE,
              statuses=frozenset({201})),
     Endpoint("GET", rf"workspaces/{ID}/balance/", answer=BALANCE),
-    Endpoint("GET", rf"workspaces/{ID}/projects/", query=LIST_QUERY, answer=PROJECT, paged="meta"),
+    Endpoint("GET", rf"workspaces/{ID}/projects/", query=OFFSET_QUERY, answer=PROJECT, paged="meta"),
     Endpoint("POST", rf"workspaces/{ID}/projects/", body=Shape({"title": STR}, {"description": STR}), answer=PROJECT,
              statuses=frozenset({201})),
-    Endpoint("GET", rf"projects/{ID}/studies/", query=LIST_QUERY, answer=STUDY, paged="links"),
+    Endpoint("GET", rf"projects/{ID}/studies/", query=PAGE_QUERY, answer=STUDY, paged="links"),
     Endpoint("POST", r"study-cost-calculator/", body=Shape({"reward": INT, "total_available_places": INT}),
              answer=Shape({"total_cost": NUMBER})),
     Endpoint("POST", r"studies/", body=Shape({k: CREATE_STUDY[k] for k in (
@@ -160,7 +173,7 @@ ENDPOINTS = [
     Endpoint("DELETE", rf"studies/{ID}/", statuses=frozenset({204})),
     Endpoint("POST", rf"studies/{ID}/transition/", body=Shape({"action": STR}), answer=STUDY,
              check=_one_of("action", {"PUBLISH", "START", "PAUSE", "STOP"})),
-    Endpoint("GET", r"submissions/", query=LIST_QUERY | {"study"}, answer=SUBMISSION, paged="links"),
+    Endpoint("GET", r"submissions/", query=PAGE_QUERY | {"study"}, answer=SUBMISSION_ITEM, paged="links"),
     Endpoint("GET", rf"submissions/{ID}/", answer=SUBMISSION),
     Endpoint("POST", rf"submissions/{ID}/transition/", body=Shape({"action": STR}, {
         "message": STR, "rejection_category": STR, "completion_code": STR, "completion_code_data": DICT}),
@@ -168,7 +181,7 @@ ENDPOINTS = [
     Endpoint("POST", r"submissions/bonus-payments/", body=Shape({"study_id": STR, "csv_bonuses": STR}),
              answer=BONUS_SETUP, statuses=frozenset({201}), check=_bonus_csv),
     Endpoint("POST", rf"bulk-bonus-payments/{ID}/pay/", statuses=frozenset({202})),
-    Endpoint("GET", r"participant-groups/", query=LIST_QUERY | {"workspace_id", "project_id", "active"},
+    Endpoint("GET", r"participant-groups/", query=OFFSET_QUERY | {"workspace_id", "project_id", "active"},
              answer=GROUP, paged="links"),
     Endpoint("POST", r"participant-groups/", body=Shape({"name": STR}, {
         "workspace_id": STR, "description": STR, "participant_ids": LIST}), answer=GROUP, statuses=frozenset({201})),

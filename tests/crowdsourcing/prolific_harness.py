@@ -91,21 +91,29 @@ def scale_overrides(items: Path, task_name: str) -> list[str]:
 def submit_scale_unit(run, pid: str) -> Finished:
     """``pid`` arrives from Prolific, rates the unit's item, submits and is sent back to Prolific."""
     run.register(pid)
+    return submit_static_unit(run, pid, scale_answers)
+
+
+def scale_answers(inputs: dict) -> dict:
+    """A whole, valid scale_designs submission for the unit's ``inputs``."""
     prior = {"prior_experience_evaluating": False, "prior_experience_agents": True}
-    return submit_static_unit(run, pid, lambda inputs: {"ratings": {
-        item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
-                          for c in ("readability", "coherence")}
-        for item in inputs["shown"]}, "prior_experience": prior, "duration": 5.0, "item_durations": {}})
+    return {"ratings": {item["item_id"]: {c: {"values": {r["key"]: 50 for r in item["responses"]}}
+                                          for c in ("readability", "coherence")}
+                        for item in inputs["shown"]},
+            "prior_experience": prior, "duration": 5.0, "item_durations": {}}
 
 
-def submit_static_unit(run, pid: str, final_data) -> Finished:
-    """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``)."""
+def submit_static_unit(run, pid: str, final_data, on_prolific: bool = True) -> Finished | None:
+    """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``;
+    not ``on_prolific``: someone who never came from Prolific, None)."""
     agent = run.unit_agent(pid)
+    # the agent is in the database before the worker pool holds it; a submission before then is refused
+    run.wait(lambda: run.live_run.worker_pool.get_agent_for_id(agent.get_agent_id()) is not None, what=f"{pid}'s agent")
     run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what=f"{pid}'s unit data")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
-    return finish(run, pid)
+    return finish(run, pid) if on_prolific else None
 
 
 @dataclass(frozen=True)

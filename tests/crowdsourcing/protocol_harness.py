@@ -150,7 +150,7 @@ class CliRun:
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
         self.url, self.router_pid, end = None, None, time.time() + 180
         while time.time() < end and (self.url is None or self.router_pid is None):
-            text = self.log_path.read_text()
+            text = self.log()
             self.url = self.url or (re.search(r"Open (http://\S+) in your browser", text) or [None, None])[1]
             pid = re.search(r"Server running locally with pid (\d+)", text)
             self.router_pid = self.router_pid or (int(pid[1]) if pid else None)
@@ -165,6 +165,13 @@ class CliRun:
         return re.sub(r"worker_id=[^&]+", f"worker_id={worker}", self.url)
 
     def log(self) -> str:
+        """What the launch printed in the terminal, then its log file's lines (Mephisto's, the router's: the
+        file its first line names, platform/launch_log.py)."""
+        text = self.log_path.read_text()
+        named = re.search(r"messages go to (\S+\.log)", text)
+        return text + (Path(named[1]).read_text(errors="replace") if named and Path(named[1]).is_file() else "")
+
+    def terminal(self) -> str:
         return self.log_path.read_text()
 
     def export(self, task_name: str, out: Path) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Issue 30: adaptive collection with an LLM judge (crowdsourcing/platform/adaptive_judge.py): items for
+"""Issue 30: adaptive collection with an LLM judge (crowdsourcing/platform/adaptive/judge.py): items for
 people are drawn from the judge's pool with its uncertainty's probabilities, each judgment feeds its
 pair's PPI e-process with that probability, and a claim is certified by that e-process."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.crowdsourcing.platform.adaptive_judge import JudgedLedger, JudgePools
+from parlai_dialeval.crowdsourcing.platform.adaptive.judge import JudgedLedger, JudgePools
 from parlai_dialeval.testing.ports import free_port
 
 
@@ -75,7 +75,7 @@ def test_an_export_of_actively_drawn_judgments_gives_certify_the_launchs_e_proce
     """The launch's draws carry their probabilities into the export (data/schema.py's DRAW_FIELDS);
     `certify --judge` on those records weights each judgment as the live ledger did, so both e-processes
     are the same; a uniform reading of the same records (the fields dropped) is not."""
-    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    from parlai_dialeval.adaptive.ppi_certification import certify_with_judge
     from parlai_dialeval.data.schema import DRAW_FIELDS
 
     pools = JudgePools(design(), judge_records(), floor=0.5)
@@ -113,7 +113,7 @@ def test_a_judge_that_answered_no_design_item_is_refused():
 def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(tmp_path, monkeypatch):
     import json
 
-    from parlai_dialeval.analysis.ppi_certification import certify_with_judge
+    from parlai_dialeval.adaptive.ppi_certification import certify_with_judge
     from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
     from parlai_dialeval.data import from_records, write_jsonl
 

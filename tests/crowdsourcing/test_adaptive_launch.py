@@ -17,7 +17,7 @@ import pytest
 
 from parlai_dialeval.adaptive.allocation import Uniform
 from parlai_dialeval.adaptive.simulate import run_study
-from parlai_dialeval.crowdsourcing.platform import adaptive_controller
+from parlai_dialeval.crowdsourcing.platform.adaptive import controller as adaptive_controller
 from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DialevalError

@@ -1,4 +1,4 @@
-"""What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive_controller.py
+"""What an adaptive launch counts as evidence (crowdsourcing/platform/adaptive/controller.py
 ``outcomes``): one outcome per cluster (the votes on one item), oriented to the pair's first model by name: a comparison
 alone on its item, a PW-Turn conversation's per-turn votes or several workers' votes on one prompt each
 one outcome, their mean; automatic ties and onboarding left out. Expected values by hand."""
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.crowdsourcing.platform.adaptive_controller import outcomes, within_cap
+from parlai_dialeval.crowdsourcing.platform.adaptive.controller import outcomes, within_cap
 
 
 def comparison(a, b, choice, **extra):

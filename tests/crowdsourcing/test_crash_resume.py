@@ -53,7 +53,8 @@ def test_kill_9_under_twenty_workers_loses_and_doubles_nothing(tmp_path):
     port = free_port()
     overrides = ["conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=crash_lc",
                  f"mephisto.blueprint.num_conversations={WORKERS}", "mephisto.task.max_num_concurrent_units=0",
-                 f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0"]
+                 f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0",
+                 "mephisto.blueprint.router_claims_per_source=0"]  # twenty workers from one address
     run = CliRun("live_chat_da", tmp_path, overrides)
     clients = [PageClient(f"crash{i:02d}", port, INPUTS, think=0.5, deadline=time.time() + 900)
                for i in range(WORKERS)]

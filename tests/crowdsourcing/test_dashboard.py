@@ -74,6 +74,28 @@ def test_quality_puts_failing_participants_first():
     assert {r["check"] for r in summary.quality(None, records)} == {"n/a"}
 
 
+def test_a_participant_who_disconnected_did_not_submit_rather_than_failed():
+    """Issue 40 item 1: worker_2 rated one chat of six and disconnected; the live-chat check (run on submitted
+    HITs only) has no row for them. Before: check '-', work '1 complete, 5 incomplete', no state."""
+    reached = {"reached": True}
+    records = [conversation("a", "w1", "m", submission="submitted", meta=reached),
+               conversation("b", "w2", "m", submission="disconnected", unit="2", meta=reached),
+               conversation("c", "w2", "n", status="incomplete", submission="disconnected", unit="2", meta=reached),
+               *(conversation(f"d{k}", "w2", "n", status="incomplete", submission="disconnected", unit="2",
+                              meta={"reached": False}) for k in range(4)),
+               conversation("e", "w3", "m", submission="working", unit="3", meta=reached),
+               conversation("f", "w3", "n", status="incomplete", submission="working", unit="3",
+                            meta={"reached": False})]
+    checks = pd.DataFrame({"worker_id": ["w1"], "p_value": [0.01], "passed": [True], "note": [""]})
+    rows = {r["worker"]: r for r in summary.quality(checks, records)}
+    assert (rows["w2"]["state"], rows["w2"]["check"]) == ("did not finish: disconnected", "did not submit")
+    assert rows["w2"]["work"] == {"complete": 1, "incomplete": 1, "not started": 4}
+    assert (rows["w3"]["state"], rows["w3"]["check"], rows["w3"]["note"]) == ("in progress", "-",
+                                                                             "checked once they submit")
+    assert rows["w3"]["work"] == {"complete": 1, "not started": 1}
+    assert (rows["w1"]["state"], rows["w1"]["check"]) == ("done", "pass")
+
+
 def test_onboarding_results_and_their_place_in_the_quality_table():
     assert summary.onboarding_result(["rejected", "approved"]) == "passed"
     assert summary.onboarding_result(["approved", "rejected"]) == "passed"  # passed once is enough for Mephisto
@@ -208,6 +230,13 @@ def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
     assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
 
 
+def test_the_quality_table_says_where_each_participant_stands_and_what_the_p_value_means(client):
+    """Issue 40: 'pass, p-value 0.000309' was unexplained and a participant's state unknown."""
+    client.get(f"/?token={SECRET}")
+    page = client.get("/").get_data(as_text=True)
+    assert "<th>state</th>" in page and "The p-value is the chance that ratings would favour the real bots" in page
+
+
 def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
     client.post("/login", data={"token": SECRET})
     page = client.get(worker_path()).get_data(as_text=True)
@@ -300,7 +329,7 @@ def test_overview_of_an_adaptive_run_shows_ranking_evidence_and_the_certify_plot
     with app.test_client() as web:
         web.post("/login", data={"token": SECRET})
         page = web.get("/").get_data(as_text=True)
-        assert "Adaptive collection: certified" in page and "good &gt; bad" in page and "5e+06" in page
+        assert "Adaptive collection: certified" in page and "<bdi>good</bdi> &gt; <bdi>bad</bdi>" in page and "5e+06" in page
         png = web.get("/plot/certify.png")
         assert png.status_code == 200 and png.data.startswith(b"\x89PNG")
 

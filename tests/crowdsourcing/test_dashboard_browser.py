@@ -47,8 +47,8 @@ class DashboardLaunch(CliRun):
         while time.time() < end and self.proc.poll() is None and not (self.router_pid and self.dashboard):
             found = re.search(r"Server running locally with pid (\d+)", self.log())
             self.router_pid = int(found[1]) if found else None
-            found = re.search(r"Dashboard: (http://127\.0\.0\.1:\d+/)\?token=(\S+)", self.log())
-            self.dashboard = (found[1], found[2]) if found else None
+            found = re.search(r"Dashboard: (http://127\.0\.0\.1:\d+/) \(sign in with the token in (\S+),", self.log())
+            self.dashboard = (found[1], Path(found[2]).read_text().strip()) if found else None
             time.sleep(0.5)
         studies = [s for s in fake.state.studies.values() if s["status"] == "ACTIVE"]
         if not (self.dashboard and studies):
@@ -192,7 +192,7 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
         finally:
             launch.stop()
         assert dialogs == []  # no script of a participant ran in the researcher's page
-        assert TOKEN not in launch.log()
+        assert TOKEN not in launch.log() and token not in launch.log()  # the dashboard's token: in its file only
 
         # the same decisions where `dialeval review` keeps them, and on (fake) Prolific, once
         review = dialeval("review", TASK, "--mephisto-data", str(data)).stdout
@@ -217,7 +217,8 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
             line = later.stdout.readline()
             while line and "Dashboard:" not in line:
                 line = later.stdout.readline()
-            url = re.search(r"(http://\S+\?token=\S+)", line)[1]
+            found = re.search(r"(http://\S+) \(sign in with the token in (\S+),", line)  # not printed into a log
+            url = f"{found[1]}?token={Path(found[2]).read_text().strip()}"
             assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
             with httpx.Client(follow_redirects=True) as client:
                 page = client.get(url).text

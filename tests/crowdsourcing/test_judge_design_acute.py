@@ -1,5 +1,5 @@
 """Issue 30: `dialeval judge --design <the ACUTE launch's overrides> --protocol acute` judges the conversation
-pairs an ACUTE launch will deal (judge/design.py over acute/task.py's ``fixed_design``), so an adaptive launch
+pairs an ACUTE launch will deal (platform/adaptive/judge_design.py over acute/task.py's ``fixed_design``), so an adaptive launch
 with ``adaptive_judge=`` finds the judge's answer on every item of its pool; end to end (slow), `certify --judge`
 on that launch's export bets as the launch did."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from parlai_dialeval.cli import main
-from parlai_dialeval.crowdsourcing.platform.adaptive_launch import attach
+from parlai_dialeval.crowdsourcing.platform.adaptive.launch import attach
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.config import compose
 from parlai_dialeval.crowdsourcing.platform.registry import get_task

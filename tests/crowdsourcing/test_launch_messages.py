@@ -2,6 +2,7 @@
 naming the problem and what is valid, never a traceback."""
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -70,3 +71,51 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path):
     assert never.returncode == 2 and "Traceback" not in never.stderr
     assert never.stderr.strip() == (f"dialeval: error: no task named 'never_ran': nothing was ever launched with "
                                     f"data directory {data} (no database.db); give the launch's --mephisto-data")
+
+
+@pytest.mark.slow
+def test_launch_ends_with_one_banner_and_keeps_the_libraries_chatter_in_its_log(tmp_path):
+    """Issue 40 item 2: the terminal had ten `Mock task launched: ...worker_id=x` lines, three copies of a
+    `trivia.yml ... skipped` warning and the router's lines around the one URL to open."""
+    import socket
+
+    from .protocol_harness import CliRun
+
+    with socket.socket() as sock:  # a free port, taken at run time
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = CliRun("live_chat_da", tmp_path, [f"mephisto.architect.port={port}"])
+    try:
+        terminal = run.terminal()
+    finally:
+        run.stop()
+    log_file = re.search(r"messages go to (\S+\.log)", terminal)[1]
+    log = open(log_file).read()
+    for chatter in ("Mock task launched", "trivia.yml", "Server running locally", "Creating a task run"):
+        assert chatter not in terminal and chatter in log, chatter
+    banner = terminal[terminal.index("is running"):]
+    assert re.search(rf"Participants: Open http://localhost:{port}/\?worker_id=worker_1&assignment_id=1 in your "
+                     "browser", banner)
+    assert "Stop: Ctrl-C" in banner and f"Log: {log_file}" in banner
+    assert len(terminal.splitlines()) <= 10, terminal
+    assert "Saved in" in run.terminal()  # what the stop says reaches the terminal too
+
+
+def test_launch_log_keeps_a_secret_line_out_of_the_file_and_everything_else_in(tmp_path, capfd):
+    """The banner's dashboard line may hold the token: it reaches the terminal, the log gets it without."""
+    import os
+    import subprocess as sp
+
+    from parlai_dialeval.crowdsourcing.platform import launch_log
+
+    path = tmp_path / "logs" / "launch.log"
+    with launch_log.output_to(path):
+        print("library chatter")
+        sp.run(["echo", "a child process"], check=True)
+        os.write(2, b"stderr chatter\n")
+        launch_log.say("Dashboard: http://x/?token=SECRET", "Dashboard: http://x/ (token shown in the terminal only)")
+    terminal = capfd.readouterr().out
+    log = path.read_text()
+    assert terminal == "Dashboard: http://x/?token=SECRET\n"
+    assert "SECRET" not in log and "(token shown in the terminal only)" in log
+    assert all(line in log for line in ("library chatter", "a child process", "stderr chatter"))

@@ -243,3 +243,55 @@ def test_ice_breaker_mode_prescribes_a_persona_statement_as_the_topic(tmp_path):
     # the prescribed statement is the topic, whatever the page sent
     assert conv["topic"] == models[model]["persona"][0] and conv["persona"] == conv["topic"]
     assert conv["topic_attitude"] == "ambivalent"
+
+
+def test_a_worker_who_disconnects_is_counted_as_not_finishing_not_as_failing(tmp_path):
+    """Issue 40 item 1 end to end: W1 finishes and submits, W2 rates one chat and disconnects. The report,
+    workers.csv and the dashboard count W2 as not having submitted; before, the report said "2 workers
+    submitted 2 assignments ... 1 workers (50.0%) passed" and workers.csv had W2 failing."""
+    import socket
+
+    import pandas as pd
+
+    from parlai_dialeval.crowdsourcing.live_chat_da.quality import worker_checks
+    from parlai_dialeval.dashboard import summary
+    from parlai_dialeval.scripts.analyze_live_chat import run_analysis
+
+    with socket.socket() as sock:  # a free port, taken at run time
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = launch(tmp_path, port, {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}, min_inputs=1)
+    try:
+        finisher, leaver = MockWorker(run, "W1"), MockWorker(run, "W2")
+        plan = [c["model"] for c in finisher.record()["conversations"]]
+        for slot, model in enumerate(plan):
+            finisher.chat(slot, 1)
+            finisher.rate(slot, [5] * 7 if model == "qc" else [80] * 7)
+        finisher.wait_phase("feedback")
+        finisher.send({"action": "feedback", "feedback": "fine"})
+        finisher._wait(lambda: finisher.record()["finished"])
+        finisher.server.submit_mock_unit(finisher.agent_id, {"final_data": {}})
+        finisher._wait(lambda: finisher.agent.get_status() == "completed")
+        leaver.chat(0, 1)
+        leaver.rate(0, [60] * 7)
+        leaver.wait_phase("topic", 1)
+        leaver.server.disconnect_mock_agent(leaver.agent_id)
+        leaver._wait(lambda: leaver.agent.get_status() == "disconnect")
+        report, data, lines = export_records(run, tmp_path)
+    finally:
+        run.shutdown()
+    assert {c["worker_id"]: c["submission"] for c in lines if c["type"] == "conversation"} == {
+        "W1_sandbox": "submitted", "W2_sandbox": "disconnected"}
+    out = tmp_path / "report"
+    got = run_analysis({"data": [str(tmp_path / "export.jsonl")], "out": str(out)}, log=lambda *_: None)
+    assert (got["n_workers"], got["n_workers_passed"], got["n_assignments"]) == (1, 1, 1)
+    assert got["assignments_not_submitted"] == {"disconnected": 1} and got["n_workers_not_submitted"] == 1
+    workers = pd.read_csv(out / "workers.csv", keep_default_na=False).set_index("worker_id")["outcome"].to_dict()
+    assert workers == {"W1_sandbox": "passed quality control", "W2_sandbox": "did not submit: disconnected"}
+    assert "1 workers submitted 1 assignments" in (out / "report.html").read_text()
+    rows = {r["worker"]: r for r in summary.quality(worker_checks(lines), lines)}
+    assert (rows["W1_sandbox"]["state"], rows["W1_sandbox"]["check"]) == ("done", "pass")
+    assert (rows["W2_sandbox"]["state"], rows["W2_sandbox"]["check"]) == ("did not finish: disconnected",
+                                                                         "did not submit")
+    # slot 1 showed its topic choice, no chat began: it and the two after it are not started, not incomplete
+    assert rows["W2_sandbox"]["work"] == {"complete": 1, "not started": 3}

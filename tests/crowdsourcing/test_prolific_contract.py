@@ -3,20 +3,23 @@ against our client AND our fake: every endpoint we use is driven through ``Proli
 and every request and answer must fit the contract, so a field either side invents fails. Every other
 Prolific test checks its own traffic the same way (the ``fake`` fixture of prolific_harness.py).
 
-Pagination: the fake pages at 20 like Prolific; every list read must follow the pages (``page``/
-``page_size`` until ``_links.next`` is null, or ``meta.count``); a client reading only the first page fails
-``check_pagination``, which the last test shows."""
+Pagination: the fake pages at 20 like Prolific, each list its own way (``page``/``page_size`` or
+``limit``/``offset``, ignoring the other); every list read must follow the pages until ``_links.next`` is
+null or ``meta.count`` items are read; a client reading only the first page, or any one list the wrong way,
+fails ``check_pagination`` and the contract."""
 from __future__ import annotations
 
-import httpx
+import re
+
 import pytest
 
+from parlai_dialeval.providers.prolific import api
 from parlai_dialeval.providers.prolific.api import ProlificClient
-from parlai_dialeval.providers.prolific.fake import PAGE_SIZE
+from parlai_dialeval.providers.prolific.fake import API, PAGE_SIZE, ApiError
 from parlai_dialeval.providers.prolific.study import find_or_create
 from parlai_dialeval.testing.ports import free_port
 
-from .prolific_contract import ENDPOINTS, endpoint, violations
+from .prolific_contract import ENDPOINTS, endpoint, problems, violations
 from .prolific_harness import TOKEN, ProlificMockRun, fake_prolific, register, scale_items, scale_overrides
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 
@@ -86,6 +89,28 @@ def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F
     used = {(e.method, e.path) for e in (endpoint(c["method"], c["path"]) for c in fake.state.calls)}
     # the whole contract was driven
     assert [f"{e.method} {e.path}" for e in ENDPOINTS if (e.method, e.path) not in used] == []
+
+
+def test_a_submission_and_a_list_item_are_told_apart(fake):  # noqa: F811
+    """``GET submissions/{id}/`` names the participant ``participant`` and carries ``bonus_payments``; an item of
+    ``GET submissions/`` names it ``participant_id`` and carries no bonus payments (docs "Retrieve a submission"
+    and "List submissions"; Dallinger reads ``participant`` from the one and ``participant_id`` from the other).
+    Code reading the wrong field fails here (KeyError), and a fake answering the wrong shape fails the
+    contract."""
+    client = _client(fake)
+    study = _study(fake)
+    _submit(fake, study["id"], "PID_1")
+    (item,) = client.submissions(study["id"])
+    single = client.submission(item["id"])
+    assert item["participant_id"] == single["participant"] == "PID_1"
+    assert "participant_id" not in single and "bonus_payments" not in item and single["bonus_payments"] == []
+    call = next(c for c in fake.state.calls if c["path"].endswith(f"submissions/{item['id']}/"))
+    assert problems(dict(call, answer=dict(single, participant_id="PID_1"))) == [
+        f"GET {call['path']}: answer: field 'participant_id' is not in the contract"]
+    listed = next(c for c in fake.state.calls if c["path"].endswith("/submissions/"))
+    wrong = dict(listed["answer"], results=[dict(item, bonus_payments=[])])
+    assert problems(dict(listed, answer=wrong)) == [
+        f"GET {listed['path']}: item: field 'bonus_payments' is not in the contract"]
 
 
 def test_complete_needs_a_researcher_code_of_the_study(fake):  # noqa: F811
@@ -167,21 +192,54 @@ def check_pagination(client, fake) -> None:  # noqa: F811
 def test_every_list_read_follows_the_pages(fake):  # noqa: F811
     check_pagination(_client(fake), fake)
     assert violations(fake.state.calls) == []
-    # the fake pages at 20 like Prolific, whatever page_size asks, and a page past the end is a 404
-    answer = httpx.get(fake.api_base_url + "submissions/", params={"study": fake.state.submissions[
-        next(iter(fake.state.submissions))]["study_id"], "page_size": 100}, headers={"Authorization": f"Token {TOKEN}"})
-    assert len(answer.json()["results"]) == PAGE_SIZE == 20 and answer.json()["_links"]["next"]["href"]
-    assert httpx.get(fake.api_base_url + "workspaces/", params={"page": 9},
-                     headers={"Authorization": f"Token {TOKEN}"}).status_code == 404
 
 
-def test_a_client_reading_only_the_first_page_fails_the_pagination_checks(fake):  # noqa: F811
-    class FirstPageOnly(ProlificClient):
-        def results(self, path, params=None):
-            return self.call("GET", path, params=params)["results"]
+def _list(fake, path: str, **query) -> dict:  # noqa: F811
+    """A list's answer straight from the fake's state (not logged: a wrong query would fail the fixture)."""
+    return fake.state.handle("GET", API + path, {k: [str(v)] for k, v in query.items()}, {}, TOKEN)
 
-    with pytest.raises(AssertionError):
-        check_pagination(_client(fake, FirstPageOnly), fake)
+
+def test_each_list_pages_its_own_way_and_ignores_the_other_way(fake):  # noqa: F811
+    """Submissions and a project's studies page by number (docs "List submissions"; Dallinger); workspaces,
+    projects and participant groups by limit/offset (Prolific's CLI; Dallinger's "?limit=1000"). The fake
+    gives at most 20 a page, whatever is asked, and ignores the other scheme's parameters as Prolific does."""
+    study = _study(fake)
+    for k in range(25):
+        _submit(fake, study["id"], f"PID_{k:02d}")
+        fake.state.add_workspace(f"lab {k}")
+    first = _list(fake, "submissions/", study=study["id"], page_size=100)
+    assert len(first["results"]) == PAGE_SIZE == 20 and first["_links"]["next"]["href"]
+    assert _list(fake, "submissions/", study=study["id"], limit=20, offset=20)["results"] == first["results"]
+    assert len(_list(fake, "submissions/", study=study["id"], page=2)["results"]) == 5
+    with pytest.raises(ApiError) as past:
+        _list(fake, "submissions/", study=study["id"], page=9)
+    assert past.value.status == 404
+    workspaces = _list(fake, "workspaces/")
+    assert len(workspaces["results"]) == 20 and workspaces["meta"] == {"count": 26} and "_links" not in workspaces
+    assert _list(fake, "workspaces/", page=2, page_size=10) == workspaces
+    assert [w["title"] for w in _list(fake, "workspaces/", limit=5, offset=21)["results"]] == [
+        f"lab {k}" for k in range(20, 25)]
+    assert _list(fake, "workspaces/", offset=99)["results"] == []  # past the end: empty, not a 404
+
+
+LISTS = ["workspaces/", "workspaces/{ws}/projects/", "participant-groups/", "submissions/",
+         "projects/{project}/studies/"]
+
+
+@pytest.mark.parametrize("wrong", LISTS)
+def test_a_list_read_with_the_wrong_scheme_fails_the_contract(wrong, monkeypatch):
+    """One list paged the other way (page/page_size where Prolific takes limit/offset, or the reverse):
+    items past the first page are lost (the same page comes back) and the request breaks the contract."""
+    offset_paged = {"workspaces/", "workspaces/{ws}/projects/", "participant-groups/"}
+    flipped = offset_paged ^ {wrong}
+    pattern = "|".join(p.replace("{ws}", "[^/]+").replace("{project}", "[^/]+") for p in flipped)
+    monkeypatch.setattr(api, "OFFSET_PAGED", re.compile(pattern))
+    with fake_prolific() as server:  # its own fake: the fixture's would fail on the violations made here
+        with pytest.raises(AssertionError):
+            check_pagination(_client(server), server)
+        found = violations(server.state.calls)
+    scheme = "page" if wrong in offset_paged else "offset"  # what the wrong client sends
+    assert any(f"query '{scheme}' not taken" in line for line in found), found
 
 
 @pytest.mark.slow

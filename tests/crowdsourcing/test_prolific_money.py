@@ -46,7 +46,7 @@ class Ledger:
         self.db = SimpleNamespace(get_datastore_for_provider=lambda kind: self.store)
         self.agent = SimpleNamespace(task_run_id="1", submission_id=lambda: sub["id"], get_status=lambda: "completed",
                                      get_worker=lambda: SimpleNamespace(worker_name="PID_A"))
-        self.submission = sub["id"]
+        self.submission, self.study = sub["id"], study["id"]
 
     def pay(self, amount="0.50", reason="careful work"):
         return bonus.pay(self.db, self.agent, amount, reason)
@@ -61,11 +61,13 @@ class Ledger:
         return self.store.decisions(kind="bonus", reason=reason)[0]["state"]
 
     def review(self) -> dict:
-        """What `dialeval review` does first: settle the ambiguous bonuses from Prolific's records."""
-        with self.fake.state.lock:
-            self.fake.state.show_paid_bonuses()
-            sub = dict(self.fake.state.submissions[self.submission])
-        return bonus.settle_all(self.store, [sub])
+        """What `dialeval review` does first: read the study's submissions (a list, whose items carry no
+        ``bonus_payments``) and settle the ambiguous bonuses from Prolific's records."""
+        client = api.ProlificClient(self.fake.api_base_url, TOKEN, max_retries=0)
+        try:
+            return bonus.settle_all(self.store, client, client.submissions(self.study))
+        finally:
+            client.close()
 
 
 @pytest.fixture
@@ -175,7 +177,9 @@ def test_crash_between_pay_and_ledger(ledger_for, monkeypatch):
 
 
 def test_refused_pay_is_not_paid_and_may_be_sent_again(ledger_for):
-    ledger = ledger_for(balance=10)  # 0.10 GBP: the bonus and its fees do not fit
+    # the study's place holds 2.67 GBP (2.00 + fees) once published: 0.10 GBP is left, the bonus and its fees
+    # do not fit
+    ledger = ledger_for(balance=277)
     with pytest.raises(api.ProlificRequestError, match="insufficient balance"):
         ledger.pay()
     assert ledger.state() == "failed" and ledger.paid() == []

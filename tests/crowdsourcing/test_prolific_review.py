@@ -156,3 +156,16 @@ def test_review_and_register_help_explain_every_option(capsys):
             main([command, "--help"])
         out = " ".join(capsys.readouterr().out.split())  # unwrapped
         assert exited.value.code == 0 and all(option in out for option in options), out
+
+
+def test_a_participant_who_did_not_submit_is_not_failed_in_the_review_table():
+    """Issue 40 item 1: the live-chat check has no row for a participant who disconnected; the review table
+    says they did not submit (not '-' as if pending, never 'fail')."""
+    from parlai_dialeval.providers.prolific.review import qc_of
+
+    passed = {"ann": True, "bob": False}
+    assert [qc_of(p, passed, "", "completed") for p in ("ann", "bob")] == ["pass", "fail"]
+    assert [qc_of("cat", passed, "", s) for s in ("disconnect", "returned", "timeout", "expired")] == \
+        ["did not submit"] * 4
+    assert [qc_of("cat", passed, "", s) for s in ("in task", "completed")] == ["-", "-"]
+    assert qc_of("cat", passed, "no worker quality check", "disconnect") == "n/a"

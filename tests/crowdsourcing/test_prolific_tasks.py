@@ -112,6 +112,10 @@ def test_acute_unit_via_prolific(tmp_path, fake, monkeypatch):
     finally:
         run.shutdown()
     assert finished == completed_on_prolific(run, "PID_AC_1")
+    from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+
+    records = collect_from_db(run.db, "acute_prolific")[0].records  # onboarding and unit: confirmed on arrival
+    assert any(r.get("onboarding") for r in records) and not any(r.get("unverified") for r in records)
 
 
 def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):

@@ -118,7 +118,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit_half_ch
     try:
         assert run.launched.resume_note.startswith("Resuming task 'lc_resume': its run 1 was interrupted with 0 of 2")
         assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
-        run.register("W1", "REG_2")
+        run.register("W1", "REG_1")  # the same page address: the same registration (the unit is bound to it)
         agent = run.unit_agent("W1")
         shown = run.last_task_data(agent)
         assert (shown["phase"], shown["slot"], shown["inputs"]) == ("chat", 2, 1)  # where they were, mid-chat
@@ -263,9 +263,10 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
     assert agent_status(run, "W2") == ["disconnect", "completed"]
 
 
-def onboard_or_unit(run, worker):
-    """A returning worker passed onboarding already: registering gives them a unit straight away."""
-    run.register(worker, f"REG_{worker}_again")
+def onboard_or_unit(run, worker, registration=None):
+    """A returning worker passed onboarding already: registering (from the same page address: the same
+    registration, to which their unit is bound) gives them a unit straight away."""
+    run.register(worker, registration or f"REG_{worker}")
     return run.unit_agent(worker)
 
 
@@ -298,7 +299,7 @@ def test_sm_eval_resume_carries_on_the_conversation_where_it_stopped(tmp_path):
     run = LaunchedRun("sm_eval", tmp_path, free_port(), overrides)
     try:
         assert "1 worker(s) who were mid-HIT get their HIT back" in run.launched.resume_note
-        agent = onboard_or_unit(run, "W1")
+        agent = onboard_or_unit(run, "W1", "REG_1")
         shown = run.last_task_data(agent)
         assert shown["phase"] == "chat" and shown["history"] == before["history"]  # where they stopped
         seen = run.message_count(agent)

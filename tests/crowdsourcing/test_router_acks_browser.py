@@ -64,6 +64,15 @@ def _say(page, text):
     page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=90000)
 
 
+def _start_chat(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
+    page.fill("#topic-input", "books")
+    page.check("#attitude-like")
+    page.click("[data-testid=start-chat]")
+    page.wait_for_selector("[data-testid=chat-panel]")
+
+
 def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     require_chromium()
     run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={free_port()}",
@@ -76,12 +85,7 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
             # Whether the chat log ever marked a sent message as not yet confirmed (ChatLog.jsx).
             page.add_init_script("new MutationObserver(() => { if (document.querySelector('[data-testid=msg-pending]'))"
                                  " window.dialevalSawPending = true; }).observe(document, {subtree: true, childList: true});")
-            page.goto(run.worker_url("acks_worker"))
-            page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
-            page.fill("#topic-input", "books")
-            page.check("#attitude-like")
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
+            _start_chat(page, run.worker_url("acks_worker"))
             _say(page, LOST)
             _say(page, ACK_LOST)
             _say(page, "and a third one after both reconnects")
@@ -101,3 +105,55 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     human = [t["text"] for r in records if r["type"] == "conversation" for t in r["turns"] if t["speaker"] == "human"]
     assert human == [LOST, ACK_LOST, "and a third one after both reconnects"]
+
+
+QUIETLY_LOST = "this message is lost while the socket stays open"
+
+
+def _quietly_lossy_network(seen: dict):
+    """A websocket route that drops the first packet carrying QUIETLY_LOST and keeps the socket open, as
+    when the server's own link to the router restarted (issue 38): no reconnect tells the page."""
+
+    def route(ws):
+        server = ws.connect_to_server()
+
+        def to_server(message):
+            data = json.loads(message).get("data") or {}
+            if data.get("text") == QUIETLY_LOST:
+                seen["copies"] += 1
+                if seen["copies"] == 1:
+                    return
+            server.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(ws.send)
+        seen["sockets"] += 1
+
+    return route
+
+
+def test_page_resends_an_unconfirmed_message_on_a_socket_that_never_dropped(tmp_path):
+    require_chromium()
+    from parlai_dialeval.testing.real_model import free_port
+
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={free_port()}",
+                                             "mephisto.task.task_name=acks_quiet_browser",
+                                             "mephisto.blueprint.num_conversations=1", "live_chat.seed=0"])
+    seen = {"copies": 0, "sockets": 0}
+    try:
+        with chromium_page(tmp_path) as page:
+            page.route_web_socket(lambda url: url.startswith("ws://"), _quietly_lossy_network(seen))
+            _start_chat(page, run.worker_url("quiet_worker"))
+            _say(page, QUIETLY_LOST)  # answered only once the page sent it again, 8 s later
+            _say(page, "and one after it")
+            page.wait_for_function("document.querySelectorAll('[data-testid=msg-pending]').length === 0",
+                                   timeout=30000)
+    finally:
+        run.stop()
+    assert seen["copies"] >= 2 and seen["sockets"] == 1, seen  # sent again on the one socket it had
+
+    out = tmp_path / "out.jsonl"
+    run.export("acks_quiet_browser", out)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    human = [t["text"] for r in records if r["type"] == "conversation" for t in r["turns"] if t["speaker"] == "human"]
+    assert human == [QUIETLY_LOST, "and one after it"]

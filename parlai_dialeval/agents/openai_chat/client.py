@@ -2,8 +2,8 @@
 
 ``ChatEndpoint`` holds one ``httpx.Client`` (thread-safe, pooled connections) shared by every copy of
 an agent, so simultaneous conversations never queue behind one another. Retries 429 / 5xx / timeouts
-and failed connections with exponential back-off, honouring ``Retry-After``, a bounded number of
-times; every other failure raises ``EndpointError`` at once with a one-line reason. The API key is
+and failed connections as ``parlai_dialeval/retry.py``'s policy says (Retry-After, else jittered back-off),
+a bounded number of times; every other failure raises ``EndpointError`` at once with a one-line reason. The API key is
 read from the environment variable named in the settings and lives only in the client's headers
 (never in opts or messages).
 
@@ -18,7 +18,6 @@ in ``Completion.quirks``: ``max_completion_tokens`` for servers refusing ``max_t
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.retry import RetryPolicy, retry_after_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -95,21 +95,6 @@ def read_api_key(env_name: str) -> str | None:
     return key
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """``Retry-After`` as seconds: either a number or an HTTP date (RFC 9110 10.2.3)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def parse_completion(payload: Any) -> tuple[str, str | None, int | None, int | None, str | None, str | None]:
     """(text, finish_reason, prompt_tokens, completion_tokens, model, reasoning) of a chat-completions reply."""
     if not isinstance(payload, dict):
@@ -155,6 +140,8 @@ class ChatEndpoint:
         if not settings.model:
             raise EndpointError("openai_chat needs --endpoint-model (the model name the server serves)")
         self.settings = settings
+        self.retry = RetryPolicy(backoff=settings.backoff, max_backoff=MAX_RETRY_AFTER,
+                                 max_retry_after=MAX_RETRY_AFTER)
         headers = {"Content-Type": "application/json"}
         key = read_api_key(settings.api_key_env)
         if key:
@@ -184,12 +171,12 @@ class ChatEndpoint:
                 done = self._request(request, start, attempt, on_text)
             except httpx.TimeoutException as error:
                 reason = f"no reply within {self.settings.timeout:g} s ({type(error).__name__})"
-                wait = None
+                retry_after = None
             except httpx.TransportError as error:  # refused or reset connections: often a busy server
                 if last:
                     raise EndpointError(f"{self.url} is unreachable: {type(error).__name__}: {error} "
                                         f"(tried {attempts} times)") from error
-                reason, wait = f"connection failed: {type(error).__name__}: {error}", None
+                reason, retry_after = f"connection failed: {type(error).__name__}: {error}", None
             else:
                 if isinstance(done, Completion):
                     done.quirks = quirks + done.quirks
@@ -203,12 +190,13 @@ class ChatEndpoint:
                     raise EndpointError(f"{self.url}: model {self.settings.model!r} not found ({reason})")
                 if response.status_code not in RETRY_STATUS:
                     raise EndpointError(f"{self.url} refused the request ({reason})")
-                wait = retry_after_seconds(response.headers.get("Retry-After"))
+                retry_after = response.headers.get("Retry-After")
             if last:
                 raise EndpointError(f"{self.url} failed {attempts} times, last: {reason}")
-            delay = self.settings.backoff * 2 ** (attempt - 1) if wait is None else wait
-            if delay > MAX_RETRY_AFTER:
-                raise EndpointError(f"{self.url} asks to retry after {delay:.0f} s ({reason}); giving up this turn")
+            delay = self.retry.wait(attempt, retry_after)
+            if delay is None:
+                asked = retry_after_seconds(retry_after)
+                raise EndpointError(f"{self.url} asks to retry after {asked:.0f} s ({reason}); giving up this turn")
             logger.warning("%s: %s; retry %d/%d in %.1f s", self.url, reason, attempt, attempts - 1, delay)
             sleep(delay)
 

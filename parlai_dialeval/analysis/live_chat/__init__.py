@@ -22,7 +22,7 @@ the report. Every step follows the paper unless ``LiveChatConfig`` says otherwis
    characters and words of worker inputs (Table 12).
 
 Modules: ``settings`` (options, resolved settings, result, study choice), ``prepare`` (steps 1-2),
-``engine`` (the batched Mann-Whitney / t tests that step 3 runs per worker, equal to scipy's
+``two_sample_tests`` (the batched Mann-Whitney / t tests that step 3 runs per worker, equal to scipy's
 ``mannwhitneyu(method="auto")`` called once per worker), ``steps`` (3-7), ``descriptive`` (8) and
 ``pipeline`` (``analyze``, all of them in order).
 """
@@ -34,14 +34,15 @@ import importlib
 # ``settings`` for a command's options, does not load the statistics of the others.
 _WHERE = {
     "AGREEMENT_BY": "settings", "CORRECTIONS": "settings", "CheckedWorkers": "pipeline", "HUMAN": "settings",
-    "LiveChatConfig": "settings", "LiveChatResult": "settings", "QC_TESTS": "settings", "SIG_TESTS": "settings",
+    "LiveChatConfig": "settings", "LiveChatResult": "settings", "NOT_SUBMITTED": "descriptive", "QC_TESTS": "settings", "SIG_TESTS": "settings",
     "Settings": "settings", "add_z": "prepare", "analyze": "pipeline", "check_workers": "pipeline",
     "conversation_scores": "steps", "criteria_correlations": "steps", "durations": "descriptive",
-    "group_sd": "prepare", "grouped_test": "engine", "input_lengths": "descriptive",
+    "group_sd": "prepare", "grouped_test": "two_sample_tests", "input_lengths": "descriptive",
     "pairwise_significance": "steps", "prepare_ratings": "prepare", "quality_control": "steps",
     "rater_agreement": "steps", "resolve_settings": "settings", "reverse": "prepare", "select_study": "settings",
     "significance_matrix": "steps", "standardise": "prepare", "system_scores": "steps",
-    "topic_attitudes": "descriptive", "two_sample_p": "engine",
+    "topic_attitudes": "descriptive", "two_sample_p": "two_sample_tests", "unsubmitted_assignments": "descriptive",
+    "worker_outcomes": "descriptive",
 }
 
 __all__ = sorted(_WHERE)

@@ -1,5 +1,6 @@
 """Live-chat descriptive tables: durations (Table 1), opening-topic attitudes (Table 2), worker input
-lengths (Table 12), the counts summary and Table 1 itself."""
+lengths (Table 12), the counts summary and Table 1 itself, and what became of each worker (passed or failed
+quality control, or never submitted their HIT)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,56 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parlai_dialeval.analysis.completeness import submitted
 from parlai_dialeval.analysis.live_chat.prepare import is_in
 from parlai_dialeval.analysis.live_chat.settings import HUMAN, Settings
+
+
+# the canonical ``submission`` of a HIT not handed in (data/schema.py SUBMISSIONS), in words
+NOT_SUBMITTED = {"returned": "returned", "disconnected": "disconnected", "timed_out": "timed out",
+                 "working": "still working"}
+
+
+def unsubmitted_assignments(conversations: pd.DataFrame) -> pd.DataFrame:
+    """One row per assignment (HIT) its worker did not submit: assignment_id, worker_id, submission, and its
+    conversations and how many of them were rated (complete). None of it is analysed (completeness.py)."""
+    columns = ["assignment_id", "worker_id", "submission", "conversations", "rated"]
+    if conversations.empty or "submission" not in conversations.columns:
+        return pd.DataFrame(columns=columns)
+    frame = conversations[~submitted(conversations["submission"]).to_numpy()]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    hit = frame["assignment_id"] if "assignment_id" in frame else frame["id"]
+    hit = hit.fillna(frame["id"]).astype(str)
+    status = frame["status"] if "status" in frame else pd.Series("complete", index=frame.index)
+    grouped = pd.DataFrame({"assignment_id": hit, "worker_id": frame["worker_id"].astype(str),
+                            "submission": frame["submission"].astype(str),
+                            "rated": status.fillna("complete").eq("complete")}).groupby("assignment_id", sort=True)
+    return grouped.agg(worker_id=("worker_id", "first"), submission=("submission", "first"),
+                       conversations=("rated", "size"), rated=("rated", "sum")).reset_index()[columns]
+
+
+def worker_outcomes(workers: pd.DataFrame, unsubmitted: pd.DataFrame) -> pd.DataFrame:
+    """workers.csv: every worker who submitted a HIT (quality control's table) and every worker who only
+    started ones they did not submit, with ``outcome`` in words. A worker who submitted nothing has no
+    quality-control result (``passed`` empty): they are not a failure of the check but someone who left."""
+    left = unsubmitted.groupby("worker_id")["submission"].agg(
+        lambda states: ", ".join(f"{n} {NOT_SUBMITTED.get(s, s)}" if n > 1 else NOT_SUBMITTED.get(s, s)
+                                 for s, n in states.value_counts().sort_index().items()))
+    counts = unsubmitted.groupby("worker_id").size()
+    out = workers.copy()
+    out.insert(2, "n_hits_not_submitted", out["worker_id"].map(counts).fillna(0).astype(int))
+    out["passed"] = out["passed"].astype(object)
+    out["outcome"] = np.where(out["passed"].astype(bool), "passed quality control", "failed quality control")
+    noted = out["note"].fillna("").ne("") & ~out["passed"].astype(bool)
+    out.loc[noted, "outcome"] = "failed quality control: " + out.loc[noted, "note"]
+    only_left = [w for w in left.index if w not in set(out["worker_id"])]
+    if only_left:
+        out = pd.concat([out, pd.DataFrame({
+            "worker_id": only_left, "n_hits": 0, "n_hits_not_submitted": [int(counts[w]) for w in only_left],
+            "n_ratings": 0, "p_value": np.nan, "passed": None, "note": "",
+            "outcome": ["did not submit: " + left[w] for w in only_left]})], ignore_index=True)
+    return out.sort_values("worker_id", kind="stable").reset_index(drop=True)
 
 
 def durations(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame:
@@ -148,7 +197,7 @@ def conversation_meta(conversations: pd.DataFrame, conv: pd.DataFrame) -> pd.Dat
 
 
 def summarise(settings: Settings, frame: pd.DataFrame, conv: pd.DataFrame, workers: pd.DataFrame, empty: list[dict],
-             notes: list[str]) -> dict:
+             notes: list[str], unsubmitted: pd.DataFrame | None = None) -> dict:
     qc = set(settings.qc_models)
     genuine = conv[~conv["qc"]]
     empty_genuine = sum(sum(1 for m in item.get("models") or [] if m not in qc) for item in empty)
@@ -162,6 +211,11 @@ def summarise(settings: Settings, frame: pd.DataFrame, conv: pd.DataFrame, worke
         "n_assignments_rated": n_assignments_rated,
         "n_assignments_empty": len(empty),
         "n_assignments_passed": passed_assignments,
+        # HITs started but never submitted, by what became of them; their workers are in no count above
+        "assignments_not_submitted": {} if unsubmitted is None else
+        {s: int(n) for s, n in unsubmitted["submission"].value_counts().sort_index().items()},
+        "n_workers_not_submitted": 0 if unsubmitted is None else
+        len(set(unsubmitted["worker_id"]) - set(workers["worker_id"])),
         "n_workers": n_workers,
         "n_workers_passed": n_passed,
         "worker_pass_rate": n_passed / n_workers if n_workers else None,
@@ -177,6 +231,11 @@ def summarise(settings: Settings, frame: pd.DataFrame, conv: pd.DataFrame, worke
     }
     notes.append("n_dialogues counts the genuine-model (non-QC) conversations that were held and rated; "
                  "n_workers counts every worker who submitted an assignment, empty submissions included.")
+    if summary["assignments_not_submitted"]:
+        notes.append(f"{sum(summary['assignments_not_submitted'].values())} assignment(s) were started but not "
+                     f"submitted ({_states(summary['assignments_not_submitted'])}): none of their ratings is "
+                     f"analysed, and the {summary['n_workers_not_submitted']} worker(s) who submitted nothing else "
+                     "are not counted as failing quality control (workers.csv lists them as 'did not submit').")
     if empty:
         notes.append(f"{len(empty)} empty submission(s) (no conversation or rating) were skipped by the importer; "
                      "their workers count in n_workers (as failing: nothing to test) and the submissions in "
@@ -187,14 +246,25 @@ def summarise(settings: Settings, frame: pd.DataFrame, conv: pd.DataFrame, worke
     return summary
 
 
+def _states(counts: dict) -> str:
+    return ", ".join(f"{n} {NOT_SUBMITTED.get(s, s)}" for s, n in counts.items())
+
+
 def make_table1(summary: dict, table_durations: pd.DataFrame) -> pd.DataFrame:
-    rows = [("workers", summary["n_workers"], summary["n_workers_passed"], summary["worker_pass_rate"]),
-            ("assignments (HITs)", summary["n_assignments"], summary["n_assignments_passed"],
+    """Counts of submitted work and how much of it passed; HITs not submitted are rows of their own, with no
+    pass count (there was no submission to check)."""
+    rows = [("workers who submitted", summary["n_workers"], summary["n_workers_passed"], summary["worker_pass_rate"]),
+            ("assignments (HITs) submitted", summary["n_assignments"], summary["n_assignments_passed"],
              summary["n_assignments_passed"] / summary["n_assignments"] if summary["n_assignments"] else None),
+            *((f"assignments (HITs) not submitted: {NOT_SUBMITTED.get(s, s)}", n, None, None)
+              for s, n in summary.get("assignments_not_submitted", {}).items()),
+            *((("workers who submitted nothing", summary["n_workers_not_submitted"], None, None),)
+              if summary.get("n_workers_not_submitted") else ()),
             ("dialogues (genuine models, rated)", summary["n_dialogues"], summary["n_dialogues_passed"],
              summary["dialogue_pass_rate"])]
     if summary["n_assignments_empty"]:
         total = summary["n_dialogues_incl_empty_submissions"]
         rows.append(("dialogues incl. empty submissions (paper's count)", total, summary["n_dialogues_passed"],
                      summary["n_dialogues_passed"] / total if total else None))
-    return pd.DataFrame(rows, columns=["count", "total", "passed", "pass_rate"])
+    # whole numbers, with no pass count where there was nothing to check
+    return pd.DataFrame(rows, columns=["count", "total", "passed", "pass_rate"]).astype({"passed": "Int64"})

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from parlai_dialeval.analysis.live_chat.descriptive import (conversation_meta, durations, input_lengths, make_table1,
-                                                            summarise, topic_attitudes)
+                                                            summarise, topic_attitudes, unsubmitted_assignments,
+                                                            worker_outcomes)
 from parlai_dialeval.analysis.live_chat.prepare import add_z, is_in, prepare_ratings
 from parlai_dialeval.analysis.live_chat.settings import (HUMAN, LiveChatConfig, LiveChatResult, Settings,
                                                          resolve_settings, select_study)
@@ -27,6 +28,7 @@ class CheckedWorkers:
     workers: pd.DataFrame
     empty: list[dict]
     notes: list[str]
+    unsubmitted: pd.DataFrame  # HITs started and not submitted (descriptive.unsubmitted_assignments)
 
 
 def check_workers(data, config: LiveChatConfig | None = None) -> CheckedWorkers:
@@ -58,7 +60,8 @@ def check_workers(data, config: LiveChatConfig | None = None) -> CheckedWorkers:
             empty_hits[item["worker_id"]] = empty_hits.get(item["worker_id"], 0) + 1
     workers = quality_control(frame, settings, empty_hits)
     frame["passed"] = is_in(frame["worker_id"], workers.loc[workers["passed"], "worker_id"])
-    return CheckedWorkers(settings, record, conversations, frame, workers, empty, notes)
+    return CheckedWorkers(settings, record, conversations, frame, workers, empty, notes,
+                          unsubmitted_assignments(conversations))
 
 
 def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
@@ -93,8 +96,9 @@ def analyze(data, config: LiveChatConfig | None = None) -> LiveChatResult:
     # which leaves out other studies' conversations
     inputs = input_lengths(conv_meta, data.turns(speaker=HUMAN), passed_workers)
 
-    summary = summarise(settings, frame, conv, workers, checked.empty, notes)
+    summary = summarise(settings, frame, conv, workers, checked.empty, notes, checked.unsubmitted)
     table1 = make_table1(summary, table_durations)
     return LiveChatResult(settings, frame, conv, workers, scores, raw, significance, correlations, correlations_raw,
                           agreement, table1, table_durations, topics, inputs, summary, notes,
-                          overall_intervals(conv_genuine_passed, models))
+                          overall_intervals(conv_genuine_passed, models),
+                          worker_outcomes(workers, checked.unsubmitted))

@@ -103,6 +103,8 @@ class LiveChatResult:
     summary: dict
     notes: list[str] = field(default_factory=list)
     intervals: pd.DataFrame | None = None  # per model: unit, n_conversations, mean overall z, t interval
+    # workers.csv: every worker, who submitted (with the QC result) or did not, with ``outcome`` in words
+    outcomes: pd.DataFrame | None = None
 
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.intervals import mean_intervals
-from parlai_dialeval.analysis.live_chat.engine import grouped_test, two_sample_p
+from parlai_dialeval.analysis.live_chat.two_sample_tests import grouped_test, two_sample_p
 from parlai_dialeval.analysis.live_chat.prepare import group_sd, is_in
 from parlai_dialeval.analysis.live_chat.settings import Settings
 from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION, adjust

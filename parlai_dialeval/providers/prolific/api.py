@@ -4,18 +4,19 @@ Which calls are retried is decided per call (``retry``): reads, transitions (ide
 bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
 bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
 done: the caller checks (an orphan study is looked up and deleted; a bonus is left "pending: check on
-Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``).
-The token is sent in a header only, only to ``base_url``, and never appears in an error message or in
-``repr``.
+Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``),
+each as its endpoint pages (``OFFSET_PAGED``). The token is sent in a header only, only to ``base_url``, and
+never appears in an error message or in ``repr``.
 """
 from __future__ import annotations
 
 import logging
-import random
+import re
 import time
 from decimal import ROUND_HALF_UP, Decimal
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.retry import RetryPolicy
 
 DEFAULT_API_BASE_URL = "https://api.prolific.com/api/v1/"
 DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
@@ -24,6 +25,12 @@ RETRY_ON_429_5XX = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After means the caller should come back later
 DEFAULT_TIMEOUT = 30.0  # seconds per request; a pay call that times out is ambiguous (review.py)
 PAGE_SIZE = 100  # items asked per page of a list (Prolific's default is 20; Dallinger asks 100 of the live API)
+# Lists paged by limit/offset, as Prolific's own CLI reads them (prolific-oss/cli client/client.go
+# GetWorkspaces, GetProjects, GetParticipantGroups: ``?limit=&offset=``) and as Dallinger reads workspaces
+# (dallinger/prolific.py get_workspaces: "?limit=1000", "without the limit param ... limited to 20"); they
+# ignore ``page``. Every other list pages by ``page``/``page_size`` (docs "List submissions": "Paginate by
+# page_size and page"; Dallinger _get_all_pages on submissions/ and studies/, checked against the live API).
+OFFSET_PAGED = re.compile(r"workspaces/|workspaces/[^/]+/projects/|participant-groups/")
 
 
 # httpx logs every request at INFO under Mephisto's logging set-up; our own messages say what matters.
@@ -113,7 +120,8 @@ class ProlificClient:
 
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.base_url = base_url.rstrip("/") + "/"
-        self.max_retries, self.backoff, self.sleep = max_retries, backoff, sleep
+        self.max_retries, self.sleep = max_retries, sleep
+        self.retry = RetryPolicy(backoff=backoff, max_backoff=60.0, max_retry_after=MAX_RETRY_AFTER)
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
                                   headers={"Authorization": f"Token {token}", "Accept": "application/json"})
 
@@ -122,15 +130,6 @@ class ProlificClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def _wait(self, attempt: int, response) -> float:
-        after = response.headers.get("Retry-After") if response is not None else None
-        if after is not None:
-            try:
-                return min(MAX_RETRY_AFTER, max(0.0, float(after)))
-            except ValueError:
-                pass
-        return min(60.0, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
 
     def call(self, method: str, path: str, json=None, params=None, retry: frozenset = RETRY_ON_429_5XX):
         import httpx
@@ -143,14 +142,15 @@ class ProlificClient:
                 if 503 not in retry or attempt == self.max_retries:
                     raise ProlificServerError(
                         f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
-                self.sleep(self._wait(attempt, None))
+                self.sleep(self.retry.wait(attempt + 1))
                 continue
             if response.status_code < 400:
                 is_json = response.content and "json" in response.headers.get("content-type", "")
                 return response.json() if is_json else None
             status = response.status_code
-            if status in retry and attempt < self.max_retries:
-                self.sleep(self._wait(attempt, response))
+            wait = self.retry.wait(attempt + 1, response.headers.get("Retry-After"))
+            if status in retry and attempt < self.max_retries and wait is not None:
+                self.sleep(wait)
                 continue
             cls = _error_class(status)
             hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
@@ -166,16 +166,22 @@ class ProlificClient:
         return self.call("GET", "users/me/")
 
     def results(self, path: str, params=None) -> list[dict]:
-        """Every item of a list endpoint, page after page (``page``/``page_size``) until Prolific's
-        ``_links.next`` is null (or, where a list carries no links, until ``meta.count`` items are read).
-        The next page is asked by number rather than by following the ``next`` address, so that the token
-        only ever goes to ``base_url``."""
+        """Every item of a list endpoint, page after page as that endpoint pages (``OFFSET_PAGED``:
+        ``limit``/``offset``, others ``page``/``page_size``) until Prolific's ``_links.next`` is null (or,
+        where a list carries no links, until ``meta.count`` items are read). The next page is asked by
+        number rather than by following the ``next`` address, so that the token only ever goes to
+        ``base_url``. A page that brings nothing new ends the read (a list that ignores paging would
+        otherwise be read for ever)."""
+        by_offset = OFFSET_PAGED.fullmatch(path.lstrip("/")) is not None
         items: list[dict] = []
+        seen: set = set()
         page = 1
         while True:
-            body = self.call("GET", path, params={**(params or {}), "page": page, "page_size": PAGE_SIZE})
-            batch = body["results"] or []
+            paging = {"limit": PAGE_SIZE, "offset": len(items)} if by_offset else {"page": page, "page_size": PAGE_SIZE}
+            body = self.call("GET", path, params={**(params or {}), **paging})
+            batch = [item for item in body["results"] or [] if item.get("id") not in seen]
             items.extend(batch)
+            seen.update(item.get("id") for item in batch)
             if not batch or not _more_pages(body, len(items), len(batch)):
                 return items
             page += 1

@@ -120,12 +120,16 @@ def settle(store, decision, submission: dict) -> bool:
     return False
 
 
-def settle_all(store, submissions: list[dict]) -> dict[str, int]:
-    """Settle every ambiguous bonus of these submissions; returns {submission id: bonuses still pending}."""
+def settle_all(store, client, submissions: list[dict]) -> dict[str, int]:
+    """Settle every ambiguous bonus of these submissions (list items) against each one's own record:
+    ``bonus_payments`` is on ``GET submissions/{id}/`` only, not on the list's items (Prolific's docs,
+    "Retrieve a submission" vs "List submissions"). Returns {submission id: bonuses still pending}."""
     pending: dict[str, int] = {}
     for sub in submissions:
-        for decision in store.decisions(kind="bonus", submission_id=sub["id"]):
-            if decision["state"] in AMBIGUOUS and not settle(store, decision, sub):
+        ambiguous = [d for d in store.decisions(kind="bonus", submission_id=sub["id"]) if d["state"] in AMBIGUOUS]
+        record = client.submission(sub["id"]) if ambiguous else None
+        for decision in ambiguous:
+            if not settle(store, decision, record):
                 pending[sub["id"]] = pending.get(sub["id"], 0) + 1
     return pending
 

@@ -20,9 +20,12 @@ calculator. Hooks for people and tests (not part of Prolific's API):
   (401, 404, 429, 500, 503); with ``after`` the call does its work first and only the answer is lost;
   ``delay`` holds the answer that many seconds (a client's timeout).
 
-Lists page as Prolific's do: ``page``/``page_size`` (at most 20 a page here, Prolific's default), with
-``_links`` (``next.href`` null on the last page) and ``meta.count``; workspaces and projects carry only
-``meta`` (as in Prolific's CLI, client/responses.go); a page past the end is a 404. Bonuses paid show in
+Lists page as Prolific's do, each its own way (``LISTS``): submissions and a project's studies by
+``page``/``page_size`` (a page past the end is a 404), workspaces, projects and participant groups by
+``limit``/``offset``; each ignores the other scheme's parameters, and gives at most 20 a page here
+(Prolific's default), with ``meta.count`` and, except workspaces and projects (Prolific's CLI,
+client/responses.go), ``_links`` (``next.href`` null on the last page). A submission's list item and its
+own record differ as on Prolific (``_listed``, ``_single``). Bonuses paid show in
 the submission's ``bonus_payments`` only ``bonus_delay`` seconds later (Prolific pays "in the following
 minutes"). Every call is logged with its query, body and answer (``calls``) for the contract tests.
 - ``GET /__fake__/state``, ``POST /__fake__/balance`` ``{"available_balance": pence}``,
@@ -43,6 +46,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from html import escape
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -59,6 +63,10 @@ STUDY_TRANSITIONS = {"UNPUBLISHED": {"PUBLISH": "ACTIVE"}, "PUBLISHING": {}, "SC
                      "PAUSED": {"START": "ACTIVE", "STOP": "AWAITING REVIEW"}}
 FREE_PLACE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}  # submissions in these states give their place back
 PAGE_SIZE = 20  # Prolific's default page size, and the most this fake gives in one page
+# How each list pages (a handler answers (key, items)): "page" = page/page_size, "offset" = limit/offset;
+# links: whether the answer carries ``_links`` (Prolific's CLI, client/responses.go: workspaces and projects
+# answer ``meta`` only). Which endpoint pages how: api.py OFFSET_PAGED.
+LISTS = {"page+links": ("page", True), "offset+meta": ("offset", False), "offset+links": ("offset", True)}
 
 
 class ApiError(Exception):
@@ -92,6 +100,8 @@ class FakeProlificState:
         self.calls: list[dict] = []  # every API call: method, path, status, time
         self.payments: list[dict] = []  # every bonus actually paid: participant_id, amount, setup id
         self.balances: dict[str, dict] = {}
+        self.reserved: dict[str, int] = {}  # study id -> funds held for its places (minor units)
+        self.stopped: set[str] = set()  # studies the researcher stopped
         self.add_workspace("My workspace", currency, balance)
 
     def add_workspace(self, title: str, currency: str = "GBP", balance: int = 0) -> dict:
@@ -100,27 +110,37 @@ class FakeProlificState:
         self.balances[ws] = {"currency_code": currency, "total_balance": balance, "available_balance": balance}
         return self.workspaces[ws]
 
-    def page(self, items: list, query: dict, path: str, links: bool = True) -> dict:
-        """One page of a list, as Prolific answers it."""
+    def page(self, items: list, query: dict, path: str, scheme: str, links: bool) -> dict:
+        """One page of a list, as Prolific answers it: ``scheme`` "page" reads ``page``/``page_size`` only
+        (a page past the end is a 404), "offset" reads ``limit``/``offset`` only (past the end: no results);
+        the other scheme's parameters are ignored, as Prolific ignores them (docs/prolific_contract.md)."""
         def number(key, default):
             try:
                 return int((query.get(key) or [default])[0])
             except ValueError:
                 raise ApiError(400, f"{key} must be an integer") from None
 
-        size, page = max(1, min(number("page_size", PAGE_SIZE), PAGE_SIZE)), number("page", 1)
-        last = max(1, -(-len(items) // size))
-        if page < 1 or page > last:
-            raise ApiError(404, "Invalid page.")
-        body = {"results": items[(page - 1) * size:page * size], "meta": {"count": len(items)}}
+        by_offset = scheme == "offset"
+        size = max(1, min(number("limit" if by_offset else "page_size", PAGE_SIZE), PAGE_SIZE))
+        if by_offset:
+            start = max(0, number("offset", 0))
+        else:
+            page, last = number("page", 1), max(1, -(-len(items) // size))
+            if page < 1 or page > last:
+                raise ApiError(404, "Invalid page.")
+            start = (page - 1) * size
+        body = {"results": items[start:start + size], "meta": {"count": len(items)}}
         if links:
-            def href(n):
-                return f"{path}?{urlencode({**{k: v[0] for k, v in query.items()}, 'page': n, 'page_size': size})}"
+            def href(at):
+                moved = {"limit": size, "offset": at} if by_offset else {"page": at // size + 1, "page_size": size}
+                return f"{path}?{urlencode({**{k: v[0] for k, v in query.items()}, **moved})}"
 
-            body["_links"] = {"self": {"href": href(page), "title": "Current"},
-                              "next": {"href": href(page + 1) if page < last else None, "title": "Next"},
-                              "previous": {"href": href(page - 1) if page > 1 else None, "title": "Previous"},
-                              "last": {"href": href(last), "title": "Last"}}
+            body["_links"] = {"self": {"href": href(start), "title": "Current"},
+                              "next": {"href": href(start + size) if start + size < len(items) else None,
+                                       "title": "Next"},
+                              "previous": {"href": href(max(0, start - size)) if start > 0 else None,
+                                           "title": "Previous"},
+                              "last": {"href": href(max(0, len(items) - 1) // size * size), "title": "Last"}}
         return body
 
     def show_paid_bonuses(self) -> None:
@@ -234,16 +254,16 @@ class FakeProlificState:
         if handler is None:
             raise ApiError(404, f"no such endpoint: {method} {path}")
         result = handler(*ids, query=query, body=body)
-        if isinstance(result, tuple) and result[0] in ("links", "meta"):
-            return self.page(result[1], query, path, links=result[0] == "links")
+        if isinstance(result, tuple) and result[0] in LISTS:
+            return self.page(result[1], query, path, *LISTS[result[0]])
         return result
 
     def api_get_users_me(self, query, body):
         return {"id": "researcher01", "name": "Fake Researcher", "email": "researcher@example.org"}
 
-    # a handler answering ("links" | "meta", items) is paged by ``handle``
+    # a handler answering (a key of LISTS, items) is paged by ``handle``
     def api_get_workspaces(self, query, body):
-        return "meta", list(self.workspaces.values())
+        return "offset+meta", list(self.workspaces.values())
 
     def api_post_workspaces(self, query, body):
         return 201, self.add_workspace(body.get("title", ""))
@@ -254,7 +274,7 @@ class FakeProlificState:
 
     def api_get_workspaces_X_projects(self, ws, query, body):
         self.get(self.workspaces, ws, "workspace")
-        return "meta", [p for p in self.projects.values() if p["workspace"] == ws]
+        return "offset+meta", [p for p in self.projects.values() if p["workspace"] == ws]
 
     def api_post_workspaces_X_projects(self, ws, query, body):
         self.get(self.workspaces, ws, "workspace")
@@ -266,8 +286,43 @@ class FakeProlificState:
     def api_post_study_cost_calculator(self, query, body):
         if not isinstance(body.get("reward"), int) or not isinstance(body.get("total_available_places"), int):
             raise ApiError(400, "reward and total_available_places must be integers (reward in minor units)")
-        rewards = body["reward"] * body["total_available_places"]
-        return {"total_cost": rewards + round(rewards * self.fee_rate)}
+        return {"total_cost": self.cost(body["reward"], body["total_available_places"])}
+
+    def cost(self, reward: int, places: int) -> int:
+        return reward * places + round(reward * places * self.fee_rate)
+
+    # Money held for a study, as Prolific holds it: its places' cost is reserved when it is published (and
+    # when places are added), so the workspace's available balance is "after removing funds assigned to
+    # already active studies" (docs "Get the balance of a workspace"); an approved place is spent; what is
+    # left is released once the stopped study has nothing left to review.
+    def _wallet(self, study: dict) -> dict:
+        return self.balances[self.projects[study["project"]]["workspace"]]
+
+    def _reserve(self, study: dict, places: int) -> None:
+        wallet, amount = self._wallet(study), self.cost(study["reward"], places)
+        if wallet["available_balance"] < amount:
+            raise ApiError(400, f"insufficient balance: {places} place(s) cost {amount}, available "
+                                f"{wallet['available_balance']}")
+        wallet["available_balance"] -= amount
+        self.reserved[study["id"]] = self.reserved.get(study["id"], 0) + amount
+
+    def _spend_place(self, study: dict) -> None:
+        amount = min(self.cost(study["reward"], 1), self.reserved.get(study["id"], 0))
+        self.reserved[study["id"]] = self.reserved.get(study["id"], 0) - amount
+        self._wallet(study)["total_balance"] -= amount
+
+    def held_in_total(self) -> None:
+        """Each workspace's total balance: what is available plus what its studies hold."""
+        for ws, wallet in self.balances.items():
+            wallet["total_balance"] = wallet["available_balance"] + sum(
+                held for sid, held in self.reserved.items()
+                if sid in self.studies and self.projects[self.studies[sid]["project"]]["workspace"] == ws)
+
+    def _release_if_done(self, study: dict) -> None:
+        open_ = any(s["study_id"] == study["id"] and s["status"] in ("RESERVED", "ACTIVE", "AWAITING REVIEW")
+                    for s in self.submissions.values())
+        if study["id"] in self.stopped and not open_:
+            self._wallet(study)["available_balance"] += self.reserved.pop(study["id"], 0)
 
     def api_post_studies(self, query, body):
         missing = [k for k in STUDY_REQUIRED if k not in body]
@@ -288,7 +343,7 @@ class FakeProlificState:
 
     def api_get_projects_X_studies(self, project, query, body):
         self.get(self.projects, project, "project")
-        return "links", [s for s in self.studies.values() if s["project"] == project]
+        return "page+links", [s for s in self.studies.values() if s["project"] == project]
 
     def api_get_studies_X(self, sid, query, body):
         return self.get(self.studies, sid, "study")
@@ -301,6 +356,7 @@ class FakeProlificState:
             fewer = body.get("total_available_places", places) < places
             if not allowed or fewer:
                 raise ApiError(400, "a published study only takes a new internal_name or more places")
+            self._reserve(study, body.get("total_available_places", places) - places)
         study.update(body)
         return study
 
@@ -317,17 +373,22 @@ class FakeProlificState:
         target = STUDY_TRANSITIONS.get(study["status"], {}).get(action)
         if target is None:
             raise ApiError(400, f"cannot {body.get('action')} a study that is {study['status']}")
+        if action == "PUBLISH":
+            self._reserve(study, study["total_available_places"])
         study["status"] = self.publish_status if action == "PUBLISH" else target
+        if action == "STOP":
+            self.stopped.add(sid)
+            self._release_if_done(study)
         return study
 
     def api_get_submissions(self, query, body):
         study = (query.get("study") or [None])[0]
         if study is not None:
             self.get(self.studies, study, "study")
-        return "links", [s for s in self.submissions.values() if study is None or s["study_id"] == study]
+        return "page+links", [_listed(s) for s in self.submissions.values() if study is None or s["study_id"] == study]
 
     def api_get_submissions_X(self, sub_id, query, body):
-        return self.get(self.submissions, sub_id, "submission")
+        return _single(self.get(self.submissions, sub_id, "submission"))
 
     def api_post_submissions_X_transition(self, sub_id, query, body):
         sub = self.get(self.submissions, sub_id, "submission")
@@ -342,12 +403,12 @@ class FakeProlificState:
             if body.get("completion_code") not in codes:
                 raise ApiError(400, "completion_code: not a researcher's code of this study")
             sub.update(status="AWAITING REVIEW", completed_at=_now(), study_code=body["completion_code"])
-            return sub
+            return _single(sub)
         done = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
         if done is None:
             raise ApiError(400, f"unknown action {action!r}")
         if sub["status"] == done:
-            return sub  # transitions are idempotent
+            return _single(sub)  # transitions are idempotent
         if sub["status"] != "AWAITING REVIEW":
             raise ApiError(400, f"submission {sub_id} is {sub['status']}, not AWAITING REVIEW")
         if action == "REJECT":
@@ -356,7 +417,11 @@ class FakeProlificState:
             if body.get("rejection_category") not in REJECTION_CATEGORIES:
                 raise ApiError(400, f"rejection_category: one of {sorted(REJECTION_CATEGORIES)}")
         sub["status"] = done
-        return sub
+        study = self.studies[sub["study_id"]]
+        if done == "APPROVED":
+            self._spend_place(study)
+        self._release_if_done(study)
+        return _single(sub)
 
     def api_post_submissions_bonus_payments(self, query, body):
         study = self.get(self.studies, body.get("study_id", ""), "study")
@@ -395,7 +460,7 @@ class FakeProlificState:
     def api_get_participant_groups(self, query, body):
         ws = (query.get("workspace_id") or [None])[0]
         active = (query.get("active") or [""])[0].lower() == "true"  # deleted groups are listed unless asked
-        return "links", [self._group(g) for g in self.groups.values()
+        return "offset+links", [self._group(g) for g in self.groups.values()
                          if not (active and g["is_deleted"]) and (ws is None or g["workspace_id"] == ws)]
 
     @staticmethod
@@ -430,6 +495,22 @@ class FakeProlificState:
         for pid in body.get("participant_ids") or []:
             group["participants"].pop(pid, None)
         return self.api_get_participant_groups_X_participants(gid, query, body)
+
+
+def _single(sub: dict) -> dict:
+    """A submission as ``GET submissions/{id}/`` (and its transition) answers it: the participant is
+    ``participant``, the code ``entered_code`` (docs "Retrieve a submission"; CLI client/responses.go
+    TransitionSubmissionResponse)."""
+    return {"id": sub["id"], "study_id": sub["study_id"], "participant": sub["participant_id"],
+            "status": sub["status"], "started_at": sub["started_at"], "completed_at": sub["completed_at"],
+            "entered_code": sub["study_code"], "bonus_payments": list(sub["bonus_payments"])}
+
+
+def _listed(sub: dict) -> dict:
+    """A submission as an item of ``GET submissions/`` lists it: the documented list fields only, no
+    ``bonus_payments`` (docs "List submissions"; Dallinger's prolific.py get_submissions example)."""
+    return {"id": sub["id"], "participant_id": sub["participant_id"], "status": sub["status"],
+            "started_at": sub["started_at"], "completed_at": sub["completed_at"], "study_code": sub["study_code"]}
 
 
 def _now() -> str:
@@ -528,12 +609,18 @@ class _Handler(BaseHTTPRequestHandler):
             cookie = SimpleCookie()
             cookie["fake_prolific_session"] = sub["id"]
             cookie["fake_prolific_session"]["path"] = "/"
+            cookie["fake_prolific_session"]["max-age"] = 86400  # signed in to Prolific across browser restarts
             self._send(302, None, {"Location": url, "Set-Cookie": cookie.output(header="").strip()})
         elif method == "GET" and path.rstrip("/") == "/submissions/complete":
             cookie = SimpleCookie(self.headers.get("Cookie") or "")
             session = cookie["fake_prolific_session"].value if "fake_prolific_session" in cookie else None
             code, pid = (query.get("cc") or [""])[0], (query.get("participant") or [None])[0]
-            sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            try:
+                sub = st.complete(code, session, pid) if code else st.own_submission(session, pid)
+            except ApiError as error:  # a page for people: what went wrong, in words, never raw JSON
+                self._send(error.status, f"<html><body><h1 id='no-submission'>Prolific</h1><p>{escape(error.detail)}"
+                                         "</p></body></html>", content_type="text/html")
+                return
             if sub["status"] == "ACTIVE":
                 self._send(200, "<html><head><meta http-equiv='refresh' content='1'></head><body><h1 id='waiting'>"
                                 "Waiting for the study to confirm your submission</h1></body></html>",
@@ -551,7 +638,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"faults": st.faults})
         elif method == "POST" and path == "/__fake__/balance":
             for balance in st.balances.values():
-                balance["available_balance"] = balance["total_balance"] = int(body["available_balance"])
+                balance["available_balance"] = int(body["available_balance"])
+            st.held_in_total()
             self._send(200, {"balances": st.balances})
         elif method == "POST" and path == "/__fake__/return":
             st.get(st.submissions, body.get("submission_id", ""), "submission")["status"] = "RETURNED"

@@ -19,6 +19,7 @@ from mephisto.data_model.unit import Unit
 from mephisto.data_model.worker import Worker
 from mephisto.utils.logger_core import get_logger
 
+from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
 from parlai_dialeval.providers.prolific.api import DEFAULT_API_BASE_URL, ProlificError
@@ -229,7 +230,7 @@ class ProlificAgent(Agent):
         """A participant arriving from Prolific: remember which submission (SESSION_ID) this agent is."""
         agent = cls.new(db, worker, unit)
         unit.worker_id = worker.db_id
-        agent._unit = unit
+        compat_mephisto.share_unit(agent, unit)
         study = common.datastore(db).study_of_run(unit.task_run_id) or {}
         came_from = provider_data.get("study_id")
         if came_from and study.get("study_id") and came_from != study["study_id"]:

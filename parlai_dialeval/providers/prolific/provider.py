@@ -1,8 +1,8 @@
 """``mephisto/provider=prolific``: one Prolific study per task run, run through Mephisto 1.1.1.
 
 The provider class only wires Mephisto's hooks to the modules that do the work: ``settings`` (the
-options and the preflight with Prolific, before anything exists), ``page`` (the participant's page) and
-``study`` (the study's life on Prolific).
+options and the preflight with Prolific, before anything exists), ``page`` (the participant's page),
+``verify`` (who may take a place) and ``study`` (the study's life on Prolific).
 """
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any, ClassVar, Optional
 
 from mephisto.abstractions.crowd_provider import CrowdProvider
 from mephisto.operations.registry import register_mephisto_abstraction
+from mephisto.utils.logger_core import get_logger
 
-from parlai_dialeval.providers.prolific import common, study
+from parlai_dialeval.crowdsourcing.platform import launch_log
+from parlai_dialeval.providers.prolific import common, study, verify
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
 from parlai_dialeval.providers.prolific.models import (ProlificAgent, ProlificRequester, ProlificUnit,
@@ -20,6 +22,8 @@ from parlai_dialeval.providers.prolific.models import (ProlificAgent, ProlificRe
 from parlai_dialeval.providers.prolific.page import render_wrapper
 from parlai_dialeval.providers.prolific.settings import ProlificProviderArgs, preflight
 from parlai_dialeval.providers.prolific.settings import require_requester  # noqa: F401  (platform/runner.py)
+
+logger = get_logger(name=__name__)
 
 
 @register_mephisto_abstraction()
@@ -53,7 +57,17 @@ class ProlificProvider(CrowdProvider):
         plan = type(self)._plan
         if not plan or plan["requester_name"] != task_run.get_requester().requester_name:
             plan = preflight(args, shared_state)
-        print(study.set_up(self.datastore, task_run, plan, args, server_url), flush=True)
+        launch_log.say(study.set_up(self.datastore, task_run, plan, args, server_url))  # shown in the terminal
+
+    def refuse_arrival(self, task_run, crowd_data) -> Optional[str]:
+        """Asked before an arrival gets a place (compat/mephisto.py, ``arrivals_checked``): None when Prolific
+        confirms the participant's session (verify.py), else the message their page shows. Never raises:
+        an exception here would leave the page waiting for an answer."""
+        try:
+            return verify.refusal(self.db, task_run.db_id, dict(crowd_data) if isinstance(crowd_data, dict) else {})
+        except Exception as error:  # noqa: BLE001  (a bug or a broken prolific.db: refuse, say why in the log)
+            logger.exception(f"checking an arrival failed: {type(error).__name__}")
+            return verify.UNCONFIRMED
 
     def cleanup_resources_from_task_run(self, task_run, server_url: str) -> None:
         study.stop_if_done(self.db, task_run.db_id)

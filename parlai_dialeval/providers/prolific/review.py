@@ -6,7 +6,7 @@ from __future__ import annotations
 from mephisto.abstractions.blueprint import AgentState
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import bonus, common
+from parlai_dialeval.providers.prolific import bonus, common, verify
 from parlai_dialeval.providers.prolific.api import ProlificError, ProlificNotFound, to_major
 from parlai_dialeval.providers.prolific.bonus import SUBMITTED
 from parlai_dialeval.providers.prolific.completion import complete
@@ -14,6 +14,8 @@ from parlai_dialeval.providers.prolific.completion import complete
 REJECTION_CATEGORIES = ("TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
                         "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER")
 MIN_REJECT_MESSAGE = 100  # characters Prolific requires in a rejection message
+UNVERIFIED = "UNVERIFIED"  # the review table's Prolific status of work whose session Prolific never confirmed
+UNVERIFIED_SUGGESTION = "none (unverified: not this study's participant on Prolific; exported marked, not analysed)"
 
 
 def _context(db, agent) -> tuple[object, dict, str]:
@@ -152,8 +154,22 @@ def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
     return {str(w): bool(p) for w, p in zip(table["worker_id"], table["passed"])}, ""
 
 
+def qc_of(participant: str, passed: dict[str, bool], note: str, mephisto_status: str) -> str:
+    """The review table's qc: pass / fail from the task's check; ``did not submit`` for a participant who
+    returned, disconnected or timed out without submitting (never a failure: nothing was checked); else ``-``."""
+    from parlai_dialeval.crowdsourcing.platform.export import submission_of
+
+    if note:
+        return "n/a"
+    if participant in passed:
+        return "pass" if passed[participant] else "fail"
+    return "-" if submission_of(mephisto_status) in ("submitted", "working") else "did not submit"
+
+
 def review_table(db, task_name: str, data_dir=None):
-    """One row per Prolific submission of the task's studies, with what we know and suggest."""
+    """One row per Prolific submission of the task's studies, with what we know and suggest, and one per
+    agent whose session Prolific never confirmed as theirs (``UNVERIFIED``: verify.py). Agents found among
+    the study's submissions on Prolific are confirmed here (work from before the arrival check)."""
     import pandas as pd
     from mephisto.data_model.agent import Agent
 
@@ -169,19 +185,24 @@ def review_table(db, task_name: str, data_dir=None):
         client = common.client_for(run["requester_name"], run["api_base_url"])
         try:
             submissions = client.submissions(run["study_id"])
+            pending = bonus.settle_all(store, client, submissions)
         except ProlificNotFound:
             raise DialevalError(f"Prolific no longer knows study {run['study_id']} (task run {run['task_run_id']} of "
                                 f"{task_name}); it was deleted on Prolific: review it there") from None
         finally:
             client.close()
-        pending = bonus.settle_all(store, submissions)
         policy = failed_check_policy(db, run["task_run_id"])
+        run_ids = [r["task_run_id"] for r in store.all("SELECT task_run_id FROM studies WHERE study_id = ?",
+                                                        run["study_id"])]
+        agents = [a for r in run_ids for a in store.all("SELECT * FROM agents WHERE task_run_id = ?", r)]
+        verify.confirm_listed(db, agents, submissions, run["study_id"])
         for sub in submissions:
             # the latest agent: a participant who continued after a resumed launch has two
-            row = store.one("SELECT * FROM agents WHERE submission_id = ? ORDER BY rowid DESC", sub["id"])
+            row = store.one("SELECT * FROM agents WHERE submission_id = ? AND participant_id = ? ORDER BY rowid DESC",
+                            sub["id"], verify.participant(sub))
             status = Agent.get(db, row["agent_id"]).get_status() if row else "none"
             pid = sub["participant_id"]
-            qc = "n/a" if note else ("pass" if passed.get(pid) else "fail" if pid in passed else "-")
+            qc = qc_of(pid, passed, note, status)
             paid = sum(d["amount_minor"] for d in store.decisions(kind="bonus", submission_id=sub["id"], state="paid"))
             rows.append({"participant": pid, "submission": sub["id"], "study": run["study_id"],
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
@@ -189,6 +210,13 @@ def review_table(db, task_name: str, data_dir=None):
                          "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
                          "suggestion": suggest(sub["status"], status, qc, policy),
                          "agent_id": row["agent_id"] if row else None})
+        for agent in agents:  # work Prolific never confirmed: no submission of theirs to review
+            if verify.unconfirmed(db, agent["agent_id"], agent["participant_id"]):
+                rows.append({"participant": agent["participant_id"], "submission": agent["submission_id"],
+                             "study": run["study_id"], "prolific_status": UNVERIFIED,
+                             "mephisto_status": Agent.get(db, agent["agent_id"]).get_status(), "qc": "-",
+                             "bonus_paid": to_major(0), "bonus_pending": "", "suggestion": UNVERIFIED_SUGGESTION,
+                             "agent_id": agent["agent_id"]})
     return pd.DataFrame(rows, columns=["participant", "submission", "study", "prolific_status", "mephisto_status",
                                        "qc", "bonus_paid", "bonus_pending", "suggestion",
                                        "agent_id"]), note

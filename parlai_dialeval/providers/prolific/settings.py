@@ -13,6 +13,7 @@ from mephisto.abstractions.crowd_provider import ProviderArgs
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL, ProlificClient, to_major, to_minor
+from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
 
 # Prolific's minimum pay per hour by workspace currency, in major units (Prolific's "Pay" policy, notes in
 # shared/notes/prolific_provider.md: £6 or $8 an hour); another currency needs minimum_hourly_rate set.
@@ -158,13 +159,18 @@ def preflight(args, shared_state, out=print) -> dict:
     if not name:
         raise DialevalError("mephisto.provider.requester_name: register one with `dialeval prolific register NAME`")
     token, api_base_url = common.registered_url(name, args.provider.get("api_base_url"))
+    from parlai_dialeval.providers.prolific import study  # here: study imports Mephisto, which loads this module
+
     client = ProlificClient(api_base_url, token, max_retries=s["max_retries"])
     try:
         client.me()  # a wrong token stops here, before anything is created
         workspace = find_workspace(client, args.provider.get("workspace"))
         balance = client.balance(workspace["id"])
         places = expected_places(args, shared_state)
-        total = client.cost(s["reward_minor"], places)
+        earlier = args.provider.get("resume_from_run")
+        held = study.places_held(client, ProlificDatastore(common.provider_root()), str(earlier)) if earlier else None
+        new = max(0, places - held[1]) if held else places
+        total = client.cost(s["reward_minor"], new) if new else 0
     finally:
         client.close()
     have = balance.get("currency_code") or s["currency"]
@@ -172,8 +178,11 @@ def preflight(args, shared_state, out=print) -> dict:
         raise DialevalError(f"mephisto.provider.currency: the workspace {workspace['title']!r} pays in {have}, "
                             f"not {s['currency']}; set mephisto.provider.currency={have} and the reward in {have}")
     cur = s["currency"]
-    rewards = s["reward_minor"] * places
-    out(f"Prolific: {places} place(s) x {to_major(s['reward_minor'])} {cur} = {to_major(rewards)} {cur} "
+    rewards = s["reward_minor"] * new
+    if held:  # the balance shown is after Prolific took what the study holds (docs "Get the balance")
+        out(f"Prolific: study {held[0]} of the interrupted run holds {held[1]} open place(s), paid when "
+            f"published; {places} unit(s) left need {new} more.", flush=True)
+    out(f"Prolific: {new} place(s) x {to_major(s['reward_minor'])} {cur} = {to_major(rewards)} {cur} "
         f"+ fees {to_major(total - rewards)} {cur} = {to_major(total)} {cur}; "
         f"workspace {workspace['title']!r} balance: {to_major(balance['available_balance'])} {cur}", flush=True)
     if balance["available_balance"] < total:

@@ -18,8 +18,9 @@ from parlai_dialeval.providers.prolific.page import external_study_url, study_ad
 
 logger = get_logger(name=__name__)
 _PLACES = threading.Lock()  # Mephisto's launcher and its status polls may both sync at once: one PATCH
-# Study statuses (Prolific's study object; PUBLISHING and SCHEDULED in its docs and CLI model/study.go,
-# PROCESSING in Mephisto's docs/.../prolific_api_oddities.md): after a failed PUBLISH these mean it went out.
+# Study statuses (Prolific's study object: PUBLISHING in its docs, SCHEDULED in its docs and CLI
+# model/study.go, PROCESSING in Mephisto's docs/.../prolific_api_oddities.md): after a failed PUBLISH these
+# mean it went out.
 PUBLISHED = frozenset({"ACTIVE", "PUBLISHING", "SCHEDULED", "PROCESSING"})
 # A resumed run takes over a study in these (a PAUSED one is started again; AWAITING REVIEW: all places taken).
 REUSABLE = PUBLISHED | {"PAUSED", "AWAITING REVIEW"}
@@ -40,20 +41,21 @@ def set_up(store, task_run, plan: dict, args, server_url: str) -> str:
     try:
         url = study_address(args.provider.get("public_url") or server_url, plan["api_base_url"])
         earlier = args.provider.get("resume_from_run")
-        study_id = take_over(client, store, str(earlier), task_run) if earlier else None
+        study_id = take_over(client, store, str(earlier), task_run, url) if earlier else None
         if study_id:
-            return (f"Prolific study {study_id} of the interrupted run {earlier} goes on (same places); "
-                    f"participants mid-task continue at {url}/?PROLIFIC_PID=...")
+            return (f"Prolific study {study_id} of the interrupted run {earlier} goes on (same places, same "
+                    f"address {url}/); participants mid-task continue from Prolific")
         study_id = create(client, store, task_run, plan, args, url)
-        return (f"Prolific study {study_id} published; participants start at {url}/?PROLIFIC_PID=...")
+        # participants come from Prolific's study page, which adds their PROLIFIC_PID, STUDY_ID and SESSION_ID
+        return (f"Prolific study {study_id} published; participants take part from Prolific, which sends them "
+                f"to {url}/ with their Prolific ids")
     finally:
         client.close()
 
 
-def take_over(client, store, earlier_run: str, task_run) -> str | None:
-    """Move the interrupted run's study to ``task_run`` if Prolific still runs it as we left it (same
-    internal name); None to create a new one. Places stay as they are: finished submissions keep theirs,
-    and participants mid-task keep theirs to finish in the new run."""
+def takeable(client, store, earlier_run: str, warn: bool = True) -> tuple[dict, dict] | None:
+    """(our row, Prolific's study) of the interrupted run's study if Prolific still runs it as we left it
+    (same internal name); None when a new one is to be created."""
     old = store.study_of_run(earlier_run)
     if not old or not old.get("study_id") or old["status"] != "published":
         return None
@@ -62,12 +64,47 @@ def take_over(client, store, earlier_run: str, task_run) -> str | None:
     except ProlificNotFound:
         return None
     if remote.get("internal_name") != old["internal_name"] or remote.get("status") not in REUSABLE:
-        logger.warning(f"Prolific study {old['study_id']} of run {earlier_run} is {remote.get('status')} as "
-                       f"{remote.get('internal_name')!r}: a new study is created")
+        if warn:
+            logger.warning(f"Prolific study {old['study_id']} of run {earlier_run} is {remote.get('status')} as "
+                           f"{remote.get('internal_name')!r}: a new study is created")
         return None
+    return old, remote
+
+
+def finished_places(client, study_id: str) -> int:
+    return sum(1 for s in client.submissions(study_id) if s.get("status") in FINISHED_ON_PROLIFIC)
+
+
+def places_held(client, store, earlier_run: str) -> tuple[str, int] | None:
+    """(study id, its places not yet finished) of the interrupted run's study, if the resumed run takes it
+    over: Prolific reserved their cost when they were published, so a resumed run pays only for more."""
+    found = takeable(client, store, earlier_run, warn=False)
+    if found is None:
+        return None
+    old, remote = found
+    return old["study_id"], max(0, int(remote["total_available_places"]) - finished_places(client, old["study_id"]))
+
+
+def take_over(client, store, earlier_run: str, task_run, url: str) -> str | None:
+    """Move the interrupted run's study to ``task_run`` if Prolific still runs it as we left it (same
+    internal name); None to create a new one. Places stay as they are: finished submissions keep theirs,
+    and participants mid-task keep theirs to finish in the new run. Refused when this launch serves at
+    another address than the study sends participants to (Prolific allows no change once published)."""
+    found = takeable(client, store, earlier_run)
+    if found is None:
+        return None
+    old, remote = found
+    published = remote.get("external_study_url")
+    if published and published != external_study_url(url):
+        raise DialevalError(
+            f"Prolific study {old['study_id']} of the interrupted run {earlier_run} sends participants to "
+            f"{published.split('?')[0]}, and Prolific allows no change to that once a study is published, but "
+            f"this launch would serve at {url}/, where no participant would arrive and those mid-task would "
+            "be stranded: relaunch at the study's address (the interrupted launch's mephisto.architect.port "
+            "and mephisto.provider.public_url), or under another mephisto.task.task_name for a new study")
     if remote["status"] == "PAUSED":
         client.call("POST", f"studies/{old['study_id']}/transition/", json={"action": "START"})
-    finished = sum(1 for s in client.submissions(old["study_id"]) if s.get("status") in FINISHED_ON_PROLIFIC)
+    finished = finished_places(client, old["study_id"])
     fields = {k: v for k, v in old.items() if k not in ("task_run_id", "launched", "places", "status")}
     store.run(f"INSERT OR REPLACE INTO studies (task_run_id, launched, places, status, {', '.join(fields)}) VALUES "
               f"(?, ?, ?, ?{', ?' * len(fields)})", str(task_run.db_id), finished,

@@ -3,8 +3,8 @@
 // refuses every later packet or POST of that agent without it. mephisto-task 2.0.4 knows nothing of the
 // token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
 // subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
-// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect or a
-// reload.
+// same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect, a
+// reload, or a few seconds without its acknowledgement.
 // Importing it once (components/index.js) installs both before any task connects.
 import { axiosInstance } from "mephisto-task";
 
@@ -27,8 +27,58 @@ function withToken(fields) {
   return fields;
 }
 
+// A registration (in the page's address) and its worker are bound by the router to a secret of the page that
+// first asked for them (crowdsourcing/router/dialeval_claims.js): the page makes one per worker, keeps it in
+// localStorage (it outlives a reload, a closed tab and a relaunch of the server) and sends it with every request
+// for an agent; a router that was sent none answers with one of its own (registration_secret), kept the same way.
+const SECRET_PREFIX = "dialeval_secret:"; // + "worker:NAME" (or "registration:ID" without a worker name)
+const secrets = new Map(); // key -> secret, where storage is refused
+
+function storedSecret(key, given) {
+  try {
+    if (given) {
+      window.localStorage.setItem(SECRET_PREFIX + key, given);
+    }
+    return window.localStorage.getItem(SECRET_PREFIX + key);
+  } catch (error) {
+    if (given) {
+      secrets.set(key, given);
+    }
+    return secrets.get(key) || null; // storage refused (private mode): kept while the page lives
+  }
+}
+
+function pageSecret(key) {
+  const bytes = new Uint8Array(32);
+  window.crypto.getRandomValues(bytes);
+  const made = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return storedSecret(key) || storedSecret(key, made) || made;
+}
+
+function secretKey(config) {
+  let body = config && config.data;
+  try {
+    body = typeof body === "string" ? JSON.parse(body) : body;
+  } catch (error) {
+    return null;
+  }
+  const data = body && body.provider_data;
+  const requested = config && String(config.url).endsWith("/request_agent") && data;
+  if (!requested || typeof data.agent_registration_id !== "string") {
+    return null;
+  }
+  return typeof data.worker_name === "string" && data.worker_name ? "worker:" + data.worker_name
+    : "registration:" + data.agent_registration_id;
+}
+
 axiosInstance.interceptors.request.use((config) => {
   const body = config.data;
+  const key = secretKey(config);
+  if (key !== null) {
+    const sent = typeof body === "string" ? JSON.parse(body) : body; // a string when asked again (busyRetry)
+    config.data = { ...sent, provider_data: { ...sent.provider_data, dialeval_secret: pageSecret(key) } };
+    return config;
+  }
   if (body && typeof body === "object") {
     config.data = body.provider_data && body.provider_data.USED_AGENT_ID !== undefined
       ? { ...body, provider_data: withToken(body.provider_data) }
@@ -45,6 +95,13 @@ const BUSY_TRIES = 36;
 
 function busyRetry(error) {
   const { config, response } = error;
+  // refused by the router's claims (held by another page, too many from this network): mephisto-task shows
+  // failure_reason on the page, which it reads from an answer, not from an error
+  const refused = response && (response.status === 403 || response.status === 429) && response.data &&
+    response.data.data && typeof response.data.data.failure_reason === "string";
+  if (refused && secretKey(config) !== null) {
+    return Promise.resolve(response);
+  }
   const busy = response && response.status === 503 && response.data && response.data.status === "busy";
   if (!busy || !config || !BUSY_PATHS.some((path) => String(config.url).endsWith(path))) {
     return Promise.reject(error);
@@ -60,6 +117,11 @@ function busyRetry(error) {
 
 axiosInstance.interceptors.response.use((response) => {
   remember(response.data);
+  const issued = response.data && response.data.data && response.data.data.registration_secret;
+  const key = secretKey(response.config);
+  if (typeof issued === "string" && key !== null) {
+    storedSecret(key, issued);
+  }
   return response;
 }, busyRetry);
 
@@ -75,6 +137,13 @@ const ACK_KEY = "dialeval_ack";
 const SENT_TO_KEY = "dialeval_sent_to";
 const STORE_KEY = "dialeval_outbox" + window.location.search;
 const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the new socket
+// An act still unconfirmed this long is sent again on the same socket (then after twice as long, up to a
+// minute): a socket that never dropped can still lose one (the server's own link to the router restarted).
+// The world's confirmation follows its reply to the act, so this is well past a reply's usual time.
+const RESEND_UNCONFIRMED_MS = 8000;
+const RESEND_UNCONFIRMED_MAX_MS = 60000;
+const REFUSED_KEY = "dialeval_refused"; // the router's answer to an act it will never pass on (dialeval_door.js)
+const resendDue = new Map(); // update id -> { at: ms, wait: ms }, for acts sent on an open socket
 const outbox = loadOutbox(); // update id -> packet (without token), insertion order = sending order
 const ackListeners = new Set();
 
@@ -107,6 +176,12 @@ export function onAcknowledged(listener) {
   return () => ackListeners.delete(listener);
 }
 
+function forget(id) {
+  outbox.delete(id);
+  resendDue.delete(id);
+  storeOutbox();
+}
+
 function signed(packet) {
   return tokens.has(packet.subject_id) ? { ...packet, agent_token: tokens.get(packet.subject_id) } : packet;
 }
@@ -115,14 +190,31 @@ const PageSocket = class extends window.WebSocket {
   constructor(...args) {
     super(...args);
     this.addEventListener("open", () => window.setTimeout(() => this.resend(), RESEND_AFTER_OPEN_MS));
+    this.unconfirmedTimer = window.setInterval(() => this.resendUnconfirmed(), 1000);
+    this.addEventListener("close", () => window.clearInterval(this.unconfirmedTimer));
+  }
+
+  resendUnconfirmed() {
+    const now = Date.now();
+    for (const [id, packet] of outbox) {
+      const due = resendDue.get(id);
+      if (this.readyState !== window.WebSocket.OPEN || due === undefined || due.at > now) {
+        continue;
+      }
+      resendDue.set(id, { at: now + due.wait, wait: Math.min(2 * due.wait, RESEND_UNCONFIRMED_MAX_MS) });
+      super.send(JSON.stringify(signed(readdressed(packet))));
+    }
   }
 
   resend() {
-    for (const packet of outbox.values()) {
+    for (const [id, packet] of outbox) {
       if (this.readyState !== window.WebSocket.OPEN) {
         return;
       }
       super.send(JSON.stringify(signed(readdressed(packet))));
+      if (!resendDue.has(id)) { // kept across a reload: from now on resent as if sent now
+        resendDue.set(id, { at: Date.now() + RESEND_UNCONFIRMED_MS, wait: 2 * RESEND_UNCONFIRMED_MS });
+      }
     }
   }
 
@@ -135,6 +227,7 @@ const PageSocket = class extends window.WebSocket {
     }
     if (packet && packet.packet_type === "mephisto_bound_live_update" && packet.data && packet.data.update_id) {
       outbox.set(packet.data.update_id, packet);
+      resendDue.set(packet.data.update_id, { at: Date.now() + RESEND_UNCONFIRMED_MS, wait: 2 * RESEND_UNCONFIRMED_MS });
       storeOutbox();
     }
     return super.send(JSON.stringify(signed(packet)));
@@ -149,10 +242,17 @@ const PageSocket = class extends window.WebSocket {
       } catch (error) {
         // not ours to judge: mephisto-task gets it as it is
       }
-      const acked = packet && packet.packet_type === "client_bound_live_update" && packet.data && packet.data[ACK_KEY];
+      const live = packet && packet.packet_type === "client_bound_live_update" && packet.data;
+      const acked = live && live[ACK_KEY];
+      const refused = live && live[REFUSED_KEY];
+      if (Array.isArray(refused)) {
+        // never passed on, so never to be resent: the router said why (an act no person's typing produces)
+        refused.forEach((id) => forget(id));
+        console.warn("the study's server refused an action of this page:", live.reason);
+        return undefined;
+      }
       if (Array.isArray(acked)) {
-        acked.forEach((id) => outbox.delete(id));
-        storeOutbox();
+        acked.forEach((id) => forget(id));
         ackListeners.forEach((listener) => listener(acked));
         return undefined;
       }

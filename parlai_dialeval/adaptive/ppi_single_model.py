@@ -1,5 +1,5 @@
 """Single-model ratings with an LLM judge: PPI++ SM-Turn success rates and SM-Dialog Likert means next
-to the human-only ones (parlai_dialeval.analysis.ppi does the statistics). Pure functions.
+to the human-only ones (parlai_dialeval.adaptive.ppi does the statistics). Pure functions.
 
 Matching: a judge rating (``dialeval judge`` output, worker ``judge:...``) answers one item: the same
 (model, criterion, conversation_id, turn_index) as human ratings. Human ratings on an item the judge
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from parlai_dialeval.analysis import ppi
+from parlai_dialeval.adaptive import ppi
 
 KEY = ["model", "criterion", "conversation_id", "turn"]
 COLUMNS = ["measure", "model", "criterion", "human_judgments", "judge_only", "human_unjudged",

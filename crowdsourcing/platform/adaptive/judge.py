@@ -4,7 +4,7 @@ design items people judge next, and the evidence that certifies the ranking.
 A `dialeval judge` output answers the fixed design's items (matched by item id and model pair: an ACUTE
 ``pair_id``, an A/B ``item_id``); per model pair its answered items are the pool, and the judge's mean
 answer over them is known. Items for people are drawn from the pool with replacement, with probabilities
-that grow with the judge's uncertainty and never fall below ``floor``/N (analysis/ppi_sequential.py);
+that grow with the judge's uncertainty and never fall below ``floor``/N (adaptive/ppi_sequential.py);
 each drawn judgment carries its item's probability in the HIT's server-side data and the batch's record
 in the state. Each human judgment then feeds its pair's anytime-valid PPI e-process with that probability,
 and a claim is certified when that e-process reaches K(K-1)/alpha. Judgments drawn independently with
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.analysis.ppi_sequential import RectifiedBetting, selection_probabilities
+from parlai_dialeval.adaptive.ppi_sequential import RectifiedBetting, selection_probabilities
 
 SCORE = {"a": 1.0, "b": 0.0, "tie": 0.5}
 

@@ -1,4 +1,4 @@
-"""Adaptive collection's glue to Mephisto 1.1.1's launcher (platform/adaptive.py says how a run goes):
+"""Adaptive collection's glue to Mephisto 1.1.1's launcher (platform/adaptive/config.py says how a run goes):
 ``attach`` puts the controller's generator where Mephisto takes a task's units from, and ``launching``
 is the context of Mephisto's launch call."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from parlai_dialeval.crowdsourcing.platform.adaptive import ChatPairwise, Settings
-from parlai_dialeval.crowdsourcing.platform.adaptive_controller import Controller
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
+from parlai_dialeval.crowdsourcing.platform.adaptive.controller import Controller
 from parlai_dialeval.crowdsourcing.platform.blueprint import GENERATED_HITS
 from parlai_dialeval.errors import DialevalError
 

@@ -1,4 +1,4 @@
-"""The batch loop of one adaptive study (platform/adaptive.py says how a run goes): the generator
+"""The batch loop of one adaptive study (platform/adaptive/config.py says how a run goes): the generator
 Mephisto's launcher runs, what a finished HIT counts as evidence, and the state file."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.analysis.clustering import record_outcomes
-from parlai_dialeval.crowdsourcing.platform.adaptive import ChatPairwise, Settings
+from parlai_dialeval.analysis.cluster_robust import record_outcomes
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.errors import DialevalError
 
@@ -40,7 +40,7 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
 def outcomes(records: list[dict]) -> list[tuple[str, str, str, float, str]]:
     """(worker, first model, second model, outcome for the first, item key) per cluster of votes in
     canonical records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection
-    order; automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.clustering's."""
+    order; automatic ties and onboarding left out. The rule is parlai_dialeval.analysis.cluster_robust's."""
     return record_outcomes(records)
 
 
@@ -92,10 +92,10 @@ class Controller:
                                 f"not {models} at {self.settings.alpha}; give another adaptive_state")
 
     def _judge(self, state: dict):
-        """The judge's pools (platform/adaptive_judge.py); the ledger becomes one certified by the PPI
+        """The judge's pools (platform/adaptive/judge.py); the ledger becomes one certified by the PPI
         e-processes, resumed from the state."""
-        from parlai_dialeval.crowdsourcing.platform.adaptive_judge import JudgedLedger, JudgePools
-        from parlai_dialeval.scripts.judge_option import load_judge
+        from parlai_dialeval.crowdsourcing.platform.adaptive.judge import JudgedLedger, JudgePools
+        from parlai_dialeval.judge.output import load_judge
 
         if isinstance(self.pairwise, ChatPairwise):
             raise DialevalError(f"adaptive_judge: {self.spec.name} makes a new conversation per HIT, so there is no "
@@ -259,7 +259,7 @@ class Controller:
 
     def _drawn_items(self, judgments: list[dict]) -> list[list]:
         """[pair, item, its draw probability] of each judgment drawn from the judge's pool."""
-        from parlai_dialeval.crowdsourcing.platform.adaptive_judge import item_id
+        from parlai_dialeval.crowdsourcing.platform.adaptive.judge import item_id
 
         return [[_key(*self.pairwise.models_of(j)), item_id(j), j["draw_probability"]]
                 for j in judgments if "draw_probability" in j]

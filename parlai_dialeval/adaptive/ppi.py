@@ -18,7 +18,7 @@ dataset downloader into an install).
 Conventions: ``labelled`` rows are human votes, each with the judge's label of its item
 (``judge_labelled``); ``judge_unlabelled`` are the judge's labels of items no person judged. The
 ``clusters`` arrays name the unit of independence of each row (the rule of
-parlai_dialeval.analysis.clustering); rows of one cluster may be correlated, clusters are independent.
+parlai_dialeval.analysis.cluster_robust); rows of one cluster may be correlated, clusters are independent.
 Labelled and unlabelled items must be disjoint samples of the same population of items.
 """
 from __future__ import annotations

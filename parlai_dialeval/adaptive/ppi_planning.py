@@ -50,7 +50,7 @@ def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     on its model pair's mean, pooled over pairs) and ``pilot_gain`` (the PPI++ win rates on the pilot
     itself: human-only variance over PPI variance, the median over pairs; 1 where the judge answered
     nothing beyond the people's items). Raises ValueError when fewer than 3 items match."""
-    from parlai_dialeval.analysis.ppi_certification import pair_clusters
+    from parlai_dialeval.adaptive.ppi_certification import pair_clusters
 
     key = ["question", "unit", "model_a", "model_b", "cluster"]
     answers = pair_clusters(judge).groupby(key, sort=False)["outcome"].mean().rename("judge")
@@ -63,7 +63,7 @@ def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     centred = items - items.groupby(level=key[:4], sort=False).transform("mean")
     spread = centred.std()
     rho = float(centred["outcome"].corr(centred["judge"])) if (spread > 0).all() else 0.0
-    from parlai_dialeval.analysis.ppi_pairwise import win_rates
+    from parlai_dialeval.adaptive.ppi_pairwise import win_rates
 
     rates = win_rates(pilot, judge)
     gain = (rates["effective_human_judgments"] / rates["human_judgments"]).median()

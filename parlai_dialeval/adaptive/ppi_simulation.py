@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis.ppi import ppi_mean
+from parlai_dialeval.adaptive.ppi import ppi_mean
 
 JUDGES = {"useless (50%)": 0.5, "65%": 0.65, "80%": 0.8, "90%": 0.9, "position-biased": "position"}
 POSITION_SHARE = 0.7  # share of prompts on which the position-biased judge answers "A" regardless
@@ -125,7 +125,7 @@ def best_possible_share(comparison: Comparison) -> float:
     """The share a judge that knew every prompt's true preference could reach with an endless pool:
     what is left of the prompt-mean vote's variance once the between-prompt part is known,
     (1 - ICC) / (m ICC + 1 - ICC) for m votes per prompt (ICC within prompts, one-way ANOVA)."""
-    from parlai_dialeval.analysis.clustering import icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import icc_oneway
 
     votes = np.concatenate(comparison.votes)
     prompts = np.repeat(np.arange(len(comparison.votes)), [len(v) for v in comparison.votes])

@@ -3,7 +3,7 @@
 The launch emits HITs in batches instead of the whole fixed design at once (static tasks: ACUTE, A/B)
 or instead of ``num_conversations`` HITs whose models the pool balances (PW-Turn). Mephisto 1.1.1's
 TaskLauncher takes a generator for the units' data and calls it from its own thread, creating each
-HIT as it is yielded; ``adaptive_controller.Controller.hits`` is that generator. After yielding a batch it blocks until
+HIT as it is yielded; ``controller.Controller.hits`` is that generator. After yielding a batch it blocks until
 every HIT of the batch is finished, reads their answers from Mephisto's database through the task's
 own export (canonical comparisons), adds them to each model pair's betting e-process
 (parlai_dialeval.adaptive.ledger), saves the state, and either stops (every adjacent pair of the
@@ -23,13 +23,8 @@ platform/resume.py, which re-offers the unfinished HITs of the interrupted run: 
 then the batch they belong to is awaited and read like any other. Answers are read once per Mephisto
 agent (``ingested_agents``), so no batch is counted twice.
 
-Four modules, one job each: this one is the configuration (the ``adaptive...`` options, the checked
-``Settings``, how a task declares its judgments); ``adaptive_launch.py`` is the glue to Mephisto
-1.1.1's launcher (the hook that hands it the generator); ``adaptive_controller.py`` is the batch loop
-that generator runs; ``adaptive_judge.py`` is what an LLM judge changes (``adaptive_judge=F.jsonl``:
-items drawn from its pool by its uncertainty, claims certified by the PPI e-process). The statistics
-they drive live in parlai_dialeval/adaptive/ and parlai_dialeval/analysis/ppi_sequential.py as pure
-functions.
+This module is the configuration (the ``adaptive...`` options, the checked ``Settings``, how a task
+declares its judgments); the other modules of this package are listed in its ``__init__``.
 """
 from __future__ import annotations
 

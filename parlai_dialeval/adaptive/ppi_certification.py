@@ -1,8 +1,8 @@
 """``dialeval certify --judge``: which model beats which, with the judge's answers carrying part of the
-load, valid at every look (the e-process of parlai_dialeval.analysis.ppi_sequential).
+load, valid at every look (the e-process of parlai_dialeval.adaptive.ppi_sequential).
 
 Per question, unit and model pair: the judge's pool is every item it answered (one cluster per item, the
-rule of analysis/clustering.py, its answers averaged: a flip across the two orders is 1/2); people's
+rule of analysis/cluster_robust.py, its answers averaged: a flip across the two orders is 1/2); people's
 clusters on those items enter in collection order, each its mean vote with the judge's answer on it.
 Validity needs people's items drawn at random, with replacement, from the judge's pool: uniformly (a fixed
 design dealt from a pool much larger than it is close to that), or with the probabilities an adaptive
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold
-from parlai_dialeval.analysis.clustering import cluster_outcomes, vote_clusters
-from parlai_dialeval.analysis.ppi_sequential import e_values
+from parlai_dialeval.analysis.cluster_robust import cluster_outcomes, vote_clusters
+from parlai_dialeval.adaptive.ppi_sequential import e_values
 
 COLUMNS = ["question", "unit", "model_a", "model_b", "units", "human_unjudged", "judge_pool", "judge_mean",
            "human_mean", "judge_weight", "e_a_beats_b", "e_b_beats_a", "threshold", "certified_winner", "verdict"]

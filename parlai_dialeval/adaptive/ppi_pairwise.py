@@ -1,5 +1,5 @@
 """Pairwise votes with an LLM judge: PPI++ win rates and Bradley-Terry scores next to the human-only
-ones (parlai_dialeval.analysis.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
+ones (parlai_dialeval.adaptive.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
 
 Matching: a judge record (``dialeval judge`` output, worker ``judge:...``) answers one item: the same
 (question, unit, model pair, item_id, turn_index) as human votes. Human votes on an item the judge
@@ -7,7 +7,7 @@ answered are the labelled rows, each with the judge's answer; judge answers on i
 are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
 counted (``human_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
 the judge's ties, flips across the two orders included); automatic ties are left out. Rows cluster by
-the project's one rule (``clustering.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
+the project's one rule (``cluster_robust.cluster_ids``: an A/B prompt, a conversation pair, a PW-Turn
 conversation).
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis import ppi
-from parlai_dialeval.analysis.clustering import cluster_ids
+from parlai_dialeval.adaptive import ppi
+from parlai_dialeval.analysis.cluster_robust import cluster_ids
 from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
 
 KEY = SECTION + ["first", "second", "item_id", "turn"]

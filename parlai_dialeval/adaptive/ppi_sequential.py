@@ -5,7 +5,7 @@ Setting: an LLM judge has answered every item of a pool of N items of one model 
 the judge's outcome for model A, its two orders averaged), so the pool mean ``fbar`` of its answers is
 KNOWN. People judge items drawn with replacement from the pool, item i with probability ``p_i`` (uniform:
 1/N; active: growing with the judge's uncertainty, never below ``floor``/N); a draw's outcome ``y`` is the
-mean of its votes (one cluster, the rule of analysis/clustering.py). The estimand is the pool's human win
+mean of its votes (one cluster, the rule of analysis/cluster_robust.py). The estimand is the pool's human win
 rate mu = mean_i E[y_i]. With w = 1 / (N p_i), a weight ``lam`` and a constant ``c`` fixed before the draw,
 
     Z = c + lam * fbar + w * (y - lam * f_i - c)
