@@ -98,3 +98,17 @@ def test_self_chat_qc_bot_with_retrieval_converts_to_canonical_data(bots, tmp_pa
         assert models == ["dialeval:qc_bot", retrieval_name]
         assert [t["speaker"] for t in turns[:2]] == ["dialeval:qc_bot", retrieval_name]
         assert turns[0]["meta"]["qc_audit"]["distorted"]
+
+
+def test_retrieval_answers_the_last_message_of_a_dialogue_given_as_one(tmp_path):
+    """PW-Turn (and a conversation carried on after a crash) shows a bot the dialogue so far as one message,
+    turns joined by newlines: the retrieval bot answers the last one. Matched against the whole text, the
+    opening "Hi!" drew "Hi" whatever was said next (issue 41)."""
+    from parlai.core.agents import create_agent
+
+    corpus = tmp_path / "pairs.txt"
+    corpus.write_text("Hi!\nHi\n\nDo you like football?\nI am not really into football.\n")
+    bot = create_agent({"model": "dialeval:tfidf_retrieval", "retrieval_file": str(corpus),
+                        "retrieval_match": "message"})
+    assert reply(bot, "Hi!\nHi\nDo you like football?")["text"] == "I am not really into football."
+    assert reply(bot, "Do you like football?\nI am not really into football.\nHi!")["text"] == "Hi"

@@ -39,6 +39,10 @@ class LiveChatArgs:
     seed: Optional[int] = field(default=None, metadata={"help": "seed for the order of models (None: random)"})
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
+    language: str = field(default="en", metadata={
+        "help": "language of the page's own words (buttons, instructions, notes): a catalogue in "
+                "crowdsourcing/frontend/src/i18n/ (en; he, right to left). Ji et al.'s statements and the "
+                "server's messages stay in English"})
 
 
 @dataclass
@@ -52,8 +56,10 @@ def shared_state(cfg):
 
     from parlai_dialeval.crowdsourcing.live_chat_da import worlds
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
 
     args = cfg.live_chat
+    language = page_language(args.language)
     pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
                    allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
@@ -61,7 +67,8 @@ def shared_state(cfg):
                  "turn_timeout": args.turn_timeout, "max_inputs": args.max_inputs,
                  "limits": InputLimits(**args.limits)}
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
-                                 frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs})
+                                 frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs,
+                                                     "language": language})
 
 
 def _export(units, task_name):

@@ -157,7 +157,8 @@ class LiveChatWorld(SessionWorld):
         self.session.human_says(text)
         if self.resent:  # sent before a relaunch: the reloaded page lost it from its chat log
             self.show_history(self.session.conversation["turns"][-1:], BOT_ID)
-        self.save()
+        self.save_and_confirm()  # the message shows as sent, and counted, before the reply streams
+        self.show({"inputs": self.session.inputs, "warning": None})
         self._reply()
 
     def _reply(self) -> None:
@@ -166,7 +167,10 @@ class LiveChatWorld(SessionWorld):
             turn = self.bot_turn(self.session.bot_replies)
         if turn is not None:
             # an empty reply is recorded as it is, and shown as an empty bubble so the worker sees a turn
+            # a reply the token limit cut mid-sentence is marked on the page (its meta keeps finish_reason)
+            cut = turn.get("meta", {}).get("finish_reason") == "length"
             self.agent.observe({"id": BOT_ID, "text": turn["text"] if turn["text"].strip() else " ",
+                                "dialeval_cut": cut,
                                 "task_data": {"inputs": self.session.inputs, "warning": None, "streaming": None}})
 
     def _on_rate(self, action, text, data) -> None:

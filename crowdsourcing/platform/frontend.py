@@ -11,6 +11,7 @@ from parlai_dialeval.errors import DialevalError
 
 FRONTEND_DIR = Path(__file__).resolve().parents[1] / "frontend"
 BUILD_DIR = FRONTEND_DIR / "build"
+CATALOGUE_DIR = FRONTEND_DIR / "src" / "i18n"  # the pages' own words, one <language>.json each
 STATIC_DIR = FRONTEND_DIR / "src" / "static"
 
 
@@ -27,3 +28,12 @@ def bundle_path(entry: str) -> Path:
 
 def static_files() -> list[Path]:
     return [STATIC_DIR / "index.html", STATIC_DIR / "notif.mp3"]
+
+
+def page_language(language: str) -> str:
+    """``language`` when the worker pages have a catalogue for it (src/i18n/<language>.json), else a clear error."""
+    known = sorted(path.stem for path in CATALOGUE_DIR.glob("*.json"))
+    if language not in known:
+        raise DialevalError(f"no worker-page catalogue for language {language!r}: the pages have {', '.join(known)} "
+                            f"(add {CATALOGUE_DIR}/{language}.json, translated from en.json, and rebuild the pages)")
+    return language

@@ -25,6 +25,7 @@ from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.compat.mephisto_router import acknowledge_taken
 from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 
@@ -125,6 +126,14 @@ class SessionWorld:
 
     def save(self) -> None:
         save_record(self.agent, self.record(), self.record_file)
+
+    def save_and_confirm(self) -> None:
+        """Save, then confirm to the page the acts taken so far (their effect is in the record now): for a
+        world that stores the worker's act before a long step, such as a reply that streams for a minute."""
+        self.save()
+        mephisto_agent = getattr(self.agent, "mephisto_agent", None)
+        if mephisto_agent is not None:
+            acknowledge_taken(mephisto_agent)
 
     def release(self, model: str) -> None:
         """Give a model this HIT reserved back to the pool, once."""

@@ -258,6 +258,16 @@ def _send_alive(self, channel_id: str) -> bool:
         Packet(packet_type=PACKET_TYPE_ALIVE, subject_id=SYSTEM_ID, data={"agent_token": token(SYSTEM_ID)}))
 
 
+def acknowledge_taken(agent) -> None:
+    """Confirm to the page the acts ``agent``'s world has taken so far; the caller has stored them. A world
+    calls it itself where it stores an act before a long step (live chat, before the bot's reply streams),
+    so the participant's message shows as sent at once rather than after the reply."""
+    taken = agent.__dict__.pop("dialeval_taken", None)
+    if taken and agent.agent_in_active_run():
+        agent.get_live_run().client_io.send_live_update(agent.get_agent_id(), {ACK_KEY: taken})
+        agent.__dict__.setdefault("dialeval_acked", set()).update(taken)
+
+
 def _acknowledging(get_live_update):
     """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
 
@@ -269,10 +279,7 @@ def _acknowledging(get_live_update):
         return get_live_update
 
     def get_live_update_acknowledged(self, timeout=None):
-        taken = self.__dict__.pop("dialeval_taken", None)
-        if taken and self.agent_in_active_run():
-            self.get_live_run().client_io.send_live_update(self.get_agent_id(), {ACK_KEY: taken})
-            self.__dict__.setdefault("dialeval_acked", set()).update(taken)
+        acknowledge_taken(self)
         act = get_live_update(self, timeout)
         if isinstance(act, dict) and act.get("update_id") is not None:
             self.__dict__.setdefault("dialeval_taken", []).append(act["update_id"])

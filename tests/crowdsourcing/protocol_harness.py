@@ -279,13 +279,15 @@ def submit_hit(page) -> None:
 
 
 @contextlib.contextmanager
-def chromium_page(tmp_path: Path):
-    """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert()."""
+def chromium_page(tmp_path: Path, phone: bool = False):
+    """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert(); ``phone``:
+    390x844, touch, mobile (an iPhone 12-14's CSS size)."""
     from playwright.sync_api import sync_playwright
 
+    screen = PHONE if phone else {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, args=[
+            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, **screen, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--no-first-run"])
         page = browser.new_page()
@@ -294,3 +296,45 @@ def chromium_page(tmp_path: Path):
             yield page
         finally:
             browser.close()
+
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+AXE = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious_accessibility_violations(page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now (npm axe-core, installed with the
+    worker pages' lockfile), one line each: rule, impact, the first offending elements."""
+    from needs import needs
+
+    needs(None if AXE.is_file() else f"{AXE} not found: run install.sh (the worker pages' npm ci installs axe-core)")
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations")
+    return [f"{v['id']} ({v['impact']}): {v['help']}: " + "; ".join(str(n["target"]) for n in v["nodes"][:3])
+            for v in found if v["impact"] in ("serious", "critical")]
+
+
+def tab_to(page, selector: str, limit: int = 40) -> None:
+    """Press Tab, as a keyboard-only participant does, until the element ``selector`` has the focus."""
+    for _ in range(limit):
+        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{selector} never took the focus after {limit} Tab presses")
+
+
+def horizontal_overflow(page) -> int:
+    """How many CSS pixels the page is wider than its window (0: no horizontal scroll)."""
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def look_at(page, screen: str) -> None:
+    """What every worker screen must be: no sideways scroll, no serious or critical axe-core violation. With
+    DIALEVAL_GALLERY set, its screenshot goes there (docs/participant_pages.md is made this way)."""
+    assert horizontal_overflow(page) <= 0, f"{screen}: the page scrolls sideways"
+    found = serious_accessibility_violations(page)
+    assert not found, f"{screen}: {found}"
+    gallery = os.environ.get("DIALEVAL_GALLERY")
+    if gallery:
+        size = "phone" if page.viewport_size["width"] < 600 else "desktop"
+        page.screenshot(path=str(Path(gallery) / f"{screen}-{size}.png"), full_page=True)

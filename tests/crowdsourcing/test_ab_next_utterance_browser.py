@@ -10,7 +10,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -27,9 +27,10 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
         f"mephisto.architect.port={port}", "mephisto.task.task_name=ab_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"ab.items_file={items}", "ab.seed=1"])
     try:
-        with chromium_page(tmp_path) as page:
+        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=ab-item]", timeout=60000)
+            look_at(page, "ab_items")
             shown = page.locator("[data-testid=ab-item]")
             assert shown.count() == 10  # 12 pairs, 2 automatic ties never shown
             for i in range(10):
@@ -38,6 +39,7 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
                 page.check(f"[data-testid=ab-{i}-{choice}]")
             page.click("[data-testid=submit-ab]")
             page.wait_for_selector("[data-testid=done]", timeout=30000)
+            look_at(page, "ab_done")
             page.wait_for_timeout(1500)
     finally:
         run.stop()

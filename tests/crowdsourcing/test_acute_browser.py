@@ -9,7 +9,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl, write_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, look_at, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD_TEXT = "I love talking about books, what are you reading?"
@@ -65,10 +65,13 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path):
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=pair]", timeout=60000)
             assert "Practice round" in page.inner_text("body")
+            look_at(page, "acute_practice")
             judge(page)  # onboarding, all right: the unit follows on the same page
             page.wait_for_function("!document.body.innerText.includes('Practice round')", timeout=60000)
+            look_at(page, "acute_pair")
             judge(page)
             page.wait_for_selector("[data-testid=done]", timeout=30000)
+            look_at(page, "acute_done")
             page.wait_for_timeout(1500)
             received = [r.text() for r in answers]
         assert len(received) == 2 and all("init_task_data" in text for text in received), received

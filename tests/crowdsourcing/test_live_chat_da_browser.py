@@ -12,7 +12,7 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider, submit_hit
+from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 XSS = "<img src=x onerror=alert(1)>"
@@ -50,6 +50,8 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
             assert "strongly" not in page.locator("[data-testid=instructions]").inner_text(timeout=60000)
             for slot in range(3):
                 page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                if slot == 0:
+                    look_at(page, "live_chat_topic")
                 page.fill("#topic-input", "books" if slot != 1 else "football")
                 page.check("#attitude-like" if slot != 2 else "#attitude-dislike")
                 page.click("[data-testid=start-chat]")
@@ -63,6 +65,8 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
                     page.click("[data-testid=topic-change-form] button")
                     page.wait_for_function("document.querySelector('[data-testid=current-topic]').textContent === 'films'")
                 _chat(page, slot, 1, start=9)
+                if slot == 0:
+                    look_at(page, "live_chat_chat")
                 page.click("[data-testid=next-chatbot]")
                 page.wait_for_selector("[data-testid=rating-form]")
                 form_text = page.locator("[data-testid=rating-form]").inner_text()
@@ -70,10 +74,13 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
                 assert not re.search(r"\b(Robotic|Interesting|Fluent|Repetitive)\b", form_text)  # labels hidden
                 sliders = page.locator("[data-testid=rating-form] input[type=range]")
                 assert sliders.count() == 7
+                if slot == 0:
+                    look_at(page, "live_chat_rating")
                 for k in range(7):
                     set_slider(sliders.nth(k), 10 * slot + k + 1)
                 page.click("[data-testid=submit-ratings]")
             page.wait_for_selector("[data-testid=feedback-form]")
+            look_at(page, "live_chat_feedback")
             page.fill("#feedback", "Fine, thanks. " + XSS)
             page.click("[data-testid=send-feedback]")
             submit_hit(page)

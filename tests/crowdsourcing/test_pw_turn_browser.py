@@ -11,7 +11,7 @@ from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATI
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, pause, require_chromium, submit_hit
+from .protocol_harness import CliRun, chromium_page, dialeval, look_at, pause, require_chromium, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
@@ -20,7 +20,7 @@ GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
 def onboarding(page, correct: bool) -> None:
     pairs = page.locator("[data-testid=onboarding-pair]")
     for i in range(pairs.count()):
-        left_good = page.locator(f"[data-testid=onboarding-pair] >> nth={i}").inner_text().split("\n")[1].strip() in GOOD
+        left_good = page.inner_text(f"[data-testid=onboarding-{i}-left-text]").strip() in GOOD
         side = "left" if left_good == correct else "right"
         page.check(f"[data-testid=onboarding-{i}-{side}]")
     page.click("[data-testid=submit-onboarding]")
@@ -33,9 +33,10 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                                        "pw_turn.num_turns=3", "pw_turn.question=humanness"])
     chosen = []
     try:
-        with chromium_page(tmp_path) as page:
+        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
+            look_at(page, "pw_turn_practice")
             pause(page, 4)  # reading the practice dialogue
             onboarding(page, correct=False)
             page.wait_for_function("document.querySelector('[data-testid=warning]') && "
@@ -44,11 +45,14 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
             onboarding(page, correct=True)
             finish = page.locator("[data-testid=finish-onboarding]")
             finish.wait_for(timeout=30000)
+            look_at(page, "pw_turn_practice_passed")
             pause(page, 2)
             finish.click()
             assert finish.is_disabled()  # a second click cannot submit the onboarding again
             for turn in range(3):
                 page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
+                if turn == 0:
+                    look_at(page, "pw_turn_choose")
                 pause(page, 3)  # reading both candidates
                 assert page.inner_text("[data-testid=question]") == "Which next response from your partner sounds more human?"
                 side = ("left", "right", "left")[turn]
@@ -59,6 +63,8 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                 page.click("[data-testid=submit-choice]")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
+                    if turn == 0:
+                        look_at(page, "pw_turn_chat")
                     # the chosen reply is now the partner's last message
                     assert page.locator("[data-testid=history-turn]").last.inner_text() == chosen[-1]
                     pause(page, 3)

@@ -10,7 +10,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
@@ -28,10 +28,12 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
         f"mephisto.architect.port={port}", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"scale_designs.items_file={items}", "scale_designs.design=rme", "scale_designs.seed=0"])
     try:
-        with chromium_page(tmp_path) as page:
+        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             for n in range(2):
                 page.wait_for_selector("[data-testid=scale-item]", timeout=60000)
+                if n == 0:
+                    look_at(page, "scale_designs_rme")
                 assert "scores 100" in page.inner_text("[data-testid=anchor-readability]")
                 if n == 0:  # out-of-range numbers are refused with the allowed range shown next to them
                     page.fill("[data-testid=readability-value-0]", "-5")
@@ -51,6 +53,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
                 assert page.locator("[data-testid=next-hint]").count() == 0
                 page.click("[data-testid=next-item]")
             page.wait_for_selector("[data-testid=prior-questions]")
+            look_at(page, "scale_designs_prior_questions")
             page.check("[data-testid=prior_experience_evaluating-no]")
             page.check("[data-testid=prior_experience_agents-yes]")
             page.click("[data-testid=submit-scales]")

@@ -10,7 +10,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, pause,
+from .protocol_harness import (CliRun, assert_still_active, chromium_page, dialeval, look_at, pause,
                                rate_partner_and_submit, require_chromium)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -24,10 +24,12 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
                                        "mephisto.blueprint.num_conversations=1", "sm_eval.seed=0",
                                        "sm_eval.num_turns=3", "~sm_eval.models.retrieval"])
     try:
-        with chromium_page(tmp_path) as page:
+        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             for turn, marks in enumerate(MARKS):
                 page.wait_for_selector("[data-testid=annotate]", timeout=60000)
+                if turn == 0:
+                    look_at(page, "sm_eval_annotate")
                 assert page.locator("[data-testid=persona] li").count() == 2  # a persona to play
                 pause(page, LOOK_AWAY if turn == 1 else 3)  # reading; once called away mid-task
                 assert_still_active(page)
@@ -37,11 +39,14 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path):
                 page.click("[data-testid=submit-marks]")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
+                    if turn == 0:
+                        look_at(page, "sm_eval_chat")
                     pause(page, 3)  # thinking of a reply
                     page.fill(".response-text-input", f"I really enjoy cooking pasta dish {turn}")
                     pause(page, 1)
                     page.click(".submit-response")
             page.wait_for_selector("[data-testid=rate]", timeout=30000)
+            look_at(page, "sm_eval_rate")
             assert "How much would you like to talk to your partner for a long conversation?" in page.inner_text("[data-testid=rate]")
             rate_partner_and_submit(page, {"engaging": 4, "humanlike": 2, "interesting": 5}, think=2)
         run.proc.wait(120)

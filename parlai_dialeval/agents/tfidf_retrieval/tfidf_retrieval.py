@@ -63,5 +63,8 @@ class TfidfRetrievalAgent(Agent):
                                             "similarity": round(float(scores[best]), 4)}})
 
     def act(self):
-        observation = self.observation or {}
-        return self.respond_to(observation.get("text", ""))
+        # a task that shows the bot the dialogue so far as one message (PW-Turn; a conversation carried on
+        # after a crash) joins its turns with newlines, ParlAI's history delimiter: the last one is the
+        # user's message; matched against the whole, the opening "Hi!" made every reply "Hi"
+        text = (self.observation or {}).get("text") or ""
+        return self.respond_to(text.rsplit("\n", 1)[-1])

@@ -1,32 +1,72 @@
 // The conversation so far. Text is passed to React as a child, never as HTML, so whatever a
-// worker or a bot types is shown literally (no markup or script is ever interpreted).
+// worker or a bot types is shown literally (no markup or script is ever interpreted), each text in its
+// own direction (<bdi>: a right-to-left message, or a U+202E in one, never reorders what follows).
 // Speakers are told apart by the server's names (the bot's and "System"), never by the page's agent
 // id: after a reload Mephisto replays the worker's own messages renamed by its ParlAI wrapper.
+// Our own bubble rather than bootstrap-chat's ChatMessage: that one floats inside a flex row (so both
+// speakers sat on the left) and marks every message role="alert" (a screen reader interrupted per line).
 import React from "react";
-import { ChatMessage } from "bootstrap-chat";
+import { t } from "./i18n";
 
-// `streaming` (the world's task_data.streaming): the bot's reply as it arrives, shown as a bubble after
-// the log; "" shows a typing indicator; null/undefined shows nothing (the whole reply then arrives as
-// a message of its own, so it appears once).
-export function StreamingReply({ streaming, otherName = "Chatbot", testId = "bot-streaming" }) {
-  if (typeof streaming !== "string") {
-    return null;
-  }
-  if (!streaming) {
-    return (
-      <p className="text-muted dialeval-typing" data-testid="bot-typing">
-        {otherName} is typing...
-      </p>
-    );
-  }
+export const SLOW_REPLY_SECONDS = 20;
+
+export function Bubble({ isSelf, name, text, children }) {
   return (
-    <div className="dialeval-msg-streaming" data-testid={testId}>
-      <ChatMessage isSelf={false} agentName={otherName} message={streaming} />
+    <div className={"dialeval-bubble " + (isSelf ? "dialeval-bubble-self" : "dialeval-bubble-other")}>
+      <b>{name}</b>: <bdi>{text}</bdi>
+      {children}
     </div>
   );
 }
 
-export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbot", streaming = null }) {
+// Seconds since `active` became true (0 while false), ticking once a second.
+function useSecondsActive(active) {
+  const [seconds, setSeconds] = React.useState(0);
+  React.useEffect(() => {
+    setSeconds(0);
+    if (!active) {
+      return undefined;
+    }
+    const started = Date.now();
+    const timer = setInterval(() => setSeconds(Math.floor((Date.now() - started) / 1000)), 1000);
+    return () => clearInterval(timer);
+  }, [active]);
+  return seconds;
+}
+
+// `streaming` (the world's task_data.streaming): the bot's reply as it arrives, shown as a bubble after
+// the log; "" shows a typing indicator; null/undefined shows nothing (the whole reply then arrives as
+// a message of its own, so it appears once). A reply slower than `slowSeconds` gets a calm note.
+export function StreamingReply({ streaming, otherName = t("chat.chatbot"), testId = "bot-streaming", slowSeconds = SLOW_REPLY_SECONDS }) {
+  const waiting = useSecondsActive(typeof streaming === "string");
+  if (typeof streaming !== "string") {
+    return null;
+  }
+  const slow =
+    waiting >= slowSeconds ? (
+      <p className="dialeval-note" data-testid="slow-reply">
+        {t("chat.slow")}
+      </p>
+    ) : null;
+  if (!streaming) {
+    return (
+      <div>
+        <p className="dialeval-typing" data-testid="bot-typing">
+          {t("chat.typing", { name: otherName })}
+        </p>
+        {slow}
+      </div>
+    );
+  }
+  return (
+    <div className="dialeval-msg-other dialeval-msg-streaming" data-testid={testId}>
+      <Bubble isSelf={false} name={otherName} text={streaming} />
+      {slow}
+    </div>
+  );
+}
+
+export function ChatLog({ messages, botId, selfName = t("chat.you"), otherName = t("chat.chatbot"), streaming = null }) {
   const end = React.useRef(null);
   React.useEffect(() => {
     if (end.current && end.current.scrollIntoView) {
@@ -34,25 +74,33 @@ export function ChatLog({ messages, botId, selfName = "You", otherName = "Chatbo
     }
   }, [messages.length, streaming]);
   return (
-    <div className="dialeval-chat-log" data-testid="chat-log">
-      {messages.map((message, idx) => {
-        const isSelf = message.id !== botId && message.id !== "System";
-        return (
-          <div className={isSelf ? "dialeval-msg-self" : "dialeval-msg-other"} key={idx}>
-            <ChatMessage
-              isSelf={isSelf}
-              agentName={isSelf ? selfName : message.id === "System" ? "System" : otherName}
-              message={message.text}
-            />
-            {isSelf && message.pending ? (
-              // Not yet confirmed stored by the server (useLiveTask); resent after a reconnect.
-              <small className="text-muted" data-testid="msg-pending">
-                sending...
-              </small>
-            ) : null}
-          </div>
-        );
-      })}
+    // focusable: a keyboard user scrolls the log with the arrow keys once it is longer than its box
+    <div className="dialeval-chat-log" data-testid="chat-log" tabIndex={0}>
+      {/* role=log: a screen reader announces each new message once, politely; the reply as it streams is
+          left out of it (it would be read word by word) and is announced when it arrives whole */}
+      <div role="log" aria-live="polite" aria-label={t("chat.conversation")}>
+        {messages.map((message, idx) => {
+          const isSelf = message.id !== botId && message.id !== "System";
+          return (
+            <div className={isSelf ? "dialeval-msg-self" : "dialeval-msg-other"} key={idx}>
+              <Bubble isSelf={isSelf} name={isSelf ? selfName : message.id === "System" ? "System" : otherName} text={message.text}>
+                {message.dialeval_cut ? (
+                  <span className="dialeval-cut" data-testid="reply-cut">
+                    {" "}
+                    {t("chat.cut")}
+                  </span>
+                ) : null}
+              </Bubble>
+              {isSelf && message.pending ? (
+                // Not yet confirmed stored by the server (useLiveTask); resent until it is.
+                <small className="dialeval-pending" data-testid="msg-pending">
+                  {t("chat.sending")}
+                </small>
+              ) : null}
+            </div>
+          );
+        })}
+      </div>
       <StreamingReply streaming={streaming} otherName={otherName} />
       <div ref={end} />
     </div>

@@ -1,35 +1,76 @@
 // The text box + Send button of every chat page; Enter sends too. Blank messages are never sent, nor
-// messages over `maxLength` characters (the world's limit, sent in its state): the page says so instead;
-// nor anything while `disabled` (a bot reply still arriving): the worker may type, not send.
+// messages over `maxLength` characters (the world's limit, sent in its state): the page says so instead.
+// While `busy` (a bot reply still arriving) nothing typed is lost or merged with the next draft: with
+// `queue` (live chat, where the chat goes on after the reply) a message waits in a queue of one, shown
+// under the box, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
+// box, and the page says why.
 import React from "react";
+import { t } from "./i18n";
 
-export function MessageInput({ onSend, placeholder = "Type your reply", maxLength, disabled = false }) {
+export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false }) {
   const [text, setText] = React.useState("");
+  const [queued, setQueued] = React.useState(null);
+  const [note, setNote] = React.useState(null);
   const tooLong = maxLength && text.trim().length > maxLength;
-  const send = () => {
-    if (text.trim() && !tooLong && !disabled) {
-      onSend(text.trim());
-      setText("");
+  React.useEffect(() => {
+    if (!busy && queued !== null) {
+      onSend(queued);
+      setQueued(null);
+      setNote(null);
     }
+  }, [busy, queued]);
+  const send = () => {
+    const message = text.trim();
+    if (!message || tooLong) {
+      return;
+    }
+    if (!busy) {
+      onSend(message);
+    } else if (!queue) {
+      setNote(t("input.wait"));
+      return;
+    } else if (queued === null) {
+      setQueued(message);
+    } else {
+      setNote(t("input.queue_full"));
+      return;
+    }
+    setText("");
+    setNote(null);
   };
   return (
     <div>
       <div className="dialeval-input-row">
         <input
           className="form-control response-text-input"
+          aria-label={label}
           placeholder={placeholder}
           value={text}
           onChange={(e) => setText(e.target.value)}
-          onKeyDown={(e) => e.key === "Enter" && send()}
+          onKeyDown={(e) => {
+            if (e.key === "Enter" && !e.repeat) {
+              e.preventDefault();
+              send();
+            }
+          }}
         />
-        <button className="btn btn-primary submit-response" onClick={send} disabled={!!tooLong || disabled}>
-          Send
+        <button className="btn btn-primary submit-response" onClick={send} disabled={!!tooLong}>
+          {t("input.send")}
         </button>
       </div>
+      {queued !== null ? (
+        <p className="dialeval-queued" data-testid="msg-queued" role="status">
+          {t("input.queued")} <bdi>{queued}</bdi>
+        </p>
+      ) : null}
+      {note ? (
+        <p className="dialeval-note" data-testid="queue-full" role="status">
+          {note}
+        </p>
+      ) : null}
       {tooLong ? (
         <div className="alert alert-warning" data-testid="too-long">
-          Your message is {text.trim().length.toLocaleString("en")} characters long; the limit is{" "}
-          {maxLength.toLocaleString("en")}. Please shorten it.
+          {t("input.too_long", { length: text.trim().length.toLocaleString("en"), limit: maxLength.toLocaleString("en") })}
         </div>
       ) : null}
     </div>

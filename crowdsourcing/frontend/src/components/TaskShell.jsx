@@ -1,16 +1,19 @@
-// Page layout shared by every task: instructions on the left, the task on the right, and the
-// loading / blocked / ended / submit screens every Mephisto task needs.
+// Page layout shared by every task: the task first, the instructions beside it (folded under it on a
+// phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
+import { t } from "./i18n";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
+  // open beside the task on a wide screen; folded under it on a phone, where the task comes first
+  const [wide] = React.useState(() => typeof window === "undefined" || window.innerWidth >= 992);
   let body;
   if (blockedReason) {
     body = <div className="alert alert-danger">{blockedExplanation || blockedReason}</div>;
   } else if (isPreview) {
-    body = <div className="alert alert-info">Accept the task to begin.</div>;
+    body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {
-    body = <div className="alert alert-secondary">Loading...</div>;
+    body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else if (inactiveText) {
     body = <div className="alert alert-warning" data-testid="inactive">{inactiveText}</div>;
   } else {
@@ -18,12 +21,15 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   }
   return (
     <div className="container-fluid dialeval-task">
+      <h1 className="h4">{title}</h1>
       <div className="row">
-        <div className="col-md-4 dialeval-instructions">
-          <h4>{title}</h4>
-          {instructions}
-        </div>
-        <div className="col-md-8 dialeval-main">{body}</div>
+        <main className="col-lg-8 dialeval-main">{body}</main>
+        <aside className="col-lg-4 dialeval-instructions" aria-label={t("shell.instructions")}>
+          <details open={wide}>
+            <summary>{t("shell.instructions")}</summary>
+            {instructions}
+          </details>
+        </aside>
       </div>
     </div>
   );
@@ -48,11 +54,30 @@ export function SubmitOnceButton({ onSubmit, testid, label, pendingLabel }) {
   );
 }
 
+// The last screen: what to press, then what happens next. On Prolific (PROLIFIC_PID in the address) the
+// provider's wrapper takes the participant back to Prolific with the completion code after the submit.
 export function SubmitPanel({ handleSubmit, data = {} }) {
+  const [sent, setSent] = React.useState(false);
+  const onProlific = typeof window !== "undefined" && /[?&]PROLIFIC_PID=/.test(window.location.search);
   return (
-    <div className="dialeval-submit">
-      <p>Thank you! Your work is complete.</p>
-      <SubmitOnceButton onSubmit={() => handleSubmit(data)} testid="submit-hit" label="Submit HIT" pendingLabel="Submitted" />
+    <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
+      <p>
+        <b>{t("submit.complete")}</b> {t("submit.press")}
+      </p>
+      <SubmitOnceButton
+        onSubmit={() => {
+          setSent(true);
+          handleSubmit(data);
+        }}
+        testid="submit-hit"
+        label={t("submit.button")}
+        pendingLabel={t("submit.pending")}
+      />
+      {sent ? (
+        <p role="status" data-testid="after-submit" style={{ marginTop: 12 }}>
+          {t(onProlific ? "submit.sent_prolific" : "submit.sent")}
+        </p>
+      ) : null}
     </div>
   );
 }

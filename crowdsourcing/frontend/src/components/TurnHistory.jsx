@@ -3,10 +3,12 @@ import React from "react";
 
 export function TurnHistory({ history }) {
   return (
-    <div className="dialeval-chat-log" data-testid="history">
+    <div className="dialeval-chat-log" data-testid="history" tabIndex={0} role="log" aria-label="The conversation so far">
       {(history || []).map((turn, idx) => (
         <div key={idx} className={turn.speaker === "human" ? "dialeval-msg-self" : "dialeval-msg-other"}>
-          <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <span data-testid="history-turn">{turn.text}</span>
+          <span className={"dialeval-bubble " + (turn.speaker === "human" ? "dialeval-bubble-self" : "dialeval-bubble-other")}>
+            <b>{turn.speaker === "human" ? "You" : "Partner"}:</b> <bdi data-testid="history-turn">{turn.text}</bdi>
+          </span>
         </div>
       ))}
     </div>

@@ -128,7 +128,7 @@ function AcuteApp() {
   const instructions = (
     <div>
       {initialTaskData && initialTaskData.onboarding ? (
-        <p className="text-info" data-testid="practice">
+        <p className="dialeval-note" data-testid="practice">
           Practice round: one speaker is clearly better.
           {initialTaskData.max_tries > 1 ? ` Try ${initialTaskData.try} of ${initialTaskData.max_tries}.` : ""}
         </p>

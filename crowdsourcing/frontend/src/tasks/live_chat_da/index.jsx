@@ -3,14 +3,10 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput } from "../../components";
+import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
-const ATTITUDES = [
-  ["like", "I like this topic"],
-  ["ambivalent", "I am ambivalent about it"],
-  ["dislike", "I dislike this topic"],
-];
+const ATTITUDES = ["like", "ambivalent", "dislike"];
 
 function TopicForm({ state, sendAction }) {
   const [topic, setTopic] = React.useState("");
@@ -20,21 +16,26 @@ function TopicForm({ state, sendAction }) {
   const ready = (fixedTopic || topic.trim()) && attitude;
   return (
     <div data-testid="topic-form">
-      <h5>
-        Chatbot {state.slot + 1} of {state.num_slots}
-      </h5>
+      <h2 className="h5">{t("live_chat.slot", { slot: state.slot + 1, slots: state.num_slots })}</h2>
       {fixedTopic ? (
         <p>
-          Topic of this conversation: <b data-testid="ice-breaker">{fixedTopic}</b>
+          {t("live_chat.fixed_topic")} <bdi data-testid="ice-breaker">{fixedTopic}</bdi>
         </p>
       ) : (
         <div className="form-group">
-          <label htmlFor="topic-input">What topic would you like to talk about with this chatbot?</label>
-          <input id="topic-input" className="form-control" value={topic} onChange={(e) => setTopic(e.target.value)} />
+          <label htmlFor="topic-input">{t("live_chat.topic_question")}</label>
+          <input
+            id="topic-input"
+            className="form-control"
+            placeholder={t("live_chat.topic_example")}
+            value={topic}
+            onChange={(e) => setTopic(e.target.value)}
+          />
         </div>
       )}
-      <div className="form-group">
-        {ATTITUDES.map(([value, label]) => (
+      <fieldset className="form-group">
+        <legend className="col-form-label">{t("live_chat.attitude_question")}</legend>
+        {ATTITUDES.map((value) => (
           <div className="form-check" key={value}>
             <input
               className="form-check-input"
@@ -45,11 +46,11 @@ function TopicForm({ state, sendAction }) {
               onChange={() => setAttitude(value)}
             />
             <label className="form-check-label" htmlFor={"attitude-" + value}>
-              {label}
+              {t("live_chat." + value)}
             </label>
           </div>
         ))}
-      </div>
+      </fieldset>
       {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button
         className="btn btn-primary"
@@ -57,7 +58,7 @@ function TopicForm({ state, sendAction }) {
         disabled={pending || !ready}
         onClick={() => sendOnce(() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude }))}
       >
-        Start conversation
+        {t("live_chat.start")}
       </button>
     </div>
   );
@@ -69,14 +70,18 @@ function ChatPanel({ state, messages, sendAction }) {
   const [pending, sendOnce] = useSendOnce(state);
   // The server counts the inputs and judges "Next chatbot" (a count kept by the page would restart
   // at 0 when the tab is reopened); its refusal arrives as state.warning, cleared by its next reply.
+  const enough = (state.inputs || 0) >= (state.min_inputs || 0);
   return (
     <div data-testid="chat-panel">
       <div className="dialeval-topic-bar">
         <span>
-          Chatbot {state.slot + 1} of {state.num_slots}. Topic: <b data-testid="current-topic">{state.topic}</b>
+          {t("live_chat.slot", { slot: state.slot + 1, slots: state.num_slots })}. {t("live_chat.current_topic")}{" "}
+          <b>
+            <bdi data-testid="current-topic">{state.topic}</bdi>
+          </b>
         </span>
-        <span className="text-muted" data-testid="input-count">
-          Your inputs: {state.inputs || 0} (minimum {state.min_inputs || 0})
+        <span className={enough ? "dialeval-go-on" : ""} data-testid="input-count">
+          {t("live_chat.inputs", { inputs: state.inputs || 0, minimum: state.min_inputs || 0 })}
         </span>
       </div>
       <ChatLog messages={messages} botId={state.bot_id} streaming={state.streaming} />
@@ -86,27 +91,33 @@ function ChatPanel({ state, messages, sendAction }) {
         </div>
       ) : null}
       <MessageInput
-        placeholder="Type your message"
+        placeholder={t("live_chat.message_placeholder")}
         maxLength={state.max_message_chars}
-        disabled={typeof state.streaming === "string"}
+        busy={typeof state.streaming === "string"}
+        queue
         onSend={(text) => sendAction({ action: "message" }, text)}
       />
+      {enough ? (
+        <p className="dialeval-go-on" role="status" data-testid="may-go-on" style={{ marginTop: 8 }}>
+          {t("live_chat.go_on")}
+        </p>
+      ) : null}
       <div className="dialeval-input-row" style={{ marginTop: 8 }}>
         <button className="btn btn-outline-secondary" data-testid="topic-button" onClick={() => setChangingTopic(!changingTopic)}>
-          Topic
+          {t("live_chat.topic_button")}
         </button>
         <button
-          className="btn btn-outline-success"
+          className={enough ? "btn btn-success" : "btn btn-outline-secondary"}
           data-testid="next-chatbot"
           disabled={pending}
           onClick={() => sendOnce(() => sendAction({ action: "next" }))}
         >
-          Next chatbot
+          {t("live_chat.next")}
         </button>
       </div>
       {changingTopic ? (
         <div className="dialeval-input-row" style={{ marginTop: 8 }} data-testid="topic-change-form">
-          <input className="form-control" placeholder="New topic" value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
+          <input className="form-control" aria-label={t("live_chat.new_topic")} placeholder={t("live_chat.new_topic")} value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
           <button
             className="btn btn-secondary"
             disabled={!newTopic.trim()}
@@ -116,7 +127,7 @@ function ChatPanel({ state, messages, sendAction }) {
               setChangingTopic(false);
             }}
           >
-            Update topic
+            {t("live_chat.update_topic")}
           </button>
         </div>
       ) : null}
@@ -124,14 +135,20 @@ function ChatPanel({ state, messages, sendAction }) {
   );
 }
 
-function RatingForm({ state, sendAction }) {
+function RatingForm({ state, messages, sendAction }) {
   const statements = state.statements || [];
   const [values, setValues] = React.useState(statements.map(() => null));
   const done = values.every((v) => v !== null);
   const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="rating-form">
-      <h5>How much do you agree with each statement about the chatbot you just talked to?</h5>
+      {messages.length ? (
+        <details className="dialeval-reread">
+          <summary>{t("live_chat.reread")}</summary>
+          <ChatLog messages={messages} botId={state.bot_id} />
+        </details>
+      ) : null}
+      <h2 className="h5">{t("live_chat.rate_question")}</h2>
       {statements.map((statement, idx) => (
         <ContinuousSlider
           key={state.slot + "-" + idx}
@@ -141,7 +158,7 @@ function RatingForm({ state, sendAction }) {
           onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
         />
       ))}
-      {done ? null : <p className="text-muted">Please move every slider.</p>}
+      {done ? null : <p className="dialeval-note">{t("live_chat.move_every_slider")}</p>}
       {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
       <button
         className="btn btn-primary"
@@ -149,7 +166,7 @@ function RatingForm({ state, sendAction }) {
         disabled={pending || !done}
         onClick={() => sendOnce(() => sendAction({ action: "rating", values }))}
       >
-        Next
+        {t("live_chat.rate_next")}
       </button>
     </div>
   );
@@ -161,7 +178,7 @@ function FailedPanel({ state, sendAction }) {
     <div data-testid="failed-panel">
       <div className="alert alert-danger">{state.failure_text}</div>
       <button className="btn btn-primary" data-testid="next-after-failure" disabled={pending} onClick={() => sendOnce(() => sendAction({ action: "next" }))}>
-        Continue
+        {t("live_chat.continue")}
       </button>
     </div>
   );
@@ -172,7 +189,7 @@ function FeedbackForm({ state, sendAction }) {
   const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="feedback-form">
-      <label htmlFor="feedback">Any problems or comments? (optional)</label>
+      <label htmlFor="feedback">{t("live_chat.feedback")}</label>
       <textarea id="feedback" className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
       <button
         className="btn btn-primary"
@@ -181,7 +198,7 @@ function FeedbackForm({ state, sendAction }) {
         disabled={pending}
         onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback }))}
       >
-        Finish
+        {t("live_chat.finish")}
       </button>
     </div>
   );
@@ -190,6 +207,7 @@ function FeedbackForm({ state, sendAction }) {
 function LiveChatApp() {
   const live = useLiveTask();
   const { state, messages, sendAction, handleSubmit, taskConfig } = live;
+  useLanguage(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
@@ -198,17 +216,17 @@ function LiveChatApp() {
   } else if (state.phase === "chat") {
     body = <ChatPanel key={state.slot} state={state} messages={messages} sendAction={sendAction} />;
   } else if (state.phase === "rate") {
-    body = <RatingForm key={state.slot} state={state} sendAction={sendAction} />;
+    body = <RatingForm key={state.slot} state={state} messages={messages} sendAction={sendAction} />;
   } else if (state.phase === "failed") {
     body = <FailedPanel state={state} sendAction={sendAction} />;
   } else if (state.phase === "feedback") {
     body = <FeedbackForm state={state} sendAction={sendAction} />;
   } else {
-    body = <div className="alert alert-secondary">Connecting to the chatbots...</div>;
+    body = <div className="alert alert-secondary">{t("live_chat.connecting")}</div>;
   }
   const numSlots = state.num_slots || (taskConfig && taskConfig.frontend_task_opts && taskConfig.frontend_task_opts.num_slots) || 6;
   return (
-    <TaskShell mephisto={live} title="Chat with chatbots" instructions={<Instructions numSlots={numSlots} minInputs={state.min_inputs || 10} />}>
+    <TaskShell mephisto={live} title={t("live_chat.title")} instructions={<Instructions numSlots={numSlots} minInputs={state.min_inputs || 10} />}>
       {body}
     </TaskShell>
   );

@@ -16,11 +16,16 @@ import {
   ScreenedOut,
 } from "../../components";
 
+const NAMES = { left: "Response 1", right: "Response 2" };
+
+// One candidate: its radio button beside its name and text (the whole card is the label).
 function Option({ side, text, chosen, onChoose }) {
   return (
     <label className={"dialeval-option card p-2 mb-2" + (chosen ? " border-primary" : "")} data-testid={"option-" + side}>
-      <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} />{" "}
-      <span data-testid={"text-" + side}>{text}</span>
+      <span className="dialeval-option-head">
+        <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} /> <b>{NAMES[side]}</b>
+      </span>
+      <bdi data-testid={"text-" + side}>{text}</bdi>
     </label>
   );
 }
@@ -57,7 +62,10 @@ function Onboarding({ state, sendAction }) {
   return (
     <div data-testid="onboarding">
       <p>
-        Practice (try {state.try} of {state.max_tries}): for each turn, pick the response that is clearly better.
+        Practice (try {state.try} of {state.max_tries}): for each turn, pick the response that is clearly better.{" "}
+        {state.try < state.max_tries
+          ? "If some answers are wrong, you get another try."
+          : "This is the last try: if some answers are still wrong, the study is not for you and you will be asked to return it (that does not count against you)."}
       </p>
       {pairs.map((pair, idx) => (
         <div key={state.try + "-" + idx} className="mb-3" data-testid="onboarding-pair">
@@ -65,15 +73,18 @@ function Onboarding({ state, sendAction }) {
             <b>You:</b> {pair.human}
           </div>
           {["left", "right"].map((side) => (
-            <label key={side} className="card p-2 mb-1">
-              <input
-                type="radio"
-                name={"onb-" + idx}
-                data-testid={"onboarding-" + idx + "-" + side}
-                checked={choices[idx] === side}
-                onChange={() => setChoices(choices.map((c, i) => (i === idx ? side : c)))}
-              />{" "}
-              {pair[side]}
+            <label key={side} className="dialeval-option card p-2 mb-1">
+              <span className="dialeval-option-head">
+                <input
+                  type="radio"
+                  name={"onb-" + idx}
+                  data-testid={"onboarding-" + idx + "-" + side}
+                  checked={choices[idx] === side}
+                  onChange={() => setChoices(choices.map((c, i) => (i === idx ? side : c)))}
+                />{" "}
+                <b>{NAMES[side]}</b>
+              </span>
+              <bdi data-testid={"onboarding-" + idx + "-" + side + "-text"}>{pair[side]}</bdi>
             </label>
           ))}
         </div>
@@ -129,7 +140,7 @@ function PairwiseTurnApp() {
               />
             ))
           : null}
-        <MessageInput maxLength={state.max_message_chars} disabled={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
+        <MessageInput maxLength={state.max_message_chars} busy={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
       </div>
     );
   } else {

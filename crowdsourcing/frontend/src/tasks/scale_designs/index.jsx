@@ -8,7 +8,7 @@ import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
 import { TaskShell } from "../../components";
 
-function ValueInput({ kind, min, max, value, onChange, testid }) {
+function ValueInput({ kind, min, max, value, onChange, testid, label }) {
   if (kind === "likert") {
     const points = [];
     for (let v = min; v <= max; v += 1) points.push(v);
@@ -32,6 +32,7 @@ function ValueInput({ kind, min, max, value, onChange, testid }) {
         max={max}
         className={"form-control d-inline-block" + (wrong ? " is-invalid" : "")}
         style={{ width: 120 }}
+        aria-label={label}
         data-testid={testid}
         value={value === undefined ? "" : value}
         onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))}
@@ -99,6 +100,7 @@ function ItemForm({ data, item, index, onDone }) {
                     min={min}
                     max={max}
                     testid={name + "-value-" + i}
+                    label={`${name}: your score for reply ${i + 1} (${min} to ${max})`}
                     value={(a.values || {})[r.key]}
                     onChange={(v) => set(name, { values: { ...(a.values || {}), [r.key]: v } })}
                   />

@@ -101,7 +101,7 @@ function SingleModelApp() {
     body = (
       <MessageInput
         maxLength={state.max_message_chars}
-        disabled={typeof state.streaming === "string"}
+        busy={typeof state.streaming === "string"}
         onSend={(text) => sendAction({ action: "message" }, text)}
       />
     );
@@ -127,11 +127,11 @@ function SingleModelApp() {
         your partner's messages, tick whether it was engaging, human-like and/or interesting (or none of these). At the
         end, rate your partner on three questions.
       </p>
-      {persona}
     </div>
   );
   return (
     <TaskShell mephisto={live} title="Chat and rate your partner" instructions={instructions}>
+      {persona /* with the task, not the folded instructions: a phone shows it too */}
       <TurnHistory history={state.history} />
       <StreamingReply streaming={state.streaming} otherName="Partner" />
       {state.warning ? (

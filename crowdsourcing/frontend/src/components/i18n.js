@@ -1,0 +1,39 @@
+// The page's own words (instructions, buttons, notes, errors) come from a catalogue per language,
+// src/i18n/<language>.json, chosen by the task's `language` (frontend_task_opts.language; the launch checks
+// that the catalogue exists). A key missing from a catalogue falls back to English; {name} placeholders are
+// filled from `vars`. Right-to-left languages turn the whole page (dir="rtl"); participants' and bots' texts
+// keep their own direction everywhere (<bdi>). Hand-written: a dozen lines; i18n libraries bring plural
+// engines and loaders that these pages do not need.
+import React from "react";
+
+// every src/i18n/<language>.json is bundled: a new language is a file there and a rebuild
+const files = require.context("../i18n", false, /\.json$/);
+const CATALOGUES = Object.fromEntries(files.keys().map((name) => [name.replace(/^\.\/|\.json$/g, ""), files(name)]));
+const en = CATALOGUES.en;
+const RIGHT_TO_LEFT = new Set(["ar", "fa", "he", "ur", "yi"]);
+let catalogue = en;
+
+// Called once per render by a task's app with its task config: sets the catalogue and the page's lang/dir.
+export function useLanguage(taskConfig) {
+  const language = (taskConfig && taskConfig.frontend_task_opts && taskConfig.frontend_task_opts.language) || "en";
+  catalogue = CATALOGUES[language] || en;
+  React.useEffect(() => {
+    document.documentElement.lang = language;
+    document.documentElement.dir = RIGHT_TO_LEFT.has(language) ? "rtl" : "ltr";
+  }, [language]);
+  return language;
+}
+
+export function t(key, vars = {}) {
+  const text = key in catalogue ? catalogue[key] : en[key];
+  if (typeof text !== "string") {
+    throw new Error(`no text for ${key} in the page's catalogue`);
+  }
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+}
+
+// An item list (the instructions) from the catalogue, with the same placeholders.
+export function tList(key, vars = {}) {
+  const items = key in catalogue ? catalogue[key] : en[key];
+  return items.map((item) => item.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole)));
+}

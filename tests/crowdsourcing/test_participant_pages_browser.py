@@ -1,0 +1,167 @@
+"""A participant on a phone (390x844, touch) with only a keyboard completes a live-chat HIT in headless
+Chromium at a person's pace: the task comes before the instructions, nothing scrolls sideways, axe-core
+finds no serious or critical violation on any screen, Enter pressed twice sends one message, the go-on
+note shows once the minimum is typed, the conversation can be reread while rating, every slider says
+whether it was moved, and the last screen says what happens next. The export holds what was typed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from parlai_dialeval.testing.ports import free_port
+
+from .protocol_harness import CliRun, chromium_page, look_at, pause, require_chromium, set_slider, submit_hit, tab_to
+
+FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
+    require_chromium()
+    run = CliRun("live_chat_da", tmp_path, [
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_pages",
+        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
+        "live_chat.min_inputs=2"])
+    try:
+        with chromium_page(tmp_path, phone=True) as page:
+            page.goto(run.worker_url("phone_worker"))
+            for slot in range(3):
+                page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                if slot == 0:
+                    task_top = page.locator("[data-testid=topic-form]").bounding_box()["y"]
+                    assert task_top < page.locator("aside").bounding_box()["y"], "the instructions come first"
+                    assert task_top < 844, "the task starts below the first screen"
+                    look_at(page, "live_chat_topic")
+                tab_to(page, "#topic-input")
+                page.keyboard.type("gardening", delay=60)
+                tab_to(page, "#attitude-like")
+                page.keyboard.press("Space")
+                tab_to(page, "[data-testid=start-chat]")
+                pause(page, 1)
+                page.keyboard.press("Enter")
+                page.wait_for_selector("[data-testid=chat-panel]")
+                for i in range(2):
+                    tab_to(page, ".response-text-input")
+                    page.keyboard.type(f"message {i} about tomatoes", delay=60)
+                    before = page.locator(".dialeval-msg-other").count()
+                    page.keyboard.press("Enter")
+                    page.keyboard.press("Enter")  # pressed twice: the box is empty, nothing more is sent
+                    page.wait_for_function(
+                        f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=60000)
+                    pause(page, 1)
+                assert page.locator(".dialeval-msg-self").count() == 2
+                assert page.locator("[data-testid=msg-pending]").count() == 0
+                page.wait_for_selector("[data-testid=may-go-on]")
+                if slot == 0:
+                    mine = page.locator(".dialeval-msg-self .dialeval-bubble").first.bounding_box()
+                    theirs = page.locator(".dialeval-msg-other .dialeval-bubble").first.bounding_box()
+                    assert mine["x"] + mine["width"] > theirs["x"] + theirs["width"], "both bubbles on one side"
+                    look_at(page, "live_chat_chat")
+                tab_to(page, "[data-testid=next-chatbot]")
+                page.keyboard.press("Enter")
+                page.wait_for_selector("[data-testid=rating-form]")
+                tab_to(page, ".dialeval-reread summary")  # the conversation, reread while rating
+                page.keyboard.press("Enter")
+                assert "message 1 about tomatoes" in page.locator(".dialeval-reread").inner_text()
+                sliders = page.locator("[data-testid=rating-form] input[type=range]")
+                assert sliders.count() == 7
+                for k in range(7):
+                    assert page.inner_text(f"[data-testid=slider-state-{k}]").startswith("Not answered yet")
+                    tab_to(page, f"#slider-{k}")
+                    page.keyboard.press("ArrowRight")
+                    assert page.inner_text(f"[data-testid=slider-state-{k}]") == "Your answer: 51 of 100"
+                if slot == 0:
+                    look_at(page, "live_chat_rating")
+                tab_to(page, "[data-testid=submit-ratings]")
+                page.keyboard.press("Enter")
+            page.wait_for_selector("[data-testid=feedback-form]")
+            look_at(page, "live_chat_feedback")
+            tab_to(page, "#feedback")
+            page.keyboard.type("All fine.", delay=60)
+            tab_to(page, "[data-testid=send-feedback]")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
+            look_at(page, "live_chat_done")
+            tab_to(page, "[data-testid=submit-hit]")
+            page.keyboard.press("Enter")
+            assert "You can close this tab now" in page.inner_text("[data-testid=after-submit]")
+        run.proc.wait(120)  # one unit: the run ends by itself once it is submitted
+    finally:
+        run.stop()
+    out = tmp_path / "out.jsonl"
+    run.export("lcda_pages", out)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    convs = [r for r in records if r["type"] == "conversation"]
+    assert len(convs) == 3
+    for conv in convs:  # Enter twice sent each message once
+        assert [t["text"] for t in conv["turns"] if t["speaker"] == "human"] == [
+            "message 0 about tomatoes", "message 1 about tomatoes"]
+    assert sorted({r["value"] for r in records if r["type"] == "rating"}) == [51]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
+    """The study's language is Hebrew (live_chat.language=he, the shipped right-to-left catalogue): the page's
+    words come from it, the page runs right to left (the participant's bubbles on the left, the chatbot's on
+    the right), an English message keeps its own direction, and a participant completes the HIT."""
+    require_chromium()
+    he = json.loads((FRONTEND / "src" / "i18n" / "he.json").read_text())
+    run = CliRun("live_chat_da", tmp_path, [
+        f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_hebrew",
+        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
+        "live_chat.min_inputs=1", "live_chat.language=he"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("hebrew_worker"))
+            for slot in range(3):
+                page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+                assert page.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "he"]
+                assert page.inner_text("label[for=topic-input]") == he["live_chat.topic_question"]
+                if slot == 0:
+                    look_at(page, "live_chat_topic_hebrew")
+                page.fill("#topic-input", "גינון")
+                page.check("#attitude-like")
+                pause(page, 1)
+                page.click("[data-testid=start-chat]")
+                page.wait_for_selector("[data-testid=chat-panel]")
+                page.fill(".response-text-input", "What grows well in the shade?")
+                page.click(".submit-response")
+                page.wait_for_selector(".dialeval-msg-other", timeout=60000)
+                if slot == 0:
+                    mine = page.locator(".dialeval-msg-self .dialeval-bubble").first.bounding_box()
+                    theirs = page.locator(".dialeval-msg-other .dialeval-bubble").first.bounding_box()
+                    assert mine["x"] < theirs["x"], "right to left: the participant's bubble is on the left"
+                    assert page.locator(".dialeval-msg-self bdi").first.inner_text() == "What grows well in the shade?"
+                    assert he["live_chat.go_on"] in page.inner_text("[data-testid=may-go-on]")
+                    look_at(page, "live_chat_chat_hebrew")
+                page.click("[data-testid=next-chatbot]")
+                page.wait_for_selector("[data-testid=rating-form]")
+                sliders = page.locator("[data-testid=rating-form] input[type=range]")
+                for k in range(sliders.count()):
+                    set_slider(sliders.nth(k), 30)
+                page.click("[data-testid=submit-ratings]")
+            page.wait_for_selector("[data-testid=feedback-form]")
+            page.click("[data-testid=send-feedback]")
+            submit_hit(page)
+        run.proc.wait(120)
+    finally:
+        run.stop()
+    out = tmp_path / "out.jsonl"
+    run.export("lcda_hebrew", out)
+    convs = [r for line in out.read_text().splitlines() for r in [json.loads(line)] if r["type"] == "conversation"]
+    assert [c["status"] for c in convs] == ["complete"] * 3 and {c["topic"] for c in convs} == {"גינון"}
+
+
+def test_a_language_without_a_catalogue_is_refused_with_the_ones_there_are():
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.errors import DialevalError
+
+    assert page_language("he") == "he"
+    with pytest.raises(DialevalError, match=r"no worker-page catalogue for language 'xx': the pages have en, he"):
+        page_language("xx")
