@@ -18,6 +18,10 @@ from parlai_dialeval.errors import DialevalError
 ACTIONS = ("approve", "reject", "bonus", "block")
 
 
+# a place held this long with no act of its page's is listed (a person reads the instructions first)
+IDLE_PLACE_SECONDS = 300
+
+
 class TaskSource:
     """One task's data for the page. ``ttl``: seconds a snapshot is reused (the page refreshes itself, and
     several tabs may be open); ``money_ttl``: the same for the Prolific figures, which cost API calls."""
@@ -43,6 +47,7 @@ class TaskSource:
     # ------------------------------------------------------------ reading
     def snapshot(self) -> dict:
         from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
+        from parlai_dialeval.crowdsourcing.platform.places import idle_places
 
         with self._lock:
             if self._snapshot and time.time() - self._snapshot[0] < self.ttl:
@@ -65,6 +70,8 @@ class TaskSource:
                     "quality": summary.quality(checks, records, onboarding_statuses(self._db, self.task_name)),
                     "check_note": check_note,
                     "endpoints": summary.endpoints(records), "notes": report.notes,
+                    "idle_places": idle_places(self._db, self.task_name, spec.extra.get("export_files", ()),
+                                               IDLE_PLACE_SECONDS, now),
                     "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
             self._records = records
             self._snapshot = (now, data)

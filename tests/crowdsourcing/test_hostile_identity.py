@@ -169,11 +169,14 @@ def test_after_kill_9_the_hit_goes_back_to_its_page_and_to_no_one_naming_the_wor
     assert_exactly_their_work(convs, [victim])
 
 
-def test_places_held_without_an_act_are_listed_for_the_dashboard(tmp_path):
+def test_places_held_without_an_act_are_listed_for_the_dashboard(tmp_path, monkeypatch):
     """platform/places.py: of two workers given a place, the one who never acted is listed (MockArchitect,
-    in-process, as tests/crowdsourcing/test_live_chat_da_world.py runs it)."""
+    in-process, as tests/crowdsourcing/test_live_chat_da_world.py runs it), and the dashboard's page shows
+    them."""
     from parlai_dialeval.crowdsourcing.platform.places import idle_places
     from parlai_dialeval.crowdsourcing.platform.registry import get_task
+    from parlai_dialeval.dashboard import source as dashboard_source
+    from parlai_dialeval.dashboard.app import create_app
 
     from .test_live_chat_da_world import ECHO, MockWorker
     from .test_live_chat_da_world import launch as launch_in_process
@@ -190,7 +193,16 @@ def test_places_held_without_an_act_are_listed_for_the_dashboard(tmp_path):
         files = get_task("live_chat_da").extra["export_files"]
         held = idle_places(run.db, "idle_places", files, idle_seconds=0)
         later = idle_places(run.db, "idle_places", files, idle_seconds=3600)
+        monkeypatch.setattr(dashboard_source, "IDLE_PLACE_SECONDS", 0)
+        app = create_app(dashboard_source.TaskSource("idle_places", run.data_dir), "a-secret-of-twelve+")
+        app.testing = True
+        with app.test_client() as client:
+            client.post("/login", data={"token": "a-secret-of-twelve+"})
+            page = client.get("/").get_data(as_text=True)
     finally:
         run.shutdown()
+    listed = page[page.index('data-testid="idle-places"'):]
+    listed = listed[:listed.index("</table>")]
+    assert "<bdi>idle</bdi>" in listed and "active" not in listed, listed
     assert [(place["worker"], place["agent_id"]) for place in held] == [("idle", idle.agent_id)]
     assert held[0]["registration"] == "assignment-idle" and later == []  # the mock server registers it so

@@ -1,8 +1,10 @@
 """A live_chat_da launch whose chatbots are a real model behind a real OpenAI-compatible server
 (``transformers serve``, the real_server fixture), one worker in headless Chromium at a person's pace:
-the page shows the typing indicator, then the bot's text as it arrives, with sending blocked, and
-finally the whole reply once as the bot's message; a reload while a reply streams ends the same way, and
-so does a socket that drops mid-stream (against the fake server, whose stream is slow enough to drop)."""
+the worker's message shows as sent within a second of Enter, then the typing indicator, the bot's text as
+it arrives, and finally the whole reply once as the bot's message; a reload while a reply streams ends the
+same way, and so does a socket that drops mid-stream (against the fake server, whose stream is slow enough
+to drop). A message typed while a reply streams waits and is sent after it, never merged with the next
+draft, and a reply cut by the token limit is marked (issue 41)."""
 from __future__ import annotations
 
 import json
@@ -22,9 +24,10 @@ WATCH = """() => {
   setInterval(() => {
     const bubble = document.querySelector('[data-testid=bot-streaming]');
     window.__seen.push({
+      at: Date.now(),
+      pending: document.querySelector('[data-testid=msg-pending]') !== null,
       typing: document.querySelector('[data-testid=bot-typing]') !== null,
       partial: bubble ? bubble.innerText : null,
-      sendDisabled: document.querySelector('.submit-response').disabled,
       replies: document.querySelectorAll('.dialeval-msg-other').length,
     });
   }, 50);
@@ -44,6 +47,7 @@ def chat_until_the_first_reply(page, url: str, reply_timeout_ms: int) -> None:
     page.evaluate(WATCH)
     page.fill(".response-text-input", "What do you like to grow in your garden?")
     page.wait_for_timeout(PAUSE_MS)
+    page.evaluate("window.__sent_at = Date.now()")
     page.click(".submit-response")
     page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length > 0", timeout=reply_timeout_ms)
 
@@ -63,7 +67,7 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
             chat_until_the_first_reply(page, run.worker_url("stream_worker"), reply_timeout_ms=240000)
             page.wait_for_timeout(500)
             final = page.locator(".dialeval-msg-other").last.inner_text()
-            seen = page.evaluate("window.__seen")
+            seen, sent_at = page.evaluate("[window.__seen, window.__sent_at]")
             # a second message, and a reload while its reply streams: afterwards each whole reply shows
             # once, and no partial bubble is left
             page.wait_for_timeout(PAUSE_MS)
@@ -85,7 +89,9 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
     partials = [s["partial"] for s in before_reply if s["partial"]]
     assert any(s["typing"] for s in before_reply), "no typing indicator before the first text"
     assert partials, "the page never showed partial text before the whole reply"
-    assert all(s["sendDisabled"] for s in before_reply if s["typing"] or s["partial"])
+    confirmed = [s["at"] - sent_at for s in before_reply if s["at"] >= sent_at and not s["pending"]]
+    assert confirmed and confirmed[0] <= 1000, confirmed[:3]  # shown sent within a second of Enter...
+    assert not any(s["pending"] for s in before_reply if s["partial"])  # ...and while the reply streams
     reply = final.split("\n")[-1].strip()
     assert any(len(p.strip()) < len(reply) and reply.startswith(p.split("\n")[-1].strip()) for p in partials), (
         partials, reply)
@@ -161,3 +167,50 @@ def test_a_socket_dropped_mid_stream_shows_the_whole_reply_once(tmp_path, monkey
     bot_turns = [t["text"] for line in out.read_text().splitlines() for r in [json.loads(line)]
                  if r["type"] == "conversation" for t in r["turns"] if t["speaker"] not in ("human", "system")]
     assert bot_turns.count(REPLY) == 1, bot_turns
+
+
+def test_a_message_typed_while_a_reply_streams_waits_and_drafts_never_merge(tmp_path, monkeypatch):
+    """While the bot's reply streams (the fake server sends a word every 0.3 s), the worker presses Enter on
+    a second message: it waits under the box and goes out when the reply ends; a third draft typed meanwhile
+    stays in the box as it is. Every reply is cut by max_tokens and marked so on the page."""
+    from parlai_dialeval.testing.fake_openai import FakeOpenAI
+
+    require_chromium()
+    script = {name: {"replies": [REPLY], "chunk_delay": 0.3} for name in ("model-a", "model-b")}
+    with FakeOpenAI(script) as fake:
+        monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
+        run = CliRun("live_chat_da", tmp_path, [
+            "conf=endpoints", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_stream_queue",
+            "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=1",
+            "live_chat.models.model_a.opt.max_tokens=15", "live_chat.models.model_b.opt.max_tokens=15"])
+        try:
+            with chromium_page(tmp_path) as page:
+                page.goto(run.worker_url("queue_worker"))
+                page.wait_for_selector("[data-testid=topic-form]", timeout=120000)
+                page.fill("#topic-input", "gardening")
+                page.check("#attitude-like")
+                page.click("[data-testid=start-chat]")
+                page.wait_for_selector("[data-testid=chat-panel]")
+                page.fill(".response-text-input", "What grows in your garden?")
+                page.press(".response-text-input", "Enter")
+                page.wait_for_selector("[data-testid=bot-streaming]", timeout=60000)
+                assert page.locator("[data-testid=msg-pending]").count() == 0  # stored, while the reply streams
+                assert page.inner_text("[data-testid=input-count]").startswith("Your inputs: 1 ")
+                page.keyboard.type("Do you grow tomatoes?", delay=60)
+                page.keyboard.press("Enter")
+                queued = page.inner_text("[data-testid=msg-queued]")
+                page.keyboard.type("draft three", delay=60)
+                page.wait_for_function("document.querySelectorAll('.dialeval-msg-self').length === 2", timeout=60000)
+                box = page.input_value(".response-text-input")
+                page.wait_for_function("document.querySelectorAll('.dialeval-msg-other').length === 2", timeout=60000)
+                cut = page.locator("[data-testid=reply-cut]").count()
+        finally:
+            run.stop()
+    assert "Do you grow tomatoes?" in queued and box == "draft three"
+    assert cut == 2  # both replies stopped at max_tokens, each marked
+    out = tmp_path / "out.jsonl"
+    run.export("lcda_stream_queue", out)
+    conv = next(r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "conversation")
+    said = [t["text"] for t in conv["turns"] if t["speaker"] == "human"]
+    assert said == ["What grows in your garden?", "Do you grow tomatoes?"]
+    assert [t["meta"]["finish_reason"] for t in conv["turns"] if t["speaker"] != "human"] == ["length", "length"]

@@ -59,7 +59,8 @@ export function StreamingReply({ streaming, otherName = t("chat.chatbot"), testI
     );
   }
   return (
-    <div className="dialeval-msg-other dialeval-msg-streaming" data-testid={testId}>
+    // not "dialeval-msg-other": that class marks the log's whole messages, which this is not yet
+    <div className="dialeval-msg-streaming" data-testid={testId}>
       <Bubble isSelf={false} name={otherName} text={streaming} />
       {slow}
     </div>
