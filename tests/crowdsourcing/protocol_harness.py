@@ -242,6 +242,11 @@ def live_chat_conversation(page, messages: list[str], rating: int, topic: str = 
         page.fill(".response-text-input", text)
         page.click(".submit-response")
         page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
+    rate_this_chatbot(page, rating)
+
+
+def rate_this_chatbot(page, rating: int) -> None:
+    """'Next chatbot', then every statement of the rating form at ``rating``, then its Next."""
     page.click("[data-testid=next-chatbot]")
     page.wait_for_selector("[data-testid=rating-form]")
     sliders = page.locator("[data-testid=rating-form] input[type=range]")

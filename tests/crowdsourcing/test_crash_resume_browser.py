@@ -16,7 +16,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, live_chat_conversation, pause, require_chromium, set_slider
+from .protocol_harness import (CliRun, chromium_page, live_chat_conversation, pause, rate_this_chatbot,
+                               require_chromium)
 from .test_live_chat_da_pace_browser import chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -83,12 +84,7 @@ def test_a_person_carries_on_after_kill_9_and_nothing_is_lost_or_doubled(tmp_pat
             assert [next(t for t in shown if text in t) for text in SAID + [ON_ITS_WAY]]  # all three shown
             assert page.locator("[data-testid=msg-pending]").count() == 0
             pause(page, 2)
-            page.click("[data-testid=next-chatbot]")
-            page.wait_for_selector("[data-testid=rating-form]")
-            sliders = page.locator("[data-testid=rating-form] input[type=range]")
-            for k in range(sliders.count()):
-                set_slider(sliders.nth(k), 70)
-            page.click("[data-testid=submit-ratings]")
+            rate_this_chatbot(page, 70)
             for slot in (1, 2):
                 live_chat_conversation(page, [f"conversation {slot}, message {k}" for k in range(3)], rating=60)
             page.wait_for_selector("[data-testid=feedback-form]", timeout=60000)

@@ -12,7 +12,7 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, look_at, pause, require_chromium, set_slider, submit_hit, tab_to
+from .protocol_harness import CliRun, chromium_page, look_at, pause, rate_this_chatbot, require_chromium, submit_hit, tab_to
 
 FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
 
@@ -140,12 +140,7 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
                     assert page.locator(".dialeval-msg-self bdi").first.inner_text() == "What grows well in the shade?"
                     assert he["live_chat.go_on"] in page.inner_text("[data-testid=may-go-on]")
                     look_at(page, "live_chat_chat_hebrew")
-                page.click("[data-testid=next-chatbot]")
-                page.wait_for_selector("[data-testid=rating-form]")
-                sliders = page.locator("[data-testid=rating-form] input[type=range]")
-                for k in range(sliders.count()):
-                    set_slider(sliders.nth(k), 30)
-                page.click("[data-testid=submit-ratings]")
+                rate_this_chatbot(page, 30)
             page.wait_for_selector("[data-testid=feedback-form]")
             page.click("[data-testid=send-feedback]")
             submit_hit(page)
