@@ -13,7 +13,8 @@ from parlai_dialeval.errors import DialevalError
 
 
 def _finished(records):
-    return [dict(r, meta={"agent_status": "completed"}) if r["type"] == "conversation" else r for r in records]
+    """The records as `dialeval export` writes a submitted HIT's (issue 40: only those are checked)."""
+    return [dict(r, submission="submitted") if r["type"] == "conversation" else r for r in records]
 
 
 def test_live_chat_qc_uses_the_given_alpha_and_equals_the_analysis():

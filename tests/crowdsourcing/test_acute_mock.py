@@ -55,6 +55,8 @@ def pass_acute_onboarding(run, worker: str, correct: bool = True):
     """Answer ACUTE's known-answer onboarding for a registered ``worker``; returns the onboarding agent and
     the data its page was sent."""
     onboarding = run.onboarding_agent(worker)
+    # the agent is in the database a moment before its data is set (arrivals now pass the provider's check)
+    run.wait(lambda: run.live_agent(onboarding).state.get_data().get("inputs") is not None, what=f"{worker}'s onboarding data")
     data = run.live_agent(onboarding).state.get_data()["inputs"]
     run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
                                                     {"answers": onboarding_choices(data, correct=correct)})

@@ -1,12 +1,12 @@
 """The page resends what the server has not acknowledged, in a real browser (`dialeval launch live_chat_da`,
 node router, headless Chromium). Playwright sits on the page's websocket: it drops one chat message on its
-way to the router, and later the server's acknowledgement of another, closing the page's socket each time
-as a network failure would. The page (crowdsourcing/frontend/src/components/transport.js) reconnects and
-sends both again; the bot answers the lost one, the server acknowledges the copy of the other again (so
-the page stops resending it), and the export holds each message exactly once. Until the server
-confirms a message, the chat log marks it "sending...".
-"""
-from __future__ import annotations
+way to the router, and later the server's acknowledgement of another (the socket closed once the bot's
+reply to it has passed), closing the page's socket each time as a network failure would. The page
+(crowdsourcing/frontend/src/components/transport.js) reconnects and sends both again; the bot answers the
+lost one, the server acknowledges the copy of the other again (so the page stops resending it), and the
+export holds each message exactly once. Until the server confirms a message, the chat log marks it
+"sending...".
+"""from __future__ import annotations
 
 import json
 
@@ -42,13 +42,18 @@ def _faulty_network(seen: dict):
             server.send(message)
 
         def to_page(message):
-            acked = (json.loads(message).get("data") or {}).get("dialeval_ack") or []
+            data = json.loads(message).get("data") or {}
+            acked = data.get("dialeval_ack") or []
             seen["acked"].extend(acked)
             if seen.get("ack_lost_id") in acked and not seen["dropped_ack"]:
-                seen["dropped_ack"] = True
-                ws.close()
+                # the world confirms a message once stored, before the bot's reply (issue 41): the reply
+                # still passes, then the socket fails, with the confirmation never delivered
+                seen["dropped_ack"] = seen["close_after_reply"] = True
                 return
             ws.send(message)
+            if seen.get("close_after_reply") and data.get("text"):
+                seen["close_after_reply"] = False
+                ws.close()
 
         ws.on_message(to_server)
         server.on_message(to_page)
