@@ -6,7 +6,8 @@ reply to it has passed), closing the page's socket each time as a network failur
 lost one, the server acknowledges the copy of the other again (so the page stops resending it), and the
 export holds each message exactly once. Until the server confirms a message, the chat log marks it
 "sending...".
-"""from __future__ import annotations
+"""
+from __future__ import annotations
 
 import json
 
@@ -14,7 +15,7 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium
+from .protocol_harness import CliRun, chromium_page, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 LOST = "this message is lost on its way"
