@@ -229,14 +229,19 @@ def set_slider(slider, value) -> None:
     }""", value)
 
 
-def live_chat_conversation(page, messages: list[str], rating: int, topic: str = "gardening") -> None:
-    """One live-chat slot in the worker's page: topic, the messages (each answered), every statement
-    rated ``rating`` (not the sliders' starting 50, which the page does not count as moved)."""
-    page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+def start_live_chat(page, topic: str = "gardening", timeout: float = 60000) -> None:
+    """A live-chat slot's topic form, once it shows within ``timeout`` ms: ``topic``, liked, Start."""
+    page.wait_for_selector("[data-testid=topic-form]", timeout=timeout)
     page.fill("#topic-input", topic)
     page.check("#attitude-like")
     page.click("[data-testid=start-chat]")
     page.wait_for_selector("[data-testid=chat-panel]")
+
+
+def live_chat_conversation(page, messages: list[str], rating: int, topic: str = "gardening") -> None:
+    """One live-chat slot in the worker's page: topic, the messages (each answered), every statement
+    rated ``rating`` (not the sliders' starting 50, which the page does not count as moved)."""
+    start_live_chat(page, topic)
     for text in messages:
         before = page.locator(".dialeval-msg-other").count()
         page.fill(".response-text-input", text)

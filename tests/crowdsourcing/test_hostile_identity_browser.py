@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .protocol_harness import chromium_page, pause, require_chromium
+from .protocol_harness import chromium_page, pause, require_chromium, start_live_chat
 from .test_hostile_identity import launch
 from .test_live_chat_da_pace_browser import chat
 
@@ -28,11 +28,7 @@ def test_the_victims_address_in_another_browser_gets_nothing_and_the_victim_gets
     try:
         with chromium_page(tmp_path / "victim") as page:
             page.goto(url)
-            page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
-            page.fill("#topic-input", "books")
-            page.check("#attitude-like")
-            page.click("[data-testid=start-chat]")
-            page.wait_for_selector("[data-testid=chat-panel]")
+            start_live_chat(page, "books", timeout=90000)
             chat(page, [BEFORE])
         with chromium_page(tmp_path / "someone_else") as page:  # a fresh profile: no secret
             page.goto(url)

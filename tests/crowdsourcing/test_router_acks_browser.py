@@ -15,7 +15,7 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, require_chromium
+from .protocol_harness import CliRun, chromium_page, require_chromium, start_live_chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 LOST = "this message is lost on its way"
@@ -72,11 +72,7 @@ def _say(page, text):
 
 def _start_chat(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_selector("[data-testid=topic-form]", timeout=90000)
-    page.fill("#topic-input", "books")
-    page.check("#attitude-like")
-    page.click("[data-testid=start-chat]")
-    page.wait_for_selector("[data-testid=chat-panel]")
+    start_live_chat(page, "books", timeout=90000)
 
 
 def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, require_chromium
+from .protocol_harness import CliRun, chromium_page, require_chromium, start_live_chat
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 PAUSE_MS = 1500  # between a person's actions
@@ -186,11 +186,7 @@ def test_a_message_typed_while_a_reply_streams_waits_and_drafts_never_merge(tmp_
         try:
             with chromium_page(tmp_path) as page:
                 page.goto(run.worker_url("queue_worker"))
-                page.wait_for_selector("[data-testid=topic-form]", timeout=120000)
-                page.fill("#topic-input", "gardening")
-                page.check("#attitude-like")
-                page.click("[data-testid=start-chat]")
-                page.wait_for_selector("[data-testid=chat-panel]")
+                start_live_chat(page, timeout=120000)
                 page.fill(".response-text-input", "What grows in your garden?")
                 page.press(".response-text-input", "Enter")
                 page.wait_for_selector("[data-testid=bot-streaming]", timeout=60000)
