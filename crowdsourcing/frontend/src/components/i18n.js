@@ -24,16 +24,23 @@ export function useLanguage(taskConfig) {
   return language;
 }
 
+function lookup(key) {
+  return key in catalogue ? catalogue[key] : en[key];
+}
+
+function fill(text, vars) {
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+}
+
 export function t(key, vars = {}) {
-  const text = key in catalogue ? catalogue[key] : en[key];
+  const text = lookup(key);
   if (typeof text !== "string") {
     throw new Error(`no text for ${key} in the page's catalogue`);
   }
-  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+  return fill(text, vars);
 }
 
 // An item list (the instructions) from the catalogue, with the same placeholders.
 export function tList(key, vars = {}) {
-  const items = key in catalogue ? catalogue[key] : en[key];
-  return items.map((item) => item.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole)));
+  return lookup(key).map((item) => fill(item, vars));
 }
