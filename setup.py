@@ -4,7 +4,8 @@ install_requires names what the package imports, torch, Mephisto and Hydra inclu
 first, as install.sh does (README.md "Install"): a resolver asked for torch picks a CUDA build (gigabytes)
 unless the CPU wheel is already there. ParlAI 1.7.2 is the one import left out: named here, pip resolves its
 own pins (docformatter ...), which cannot be met on Python 3.11 (ResolutionImpossible), so install.sh
-installs it with --no-deps and requirements/parlai-runtime.txt lists what it really needs.
+installs it with --no-deps and requirements/parlai-runtime.txt lists what it really needs. `datasets`
+(dialeval publish) is left out the same way: requirements/datasets-runtime.txt, installed by install.sh.
 """
 from setuptools import find_packages, setup
 
@@ -28,7 +29,7 @@ setup(
     # A wheel must run outside the checkout: each task's Hydra confs, the worker pages (webpack
     # bundles, built by install.sh before a wheel is made, and the static page around them) and the node
     # router's guard and dependencies (installed by install.sh before a wheel is made).
-    package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js", "conf/*.yaml"],
+    package_data={"": ["*.json", "*.yaml", "*.txt", "*.html", "*.css", "*.js", "conf/*.yaml", "templates/*.md"],
                   "parlai_dialeval.crowdsourcing": ["frontend/build/*/*", "frontend/src/static/*", "router/*.js",
                                                     "router/*.json", "router/node_modules/**/*"]},
     install_requires=[
@@ -61,6 +62,8 @@ setup(
         "httpx",  # the Prolific provider's API client
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)
         "waitress",  # serves the dashboard: many connections, timeouts, body limits (Werkzeug 1.0.1's server has none)
+        "scrubadub",  # dialeval publish: e-mail, phone and URL detectors, offline (parlai_dialeval/publish/privacy.py)
+        "huggingface_hub",  # dialeval publish --push (transformers brings it)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",
                              "ppi-python", "import-linter", "pingouin"]},

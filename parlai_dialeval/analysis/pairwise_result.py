@@ -78,9 +78,16 @@ def _by_study(comparisons: pd.DataFrame, alpha: float) -> pd.DataFrame | None:
     return rates.merge(pd.DataFrame(rows), on=keys, how="left")
 
 
+def win_rate_table(comparisons: pd.DataFrame, alpha: float, correction: str) -> pd.DataFrame:
+    """Win rates per section and model pair with p values adjusted for the number of pairs (what the verdict
+    reads; ``dialeval publish`` states it in a dataset card without the rest of the analysis)."""
+    rates = pairwise.win_rates(comparisons, by=SECTION, alpha=alpha)
+    rates["p_adjusted"] = adjust(rates["p_value"], correction)
+    return rates
+
+
 def _tables(comparisons: pd.DataFrame, config) -> dict:
-    rates = pairwise.win_rates(comparisons, by=SECTION, alpha=config.alpha)
-    rates["p_adjusted"] = adjust(rates["p_value"], config.correction)
+    rates = win_rate_table(comparisons, config.alpha, config.correction)
     wmt = pairwise.wmt_scores(rates, by=SECTION)
     ranks, agree, annotators, items, per_conversation, per_turn, by_conversation = [], [], [], [], [], [], []
     from parlai_dialeval.analysis import agreement, rankings

@@ -1,0 +1,111 @@
+"""Canonical records as Arrow tables (for Parquet) and back, one table per record type.
+
+The schema's scalar fields become typed columns; ``models`` and ``qc_models`` lists of strings; ``turns`` a
+list of ``{speaker, text, time, meta}`` structs; every other list, dict or string-or-list field (``meta``,
+``criteria``, ``personas``, ``context``) JSON text, since its shape varies from record to record and
+Parquet needs one type per column. ``records_of`` reverses it exactly (an int stored in a number column
+comes back as the equal float). The publishing command writes these tables and the importer of published
+folders reads them (docs/publishing.md).
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from parlai_dialeval.data import schema
+from parlai_dialeval.data.validate import is_missing
+
+# A published folder (docs/publishing.md): its manifest names each configuration's Parquet file.
+MANIFEST = "dialeval.json"
+CONFIGS = {"study": "studies", "conversation": "conversations", "rating": "ratings", "comparison": "comparisons"}
+TURN_TYPE = pa.struct([("speaker", pa.string()), ("text", pa.string()), ("time", pa.float64()),
+                       ("meta", pa.string())])
+_SCALAR = {schema.STR: pa.string(), schema.NUM: pa.float64(), schema.INT: pa.int64(), schema.BOOL: pa.bool_()}
+_STRING_LISTS = {"models", "qc_models"}
+JSON_TEXT = "json"  # the kind of a field stored as JSON text
+
+
+def column_kind(field: schema.Field) -> str:
+    if field.name == "turns":
+        return "turns"
+    if field.name in _STRING_LISTS:
+        return "strings"
+    return field.kind if field.kind in _SCALAR else JSON_TEXT
+
+
+def arrow_schema(record_type: str) -> pa.Schema:
+    out = []
+    for field in schema.fields_of(record_type):
+        if field.name in ("type", "format_version"):
+            continue
+        kind = column_kind(field)
+        out.append(pa.field(field.name, pa.list_(TURN_TYPE) if kind == "turns" else pa.list_(pa.string())
+                            if kind == "strings" else _SCALAR.get(kind, pa.string())))
+    return pa.schema(out)
+
+
+def _encode(kind: str, value):
+    if not isinstance(value, (list, dict)) and is_missing(value):
+        return None
+    if kind == "turns":
+        return [{"speaker": t.get("speaker"), "text": t.get("text"), "time": t.get("time"),
+                 "meta": None if t.get("meta") is None else json.dumps(t["meta"], ensure_ascii=False)}
+                for t in value]
+    if kind == "strings":
+        return list(value)
+    if kind == JSON_TEXT:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return value.item() if hasattr(value, "item") else value  # numpy scalars from DataFrames
+
+
+def table_of(record_type: str, records: list[dict]) -> pa.Table:
+    """The records of one type (canonical dicts, ``type`` ignored) as a table of ``arrow_schema``."""
+    target = arrow_schema(record_type)
+    kinds = {f.name: column_kind(f) for f in schema.fields_of(record_type)}
+    columns = {name: [_encode(kinds[name], r.get(name)) for r in records] for name in target.names}
+    return pa.table(columns, schema=target)
+
+
+def _decode(kind: str, value):
+    if kind == "turns":
+        turns = []
+        for turn in value:
+            plain = {"speaker": turn["speaker"], "text": turn["text"]}
+            if turn.get("time") is not None:
+                plain["time"] = turn["time"]
+            if turn.get("meta") is not None:
+                plain["meta"] = json.loads(turn["meta"])
+            turns.append(plain)
+        return turns
+    if kind == JSON_TEXT:
+        return json.loads(value)
+    return value
+
+
+def records_of(record_type: str, table: pa.Table) -> list[dict]:
+    """Canonical dicts (with ``type``; null columns left out) from a table written by ``table_of``."""
+    kinds = {f.name: column_kind(f) for f in schema.fields_of(record_type)}
+    out = []
+    for row in table.to_pylist():
+        record = {"type": record_type}
+        for name, value in row.items():
+            if value is not None and name in kinds:
+                record[name] = _decode(kinds[name], value)
+        out.append(record)
+    return out
+
+
+def read_published(folder) -> list[dict]:
+    """The canonical records of a published folder (studies, conversations, ratings, comparisons)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    out = []
+    for record_type, config in CONFIGS.items():
+        if config in manifest["configs"]:
+            out += records_of(record_type, pq.read_table(folder / manifest["configs"][config]))
+    return out

@@ -1,0 +1,181 @@
+"""dialeval publish: a study as a Hugging Face dataset folder, its privacy steps and the round trip back.
+
+TRL's conversational preference format is checked by its documented schema
+(https://huggingface.co/docs/trl/dataset_formats: "prompt", "chosen", "rejected", each a list of
+{"role", "content"} messages): trl 1.16.0 cannot be installed here without changing huggingface_hub and fsspec.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+
+import pyarrow.parquet as pq
+import pytest
+
+from parlai_dialeval.data import from_records, write_jsonl
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.importers import load
+from parlai_dialeval.scripts.publish import run
+
+STATEMENT = "Participants agreed on MTurk to the release of their anonymised judgments."
+FOLDERS = ("AMT_NCM_Test_NCM_Cakechat", "AMT_NCM_Test_Human1_Human2")
+
+
+def _opt(data, out, **extra):
+    opt = {"data": [str(p) for p in data], "out": str(out), "statement": STATEMENT, "license": "cc-by-4.0",
+           "language": "en", "phone_region": "US", "alpha": 0.05, "pairs_ties": "drop", "pairs_votes": "every",
+           "pairs_workers": "passing", "pairs_style": "raw", "data_format": None, "include_unverified": False}
+    return {**opt, **extra}
+
+
+def _votes(folder):
+    """Independent of the importer: each prompt's (source, a, b, votes or None for identical responses)."""
+    blocks = folder.joinpath("results.txt").read_text(encoding="utf-8").strip().split("\n\n")
+    out = []
+    for block in blocks:
+        lines = block.splitlines()
+        winner = lines[3].split(":", 1)[1].strip()
+        out.append((lines[0].removeprefix("Source: "), lines[1].removeprefix("Candidate target: "),
+                    lines[2].removeprefix("Candidate target: "), None if winner.startswith("It's a tie") else json.loads(winner)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def chateval(shared_data, tmp_path_factory):
+    root = shared_data / "chateval" / "amt_ab_2018"
+    out = tmp_path_factory.mktemp("publish") / "chateval"
+    published = run(_opt([root / f for f in FOLDERS], out, key_file=str(out.parent / "keys" / "study.key")), log=None)
+    return root, out, published
+
+
+def test_chateval_folder_reads_with_datasets_and_card_states_the_numbers(chateval, tmp_path):
+    import datasets
+    import yaml
+
+    root, out, _ = chateval
+    items = [item for f in FOLDERS for item in _votes(root / f)]
+    worker_votes = sum(len(v) for *_, v in items if v is not None)
+    automatic = sum(v is None for *_, v in items)
+    decided = sum(x in (0, 1) for *_, v in items if v is not None for x in v)
+    loaded = datasets.load_dataset("parquet", data_files={"train": str(out / "data/comparisons/*.parquet")},
+                                   cache_dir=str(tmp_path / "cache"))
+    assert loaded["train"].num_rows == worker_votes + automatic
+    pairs = datasets.load_dataset("parquet", data_files={"train": str(out / "data/preference_pairs/*.parquet")},
+                                  cache_dir=str(tmp_path / "cache"))["train"]
+    assert pairs.num_rows == decided  # ties dropped, automatic ties never pairs
+    card = (out / "README.md").read_text(encoding="utf-8")
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["license"] == "cc-by-4.0" and "text-generation" in header["task_categories"]
+    assert {c["config_name"] for c in header["configs"]} == {"studies", "comparisons", "preference_pairs"}
+    for config in header["configs"]:
+        assert (out / config["data_files"][0]["path"]).is_file()
+    workers = {a["WorkerId"] for f in FOLDERS for a in json.loads(
+        (root / f / "amt_hit_responses.converted.json").read_text())["assignments"]}
+    assert f"{worker_votes} pairwise comparisons made by workers" in card
+    assert f"{automatic} automatic ties" in card
+    assert f"Workers: {len(workers)}." in card  # every vote of these two folders has its worker in the JSON
+    assert "Models evaluated: 4 (Cakechat, Human1, Human2, NCM)" in card
+    assert STATEMENT in card and "Quality-control rule" in card and "0 of 0 checked worker(s)" in card
+    assert re.search(r"pair\(s\) settled at 0.05|no model is significantly better", card)
+    assert not any(w in card for w in workers)
+
+
+def test_chateval_preference_pairs_follow_trl_schema_and_the_votes(chateval):
+    root, out, _ = chateval
+    rows = pq.read_table(out / "data/preference_pairs/train-00000-of-00001.parquet").to_pylist()
+    for row in rows:
+        for key in ("prompt", "chosen", "rejected"):
+            assert isinstance(row[key], list) and all(set(m) == {"role", "content"} for m in row[key])
+        assert [m["role"] for m in row["chosen"]] == [m["role"] for m in row["rejected"]] == ["assistant"]
+        assert row["prompt"][-1]["role"] == "user"
+    items = {f"{f}/ex-{i:03d}": item for f in FOLDERS for i, item in enumerate(_votes(root / f))}
+    first = next(r for r in rows if r["item_id"] == f"{FOLDERS[0]}/ex-000")
+    source, a, b, votes = items[first["item_id"]]
+    assert first["prompt"] == [{"role": "user", "content": source}]
+    assert first["chosen"][0]["content"] in (a, b) and {first["chosen"][0]["content"], first["rejected"][0]["content"]} == {a, b}
+    chosen_a = sum(r["chosen"][0]["content"] == items[r["item_id"]][1] for r in rows)
+    assert chosen_a == sum(v.count(0) for *_, v in items.values() if v is not None)
+
+
+def test_round_trip_gives_back_the_records_with_ids_pseudonymised(chateval, shared_data):
+    root, out, _ = chateval
+    original = load([root / f for f in FOLDERS], log=None)
+    back = load([out], log=None)
+    assert back.counts() == original.counts()
+    mapping = {}
+    keys = ["item_id", "choice", "model_a", "model_b", "context", "response_a", "response_b", "study"]
+    for before, after in zip(original.comparisons.to_dict("records"), back.comparisons.to_dict("records")):
+        assert {k: before[k] for k in keys} == {k: after[k] for k in keys}
+        assert after["worker_id"].startswith("worker-") and after["worker_id"] != before["worker_id"]
+        assert mapping.setdefault(before["worker_id"], after["worker_id"]) == after["worker_id"]
+        if isinstance(before["meta"], dict):
+            assert {k: v for k, v in before["meta"].items() if k != "hit_id"} == \
+                {k: v for k, v in after["meta"].items() if k != "hit_id"}
+    assert len(set(mapping.values())) == len(mapping)  # distinct workers stay distinct
+    assert [{k: v for k, v in s.items()} for s in back.studies] == original.studies
+
+
+def _seeded(tmp_path):
+    records = [
+        {"type": "conversation", "id": "c1", "models": ["bot"], "worker_id": "A1B2C3", "task": "live_chat_da",
+         "turns": [{"speaker": "human", "text": "Hi, I am Alice Walker, mail alice.w@example.org"},
+                   {"speaker": "bot", "text": "Nice to meet you!"},
+                   {"speaker": "human", "text": "call me on +44 20 7946 0958 or see https://alice.example.com/me"}],
+         "feedback": "Bob Stone here, phone (212) 555-0199"},
+        {"type": "rating", "conversation_id": "c1", "worker_id": "A1B2C3", "model": "bot", "criterion": "engaging",
+         "scale": "likert", "scale_min": 1, "scale_max": 5, "value": 4},
+    ]
+    path = tmp_path / "raw" / "study.jsonl"
+    path.parent.mkdir()
+    write_jsonl(from_records(records).records(), path)
+    names = tmp_path / "names.txt"
+    names.write_text("Alice Walker\nBob Stone\n")
+    return path, names
+
+
+def test_scrub_report_counts_kinds_and_never_holds_the_values(tmp_path):
+    path, names = _seeded(tmp_path)
+    raw = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = tmp_path / "keys" / "k.key"
+    published = run(_opt([path], tmp_path / "out", key_file=str(key), names=str(names)), log=None)
+    assert dict(published.scrubbed) == {"name": 2, "email": 1, "phone": 2, "url": 1}
+    report = list(csv.DictReader((tmp_path / "out" / "scrub_report.csv").open()))
+    assert sorted((r["field"], r["kind"]) for r in report) == [
+        ("feedback", "name"), ("feedback", "phone"), ("turns[0].text", "email"), ("turns[0].text", "name"),
+        ("turns[2].text", "phone"), ("turns[2].text", "url")]
+    everything = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    for secret in (b"Alice", b"alice.w@example.org", b"7946", b"555-0199", b"alice.example.com", b"Bob", b"A1B2C3"):
+        assert secret not in everything
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == raw  # the raw data never change
+    back = load([tmp_path / "out"], log=None)
+    assert back.conversations.iloc[0]["turns"][0]["text"] == "Hi, I am {{NAME}}, mail {{EMAIL}}"
+    rated = load([tmp_path / "out"], log=None).ratings
+    assert rated.iloc[0]["worker_id"] == back.conversations.iloc[0]["worker_id"]
+    # the same key maps the same worker the same way; another key does not
+    again = run(_opt([path], tmp_path / "again", key_file=str(key), names=str(names), pairs_workers="all"), log=None)
+    other = run(_opt([path], tmp_path / "other", key_file=str(tmp_path / "keys" / "other.key")), log=None)
+    ids = [load([p], log=None).conversations.iloc[0]["worker_id"] for p in (published.folder, again.folder, other.folder)]
+    assert ids[0] == ids[1] != ids[2]
+    # two short messages fail Smith et al.'s checks: the default leaves the worker out of the training views
+    assert published.left_out == {"rated_dialogues": {"ratings of workers failing quality control": 1}}
+    assert "1 of 1 checked worker(s) failed it; their\n2 record(s)" in (published.folder / "README.md").read_text()
+    rows = pq.read_table(again.folder / "data/rated_dialogues/train-00000-of-00001.parquet").to_pylist()
+    assert [(r["score"], r["criterion"], r["scale_max"]) for r in rows] == [(4, "engaging", 5)]
+    assert [m["role"] for m in rows[0]["messages"]] == ["user", "assistant", "user"]
+    assert rows[0]["messages"][2]["content"] == "call me on {{PHONE}} or see {{URL}}"
+
+
+def test_refuses_input_folder_existing_output_and_missing_statement(tmp_path):
+    path, _ = _seeded(tmp_path)
+    key = str(tmp_path / "keys" / "k.key")
+    with pytest.raises(DialevalError, match="inside or around the input's folder"):
+        run(_opt([path], path.parent / "published", key_file=key), log=None)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "x").write_text("x")
+    with pytest.raises(DialevalError, match="already exists and is not empty"):
+        run(_opt([path], tmp_path / "taken", key_file=key), log=None)
+    with pytest.raises(DialevalError, match="--statement is required"):
+        run(_opt([path], tmp_path / "out", key_file=key, statement="  "), log=None)
+    assert not (tmp_path / "out").exists()
