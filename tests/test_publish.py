@@ -179,3 +179,121 @@ def test_refuses_input_folder_existing_output_and_missing_statement(tmp_path):
     with pytest.raises(DialevalError, match="--statement is required"):
         run(_opt([path], tmp_path / "out", key_file=key, statement="  "), log=None)
     assert not (tmp_path / "out").exists()
+
+
+class _HubStandIn(__import__("http.server").server.BaseHTTPRequestHandler):
+    """The four Hub endpoints huggingface_hub 1.13's create_repo and upload_folder call (hf_api.py: repos/create,
+    validate-yaml, preupload, commit), answering as the Hub does: every file a regular (non-LFS) upload, so the
+    commit carries them base64-encoded. Written here rather than mocking HfApi so the real client code runs."""
+
+    seen: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        import base64
+
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        seen, path = self.seen, self.path.split("?")[0]
+        seen.setdefault("auth", set()).add(self.headers.get("authorization"))
+        if path == "/api/repos/create":
+            seen["create"] = json.loads(body)
+            answer = {"url": f"http://{self.headers['Host']}/datasets/{seen['create']['organization']}/"
+                             f"{seen['create']['name']}"}
+        elif path == "/api/validate-yaml":
+            seen["yaml"] = json.loads(body)
+            answer = {}
+        elif path.endswith("/preupload/main"):
+            files = json.loads(body)["files"]
+            answer = {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
+        elif path.endswith("/commit/main"):
+            lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+            seen["commit"] = {x["value"]["path"]: base64.b64decode(x["value"]["content"]) for x in lines
+                              if x["key"] == "file"}
+            seen["commit_path"] = path
+            answer = {"commitUrl": f"http://{self.headers['Host']}/datasets/lab/study/commit/abc", "commitOid": "abc",
+                      "pullRequestUrl": None}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_push_uploads_the_folder_through_huggingface_hub_to_a_local_stand_in(tmp_path, monkeypatch):
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from parlai_dialeval.publish.hub import push
+
+    path, _ = _seeded(tmp_path)
+    folder = run(_opt([path], tmp_path / "out", key_file=str(tmp_path / "keys" / "k.key")), log=None).folder
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
+    with pytest.raises(DialevalError, match="no Hugging Face token"):
+        push(folder, "lab/study", endpoint="http://127.0.0.1:9")
+    monkeypatch.setattr("huggingface_hub.get_token", lambda: "hf_test_token")
+    _HubStandIn.seen = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HubStandIn)  # a free port, chosen at run time
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = push(folder, "lab/study", endpoint=f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+    seen = _HubStandIn.seen
+    assert url.endswith("/commit/abc") and seen["auth"] == {"Bearer hf_test_token"}
+    assert seen["create"]["name"] == "study" and seen["create"]["organization"] == "lab"
+    assert seen["create"]["type"] == "dataset" and seen["create"]["visibility"] == "private"
+    assert seen["commit_path"] == "/api/datasets/lab/study/commit/main"
+    local = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert seen["commit"] == local
+    assert seen["yaml"]["content"] == local["README.md"].decode() and seen["yaml"]["repoType"] == "dataset"
+
+
+def _votes_data():
+    """Three workers on one A/B item (a, a, tie), one on a PW-Turn item (b) with a history, and an ACUTE vote
+    between two whole conversations; expected pairs below are worked out by hand."""
+    turns = lambda opener, reply: [{"speaker": "human", "text": "Hello"}, {"speaker": "bot", "text": opener},  # noqa: E731
+                                   {"speaker": "human", "text": "Tell me more"}, {"speaker": "bot", "text": reply}]
+    records = [
+        {"type": "conversation", "id": "c-x", "models": ["x"], "worker_id": "w9", "turns": turns("Hi!", "Cats are great")},
+        {"type": "conversation", "id": "c-y", "models": ["y"], "worker_id": "w8", "turns": turns("Hi!", "No.")},
+        *({"type": "comparison", "item_id": "ab-1", "worker_id": w, "model_a": "x", "model_b": "y", "choice": c,
+           "context": "How are you?", "response_a": "Fine, you?", "response_b": "Go away."}
+          for w, c in (("w1", "a"), ("w2", "a"), ("w3", "tie"))),
+        {"type": "comparison", "item_id": "pw-1", "worker_id": "w1", "model_a": "x", "model_b": "y", "choice": "b",
+         "turn_index": 1, "context": [{"speaker": "human", "text": "Hi"}], "response_a": "Bye", "response_b": "Hello!"},
+        {"type": "comparison", "item_id": "acute-1", "worker_id": "w2", "model_a": "x", "model_b": "y", "choice": "a",
+         "conversation_a": "c-x", "conversation_b": "c-y", "question": "Who would you prefer to talk to?"},
+        {"type": "comparison", "item_id": "ab-1", "worker_id": "w4", "model_a": "x", "model_b": "y", "choice": "b",
+         "onboarding": True, "context": "How are you?", "response_a": "Fine, you?", "response_b": "Go away."},
+    ]
+    return from_records(records)
+
+
+def test_preference_pairs_options_ties_majority_and_whole_conversations():
+    from parlai_dialeval.publish.preferences import PairOptions, preference_pairs
+
+    data = _votes_data()
+    rows, left = preference_pairs(data.comparisons, data.conversations, PairOptions())
+    assert [(r["item_id"], r["model_chosen"]) for r in rows] == [("ab-1", "x"), ("ab-1", "x"), ("pw-1", "y"),
+                                                                 ("acute-1", "x")]
+    assert left == {"onboarding items": 1, "ties (--pairs-ties keep keeps them)": 1}
+    assert rows[0]["prompt"] == [{"role": "user", "content": "How are you?"}]
+    assert rows[0]["chosen"] == [{"role": "assistant", "content": "Fine, you?"}]
+    assert rows[2]["prompt"] == [{"role": "user", "content": "Hi"}] and rows[2]["rejected"][0]["content"] == "Bye"
+    # ACUTE: the shared opening (Hello / Hi! / Tell me more) is the prompt, the differing rest chosen / rejected
+    assert [m["content"] for m in rows[3]["prompt"]] == ["Hello", "Hi!", "Tell me more"]
+    assert rows[3]["chosen"] == [{"role": "assistant", "content": "Cats are great"}]
+    assert rows[3]["rejected"] == [{"role": "assistant", "content": "No."}]
+    kept, _ = preference_pairs(data.comparisons, data.conversations, PairOptions(ties="keep"))
+    assert [r["tie"] for r in kept] == [False, False, True, False, False]
+    majority, _ = preference_pairs(data.comparisons, data.conversations, PairOptions(votes="majority"))
+    assert [(r["item_id"], r["model_chosen"], r["votes"]) for r in majority] == [("ab-1", "x", 3), ("pw-1", "y", 1),
+                                                                                ("acute-1", "x", 1)]
+    flagged, left = preference_pairs(data.comparisons, data.conversations, PairOptions(), flagged_workers={"w1"})
+    assert len(flagged) == 2 and left["votes of workers failing quality control"] == 2

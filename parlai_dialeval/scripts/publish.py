@@ -37,8 +37,11 @@ class Publish(ParlaiScript):
         parser = ParlaiParser(False, False, "Publish a study as a Hugging Face dataset folder (Parquet per record "
                               "type, TRL preference pairs, rated dialogues, dataset card), worker ids pseudonymised "
                               "and text scrubbed first; the raw data are never changed (docs/publishing.md)")
-        add_data_args(parser)
+        add_data_args(parser, out=None)
         group = parser.add_argument_group("Publishing")
+        group.add_argument("--out", required=True, metavar="DIR",
+                           help="the dataset folder to write: a new (or empty) folder, not inside or around an input's "
+                                "folder; it appears complete or not at all")
         group.add_argument("--statement", default=None, metavar="TEXT|@FILE",
                            help="required: the consent and anonymisation statement quoted in the card (what "
                                 "participants agreed to, how their data were anonymised); @FILE reads it from FILE")
@@ -49,7 +52,7 @@ class Publish(ParlaiScript):
         group.add_argument("--names", default=None, metavar="FILE",
                            help="names to scrub from text, one per line (no name recogniser runs offline; e-mail "
                                 "addresses, phone numbers and URLs are always scrubbed)")
-        group.add_argument("--phone-region", default="US", metavar="CC",
+        group.add_argument("--phone-region", default="US", metavar="CC", type=_region,
                            help="two-letter region whose national phone numbers are recognised (international "
                                 "+CC numbers always are)")
         group.add_argument("--license", default="cc-by-4.0", help="license id for the card (Hub license identifiers)")
@@ -76,6 +79,12 @@ class Publish(ParlaiScript):
 
     def run(self):
         return run(self.opt)
+
+
+def _region(text: str) -> str:
+    if len(text) != 2 or not text.isalpha():
+        raise DialevalError(f"--phone-region {text}: expected a two-letter region code such as US or GB")
+    return text.upper()
 
 
 def _names(path: str | None) -> tuple[str, ...]:
@@ -117,7 +126,7 @@ def run(opt, log=print):
         raise DialevalError("--statement is required: the consent and anonymisation statement the card quotes "
                             "(what participants agreed to, how their data were anonymised); TEXT or @FILE")
     options = PublishOptions(statement=statement, license=opt["license"], language=opt["language"],
-                             names=_names(opt.get("names")), phone_region=opt["phone_region"].upper(),
+                             names=_names(opt.get("names")), phone_region=opt["phone_region"],
                              pretty_name=opt.get("pretty_name"),
                              pairs=PairOptions(opt["pairs_ties"], opt["pairs_votes"],
                                                opt["pairs_workers"] == "passing", opt["pairs_style"]))
