@@ -131,13 +131,14 @@ def run(opt, log=print):
                              pairs=PairOptions(opt["pairs_ties"], opt["pairs_votes"],
                                                opt["pairs_workers"] == "passing", opt["pairs_style"]))
     data = load_data(opt, log=log)  # prints each importer's read/kept/skipped report
-    _, checks = run_worker_checks(data, "report")
-    flagged = set(checks.flagged())
+    flagged, checked = set(), 0
+    if len(data.conversation_fields()):  # without conversations no one typed a message (and the checker's import is slow)
+        _, checks = run_worker_checks(data, "report")
+        flagged, checked = set(checks.flagged()), len(checks.table)
     facts = describe(data)
     excluded = sum(int(frame["worker_id"].isin(flagged).sum())
                    for frame in (data.conversation_fields(), data.ratings, data.comparisons))
-    facts["qc"] = {"rule": QC_RULE, "workers_checked": len(checks.table), "flagged": len(flagged),
-                   "records_excluded": excluded}
+    facts["qc"] = {"rule": QC_RULE, "workers_checked": checked, "flagged": len(flagged), "records_excluded": excluded}
     facts["headline"] = headline(data, opt["alpha"])
     owner_only()  # the key file, and the folder until it is published
     study = data.studies[0]["name"] if data.studies else "default"
