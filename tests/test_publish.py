@@ -120,7 +120,9 @@ def test_round_trip_gives_back_the_records_with_ids_pseudonymised(chateval, shar
 def _seeded(tmp_path):
     records = [
         {"type": "conversation", "id": "c1", "models": ["bot"], "worker_id": "A1B2C3", "task": "live_chat_da",
-         "turns": [{"speaker": "human", "text": "Hi, I am Alice Walker, mail alice.w@example.org"},
+         "meta": {"note": "ask Bob Stone", "WorkerId": "A1B2C3", "rounds": [1, 2]}, "duration": 61.5,
+         "turns": [{"speaker": "human", "text": "Hi, I am Alice Walker, mail alice.w@example.org", "time": 3,
+                    "meta": {"typed_ms": 812}},
                    {"speaker": "bot", "text": "Nice to meet you!"},
                    {"speaker": "human", "text": "call me on +44 20 7946 0958 or see https://alice.example.com/me"}],
          "feedback": "Bob Stone here, phone (212) 555-0199"},
@@ -140,17 +142,28 @@ def test_scrub_report_counts_kinds_and_never_holds_the_values(tmp_path):
     raw = hashlib.sha256(path.read_bytes()).hexdigest()
     key = tmp_path / "keys" / "k.key"
     published = run(_opt([path], tmp_path / "out", key_file=str(key), names=str(names)), log=None)
-    assert dict(published.scrubbed) == {"name": 2, "email": 1, "phone": 2, "url": 1}
+    assert dict(published.scrubbed) == {"name": 3, "email": 1, "phone": 2, "url": 1}
     report = list(csv.DictReader((tmp_path / "out" / "scrub_report.csv").open()))
     assert sorted((r["field"], r["kind"]) for r in report) == [
-        ("feedback", "name"), ("feedback", "phone"), ("turns[0].text", "email"), ("turns[0].text", "name"),
-        ("turns[2].text", "phone"), ("turns[2].text", "url")]
+        ("feedback", "name"), ("feedback", "phone"), ("meta.note", "name"), ("turns[0].text", "email"),
+        ("turns[0].text", "name"), ("turns[2].text", "phone"), ("turns[2].text", "url")]
     everything = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
-    for secret in (b"Alice", b"alice.w@example.org", b"7946", b"555-0199", b"alice.example.com", b"Bob", b"A1B2C3"):
+    for secret in (b"Alice", b"alice.w@example.org", b"7946", b"555-0199", b"alice.example.com", b"Bob", b"A1B2C3",
+                   b"Walker", b"Stone"):
         assert secret not in everything
     assert hashlib.sha256(path.read_bytes()).hexdigest() == raw  # the raw data never change
     back = load([tmp_path / "out"], log=None)
-    assert back.conversations.iloc[0]["turns"][0]["text"] == "Hi, I am {{NAME}}, mail {{EMAIL}}"
+    # the round trip: every field as it was, but for the pseudonymised ids and the scrubbed texts
+    before, after = load([path], log=None).conversations.iloc[0].to_dict(), back.conversations.iloc[0].to_dict()
+    worker = after["worker_id"]
+    assert worker.startswith("worker-") and after["meta"] == {"note": "ask {{NAME}}", "WorkerId": worker, "rounds": [1, 2]}
+    assert [t["text"] for t in after["turns"]] == ["Hi, I am {{NAME}}, mail {{EMAIL}}", "Nice to meet you!",
+                                                   "call me on {{PHONE}} or see {{URL}}"]
+    assert after["feedback"] == "{{NAME}} here, phone {{PHONE}}"
+    assert [{k: v for k, v in t.items() if k != "text"} for t in after["turns"]] == \
+        [{k: v for k, v in t.items() if k != "text"} for t in before["turns"]]
+    changed = {"worker_id", "meta", "turns", "feedback", "_file", "_line"}
+    assert {k: v for k, v in after.items() if k not in changed} == {k: v for k, v in before.items() if k not in changed}
     rated = load([tmp_path / "out"], log=None).ratings
     assert rated.iloc[0]["worker_id"] == back.conversations.iloc[0]["worker_id"]
     # the same key maps the same worker the same way; another key does not

@@ -108,4 +108,6 @@ def read_published(folder) -> list[dict]:
     for record_type, config in CONFIGS.items():
         if config in manifest["configs"]:
             out += records_of(record_type, pq.read_table(folder / manifest["configs"][config]))
+    for record in out:  # the folder's stamp, as a canonical file carries it on every record
+        record["format_version"] = manifest["format_version"]
     return out
