@@ -106,10 +106,17 @@ class Scrubber:
             self._scrubber.add_detector(UserSuppliedFilthDetector(
                 [{"match": n, "filth_type": "name", "ignore_case": True, "ignore_partial_word_matches": True}
                  for n in names], name="names"))
+        # What each detector needs before it can match ("@"; http or www., as scrubadub's URL pattern begins;
+        # five digits, fewer than any valid number with its country code; a listed name): texts without any
+        # (most chat turns) skip the detectors, which cost about 0.3 ms a text (a million votes' texts: minutes).
+        self._gate = re.compile("|".join([r"@", r"(?i:https?:|www\.)", r"(?:\d\D{0,3}){5}"]
+                                         + [r"(?i:" + re.escape(n) + ")" for n in names]))
         self._memo: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def scrub(self, text: str) -> tuple[str, tuple[str, ...]]:
         """(text with each finding replaced, the kinds found in order); the same text is scrubbed once."""
+        if not self._gate.search(text):
+            return text, ()
         known = self._memo.get(text)
         if known is not None:
             return known
