@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pyarrow as pa
 
 from parlai_dialeval.data import schema
-from parlai_dialeval.data.validate import is_missing
 
 # A published folder (docs/publishing.md): its manifest names each configuration's Parquet file.
 MANIFEST = "dialeval.json"
@@ -46,25 +46,30 @@ def arrow_schema(record_type: str) -> pa.Schema:
 
 
 def _encode(kind: str, value):
-    if not isinstance(value, (list, dict)) and is_missing(value):
-        return None
     if kind == "turns":
         return [{"speaker": t.get("speaker"), "text": t.get("text"), "time": t.get("time"),
                  "meta": None if t.get("meta") is None else json.dumps(t["meta"], ensure_ascii=False)}
                 for t in value]
     if kind == "strings":
         return list(value)
-    if kind == JSON_TEXT:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value.item() if hasattr(value, "item") else value  # numpy scalars from DataFrames
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def table_of(record_type: str, records: list[dict]) -> pa.Table:
-    """The records of one type (canonical dicts, ``type`` ignored) as a table of ``arrow_schema``."""
+def table_of(record_type: str, frame: pd.DataFrame) -> pa.Table:
+    """The records of one type (a frame of schema columns; absent ones are null) as a table of ``arrow_schema``."""
     target = arrow_schema(record_type)
     kinds = {f.name: column_kind(f) for f in schema.fields_of(record_type)}
-    columns = {name: [_encode(kinds[name], r.get(name)) for r in records] for name in target.names}
-    return pa.table(columns, schema=target)
+    columns = []
+    for field in target:
+        if field.name not in frame.columns:
+            columns.append(pa.nulls(len(frame), field.type))
+        elif kinds[field.name] in _SCALAR:
+            columns.append(pa.array(frame[field.name], type=field.type, from_pandas=True))
+        else:
+            values = frame[field.name].to_numpy(dtype=object)
+            columns.append(pa.array([None if not isinstance(v, (list, dict, str)) else _encode(kinds[field.name], v)
+                                     for v in values], type=field.type))
+    return pa.Table.from_arrays(columns, schema=target)
 
 
 def _decode(kind: str, value):

@@ -15,7 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parlai_dialeval.data import EvalData, from_records, schema
+import pandas as pd
+
+from parlai_dialeval.data import EvalData, schema
+from parlai_dialeval.data.dataset import FRAME_TYPES
+from parlai_dialeval.data.validate import is_missing
 from parlai_dialeval.data.parquet import CONFIGS, MANIFEST, table_of
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.publish.card import write_card
@@ -73,21 +77,20 @@ def refuse_unsafe_target(out: Path, inputs: list[Path]) -> None:
 
 
 class _Privacy:
-    """Pseudonyms and scrubbing applied to canonical record dicts, with the report of what was replaced."""
+    """Pseudonyms and scrubbing applied to the data column by column (a million votes hold few distinct ids and
+    texts: each is replaced once), with the report of what was replaced."""
 
     def __init__(self, pseudonymise: Pseudonymiser, scrubber: Scrubber):
         self.pseudonymise, self.scrubber, self.report = pseudonymise, scrubber, ScrubReport()
 
     def _text(self, text, where: dict):
-        if not isinstance(text, str):
-            return text
         clean, kinds = self.scrubber.scrub(text)
         if kinds:
             self.report.add(where, list(kinds))
         return clean
 
     def _walk(self, value, where: dict, path: str):
-        """Meta: ids under a worker/assignment key pseudonymised, every other string scrubbed."""
+        """Ids under a worker/assignment key pseudonymised, every other string scrubbed, at any depth."""
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
@@ -97,25 +100,38 @@ class _Privacy:
             return out
         if isinstance(value, list):
             return [self._walk(item, where, f"{path}[{i}]") for i, item in enumerate(value)]
-        return self._text(value, {**where, "field": path})
+        return self._text(value, {**where, "field": path}) if isinstance(value, str) else value
 
-    def record(self, record: dict, row: int) -> dict:
-        kind = record["type"]
-        where = {"config": CONFIGS[kind], "row": row,
-                 "id": record.get("id") or record.get("item_id") or record.get("conversation_id") or record.get("name")}
-        out = dict(record)
-        for name in PSEUDONYM_PREFIX:
-            if isinstance(out.get(name), str):
-                out[name] = self.pseudonymise(name, out[name])
-        for name in TEXT_FIELDS.get(kind, ()):
-            if name == "turns":
-                out["turns"] = [{**t, "text": self._text(t.get("text"), {**where, "field": f"turns[{i}].text"})}
-                                for i, t in enumerate(out["turns"])]
-            elif name in out:
-                out[name] = self._walk(out[name], where, name)
-        if "meta" in out:
-            out["meta"] = self._walk(out["meta"], where, "meta")
+    def _column(self, values: list, config: str, ids: list, name: str) -> list:
+        out = []
+        for row, value in enumerate(values):
+            if isinstance(value, (str, dict, list)):
+                value = self._walk(value, {"config": config, "row": row, "id": ids[row]}, name)
+            out.append(value)
         return out
+
+    def frame(self, record_type: str, frame: pd.DataFrame) -> pd.DataFrame:
+        """The frame's records with ids pseudonymised and text scrubbed (``turns``: each turn's text)."""
+        config, out = CONFIGS[record_type], pd.DataFrame(index=range(len(frame)))
+        key = {"conversation": "id", "rating": "conversation_id", "comparison": "item_id"}[record_type]
+        ids = _objects(frame[key])
+        for name in (c for c in frame.columns if not c.startswith("_")):
+            values = _objects(frame[name])
+            if name in PSEUDONYM_PREFIX:
+                values = [self.pseudonymise(name, v) if isinstance(v, str) else v for v in values]
+            elif name == "turns":
+                values = [[{**t, "text": self._text(t["text"], {"config": config, "row": row, "id": ids[row],
+                                                                "field": f"turns[{i}].text"})}
+                           for i, t in enumerate(turns)] for row, turns in enumerate(values)]
+            elif name in TEXT_FIELDS.get(record_type, ()) or name == "meta":
+                values = self._column(values, config, ids, name)
+            out[name] = pd.Series(values, dtype=object)
+        return out
+
+
+def _objects(column: pd.Series) -> list:
+    """A column as a list of Python values, missing ones None (to_numpy: iterating Arrow-backed strings is slow)."""
+    return [None if is_missing(v) else v for v in column.to_numpy(dtype=object)]
 
 
 def _write_config(table, folder: Path, config: str) -> str:
@@ -159,12 +175,11 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
         raise DialevalError("no consent and anonymisation statement (--statement TEXT or @FILE): a published "
                             "dataset must say what participants agreed to and how their data were anonymised")
     privacy = _Privacy(Pseudonymiser(key), Scrubber(options.names, options.phone_region))
-    by_type: dict[str, list[dict]] = {t: [] for t in CONFIGS}
-    for record in data.records():
-        by_type[record["type"]].append(privacy.record(record, len(by_type[record["type"]])))
+    public = EvalData([{k: v for k, v in s.items() if not k.startswith("_")} for s in data.studies],
+                      *(privacy.frame(t, data.frame(t)) for t in FRAME_TYPES))
     flagged = {privacy.pseudonymise("worker_id", w) for w in flagged_workers}
-    tables = {CONFIGS[t]: table_of(t, rows) for t, rows in by_type.items()}
-    public = from_records((r for rows in by_type.values() for r in rows), validate=False)
+    tables = {CONFIGS["study"]: table_of("study", pd.DataFrame.from_records(public.studies))}
+    tables.update({CONFIGS[t]: table_of(t, public.frame(t)) for t in FRAME_TYPES})
     pairs, pairs_left = preference_pairs(public.comparisons, public.conversations, options.pairs, flagged)
     rated, rated_left = rated_dialogues(public.ratings, public.conversations, flagged, options.pairs.qc_passing_only)
     preference_columns, rated_columns = _pair_columns()
