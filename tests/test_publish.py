@@ -78,6 +78,7 @@ def test_chateval_folder_reads_with_datasets_and_card_states_the_numbers(chateva
     assert f"Workers: {len(workers)}." in card  # every vote of these two folders has its worker in the JSON
     assert "Models evaluated: 4 (Cakechat, Human1, Human2, NCM)" in card
     assert STATEMENT in card and "Quality-control rule" in card and "0 of 0 checked worker(s)" in card
+    assert "Questions asked:\n- (the data record no question wording)" in card  # ChatEval stored none
     assert re.search(r"pair\(s\) settled at 0.05|no model is significantly better", card)
     assert not any(w in card for w in workers)
 
