@@ -19,7 +19,6 @@ import pandas as pd
 
 from parlai_dialeval.data import EvalData, schema
 from parlai_dialeval.data.dataset import FRAME_TYPES
-from parlai_dialeval.data.validate import is_missing
 from parlai_dialeval.data.parquet import CONFIGS, MANIFEST, table_of
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.publish.card import write_card
@@ -103,9 +102,16 @@ class _Privacy:
         return self._text(value, {**where, "field": path}) if isinstance(value, str) else value
 
     def _column(self, values: list, config: str, ids: list, name: str) -> list:
-        out = []
+        out, strings = [], {}  # a text repeats on every vote of its item: scrubbed once
         for row, value in enumerate(values):
-            if isinstance(value, (str, dict, list)):
+            if isinstance(value, str):
+                found = strings.get(value)
+                if found is None:
+                    found = strings[value] = self.scrubber.scrub(value)
+                value = found[0]
+                if found[1]:
+                    self.report.add({"config": config, "row": row, "id": ids[row], "field": name}, list(found[1]))
+            elif isinstance(value, (dict, list)):
                 value = self._walk(value, {"config": config, "row": row, "id": ids[row]}, name)
             out.append(value)
         return out
@@ -116,6 +122,9 @@ class _Privacy:
         key = {"conversation": "id", "rating": "conversation_id", "comparison": "item_id"}[record_type]
         ids = _objects(frame[key])
         for name in (c for c in frame.columns if not c.startswith("_")):
+            if frame[name].isna().all():  # a field no record holds (most of the schema's, in most studies)
+                out[name] = pd.Series(None, index=out.index, dtype=object)
+                continue
             values = _objects(frame[name])
             if name in PSEUDONYM_PREFIX:
                 values = [self.pseudonymise(name, v) if isinstance(v, str) else v for v in values]
@@ -131,7 +140,9 @@ class _Privacy:
 
 def _objects(column: pd.Series) -> list:
     """A column as a list of Python values, missing ones None (to_numpy: iterating Arrow-backed strings is slow)."""
-    return [None if is_missing(v) else v for v in column.to_numpy(dtype=object)]
+    values = column.to_numpy(dtype=object, copy=True)
+    values[column.isna().to_numpy()] = None
+    return values.tolist()
 
 
 def _write_config(table, folder: Path, config: str) -> str:
