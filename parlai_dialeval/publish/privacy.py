@@ -26,7 +26,6 @@ from parlai_dialeval.errors import DialevalError
 
 KEY_BYTES = 32
 PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-"}
-KINDS = ("email", "phone", "url", "name")
 
 
 def read_or_create_key(path: Path, log=print) -> bytes:
