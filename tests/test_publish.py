@@ -186,13 +186,22 @@ def test_refuses_input_folder_existing_output_and_missing_statement(tmp_path):
     key = str(tmp_path / "keys" / "k.key")
     with pytest.raises(DialevalError, match="inside or around the input's folder"):
         run(_opt([path], path.parent / "published", key_file=key), log=None)
+    assert not (path.parent / "published").exists()
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x").write_text("x")
     with pytest.raises(DialevalError, match="already exists and is not empty"):
         run(_opt([path], tmp_path / "taken", key_file=key), log=None)
     with pytest.raises(DialevalError, match="--statement is required"):
         run(_opt([path], tmp_path / "out", key_file=key, statement="  "), log=None)
-    assert not (tmp_path / "out").exists()
+    with pytest.raises(DialevalError, match="@nowhere.txt: no such file"):
+        run(_opt([path], tmp_path / "out", key_file=key, statement="@nowhere.txt"), log=None)
+    with pytest.raises(DialevalError, match="--names nowhere.txt: no such file"):
+        run(_opt([path], tmp_path / "out", key_file=key, names="nowhere.txt"), log=None)
+    statement = tmp_path / "consent.txt"
+    statement.write_text("Consented via the information sheet v2.\nIds pseudonymised.")
+    card = (run(_opt([path], tmp_path / "out", key_file=key, statement=f"@{statement}"), log=None).folder
+            / "README.md").read_text()
+    assert "> Consented via the information sheet v2.\n> Ids pseudonymised." in card
 
 
 class _HubStandIn(__import__("http.server").server.BaseHTTPRequestHandler):
