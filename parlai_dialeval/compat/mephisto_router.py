@@ -19,6 +19,9 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   answered 503 "busy", and the page's transport.js asks again after Retry-After);
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
+- keeps what goes to a page whose socket has closed (a reload, a lost connection) until the page's new
+  socket announces itself: Mephisto's router sent it into the closed socket and it was lost (a bot's reply
+  showed only after a reload);
 - loads ``crowdsourcing/router/dialeval_claims.js``: a registration (in the participant's URL) is bound to a
   secret of the page that first asked for it, and a request naming it without that secret is refused (no
   one takes over another's agent through Mephisto's reconnect path); new registrations are limited per
@@ -125,6 +128,15 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      "  if (socket === mephisto_socket && (!socket || socket.readyState !== 1)) {\n"
      "    guard.hold(mephisto_message_queue, packet, pending_agent_requests);  // sent once the server is attached\n"
      "    return;\n  }\n  guard.release(packet);\n  if (!socket) {\n"),
+    # bounded by what the world sends that agent (its bot's replies) until it ends the agent's unit
+    ("keep what goes to a page until its socket is back",
+     "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket) {\n",
+     "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket && socket.readyState !== 1) {\n"
+     "    agent.unsent_messages.push(packet);  // sent by the main thread once the page's new socket is alive\n"
+     "  } else if (socket) {\n"),
+    ("the main thread sends what it kept for a page only into an open socket",
+     "      if (!agent_state.is_alive) {\n",
+     "      if (!agent_state.is_alive || agent_id_to_socket[agent_id].readyState !== 1) {\n"),
 ]
 
 
