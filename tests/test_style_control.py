@@ -50,7 +50,8 @@ def test_fit_matches_statsmodels_glm_with_clustered_covariance():
     truth = np.array([0.4, 0.0, -0.3, 0.2])
     outcome = (rng.random(n) < 1 / (1 + np.exp(-(truth[first] - truth[second] + x @ [0.8, -0.3])))).astype(float)
     outcome[::25] = 0.5  # a few ties, half a win
-    clusters = rng.integers(0, 90, n)
+    # clusters nested in model pairs, as the project's rule makes them (several votes on one item of a pair)
+    clusters = (np.minimum(first, second) * models + np.maximum(first, second)) * 10 + rng.integers(0, 10, n)
     fit = style_control.fit_bradley_terry(first, second, outcome, models, x, clusters)
     design = np.zeros((n, models))
     design[np.arange(n), first] += 1

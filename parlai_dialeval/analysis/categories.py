@@ -60,7 +60,7 @@ def pairwise_rankings(comparisons: pd.DataFrame, membership: pd.DataFrame, alpha
     """Per question, unit and category: Bradley-Terry log-strengths (logistic, mean 0) with cluster-robust
     intervals at the Bonferroni level over the categories (style_control.bt_table's fit)."""
     from parlai_dialeval.analysis.pairwise import SECTION, with_sections
-    from parlai_dialeval.analysis.style_control import _clusters, bt_table
+    from parlai_dialeval.analysis.style_control import bt_table, encode_votes, vote_cluster_codes
 
     frame = comparisons if "unit" in comparisons else with_sections(comparisons)
     keep = ~frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.ones(len(frame), bool)
@@ -69,14 +69,8 @@ def pairwise_rankings(comparisons: pd.DataFrame, membership: pd.DataFrame, alpha
     for name in membership.columns:
         chosen = frame[keep & membership[name].to_numpy()]
         for (question, unit), part in chosen.groupby(SECTION, sort=False, dropna=False):
-            models = sorted(set(pd.unique(part["model_a"].astype(str))) | set(pd.unique(part["model_b"].astype(str))))
-            if len(models) < 2:
-                continue
-            first = pd.Categorical(part["model_a"].astype(str), categories=models).codes.astype(np.int64)
-            second = pd.Categorical(part["model_b"].astype(str), categories=models).codes.astype(np.int64)
-            choice = part["choice"].astype(str).to_numpy()
-            outcome = np.select([choice == "a", choice == "b"], [1.0, 0.0], 0.5)
-            table, _ = bt_table(first, second, outcome, models, _clusters(part, first, second, len(models)), level)
+            models, first, second, outcome = encode_votes(part)
+            table, _ = bt_table(first, second, outcome, models, vote_cluster_codes(part, first, second, len(models)), level)
             tables.append(table.sort_values("bt", ascending=False, na_position="last").assign(
                 question=question, unit=unit, category=name, confidence=1 - level))
     columns = SECTION + PAIRWISE_COLUMNS
@@ -93,7 +87,7 @@ def live_chat_rankings(conversations: pd.DataFrame, membership: pd.DataFrame, al
     for name in membership.columns:
         part = conversations[membership[name].to_numpy()]
         models = sorted(pd.unique(part["model"].astype(str)))
-        if not models or part["worker_id"].nunique() < 2:
+        if not models or part["worker_id"].nunique() < 2 or len(part) <= len(models):
             continue
         dummies = (part["model"].astype(str).to_numpy()[:, None] == np.array(models)[None, :]).astype(float)
         fit = worker_robust_fit(part["score"].to_numpy(float), dummies, part["worker_id"])

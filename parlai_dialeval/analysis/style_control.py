@@ -69,84 +69,95 @@ class StyleControlResult:
 
 def fit_bradley_terry(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_models: int,
                       covariates: np.ndarray | None = None, clusters: np.ndarray | None = None,
-                      max_iter: int = 50) -> BTFit:
-    """Logistic Bradley-Terry with covariates by Newton's method on a sparse design (statsmodels' GLM and
-    Logit need a dense one: a million votes by 200 models is 1.6 GB), with the cluster-robust sandwich
-    covariance statsmodels' GLM gives with cov_type="cluster" (tests/test_style_control.py checks both
-    against it). ``first``/``second``: model indices per vote; ``outcome``: 1, 1/2, 0 for ``first``;
-    ``covariates``: votes x k differences; ``clusters``: a label per vote (None: each vote its own)."""
+                      start: np.ndarray | None = None, max_iter: int = 50) -> BTFit:
+    """Logistic Bradley-Terry with covariates by Newton's method, with the cluster-robust (CR1) sandwich
+    covariance statsmodels' GLM gives with cov_type="cluster" (tests/test_style_control.py checks both against
+    it). Hand-written because statsmodels' GLM and Logit need the dense design: a million votes by 200 models
+    is 1.6 GB. ``first``/``second``: model indices per vote; ``outcome``: 1, 1/2, 0 for ``first``;
+    ``covariates``: votes x k differences; ``clusters``: a label per vote (None: each vote its own), split by
+    model pair where one spans several (as the project's rule never does); ``start``: log-strengths to start
+    from (a raw fit's, for the controlled one)."""
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
     with threadpool_limits(1, user_api="blas"):
-        return _fit(first, second, outcome, n_models, covariates, clusters, max_iter)
+        return _fit(np.asarray(first, np.int64), np.asarray(second, np.int64), np.asarray(outcome, float),
+                    n_models, np.zeros((len(outcome), 0)) if covariates is None else np.asarray(covariates, float),
+                    clusters, start, max_iter)
 
 
-def _fit(first, second, outcome, n_models: int, covariates, clusters, max_iter: int) -> BTFit:
-    """The design x_i = e_first - e_second (model 0's column dropped) followed by the covariates is never
-    built: its products are sums per model (np.bincount), which keeps a million votes to a few seconds."""
-    from scipy import sparse
+def _gram(low: np.ndarray, high: np.ndarray, pair_weights: np.ndarray, cross: np.ndarray, features: np.ndarray,
+          n_models: int) -> np.ndarray:
+    """sum_i t_i t_i' over rows t_i = [w_i (e_low - e_high), f_i] without model 0's column, from per-row pair
+    weights w_i^2 (``pair_weights``), cross terms w_i f_i (``cross``) and features f_i: sums per model
+    (np.bincount), never a rows x models matrix."""
+    m = n_models
+    pair = np.bincount(low * m + high, pair_weights, m * m).reshape(m, m)
+    laplacian = np.diag(pair.sum(axis=0) + pair.sum(axis=1)) - pair - pair.T
+    by_model = np.column_stack([(np.bincount(low, c, m) - np.bincount(high, c, m))[1:] for c in cross.T]) \
+        if cross.shape[1] else np.zeros((m - 1, 0))
+    return np.block([[laplacian[1:, 1:], by_model], [by_model.T, features.T @ features]])
+
+
+def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> BTFit:
     from scipy.special import expit
 
-    first, second = np.asarray(first, np.int64), np.asarray(second, np.int64)
-    n, m = len(outcome), n_models
-    features = np.zeros((n, 0)) if covariates is None else np.asarray(covariates, float)
-    y = np.asarray(outcome, float)
+    n, k = len(y), features.shape[1]
 
     def linear(beta):
         strengths = np.concatenate([[0.0], beta[:m - 1]])
         return strengths[first] - strengths[second] + features @ beta[m - 1:]
 
-    def per_model(values):  # X' values over the model columns
-        return (np.bincount(first, values, m) - np.bincount(second, values, m))[1:]
-
-    def hessian(weights):  # X' diag(weights) X
-        pair = np.bincount(first * m + second, weights, m * m).reshape(m, m)
-        laplacian = np.diag(pair.sum(axis=0) + pair.sum(axis=1)) - pair - pair.T
-        cross = np.column_stack([per_model(weights * f) for f in features.T]) if features.shape[1] else \
-            np.zeros((m - 1, 0))
-        return np.block([[laplacian[1:, 1:], cross], [cross.T, features.T @ (weights[:, None] * features)]])
-
     def loglik(eta):
         return float(np.sum(y * eta - np.logaddexp(0, eta)))
 
-    beta = np.zeros(m - 1 + features.shape[1])
+    def hessian(prob):
+        w = prob * (1 - prob)
+        return _gram(first, second, w, w[:, None] * features, np.sqrt(w)[:, None] * features, m)
+
+    beta = np.zeros(m - 1 + k)
+    if start is not None:
+        beta[:m - 1] = (start - start[0])[1:]
     eta = linear(beta)
     current, converged = loglik(eta), False
     for _ in range(max_iter):
         prob = expit(eta)
         residual = y - prob
-        step = _solve(hessian(prob * (1 - prob)), np.concatenate([per_model(residual), features.T @ residual]))
+        gradient = np.concatenate([(np.bincount(first, residual, m) - np.bincount(second, residual, m))[1:],
+                                   features.T @ residual])
+        step = _solve(hessian(prob), gradient)
         scale = 1.0
-        while scale > 1e-4:  # halve the step until the likelihood does not fall
+        while True:  # halve the step until the likelihood does not fall
             trial = linear(beta + scale * step)
-            if loglik(trial) >= current - 1e-12:
+            value = loglik(trial)
+            if value >= current - 1e-12 or scale < 1e-4:
                 break
             scale /= 2
-        beta, eta = beta + scale * step, trial
-        current = loglik(eta)
+        beta, eta, current = beta + scale * step, trial, value
         if np.max(np.abs(scale * step)) < 1e-8:
             converged = True
             break
     prob = expit(eta)
-    bread = _solve(hessian(prob * (1 - prob)), np.eye(len(beta)))
+    bread = _solve(hessian(prob), np.eye(len(beta)))
+    # clusters nested in model pairs, so a cluster's score is R_g (e_low - e_high) over the models: the
+    # meat is a _gram over clusters, like the Hessian over votes
+    low, high = np.minimum(first, second), np.maximum(first, second)
+    given = np.zeros(n, np.int64) if clusters is None else pd.factorize(np.asarray(clusters))[0]
+    codes = np.arange(n) if clusters is None else pd.factorize(
+        (low * m + high) * (int(given.max(initial=0)) + 1) + given)[0]
+    groups = int(codes.max(initial=-1)) + 1
     residual = y - prob
-    codes = np.arange(n) if clusters is None else pd.factorize(np.asarray(clusters))[0]
-    groups = int(codes.max()) + 1 if n else 0
-    # the scores x_i r_i summed per cluster: sparse over the models, dense over the covariates
-    model_sums = sparse.csr_matrix((np.concatenate([residual, -residual]),
-                                    (np.concatenate([codes, codes]), np.concatenate([first, second]))),
-                                   shape=(groups, m))[:, 1:]
-    feature_sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) \
-        if features.shape[1] else np.zeros((groups, 0))
-    cross = np.asarray(model_sums.T @ feature_sums)
-    meat = np.block([[(model_sums.T @ model_sums).toarray(), cross], [cross.T, feature_sums.T @ feature_sums]])
-    # CR1, as statsmodels' use_correction: G / (G - 1) x (n - 1) / (n - p)
-    correction = groups / max(groups - 1, 1) * (n - 1) / max(n - len(beta), 1)
+    signed = np.bincount(codes, np.where(first == low, residual, -residual), groups)
+    sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) if k else \
+        np.zeros((groups, 0))
+    head = np.zeros(groups, np.int64)
+    head[codes] = np.arange(n)  # a vote of each cluster, for its pair
+    meat = _gram(low[head], high[head], signed ** 2, signed[:, None] * sums, sums, m)
+    correction = groups / max(groups - 1, 1) * (n - 1) / max(n - len(beta), 1)  # CR1, statsmodels' correction
     cov = correction * bread @ meat @ bread
     centre = (np.eye(m) - 1 / m) @ np.vstack([np.zeros(m - 1), np.eye(m - 1)])
-    k = m - 1
-    return BTFit([], centre @ beta[:k], centre @ cov[:k, :k] @ centre.T, beta[k:], cov[k:, k:], groups, converged)
+    j = m - 1
+    return BTFit([], centre @ beta[:j], centre @ cov[:j, :j] @ centre.T, beta[j:], cov[j:, j:], groups, converged)
 
 
 def _solve(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -211,9 +222,11 @@ def _ranks(strengths: np.ndarray) -> np.ndarray:
 
 
 def bt_table(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, models: list[str], clusters,
-             alpha: float, covariates: np.ndarray | None = None) -> tuple[pd.DataFrame, BTFit | None]:
-    """Per model (one connected part: the largest): votes, strength (mean 0), interval, rank, note; the fit.
-    Models outside the largest part have no strength (no vote links them to it)."""
+             alpha: float, covariates: np.ndarray | None = None,
+             start: BTFit | None = None) -> tuple[pd.DataFrame, BTFit | None]:
+    """Per model (one connected part: the largest): votes, strength (mean 0), interval, rank, note; the fit
+    (``start``: an earlier fit of the same votes to start from). Models outside the largest part have no
+    strength (no vote links them to it)."""
     from parlai_dialeval.analysis.rankings import components
 
     n_models = len(models)
@@ -230,7 +243,8 @@ def bt_table(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, models:
     keep = part[first] == 1
     fit = fit_bradley_terry(local[first[keep]], local[second[keep]], outcome[keep], len(members),
                             None if covariates is None else covariates[keep],
-                            None if clusters is None else np.asarray(clusters, dtype=object)[keep])
+                            None if clusters is None else np.asarray(clusters)[keep],
+                            None if start is None else start.strengths)
     low, high = fit.intervals(alpha)
     table.loc[members, "bt"], table.loc[members, "ci_low"], table.loc[members, "ci_high"] = fit.strengths, low, high
     table.loc[members, "rank"] = _ranks(fit.strengths)
@@ -274,7 +288,21 @@ def _user_sides(frame: pd.DataFrame, user: pd.DataFrame) -> tuple[pd.DataFrame, 
     return sides[0], sides[1]
 
 
-def _clusters(votes: pd.DataFrame, first: np.ndarray, second: np.ndarray, n_models: int) -> np.ndarray:
+def encode_votes(votes: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(models sorted by name, model_a and model_b as indices into them, outcome for model_a: 1, 1/2, 0),
+    with one factorisation of both columns (pd.Categorical over a million names took seconds)."""
+    names = np.concatenate([votes["model_a"].astype(str).to_numpy(object), votes["model_b"].astype(str).to_numpy(object)])
+    codes, uniques = pd.factorize(names)
+    order = np.argsort(np.asarray(uniques, dtype=str), kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[codes]
+    choice = votes["choice"].astype(str).to_numpy()
+    return ([str(uniques[i]) for i in order], codes[:len(votes)], codes[len(votes):],
+            np.select([choice == "a", choice == "b"], [1.0, 0.0], 0.5))
+
+
+def vote_cluster_codes(votes: pd.DataFrame, first: np.ndarray, second: np.ndarray, n_models: int) -> np.ndarray:
     """An integer per vote naming its cluster as rankings.vote_clusters does (a model pair's votes on one
     item, cluster_robust.cluster_ids), from integer keys: its strings of a million pairs took 5 s."""
     from parlai_dialeval.analysis.cluster_robust import cluster_ids
@@ -313,15 +341,11 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
         a, b = side_a.loc[part.index], side_b.loc[part.index]
         diffs, sd = normalised_differences(a, b, [c for c in a.columns if c not in user])
         varied = [c for c, spread in zip(diffs.columns, sd) if spread > 0]
-        models = sorted(set(pd.unique(part["model_a"].astype(str))) | set(pd.unique(part["model_b"].astype(str))))
-        first = pd.Categorical(part["model_a"].astype(str), categories=models).codes.astype(np.int64)
-        second = pd.Categorical(part["model_b"].astype(str), categories=models).codes.astype(np.int64)
-        choice = part["choice"].astype(str).to_numpy()
-        outcome = np.select([choice == "a", choice == "b"], [1.0, 0.0], 0.5)
-        clusters = _clusters(part, first, second, len(models))
-        raw, _ = bt_table(first, second, outcome, models, clusters, alpha)
+        models, first, second, outcome = encode_votes(part)
+        clusters = vote_cluster_codes(part, first, second, len(models))
+        raw, raw_fit = bt_table(first, second, outcome, models, clusters, alpha)
         styled, fit = bt_table(first, second, outcome, models, clusters, alpha,
-                               diffs[varied].to_numpy() if varied else None)
+                               diffs[varied].to_numpy() if varied else None, raw_fit)
         table = raw.rename(columns={"bt": "bt_raw", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high",
                                     "rank": "rank_raw"})
         for column, new in (("bt", "bt_style"), ("ci_low", "style_ci_low"), ("ci_high", "style_ci_high"),
