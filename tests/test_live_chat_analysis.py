@@ -480,6 +480,12 @@ def test_cli_on_canonical_jsonl(shared_data, tmp_path):
     scores = pd.read_csv(out / "system_scores.csv").set_index("model")
     assert round(scores.loc["polyencoder", "overall"], 3) == 0.419
     assert json.loads((out / "summary.json").read_text())["n_workers"] == 249
+    # style adjustment (issue 43): without covariates the fixed-effects fit is each model's mean overall z
+    styled = pd.read_csv(out / "style_control.csv").set_index("model")
+    means = pd.read_csv(out / "overall_intervals.csv").set_index("model")
+    assert styled.loc[means.index, "score_raw"].to_numpy() == pytest.approx(means["mean"].to_numpy())
+    assert (styled.loc[means.index, "conversations"] == means["n_conversations"]).all()
+    assert set(pd.read_csv(out / "style_coefficients.csv")["covariate"]) >= {"length", "questions"}
 
 
 def test_small_sample_report_is_honest(tmp_path):

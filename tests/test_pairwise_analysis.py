@@ -148,6 +148,12 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     assert len(ranks) == 12
     worker_votes = data.comparisons[~data.comparisons["automatic"].eq(True)]
     assert ranks["votes"].sum() == 2 * len(worker_votes)
+    # style control (issue 43): its raw logistic fit is choix's maximum-likelihood Bradley-Terry (rankings.csv)
+    assert "Rankings with and without style control" in html
+    styled = pd.read_csv(tmp_path / "style_control.csv").set_index("model")
+    assert len(styled) == 12 and styled["bt_style"].notna().all()
+    assert np.allclose(styled.loc[ranks["model"], "bt_raw"], ranks["bt_score"], atol=0.01)
+    assert set(pd.read_csv(tmp_path / "style_coefficients.csv")["covariate"]) == {"length", "questions"}
 
 
 def test_chateval_response_stats_match_lee_figure5(chateval):
