@@ -288,6 +288,22 @@ def test_failing_workers_are_removed_whole_and_models_ranked():
     assert raw.loc["good", "robotic"] > 60 and raw.loc["poor", "robotic"] < 50
 
 
+def test_a_criterion_named_overall_is_kept_beside_the_mean_of_all():
+    """FED's dialogue-level question is called "overall", the name of the reports' mean of all statements:
+    analyze_live_chat stopped with pandas' "cannot insert overall, already exists" on the FED data."""
+    records = synthetic()
+    for record in records:
+        if record["type"] == "rating" and record["criterion"] == "fun":
+            record["criterion"] = "overall"
+    records[0]["criteria"] = [{**c, "name": "overall"} if c["name"] == "fun" else c for c in CRITERIA]
+    result = analyze(from_records(records), LiveChatConfig(seed=1))
+    scores = result.system_scores.set_index("model")
+    assert "overall (rated)" in scores.columns and "fun" not in scores.columns
+    criteria = [c for c in scores.columns if c not in ("n", "overall")]
+    assert scores["overall"].to_numpy() == pytest.approx(scores[criteria].mean(axis=1).to_numpy())
+    assert result.system_scores["model"].tolist() == ["good", "fair", "poor"]
+
+
 def test_options_change_each_step():
     data = from_records(synthetic(bad_workers=(0,)))
     off = analyze(data, LiveChatConfig(qc_test="none"))
