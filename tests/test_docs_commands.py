@@ -92,6 +92,7 @@ RULES = [
          replace=(("/path/to/amt_ab_2018", "{shared}/chateval/amt_ab_2018"),)),
     Rule("docs/participant_pages.md", r"DIALEVAL_GALLERY=", skip="runs the browser tests themselves (CI runs them)"),
     Rule("docs/ppi.md", r"^dialeval ", skip=SYNOPSIS),
+    Rule("docs/report_gallery.md", r"DIALEVAL_GALLERY=", skip="runs the browser test itself (CI runs it)"),
     Rule("docs/scaling.md", r"benchmarks/bench_load\.py", skip="a load benchmark (minutes to 35 minutes)"),
     Rule("docs/single_model_analysis.md", r"^dialeval (analyze_single_model|significance_time|analyze_scales)",
          skip=SYNOPSIS),
