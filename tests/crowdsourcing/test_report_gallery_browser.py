@@ -21,8 +21,17 @@ PAIRS = ("AMT_NCM_Test_Human1_Human2", "AMT_NCM_Test_NCM_Human1")
 
 def commands(shared: Path, out: Path) -> dict[str, list[str]]:
     """Report name -> the command that writes it (small inputs: two ChatEval comparisons, a round of Ji et
-    al.'s live chats, FED's annotations; bootstrap rounds cut down)."""
+    al.'s live chats, FED's annotations, test_single_model's small SM and PW study; bootstrap rounds and
+    trials cut down)."""
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.data import write_jsonl
+
     chateval = [str(shared / "chateval" / "amt_ab_2018" / name) for name in PAIRS]
+    study = out / "study.jsonl"
+    if not study.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        write_jsonl(synthetic_records(), study)
     return {
         "analyze_pairwise": ["analyze_pairwise", "--data", *chateval, "--bootstrap-rounds", "20"],
         "certify": ["certify", "--data", *chateval],
@@ -30,6 +39,8 @@ def commands(shared: Path, out: Path) -> dict[str, list[str]]:
                               str(shared / "ji2022" / "raw_mturk_csv" / "FreeTopicRound1")],
         "analyze_annotations": ["analyze_annotations", "--data", str(shared / "fed" / "fed_data.json")],
         "plan": ["plan", "--judge-agreement", "0.8"],
+        "analyze_single_model": ["analyze_single_model", "--data", str(study), "--n-boot", "50"],
+        "significance_time": ["significance_time", "--data", str(study), "--trials", "30", "--weights", "1:0,1:5,0:1"],
     }
 
 
