@@ -1,6 +1,7 @@
 """The researcher's pages in Chromium at 1,280 px (issue 40): each analysis report built here from the
 tests' data fits the window (document.scrollWidth <= 1,280: wide tables are split, column names in words),
-and so does the dashboard's overview. With DIALEVAL_GALLERY set, each page's first screen goes there as a
+and so does the dashboard's overview; none has a serious or critical axe-core violation (text contrast
+under 4.5:1 among them; the numbers drawn on the pairwise heatmap are checked in test_pairwise_analysis). With DIALEVAL_GALLERY set, each page's first screen goes there as a
 PNG: docs/report_gallery.md is made this way (the command is in that page), so it shows the pages this
 test passed."""
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 
 from parlai_dialeval.cli import main as dialeval
 
-from .protocol_harness import chromium_page, require_chromium
+from .protocol_harness import chromium_page, require_chromium, serious_accessibility_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 WINDOW = {"width": 1280, "height": 900}
@@ -107,6 +108,11 @@ def test_every_report_and_the_dashboard_fit_a_1280_px_window(shared_data, tmp_pa
             width = page.evaluate("document.documentElement.scrollWidth")
             if width > WINDOW["width"]:
                 wide[name] = width
+            # axe-core's color-contrast among them: every text at least 4.5:1 against its background
+            found = serious_accessibility_violations(page)
+            if name == "dashboard":  # it reloads itself by design (--refresh): a page without scripts has no other way
+                found = [violation for violation in found if not violation.startswith("meta-refresh ")]
+            assert not found, f"{name}: {found}"
             if gallery:
                 Path(gallery).mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(Path(gallery) / f"{name}.png"))
