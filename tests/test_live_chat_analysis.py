@@ -561,3 +561,23 @@ def test_report_names_reversed_statements_and_draws_no_empty_agreement_plot(tmp_
     assert "<th>not robotic</th>" in html and "<th>not repetitive</th>" in html and "<th>robotic</th>" not in html
     assert "robotic" in pd.read_csv(out / "system_scores.csv").columns
     assert "No rater agreement to show" in html and not (out / "rater_agreement.png").exists()
+
+
+def test_the_figures_read_alike_for_the_colour_blind_and_in_greyscale():
+    """Issue 40: the significance heatmap went from green to yellow (confused under deuteranopia, and
+    nearly one grey in print). Now darker means smaller p in luminance itself (WCAG relative luminance,
+    written out here), and the agreement histogram's two groups differ by hatching as well as colour."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    from parlai_dialeval.analysis import live_chat_plots
+
+    def lum(colour):
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)[:3]]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    shades = [lum(live_chat_plots.SIG_CMAP(x)) for x in np.linspace(0, 1, 11)]
+    assert all(a < b for a, b in zip(shades, shades[1:])) and shades[-1] - shades[0] > 0.5
+    fig = live_chat_plots.agreement_histogram(np.array([0.5, 0.6, 0.7]), np.array([-0.1, 0.0]))
+    hatches = {patch.get_hatch() for patch in fig.axes[0].patches}
+    assert hatches == {None, "//"} or hatches == {"", "//"}
