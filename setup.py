@@ -56,6 +56,7 @@ setup(
         "pyphen",
         "chatterbot-corpus",
         "scikit-learn",
+        "threadpoolctl",  # one BLAS thread for small dense solves (analysis/style_control.py); scikit-learn brings it
         "pyyaml",
         "Jinja2",
         "psutil",

@@ -24,6 +24,13 @@ from markupsafe import Markup  # noqa: E402
 from parlai_dialeval.atomic import atomic_open, atomic_path  # noqa: E402
 
 TEMPLATES = Path(__file__).with_name("templates")
+# a table of more columns than this does not fit a 1,280 px page (the reports' body is 1,100 px): it is split
+# into parts, its leading label columns (at most KEY_COLUMNS) repeated in each
+MAX_COLUMNS = 9
+KEY_COLUMNS = 4
+# parts of column names said in words in the HTML (the CSV files keep the names themselves)
+WORDS = {"ci": "CI", "sd": "SD", "se": "SE", "a": "A", "b": "B", "wmt": "WMT", "bt": "Bradley-Terry", "icc": "ICC",
+         "pct": "%", "n": "n", "num": "number of", "avg": "mean", "std": "SD", "z": "z", "alpha": "alpha"}
 
 
 # Embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) in a participant's or model's name would
@@ -65,6 +72,29 @@ def caught_warnings():
                                if not issubclass(w.category, _NOT_ABOUT_THE_DATA)))
 
 
+def in_words(name) -> str:
+    """A column's name as the HTML shows it: ``ci_low`` -> ``CI low``, ``model_a`` -> ``model A``."""
+    if not isinstance(name, str):
+        return name
+    return " ".join(WORDS.get(part, part) for part in name.split("_") if part) or name
+
+
+def column_parts(frame: pd.DataFrame, index: bool) -> list[pd.DataFrame]:
+    """The table whole when it has at most MAX_COLUMNS columns, else in parts of that many, each starting
+    with its leading label (non-numeric) columns so that every row of every part says what it is about."""
+    if frame.shape[1] <= MAX_COLUMNS:
+        return [frame]
+    keys = []
+    if not index:
+        for column in frame.columns[:KEY_COLUMNS]:
+            if pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column]):
+                break
+            keys.append(column)
+    rest = [c for c in frame.columns if c not in keys]
+    width = MAX_COLUMNS - len(keys)
+    return [frame[keys + rest[k:k + width]] for k in range(0, len(rest), width)]
+
+
 class Report:
     """Sections of one report in reading order, rendered by ``template`` (default: the plain layout)."""
 
@@ -99,8 +129,12 @@ class Report:
         if frame is None or frame.empty:
             self.sections.append({"kind": "text", "text": (caption + ": " if caption else "") + empty})
             return
-        rendered = frame.to_html(index=index, float_format=floatfmt.format, border=0, na_rep="", escape=True)
-        self.sections.append({"kind": "table", "caption": caption, "html": Markup(rendered)})
+        frame = frame.rename(columns=in_words) if not isinstance(frame.columns, pd.MultiIndex) else frame
+        parts = column_parts(frame, index)
+        for number, part in enumerate(parts, 1):
+            rendered = part.to_html(index=index, float_format=floatfmt.format, border=0, na_rep="", escape=True)
+            shown = caption if len(parts) == 1 or not caption else f"{caption} (part {number} of {len(parts)})"
+            self.sections.append({"kind": "table", "caption": shown, "html": Markup(rendered)})
 
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""

@@ -288,6 +288,22 @@ def test_failing_workers_are_removed_whole_and_models_ranked():
     assert raw.loc["good", "robotic"] > 60 and raw.loc["poor", "robotic"] < 50
 
 
+def test_a_criterion_named_overall_is_kept_beside_the_mean_of_all():
+    """FED's dialogue-level question is called "overall", the name of the reports' mean of all statements:
+    analyze_live_chat stopped with pandas' "cannot insert overall, already exists" on the FED data."""
+    records = synthetic()
+    for record in records:
+        if record["type"] == "rating" and record["criterion"] == "fun":
+            record["criterion"] = "overall"
+    records[0]["criteria"] = [{**c, "name": "overall"} if c["name"] == "fun" else c for c in CRITERIA]
+    result = analyze(from_records(records), LiveChatConfig(seed=1))
+    scores = result.system_scores.set_index("model")
+    assert "overall (rated)" in scores.columns and "fun" not in scores.columns
+    criteria = [c for c in scores.columns if c not in ("n", "overall")]
+    assert scores["overall"].to_numpy() == pytest.approx(scores[criteria].mean(axis=1).to_numpy())
+    assert result.system_scores["model"].tolist() == ["good", "fair", "poor"]
+
+
 def test_options_change_each_step():
     data = from_records(synthetic(bad_workers=(0,)))
     off = analyze(data, LiveChatConfig(qc_test="none"))
@@ -480,6 +496,12 @@ def test_cli_on_canonical_jsonl(shared_data, tmp_path):
     scores = pd.read_csv(out / "system_scores.csv").set_index("model")
     assert round(scores.loc["polyencoder", "overall"], 3) == 0.419
     assert json.loads((out / "summary.json").read_text())["n_workers"] == 249
+    # style adjustment (issue 43): without covariates the fixed-effects fit is each model's mean overall z
+    styled = pd.read_csv(out / "style_control.csv").set_index("model")
+    means = pd.read_csv(out / "overall_intervals.csv").set_index("model")
+    assert styled.loc[means.index, "score_raw"].to_numpy() == pytest.approx(means["mean"].to_numpy())
+    assert (styled.loc[means.index, "conversations"] == means["n_conversations"]).all()
+    assert set(pd.read_csv(out / "style_coefficients.csv")["covariate"]) >= {"length", "questions"}
 
 
 def test_small_sample_report_is_honest(tmp_path):
@@ -539,3 +561,23 @@ def test_report_names_reversed_statements_and_draws_no_empty_agreement_plot(tmp_
     assert "<th>not robotic</th>" in html and "<th>not repetitive</th>" in html and "<th>robotic</th>" not in html
     assert "robotic" in pd.read_csv(out / "system_scores.csv").columns
     assert "No rater agreement to show" in html and not (out / "rater_agreement.png").exists()
+
+
+def test_the_figures_read_alike_for_the_colour_blind_and_in_greyscale():
+    """Issue 40: the significance heatmap went from green to yellow (confused under deuteranopia, and
+    nearly one grey in print). Now darker means smaller p in luminance itself (WCAG relative luminance,
+    written out here), and the agreement histogram's two groups differ by hatching as well as colour."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    from parlai_dialeval.analysis import live_chat_plots
+
+    def lum(colour):
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)[:3]]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    shades = [lum(live_chat_plots.SIG_CMAP(x)) for x in np.linspace(0, 1, 11)]
+    assert all(a < b for a, b in zip(shades, shades[1:])) and shades[-1] - shades[0] > 0.5
+    fig = live_chat_plots.agreement_histogram(np.array([0.5, 0.6, 0.7]), np.array([-0.1, 0.0]))
+    hatches = {patch.get_hatch() for patch in fig.axes[0].patches}
+    assert hatches == {None, "//"} or hatches == {"", "//"}

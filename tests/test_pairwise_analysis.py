@@ -140,7 +140,7 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     assert by_study.loc["chateval-ab-2018/AMT_NCM_Test_NCM_Human2", "votes_per_item"] == (
         "1 vote: 44 items, 2 votes: 87 items, 3 votes: 57 items")
     html = (tmp_path / "report.html").read_text()
-    assert "fleiss_kappa" in html and "bt_score" in html and "Tie policy" in html
+    assert "fleiss kappa" in html and "Bradley-Terry score" in html and "Tie policy" in html  # columns in words
     assert "rests on items with only two votes each in 3 studies" in html
     ranks = pd.read_csv(tmp_path / "rankings.csv")
     assert list(ranks.columns) == ["question", "unit", "model", "votes", "component", "rank", "bt_score", "bt_ci_low",
@@ -148,6 +148,12 @@ def test_chateval_counts_rankings_and_kappa_per_comparison(chateval, tmp_path):
     assert len(ranks) == 12
     worker_votes = data.comparisons[~data.comparisons["automatic"].eq(True)]
     assert ranks["votes"].sum() == 2 * len(worker_votes)
+    # style control (issue 43): its raw logistic fit is choix's maximum-likelihood Bradley-Terry (rankings.csv)
+    assert "Rankings with and without style control" in html
+    styled = pd.read_csv(tmp_path / "style_control.csv").set_index("model")
+    assert len(styled) == 12 and styled["bt_style"].notna().all()
+    assert np.allclose(styled.loc[ranks["model"], "bt_raw"], ranks["bt_score"], atol=0.01)
+    assert set(pd.read_csv(tmp_path / "style_coefficients.csv")["covariate"]) == {"length", "questions"}
 
 
 def test_chateval_response_stats_match_lee_figure5(chateval):

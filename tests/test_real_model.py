@@ -57,6 +57,23 @@ def test_openai_chat_streams_from_the_real_server_and_the_launch_ping_passes(rea
     assert "quirks" not in meta or meta["quirks"] == ["finish_reason length"]
 
 
+def test_the_launch_times_the_real_server_and_warns_only_past_the_patience(real_server):
+    """Issue 40: the launch now times each endpoint bot (one reply of PROBE_TOKENS) and warns when a whole
+    reply of its max_tokens would outlast people's patience. The real server streams: its first token comes
+    before the reply ends and its rate is positive; a patience shorter than its first token is always warned."""
+    from parlai_dialeval.crowdsourcing.platform import speed
+    from parlai_dialeval.crowdsourcing.platform.bots import load_agent
+
+    agent = load_agent("real", {"model": "dialeval:openai_chat", "base_url": real_server.base_url,
+                                "endpoint_model": real_server.model, "max_tokens": 80, "request_timeout": 120})
+    warned = []
+    found = speed.check("real", agent, patience=1e-3, say=warned.append)
+    assert 0 < found.first_token and found.tokens_per_second > 0 and found.reply_tokens == 80
+    assert found.whole_reply == pytest.approx(found.first_token + 80 / found.tokens_per_second)
+    assert len(warned) == 1 and "its first token about" in warned[0] and "a whole reply about" in warned[0]
+    assert speed.too_slow("real", found, found.whole_reply + 1) is None
+
+
 def test_self_chat_through_openai_chat_on_the_real_server(real_server, tmp_path):
     out = tmp_path / "chats"
     assert main(["self_chat", "-m", "dialeval:openai_chat", "--base-url", real_server.base_url,

@@ -40,6 +40,22 @@ def test_layout_warnings_files_and_empty_tables(tmp_path):
     assert "<li>results.csv</li>" in html
 
 
+def test_a_wide_table_is_split_with_its_labels_repeated_and_its_columns_named_in_words(tmp_path):
+    """Issue 40: the pairwise report's tables had 20+ raw column names and made the page 2,241 px wide."""
+    import re
+
+    frame = pd.DataFrame({"question": ["Who is better?"], "model_a": ["x"], "model_b": ["y"],
+                          **{f"score_{k}": [float(k)] for k in range(14)}, "ci_low": [0.1]})
+    report = Report("Title", tmp_path)
+    report.table(frame, caption="Win rates")
+    html = report.render()
+    captions = re.findall(r"<b>(Win rates[^<]*)</b>", html)
+    assert captions == [f"Win rates (part {k} of 3)" for k in (1, 2, 3)]  # 15 numbers, 6 a part beside 3 labels
+    assert html.count("<th>question</th>") == 3 and html.count("<th>model A</th>") == 3
+    assert "<th>CI low</th>" in html and "model_a" not in html and "ci_low" not in html
+    assert all(header.count("<th>") <= 9 for header in re.findall(r"<thead>.*?</thead>", html, re.S))
+
+
 def test_library_warnings_become_report_lines_and_deprecations_are_dropped(tmp_path, recwarn):
     report = Report("Title", tmp_path)
     with report.library_warnings():

@@ -15,5 +15,6 @@
 - ``launch_log``: `dialeval launch` keeps the terminal to its own lines and banner, the rest in a log file.
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.
 - ``bots``: ParlAI agents configured per model, loaded once, balanced across HITs.
+- ``speed``: how long people wait for a bot (the patience threshold), and the launch's measure of an endpoint's speed.
 - ``quality``: soft-blocking workers through Mephisto qualifications.
 """

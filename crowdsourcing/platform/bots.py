@@ -18,6 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
+from parlai_dialeval.crowdsourcing.platform import speed
+from parlai_dialeval.crowdsourcing.platform.launch_log import say
 from parlai_dialeval.errors import DialevalError
 
 # Reply fields a task keeps in the bot turn's ``meta``: the QC bot's audit, the endpoint bots' costs and
@@ -186,7 +188,8 @@ class BotPool:
     def __init__(self, models: Mapping[str, Any], qc_models: list[str] | None = None,
                  seed: int | None = None, allow_zoo: bool = False, model_opts: str | None = None,
                  conversations_needed=None):
-        """``models``: name -> {"opt": {...ParlAI opt...}, "persona": [sentences] (optional)} or a ParlAI
+        """``models``: name -> {"opt": {...ParlAI opt...}, "persona": [sentences] (optional), "slow_reply":
+        seconds people wait for its reply before the launch warns (optional; endpoint bots are timed once)} or a ParlAI
         flag string; ``model_opts``: ParlAI's model_opts.yaml adding more; ``conversations_needed``:
         ParlAI's quota string (``"a:10,b:20"`` or, for pairs, ``"a:b:100"``) or mapping."""
         self.qc_models = list(qc_models or [])
@@ -201,6 +204,8 @@ class BotPool:
             raise DialevalError(f"qc_models {missing} are not among the configured models {sorted(models)}")
         self.personas = {name: list((spec or {}).get("persona") or []) for name, spec in models.items()}
         agents = {name: load_agent(name, (spec or {}).get("opt") or {}, allow_zoo) for name, spec in models.items()}
+        for name, spec in models.items():  # people wait for these bots' replies: warn before they do
+            speed.check(name, agents[name], float((spec or {}).get("slow_reply", speed.PATIENCE_SECONDS)), say)
         self.cpu_threads = server_threads(agents.values())
         self._shared = {name: agent.share() for name, agent in agents.items()}
         self._lock = threading.Lock()

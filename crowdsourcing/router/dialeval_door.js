@@ -5,6 +5,8 @@
  *
  * - every request is counted per source (a token bucket): a stranger cannot flood the routes that need no
  *   session (GET /task_config.json, static files, /request_agent, forged POSTs);
+ * - so is every websocket upgrade (Express never sees those), and a source holds at most
+ *   SOURCE_SOCKETS open sockets: a stranger cannot hold thousands of idle sockets open;
  * - a mismatching `mephisto_task_version` is passed on short and at most once a minute (Mephisto's server
  *   logged each, whole, through rich: 30 requests of 16 KB stalled it for two minutes);
  * - every page packet is checked for shape, nesting depth and text before it is forwarded, by the same
@@ -28,6 +30,10 @@ const SOURCE_REQUESTS_BURST = CONFIG.source_requests_burst || 400;
 const SOURCE_LIMIT_RETRY_S = 5;
 const SOURCES_KEPT = 100000; // buckets kept at most (a spoofing flood cannot grow the map without bound)
 const sources = new Map(); // source address -> { tokens, last: ms }
+// Open sockets per source: a page holds one (two for a moment while it reconnects), the Mephisto server one;
+// a lab of 50 people behind one NAT stays well within.
+const SOURCE_SOCKETS = CONFIG.source_sockets || 100;
+const openSockets = new Map(); // source address -> sockets open now
 
 // A page's act is an object a few levels deep (task_data.values = [...]): far below this.
 const MAX_DEPTH = 32;
@@ -93,6 +99,33 @@ function per_source(req, res, next) {
     return res.status(429).json({ status: "refused", reason: "too many requests, try again shortly" });
   }
   next();
+}
+
+// ws's verifyClient for every upgrade: the request bucket, then the open sockets of its source (counted until
+// the connection's TCP socket closes, whether or not the handshake completes).
+function admit_socket(info, done) {
+  const source = source_of(info.req);
+  const open = openSockets.get(source) || 0;
+  let refusal = null;
+  if (!within_source_limit(source, Date.now())) {
+    refusal = `more than ${SOURCE_REQUESTS_PER_SECOND} requests a second from one source`;
+  } else if (open >= SOURCE_SOCKETS) {
+    refusal = `more than ${SOURCE_SOCKETS} open sockets from one source`;
+  }
+  if (refusal !== null) {
+    log(refusal, "websocket upgrade");
+    return done(false, 429, "Too Many Requests", { "Retry-After": String(SOURCE_LIMIT_RETRY_S) });
+  }
+  openSockets.set(source, open + 1);
+  info.req.socket.once("close", () => {
+    const left = (openSockets.get(source) || 1) - 1;
+    if (left > 0) {
+      openSockets.set(source, left);
+    } else {
+      openSockets.delete(source);
+    }
+  });
+  done(true);
 }
 
 // Right after `const app = express()`: before any body is parsed.
@@ -241,6 +274,7 @@ function tell_refused(socket, packet, reason) {
 
 module.exports = {
   HOST,
+  admit_socket,
   after_parsing,
   errors,
   harden,

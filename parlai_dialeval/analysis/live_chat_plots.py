@@ -10,7 +10,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 
-SIG_CMAP = LinearSegmentedColormap.from_list("sig", ["#00a100", "#cccc00"])
+from parlai_dialeval.analysis.palette import OKABE_ITO  # noqa: E402
+
+# darker = smaller p, in one hue (Okabe-Ito blue to a pale blue): read alike by the colour-blind and in
+# greyscale print, unlike the paper's green-to-yellow
+SIG_CMAP = LinearSegmentedColormap.from_list("sig", [OKABE_ITO[4], "#c6e3f5"])
 
 
 def _label(models, labels: dict | None) -> list[str]:
@@ -48,9 +52,11 @@ def agreement_histogram(passed: np.ndarray, failed: np.ndarray, title: str = "")
     """Figure 2: distribution of Pearson r between pairs of workers who rated the same HIT."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     bins = np.linspace(-1, 1, 21)
-    for values, colour, name in ((passed, "tab:blue", "passed"), (failed, "tab:orange", "failed")):
+    # blue and vermillion (Okabe-Ito), the second hatched: told apart without colour too
+    for values, colour, hatch, name in ((passed, OKABE_ITO[4], "", "passed"), (failed, OKABE_ITO[5], "//", "failed")):
         if len(values):
-            ax.hist(values, bins=bins, alpha=0.55, color=colour, label=f"{name} QC ({len(values):,} pairs)")
+            ax.hist(values, bins=bins, alpha=0.55, color=colour, hatch=hatch, edgecolor=colour,
+                    label=f"{name} QC ({len(values):,} pairs)")
     ax.set_xlim(-1, 1)
     ax.set_xticks(np.linspace(-1, 1, 11))
     ax.set_xlabel("Pearson r between two workers' ratings of the same HIT")

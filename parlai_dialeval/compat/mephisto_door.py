@@ -1,7 +1,8 @@
 """What a stranger's or a participant's bytes may cost Mephisto 1.1.1's server (docs/security.md).
 
 - ``SERVER_PATCHES`` (applied by ``compat/mephisto_router.py`` with its own) hook
-  ``crowdsourcing/router/dialeval_door.js`` into each run's ``server.js``: requests limited per source, no
+  ``crowdsourcing/router/dialeval_door.js`` into each run's ``server.js``: requests (websocket upgrades
+  included) and open sockets limited per source, no
   ``X-Powered-By``, bodies with unpaired surrogates, control characters or deep nesting refused naming the
   field, generic error bodies instead of Express's stack page, a mismatching ``mephisto_task_version``
   passed on short and once a minute (30 requests of 16 KB stalled the server two minutes), and the router
@@ -44,6 +45,8 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      "CURR_MEPHISTO_TASK_VERSION);\n"),
     ("generic error bodies", 'app.use(express.static("static"));\n',
      'app.use(express.static("static"));\ndoor.errors(app);\n'),
+    ("websocket upgrades per source", "maxPayload: guard.MAX_PAYLOAD });",  # the guard's patch of the wss line
+     "maxPayload: guard.MAX_PAYLOAD, verifyClient: door.admit_socket });"),
     ("listen on the chosen address",
      'server.listen(PORT, function () {\n  console.log("Listening on %d", server.address().port);\n',
      'server.listen(PORT, door.HOST, function () {\n  console.log("Listening on %s:%d", door.HOST, '

@@ -19,6 +19,9 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   answered 503 "busy", and the page's transport.js asks again after Retry-After);
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
+- keeps what goes to a page whose socket has closed (a reload, a lost connection) until the page's new
+  socket announces itself: Mephisto's router sent it into the closed socket and it was lost (a bot's reply
+  showed only after a reload);
 - loads ``crowdsourcing/router/dialeval_claims.js``: a registration (in the participant's URL) is bound to a
   secret of the page that first asked for it, and a request naming it without that secret is refused (no
   one takes over another's agent through Mephisto's reconnect path); new registrations are limited per
@@ -34,8 +37,10 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 Mephisto's agents also confirm to the page each act the world has stored (``_acknowledging``), so that
 the page can resend what was not.
 
-Each text replacement must match exactly once and the Mephisto version must be the one the patches
-were written for: anything else raises ``RouterPatchError`` before a router is started.
+Through compat/patching.py like every patch: the Mephisto version must be the one the patches were written for,
+each text replacement must match exactly once, each replaced method must be ours afterwards, and the one
+copied method body (``_send_alive``) must still be the one it was copied from: anything else raises
+``CompatError`` before a router is started.
 """
 from __future__ import annotations
 
@@ -46,11 +51,11 @@ import os
 import time
 import secrets
 import shutil
-from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 
 from parlai_dialeval.compat import mephisto_door as door
+from parlai_dialeval.compat.patching import CompatError, is_ours, ours, replace_once, require_ours, require_source, require_version
 
 MEPHISTO_VERSION = "1.1.1"
 # crowdsourcing/ of the repository, installed as parlai_dialeval.crowdsourcing (found without importing it)
@@ -80,10 +85,6 @@ FIRST_SOCKET_SECONDS = 45
 _carried: dict[str, dict[str, dict[str, str]]] = {}
 TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
           "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
-
-
-class RouterPatchError(RuntimeError):
-    """Mephisto's router is not the one these patches were written for."""
 
 
 # (what, exact text in Mephisto 1.1.1's server.js, replacement)
@@ -127,6 +128,15 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
      "  if (socket === mephisto_socket && (!socket || socket.readyState !== 1)) {\n"
      "    guard.hold(mephisto_message_queue, packet, pending_agent_requests);  // sent once the server is attached\n"
      "    return;\n  }\n  guard.release(packet);\n  if (!socket) {\n"),
+    # bounded by what the world sends that agent (its bot's replies) until it ends the agent's unit
+    ("keep what goes to a page until its socket is back",
+     "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket) {\n",
+     "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket && socket.readyState !== 1) {\n"
+     "    agent.unsent_messages.push(packet);  // sent by the main thread once the page's new socket is alive\n"
+     "  } else if (socket) {\n"),
+    ("the main thread sends what it kept for a page only into an open socket",
+     "      if (!agent_state.is_alive) {\n",
+     "      if (!agent_state.is_alive || agent_id_to_socket[agent_id].readyState !== 1) {\n"),
 ]
 
 
@@ -152,11 +162,8 @@ def token(agent_id: str) -> str:
     return hmac.new(SECRET, f"agent:{agent_id}".encode(), hashlib.sha256).hexdigest()
 
 
-def check_version() -> None:
-    found = metadata.version("mephisto")
-    if found != MEPHISTO_VERSION:
-        raise RouterPatchError(f"parlai_dialeval.compat.mephisto_router patches Mephisto {MEPHISTO_VERSION}'s router; "
-                               f"Mephisto {found} is installed: review SERVER_PATCHES against its server.js")
+# SHA-256 of Mephisto 1.1.1's ClientIOHandler._send_alive source, which _send_alive copies
+SEND_ALIVE_SOURCE = "7e8104fdcc6988f29e1dc4c1f6d37f6f2d1f3262a0e6215693901b179dc2d12f"
 
 
 def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping_seconds: float = PING_SECONDS) -> str:
@@ -165,11 +172,7 @@ def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping
     timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
               for name, (old, new) in TIMING.items()]
     for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + timing:
-        count = source.count(old)
-        if count != 1:
-            raise RouterPatchError(f"router patch {what!r}: expected its text once in server.js, found it "
-                                   f"{count} times: {old[:60]!r}")
-        source = source.replace(old, new)
+        source = replace_once(source, old, new, f"Mephisto's server.js (router patch {what!r})")
     return source
 
 
@@ -177,7 +180,7 @@ def router_modules() -> Path:
     """The installed router dependencies; a clear error when install.sh has not installed them."""
     modules = ROUTER_DIR / "node_modules"
     if not (modules / "ws" / "package.json").is_file() or not (modules / "express" / "package.json").is_file():
-        raise RouterPatchError(f"router dependencies missing in {modules}: run "
+        raise CompatError(f"router dependencies missing in {modules}: run "
                                f"`cd {ROUTER_DIR} && npm ci --omit=dev` (install.sh does this)")
     return modules
 
@@ -229,13 +232,13 @@ def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: f
 
 def router_builder(build_router):
     """Mephisto's ``build_router`` building our router (idempotent: a wrapped builder is returned as is)."""
-    if getattr(build_router, "dialeval_router", False):
+    if is_ours(build_router):
         return build_router
     from mephisto.abstractions.architects.router import build_router as module
 
     def build(build_dir, task_run, version: str = "node", server_source_path=None):
         if version != "node" or server_source_path is not None:
-            raise RouterPatchError("parlai_dialeval runs only its own node router "
+            raise CompatError("parlai_dialeval runs only its own node router "
                                    f"(asked for server_type={version!r}, server_source_path={server_source_path!r})")
         # Giving Mephisto's source folder as the server source skips its `npm install` in site-packages.
         router_dir = Path(build_router(build_dir, task_run, version, server_source_path=module.NODE_SERVER_SOURCE_ROOT))
@@ -246,10 +249,10 @@ def router_builder(build_router):
         door.prepare(router_dir, task_run)
         return str(router_dir)
 
-    build.dialeval_router = True
-    return build
+    return ours(build)
 
 
+@ours
 def _send_alive(self, channel_id: str) -> bool:
     """Mephisto's ``ClientIOHandler._send_alive`` with the system token the router asks for."""
     from mephisto.data_model.packet import PACKET_TYPE_ALIVE, Packet
@@ -275,7 +278,7 @@ def _acknowledging(get_live_update):
     every world of ours ends a parley by saving its record (platform/session_world.py): so on entry the
     acts taken so far are stored, and their update ids go back to the page (``ACK_KEY``), which resends
     what was never confirmed (frontend/src/components/transport.js)."""
-    if getattr(get_live_update, "dialeval_acks", False):
+    if is_ours(get_live_update):
         return get_live_update
 
     def get_live_update_acknowledged(self, timeout=None):
@@ -285,14 +288,13 @@ def _acknowledging(get_live_update):
             self.__dict__.setdefault("dialeval_taken", []).append(act["update_id"])
         return act
 
-    get_live_update_acknowledged.dialeval_acks = True
-    return get_live_update_acknowledged
+    return ours(get_live_update_acknowledged)
 
 
 def _reacknowledging(on_message):
     """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
     page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
-    if getattr(on_message, "dialeval_acks", False):
+    if is_ours(on_message):
         return on_message
     from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
 
@@ -304,15 +306,14 @@ def _reacknowledging(on_message):
                 self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
         return on_message(self, packet, channel_id)
 
-    on_message_reacknowledging.dialeval_acks = True
-    return on_message_reacknowledging
+    return ours(on_message_reacknowledging)
 
 
 def _registering(associate):
     """Mephisto's ``ClientIOHandler.associate_agent_with_registration``, keeping the agent's registration and
     claim (``CLAIM_KEY``, from its request; a unit's agent after onboarding keeps its onboarding agent's) in
     ``dialeval_claims`` and appended to the run folder's ``CLAIMS_LOG``."""
-    if getattr(associate, "dialeval_claims", False):
+    if is_ours(associate):
         return associate
 
     def associate_keeping_claims(self, agent_id, request_id, registration_id):
@@ -333,8 +334,7 @@ def _registering(associate):
         with os.fdopen(fd, "a") as out:
             out.write(json.dumps(entry) + "\n")
 
-    associate_keeping_claims.dialeval_claims = True
-    return associate_keeping_claims
+    return ours(associate_keeping_claims)
 
 
 def claim_of(agent) -> dict | None:
@@ -346,20 +346,25 @@ def claim_of(agent) -> dict | None:
 def install() -> None:
     """Patch LocalArchitect's router build, Mephisto's system alive, its agents' acknowledgements and its
     registrations' claims (checked, idempotent)."""
-    check_version()
+    require_version("mephisto", MEPHISTO_VERSION, "the node router patches")
     import mephisto.abstractions.architects.local_architect as local_architect
     from mephisto.data_model.agent import _AgentBase
     from mephisto.operations import client_io_handler
 
     if client_io_handler.SYSTEM_CHANNEL_ID != SYSTEM_ID:
-        raise RouterPatchError(f"Mephisto's system channel id is {client_io_handler.SYSTEM_CHANNEL_ID!r}, "
+        raise CompatError(f"Mephisto's system channel id is {client_io_handler.SYSTEM_CHANNEL_ID!r}, "
                                f"the router guard expects {SYSTEM_ID!r}")
-    local_architect.build_router = router_builder(local_architect.build_router)
-    client_io_handler.ClientIOHandler._send_alive = _send_alive
-    _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
-    client_io_handler.ClientIOHandler._on_message = _reacknowledging(client_io_handler.ClientIOHandler._on_message)
     handler = client_io_handler.ClientIOHandler
+    if not is_ours(handler._send_alive):
+        require_source(handler._send_alive, SEND_ALIVE_SOURCE, "the system alive token")
+    local_architect.build_router = router_builder(local_architect.build_router)
+    handler._send_alive = _send_alive
+    _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
+    handler._on_message = _reacknowledging(handler._on_message)
     handler.associate_agent_with_registration = _registering(handler.associate_agent_with_registration)
+    for owner, name in ((local_architect, "build_router"), (handler, "_send_alive"), (_AgentBase, "get_live_update"),
+                        (handler, "_on_message"), (handler, "associate_agent_with_registration")):
+        require_ours(owner, name, "the node router patches")
 
 
 def check() -> list[str]:
@@ -371,7 +376,7 @@ def check() -> list[str]:
     patch_server((Path(module.NODE_SERVER_SOURCE_ROOT) / "server.js").read_text())
     try:
         modules = f"dependencies in {router_modules()}"
-    except RouterPatchError as missing:
+    except CompatError as missing:
         modules = str(missing)
     return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

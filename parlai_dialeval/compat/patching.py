@@ -4,6 +4,7 @@ Mephisto and ParlAI)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import inspect
 
@@ -31,6 +32,15 @@ def replace_once(source: str, old: str, new: str, where: str) -> str:
         raise CompatError(f"parlai_dialeval.compat: expected exactly one {old!r} in {where}, found {found}: "
                           "the upstream file changed")
     return source.replace(old, new)
+
+
+def require_source(function, sha256: str, patch: str) -> None:
+    """``function``'s source must still hash to ``sha256``: a replacement that copies an upstream body (to
+    change one argument) is only right while that body is the one it was copied from."""
+    found = hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
+    if found != sha256:
+        raise CompatError(f"parlai_dialeval.compat: {patch}: {function.__qualname__} is not the code the patch "
+                          f"copied (source SHA-256 {found[:12]}, expected {sha256[:12]}): the upstream code changed")
 
 
 def ours(function):

@@ -61,12 +61,18 @@ class Dashboard:
 
 
 def add_server_args(parser, prefix: str = "") -> None:
-    """--[dashboard-]host, --[dashboard-]port, --[dashboard-]refresh."""
+    """--[dashboard-]host, --[dashboard-]port, --[dashboard-]refresh, --[dashboard-]slow-reply."""
+    from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS
+
     parser.add_argument(f"--{prefix}host", default="127.0.0.1",
                         help="address the dashboard listens on (default 127.0.0.1: this machine only; reach it from "
                              "elsewhere through an SSH tunnel rather than opening it)")
     parser.add_argument(f"--{prefix}port", type=int, default=DEFAULT_PORT, help="the dashboard's port")
     parser.add_argument(f"--{prefix}refresh", type=int, default=5, help="seconds between the overview's reloads")
+    parser.add_argument(f"--{prefix}slow-reply", type=float, default=PATIENCE_SECONDS,
+                        help="warn when one bot reply in twenty keeps people waiting longer than this many seconds, "
+                             "for its first token or the whole reply (default 10: about as long as a person keeps "
+                             "their attention on a dialogue, Nielsen 1993)")
 
 
 def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: int = 5,

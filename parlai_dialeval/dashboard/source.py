@@ -20,17 +20,21 @@ ACTIONS = ("approve", "reject", "bonus", "block")
 
 # a place held this long with no act of its page's is listed (a person reads the instructions first)
 IDLE_PLACE_SECONDS = 300
+HISTORY = 2000  # progress samples kept for the chart; past it every other old one goes (the chart's shape stays)
 
 
 class TaskSource:
     """One task's data for the page. ``ttl``: seconds a snapshot is reused (the page refreshes itself, and
-    several tabs may be open); ``money_ttl``: the same for the Prolific figures, which cost API calls."""
+    several tabs may be open); ``money_ttl``: the same for the Prolific figures, which cost API calls;
+    ``patience``: seconds of waiting for a bot's reply past which the page warns (``--slow-reply``)."""
 
     def __init__(self, task_name: str, data_dir: str | Path | None = None, task_type: str | None = None,
-                 ttl: float = 2.0, money_ttl: float = 15.0):
+                 ttl: float = 2.0, money_ttl: float = 15.0, patience: float | None = None):
         from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+        from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS
 
         self.task_name, self.task_type, self.ttl, self.money_ttl = task_name, task_type, ttl, money_ttl
+        self.patience = PATIENCE_SECONDS if patience is None else patience
         self.data_dir = prepare_mephisto(data_dir)
         if not database_path(self.data_dir).is_file():
             raise DialevalError(f"no task named {task_name!r}: nothing was ever launched with data directory "
@@ -41,6 +45,8 @@ class TaskSource:
         self._snapshot: tuple[float, dict] | None = None
         self._money: tuple[float, dict | None] | None = None
         self._records: list[dict] = []
+        self._history: list[tuple[float, int, int]] = []  # (time, units done, in flight) at each snapshot
+        self._charts: dict[str, tuple[object, str | None]] = {}  # chart -> (its figures, its SVG), redrawn on change
         # one handle for the dashboard's life: Mephisto keeps a SQLite connection per handle and thread
         self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
 
@@ -64,18 +70,26 @@ class TaskSource:
             else:
                 check_note = f"task {spec.name} has no worker check"
             now = time.time()
+            progress = summary.progress(records, units, started, now)
+            self._sample(now, progress)
+            bots = summary.endpoints(records)
             data = {"task_name": self.task_name, "task_type": spec.name, "read_at": now,
-                    "progress": summary.progress(records, units, started, now),
-                    "groups": summary.per_group(records, units),
+                    "progress": progress, "groups": summary.per_group(records, units),
                     "quality": summary.quality(checks, records, onboarding_statuses(self._db, self.task_name)),
                     "check_note": check_note,
-                    "endpoints": summary.endpoints(records), "notes": report.notes,
+                    "endpoints": bots, "too_slow": summary.too_slow(bots, self.patience), "patience": self.patience,
+                    "notes": report.notes, **standings(records, list(self._history), self._charts),
                     "idle_places": idle_places(self._db, self.task_name, spec.extra.get("export_files", ()),
                                                IDLE_PLACE_SECONDS, now),
                     "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
             self._records = records
             self._snapshot = (now, data)
             return data
+
+    def _sample(self, now: float, progress: dict) -> None:
+        self._history.append((now, progress["done"], progress["in_flight"]))
+        if len(self._history) > HISTORY:
+            self._history[:HISTORY // 2] = self._history[:HISTORY // 2:2]
 
     def records(self) -> list[dict]:
         """The canonical records of the newest snapshot."""
@@ -184,6 +198,33 @@ class TaskSource:
                     done = bonus.pay(db, agent, fields["amount"], fields["reason"])
             self._money = self._snapshot = None  # the next page shows the decision
             return done
+
+
+def standings(records: list[dict], history: list[tuple[float, int, int]], drawn: dict) -> dict:
+    """Who is ahead so far, with charts: each bot's mean per criterion, each pair's win rate, progress over
+    ``history``. ``drawn``: chart name -> (its figures, its SVG), kept between calls so that a chart is drawn
+    again only when its figures changed (the page reloads every few seconds)."""
+    from parlai_dialeval.dashboard import charts
+
+    def chart(name: str, figures, draw) -> str | None:
+        if name not in drawn or drawn[name][0] != figures:
+            drawn[name] = (figures, draw())
+        return drawn[name][1]
+
+    means, pairs = summary.bot_means(records), summary.win_rates(records)
+    criteria = []
+    for criterion in dict.fromkeys(row["criterion"] for row in means):
+        rows = [row for row in means if row["criterion"] == criterion]
+        scale = rows[0]["scale"] if None not in rows[0]["scale"] else None
+        criteria.append({"label": rows[0]["label"], "rows": rows, "chart": chart(
+            f"criterion {criterion}", rows, lambda: charts.interval_chart(
+                rows, [row["model"] for row in rows], f"mean {rows[0]['label']} (95% interval)", limits=scale))})
+    pairs_chart = chart("pairs", pairs, lambda: charts.interval_chart(
+        pairs, [f"{p['a']} vs {p['b']}" for p in pairs], "win rate of the first (95% interval)", 0.5, (0, 1))
+        if pairs else None)
+    return {"criteria": criteria, "pairs": pairs, "pairs_chart": pairs_chart,
+            "progress_chart": chart("progress", history, lambda: charts.progress_chart(history)),
+            "history_since": history[0][0] if history else None}
 
 
 def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:

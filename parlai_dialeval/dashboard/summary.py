@@ -207,7 +207,7 @@ def quality(checks, records: list[dict], onboarding: dict[str, list[str]] | None
 
 
 def endpoints(records: list[dict]) -> list[dict]:
-    """Per bot: replies, latency p50/p95 and time to first token (where recorded), failed conversations,
+    """Per bot: replies, latency p50/p95 and time to first token p50/p95 (where recorded), failed conversations,
     tokens in and out (the turn ``meta`` the bots write, docs/crowdsourcing.md)."""
     latency: dict[str, list[float]] = defaultdict(list)
     first: dict[str, list[float]] = defaultdict(list)
@@ -236,8 +236,24 @@ def endpoints(records: list[dict]) -> list[dict]:
         return float(np.percentile(values, q)) if values else None
 
     return [{"model": m, "replies": replies[m], "latency_p50": pct(latency[m], 50), "latency_p95": pct(latency[m], 95),
-             "first_token_p50": pct(first[m], 50), "failed": failed[m], "prompt_tokens": tokens[m]["prompt_tokens"],
-             "completion_tokens": tokens[m]["completion_tokens"]} for m in sorted(set(replies) | set(failed))]
+             "first_token_p50": pct(first[m], 50), "first_token_p95": pct(first[m], 95), "failed": failed[m],
+             "prompt_tokens": tokens[m]["prompt_tokens"], "completion_tokens": tokens[m]["completion_tokens"]}
+            for m in sorted(set(replies) | set(failed))]
+
+
+def too_slow(bots: list[dict], patience: float) -> list[str]:
+    """A warning per bot whose replies keep people waiting longer than ``patience`` seconds one time in
+    twenty (95th percentile): before its first token shows (streamed replies) or for the whole reply."""
+    out = []
+    for bot in bots:
+        waits = [(what, bot[key]) for what, key in (("the first word of a reply", "first_token_p95"),
+                                                    ("a whole reply", "latency_p95")) if bot.get(key) is not None]
+        slow = [f"{what} {value:.1f} s" for what, value in waits if value > patience]
+        if slow:
+            out.append(f"{bot['model']} is too slow for people: one reply in twenty waits longer than "
+                       f"{' and '.join(slow)} (over {patience:g} s, when people stop waiting and leave)")
+    return out
+
 
 
 def money(review_rows: list[dict], studies: list[dict]) -> dict:
@@ -252,3 +268,62 @@ def money(review_rows: list[dict], studies: list[dict]) -> dict:
     by_status = Counter(r["prolific_status"] for r in review_rows)
     return {"currency": "/".join(currency), "rewards_paid_minor": spent, "bonuses_paid_minor": bonuses,
             "spent_minor": spent + bonuses, "committed_minor": committed, "by_status": dict(sorted(by_status.items()))}
+
+
+def criteria_of(records: list[dict]) -> dict[str, dict]:
+    """Criterion name -> its declaration in the study records (``positive``, ``min``, ``max`` ...)."""
+    return {c["name"]: c for r in records if r["type"] == "study" for c in r.get("criteria") or [] if c.get("name")}
+
+
+def bot_means(records: list[dict], alpha: float = 0.05) -> list[dict]:
+    """Per criterion and bot: ratings so far, their mean and t interval (``analysis.intervals``). A
+    negatively worded statement (``positive: false``) is reversed as the analyses reverse it (``min + max - x``)
+    and named ``not <criterion>``, so higher is better everywhere. Ratings of work not yet submitted count:
+    this is the running picture, the analysis keeps submitted assignments only. ``scale``: (min, max) where
+    known."""
+    from parlai_dialeval.analysis.intervals import t_interval
+
+    declared = criteria_of(records)
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    scales: dict[str, tuple] = {}
+    for record in records:
+        if record["type"] != "rating" or record.get("onboarding") or not isinstance(record.get("value"), (int, float)):
+            continue
+        spec, value = declared.get(record["criterion"], {}), float(record["value"])
+        low, high = spec.get("min", record.get("scale_min")), spec.get("max", record.get("scale_max"))
+        scales.setdefault(record["criterion"], (low, high))
+        if spec.get("positive") is False:
+            if low is None or high is None:
+                continue  # a reversed statement without its scale cannot be turned round
+            value = float(low) + float(high) - value
+        values[(record["criterion"], record["model"])].append(value)
+    rows = []
+    for (criterion, model), got in sorted(values.items()):
+        low, high = t_interval(got, alpha)
+        rows.append({"criterion": criterion, "label": f"not {criterion}" if declared.get(criterion, {}).get("positive")
+                     is False else criterion, "model": model, "n": len(got), "mean": float(np.mean(got)),
+                     "ci_low": None if math.isnan(low) else low, "ci_high": None if math.isnan(high) else high,
+                     "scale": scales[criterion]})
+    return rows
+
+
+def win_rates(records: list[dict], alpha: float = 0.05) -> list[dict]:
+    """Per pair (names sorted): wins of each, ties, and the first's win rate among decided comparisons with
+    its Wilson interval (statsmodels); worker comparisons only (no onboarding, no automatic ties)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    table: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for record in records:
+        if record["type"] != "comparison" or record.get("onboarding") or record.get("automatic"):
+            continue
+        first, second = sorted((record["model_a"], record["model_b"]))
+        chosen = {"a": record["model_a"], "b": record["model_b"]}.get(record.get("choice"))
+        table[(first, second)]["tie" if chosen is None else "first" if chosen == first else "second"] += 1
+    rows = []
+    for (first, second), n in sorted(table.items()):
+        decided = n["first"] + n["second"]
+        low, high = proportion_confint(n["first"], decided, alpha, method="wilson") if decided else (None, None)
+        rows.append({"a": first, "b": second, "wins_a": n["first"], "wins_b": n["second"], "ties": n["tie"],
+                     "win_rate_a": n["first"] / decided if decided else None, "ci_low": low, "ci_high": high,
+                     "ahead": "" if low is None or low <= 0.5 <= high else first if low > 0.5 else second})
+    return rows

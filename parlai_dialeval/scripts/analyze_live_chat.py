@@ -24,7 +24,7 @@ from parlai_dialeval.analysis.multiple_testing import describe
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
-from parlai_dialeval.scripts import command_line
+from parlai_dialeval.scripts import command_line, style_option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
 
@@ -44,6 +44,9 @@ class LiveChatCommandConfig(live_chat.LiveChatConfig):
 
     sig_plot_threshold: float = option(0.1, "heatmap colours cells with p below this (the paper's Figure 3: 0.1)",
                                        kind="probability")
+    style_control: str = option("auto", style_option.STYLE_HELP, choices=("auto", "off"))
+    style_covariates: str | None = option(None, style_option.COVARIATES_HELP, metavar="F.csv")
+    categories: str | None = option(None, style_option.CATEGORIES_HELP, metavar="F.yaml")
 
 
 def config_from_opt(opt) -> live_chat.LiveChatConfig:
@@ -60,7 +63,9 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                  timings: dict | None = None, library_warnings: list[str] = ()) -> dict:
+                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None) -> dict:
+    """Tables, summary.json and report.html; with ``data`` (the loaded EvalData) and ``opt`` also style control
+    and per-topic rankings (scripts/style_option.py)."""
     s = result.settings
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
@@ -86,6 +91,11 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     if timings:
         summary["timings_seconds"] = timings
     report = build_report(result, out, sig_threshold, library_warnings)
+    if data is not None:
+        extra_tables, extra_summary = style_option.live_chat_section(report, result, data, opt or {})
+        tables.update(extra_tables)
+        summary.update(extra_summary)
+        summary["outputs"] += [f"{name}.csv" for name in extra_tables]
     Outputs(tables, {"summary": summary}, report).write(out)
     return summary
 
@@ -296,7 +306,8 @@ def run_analysis(opt, log=print) -> dict:
         gc.unfreeze()
     analysed = time.perf_counter()
     summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
-                            {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught)
+                            {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught,
+                            data, opt)
     log(f"{summary['n_workers']} workers ({summary['n_workers_passed']} passed), {summary['n_dialogues']} dialogues "
         f"({summary['n_dialogues_passed']} passed); wrote {opt['out']}/report.html "
         f"in {time.perf_counter() - started:.1f} s")

@@ -25,6 +25,7 @@ from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
+from parlai_dialeval.scripts import style_option
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 pairwise_plots, pairwise_result, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -47,14 +48,19 @@ class PairwiseConfig:
     min_annotator_items: int = option(5, "items an annotator must share with others to get a correlation",
                                       kind="positive_int")
     judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
+    style_control: str = option("auto", style_option.STYLE_HELP, choices=("auto", "off"))
+    style_covariates: str | None = option(None, style_option.COVARIATES_HELP, metavar="F.csv")
+    categories: str | None = option(None, style_option.CATEGORIES_HELP, metavar="F.yaml")
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
-            worker_checks=None, left_out: dict[str, int] | None = None, judge: pd.DataFrame | None = None) -> dict:
+            worker_checks=None, left_out: dict[str, int] | None = None, judge: pd.DataFrame | None = None,
+            conversation_style: pd.DataFrame | None = None) -> dict:
     """Compute everything per question and unit, write the CSV/JSON outputs and report.html into ``out``;
     returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None;
     ``left_out``: counts of judgments the caller left out, and why (shown in the report); ``judge``: an
-    LLM judge's comparisons (``dialeval judge`` output) for the PPI++ section, or None."""
+    LLM judge's comparisons (``dialeval judge`` output) for the PPI++ section, or None; ``conversation_style``:
+    style_features.conversation_features of the conversations ACUTE / PW-Dialog votes compare (style control)."""
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
@@ -77,6 +83,7 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
+    style_option.pairwise_section(report, comparisons, config, conversation_style, tables, summary)
     if judge is not None:
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
@@ -255,4 +262,10 @@ class AnalyzePairwise(AnalysisCommand):
             from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
-        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge)
+        style = None
+        if config.style_control != "off" and comparisons.get("conversation_a", pd.Series(dtype=object)).notna().any():
+            from parlai_dialeval.analysis.style_features import conversation_features
+
+            style = conversation_features(data.turns())
+        return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge,
+                       conversation_style=style)

@@ -16,8 +16,9 @@ class Dashboard(ParlaiScript):
 
         parser = ParlaiParser(False, False, "Serve a dashboard of TASK_NAME: units done, in flight and left, per "
                               "model or pair; each participant's quality check and conversations; on Prolific the "
-                              "money spent and committed and the review actions of `dialeval review`; bot latency "
-                              "and failures; the certified ranking of adaptive runs. It reads what `dialeval export` "
+                              "money spent and committed and the review actions of `dialeval review`; each bot's mean "
+                              "rating per criterion or each pair's win rate so far, with charts; bot latency "
+                              "(warned when too slow for people) and failures; the certified ranking of adaptive runs. It reads what `dialeval export` "
                               "reads, while the task runs or after. Access needs the token it prints on a terminal "
                               "(or keeps in a file readable by you only, named in the output, when the output "
                               "goes to a file) or the password in $DIALEVAL_DASHBOARD_PASSWORD. Ctrl-C stops it.")
@@ -33,7 +34,8 @@ class Dashboard(ParlaiScript):
         from parlai_dialeval.dashboard.server import start
         from parlai_dialeval.dashboard.source import TaskSource
 
-        source = TaskSource(self.opt["task_name"], self.opt["mephisto_data"], self.opt["task_type"])
+        source = TaskSource(self.opt["task_name"], self.opt["mephisto_data"], self.opt["task_type"],
+                            patience=self.opt["slow_reply"])
         source.snapshot()  # a task name never launched stops here, with the export's message
         dashboard = start(source, self.opt["host"], self.opt["port"], self.opt["refresh"],
                           token_dir=source.data_dir / "dashboard")

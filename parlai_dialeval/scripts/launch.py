@@ -79,8 +79,8 @@ class Launch(ParlaiScript):
         from parlai_dialeval.errors import DialevalError
 
         try:
-            return start(TaskSource(launched.task_name, launched.data_dir), self.opt["dashboard_host"],
-                         self.opt["dashboard_port"], self.opt["dashboard_refresh"],
+            source = TaskSource(launched.task_name, launched.data_dir, patience=self.opt["dashboard_slow_reply"])
+            return start(source, self.opt["dashboard_host"], self.opt["dashboard_port"], self.opt["dashboard_refresh"],
                          token_dir=launched.data_dir / "dashboard")
         except DialevalError:
             launched.shutdown()  # never leave the task's router running behind a refused option

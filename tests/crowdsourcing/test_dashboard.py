@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from parlai_dialeval.dashboard import summary
+from parlai_dialeval.dashboard.source import standings
 from parlai_dialeval.dashboard.summary import UnitRow
 from parlai_dialeval.testing.ports import free_port
 
@@ -142,11 +143,59 @@ def test_money_spent_and_committed():
     assert got["currency"] == "GBP"
 
 
+def test_bot_means_turn_reversed_statements_round_with_a_t_interval():
+    """Issue 40: nobody could see who is ahead. 'robotic' (positive: false, 0-100) 10, 30, 20 for bot a are
+    90, 70, 80 not robotic: mean 80, sd 10, t(0.975, 2) = 4.3027 (tables), 80 +- 4.3027 * 10 / sqrt(3)."""
+    study = {"type": "study", "criteria": [{"name": "robotic", "positive": False, "min": 0, "max": 100},
+                                           {"name": "fun", "positive": True, "min": 0, "max": 100}]}
+    ratings = [{"type": "rating", "model": m, "criterion": c, "value": v, "scale_min": 0, "scale_max": 100}
+               for m, c, v in [("a", "robotic", 10), ("a", "robotic", 30), ("a", "robotic", 20), ("b", "fun", 64)]]
+    onboarding = {"type": "rating", "model": "a", "criterion": "robotic", "value": 100, "onboarding": True}
+    fun_b, robotic_a = summary.bot_means([study, *ratings, onboarding])
+    assert (robotic_a["label"], robotic_a["n"], robotic_a["mean"]) == ("not robotic", 3, 80.0)
+    half = 4.302653 * 10 / 3 ** 0.5
+    assert (robotic_a["ci_low"], robotic_a["ci_high"]) == (pytest.approx(80 - half), pytest.approx(80 + half))
+    assert (fun_b["label"], fun_b["mean"], fun_b["ci_low"], fun_b["scale"]) == ("fun", 64.0, None, (0, 100))
+
+
+def test_win_rates_with_a_wilson_interval_name_the_bot_ahead_only_when_clear():
+    def compare(a, b, choices):
+        return [{"type": "comparison", "model_a": a, "model_b": b, "choice": c} for c in choices]
+
+    records = compare("y", "x", "bbbbbbbaat") + compare("p", "q", "a" * 19 + "b") + [
+        {"type": "comparison", "model_a": "x", "model_b": "y", "choice": "tie", "automatic": True}]
+    pq, xy = summary.win_rates(records)  # pairs in name order
+
+    def wilson(k, n, z=1.959964):  # Wilson (1927), written out independently of statsmodels
+        p = k / n
+        centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+        return centre - half, centre + half
+
+    assert (xy["a"], xy["wins_a"], xy["wins_b"], xy["ties"]) == ("x", 7, 2, 1)  # x was model b of "y vs x"
+    assert (xy["ci_low"], xy["ci_high"]) == pytest.approx(wilson(7, 9)) and xy["ahead"] == ""  # 0.45 < 0.5
+    assert (pq["win_rate_a"], pq["ci_low"], pq["ahead"]) == (0.95, pytest.approx(wilson(19, 20)[0]), "p")
+
+
+def test_a_bot_too_slow_for_people_is_warned_of():
+    """Issue 40: the real model showed 'latency p50 72.49 s, p95 98.09 s' without a warning."""
+    slow = [{"speaker": "human", "text": "hi"}] + [
+        {"speaker": "big", "text": "x", "meta": {"latency": 60.0 + k, "first_token_latency": 0.5}} for k in range(20)]
+    quick = [{"speaker": "small", "text": "x", "meta": {"latency": 2.0, "first_token_latency": 11.0 if k == 19 else 0.2}}
+             for k in range(20)]
+    bots = summary.endpoints([conversation("a", "w", "big", turns=slow), conversation("b", "w", "small", turns=quick)])
+    warned = summary.too_slow(bots, 10.0)
+    # big: whole replies 60..79 s (p95 = 60 + 0.95 * 19 = 78.05 s); small: one first token in twenty at 11 s,
+    # numpy's p95 = 0.2 + 0.05 * 10.8 = 0.74 s, under the threshold
+    assert len(warned) == 1 and warned[0].startswith("big is too slow") and "a whole reply 78.0 s" in warned[0]
+    assert summary.too_slow(bots, 100.0) == []
+
+
 # ---------------------------------------------------------------- the pages
 class StandIn:
     """What the app asks of a TaskSource, with a hostile participant."""
 
     task_name = "study_1"
+    on_prolific = True
 
     def __init__(self):
         self.done: list[tuple] = []
@@ -159,7 +208,9 @@ class StandIn:
                 "groups": summary.per_group(self._records, []), "check_note": "",
                 "quality": summary.quality(pd.DataFrame({"worker_id": [HOSTILE], "passed": [False],
                                                          "p_value": [0.5], "note": [""]}), self._records),
-                "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": True, "adaptive": None}
+                "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": self.on_prolific,
+                "adaptive": None, "too_slow": [], "patience": 10.0,
+                **standings(self._records, [(0.0, 0, 1), (60.0, 1, 0)], {})}
 
     def money(self, fresh=False):
         return None
@@ -235,6 +286,22 @@ def test_the_quality_table_says_where_each_participant_stands_and_what_the_p_val
     client.get(f"/?token={SECRET}")
     page = client.get("/").get_data(as_text=True)
     assert "<th>state</th>" in page and "The p-value is the chance that ratings would favour the real bots" in page
+
+
+def test_the_overview_charts_who_is_ahead_and_says_why_there_is_no_money_panel(client):
+    """Issue 40: 'only tables: no chart anywhere', no per-bot ratings, no money panel on the mock provider and
+    nothing saying why. Charts are inline SVG (the page allows no scripts and loads no other file)."""
+    client.source.on_prolific = False
+    client.source._records += [
+        {"type": "study", "criteria": [{"name": "robotic", "positive": False, "min": 0, "max": 100}]},
+        *[{"type": "rating", "model": "m", "criterion": "robotic", "value": v} for v in (10, 30)],
+        *[{"type": "comparison", "model_a": "m", "model_b": "n", "choice": c} for c in "aab"]]
+    client.get(f"/?token={SECRET}")
+    page = client.get("/").get_data(as_text=True)
+    assert page.count("<svg") == 3  # progress, not robotic, m vs n
+    assert 'data-criterion="not robotic"' in page and "<bdi>m</bdi> 80.0 [" in page
+    assert "No money panel: this task\nruns on the mock provider" in page
+    assert "<script" not in page and "<img" not in page
 
 
 def test_actions_need_the_form_token_and_a_confirmation_used_once(client):

@@ -1,12 +1,15 @@
 """Launch-time checks of endpoint bots: each is pinged once when the task loads its bots, and a wrong
-base URL, a missing key variable or an unknown model name stops the launch with one line."""
+base URL, a missing key variable or an unknown model name stops the launch with one line; one short reply
+times each, and a bot too slow for people is warned of."""
 from __future__ import annotations
 
 import subprocess
 
 import pytest
 
-from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+from parlai_dialeval.crowdsourcing.platform import speed
+from parlai_dialeval.crowdsourcing.platform.bots import BotPool, load_agent
+from parlai_dialeval.crowdsourcing.platform.speed import PROBE_TOKENS
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 from parlai_dialeval.testing.ports import free_port
@@ -28,8 +31,40 @@ def test_each_endpoint_is_pinged_once_at_load():
         pool = BotPool({"a": endpoint(fake.base_url), "b": endpoint(fake.base_url, "model-b")})
         for _ in range(3):
             pool.new_bot("a")
-        assert sorted(r["model"] for r in fake.requests) == ["model-a", "model-b"]
-        assert all(r["body"]["max_tokens"] == 1 for r in fake.requests)
+        # per endpoint: the ping (1 token) and the reply that times it (PROBE_TOKENS), nothing per conversation
+        assert sorted((r["model"], r["body"]["max_tokens"]) for r in fake.requests) == [
+            ("model-a", 1), ("model-a", PROBE_TOKENS), ("model-b", 1), ("model-b", PROBE_TOKENS)]
+
+
+COUNTING = " ".join(["one", "two", "three", "four", "five", "six", "seven", "eight"] * 4)
+
+
+def test_the_launch_measures_each_endpoint_and_warns_when_people_would_wait_too_long(capsys):
+    """Issue 40: the real model's replies took 72 s (p50) and nothing said so before people met them. A fake
+    pausing 0.3 s before its first word, then 0.1 s between words (10 tokens/s; the fake counts words as
+    tokens): a reply of max_tokens 80 takes 0.3 + 80 / 10 = 8.3 s, over a 5 s patience, under the default 10 s."""
+    warned = []
+    script = {"replies": [COUNTING], "latency": 0.3, "chunk_delay": 0.1}
+    with FakeOpenAI({"slow": script}) as fake:
+        found = speed.check("a", load_agent("a", endpoint(fake.base_url, "slow", max_tokens=80)["opt"]), 5.0,
+                            warned.append)
+    assert found.first_token == pytest.approx(0.3, abs=0.25)
+    assert found.tokens_per_second == pytest.approx(10, rel=0.35) and found.reply_tokens == 80
+    assert found.whole_reply == pytest.approx(8.3, rel=0.35)
+    assert len(warned) == 1 and warned[0].startswith("WARNING: bot 'a' is too slow for people: a whole reply about")
+    assert "over the 5 s they wait" in warned[0] and "bot 'a': first token after" in capsys.readouterr().out
+    assert speed.too_slow("a", found, speed.PATIENCE_SECONDS) is None
+
+
+def test_a_bot_entry_sets_its_own_patience_and_bots_of_this_process_are_not_timed():
+    warned = []
+    with FakeOpenAI({"slow": {"replies": [COUNTING], "latency": 0.2, "chunk_delay": 0.05}}) as fake, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setattr("parlai_dialeval.crowdsourcing.platform.bots.say", warned.append)
+        BotPool({"a": {**endpoint(fake.base_url, "slow", max_tokens=200), "slow_reply": 1.0},
+                 "echo": {"opt": {"model": "repeat_query"}}})
+    # 0.2 + 200 / 20 tokens/s = 10.2 s, over the entry's 1 s (and the default 10 s); echo is not asked
+    assert [w.split(":")[0] for w in warned] == ["WARNING"] and "'a'" in warned[0] and "1 s they wait" in warned[0]
 
 
 @pytest.mark.parametrize("case,expected", [

@@ -30,7 +30,7 @@ def say(page, text) -> str:
 
 def test_endpoint_bots_in_a_real_hit(tmp_path, monkeypatch):
     require_chromium()
-    script = {"model-a": {"latency": 0.2}, "model-b": {"latency": 0.2, "faults": ["500"] * 3, "faults_after": 1}}
+    script = {"model-a": {"latency": 0.2}, "model-b": {"latency": 0.2, "faults": ["500"] * 3, "faults_after": 2}}
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = CliRun("live_chat_da", tmp_path, [

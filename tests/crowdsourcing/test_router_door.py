@@ -19,6 +19,7 @@ import json
 import time
 
 import httpx
+import pytest
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
@@ -180,6 +181,50 @@ def test_the_door_refuses_what_the_server_cannot_take(tmp_path):
                    "nested more than 32 levels deep", "requests a second from one source"):
         assert reason in output, f"router log has no refusal {reason!r}"
     assert "Transient error" not in output and "RangeError" not in output
+
+
+SOCKETS = 5  # open sockets a source may hold in this test (dialeval_door.js: 100)
+
+
+async def hold_sockets(port: int) -> dict:
+    """One source (named by X-Forwarded-For, as behind a proxy) opens sockets until refused, closes one, opens
+    one more; another source connects meanwhile."""
+    url, stranger, seen = f"ws://127.0.0.1:{port}", {"X-Forwarded-For": "203.0.113.9"}, {}
+    held = [await websockets.connect(url, extra_headers=stranger) for _ in range(SOCKETS)]
+    try:
+        with pytest.raises(websockets.InvalidStatusCode) as refused:
+            await websockets.connect(url, extra_headers=stranger)
+        seen["refused"] = (refused.value.status_code, refused.value.headers.get("Retry-After"))
+        async with websockets.connect(url) as other:  # another source is still served
+            seen["other source"] = other.open
+        await held.pop().close()
+        await asyncio.sleep(0.3)  # the router hears the close
+        async with websockets.connect(url, extra_headers=stranger) as again:
+            seen["after a close"] = again.open
+    finally:
+        for socket in held:
+            await socket.close()
+    return seen
+
+
+def test_a_source_holds_a_bounded_number_of_sockets(tmp_path):
+    """Websocket upgrades never reach Express's middleware: before the door counted them, one source could open
+    sockets without limit (each held until the page's heartbeat time-out). Now each upgrade takes from its
+    source's request budget and a source holds at most ``source_sockets`` open sockets; past that, 429 with
+    Retry-After, and a closed socket frees its place."""
+    require_router()
+    router = built_router(tmp_path)
+    config = router / "dialeval_door.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "source_sockets": SOCKETS}))
+    port = free_port()
+    node = start_router(router, port)
+    try:
+        seen = asyncio.run(hold_sockets(port))
+    finally:
+        node.terminate()
+        output = node.communicate(timeout=10)[0]
+    assert seen == {"refused": (429, "5"), "other source": True, "after a close": True}, seen
+    assert f"refused websocket upgrade: more than {SOCKETS} open sockets from one source" in output
 
 
 async def serve_unreadable_packets(port: int, stop) -> None:

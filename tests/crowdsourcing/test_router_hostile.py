@@ -255,15 +255,31 @@ def test_hostile_clients_leave_honest_work_intact(tmp_path):
 
 
 def test_router_patches_are_checked(monkeypatch):
-    """Each text patch of Mephisto's server.js must match once; a Mephisto of another version is refused."""
-    from importlib import metadata
+    """Through compat/patching.py's mechanism: each text patch of Mephisto's server.js must match once; a
+    Mephisto of another version is refused; the copied ``_send_alive`` body must still be Mephisto's; each
+    replaced method is ours afterwards, and a second install changes nothing."""
+    from mephisto.operations.client_io_handler import ClientIOHandler
 
-    source = 'const multer = require("multer");\n'
-    with pytest.raises(compat_router.RouterPatchError, match="found it 0 times"):
-        compat_router.patch_server(source)
-    monkeypatch.setattr(metadata, "version", lambda name: "1.2.0")
-    with pytest.raises(compat_router.RouterPatchError, match="Mephisto 1.2.0 is installed"):
-        compat_router.check_version()
+    from parlai_dialeval.compat import patching
+    from parlai_dialeval.compat.patching import CompatError, is_ours
+
+    with pytest.raises(CompatError, match="expected exactly one .* server.js .*found 0"):
+        compat_router.patch_server('const multer = require("multer");\n')
+    compat_router.install()
+    assert is_ours(ClientIOHandler._send_alive) and is_ours(ClientIOHandler._on_message)
+    on_message = ClientIOHandler._on_message
+    compat_router.install()
+    assert ClientIOHandler._on_message is on_message  # wrapped once, not twice
+
+    def _send_alive(self, channel_id):  # an upstream whose alive packet changed
+        return None
+
+    monkeypatch.setattr(ClientIOHandler, "_send_alive", _send_alive)
+    with pytest.raises(CompatError, match="system alive token: .*_send_alive is not the code the patch copied"):
+        compat_router.install()
+    monkeypatch.setattr(patching.importlib.metadata, "version", lambda name: "1.2.0")
+    with pytest.raises(CompatError, match="node router patches was written for mephisto 1.1.1, 1.2.0 is installed"):
+        compat_router.install()
 
 
 # The advisories that hit Mephisto 1.1.1's router and the versions that fixed them, as the GitHub Advisory

@@ -98,6 +98,12 @@ class OpenaiChatAgent(ChatHistoryAgent):
         """One 1-token request (called once at launch): a wrong URL, key or model name fails here."""
         self.endpoint.ping()
 
+    def measure_speed(self, tokens: int):
+        """One reply of up to ``tokens`` tokens to a prompt that asks for more (called once at launch, to
+        time it), and the longest reply this bot may give (its max_tokens; None: the server's)."""
+        prompt = [{"role": "user", "content": "Count from one to one hundred in words, separated by spaces."}]
+        return self.endpoint.complete(prompt, extra={"max_tokens": tokens}), self.endpoint.settings.body.get("max_tokens")
+
     def reply(self, messages: list[dict]) -> Reply:
         try:
             done = self.endpoint.complete(messages, on_text=self.on_text)

@@ -11,6 +11,9 @@ from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRE
 from parlai_dialeval.errors import DialevalError, location, record_line
 from parlai_dialeval.options import option
 
+# The reports' mean of all statements; a criterion of that name (FED's dialogue-level question) is analysed
+# as OVERALL_RATED, so that neither column hides the other.
+OVERALL, OVERALL_RATED = "overall", "overall (rated)"
 QC_TESTS = ("mannwhitney", "ttest", "none")
 SIG_TESTS = ("mannwhitney", "ttest")
 AGREEMENT_BY = ("models", "hit")
@@ -133,6 +136,10 @@ def select_study(data, study: str | None):
         conversation_study, rating_study = _studies_of(conversations, ratings)
         conversations = conversations[conversation_study.eq(study).to_numpy()]
         ratings = ratings[rating_study.eq(study).to_numpy()]
+    if len(ratings) and ratings["criterion"].eq(OVERALL).any():
+        ratings = ratings.assign(criterion=ratings["criterion"].replace({OVERALL: OVERALL_RATED}))
+        record = record and {**record, "criteria": [{**c, "name": OVERALL_RATED} if c.get("name") == OVERALL else c
+                                                    for c in record.get("criteria") or []]}
     return study, record, conversations, ratings
 
 
@@ -183,7 +190,7 @@ def resolve_settings(config: LiveChatConfig, study: str | None, record: dict | N
     config.check()
     declared = {c["name"]: c for c in (record or {}).get("criteria") or []}
     present = list(dict.fromkeys(ratings["criterion"].tolist())) if len(ratings) else []
-    names = list(config.criteria or declared or present)
+    names = [OVERALL_RATED if c == OVERALL else c for c in config.criteria or declared or present]
     unknown = [c for c in names if c not in present]
     if unknown:
         raise DialevalError(f"no ratings of criteria {', '.join(unknown)}; the data rate: {', '.join(present)}")
