@@ -18,8 +18,9 @@ from parlai_dialeval.data.validate import is_missing
 
 TIES = ("drop", "keep")
 VOTES = ("every", "majority")
-# Raw votes only for now: a style-controlled variant (votes reweighted by the style-control analysis) is
-# another entry here once that analysis exists; the option lists what this dict holds.
+# Raw votes only for now. Style control (analysis/style_control.py) adjusts the models' strengths, not single
+# votes; a style-controlled variant of the pairs needs a rule per vote (length-matched pairs, say) and is
+# another entry here; --pairs-style lists what this dict holds.
 STYLES = {"raw": None}
 
 
