@@ -87,6 +87,11 @@ RULES = [
          replace=(("[--bootstrap 1000]", "--bootstrap 50"),)),
     Rule("docs/metrics.md", r"^dialeval meta_eval --human system_scores\.csv",
          skip="an example over the reader's own CSVs (tests/test_meta_eval.py reads such tables)"),
+    Rule("docs/publishing.md", r"^dialeval publish --data study\.jsonl .*--names names\.txt",
+         skip="an example over the reader's study; tests/test_publish.py publishes ChatEval's data and a seeded study "
+              "with these options"),
+    Rule("docs/publishing.md", r"--push my-lab/my-study",
+         skip="uploads to the Hugging Face Hub; tests/test_publish.py pushes to a local stand-in of its endpoints"),
     Rule("docs/pairwise_analysis.md", r"^dialeval analyze_(pairwise|annotations)", skip=SYNOPSIS),
     Rule("docs/pairwise_analysis.md", r"^dialeval convert --data /path/to/amt_ab_2018", run="chateval",
          replace=(("/path/to/amt_ab_2018", "{shared}/chateval/amt_ab_2018"),)),
