@@ -88,7 +88,7 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     comps = data.comparisons[~is_onboarding].astype({"turn_index": int}).sort_values("turn_index")
     assert list(comps["justification"]) == ["sounds natural 0", "sounds natural 1", "sounds natural 2"]
     assert [conv["turns"][i]["text"] for i in comps["turn_index"]] == chosen
-    assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "retrieval"}
+    assert set(comps["model_a"]) | set(comps["model_b"]) == {"random", "retrieval"}
     for row in comps.itertuples():
         assert row.meta["observed"][row.model_a] == row.meta["observed"][row.model_b]
     report = tmp_path / "analysis"
