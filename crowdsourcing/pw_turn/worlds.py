@@ -143,9 +143,13 @@ class PairwiseTurnWorld(SessionWorld):
 
     def _ask(self, text: str, fixed: bool = False) -> None:
         """The worker's message to both bots, then their two replies to choose from."""
+        self.session.add_human_message(text, fixed=fixed)
+        if not fixed:  # stored and shown as sent before the two replies, which may take a minute
+            self.save_and_confirm()
+            self.show({"history": blind_history(self.session.turns), "warning": None})
         # both candidates show as they arrive, each on the side where it stays (task_data.streaming_left/right)
-        shown = self.bot_turn(lambda: self.session.human_says(
-            text, fixed=fixed, stream=lambda side, bot: self.streaming(bot, key=f"streaming_{side}")))
+        shown = self.bot_turn(lambda: self.session.bot_replies(
+            stream=lambda side, bot: self.streaming(bot, key=f"streaming_{side}")))
         if shown is not None:
             self._show_choice(shown)
 
