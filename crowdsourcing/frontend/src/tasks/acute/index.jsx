@@ -127,23 +127,22 @@ function AcuteApp() {
       />
     );
   }
-  const instructions = (
-    <div>
-      {initialTaskData && initialTaskData.onboarding ? (
-        <p className="dialeval-note" data-testid="practice">
-          {t("acute.practice")}
-          {initialTaskData.max_tries > 1 ? " " + t("acute.practice_try", { try: initialTaskData.try, tries: initialTaskData.max_tries }) : ""}
-        </p>
-      ) : null}
-      <p>{t("acute.instructions")}</p>
-    </div>
-  );
+  // with the task, not the folded instructions: a phone shows it too
+  const practice =
+    initialTaskData && initialTaskData.onboarding && !submitted ? (
+      <p className="dialeval-note" data-testid="practice">
+        {t("acute.practice")}
+        {initialTaskData.max_tries > 1 ? " " + t("acute.practice_try", { try: initialTaskData.try, tries: initialTaskData.max_tries }) : ""}
+      </p>
+    ) : null;
+  const instructions = <p>{t("acute.instructions")}</p>;
   return (
     <TaskShell
       mephisto={{ ...mephisto, inactiveText: null, ...(mephisto.blockedReason && tried ? { blockedExplanation: <OnboardingOutcome tried={tried} /> } : {}) }}
       title={t("acute.title")}
       instructions={instructions}
     >
+      {practice}
       {body}
     </TaskShell>
   );
