@@ -16,6 +16,7 @@ from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.config import language_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DataError, DialevalError
@@ -35,6 +36,7 @@ class AbArgs:
     models: dict = field(default_factory=dict, metadata={
         "help": "exactly two models (name -> {opt: {ParlAI opt}}) answering the teacher's prompts"})
     per_hit: int = field(default=protocol.PER_HIT, metadata={"help": "comparisons per HIT (ChatEval: 10)"})
+    language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of HIT composition and A/B order"})
 
 
@@ -84,6 +86,8 @@ def tie_dict(item: protocol.ABItem) -> dict:
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
 
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+
     args = cfg.ab
     hits, ties = protocol.make_hits(build_items(args), random.Random(args.seed), args.per_hit)
     if not hits:
@@ -91,7 +95,7 @@ def shared_state(cfg) -> Any:
     # the page gets `shown` (no model names); pairs and automatic ties stay server-side (dialeval_static)
     data = [{"shown": protocol.public_view(hit), "question": protocol.QUESTION,
              SERVER_KEY: {"pairs": hit, "automatic_ties": [tie_dict(t) for t in ties]}} for hit in hits]
-    return SharedStaticTaskState(static_task_data=data)
+    return SharedStaticTaskState(static_task_data=data, task_config={"language": page_language(args.language)})
 
 
 @guard_units

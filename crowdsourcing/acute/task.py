@@ -14,6 +14,7 @@ from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.config import language_field
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import ONBOARDING_TRIES, TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -38,6 +39,7 @@ class AcuteArgs:
         "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
                 "screens the worker out (onboarding qualification 0)"})
     onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
+    language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={
         "help": "seed of pairing, unit split and sides; required with adaptive_judge (the pool that "
                 "`dialeval judge --design` judged is drawn with it)"})
@@ -135,6 +137,8 @@ def fixed_design(args, judged: bool = False) -> tuple[list[dict], list[dict], li
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
 
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+
     args = cfg.acute
     units, shown, answers = fixed_design(args, judged=bool(cfg.get("adaptive") and cfg.get("adaptive_judge")))
 
@@ -151,7 +155,8 @@ def shared_state(cfg) -> Any:
                   "shown": [protocol.public_pair(p) for p in shown],
                   SERVER_KEY: {"pairs": shown, "question_key": args.question}}
     state = SharedStaticTaskState(static_task_data=units, onboarding_data=onboarding,
-                                  validate_onboarding=validate_onboarding)
+                                  validate_onboarding=validate_onboarding,
+                                  task_config={"language": page_language(args.language)})
     setattr(state, ONBOARDING_TRIES, args.onboarding_tries)
     return state
 

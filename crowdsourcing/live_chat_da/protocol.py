@@ -19,6 +19,7 @@ from parlai_dialeval.crowdsourcing.platform.resume import history_observation
 TASK_TYPE = "live_chat_da"
 TOPIC_MISSING = "Please enter a topic and say how you feel about it."
 RATING_MISSING = "Please move every slider."
+TOO_FEW_INPUTS = "Please type at least {minimum} inputs before moving on (you have typed {inputs})."
 OVER = ("complete", "failed")  # a conversation in these states is over for good
 
 
@@ -159,8 +160,7 @@ class LiveChatSession:
     def end_chat(self) -> None:
         """'Next chatbot': on to the rating, once the worker typed ``min_inputs`` messages."""
         if self.inputs < self.min_inputs:
-            raise ValueError(f"Please type at least {self.min_inputs} inputs before moving on "
-                             f"(you have typed {self.inputs}).")
+            raise ValueError(TOO_FEW_INPUTS.format(minimum=self.min_inputs, inputs=self.inputs))
         now = time.time()
         self.conversation.update(ended=now, rating_started=now, status="rating")
         self.phase = "rate"

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import MAX_INPUTS
-from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
+from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.home import offline_bots_dir
@@ -39,10 +39,7 @@ class LiveChatArgs:
     seed: Optional[int] = field(default=None, metadata={"help": "seed for the order of models (None: random)"})
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
-    language: str = field(default="en", metadata={
-        "help": "language of the page's own words (buttons, instructions, notes): a catalogue in "
-                "crowdsourcing/frontend/src/i18n/ (en; he, right to left). Ji et al.'s statements and the "
-                "server's messages stay in English"})
+    language: str = language_field()
 
 
 @dataclass

@@ -15,6 +15,16 @@ TURN_TIMEOUT_HELP = ("seconds a worker may stay idle (no message, no click) befo
                      "their partial work is kept and exported as incomplete")
 
 
+LANGUAGE_HELP = ("language of the worker page: its own words and the server's messages and questions, from a "
+                 "catalogue in crowdsourcing/frontend/src/i18n/ (en; he, right to left); participants' and bots' "
+                 "texts are shown as they are")
+
+
+def language_field():
+    """The study's language, checked at launch (platform/frontend.page_language)."""
+    return field(default="en", metadata={"help": LANGUAGE_HELP})
+
+
 def turn_timeout_field(default: int = 1200):
     """The per-task idle limit, the only wait a chat world applies to a worker between their actions."""
     return field(default=default, metadata={"help": TURN_TIMEOUT_HELP})

@@ -60,12 +60,20 @@ class PairwiseTurnSession:
     def human_says(self, text: str, fixed: bool = False, stream=None) -> dict:
         """Add the worker's message and return the two candidate answers in display order;
         ``stream(side, agent)``: a context manager around each candidate's reply (the world's display)."""
+        self.add_human_message(text, fixed)
+        return self.bot_replies(stream)
+
+    def add_human_message(self, text: str, fixed: bool = False) -> None:
+        """The worker's message alone: a world stores it (and tells the page) before the two replies."""
         if self.pending is not None:
             raise RuntimeError("choose between the pending responses before the next message")
         if self.done:
             raise RuntimeError(f"the conversation already has {self.num_turns} bot turns")
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
                            **({"meta": {"fixed": True}} if fixed else {})})
+
+    def bot_replies(self, stream=None) -> dict:
+        """Both models' answers to the dialogue so far, which ends with the worker's message."""
         observation = history_observation(self.turns)
         responses, costs = {}, {}
         left, right = list(self.agents)

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from parlai_dialeval.analysis.worker_checks import worker_report
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, ChatPairwise
-from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
+from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import TRIES_HELP
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
@@ -25,6 +25,7 @@ class PwTurnArgs:
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
     turn_timeout: int = turn_timeout_field()
+    language: str = language_field()
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
@@ -44,6 +45,7 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
     from parlai_dialeval.crowdsourcing.pw_turn import worlds
 
     args = cfg.pw_turn
@@ -59,7 +61,8 @@ def shared_state(cfg) -> Any:
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
                                  onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
                                                        "turn_timeout": args.turn_timeout, "limits": limits,
-                                                       "question": args.question})
+                                                       "question": args.question},
+                                 frontend_task_opts={"language": page_language(args.language)})
 
 
 @guard_units

@@ -19,6 +19,9 @@ from parlai_dialeval.crowdsourcing.pw_turn.protocol import (FIXED_OPENING, Onboa
                                                             onboarding_task, question_text)
 
 RECORD_FILE = "dialeval_pw_turn.json"
+CHOOSE_EVERY = "Please choose one response for every turn."
+LAST_TRY = "Some of your choices were not the better response. Please look again: this is your last try."
+CHOOSE_WHY = "Please choose a response and say why."
 
 
 def get_world_params() -> dict:
@@ -77,12 +80,11 @@ class OnboardingWorld:
         choices = data.get("choices")
         if data.get("action") != "onboarding" or not isinstance(choices, list) or len(choices) != len(
                 self.task["answers"]) or any(c not in ("left", "right") for c in choices):
-            self._send(warning="Please choose one response for every turn.")
+            self._send(warning=CHOOSE_EVERY)
             return
         outcome = self.grader.submit(choices)
         if outcome == "retry":
-            self._send(warning="Some of your choices were not the better response. Please look again: "
-                               "this is your last try.")
+            self._send(warning=LAST_TRY)
             return
         self.passed = outcome == "pass"
         self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {"phase": "onboarding_done",
@@ -143,9 +145,13 @@ class PairwiseTurnWorld(SessionWorld):
 
     def _ask(self, text: str, fixed: bool = False) -> None:
         """The worker's message to both bots, then their two replies to choose from."""
+        self.session.add_human_message(text, fixed=fixed)
+        if not fixed:  # stored and shown as sent before the two replies, which may take a minute
+            self.save_and_confirm()
+            self.show({"history": blind_history(self.session.turns), "warning": None})
         # both candidates show as they arrive, each on the side where it stays (task_data.streaming_left/right)
-        shown = self.bot_turn(lambda: self.session.human_says(
-            text, fixed=fixed, stream=lambda side, bot: self.streaming(bot, key=f"streaming_{side}")))
+        shown = self.bot_turn(lambda: self.session.bot_replies(
+            stream=lambda side, bot: self.streaming(bot, key=f"streaming_{side}")))
         if shown is not None:
             self._show_choice(shown)
 
@@ -170,7 +176,7 @@ class PairwiseTurnWorld(SessionWorld):
         try:
             justification = bounded_text(data.get("justification"), self.limits.max_free_text_chars, "explanation")
             if data.get("action") != "choose" or choice not in ("left", "right") or not justification.strip():
-                raise Refused("Please choose a response and say why.")
+                raise Refused(CHOOSE_WHY)
         except Refused as refusal:
             self._show_choice({"left": pending["responses"][pending["left"]],
                                "right": pending["responses"][pending["right"]]}, warning=str(refusal))

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
+from parlai_dialeval.crowdsourcing.platform.config import language_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.scale_designs import export as sd_export
@@ -31,6 +32,7 @@ class ScaleDesignArgs:
     items_file: Optional[str] = field(default=None, metadata={
         "help": "JSONL of items: item_id, context, reference, responses {model: text}, reference_metrics (bme)"})
     items_per_unit: int = field(default=10, metadata={"help": "items each worker rates in one unit"})
+    language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of unit composition and response order"})
 
 
@@ -72,6 +74,8 @@ def _shown_item(item: protocol.ScaleItem, design: str, rng: random.Random) -> tu
 def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.abstract.static_task.static_blueprint import SharedStaticTaskState
 
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+
     args = cfg.scale_designs
     protocol.scale_of(args.design)
     if not args.items_file:
@@ -89,7 +93,7 @@ def shared_state(cfg) -> Any:
                       "prior_questions": protocol.PRIOR_EXPERIENCE_QUESTIONS, "shown": list(shown),
                       SERVER_KEY: {"keys": {item.item_id: k for item, k in zip(chunk, keys)},
                                    "items": [item.__dict__ for item in chunk]}})
-    return SharedStaticTaskState(static_task_data=units)
+    return SharedStaticTaskState(static_task_data=units, task_config={"language": page_language(args.language)})
 
 
 def _to_models(item_id: str, criterion: str, answer, keys: dict) -> dict:

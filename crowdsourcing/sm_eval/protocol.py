@@ -61,6 +61,13 @@ class SingleModelSession:
         return self.human_says(FIXED_OPENING, fixed=True)
 
     def human_says(self, text: str, fixed: bool = False) -> dict:
+        """The worker's message and the bot's answer to it."""
+        self.add_human_message(text, fixed)
+        return self.bot_replies()
+
+    def add_human_message(self, text: str, fixed: bool = False) -> None:
+        """The worker's message alone: a world stores it (and tells the page) before the reply, which may
+        take a minute."""
         if self.chat_done:
             raise RuntimeError(f"the conversation already has {self.num_turns} bot turns")
         unannotated = [i for i in self.bot_turns if i not in self.annotations]
@@ -68,6 +75,9 @@ class SingleModelSession:
             raise RuntimeError(f"annotate bot turn {unannotated[0]} before sending the next message")
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
                            **({"meta": {"fixed": True}} if fixed else {})})
+
+    def bot_replies(self) -> dict:
+        """The bot's answer to the worker's last message, added as a turn."""
         self.agent.observe(history_observation(self.turns if self.resumed else self.turns[-1:]))
         self.resumed = False
         act = self.agent.act()

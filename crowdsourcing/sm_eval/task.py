@@ -7,7 +7,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
-from parlai_dialeval.crowdsourcing.platform.config import turn_timeout_field
+from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -26,6 +26,7 @@ class SmEvalArgs:
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     turn_timeout: int = turn_timeout_field()
+    language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model and persona assignment"})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
@@ -41,6 +42,7 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
+    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
     from parlai_dialeval.crowdsourcing.sm_eval import worlds
 
     args = cfg.sm_eval
@@ -50,7 +52,8 @@ def shared_state(cfg) -> Any:
         "pool": pool, "num_turns": args.num_turns,
         "worker_personas": [list(p) for p in args.worker_personas],
         "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
-        "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")})
+        "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")},
+        frontend_task_opts={"language": page_language(args.language)})
 
 
 @guard_units

@@ -49,10 +49,17 @@ class SingleModelWorld(SessionWorld):
         if session.final_ratings:
             self.phase = "rate"
             self._finish("complete")
+        elif session.turns[-1]["speaker"] == "human":  # stored before the crash, its reply never came
+            self.phase = "chat"
+            self._reply()
         elif any(i not in session.annotations for i in session.bot_turns):
             self._send("annotate")
         else:
             self._send("rate" if session.chat_done else "chat")
+
+    def _reply(self) -> None:
+        if self._streamed(self.session.bot_replies) is not None:
+            self._send("annotate")
 
     def _streamed(self, step):
         """A bot turn whose reply the page shows as it arrives (task_data.streaming)."""
@@ -82,8 +89,11 @@ class SingleModelWorld(SessionWorld):
                 self._send("rate" if self.session.chat_done else "chat")
             elif self.phase == "chat":
                 text = text.strip()
-                if text and self._streamed(lambda: self.session.human_says(text)) is not None:
-                    self._send("annotate")
+                if text:
+                    self.session.add_human_message(text)
+                    self.save_and_confirm()  # stored and shown as sent before the reply, which may take a minute
+                    self.show({"history": blind_history(self.session.turns), "warning": None})
+                    self._reply()
             elif self.phase == "rate":
                 ratings = data.get("ratings")
                 if not isinstance(ratings, dict):

@@ -289,12 +289,12 @@ def submit_hit(page) -> None:
 
 
 @contextlib.contextmanager
-def chromium_page(tmp_path: Path, phone: bool = False):
+def chromium_page(tmp_path: Path, phone: bool | dict = False):
     """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert(); ``phone``:
-    390x844, touch, mobile (an iPhone 12-14's CSS size)."""
+    390x844, touch, mobile (an iPhone 12-14's CSS size), or another phone's screen (SMALL_PHONE)."""
     from playwright.sync_api import sync_playwright
 
-    screen = PHONE if phone else {}
+    screen = phone if isinstance(phone, dict) else PHONE if phone else {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, **screen, args=[
@@ -309,6 +309,7 @@ def chromium_page(tmp_path: Path, phone: bool = False):
 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+SMALL_PHONE = {**PHONE, "viewport": {"width": 360, "height": 740}}  # a small Android phone's CSS size
 AXE = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 
 
@@ -338,12 +339,31 @@ def horizontal_overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
 
 
+def controls_out_of_reach(page) -> list[str]:
+    """The visible buttons, fields, choices and folds that stick out of the window sideways (a control a
+    participant on a narrow screen cannot reach), one line each; vertical scrolling reaches the rest."""
+    return page.evaluate("""() => [...document.querySelectorAll('button, input, select, textarea, summary, a[href]')]
+      .filter((e) => e.offsetParent !== null || e.getClientRects().length)
+      .map((e) => [e, e.getBoundingClientRect()])
+      .filter(([e, r]) => r.width > 0 && (r.left < -1 || r.right > window.innerWidth + 1))
+      .map(([e, r]) => `${e.outerHTML.slice(0, 80)} at ${Math.round(r.left)}..${Math.round(r.right)}`)""")
+
+
 def look_at(page, screen: str) -> None:
-    """What every worker screen must be: no sideways scroll, no serious or critical axe-core violation. With
+    """What every worker screen must be: no sideways scroll, no control out of reach, no serious or critical
+    axe-core violation; a phone's screen is checked at both phone sizes (390x844 and 360x740). With
     DIALEVAL_GALLERY set, its screenshot goes there (docs/participant_pages.md is made this way)."""
-    assert horizontal_overflow(page) <= 0, f"{screen}: the page scrolls sideways"
-    found = serious_accessibility_violations(page)
-    assert not found, f"{screen}: {found}"
+    size = page.viewport_size
+    others = [s["viewport"] for s in (PHONE, SMALL_PHONE) if s["viewport"] != size] if size["width"] < 600 else []
+    phones = [size, *others]
+    for viewport in phones:
+        page.set_viewport_size(viewport)
+        where = f"{screen} at {viewport['width']}x{viewport['height']}"
+        assert horizontal_overflow(page) <= 0, f"{where}: the page scrolls sideways"
+        assert not controls_out_of_reach(page), f"{where}: {controls_out_of_reach(page)}"
+        found = serious_accessibility_violations(page)
+        assert not found, f"{where}: {found}"
+    page.set_viewport_size(size)
     gallery = os.environ.get("DIALEVAL_GALLERY")
     if gallery:
         size = "phone" if page.viewport_size["width"] < 600 else "desktop"

@@ -1,6 +1,8 @@
 """A/B next-utterance end to end in a real browser: `dialeval launch ab_next_utterance` with a file of
 12 response pairs (2 identical), a scripted worker in headless Chromium answers the HIT of 10,
-`dialeval export` writes a valid file with the automatic ties, `dialeval analyze_pairwise` reports."""
+`dialeval export` writes a valid file with the automatic ties, `dialeval analyze_pairwise` reports. Again in
+Hebrew (ab.language=he, a static task's language) on a small phone (360x740): right to left, the page's words and
+the server's question from the catalogue (issue 41)."""
 from __future__ import annotations
 
 import json
@@ -10,13 +12,16 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium
+from .protocol_harness import SMALL_PHONE, CliRun, chromium_page, dialeval, look_at, require_chromium
+from .test_sm_eval_browser import HEBREW
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
-def test_ab_in_chromium_then_export_and_analyze(tmp_path):
+@pytest.mark.parametrize("language", ["en", "he"])
+def test_ab_in_chromium_then_export_and_analyze(tmp_path, language):
     require_chromium()
+    hebrew = language == "he"
     items = tmp_path / "items.jsonl"
     items.write_text("".join(json.dumps({
         "item_id": f"q{i}", "context": [f"first line {i}", f"second line {i}"], "model_a": "parrot",
@@ -25,12 +30,19 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
     port = free_port()
     run = CliRun("ab_next_utterance", tmp_path, [
         f"mephisto.architect.port={port}", "mephisto.task.task_name=ab_e2e", "mephisto.blueprint.units_per_assignment=1",
-        f"ab.items_file={items}", "ab.seed=1"])
+        f"ab.items_file={items}", "ab.seed=1", f"ab.language={language}"])
     try:
-        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
+        # on a phone, the desktop is the other tests'; Hebrew on a smaller one
+        with chromium_page(tmp_path, phone=SMALL_PHONE if hebrew else True) as page:
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=ab-item]", timeout=60000)
-            look_at(page, "ab_items")
+            if hebrew:
+                assert page.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "he"]
+                assert page.inner_text("[data-testid=question]") == HEBREW["server.ab_question"]
+                assert HEBREW["ab.a_better"] in page.inner_text("[data-testid=ab-item]")
+                look_at(page, "ab_items_hebrew")
+            else:
+                look_at(page, "ab_items")
             shown = page.locator("[data-testid=ab-item]")
             assert shown.count() == 10  # 12 pairs, 2 automatic ties never shown
             for i in range(10):
@@ -39,7 +51,8 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path):
                 page.check(f"[data-testid=ab-{i}-{choice}]")
             page.click("[data-testid=submit-ab]")
             page.wait_for_selector("[data-testid=done]", timeout=30000)
-            look_at(page, "ab_done")
+            if not hebrew:
+                look_at(page, "ab_done")
             page.wait_for_timeout(1500)
     finally:
         run.stop()

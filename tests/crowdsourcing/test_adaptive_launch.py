@@ -24,7 +24,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.ports import free_port
 
 from .test_acute_mock import pass_acute_onboarding
-from .test_pw_turn_mock import pass_pw_turn_onboarding
+from .test_pw_turn_mock import ECHO_ONLY, pass_pw_turn_onboarding
 from .test_resume import LaunchedRun, submit_chat
 
 pytestmark = pytest.mark.slow
@@ -233,7 +233,7 @@ def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):
 
 def test_pw_turn_adaptive_chooses_each_conversations_models_and_writes_state(tmp_path):
     run = LaunchedRun("pw_turn", tmp_path / "mephisto", free_port(), [
-        "mephisto.task.task_name=pw_adaptive", "pw_turn.seed=4", "pw_turn.num_turns=1", "~pw_turn.models.retrieval",
+        "mephisto.task.task_name=pw_adaptive", "pw_turn.seed=4", "pw_turn.num_turns=1", *ECHO_ONLY,
         "+pw_turn.models.parrot.opt.model=repeat_label", "+pw_turn.models.mirror.opt.model=repeat_query",
         "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2", "adaptive_seed=5"])
     try:

@@ -15,7 +15,7 @@ from parlai_dialeval.data import from_records
 from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
-from .test_pw_turn_mock import answer_onboarding, pass_pw_turn_onboarding
+from .test_pw_turn_mock import ECHO_ONLY, answer_onboarding, pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 PAUSE = 2.5  # seconds a person may look away: longer than the old one-second poll
@@ -62,7 +62,7 @@ def test_sm_eval_worker_who_pauses_completes(tmp_path):
 def test_pw_turn_onboarding_and_chat_at_human_pace_then_idle_timeout(tmp_path):
     run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=1",
-        "pw_turn.turn_timeout=6", "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
+        "pw_turn.turn_timeout=6", *ECHO_ONLY, "+pw_turn.models.parrot.opt.model=repeat_label"])
     try:
         run.register("W1", "REG_1")
         onboarding = run.onboarding_agent("W1")

@@ -1,5 +1,5 @@
-"""A participant on a phone (390x844, touch) with only a keyboard completes a live-chat HIT in headless
-Chromium at a person's pace: the task comes before the instructions, nothing scrolls sideways, axe-core
+"""A participant on a small phone (360x740, touch; each screen also checked at 390x844) with only a keyboard
+completes a live-chat HIT in headless Chromium at a person's pace: the task comes before the instructions, nothing scrolls sideways, axe-core
 finds no serious or critical violation on any screen, Enter pressed twice sends one message, the go-on
 note shows once the minimum is typed, the conversation can be reread while rating, every slider says
 whether it was moved, and the last screen says what happens next. The export holds what was typed."""
@@ -12,7 +12,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, look_at, pause, rate_this_chatbot, require_chromium, submit_hit, tab_to
+from .protocol_harness import (SMALL_PHONE, CliRun, chromium_page, look_at, pause, rate_this_chatbot, require_chromium,
+                               submit_hit, tab_to)
 
 FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
 
@@ -27,14 +28,14 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
         "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
         "live_chat.min_inputs=2"])
     try:
-        with chromium_page(tmp_path, phone=True) as page:
+        with chromium_page(tmp_path, phone=SMALL_PHONE) as page:
             page.goto(run.worker_url("phone_worker"))
             for slot in range(3):
                 page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
                 if slot == 0:
                     task_top = page.locator("[data-testid=topic-form]").bounding_box()["y"]
                     assert task_top < page.locator("aside").bounding_box()["y"], "the instructions come first"
-                    assert task_top < 844, "the task starts below the first screen"
+                    assert task_top < 740, "the task starts below the first screen"
                     look_at(page, "live_chat_topic")
                 tab_to(page, "#topic-input")
                 page.keyboard.type("gardening", delay=60)

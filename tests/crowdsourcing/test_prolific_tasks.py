@@ -73,12 +73,12 @@ def test_sm_eval_unit_via_prolific(tmp_path, fake, monkeypatch):
 
 
 def test_pw_turn_unit_via_prolific(tmp_path, fake, monkeypatch):
-    from .test_pw_turn_mock import answer_onboarding
+    from .test_pw_turn_mock import ECHO_ONLY, answer_onboarding
 
     register(tmp_path / "mephisto", fake, monkeypatch)
     run = ProlificMockRun("pw_turn", tmp_path / "mephisto", free_port(), fake, [
         "mephisto.blueprint.num_conversations=1", "pw_turn.seed=4", "pw_turn.num_turns=2",
-        "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
+        *ECHO_ONLY, "+pw_turn.models.parrot.opt.model=repeat_label"])
     try:
         run.register("PID_PW_1")
         onboarding = run.onboarding_agent("PID_PW_1")

@@ -1,8 +1,8 @@
 """PW-Turn end to end in a real browser: `dialeval launch pw_turn` (LocalArchitect + node router +
-MockProvider), a worker in headless Chromium acting at a person's pace (2-4 s to read or think before each
-action) passes onboarding on the second try and chats, `dialeval export` writes a valid canonical file
-(both onboarding tries included, marked), `dialeval analyze_pairwise` reports on it with the onboarding
-set aside."""
+MockProvider), a worker in headless Chromium on a small phone (360x740) with only a keyboard, acting at a
+person's pace (2-4 s to read or think before each action), passes onboarding on the second try and chats,
+`dialeval export` writes a valid canonical file (both onboarding tries included, marked), `dialeval
+analyze_pairwise` reports on it with the onboarding set aside."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +11,8 @@ from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATI
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, look_at, pause, require_chromium, submit_hit
+from .protocol_harness import (SMALL_PHONE, CliRun, assert_still_active, chromium_page, dialeval, look_at, pause,
+                               require_chromium, tab_to)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
@@ -26,6 +27,22 @@ def onboarding(page, correct: bool) -> None:
     page.click("[data-testid=submit-onboarding]")
 
 
+def choose_by_keyboard(page, group: str, side: str) -> None:
+    """A radio pair by keyboard: Tab into the group (its first option, Response 1), then Space takes it or
+    the down arrow moves to Response 2 and takes that."""
+    tab_to(page, f"[data-testid={group}-left]")
+    page.keyboard.press("Space" if side == "left" else "ArrowDown")
+    assert page.is_checked(f"[data-testid={group}-{side}]")
+
+
+def onboarding_by_keyboard(page, correct: bool) -> None:
+    for i in range(page.locator("[data-testid=onboarding-pair]").count()):
+        left_good = page.inner_text(f"[data-testid=onboarding-{i}-left-text]").strip() in GOOD
+        choose_by_keyboard(page, f"onboarding-{i}", "left" if left_good == correct else "right")
+    tab_to(page, "[data-testid=submit-onboarding]")
+    page.keyboard.press("Enter")
+
+
 def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
     run = CliRun("pw_turn", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=pwt_e2e",
@@ -33,22 +50,23 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                                        "pw_turn.num_turns=3", "pw_turn.question=humanness"])
     chosen = []
     try:
-        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
+        with chromium_page(tmp_path, phone=SMALL_PHONE) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
             look_at(page, "pw_turn_practice")
             pause(page, 4)  # reading the practice dialogue
-            onboarding(page, correct=False)
+            onboarding_by_keyboard(page, correct=False)
             page.wait_for_function("document.querySelector('[data-testid=warning]') && "
                                    "document.querySelector('[data-testid=warning]').textContent.includes('last try')")
             pause(page, 4)
-            onboarding(page, correct=True)
+            onboarding_by_keyboard(page, correct=True)
             finish = page.locator("[data-testid=finish-onboarding]")
             finish.wait_for(timeout=30000)
             look_at(page, "pw_turn_practice_passed")
             pause(page, 2)
-            finish.click()
-            assert finish.is_disabled()  # a second click cannot submit the onboarding again
+            tab_to(page, "[data-testid=finish-onboarding]")
+            page.keyboard.press("Enter")
+            assert finish.is_disabled()  # a second press cannot submit the onboarding again
             for turn in range(3):
                 page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
                 if turn == 0:
@@ -57,10 +75,12 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                 assert page.inner_text("[data-testid=question]") == "Which next response from your partner sounds more human?"
                 side = ("left", "right", "left")[turn]
                 chosen.append(page.inner_text(f"[data-testid=text-{side}]"))
-                page.check(f"[data-testid=choose-{side}]")
-                page.fill("[data-testid=justification]", f"sounds natural {turn}")
+                choose_by_keyboard(page, "choose", side)
+                tab_to(page, "#justification")
+                page.keyboard.type(f"sounds natural {turn}", delay=60)
                 pause(page, 2)
-                page.click("[data-testid=submit-choice]")
+                tab_to(page, "[data-testid=submit-choice]")
+                page.keyboard.press("Enter")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
                     if turn == 0:
@@ -68,9 +88,18 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                     # the chosen reply is now the partner's last message
                     assert page.locator("[data-testid=history-turn]").last.inner_text() == chosen[-1]
                     pause(page, 3)
-                    page.fill(".response-text-input", f"tell me more about topic {turn}")
-                    page.click(".submit-response")
-            submit_hit(page)
+                    tab_to(page, ".response-text-input")
+                    page.keyboard.type(f"tell me more about topic {turn}", delay=60)
+                    page.keyboard.press("Enter")
+                    # shown as sent once stored, before the two replies (issue 41)
+                    page.wait_for_function(
+                        f"[...document.querySelectorAll('[data-testid=history-turn]')].some("
+                        f"(e) => e.textContent === 'tell me more about topic {turn}')", timeout=30000)
+            page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
+            tab_to(page, "[data-testid=submit-hit]")
+            page.keyboard.press("Enter")
+            pause(page, 1.5)
+            assert_still_active(page)
         run.proc.wait(120)  # one unit: the run ends once it is submitted
     finally:
         run.stop()
@@ -88,7 +117,7 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     comps = data.comparisons[~is_onboarding].astype({"turn_index": int}).sort_values("turn_index")
     assert list(comps["justification"]) == ["sounds natural 0", "sounds natural 1", "sounds natural 2"]
     assert [conv["turns"][i]["text"] for i in comps["turn_index"]] == chosen
-    assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "retrieval"}
+    assert set(comps["model_a"]) | set(comps["model_b"]) == {"random", "retrieval"}
     for row in comps.itertuples():
         assert row.meta["observed"][row.model_a] == row.meta["observed"][row.model_b]
     report = tmp_path / "analysis"

@@ -12,6 +12,8 @@ from parlai_dialeval.testing.ports import free_port
 from .protocol_harness import MockRun, assert_blind
 
 pytestmark = pytest.mark.slow
+# the default pair (retrieval, random) left out: an echo bot, whose replies the tests know, and one they add
+ECHO_ONLY = ["~pw_turn.models.retrieval", "~pw_turn.models.random", "+pw_turn.models.echo.opt.model=repeat_query"]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
 
 
@@ -19,7 +21,7 @@ GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}
 def run(tmp_path):
     run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4", "pw_turn.num_turns=3",
-        "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"])
+        *ECHO_ONLY, "+pw_turn.models.parrot.opt.model=repeat_label"])
     yield run
     run.shutdown()
 

@@ -24,7 +24,7 @@ from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
 from .test_acute_mock import pass_acute_onboarding, write_conversations
-from .test_pw_turn_mock import pass_pw_turn_onboarding
+from .test_pw_turn_mock import ECHO_ONLY, pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 
@@ -161,7 +161,7 @@ def test_live_chat_worker_returns_after_a_kill_and_finishes_the_same_hit_half_ch
 
 def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit(tmp_path):
     overrides = ["mephisto.task.task_name=pw_resume", "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4",
-                 "pw_turn.num_turns=2", "~pw_turn.models.retrieval", "+pw_turn.models.parrot.opt.model=repeat_label"]
+                 "pw_turn.num_turns=2", *ECHO_ONLY, "+pw_turn.models.parrot.opt.model=repeat_label"]
 
     def chat_turn(run, agent, finish: bool):
         run.last_task_data(agent)

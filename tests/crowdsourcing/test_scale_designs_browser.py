@@ -1,6 +1,7 @@
 """Rating-scale designs end to end in a real browser: `dialeval launch scale_designs` (the RME design;
 the others are covered without a browser), a scripted worker in headless Chromium rates the items and answers the prior-experience
-questions, `dialeval export` writes a valid file, `dialeval analyze_scales` reports on it."""
+questions on a small phone (360x740; look_at checks each screen at 390x844 too), `dialeval export` writes a
+valid file, `dialeval analyze_scales` reports on it."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium
+from .protocol_harness import SMALL_PHONE, CliRun, chromium_page, dialeval, look_at, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
@@ -28,7 +29,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path):
         f"mephisto.architect.port={port}", "mephisto.task.task_name=sd_e2e", "mephisto.blueprint.units_per_assignment=1",
         f"scale_designs.items_file={items}", "scale_designs.design=rme", "scale_designs.seed=0"])
     try:
-        with chromium_page(tmp_path, phone=True) as page:  # on a phone: the desktop is the other tests'
+        with chromium_page(tmp_path, phone=SMALL_PHONE) as page:  # on a phone: the desktop is the other tests'
             page.goto(run.worker_url("e2e_worker"))
             for n in range(2):
                 page.wait_for_selector("[data-testid=scale-item]", timeout=60000)

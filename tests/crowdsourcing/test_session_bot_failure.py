@@ -8,7 +8,7 @@ from parlai_dialeval.crowdsourcing.platform.session_world import BOT_FAILED
 from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import MockRun
-from .test_pw_turn_mock import pass_pw_turn_onboarding
+from .test_pw_turn_mock import ECHO_ONLY, pass_pw_turn_onboarding
 
 pytestmark = pytest.mark.slow
 CRASHING = "parlai_dialeval.crowdsourcing.platform.diagnostic_bots:CrashingAgent"
@@ -51,7 +51,7 @@ def test_sm_eval_bot_failure_ends_the_conversation_as_failed(tmp_path):
 def test_pw_turn_bot_failure_ends_the_conversation_as_failed_and_releases_both_models(tmp_path):
     run = MockRun("pw_turn", tmp_path, port=free_port(), overrides=[
         "mephisto.blueprint.num_conversations=1", "pw_turn.num_turns=3", "pw_turn.seed=1",
-        "~pw_turn.models.retrieval", f"+pw_turn.models.crash.opt.model={CRASHING}",
+        *ECHO_ONLY, f"+pw_turn.models.crash.opt.model={CRASHING}",
         "+pw_turn.models.crash.opt.crash_after=1"])
     try:
         run.register("W1", "REG_1")

@@ -13,9 +13,17 @@ const en = CATALOGUES.en;
 const RIGHT_TO_LEFT = new Set(["ar", "fa", "he", "ur", "yi"]);
 let catalogue = en;
 
+// The server's own English texts (its warnings, the protocols' questions), as en.json's "server.*" entries
+// write them with {name} for a value the server fills in: a pattern each, to find a text's translation.
+const SERVER_TEXTS = Object.keys(en)
+  .filter((key) => key.startsWith("server."))
+  .map((key) => [key, new RegExp("^" + en[key].replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\\?\{(\w+)\\?\}/g, "(?<$1>.+?)") + "$")]);
+
 // Called once per render by a task's app with its task config: sets the catalogue and the page's lang/dir.
 export function useLanguage(taskConfig) {
-  const language = (taskConfig && taskConfig.frontend_task_opts && taskConfig.frontend_task_opts.language) || "en";
+  // chat tasks carry it in frontend_task_opts, static ones in the task config itself
+  const opts = (taskConfig && taskConfig.frontend_task_opts) || taskConfig || {};
+  const language = opts.language || "en";
   catalogue = CATALOGUES[language] || en;
   React.useEffect(() => {
     document.documentElement.lang = language;
@@ -43,4 +51,18 @@ export function t(key, vars = {}) {
 // An item list (the instructions) from the catalogue, with the same placeholders.
 export function tList(key, vars = {}) {
   return lookup(key).map((item) => fill(item, vars));
+}
+
+// A text the server sent in English, in the page's language when the catalogue translates it (else as sent).
+export function serverText(text) {
+  if (typeof text !== "string" || catalogue === en) {
+    return text;
+  }
+  for (const [key, pattern] of SERVER_TEXTS) {
+    const match = pattern.exec(text);
+    if (match && typeof catalogue[key] === "string") {
+      return fill(catalogue[key], match.groups || {});
+    }
+  }
+  return text;
 }

@@ -9,6 +9,6 @@ export { ChatLog, StreamingReply } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
 export { MessageInput } from "./MessageInput";
-export { t, tList, useLanguage } from "./i18n";
+export { t, tList, useLanguage, serverText } from "./i18n";
 export { TurnHistory } from "./TurnHistory";
 export { ScreenedOut } from "./Onboarding";

@@ -5,27 +5,29 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell } from "../../components";
+import { TaskShell, t, useLanguage, serverText } from "../../components";
 
 const OPTIONS = [
-  ["a", "A is better"],
-  ["b", "B is better"],
-  ["tie", "Tie"],
+  ["a", "ab.a_better"],
+  ["b", "ab.b_better"],
+  ["tie", "ab.tie"],
 ];
 
 function Item({ item, index, answer, onChange }) {
   const shownAt = React.useRef(Date.now());
   return (
     <div className="card p-2 mb-3" data-testid="ab-item">
-      <div className="text-muted">Conversation {index + 1}</div>
+      <div className="text-muted">{t("ab.conversation", { number: index + 1 })}</div>
       {item.context.map((turn, i) => (
-        <div key={i}>{turn}</div>
+        <div key={i}>
+          <bdi>{turn}</bdi>
+        </div>
       ))}
       <div className="mt-2">
-        <b>A:</b> <span data-testid="response-a">{item.response_a}</span>
+        <b>A:</b> <bdi data-testid="response-a">{item.response_a}</bdi>
       </div>
       <div>
-        <b>B:</b> <span data-testid="response-b">{item.response_b}</span>
+        <b>B:</b> <bdi data-testid="response-b">{item.response_b}</bdi>
       </div>
       <div className="mt-1">
         {OPTIONS.map(([value, label]) => (
@@ -37,7 +39,7 @@ function Item({ item, index, answer, onChange }) {
               checked={answer === value}
               onChange={() => onChange(value, (Date.now() - shownAt.current) / 1000)}
             />{" "}
-            {label}
+            {t(label)}
           </label>
         ))}
       </div>
@@ -47,21 +49,22 @@ function Item({ item, index, answer, onChange }) {
 
 function AbApp() {
   const mephisto = useMephistoTask();
-  const { initialTaskData, handleSubmit } = mephisto;
+  const { initialTaskData, handleSubmit, taskConfig } = mephisto;
+  useLanguage(taskConfig);
   const [answers, setAnswers] = React.useState({});
   const [submitted, setSubmitted] = React.useState(false);
   const items = (initialTaskData && initialTaskData.shown) || [];
   let body;
   if (submitted) {
-    body = <div className="alert alert-success" data-testid="done">Thank you, your answers were submitted.</div>;
+    body = <div className="alert alert-success" data-testid="done">{t("common.answers_sent")}</div>;
   } else if (!initialTaskData) {
-    body = <div className="alert alert-secondary">Loading...</div>;
+    body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else {
     const complete = items.every((item) => answers[item.item_id]);
     body = (
       <div>
         <p>
-          <b data-testid="question">{initialTaskData.question}</b>
+          <b data-testid="question">{serverText(initialTaskData.question)}</b>
         </p>
         {items.map((item, index) => (
           <Item
@@ -81,19 +84,16 @@ function AbApp() {
             handleSubmit({ answers });
           }}
         >
-          Submit
+          {t("common.submit")}
         </button>
       </div>
     );
   }
   const instructions = (
-    <p>
-      Each box shows the start of a conversation and two possible next replies, A and B. Choose the better reply, or Tie
-      if they are equally good (or equally bad).
-    </p>
+    <p>{t("ab.instructions")}</p>
   );
   return (
-    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title="Which reply is better?" instructions={instructions}>
+    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title={t("ab.title")} instructions={instructions}>
       {body}
     </TaskShell>
   );

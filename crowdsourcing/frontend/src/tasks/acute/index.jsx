@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { ScreenedOut, TaskShell } from "../../components";
+import { ScreenedOut, TaskShell, t, useLanguage, serverText } from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -15,7 +15,7 @@ function Conversation({ turns, label, testid }) {
       <div className="dialeval-chat-log">
         {turns.map((turn, idx) => (
           <div key={idx} className={turn.evaluated ? "dialeval-msg-other font-weight-bold" : "dialeval-msg-self text-muted"}>
-            {turn.evaluated ? label : "Partner"}: {turn.text}
+            {turn.evaluated ? label : t("common.partner")}: <bdi>{turn.text}</bdi>
           </div>
         ))}
       </div>
@@ -30,24 +30,25 @@ function PairView({ pair, question, index, total, onAnswer }) {
   return (
     <div data-testid="pair">
       <p>
-        Pair {index + 1} of {total}. <b data-testid="question">{question}</b>
+        {t("acute.pair", { number: index + 1, total })} <b data-testid="question">{serverText(question)}</b>
       </p>
       <div className="row">
-        <Conversation turns={pair.left} label="Speaker 1" testid="conversation-left" />
-        <Conversation turns={pair.right} label="Speaker 2" testid="conversation-right" />
+        <Conversation turns={pair.left} label={t("acute.speaker", { number: 1 })} testid="conversation-left" />
+        <Conversation turns={pair.right} label={t("acute.speaker", { number: 2 })} testid="conversation-right" />
       </div>
       {[
-        ["left", "Speaker 1"],
-        ["right", "Speaker 2"],
-      ].map(([side, label]) => (
+        ["left", 1],
+        ["right", 2],
+      ].map(([side, number]) => (
         <label key={side} className="mr-3">
           <input type="radio" name="acute-choice" data-testid={"choose-" + side} checked={choice === side} onChange={() => setChoice(side)} />{" "}
-          {label}
+          {t("acute.speaker", { number })}
         </label>
       ))}
       <input
         className="form-control"
-        placeholder="Please explain your choice"
+        placeholder={t("acute.explain")}
+        aria-label={t("acute.explain")}
         data-testid="justification"
         value={why}
         onChange={(e) => setWhy(e.target.value)}
@@ -60,7 +61,7 @@ function PairView({ pair, question, index, total, onAnswer }) {
           onAnswer({ pair_id: pair.pair_id, choice, justification: why.trim(), duration: (Date.now() - started.current) / 1000 })
         }
       >
-        {index + 1 < total ? "Next pair" : "Submit"}
+        {t(index + 1 < total ? "acute.next" : "common.submit")}
       </button>
     </div>
   );
@@ -74,19 +75,20 @@ function OnboardingOutcome({ tried }) {
   if (tried.try < tried.max_tries) {
     return (
       <div data-testid="retry-onboarding">
-        <p>Some of your answers were not right. Please read the pairs again carefully: you have {tried.max_tries - tried.try} more {tried.max_tries - tried.try === 1 ? "try" : "tries"}.</p>
+        <p>{tried.max_tries - tried.try === 1 ? t("acute.retry_one") : t("acute.retry_many", { left: tried.max_tries - tried.try })}</p>
         <button className="btn btn-primary" data-testid="try-again" onClick={() => window.location.reload()}>
-          Try again
+          {t("acute.try_again")}
         </button>
       </div>
     );
   }
-  return <ScreenedOut lead="You did not pass the practice round." />;
+  return <ScreenedOut lead={t("acute.failed")} />;
 }
 
 function AcuteApp() {
   const mephisto = useMephistoTask();
-  const { initialTaskData, handleSubmit } = mephisto;
+  const { initialTaskData, handleSubmit, taskConfig } = mephisto;
+  useLanguage(taskConfig);
   const [answers, setAnswers] = React.useState([]);
   const [submitted, setSubmitted] = React.useState(false);
   const [tried, setTried] = React.useState(null); // the onboarding try last submitted
@@ -98,9 +100,9 @@ function AcuteApp() {
   const shown = (initialTaskData && initialTaskData.shown) || [];
   let body;
   if (submitted) {
-    body = <div className="alert alert-success" data-testid="done">Thank you, your answers were submitted.</div>;
+    body = <div className="alert alert-success" data-testid="done">{t("common.answers_sent")}</div>;
   } else if (!initialTaskData) {
-    body = <div className="alert alert-secondary">Loading...</div>;
+    body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else {
     const index = answers.length;
     body = (
@@ -125,26 +127,22 @@ function AcuteApp() {
       />
     );
   }
-  const instructions = (
-    <div>
-      {initialTaskData && initialTaskData.onboarding ? (
-        <p className="dialeval-note" data-testid="practice">
-          Practice round: one speaker is clearly better.
-          {initialTaskData.max_tries > 1 ? ` Try ${initialTaskData.try} of ${initialTaskData.max_tries}.` : ""}
-        </p>
-      ) : null}
-      <p>
-        Read both conversations and judge the highlighted speaker in each (Speaker 1 on the left, Speaker 2 on the right).
-        Answer the question and explain your choice briefly.
+  // with the task, not the folded instructions: a phone shows it too
+  const practice =
+    initialTaskData && initialTaskData.onboarding && !submitted ? (
+      <p className="dialeval-note" data-testid="practice">
+        {t("acute.practice")}
+        {initialTaskData.max_tries > 1 ? " " + t("acute.practice_try", { try: initialTaskData.try, tries: initialTaskData.max_tries }) : ""}
       </p>
-    </div>
-  );
+    ) : null;
+  const instructions = <p>{t("acute.instructions")}</p>;
   return (
     <TaskShell
       mephisto={{ ...mephisto, inactiveText: null, ...(mephisto.blockedReason && tried ? { blockedExplanation: <OnboardingOutcome tried={tried} /> } : {}) }}
-      title="Which speaker is better?"
+      title={t("acute.title")}
       instructions={instructions}
     >
+      {practice}
       {body}
     </TaskShell>
   );

@@ -3,7 +3,7 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage } from "../../components";
+import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage, serverText } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = ["like", "ambivalent", "dislike"];
@@ -51,7 +51,7 @@ function TopicForm({ state, sendAction }) {
           </div>
         ))}
       </fieldset>
-      {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
+      {state.warning ? <div className="alert alert-warning">{serverText(state.warning)}</div> : null}
       <button
         className="btn btn-primary"
         data-testid="start-chat"
@@ -87,7 +87,7 @@ function ChatPanel({ state, messages, sendAction }) {
       <ChatLog messages={messages} botId={state.bot_id} streaming={state.streaming} />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
-          {state.warning}
+          {serverText(state.warning)}
         </div>
       ) : null}
       <MessageInput
@@ -153,13 +153,13 @@ function RatingForm({ state, messages, sendAction }) {
         <ContinuousSlider
           key={state.slot + "-" + idx}
           name={String(idx)}
-          statement={statement}
+          statement={serverText(statement)}
           value={values[idx]}
           onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
         />
       ))}
       {done ? null : <p className="dialeval-note">{t("live_chat.move_every_slider")}</p>}
-      {state.warning ? <div className="alert alert-warning">{state.warning}</div> : null}
+      {state.warning ? <div className="alert alert-warning">{serverText(state.warning)}</div> : null}
       <button
         className="btn btn-primary"
         data-testid="submit-ratings"
@@ -176,7 +176,7 @@ function FailedPanel({ state, sendAction }) {
   const [pending, sendOnce] = useSendOnce(state);
   return (
     <div data-testid="failed-panel">
-      <div className="alert alert-danger">{state.failure_text}</div>
+      <div className="alert alert-danger">{serverText(state.failure_text)}</div>
       <button className="btn btn-primary" data-testid="next-after-failure" disabled={pending} onClick={() => sendOnce(() => sendAction({ action: "next" }))}>
         {t("live_chat.continue")}
       </button>

@@ -14,16 +14,20 @@ import {
   TurnHistory,
   StreamingReply,
   ScreenedOut,
+  t,
+  useLanguage,
+  serverText,
 } from "../../components";
 
-const NAMES = { left: "Response 1", right: "Response 2" };
+const NUMBERS = { left: 1, right: 2 };
+const optionName = (side) => t("pw_turn.option", { number: NUMBERS[side] });
 
 // One candidate: its radio button beside its name and text (the whole card is the label).
 function Option({ side, text, chosen, onChoose }) {
   return (
     <label className={"dialeval-option card p-2 mb-2" + (chosen ? " border-primary" : "")} data-testid={"option-" + side}>
       <span className="dialeval-option-head">
-        <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} /> <b>{NAMES[side]}</b>
+        <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} /> <b>{optionName(side)}</b>
       </span>
       <bdi data-testid={"text-" + side}>{text}</bdi>
     </label>
@@ -37,11 +41,11 @@ function ChoosePanel({ state, sendAction }) {
   return (
     <div data-testid="choose-panel">
       <p>
-        Turn {state.turn} of {state.num_turns}. <b data-testid="question">{state.question}</b>
+        {t("pw_turn.turn", { turn: state.turn, turns: state.num_turns })} <b data-testid="question">{serverText(state.question)}</b>
       </p>
       <Option side="left" text={state.left} chosen={choice === "left"} onChoose={() => setChoice("left")} />
       <Option side="right" text={state.right} chosen={choice === "right"} onChoose={() => setChoice("right")} />
-      <label htmlFor="justification">Why is that response better?</label>
+      <label htmlFor="justification">{t("pw_turn.why")}</label>
       <input id="justification" className="form-control" data-testid="justification" value={why} onChange={(e) => setWhy(e.target.value)} />
       <button
         className="btn btn-primary mt-2"
@@ -49,7 +53,7 @@ function ChoosePanel({ state, sendAction }) {
         disabled={pending || !choice || !why.trim()}
         onClick={() => sendOnce(() => sendAction({ action: "choose", choice, justification: why.trim() }))}
       >
-        Continue with this response
+        {t("pw_turn.choose")}
       </button>
     </div>
   );
@@ -62,15 +66,13 @@ function Onboarding({ state, sendAction }) {
   return (
     <div data-testid="onboarding">
       <p>
-        Practice (try {state.try} of {state.max_tries}): for each turn, pick the response that is clearly better.{" "}
-        {state.try < state.max_tries
-          ? "If some answers are wrong, you get another try."
-          : "This is the last try: if some answers are still wrong, the study is not for you and you will be asked to return it (that does not count against you)."}
+        {t("pw_turn.practice", { try: state.try, tries: state.max_tries })}{" "}
+        {t(state.try < state.max_tries ? "pw_turn.practice_again" : "pw_turn.practice_last")}
       </p>
       {pairs.map((pair, idx) => (
         <div key={state.try + "-" + idx} className="mb-3" data-testid="onboarding-pair">
           <div>
-            <b>You:</b> {pair.human}
+            <b>{t("common.you")}:</b> <bdi>{pair.human}</bdi>
           </div>
           {["left", "right"].map((side) => (
             <label key={side} className="dialeval-option card p-2 mb-1">
@@ -82,7 +84,7 @@ function Onboarding({ state, sendAction }) {
                   checked={choices[idx] === side}
                   onChange={() => setChoices(choices.map((c, i) => (i === idx ? side : c)))}
                 />{" "}
-                <b>{NAMES[side]}</b>
+                <b>{optionName(side)}</b>
               </span>
               <bdi data-testid={"onboarding-" + idx + "-" + side + "-text"}>{pair[side]}</bdi>
             </label>
@@ -95,7 +97,7 @@ function Onboarding({ state, sendAction }) {
         disabled={pending || choices.some((c) => c === null)}
         onClick={() => sendOnce(() => sendAction({ action: "onboarding", choices }))}
       >
-        {pending ? "Checking..." : "Check my answers"}
+        {t(pending ? "pw_turn.checking" : "pw_turn.check")}
       </button>
     </div>
   );
@@ -103,21 +105,22 @@ function Onboarding({ state, sendAction }) {
 
 function PairwiseTurnApp() {
   const live = useLiveTask();
-  const { state, sendAction, handleSubmit } = live;
+  const { state, sendAction, handleSubmit, taskConfig } = live;
+  useLanguage(taskConfig);
   const warning = state.warning ? (
     <div className="alert alert-warning" data-testid="warning">
-      {state.warning}
+      {serverText(state.warning)}
     </div>
   ) : null;
   // Mephisto turns a worker who failed every try away once they continue: they read why, not its default
   const failed = state.phase === "onboarding_done" && !state.passed;
-  const screenedOut = failed && live.blockedReason ? { ...live, blockedExplanation: <ScreenedOut lead="Sorry, you did not pass the practice." /> } : live;
+  const screenedOut = failed && live.blockedReason ? { ...live, blockedExplanation: <ScreenedOut lead={t("pw_turn.failed")} /> } : live;
   let body;
   if (state.phase === "onboarding_done") {
     body = (
       <div data-testid="onboarding-done">
-        {state.passed ? <p>Well done, you can start the task.</p> : <ScreenedOut lead="Sorry, you did not pass the practice." />}
-        <SubmitOnceButton onSubmit={() => handleSubmit({ passed: state.passed })} testid="finish-onboarding" label="Continue" pendingLabel="Please wait..." />
+        {state.passed ? <p>{t("pw_turn.passed")}</p> : <ScreenedOut lead={t("pw_turn.failed")} />}
+        <SubmitOnceButton onSubmit={() => handleSubmit({ passed: state.passed })} testid="finish-onboarding" label={t("common.continue")} pendingLabel={t("common.please_wait")} />
       </div>
     );
   } else if (state.task_done) {
@@ -135,7 +138,7 @@ function PairwiseTurnApp() {
               <StreamingReply
                 key={side}
                 streaming={state["streaming_" + side]}
-                otherName={side === "left" ? "Response 1" : "Response 2"}
+                otherName={optionName(side)}
                 testId={"streaming-" + side}
               />
             ))
@@ -144,19 +147,16 @@ function PairwiseTurnApp() {
       </div>
     );
   } else {
-    body = <div className="alert alert-secondary">Connecting...</div>;
+    body = <div className="alert alert-secondary">{t("common.connecting")}</div>;
   }
   const instructions = (
     <div>
-      <p>You will chat with a partner for {state.num_turns || 6} turns. Your first message is already sent: "Hi!".</p>
-      <p>
-        After each of your messages you will see two possible replies. Choose the better one for the question shown and
-        say why in a few words; the chosen reply becomes your partner's answer and the conversation continues from it.
-      </p>
+      <p>{t("pw_turn.instructions_1", { turns: state.num_turns || 6 })}</p>
+      <p>{t("pw_turn.instructions_2")}</p>
     </div>
   );
   return (
-    <TaskShell mephisto={screenedOut} title="Pick the better reply" instructions={instructions}>
+    <TaskShell mephisto={screenedOut} title={t("pw_turn.title")} instructions={instructions}>
       {state.phase !== "onboarding" ? <TurnHistory history={state.history} /> : null}
       {warning}
       {body}

@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell } from "../../components";
+import { TaskShell, t, useLanguage, serverText } from "../../components";
 
 function ValueInput({ kind, min, max, value, onChange, testid, label }) {
   if (kind === "likert") {
@@ -39,7 +39,7 @@ function ValueInput({ kind, min, max, value, onChange, testid, label }) {
       />
       {wrong ? (
         <span className="invalid-feedback d-block" data-testid={testid + "-error"}>
-          Please enter a number from {min} to {max}.
+          {t("scale.out_of_range", { min, max })}
         </span>
       ) : null}
     </span>
@@ -63,35 +63,37 @@ function ItemForm({ data, item, index, onDone }) {
   return (
     <div data-testid="scale-item">
       <p className="text-muted">
-        Item {index + 1} of {data.shown.length}
+        {t("scale.item", { number: index + 1, total: data.shown.length })}
       </p>
       {item.context.map((turn, i) => (
-        <div key={i}>{turn}</div>
+        <div key={i}>
+          <bdi>{turn}</bdi>
+        </div>
       ))}
       <div className="mt-2">
-        <b>Reference reply:</b> {item.reference}
+        <b>{t("scale.reference")}</b> <bdi>{item.reference}</bdi>
       </div>
       {data.criteria.map(({ name, question }) => {
         const anchor = item.reference_values[name];
         const a = answers[name] || {};
         return (
           <div key={name} className="card p-2 mt-2" data-testid={"criterion-" + name}>
-            <b>{question}</b>
+            <b>{serverText(question)}</b>
             {anchor !== null && anchor !== undefined ? (
               <div data-testid={"anchor-" + name}>
-                The reference reply scores {anchor}. Score each reply relative to it ({min} to {max}).
+                {t("scale.anchor", { anchor, min, max })}
               </div>
             ) : null}
             {item.responses.map((r, i) => (
               <div key={r.key} className="mt-1">
-                <span data-testid={"response-" + i}>{r.text}</span>{" "}
+                <bdi data-testid={"response-" + i}>{r.text}</bdi>{" "}
                 {kind === "best_worst" ? (
                   <span>
                     <label className="mr-2">
-                      <input type="radio" name={name + "-best"} data-testid={name + "-best-" + i} checked={a.best === r.key} onChange={() => set(name, { best: r.key })} /> best
+                      <input type="radio" name={name + "-best"} data-testid={name + "-best-" + i} checked={a.best === r.key} onChange={() => set(name, { best: r.key })} /> {t("scale.best")}
                     </label>
                     <label>
-                      <input type="radio" name={name + "-worst"} data-testid={name + "-worst-" + i} checked={a.worst === r.key} onChange={() => set(name, { worst: r.key })} /> worst
+                      <input type="radio" name={name + "-worst"} data-testid={name + "-worst-" + i} checked={a.worst === r.key} onChange={() => set(name, { worst: r.key })} /> {t("scale.worst")}
                     </label>
                   </span>
                 ) : (
@@ -100,7 +102,7 @@ function ItemForm({ data, item, index, onDone }) {
                     min={min}
                     max={max}
                     testid={name + "-value-" + i}
-                    label={`${name}: your score for reply ${i + 1} (${min} to ${max})`}
+                    label={t("scale.score_label", { criterion: name, number: i + 1, min, max })}
                     value={(a.values || {})[r.key]}
                     onChange={(v) => set(name, { values: { ...(a.values || {}), [r.key]: v } })}
                   />
@@ -112,13 +114,11 @@ function ItemForm({ data, item, index, onDone }) {
       })}
       {complete ? null : (
         <p className="text-muted mt-2 mb-0" data-testid="next-hint">
-          {kind === "best_worst"
-            ? "Next is enabled once you mark a different best and worst reply for each question."
-            : `Next is enabled once every reply has a score from ${min} to ${max}.`}
+          {kind === "best_worst" ? t("scale.hint_best_worst") : t("scale.hint_values", { min, max })}
         </p>
       )}
       <button className="btn btn-primary mt-2" data-testid="next-item" disabled={!complete} onClick={() => onDone(answers, (Date.now() - started.current) / 1000)}>
-        Next
+        {t("common.next")}
       </button>
     </div>
   );
@@ -131,19 +131,19 @@ function PriorQuestions({ questions, onDone }) {
     <div data-testid="prior-questions">
       {names.map((name) => (
         <div key={name}>
-          {questions[name]}{" "}
+          {serverText(questions[name])}{" "}
           {[
-            [true, "Yes"],
-            [false, "No"],
-          ].map(([v, label]) => (
-            <label key={label} className="mr-2">
-              <input type="radio" name={name} data-testid={name + "-" + label.toLowerCase()} checked={values[name] === v} onChange={() => setValues({ ...values, [name]: v })} /> {label}
+            [true, "yes"],
+            [false, "no"],
+          ].map(([v, answer]) => (
+            <label key={answer} className="mr-2">
+              <input type="radio" name={name} data-testid={name + "-" + answer} checked={values[name] === v} onChange={() => setValues({ ...values, [name]: v })} /> {t("common." + answer)}
             </label>
           ))}
         </div>
       ))}
       <button className="btn btn-primary mt-2" data-testid="submit-scales" disabled={names.some((n) => values[n] === undefined)} onClick={() => onDone(values)}>
-        Submit
+        {t("common.submit")}
       </button>
     </div>
   );
@@ -151,16 +151,17 @@ function PriorQuestions({ questions, onDone }) {
 
 function ScaleApp() {
   const mephisto = useMephistoTask();
-  const { initialTaskData: data, handleSubmit } = mephisto;
+  const { initialTaskData: data, handleSubmit, taskConfig } = mephisto;
+  useLanguage(taskConfig);
   const started = React.useRef(Date.now());
   const [ratings, setRatings] = React.useState({});
   const [durations, setDurations] = React.useState({});
   const [submitted, setSubmitted] = React.useState(false);
   let body;
   if (submitted) {
-    body = <div className="alert alert-success" data-testid="done">Thank you, your ratings were submitted.</div>;
+    body = <div className="alert alert-success" data-testid="done">{t("common.ratings_sent")}</div>;
   } else if (!data) {
-    body = <div className="alert alert-secondary">Loading...</div>;
+    body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else {
     const index = Object.keys(ratings).length;
     body =
@@ -188,12 +189,12 @@ function ScaleApp() {
   }
   const instructions = (
     <div>
-      <p>Each item shows a conversation, a reference reply and several chatbot replies.</p>
-      <p>Readability: how easy the reply is to read and understand. Coherence: how well the reply fits the conversation.</p>
+      <p>{t("scale.instructions_1")}</p>
+      <p>{t("scale.instructions_2")}</p>
     </div>
   );
   return (
-    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title="Rate chatbot replies" instructions={instructions}>
+    <TaskShell mephisto={{ ...mephisto, inactiveText: null }} title={t("scale.title")} instructions={instructions}>
       {body}
     </TaskShell>
   );

@@ -3,7 +3,7 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply, t, useLanguage, serverText } from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
 
@@ -21,7 +21,7 @@ function Annotate({ state, sendAction }) {
   };
   return (
     <div data-testid="annotate">
-      <p>Your partner's last message was (tick all that apply):</p>
+      <p>{t("sm_eval.annotate")}</p>
       {[...QUALITIES, "none"].map((name) => (
         <div className="form-check form-check-inline" key={name}>
           <input
@@ -33,7 +33,7 @@ function Annotate({ state, sendAction }) {
             onChange={() => toggle(name)}
           />
           <label className="form-check-label" htmlFor={"mark-" + name}>
-            {labels[name] || name}
+            {serverText(labels[name] || name)}
           </label>
         </div>
       ))}
@@ -44,7 +44,7 @@ function Annotate({ state, sendAction }) {
           disabled={pending || checked.length === 0}
           onClick={() => sendOnce(() => sendAction({ checked }))}
         >
-          Continue
+          {t("common.continue")}
         </button>
       </div>
     </div>
@@ -59,10 +59,10 @@ function Rate({ state, sendAction }) {
   for (let v = state.min || 1; v <= (state.max || 5); v += 1) scale.push(v);
   return (
     <div data-testid="rate">
-      <p>{state.prompt}</p>
+      <p>{serverText(state.prompt)}</p>
       {questions.map((q) => (
         <div key={q.criterion} className="mb-2" data-testid={"likert-" + q.criterion}>
-          <div>{q.question}</div>
+          <div>{serverText(q.question)}</div>
           {scale.map((v) => (
             <label key={v} className="mr-3">
               <input
@@ -83,7 +83,7 @@ function Rate({ state, sendAction }) {
         disabled={pending || questions.some((q) => !ratings[q.criterion])}
         onClick={() => sendOnce(() => sendAction({ ratings }))}
       >
-        Finish
+        {t("sm_eval.finish")}
       </button>
     </div>
   );
@@ -91,7 +91,8 @@ function Rate({ state, sendAction }) {
 
 function SingleModelApp() {
   const live = useLiveTask();
-  const { state, sendAction, handleSubmit } = live;
+  const { state, sendAction, handleSubmit, taskConfig } = live;
+  useLanguage(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
@@ -108,35 +109,33 @@ function SingleModelApp() {
   } else if (state.phase === "rate") {
     body = <Rate state={state} sendAction={sendAction} />;
   } else {
-    body = <div className="alert alert-secondary">Connecting...</div>;
+    body = <div className="alert alert-secondary">{t("common.connecting")}</div>;
   }
   const persona = state.persona && state.persona.length ? (
     <div data-testid="persona">
-      <p>Play this character in the conversation:</p>
+      <p>{t("sm_eval.persona")}</p>
       <ul>
         {state.persona.map((s, i) => (
-          <li key={i}>{s}</li>
+          <li key={i}>
+            <bdi>{s}</bdi>
+          </li>
         ))}
       </ul>
     </div>
   ) : null;
   const instructions = (
     <div>
-      <p>
-        Chat with your partner for {state.num_turns || 6} turns; your first message "Hi!" is already sent. After each of
-        your partner's messages, tick whether it was engaging, human-like and/or interesting (or none of these). At the
-        end, rate your partner on three questions.
-      </p>
+      <p>{t("sm_eval.instructions", { turns: state.num_turns || 6 })}</p>
     </div>
   );
   return (
-    <TaskShell mephisto={live} title="Chat and rate your partner" instructions={instructions}>
+    <TaskShell mephisto={live} title={t("sm_eval.title")} instructions={instructions}>
       {persona /* with the task, not the folded instructions: a phone shows it too */}
       <TurnHistory history={state.history} />
-      <StreamingReply streaming={state.streaming} otherName="Partner" />
+      <StreamingReply streaming={state.streaming} otherName={t("common.partner")} />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">
-          {state.warning}
+          {serverText(state.warning)}
         </div>
       ) : null}
       {body}
