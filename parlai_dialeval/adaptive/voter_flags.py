@@ -1,0 +1,213 @@
+"""Workers who do not vote in good faith, flagged by tests that stay valid however often they are run.
+
+Each test turns a worker's votes, in collection order, into outcomes y in {0, 1} whose mean an honest
+worker keeps at or below a null value p0 at every vote, and bets against that null with certify's
+e-process (parlai_dialeval.adaptive.sequential.wealth_paths: a test supermartingale, so by Ville's
+inequality its running maximum ever reaches 1/a with probability at most a, at any look):
+
+- ``position``: picks option A (y = 1) on decided votes, only on pairs shown in both orders (elsewhere a side is
+  a model); null: A chosen at most ``side_share`` and at least 1 - ``side_share`` of the time (half the
+  wealth bets on each side), so the position bias of honest crowds (55-65% A) is not evidence.
+- ``against_crowd``: votes for the model that the other workers (leave-one-worker-out, the same question,
+  unit and pair, at least ``min_other_votes`` decided votes) mostly vote against; null 1/2: an honest worker
+  who judges like the rest agrees with their majority at least as often as not.
+- ``too_fast``: answers in less than the time reading allows (``duration`` under the response texts' words /
+  ``words_per_second``, at least ``min_seconds``); null ``fast_share``; only where the records hold times.
+- ``rigging``: per worker and model, the votes of ``against_crowd`` where that model is the one the others
+  mostly vote against: y = voted for it. A worker voting for one target model whatever the opponent (the
+  rigging of Min et al., ICML 2025) wins this bet on every vote where the target is the weaker model.
+
+FastChat's ``outlier_detect`` (its monitor's elo_analysis.py) runs a per-voter sequential test too, but
+against pair statistics that include the voter, and with 1/alpha for every voter; here every worker is
+left out of their own null, and the family-wise error rate over all workers and tests is at most ``alpha``:
+Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for ``rigging``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.adaptive.sequential import wealth_paths
+from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
+
+TESTS = ("position", "against_crowd", "too_fast", "rigging")
+FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", "e_value", "threshold", "flagged"]
+
+
+@dataclass(frozen=True)
+class VoterSettings:
+    """The tests' nulls (docstring of this module); every one is a command-line option."""
+
+    alpha: float = 0.05
+    side_share: float = 0.8
+    fast_share: float = 0.2
+    words_per_second: float = 10.0
+    min_seconds: float = 1.0
+    min_other_votes: int = 5
+
+
+@dataclass
+class VoterFlags:
+    """``table``: one row per worker and test that ran (``rigging``: the worker's strongest target only),
+    with the votes tested, the hits (y = 1), the null, the e-value and its threshold; ``tests``: the tests
+    that apply to these data, and why the others do not."""
+
+    table: pd.DataFrame
+    tests: dict = field(default_factory=dict)
+    workers: int = 0
+    alpha: float = 0.05
+
+    @property
+    def flagged(self) -> list[str]:
+        return sorted(set(self.table.loc[self.table["flagged"], "worker_id"]))
+
+    def evidence(self) -> pd.DataFrame:
+        return self.table[self.table["flagged"]].reset_index(drop=True)
+
+    def sentences(self) -> list[str]:
+        """The flagged workers and their evidence, in words."""
+        lines = []
+        for row in self.evidence().itertuples(index=False):
+            target = f" {row.target}" if row.target else ""
+            lines.append(f"worker {row.worker_id}: {DESCRIBE[row.test]}{target} on {row.hits} of {row.votes} votes "
+                         f"(honest at most {row.null:.0%}); e-value {row.e_value:.3g} >= {row.threshold:,.0f}")
+        return lines
+
+    def summary(self) -> dict:
+        return {"alpha": self.alpha, "workers": self.workers, "tests": self.tests, "flagged": self.flagged,
+                "error_control": "family-wise over all workers and tests (Bonferroni over e-values)",
+                "evidence": self.evidence().to_dict(orient="records")}
+
+
+DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the other workers' majority",
+            "too_fast": "answered faster than reading allows", "rigging": "voted for the weaker model"}
+
+
+def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettings()) -> VoterFlags:
+    """Run the tests on every worker's votes (automatic ties and onboarding left out), in file order."""
+    votes, _ = split_onboarding(comparisons)
+    if "automatic" in votes:
+        votes = votes[~votes["automatic"].eq(True)]
+    votes = with_sections(votes)
+    workers = votes["worker_id"].astype(str).to_numpy()
+    n_workers = len(set(workers))
+    outcomes, tests = {}, {}
+    position, tests["position"] = _position(votes)
+    if position is not None:
+        outcomes["position"] = position
+    crowd, tests["against_crowd"] = _against_crowd(votes, settings.min_other_votes)
+    if crowd is not None:
+        outcomes["against_crowd"] = crowd
+        outcomes["rigging"] = crowd
+        tests["rigging"] = "the votes of against_crowd, per worker and the model the others vote against"
+    else:
+        tests["rigging"] = tests["against_crowd"]
+    fast, tests["too_fast"] = _too_fast(votes, settings)
+    if fast is not None:
+        outcomes["too_fast"] = fast
+    models = int(pd.unique(votes[["model_a", "model_b"]].astype(str).to_numpy().ravel()).size)
+    base = len(outcomes) * max(n_workers, 1) / settings.alpha
+    rows = []
+    for test, (rows_used, y, extra) in outcomes.items():
+        threshold = base * (models if test == "rigging" else 1)
+        keys = pd.DataFrame({"worker_id": workers[rows_used],
+                             "target": extra if test == "rigging" else ""})
+        for (worker, target), index in keys.groupby(["worker_id", "target"], sort=False).indices.items():
+            rows.append(_row(worker, test, target, y[index], settings, threshold))
+    table = pd.DataFrame(rows, columns=FLAG_COLUMNS)
+    rigging = table["test"] == "rigging"
+    strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
+    table = pd.concat([table[~rigging], strongest], ignore_index=True)
+    return VoterFlags(table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests,
+                      n_workers, settings.alpha)
+
+
+def _row(worker: str, test: str, target: str, y: np.ndarray, settings: VoterSettings, threshold: float) -> dict:
+    null = {"position": settings.side_share, "too_fast": settings.fast_share}.get(test, 0.5)
+    if test == "position":  # half the wealth on each side
+        paths = 0.5 * (wealth_paths(y, 1, null) + wealth_paths(1 - y, 1, null))
+        hits = int(max(y.sum(), len(y) - y.sum()))
+    else:
+        paths = wealth_paths(y, 1, null)
+        hits = int(y.sum())
+    e = max(1.0, float(paths.max()))
+    return {"worker_id": worker, "test": test, "target": target, "votes": len(y), "hits": hits,
+            "rate": hits / len(y), "null": null, "e_value": e, "threshold": threshold, "flagged": e >= threshold}
+
+
+def _decided(votes: pd.DataFrame) -> np.ndarray:
+    return votes["choice"].astype(str).isin(["a", "b"]).to_numpy()
+
+
+def _pair_keys(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per vote: an integer per question, unit and unordered pair, and the pair's lower and higher model."""
+    a, b = votes["model_a"].astype(str).to_numpy(), votes["model_b"].astype(str).to_numpy()
+    low, high = np.where(a < b, a, b), np.where(a < b, b, a)
+    keys = pd.DataFrame({"q": votes["question"].astype(str).to_numpy(), "u": votes["unit"].to_numpy(),
+                         "low": low, "high": high})
+    return keys.groupby(["q", "u", "low", "high"], sort=False).ngroup().to_numpy(), low, high
+
+
+def _position(votes: pd.DataFrame):
+    decided = _decided(votes)
+    pair, low, _ = _pair_keys(votes)
+    a_is_low = votes["model_a"].astype(str).to_numpy() == low
+    both = pd.Series(a_is_low).groupby(pair).nunique().to_numpy()[pair] == 2
+    rows = np.flatnonzero(decided & both)
+    if not len(rows):
+        return None, "not run: no pair was shown in both orders, so a side cannot be told from a model"
+    y = (votes["choice"].astype(str).to_numpy()[rows] == "a").astype(float)
+    return (rows, y, None), f"{len(rows)} decided votes on pairs shown in both orders"
+
+
+def _against_crowd(votes: pd.DataFrame, min_other: int):
+    """Leave-one-worker-out: each pair's decided votes minus the worker's own (counts, no refits)."""
+    decided = _decided(votes)
+    pair, low, high = _pair_keys(votes)
+    choice = votes["choice"].astype(str).to_numpy()
+    winner = np.where(choice == "a", votes["model_a"].astype(str).to_numpy(), votes["model_b"].astype(str).to_numpy())
+    low_won = (winner == low).astype(float)
+    worker = pd.factorize(votes["worker_id"].astype(str))[0]
+    frame = pd.DataFrame({"pair": pair, "worker": worker, "low_won": low_won})[decided]
+    pair_n = frame.groupby("pair")["low_won"].transform("size").to_numpy()
+    pair_s = frame.groupby("pair")["low_won"].transform("sum").to_numpy()
+    own = frame.groupby(["pair", "worker"])["low_won"]
+    other_n = pair_n - own.transform("size").to_numpy()
+    other_s = pair_s - own.transform("sum").to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = other_s / other_n
+    usable = (other_n >= min_other) & (rate != 0.5)
+    if not usable.any():
+        return None, f"not run: no vote has at least {min_other} decided votes of other workers on its pair"
+    rows = np.flatnonzero(decided)[usable]
+    crowd_low = rate[usable] > 0.5
+    y = (frame["low_won"].to_numpy()[usable].astype(bool) != crowd_low).astype(float)
+    weaker = np.where(crowd_low, high[rows], low[rows])  # the model the others mostly vote against
+    return (rows, y, weaker), (f"{len(rows)} decided votes whose pair has at least {min_other} decided votes of "
+                               "other workers (and no even split)")
+
+
+def _too_fast(votes: pd.DataFrame, settings: VoterSettings):
+    if "duration" not in votes:
+        return None, "not run: the records hold no times (duration)"
+    seconds = pd.to_numeric(votes["duration"], errors="coerce").to_numpy(dtype=float)
+    timed = np.isfinite(seconds)
+    if not timed.any():
+        return None, "not run: the records hold no times (duration)"
+    words = np.zeros(len(votes))
+    for column in ("response_a", "response_b"):
+        if column in votes:
+            words += votes[column].fillna("").astype(str).str.split().str.len().to_numpy()
+    needed = np.maximum(settings.min_seconds, words / settings.words_per_second)
+    rows = np.flatnonzero(timed)
+    y = (seconds[rows] < needed[rows]).astype(float)
+    return (rows, y, None), (f"{len(rows)} timed votes; too fast: under max({settings.min_seconds:g} s, words of "
+                             f"the two responses / {settings.words_per_second:g} per second)")
+
+
+def exclude_flagged(comparisons: pd.DataFrame, flags: VoterFlags) -> tuple[pd.DataFrame, int]:
+    """The comparisons without the flagged workers' votes, and how many were left out."""
+    out = comparisons["worker_id"].astype(str).isin(flags.flagged)
+    return comparisons[~out], int(out.sum())
