@@ -25,6 +25,7 @@ from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
+from parlai_dialeval.scripts import voter_option
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 pairwise_plots, pairwise_result, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -47,6 +48,9 @@ class PairwiseConfig:
     min_annotator_items: int = option(5, "items an annotator must share with others to get a correlation",
                                       kind="positive_int")
     judge: str | None = option(None, JUDGE_HELP, metavar="F.jsonl")
+    exclude_flagged: bool = voter_option.exclude_flagged_field()
+    side_share: float = voter_option.side_share_field()
+    words_per_second: float = voter_option.words_per_second_field()
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
@@ -63,6 +67,7 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     if comparisons.empty:
         raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
     comparisons = pairwise.with_sections(comparisons)
+    comparisons, voters, voters_left_out = voter_option.flag_and_exclude(comparisons, config, log)
     report = Report("Pairwise analysis", out, "pairwise.html", tie_policy=pairwise.TIE_POLICY,
                     ranking_tie_policy=rankings.TIE_POLICY, comparisons=len(comparisons), automatic=automatic,
                     onboarding=onboarding, alpha=config.alpha, confidence=f"{100 * (1 - config.alpha):g}%")
@@ -77,6 +82,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
+    voter_option.add_voter_flags(report, voters, voters_left_out, config.exclude_flagged, tables, summary)
+    voter_option.add_fragility(report, comparisons, tables, summary)
     if judge is not None:
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
