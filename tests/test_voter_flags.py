@@ -8,6 +8,7 @@ import re
 import choix
 import numpy as np
 import pandas as pd
+import pytest
 
 from parlai_dialeval.adaptive.voter_flags import VoterSettings, exclude_flagged, flag_voters
 from parlai_dialeval.testing.crowd_votes import crowd_study
@@ -78,3 +79,26 @@ def test_tests_that_cannot_apply_say_why():
     assert flags.tests["position"].startswith("not run: no pair was shown in both orders")
     assert set(flags.table["test"]) == {"against_crowd", "rigging"}
     assert np.allclose(flags.table["threshold"].min(), 2 * flags.workers / 0.05)
+
+
+@pytest.mark.slow
+def test_analyze_pairwise_and_certify_report_flagged_workers_and_leave_them_out_on_request(tmp_path):
+    from parlai_dialeval.scripts import analyze_pairwise, certify
+
+    study = crowd_study(np.random.default_rng(3), votes=2000, rigging_share=0.05, target=0, rigger_votes=100)
+    riggers = sorted(set(study.loc[~study["honest"], "worker_id"]))
+    study = study.drop(columns=["honest"])
+    left = analyze_pairwise.analyze(study, tmp_path / "left", analyze_pairwise.PairwiseConfig(
+        bootstrap_rounds=5, exclude_flagged=True), log=lambda *_: None)
+    assert left["summary"]["voter_flags"]["flagged"] == riggers
+    assert left["summary"]["voter_flags"]["votes_left_out"] == int(study["worker_id"].isin(riggers).sum())
+    assert _bt_rank(study, "m0") < 4 and left["rankings"].set_index("model").loc["m0", "rank"] == 4
+    report = (tmp_path / "left" / "report.html").read_text()
+    assert f"worker {riggers[0]}: " in report and "votes are left out of everything below" in report
+    assert "m3 is top; " in report and " reverses if " in report
+    kept = certify.analyze(study, tmp_path / "certify", certify.CertifyConfig())
+    flagged = kept["voter_flags"]
+    assert sorted(set(flagged.loc[flagged["flagged"], "worker_id"])) == riggers
+    report = (tmp_path / "certify" / "report.html").read_text()
+    assert "their votes are kept (--exclude-flagged true leaves them out)" in report
+    assert " reverses if " in report and (tmp_path / "certify" / "fragility_pairs.csv").exists()
