@@ -30,9 +30,11 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import wealth_paths
+from parlai_dialeval.analysis.cluster_robust import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
+CHUNK = 2 ** 18  # outcomes bet on at once (x 20 bets of the grid): about 40 MB per array
 FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", "e_value", "threshold", "flagged"]
 
 
@@ -58,6 +60,7 @@ class VoterFlags:
     tests: dict = field(default_factory=dict)
     workers: int = 0
     alpha: float = 0.05
+    order: str = "file order"  # the order each worker's votes were bet in: collection order where known
 
     @property
     def flagged(self) -> list[str]:
@@ -76,7 +79,8 @@ class VoterFlags:
         return lines
 
     def summary(self) -> dict:
-        return {"alpha": self.alpha, "workers": self.workers, "tests": self.tests, "flagged": self.flagged,
+        return {"alpha": self.alpha, "workers": self.workers, "order": self.order, "tests": self.tests,
+                "flagged": self.flagged,
                 "error_control": "family-wise over all workers and tests (Bonferroni over e-values)",
                 "evidence": self.evidence().to_dict(orient="records")}
 
@@ -86,11 +90,13 @@ DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the o
 
 
 def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettings()) -> VoterFlags:
-    """Run the tests on every worker's votes (automatic ties and onboarding left out), in file order."""
+    """Run the tests on every worker's votes (automatic ties and onboarding left out), in collection order
+    (submit times where every vote has one, else file order: analysis.cluster_robust.collection_order)."""
     votes, _ = split_onboarding(comparisons)
     if "automatic" in votes:
         votes = votes[~votes["automatic"].eq(True)]
-    votes = with_sections(votes)
+    position, order = collection_order(votes)
+    votes = with_sections(votes.iloc[np.argsort(position, kind="stable")])
     workers = votes["worker_id"].astype(str).to_numpy()
     n_workers = len(set(workers))
     outcomes, tests = {}, {}
@@ -109,32 +115,55 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
         outcomes["too_fast"] = fast
     models = int(pd.unique(votes[["model_a", "model_b"]].astype(str).to_numpy().ravel()).size)
     base = len(outcomes) * max(n_workers, 1) / settings.alpha
-    rows = []
+    frames = []
     for test, (rows_used, y, extra) in outcomes.items():
-        threshold = base * (models if test == "rigging" else 1)
-        keys = pd.DataFrame({"worker_id": workers[rows_used],
-                             "target": extra if test == "rigging" else ""})
-        for (worker, target), index in keys.groupby(["worker_id", "target"], sort=False).indices.items():
-            rows.append(_row(worker, test, target, y[index], settings, threshold))
-    table = pd.DataFrame(rows, columns=FLAG_COLUMNS)
+        keys = pd.DataFrame({"worker_id": workers[rows_used], "target": extra if test == "rigging" else ""})
+        group = keys.groupby(["worker_id", "target"], sort=False).ngroup().to_numpy()
+        frame = keys.drop_duplicates().reset_index(drop=True)  # ngroup numbers groups in first-seen order
+        null = {"position": settings.side_share, "too_fast": settings.fast_share}.get(test, 0.5)
+        frame["test"], frame["null"] = test, null
+        frame["threshold"] = base * (models if test == "rigging" else 1)
+        frame["votes"] = np.bincount(group)
+        ones = np.bincount(group, weights=y)
+        frame["hits"] = np.maximum(ones, frame["votes"] - ones) if test == "position" else ones
+        frame["e_value"] = _e_values(y, group, null, test == "position", frame["threshold"].iloc[0])
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLAG_COLUMNS)
+    table["hits"] = table["hits"].astype(int)
+    table["rate"] = table["hits"] / table["votes"]
+    table["flagged"] = table["e_value"] >= table["threshold"]
     rigging = table["test"] == "rigging"
     strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
-    table = pd.concat([table[~rigging], strongest], ignore_index=True)
+    table = pd.concat([table[~rigging], strongest], ignore_index=True)[FLAG_COLUMNS]
     return VoterFlags(table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests,
-                      n_workers, settings.alpha)
+                      n_workers, settings.alpha, order)
 
 
-def _row(worker: str, test: str, target: str, y: np.ndarray, settings: VoterSettings, threshold: float) -> dict:
-    null = {"position": settings.side_share, "too_fast": settings.fast_share}.get(test, 0.5)
-    if test == "position":  # half the wealth on each side
-        paths = 0.5 * (wealth_paths(y, 1, null) + wealth_paths(1 - y, 1, null))
-        hits = int(max(y.sum(), len(y) - y.sum()))
-    else:
-        paths = wealth_paths(y, 1, null)
-        hits = int(y.sum())
-    e = max(1.0, float(paths.max()))
-    return {"worker_id": worker, "test": test, "target": target, "votes": len(y), "hits": hits,
-            "rate": hits / len(y), "null": null, "e_value": e, "threshold": threshold, "flagged": e >= threshold}
+def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, threshold: float) -> np.ndarray:
+    """Each group's e-value (its running maximum wealth, at least 1), its outcomes in order; nan for groups
+    too small to reach ``threshold`` even if every outcome were 1 (the largest wealth there is). Groups of
+    similar length are padded at the end with the null value (no change of wealth) and bet on as one array,
+    so a million votes take a few array operations, not one call per worker."""
+    order = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    best = (0.5 if two_sided else 1.0) * wealth_paths(np.ones(max(sizes.max(initial=0), 1)), 1, null)
+    reachable = np.concatenate([[False], best >= threshold])[np.minimum(sizes, len(best))]
+    e = np.where(reachable, 1.0, np.nan)
+    bucket = np.ceil(np.log2(np.maximum(sizes, 1))).astype(int)
+    for width in np.unique(bucket[reachable]):
+        members = np.flatnonzero((bucket == width) & reachable)
+        length = 2 ** width
+        for chunk in np.array_split(members, max(1, len(members) * length // CHUNK)):
+            offsets = np.arange(length)
+            inside = offsets[None, :] < sizes[chunk, None]
+            index = np.minimum(starts[chunk, None] + offsets[None, :], len(y) - 1)
+            padded = np.where(inside, y[order[index]], null)
+            paths = wealth_paths(padded, 1, null)
+            if two_sided:  # half the wealth on each side
+                paths = 0.5 * (paths + wealth_paths(np.where(inside, 1 - padded, null), 1, null))
+            e[chunk] = np.maximum(1.0, paths.max(axis=1))
+    return e
 
 
 def _decided(votes: pd.DataFrame) -> np.ndarray:
@@ -143,11 +172,11 @@ def _decided(votes: pd.DataFrame) -> np.ndarray:
 
 def _pair_keys(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per vote: an integer per question, unit and unordered pair, and the pair's lower and higher model."""
-    a, b = votes["model_a"].astype(str).to_numpy(), votes["model_b"].astype(str).to_numpy()
+    a, b = votes["model_a"].astype(str).to_numpy(dtype=object), votes["model_b"].astype(str).to_numpy(dtype=object)
     low, high = np.where(a < b, a, b), np.where(a < b, b, a)
-    keys = pd.DataFrame({"q": votes["question"].astype(str).to_numpy(), "u": votes["unit"].to_numpy(),
-                         "low": low, "high": high})
-    return keys.groupby(["q", "u", "low", "high"], sort=False).ngroup().to_numpy(), low, high
+    codes = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
+                                                     votes["unit"].to_numpy(), low, high)]
+    return pd.factorize(pd.MultiIndex.from_arrays(codes))[0], low, high
 
 
 def _position(votes: pd.DataFrame):

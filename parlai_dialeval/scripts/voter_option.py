@@ -43,7 +43,7 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
     tables["voter_flags"] = flags.table
     summary["voter_flags"] = {**flags.summary(), "excluded": bool(exclude), "votes_left_out": left_out}
     report.heading("Voters who may not vote in good faith")
-    report.text(f"Each of {flags.workers} workers' votes, in collection order, is bet against four null hypotheses "
+    report.text(f"Each of {flags.workers} workers' votes, in collection order ({flags.order}), is bet against four null hypotheses "
                 "an honest worker satisfies (docs/pairwise_analysis.md, \"Voter tests\"): picks side A (or B) on more "
                 "than the --side-share of decided votes (pairs shown in both orders only); votes against the other "
                 "workers' majority on the same pair more often than not; answers faster than reading allows; votes "
