@@ -12,8 +12,9 @@
   reverses the order (doubling from the estimate, then bisecting). Votes of one kind (same pair and
   outcome) are interchangeable, so everything runs on counts of kinds (and of workers x kinds), never on
   votes x pairs. ``exact_bt_votes`` searches every removal smaller than that figure on small data.
-Strengths are those of the report's ranking (parlai_dialeval.analysis.rankings: choix's I-LSR, ties half a
-win each way), fitted in the largest connected part of each section's comparison graph.
+Strengths maximise the likelihood of the report's ranking (parlai_dialeval.analysis.rankings: ties half a win
+each way, BT_ALPHA pseudo-votes per pair), by Newton's method from the full data's fit after each removal,
+in the largest connected part of each section's comparison graph.
 """
 from __future__ import annotations
 
@@ -22,14 +23,18 @@ import itertools
 import numpy as np
 import pandas as pd
 from scipy.sparse import csr_matrix
+from scipy.special import expit
 
 from parlai_dialeval.analysis.pairwise import SECTION, oriented
-from parlai_dialeval.analysis.rankings import components, encode, fit_bt, win_matrix
+from parlai_dialeval.analysis.rankings import BT_ALPHA, components, win_matrix
 
 PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
                           "share", "workers", "workers_to_reverse", "sentence"]
 BT_COLUMNS = SECTION + ["order", "model", "over", "gap", "votes", "votes_to_reverse", "first_order_estimate",
                         "share", "workers", "workers_to_reverse", "sentence"]
+CHALLENGERS = 5  # the top model's nearest challengers in strength whose first-order estimates are compared
+STEP_CAP = 2.0
+NEWTON_STEPS = 50  # at most; a fit from the full data's strengths converges in a few
 BISECTIONS = 40  # refits of the bisection at most: enough for 2^40 removals
 
 
@@ -43,9 +48,14 @@ def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
     if votes.empty:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     keys = SECTION + ["first", "second"]
-    net = votes.groupby(keys + ["worker_id"], sort=False)["score"].agg(["sum", "size"]).reset_index()
-    pairs = net.groupby(keys, sort=False).agg(margin=("sum", "sum"), votes=("size", "sum"),
-                                              workers=("worker_id", "nunique")).reset_index()
+    pair = _codes(votes, keys)
+    worker = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object))[0]
+    net = pd.DataFrame({"pair": pair, "worker": worker, "score": votes["score"].to_numpy()}).groupby(
+        ["pair", "worker"], sort=False)["score"].agg(["sum", "size"]).reset_index()
+    pairs = votes[keys].iloc[np.unique(pair, return_index=True)[1]].reset_index(drop=True)  # pair codes 0, 1, ...
+    pairs["margin"] = np.bincount(net["pair"], weights=net["sum"]).astype(int)
+    pairs["votes"] = np.bincount(net["pair"], weights=net["size"]).astype(int)
+    pairs["workers"] = np.bincount(net["pair"])
     wins_first = (pairs["votes"] + pairs["margin"]) // 2
     flip = pairs["margin"] < 0
     pairs["leader"] = np.where(flip, pairs["second"], pairs["first"])
@@ -54,22 +64,32 @@ def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
     pairs["wins_trailer"] = pairs["votes"] - pairs["wins_leader"]
     lead = pairs["margin"].abs()
     pairs["votes_to_reverse"] = np.where((lead > 0) & (pairs["wins_trailer"] > 0), lead + 1, np.nan)
-    pairs["workers_to_reverse"] = _workers_to_reverse(net, pairs, keys)
+    pairs["workers_to_reverse"] = _workers_to_reverse(net, pairs["margin"].to_numpy())
     pairs["share"] = pairs["votes_to_reverse"] / pairs["votes"]
     pairs["sentence"] = [_pair_sentence(row) for row in pairs.itertuples(index=False)]
     return pairs[PAIR_COLUMNS]
 
 
-def _workers_to_reverse(net: pd.DataFrame, pairs: pd.DataFrame, keys: list[str]) -> np.ndarray:
+def _codes(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """One integer per distinct combination of ``keys``, numbered in first-seen order (factorized columns:
+    grouping by strings was most of the time on a million votes)."""
+    columns = [pd.factorize(frame[key].astype(str).to_numpy(dtype=object))[0] for key in keys]
+    return pd.factorize(pd.MultiIndex.from_arrays(columns))[0]
+
+
+def _workers_to_reverse(net: pd.DataFrame, margin: np.ndarray) -> np.ndarray:
     """Fewest workers whose removal leaves the leader's margin below zero: the leader's best workers first."""
-    frame = net.merge(pairs[keys + ["margin"]], on=keys)
-    frame["for_leader"] = np.sign(frame["margin"]) * frame["sum"]
-    frame = frame.sort_values(keys + ["for_leader"], ascending=[True] * len(keys) + [False], kind="stable")
-    frame["removed"] = frame.groupby(keys, sort=False)["for_leader"].cumsum()
-    frame["rank"] = frame.groupby(keys, sort=False).cumcount() + 1
-    enough = frame[(frame["removed"] > frame["margin"].abs()) & (frame["margin"] != 0)]
-    fewest = enough.groupby(keys, sort=False)["rank"].min()
-    return pairs.set_index(keys).index.map(fewest).to_numpy(dtype=float)
+    pair = net["pair"].to_numpy()
+    for_leader = np.sign(margin[pair]) * net["sum"].to_numpy()
+    order = np.lexsort((-for_leader, pair))
+    pair, for_leader = pair[order], for_leader[order]
+    starts = np.searchsorted(pair, pair)  # sorted by pair: each row's group start
+    removed = np.cumsum(for_leader) - np.concatenate([[0], np.cumsum(for_leader)])[starts]
+    rank = np.arange(len(pair)) - starts + 1
+    enough = (removed > np.abs(margin[pair])) & (margin[pair] != 0)
+    fewest = np.full(len(margin), np.inf)
+    np.minimum.at(fewest, pair[enough], rank[enough])
+    return np.where(np.isfinite(fewest), fewest, np.nan)
 
 
 def _count(n: float, total: int, what: str) -> str:
@@ -92,9 +112,13 @@ class _Section:
     workers x kinds: what the Bradley-Terry fits and removals work on."""
 
     def __init__(self, comparisons: pd.DataFrame):
-        models, a, b, outcome = encode(comparisons)
+        votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
+        a_names = votes["model_a"].astype(str).to_numpy(dtype=object)
+        codes, models = pd.factorize(np.concatenate([a_names, votes["model_b"].astype(str).to_numpy(dtype=object)]))
+        a, b = codes[:len(votes)], codes[len(votes):]
+        outcome = np.select([votes["choice"].to_numpy() == "a", votes["choice"].to_numpy() == "b"], [1.0, 0.0], 0.5)
+        self.models = []
         if len(models) < 2:  # every vote an automatic tie, or one model only
-            self.models = []
             return
         part = components(a, b, len(models))
         keep = part[a] == 1
@@ -102,7 +126,7 @@ class _Section:
         local = np.full(len(models), -1)
         local[members] = np.arange(len(members))
         a, b, outcome = local[a[keep]], local[b[keep]], outcome[keep]
-        self.models = [models[i] for i in members]
+        self.models = [str(models[i]) for i in members]
         n = len(self.models)
         swap = a > b
         low, high = np.where(swap, b, a), np.where(swap, a, b)
@@ -110,30 +134,49 @@ class _Section:
         keys, kind = np.unique((low * n + high) * 3 + np.rint(outcome * 2).astype(np.int64), return_inverse=True)
         self.rows = np.column_stack([keys // 3 // n, keys // 3 % n, keys % 3 / 2])
         self.counts = np.bincount(kind, minlength=len(keys)).astype(float)
-        votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
-        worker = pd.factorize(votes["worker_id"].astype(str).to_numpy()[keep])[0]
+        worker = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object)[keep])[0]
         self.by_worker = csr_matrix((np.ones(len(kind)), (worker, kind)), shape=(worker.max() + 1, len(keys)))
-        self.theta = self.fit(self.counts)
+        self.inverse = None
+        self.theta = self.fit(self.counts, np.zeros(n))
+        wins = self._wins(self.counts)
+        self.inverse = np.linalg.inv(self._fisher(wins + wins.T, expit(self.theta[:, None] - self.theta[None, :])))
 
-    def fit(self, counts: np.ndarray) -> np.ndarray:
-        return fit_bt(win_matrix(self.rows, counts, len(self.models)))
+    def _wins(self, counts: np.ndarray) -> np.ndarray:
+        return win_matrix(self.rows, counts, len(self.models)) + BT_ALPHA * (1 - np.eye(len(self.models)))
 
-    def influence(self, theta: np.ndarray, counts: np.ndarray, x: int, y: int) -> np.ndarray:
+    def fit(self, counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+        """Bradley-Terry log-strengths (mean 0) on the likelihood choix's I-LSR maximises for the report's
+        ranking (BT_ALPHA pseudo-votes each way per pair), from ``start`` (default: the full data's fit).
+        After a removal the steps use the full data's inverse Fisher information (a matrix product, no solve)
+        and fall back to Newton's where that is slow to converge. Hand-written: choix refits from scratch,
+        seconds at 200 models."""
+        wins = self._wins(counts)
+        theta = (self.theta if start is None else start).copy()
+        for iteration in range(NEWTON_STEPS):
+            p = expit(theta[:, None] - theta[None, :])
+            gradient = (wins - (wins + wins.T) * p).sum(axis=1)
+            if self.inverse is not None and iteration < NEWTON_STEPS // 2:
+                step = self.inverse @ gradient
+            else:
+                step = np.linalg.solve(self._fisher(wins + wins.T, p), gradient)
+            step = np.clip(step, -STEP_CAP, STEP_CAP)  # damped far from the optimum (nearly one-sided data)
+            theta = theta + step - step.mean()
+            if np.abs(step).max() < 1e-9:
+                break
+        return theta
+
+    @staticmethod
+    def _fisher(total: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The Fisher information, a weighted graph Laplacian, + 1 1'/n (which pins the mean at 0)."""
+        weight = total * p * (1 - p)
+        return np.diag(weight.sum(axis=1)) - weight + 1.0 / len(p)
+
+    def influence(self, x: int, y: int) -> np.ndarray:
         """First-order change of theta_x - theta_y when one vote of each kind is removed: -(o - p) (u_lo - u_hi),
-        u solving J u = e_x - e_y, J the Fisher information (a weighted graph Laplacian; + 1 1'/n pins the mean)."""
-        n = len(self.models)
+        u = J^-1 (e_x - e_y), J the Fisher information of the full data's fit."""
+        u = self.inverse[:, x] - self.inverse[:, y]
         low, high, outcome = self.rows[:, 0].astype(int), self.rows[:, 1].astype(int), self.rows[:, 2]
-        p = 1 / (1 + np.exp(theta[high] - theta[low]))
-        weight = counts * p * (1 - p)
-        fisher = np.full((n, n), 1.0 / n)
-        np.add.at(fisher, (low, low), weight)
-        np.add.at(fisher, (high, high), weight)
-        np.add.at(fisher, (low, high), -weight)
-        np.add.at(fisher, (high, low), -weight)
-        contrast = np.zeros(n)
-        contrast[x], contrast[y] = 1.0, -1.0
-        u = np.linalg.solve(fisher, contrast)
-        return -(outcome - p) * (u[low] - u[high])
+        return -(outcome - expit(self.theta[low] - self.theta[high])) * (u[low] - u[high])
 
 
 def _greedy(gap: float, delta: np.ndarray, available: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -166,7 +209,7 @@ def _reverse(section: _Section, x: int, y: int, workers: bool) -> tuple[float, f
     first-order estimate): votes, or workers when ``workers``. From the estimate, the removal doubles until a
     refit reverses, then bisects (the linear estimate overshoots or falls short when removals are large)."""
     available = np.ones(section.by_worker.shape[0]) if workers else section.counts
-    delta = section.influence(section.theta, section.counts, x, y)
+    delta = section.influence(x, y)
     order, reach, estimate = _greedy(section.theta[x] - section.theta[y],
                                      section.by_worker @ delta if workers else delta, available)
     if not len(order):
@@ -211,8 +254,8 @@ def exact_bt_votes(section: _Section, x: int, y: int, upper: float, max_fits: in
 
 
 def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
-    """Per question and unit (``comparisons`` with sections): the top model against every challenger (the
-    fewest removals over all challengers: the top changes), and each of the first ``pairs`` models in
+    """Per question and unit (``comparisons`` with sections): the top model against the challenger (of the
+    CHALLENGERS nearest in strength) with the smallest first-order estimate (the top changes), and each of the first ``pairs`` models in
     Bradley-Terry order over the next one down."""
     rows = []
     for (question, unit), part in comparisons.groupby(SECTION, sort=False, dropna=False):
@@ -222,7 +265,8 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
         order = np.argsort(-section.theta, kind="stable")
         total, n_workers = int(section.counts.sum()), section.by_worker.shape[0]
         top = order[0]
-        checks = [("top", top, min(order[1:], key=lambda c: _first_guess(section, top, c)))]
+        nearest = order[1:1 + CHALLENGERS]
+        checks = [("top", top, min(nearest, key=lambda c: _first_guess(section, top, c)))]
         checks += [("adjacent", order[i], order[i + 1]) for i in range(min(pairs, len(order) - 1))]
         for kind, x, y in checks:
             votes, estimate = _reverse(section, x, y, workers=False)
@@ -238,7 +282,7 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
 
 def _first_guess(section: _Section, x: int, y: int) -> float:
     """The first-order estimate alone (no refits): which challenger of the top model to confirm."""
-    delta = section.influence(section.theta, section.counts, x, y)
+    delta = section.influence(x, y)
     return _greedy(section.theta[x] - section.theta[y], delta, section.counts)[2]
 
 
