@@ -50,6 +50,16 @@ def test_riggers_are_flagged_and_excluding_them_restores_the_targets_rank():
     assert _bt_rank(study, "m0") < 4 and _bt_rank(kept, "m0") == 4  # m0 is the weakest model
 
 
+def test_riggers_with_a_tenth_of_all_votes_are_found_though_they_are_the_targets_crowd():
+    # 8 riggers x 60 votes, all on the target's 7 pairs: a third of its votes, the majority of its pairs by volume
+    strengths = np.linspace(0.0, 1.4, 8)
+    study = crowd_study(np.random.default_rng(1000), strengths=strengths, votes=4000, rigging_share=0.1, target=1,
+                        rigger_votes=60)
+    flags = flag_voters(study.drop(columns=["honest"]))
+    assert set(flags.flagged) == set(study.loc[~study["honest"], "worker_id"])
+    assert _bt_rank(study, "m1") <= 3 and _bt_rank(exclude_flagged(study, flags)[0], "m1") == 7
+
+
 def test_one_sided_and_too_fast_workers_are_flagged_by_their_own_test():
     study = crowd_study(np.random.default_rng(5), votes=2000, side_workers=2, fast_workers=2, dishonest_votes=120)
     flags = flag_voters(study)

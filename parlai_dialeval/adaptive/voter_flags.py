@@ -8,9 +8,10 @@ inequality its running maximum ever reaches 1/a with probability at most a, at a
 - ``position``: picks option A (y = 1) on decided votes, only on pairs shown in both orders (elsewhere a side is
   a model); null: A chosen at most ``side_share`` and at least 1 - ``side_share`` of the time (half the
   wealth bets on each side), so the position bias of honest crowds (55-65% A) is not evidence.
-- ``against_crowd``: votes for the model that the other workers (leave-one-worker-out, the same question,
-  unit and pair, at least ``min_other_votes`` decided votes) mostly vote against; null 1/2: an honest worker
-  who judges like the rest agrees with their majority at least as often as not.
+- ``against_crowd``: votes for the model that most other workers (leave-one-worker-out, the same question,
+  unit and pair; each worker counted once, by the side most of their decided votes on the pair took; at
+  least ``min_other_votes`` such workers) vote against; null 1/2: an honest worker who judges like the rest
+  agrees with their majority at least as often as not.
 - ``too_fast``: answers in less than the time reading allows (``duration`` under the response texts' words /
   ``words_per_second``, at least ``min_seconds``); null ``fast_share``; only where the records hold times.
 - ``rigging``: per worker and model, the votes of ``against_crowd`` where that model is the one the others
@@ -20,7 +21,10 @@ inequality its running maximum ever reaches 1/a with probability at most a, at a
 FastChat's ``outlier_detect`` (its monitor's elo_analysis.py) runs a per-voter sequential test too, but
 against pair statistics that include the voter, and with 1/alpha for every voter; here every worker is
 left out of their own null, and the family-wise error rate over all workers and tests is at most ``alpha``:
-Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for ``rigging``.
+Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for ``rigging``. Where
+some are flagged, the tests run again with the flagged workers out of the crowd (not of the tests), up to
+ROUNDS times: riggers who are a large share of a model's votes are the crowd of its pairs until the first
+of them are found. An honest crowd with no flag is run once, so its guarantee is the one above.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from parlai_dialeval.analysis.cluster_robust import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
+ROUNDS = 4  # at most: the tests again with the flagged workers out of the crowd, until no flag changes
 CHUNK = 2 ** 18  # outcomes bet on at once (x 20 bets of the grid): about 40 MB per array
 FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", "e_value", "threshold", "flagged"]
 
@@ -98,12 +103,24 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
     position, order = collection_order(votes)
     votes = with_sections(votes.iloc[np.argsort(position, kind="stable")])
     workers = votes["worker_id"].astype(str).to_numpy()
+    flagged: set = set()
+    for _ in range(ROUNDS):
+        table, tests = _run_tests(votes, workers, settings, trusted=~np.isin(workers, sorted(flagged)))
+        now = set(table.loc[table["flagged"], "worker_id"])
+        if now == flagged:
+            break
+        flagged = now
+    return VoterFlags(table, tests, len(set(workers)), settings.alpha, order)
+
+
+def _run_tests(votes: pd.DataFrame, workers: np.ndarray, settings: VoterSettings, trusted: np.ndarray):
+    """(the evidence table, what each test ran on) with the crowd of ``trusted`` votes' workers."""
     n_workers = len(set(workers))
     outcomes, tests = {}, {}
     position, tests["position"] = _position(votes)
     if position is not None:
         outcomes["position"] = position
-    crowd, tests["against_crowd"] = _against_crowd(votes, settings.min_other_votes)
+    crowd, tests["against_crowd"] = _against_crowd(votes, settings.min_other_votes, trusted)
     if crowd is not None:
         outcomes["against_crowd"] = crowd
         outcomes["rigging"] = crowd
@@ -135,8 +152,7 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
     rigging = table["test"] == "rigging"
     strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
     table = pd.concat([table[~rigging], strongest], ignore_index=True)[FLAG_COLUMNS]
-    return VoterFlags(table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests,
-                      n_workers, settings.alpha, order)
+    return table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests
 
 
 def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, threshold: float) -> np.ndarray:
@@ -191,8 +207,8 @@ def _position(votes: pd.DataFrame):
     return (rows, y, None), f"{len(rows)} decided votes on pairs shown in both orders"
 
 
-def _against_crowd(votes: pd.DataFrame, min_other: int):
-    """Leave-one-worker-out: each pair's decided votes minus the worker's own (counts, no refits)."""
+def _against_crowd(votes: pd.DataFrame, min_other: int, trusted: np.ndarray):
+    """Leave-one-worker-out: the other (``trusted``) workers' sides on each pair (counts, no refits)."""
     decided = _decided(votes)
     pair, low, high = _pair_keys(votes)
     choice = votes["choice"].astype(str).to_numpy()
@@ -200,22 +216,29 @@ def _against_crowd(votes: pd.DataFrame, min_other: int):
     low_won = (winner == low).astype(float)
     worker = pd.factorize(votes["worker_id"].astype(str))[0]
     frame = pd.DataFrame({"pair": pair, "worker": worker, "low_won": low_won})[decided]
-    pair_n = frame.groupby("pair")["low_won"].transform("size").to_numpy()
-    pair_s = frame.groupby("pair")["low_won"].transform("sum").to_numpy()
+    # Each other worker counts once per pair, by the side most of their votes on it took: a few workers
+    # with many votes (riggers) cannot become the crowd by volume.
     own = frame.groupby(["pair", "worker"])["low_won"]
-    other_n = pair_n - own.transform("size").to_numpy()
-    other_s = pair_s - own.transform("sum").to_numpy()
+    side = np.sign(2 * own.transform("sum").to_numpy() - own.transform("size").to_numpy())
+    trusted = trusted[decided]
+    first = ~frame.duplicated(["pair", "worker"]).to_numpy() & trusted
+    counted = pd.DataFrame({"pair": frame["pair"].to_numpy()[first], "side": side[first]})
+    for_low = counted.assign(low=counted["side"] > 0).groupby("pair")["low"].sum()
+    voiced = counted.assign(v=counted["side"] != 0).groupby("pair")["v"].sum()
+    pair_rows = frame["pair"].to_numpy()
+    other_n = voiced.reindex(pair_rows, fill_value=0).to_numpy() - (side != 0) * trusted
+    other_s = for_low.reindex(pair_rows, fill_value=0).to_numpy() - (side > 0) * trusted
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = other_s / other_n
     usable = (other_n >= min_other) & (rate != 0.5)
     if not usable.any():
-        return None, f"not run: no vote has at least {min_other} decided votes of other workers on its pair"
+        return None, f"not run: no pair has at least {min_other} other workers who took a side on it"
     rows = np.flatnonzero(decided)[usable]
     crowd_low = rate[usable] > 0.5
     y = (frame["low_won"].to_numpy()[usable].astype(bool) != crowd_low).astype(float)
     weaker = np.where(crowd_low, high[rows], low[rows])  # the model the others mostly vote against
-    return (rows, y, weaker), (f"{len(rows)} decided votes whose pair has at least {min_other} decided votes of "
-                               "other workers (and no even split)")
+    return (rows, y, weaker), (f"{len(rows)} decided votes whose pair has at least {min_other} other workers who "
+                               "took a side on it (and no even split)")
 
 
 def _too_fast(votes: pd.DataFrame, settings: VoterSettings):
