@@ -25,7 +25,7 @@ from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
-from parlai_dialeval.scripts import style_option
+from parlai_dialeval.scripts import style_option, voter_option
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 pairwise_plots, pairwise_result, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -51,6 +51,9 @@ class PairwiseConfig:
     style_control: str = option("auto", style_option.STYLE_HELP, choices=("auto", "off"))
     style_covariates: str | None = option(None, style_option.COVARIATES_HELP, metavar="F.csv")
     categories: str | None = option(None, style_option.CATEGORIES_HELP, metavar="F.yaml")
+    exclude_flagged: bool = voter_option.exclude_flagged_field()
+    side_share: float = voter_option.side_share_field()
+    words_per_second: float = voter_option.words_per_second_field()
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
@@ -69,6 +72,7 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     if comparisons.empty:
         raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
     comparisons = pairwise.with_sections(comparisons)
+    comparisons, voters, voters_left_out = voter_option.flag_and_exclude(comparisons, config, log)
     report = Report("Pairwise analysis", out, "pairwise.html", tie_policy=pairwise.TIE_POLICY,
                     ranking_tie_policy=rankings.TIE_POLICY, comparisons=len(comparisons), automatic=automatic,
                     onboarding=onboarding, alpha=config.alpha, confidence=f"{100 * (1 - config.alpha):g}%")
@@ -84,6 +88,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     summary["left_out"] = left_out or {}
     _report(report, tables, summary, config, worker_checks)
     style_option.pairwise_section(report, comparisons, config, conversation_style, tables, summary)
+    voter_option.add_voter_flags(report, voters, voters_left_out, config.exclude_flagged, tables, summary)
+    voter_option.add_fragility(report, comparisons, tables, summary)
     if judge is not None:
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)

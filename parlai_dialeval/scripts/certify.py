@@ -13,6 +13,7 @@ from parlai.core.script import register_script
 from parlai_dialeval.options import option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
+from parlai_dialeval.scripts import voter_option
 
 TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence", "units", "votes", "icc",
                  "design_effect", "order", "win_rate_a", "cs_low", "cs_high",
@@ -26,6 +27,9 @@ class CertifyConfig:
     judge: str | None = option(None, JUDGE_HELP + "; here also claims certified with the judge, valid at every "
                                "look when people's items are drawn at random from the judge's (ppi_certified.csv)",
                                metavar="F.jsonl")
+    exclude_flagged: bool = voter_option.exclude_flagged_field()
+    side_share: float = voter_option.side_share_field()
+    words_per_second: float = voter_option.words_per_second_field()
 
 
 def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
@@ -34,11 +38,13 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     fixed-look PPI++ intervals) or None."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.adaptive.certification_plots import interval_plot
+    from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
 
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
+    comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config)
     pairs = certify(comparisons, config.alpha)
     if pairs.empty:
         raise DialevalError("no comparison has two different models: nothing to certify")
@@ -75,11 +81,14 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                       "Win rate of the first model per pair, with its interval valid at every look; "
                       "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
-    tables = {"pairs": pairs[TABLE_COLUMNS]}
+    tables, robustness = {"pairs": pairs[TABLE_COLUMNS]}, {}
+    voter_option.add_voter_flags(report, voters, left_out, config.exclude_flagged, tables, robustness)
+    voter_option.add_fragility(report, with_sections(split_onboarding(comparisons)[0]), tables, robustness)
     if judge is not None:
         tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
-    outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections}},
+    outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections,
+                                                              **robustness}},
                       report=report)
     return {"pairs": pairs, "sections": sections, "written": outputs.write(out), **tables}
 

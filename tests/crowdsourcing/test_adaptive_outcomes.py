@@ -79,3 +79,25 @@ def test_an_item_read_again_in_a_later_batch_is_bet_once():
     # the same item under another question is another cluster
     other = outcomes([comparison("alpha", "zeta", "a", item_id="p1", question="Which is more fun?")])
     assert restored.add(*other[0][1:])
+
+
+def test_flagged_workers_votes_are_left_out_of_later_batches():
+    # adaptive_exclude_flagged: the voter tests run on every vote read so far; a rigger's votes in the batch
+    # where the evidence is complete, and after, are not evidence (crowd simulated by testing/crowd_votes.py)
+    import numpy as np
+
+    from parlai_dialeval.crowdsourcing.platform.adaptive.controller import drop_flagged
+    from parlai_dialeval.testing.crowd_votes import crowd_study
+
+    study = crowd_study(np.random.default_rng(3), votes=2000, rigging_share=0.05, target=0, rigger_votes=100)
+    riggers = sorted(set(study.loc[~study["honest"], "worker_id"]))
+    records = [{"type": "comparison", **row} for row in study.drop(columns=["honest"]).to_dict(orient="records")]
+    seen: list = []
+    first, flagged_early, _ = drop_flagged(records[:100], seen, alpha=0.05)
+    assert flagged_early == [] and first == records[:100]  # too few votes for any evidence yet
+    later, flagged, left_out = drop_flagged(records[100:] + [{"type": "conversation", "worker_id": riggers[0]}],
+                                            seen, alpha=0.05)
+    assert flagged == riggers and len(seen) == len(records)
+    assert left_out == sum(r["worker_id"] in riggers for r in records[100:])
+    assert not any(r["worker_id"] in riggers for r in later if r["type"] == "comparison")
+    assert later[-1] == {"type": "conversation", "worker_id": riggers[0]}  # only votes are left out

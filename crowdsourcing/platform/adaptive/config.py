@@ -55,6 +55,9 @@ class AdaptiveConfig(TaskConfig):
         "help": "share of each batch given to uniformly drawn pairs (greedy_adjacent)"})
     adaptive_worker_cap: int = field(default=0, metadata={
         "help": "most judgments of one worker counted as evidence (later ones are exported, not counted); 0 = no cap"})
+    adaptive_exclude_flagged: bool = field(default=False, metadata={
+        "help": "leave out the votes of workers the voter tests flag (docs/pairwise_analysis.md, \"Voter tests\"), "
+                "run on every vote read so far after each batch; votes already counted stay counted"})
     adaptive_seed: Optional[int] = field(default=None, metadata={"help": "seed of pair choice and item order"})
     adaptive_judge: str = field(default="", metadata={
         "help": "a `dialeval judge` output on the design's items (static tasks): items for people are drawn with "
@@ -115,12 +118,14 @@ class Settings:
     seed: Optional[int]
     judge: str
     judge_floor: float
+    exclude_flagged: bool = False
 
     @classmethod
     def from_config(cls, cfg) -> "Settings":
         settings = cls(int(cfg.adaptive_batch_size), int(cfg.adaptive_budget), float(cfg.adaptive_alpha),
                        str(cfg.adaptive_allocator), float(cfg.adaptive_explore), int(cfg.adaptive_worker_cap),
-                       cfg.adaptive_seed, str(cfg.adaptive_judge or ""), float(cfg.adaptive_judge_floor))
+                       cfg.adaptive_seed, str(cfg.adaptive_judge or ""), float(cfg.adaptive_judge_floor),
+                       bool(cfg.get("adaptive_exclude_flagged", False)))
         if settings.batch_size < 1:
             raise DialevalError(f"adaptive_batch_size={settings.batch_size}: expected at least 1 HIT per batch")
         if settings.budget and settings.budget < settings.batch_size:

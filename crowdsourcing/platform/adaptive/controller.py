@@ -37,6 +37,28 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
     return kept, len(judgments) - len(kept)
 
 
+# what the voter tests read of a vote, kept in the state file (not the texts: too_fast uses its 1 s floor here)
+VOTER_FIELDS = ("worker_id", "model_a", "model_b", "choice", "item_id", "question", "turn_index", "automatic",
+                "onboarding", "duration")
+
+
+def drop_flagged(records: list[dict], seen: list[dict], alpha: float) -> tuple[list[dict], list[str], int]:
+    """(``records`` without the votes of workers the voter tests flag, the flagged workers, votes left out):
+    the tests (parlai_dialeval.adaptive.voter_flags) run on every vote read so far, ``seen`` (kept in the
+    state file, extended here with these records' comparisons). A worker flagged late keeps the votes
+    already bet on: the ledger's bets are never taken back; allocation and later bets ignore them."""
+    import pandas as pd
+
+    from parlai_dialeval.adaptive.voter_flags import VoterSettings, flag_voters
+
+    seen.extend({key: r.get(key) for key in VOTER_FIELDS} for r in records if r.get("type") == "comparison")
+    votes = pd.DataFrame(seen, columns=list(VOTER_FIELDS))
+    flagged = flag_voters(votes, VoterSettings(alpha=alpha)).flagged if len(votes) else []
+    out = set(flagged)
+    kept = [r for r in records if not (r.get("type") == "comparison" and r.get("worker_id") in out)]
+    return kept, flagged, len(records) - len(kept)
+
+
 def outcomes(records: list[dict]) -> list[tuple[str, str, str, float, str]]:
     """(worker, first model, second model, outcome for the first, item key) per cluster of votes in
     canonical records (one item's votes, e.g. a PW-Turn conversation's turns: their mean), in collection
@@ -182,12 +204,16 @@ class Controller:
         units = [u for u in read_units(self.db, self.task_name, tuple(self.spec.extra.get("export_files", ())))
                  if u.agent_id in finished and u.server.get(BATCH_KEY) is not None]
         report = self.spec.export(units, self.task_name) if units else None
-        kept, over = within_cap(outcomes(report.records if report else []), self.state["worker_judgments"],
-                                self.settings.worker_cap)
+        records = report.records if report else []
+        if self.settings.exclude_flagged:
+            records, self.state["flagged_workers"], left_out = drop_flagged(
+                records, self.state.setdefault("voter_votes", []), self.settings.alpha)
+            self.state["flagged_votes_left_out"] = self.state.get("flagged_votes_left_out", 0) + left_out
+        kept, over = within_cap(outcomes(records), self.state["worker_judgments"], self.settings.worker_cap)
         # the item key: an item read again in a later batch is not bet twice (ledger.py says why)
         bet = sum(self.ledger.add(first, second, outcome, item) for _, first, second, outcome, item in kept)
         if self.judge is not None:  # each human judgment is one draw of its pair's PPI e-process
-            votes = [r for r in (report.records if report else []) if r.get("type") == "comparison"
+            votes = [r for r in records if r.get("type") == "comparison"
                      and not r.get("onboarding") and not r.get("automatic")]
             draws, _ = within_cap([(r["worker_id"], r) for r in votes],
                                   self.state.setdefault("ppi_worker_judgments", {}), self.settings.worker_cap)

@@ -1,0 +1,296 @@
+"""How fragile a pairwise result is: the fewest votes (and workers) whose removal reverses it.
+
+- A pair's win rate (``pair_fragility``): the leader (more decided wins; ties left out, as in the win rates)
+  loses its lead, strictly, once its margin plus one of its wins are dropped, and dropping its wins is the
+  best any removal can do: the greedy answer is exact. Workers likewise: dropping those with the largest
+  net margin for the leader first is exact (a worker's removal subtracts their own net margin).
+- A Bradley-Terry order (``bt_fragility``: the top model, and each model over the next one down): the
+  approximate maximum influence perturbation of Huang, Shen, Wei and Broderick (arXiv 2508.11847, "dropping
+  0.003% of votes flips the top model"): each vote's first-order effect on the strength gap (the influence
+  function, from the Fisher information of the fit), the most gap-narrowing votes taken first until the
+  linear estimate crosses zero, then confirmed by refitting: the fewest removals in that order whose refit
+  reverses the order (doubling from the estimate, then bisecting). Votes of one kind (same pair and
+  outcome) are interchangeable, so everything runs on counts of kinds (and of workers x kinds), never on
+  votes x pairs. ``exact_bt_votes`` searches every removal smaller than that figure on small data.
+Strengths maximise the likelihood of the report's ranking (parlai_dialeval.analysis.rankings: ties half a win
+each way, BT_ALPHA pseudo-votes per pair), by Newton's method from the full data's fit after each removal,
+in the largest connected part of each section's comparison graph.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import csr_matrix
+from scipy.special import expit
+
+from parlai_dialeval.analysis.pairwise import SECTION, oriented
+from parlai_dialeval.analysis.rankings import BT_ALPHA, components, win_matrix
+
+PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
+                          "share", "workers", "workers_to_reverse", "sentence"]
+BT_COLUMNS = SECTION + ["order", "model", "over", "gap", "votes", "votes_to_reverse", "first_order_estimate",
+                        "share", "workers", "workers_to_reverse", "sentence"]
+CHALLENGERS = 5  # the top model's nearest challengers in strength whose first-order estimates are compared
+STEP_CAP = 2.0
+NEWTON_STEPS = 50  # at most; a fit from the full data's strengths converges in a few
+BISECTIONS = 40  # refits of the bisection at most: enough for 2^40 removals
+
+
+def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per question, unit and model pair (``comparisons`` with sections, as analyze_pairwise passes them):
+    the fewest decided votes and workers whose removal puts the trailer ahead; nan where it cannot be done
+    (the trailer never won a vote, or the two are level)."""
+    votes = oriented(comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons,
+                     SECTION)
+    votes = votes[votes["score"] != 0]
+    if votes.empty:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    keys = SECTION + ["first", "second"]
+    pair = _codes(votes, keys)
+    worker = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object))[0]
+    net = pd.DataFrame({"pair": pair, "worker": worker, "score": votes["score"].to_numpy()}).groupby(
+        ["pair", "worker"], sort=False)["score"].agg(["sum", "size"]).reset_index()
+    pairs = votes[keys].iloc[np.unique(pair, return_index=True)[1]].reset_index(drop=True)  # pair codes 0, 1, ...
+    pairs["margin"] = np.bincount(net["pair"], weights=net["sum"]).astype(int)
+    pairs["votes"] = np.bincount(net["pair"], weights=net["size"]).astype(int)
+    pairs["workers"] = np.bincount(net["pair"])
+    wins_first = (pairs["votes"] + pairs["margin"]) // 2
+    flip = pairs["margin"] < 0
+    pairs["leader"] = np.where(flip, pairs["second"], pairs["first"])
+    pairs["trailer"] = np.where(flip, pairs["first"], pairs["second"])
+    pairs["wins_leader"] = np.where(flip, pairs["votes"] - wins_first, wins_first)
+    pairs["wins_trailer"] = pairs["votes"] - pairs["wins_leader"]
+    lead = pairs["margin"].abs()
+    pairs["votes_to_reverse"] = np.where((lead > 0) & (pairs["wins_trailer"] > 0), lead + 1, np.nan)
+    pairs["workers_to_reverse"] = _workers_to_reverse(net, pairs["margin"].to_numpy())
+    pairs["share"] = pairs["votes_to_reverse"] / pairs["votes"]
+    pairs["sentence"] = [_pair_sentence(row) for row in pairs.itertuples(index=False)]
+    return pairs[PAIR_COLUMNS]
+
+
+def _codes(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """One integer per distinct combination of ``keys``, numbered in first-seen order (factorized columns:
+    grouping by strings was most of the time on a million votes)."""
+    columns = [pd.factorize(frame[key].astype(str).to_numpy(dtype=object))[0] for key in keys]
+    return pd.factorize(pd.MultiIndex.from_arrays(columns))[0]
+
+
+def _workers_to_reverse(net: pd.DataFrame, margin: np.ndarray) -> np.ndarray:
+    """Fewest workers whose removal leaves the leader's margin below zero: the leader's best workers first."""
+    pair = net["pair"].to_numpy()
+    for_leader = np.sign(margin[pair]) * net["sum"].to_numpy()
+    order = np.lexsort((-for_leader, pair))
+    pair, for_leader = pair[order], for_leader[order]
+    starts = np.searchsorted(pair, pair)  # sorted by pair: each row's group start
+    removed = np.cumsum(for_leader) - np.concatenate([[0], np.cumsum(for_leader)])[starts]
+    rank = np.arange(len(pair)) - starts + 1
+    enough = (removed > np.abs(margin[pair])) & (margin[pair] != 0)
+    fewest = np.full(len(margin), np.inf)
+    np.minimum.at(fewest, pair[enough], rank[enough])
+    return np.where(np.isfinite(fewest), fewest, np.nan)
+
+
+def _count(n: float, total: int, what: str) -> str:
+    return f"{int(n):,} of {total:,} {what} ({100 * n / total:.2g}%)"
+
+
+def _pair_sentence(row) -> str:
+    if not row.wins_leader - row.wins_trailer:
+        return f"{row.leader} and {row.trailer} are level ({row.wins_leader} wins each): no order to reverse"
+    if np.isnan(row.votes_to_reverse):
+        return f"{row.leader} over {row.trailer} cannot be reversed by dropping votes: {row.trailer} won none"
+    workers = ("" if np.isnan(row.workers_to_reverse)
+               else f", or the votes of {_count(row.workers_to_reverse, row.workers, 'workers')}")
+    return (f"{row.leader} over {row.trailer} reverses if {_count(row.votes_to_reverse, row.votes, 'decided votes')} "
+            f"are dropped{workers}")
+
+
+class _Section:
+    """One section's largest connected part as counts of vote kinds (canonical pair, outcome) and of
+    workers x kinds: what the Bradley-Terry fits and removals work on."""
+
+    def __init__(self, comparisons: pd.DataFrame):
+        votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
+        a_names = votes["model_a"].astype(str).to_numpy(dtype=object)
+        codes, models = pd.factorize(np.concatenate([a_names, votes["model_b"].astype(str).to_numpy(dtype=object)]))
+        a, b = codes[:len(votes)], codes[len(votes):]
+        outcome = np.select([votes["choice"].to_numpy() == "a", votes["choice"].to_numpy() == "b"], [1.0, 0.0], 0.5)
+        self.models = []
+        if len(models) < 2:  # every vote an automatic tie, or one model only
+            return
+        part = components(a, b, len(models))
+        keep = part[a] == 1
+        members = np.flatnonzero(part == 1)
+        local = np.full(len(models), -1)
+        local[members] = np.arange(len(members))
+        a, b, outcome = local[a[keep]], local[b[keep]], outcome[keep]
+        self.models = [str(models[i]) for i in members]
+        n = len(self.models)
+        swap = a > b
+        low, high = np.where(swap, b, a), np.where(swap, a, b)
+        outcome = np.where(swap, 1 - outcome, outcome)  # the lower-numbered model's result
+        keys, kind = np.unique((low * n + high) * 3 + np.rint(outcome * 2).astype(np.int64), return_inverse=True)
+        self.rows = np.column_stack([keys // 3 // n, keys // 3 % n, keys % 3 / 2])
+        self.counts = np.bincount(kind, minlength=len(keys)).astype(float)
+        worker = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object)[keep])[0]
+        self.by_worker = csr_matrix((np.ones(len(kind)), (worker, kind)), shape=(worker.max() + 1, len(keys)))
+        self.inverse = None
+        self.theta = self.fit(self.counts, np.zeros(n))
+        wins = self._wins(self.counts)
+        self.inverse = np.linalg.inv(self._fisher(wins + wins.T, expit(self.theta[:, None] - self.theta[None, :])))
+
+    def _wins(self, counts: np.ndarray) -> np.ndarray:
+        return win_matrix(self.rows, counts, len(self.models)) + BT_ALPHA * (1 - np.eye(len(self.models)))
+
+    def fit(self, counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+        """Bradley-Terry log-strengths (mean 0) on the likelihood choix's I-LSR maximises for the report's
+        ranking (BT_ALPHA pseudo-votes each way per pair), from ``start`` (default: the full data's fit).
+        After a removal the steps use the full data's inverse Fisher information (a matrix product, no solve)
+        and fall back to Newton's where that is slow to converge. Hand-written: choix refits from scratch,
+        seconds at 200 models."""
+        wins = self._wins(counts)
+        theta = (self.theta if start is None else start).copy()
+        for iteration in range(NEWTON_STEPS):
+            p = expit(theta[:, None] - theta[None, :])
+            gradient = (wins - (wins + wins.T) * p).sum(axis=1)
+            if self.inverse is not None and iteration < NEWTON_STEPS // 2:
+                step = self.inverse @ gradient
+            else:
+                step = np.linalg.solve(self._fisher(wins + wins.T, p), gradient)
+            step = np.clip(step, -STEP_CAP, STEP_CAP)  # damped far from the optimum (nearly one-sided data)
+            theta = theta + step - step.mean()
+            if np.abs(step).max() < 1e-9:
+                break
+        return theta
+
+    @staticmethod
+    def _fisher(total: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The Fisher information, a weighted graph Laplacian, + 1 1'/n (which pins the mean at 0)."""
+        weight = total * p * (1 - p)
+        return np.diag(weight.sum(axis=1)) - weight + 1.0 / len(p)
+
+    def influence(self, x: int, y: int) -> np.ndarray:
+        """First-order change of theta_x - theta_y when one vote of each kind is removed: -(o - p) (u_lo - u_hi),
+        u = J^-1 (e_x - e_y), J the Fisher information of the full data's fit."""
+        u = self.inverse[:, x] - self.inverse[:, y]
+        low, high, outcome = self.rows[:, 0].astype(int), self.rows[:, 1].astype(int), self.rows[:, 2]
+        return -(outcome - expit(self.theta[low] - self.theta[high])) * (u[low] - u[high])
+
+
+def _greedy(gap: float, delta: np.ndarray, available: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Atoms that narrow the gap, most first, with their cumulative removals, and the first-order estimate:
+    the removals after which the linear estimate of the gap falls below zero (inf where it never does)."""
+    order = np.argsort(delta, kind="stable")
+    order = order[(delta[order] < 0) & (available[order] > 0)]
+    reach = np.cumsum(available[order])
+    after = gap + np.cumsum(delta[order] * available[order])
+    stop = int(np.searchsorted(-after, 0, side="right"))  # first atom after which the estimate is below 0
+    if stop >= len(order):
+        return order, reach, np.inf
+    before = after[stop - 1] if stop else gap
+    done = reach[stop - 1] if stop else 0.0
+    return order, reach, float(done + min(available[order[stop]], np.floor(before / -delta[order[stop]]) + 1))
+
+
+def _prefix(order: np.ndarray, reach: np.ndarray, available: np.ndarray, k: float) -> np.ndarray:
+    """The first ``k`` removals in greedy order, per atom."""
+    taken = np.zeros_like(available)
+    full = int(np.searchsorted(reach, k, side="right"))
+    taken[order[:full]] = available[order[:full]]
+    if full < len(order):
+        taken[order[full]] = k - (reach[full - 1] if full else 0.0)
+    return taken
+
+
+def _reverse(section: _Section, x: int, y: int, workers: bool) -> tuple[float, float]:
+    """(the fewest removals, in the influence order, that reverse x over y on refitting, or nan; the
+    first-order estimate): votes, or workers when ``workers``. From the estimate, the removal doubles until a
+    refit reverses, then bisects (the linear estimate overshoots or falls short when removals are large)."""
+    available = np.ones(section.by_worker.shape[0]) if workers else section.counts
+    delta = section.influence(x, y)
+    order, reach, estimate = _greedy(section.theta[x] - section.theta[y],
+                                     section.by_worker @ delta if workers else delta, available)
+    if not len(order):
+        return np.nan, estimate
+
+    def reversed_after(k: float) -> bool:
+        taken = _prefix(order, reach, available, k)
+        theta = section.fit(section.counts - (section.by_worker.T @ taken if workers else taken))
+        return bool(theta[y] > theta[x])
+
+    low, high = 0.0, float(min(estimate, reach[-1]))
+    while not reversed_after(high):
+        if high >= reach[-1]:
+            return np.nan, estimate
+        low, high = high, float(min(2 * high, reach[-1]))
+    for _ in range(BISECTIONS):
+        if high - low <= 1:
+            break
+        middle = float(np.floor((low + high) / 2))
+        low, high = (low, middle) if reversed_after(middle) else (middle, high)
+    return high, estimate
+
+
+def exact_bt_votes(section: _Section, x: int, y: int, upper: float, max_fits: int = 5000) -> float:
+    """The fewest votes whose removal puts y above x, searching every removal of fewer than ``upper`` votes
+    (the confirmed approximation bounds the search); nan where that takes more than ``max_fits`` refits."""
+    kinds = len(section.counts)
+    sizes = range(1, int(upper)) if np.isfinite(upper) else range(1, int(section.counts.sum()) + 1)
+    fits = 0
+    for size in sizes:
+        for chosen in itertools.combinations_with_replacement(range(kinds), size):
+            drop = np.bincount(np.asarray(chosen), minlength=kinds)
+            if (drop > section.counts).any():
+                continue
+            fits += 1
+            if fits > max_fits:
+                return np.nan
+            theta = section.fit(section.counts - drop)
+            if theta[y] > theta[x]:
+                return float(size)
+    return float(upper)
+
+
+def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
+    """Per question and unit (``comparisons`` with sections): the top model against the challenger (of the
+    CHALLENGERS nearest in strength) with the smallest first-order estimate (the top changes), and each of the first ``pairs`` models in
+    Bradley-Terry order over the next one down."""
+    rows = []
+    for (question, unit), part in comparisons.groupby(SECTION, sort=False, dropna=False):
+        section = _Section(part)
+        if len(section.models) < 2:
+            continue
+        order = np.argsort(-section.theta, kind="stable")
+        total, n_workers = int(section.counts.sum()), section.by_worker.shape[0]
+        top = order[0]
+        nearest = order[1:1 + CHALLENGERS]
+        checks = [("top", top, min(nearest, key=lambda c: _first_guess(section, top, c)))]
+        checks += [("adjacent", order[i], order[i + 1]) for i in range(min(pairs, len(order) - 1))]
+        for kind, x, y in checks:
+            votes, estimate = _reverse(section, x, y, workers=False)
+            workers, _ = _reverse(section, x, y, workers=True)
+            row = {"question": question, "unit": unit, "order": kind, "model": section.models[x],
+                   "over": section.models[y], "gap": float(section.theta[x] - section.theta[y]), "votes": total,
+                   "votes_to_reverse": votes, "first_order_estimate": estimate, "share": votes / total,
+                   "workers": n_workers, "workers_to_reverse": workers}
+            row["sentence"] = _bt_sentence(row)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=BT_COLUMNS)
+
+
+def _first_guess(section: _Section, x: int, y: int) -> float:
+    """The first-order estimate alone (no refits): which challenger of the top model to confirm."""
+    delta = section.influence(x, y)
+    return _greedy(section.theta[x] - section.theta[y], delta, section.counts)[2]
+
+
+def _bt_sentence(row: dict) -> str:
+    subject = (f"{row['model']} is top; {row['over']} overtakes it" if row["order"] == "top"
+               else f"{row['model']} over {row['over']} (Bradley-Terry) reverses")
+    if np.isnan(row["votes_to_reverse"]):
+        return f"{subject.split(';')[0]}: no removal of votes found that reverses it"
+    workers = ("" if np.isnan(row["workers_to_reverse"])
+               else f", or the votes of {_count(row['workers_to_reverse'], row['workers'], 'workers')}")
+    return f"{subject} if {_count(row['votes_to_reverse'], row['votes'], 'votes')} are dropped{workers}"

@@ -1,0 +1,114 @@
+"""Voter flags (adaptive/voter_flags.py) on simulated crowds (parlai_dialeval/testing/crowd_votes.py, which
+shares no code with them): honest clustered, position-biased crowds flagged at most at alpha; riggers,
+one-sided and too-fast workers flagged by their own test."""
+from __future__ import annotations
+
+import re
+
+import choix
+import numpy as np
+import pandas as pd
+import pytest
+
+from parlai_dialeval.adaptive.voter_flags import VoterSettings, exclude_flagged, flag_voters
+from parlai_dialeval.testing.crowd_votes import crowd_study
+
+
+def test_honest_clustered_position_biased_crowds_are_not_flagged():
+    # Family-wise error rate <= 5% per study: in 8 independent honest studies (item effects SD 1, worker
+    # tastes SD 0.3, 60% of decided votes for side A) more than one with a flag would have probability
+    # below 1 - 0.95^8 - 8 x 0.05 x 0.95^7 = 5.7%, and that is if every study used its whole alpha.
+    studies = [flag_voters(crowd_study(np.random.default_rng(seed), votes=2000)) for seed in range(8)]
+    assert sum(bool(flags.flagged) for flags in studies) <= 1
+    a_share = crowd_study(np.random.default_rng(0), votes=2000).query("choice != 'tie'")["choice"].eq("a").mean()
+    assert 0.55 < a_share < 0.7  # the crowd does have position bias
+
+
+def _bt_rank(votes: pd.DataFrame, model: str) -> int:
+    """Rank (1 = best) of ``model`` by choix's Bradley-Terry MLE, ties as half wins: independent of the code."""
+    models = sorted(set(votes["model_a"]) | set(votes["model_b"]))
+    index = {m: i for i, m in enumerate(models)}
+    matrix = np.zeros((len(models), len(models)))
+    for a, b, choice in votes[["model_a", "model_b", "choice"]].itertuples(index=False):
+        win = {"a": 1.0, "b": 0.0, "tie": 0.5}[choice]
+        matrix[index[a], index[b]] += win
+        matrix[index[b], index[a]] += 1 - win
+    strength = choix.ilsr_pairwise_dense(matrix, alpha=1e-3)
+    return int((strength > strength[index[model]]).sum()) + 1
+
+
+def test_riggers_are_flagged_and_excluding_them_restores_the_targets_rank():
+    study = crowd_study(np.random.default_rng(3), votes=2000, rigging_share=0.05, target=0, rigger_votes=100)
+    flags = flag_voters(study)
+    riggers = set(study.loc[~study["honest"], "worker_id"])
+    assert set(flags.flagged) == riggers
+    evidence = flags.evidence()
+    assert set(evidence["test"]) <= {"rigging", "against_crowd"}
+    assert set(evidence.loc[evidence["test"] == "rigging", "target"]) == {"m0"}
+    kept, left_out = exclude_flagged(study, flags)
+    assert left_out == int((~study["honest"]).sum())
+    assert _bt_rank(study, "m0") < 4 and _bt_rank(kept, "m0") == 4  # m0 is the weakest model
+
+
+def test_riggers_with_a_tenth_of_all_votes_are_found_though_they_are_the_targets_crowd():
+    # 8 riggers x 60 votes, all on the target's 7 pairs: a third of its votes, the majority of its pairs by volume
+    strengths = np.linspace(0.0, 1.4, 8)
+    study = crowd_study(np.random.default_rng(1000), strengths=strengths, votes=4000, rigging_share=0.1, target=1,
+                        rigger_votes=60)
+    flags = flag_voters(study.drop(columns=["honest"]))
+    assert set(flags.flagged) == set(study.loc[~study["honest"], "worker_id"])
+    assert _bt_rank(study, "m1") <= 3 and _bt_rank(exclude_flagged(study, flags)[0], "m1") == 7
+
+
+def test_one_sided_and_too_fast_workers_are_flagged_by_their_own_test():
+    study = crowd_study(np.random.default_rng(5), votes=2000, side_workers=2, fast_workers=2, dishonest_votes=120)
+    flags = flag_voters(study)
+    evidence = flags.evidence()
+    assert set(evidence.loc[evidence["test"] == "position", "worker_id"]) == {"side0", "side1"}
+    assert set(evidence.loc[evidence["test"] == "too_fast", "worker_id"]) == {"fast0", "fast1"}
+    assert set(flags.flagged) == {"side0", "side1", "fast0", "fast1"}
+    side = [line for line in flags.sentences() if line.startswith("worker side0: picked one side on ")]
+    assert len(side) == 1 and re.search(r"on (\d+) of \1 votes \(honest at most 80%\); e-value", side[0])
+
+
+def test_threshold_is_bonferroni_over_workers_tests_and_models():
+    study = crowd_study(np.random.default_rng(7), votes=600, workers=10)
+    flags = flag_voters(study, VoterSettings(alpha=0.1))
+    table = flags.table
+    # 4 tests x 10 workers / 0.1; rigging also x 4 models (independent arithmetic)
+    assert np.allclose(table.loc[table["test"] != "rigging", "threshold"], 400)
+    assert np.allclose(table.loc[table["test"] == "rigging", "threshold"], 1600)
+
+
+def test_tests_that_cannot_apply_say_why():
+    study = crowd_study(np.random.default_rng(9), votes=600).drop(columns=["duration"])
+    study["model_a"], study["model_b"] = (np.where(study["model_a"] < study["model_b"], study[c1], study[c2])
+                                          for c1, c2 in (("model_a", "model_b"), ("model_b", "model_a")))
+    flags = flag_voters(study)
+    assert flags.tests["too_fast"].startswith("not run: the records hold no times")
+    assert flags.tests["position"].startswith("not run: no pair was shown in both orders")
+    assert set(flags.table["test"]) == {"against_crowd", "rigging"}
+    assert np.allclose(flags.table["threshold"].min(), 2 * flags.workers / 0.05)
+
+
+@pytest.mark.slow
+def test_analyze_pairwise_and_certify_report_flagged_workers_and_leave_them_out_on_request(tmp_path):
+    from parlai_dialeval.scripts import analyze_pairwise, certify
+
+    study = crowd_study(np.random.default_rng(3), votes=2000, rigging_share=0.05, target=0, rigger_votes=100)
+    riggers = sorted(set(study.loc[~study["honest"], "worker_id"]))
+    study = study.drop(columns=["honest"])
+    left = analyze_pairwise.analyze(study, tmp_path / "left", analyze_pairwise.PairwiseConfig(
+        bootstrap_rounds=5, exclude_flagged=True), log=lambda *_: None)
+    assert left["summary"]["voter_flags"]["flagged"] == riggers
+    assert left["summary"]["voter_flags"]["votes_left_out"] == int(study["worker_id"].isin(riggers).sum())
+    assert _bt_rank(study, "m0") < 4 and left["rankings"].set_index("model").loc["m0", "rank"] == 4
+    report = (tmp_path / "left" / "report.html").read_text()
+    assert f"worker {riggers[0]}: " in report and "votes are left out of everything below" in report
+    assert "m3 is top; " in report and " reverses if " in report
+    kept = certify.analyze(study, tmp_path / "certify", certify.CertifyConfig())
+    flagged = kept["voter_flags"]
+    assert sorted(set(flagged.loc[flagged["flagged"], "worker_id"])) == riggers
+    report = (tmp_path / "certify" / "report.html").read_text()
+    assert "their votes are kept (--exclude-flagged true leaves them out)" in report
+    assert " reverses if " in report and (tmp_path / "certify" / "fragility_pairs.csv").exists()
