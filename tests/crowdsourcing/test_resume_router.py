@@ -20,9 +20,8 @@ import httpx
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
-from parlai_dialeval.testing.ports import free_port
 
-from .test_router_hostile import require_router, start_router
+from .test_router_hostile import require_router, run_router
 
 
 def built_router(tmp_path: Path) -> Path:
@@ -61,14 +60,7 @@ async def page_asks_before_the_server_connects(port: int) -> dict:
 
 def test_a_request_for_an_agent_before_the_server_connects_is_answered(tmp_path):
     require_router()
-    router = built_router(tmp_path)
-    port = free_port()
-    node = start_router(router, port)
-    try:
-        answer = asyncio.run(page_asks_before_the_server_connects(port))
-    finally:
-        node.terminate()
-        node.communicate(timeout=10)
+    answer, _ = run_router(built_router(tmp_path), page_asks_before_the_server_connects)
     assert answer["data"]["agent_id"] == "7"
     assert answer["data"]["agent_token"] == compat_router.token("7")  # the page's session token, as always
 
@@ -120,14 +112,8 @@ def test_what_the_router_keeps_for_an_absent_server_is_bounded(tmp_path):
     # this bound, not the claims' limit per address (dialeval_claims.js), which would refuse the flood first
     config = {**compat_router.claims_config(None), "claims_per_source": 0}
     (router / compat_router.CLAIMS_CONFIG).write_text(json.dumps(config))
-    port = free_port()
-    node = start_router(router, port)
     name_bytes, requests = 480 * 1024, 90  # 90 x 480 KiB = 42 MiB, past the 32 MiB kept
-    try:
-        busy, reached = asyncio.run(flood_before_the_server_connects(port, requests, name_bytes))
-    finally:
-        node.terminate()
-        output = node.communicate(timeout=10)[0]
+    (busy, reached), output = run_router(router, lambda port: flood_before_the_server_connects(port, requests, name_bytes))
     assert "refused packet for the server: no server connected" in output
     assert 0 < reached <= HELD_BYTES_LIMIT // (name_bytes + 100)
     assert reached < requests
@@ -179,11 +165,5 @@ def test_what_the_bot_sends_while_a_page_is_away_arrives_when_it_is_back(tmp_pat
     reloaded or lost its connection was lost (it showed only after a full reload, from the world's state).
     Our router keeps them until the page's new socket says alive, and sends them in order."""
     require_router()
-    port = free_port()
-    node = start_router(built_router(tmp_path), port)
-    try:
-        seen = asyncio.run(page_away_while_the_bot_answers(port))
-    finally:
-        node.terminate()
-        node.communicate(timeout=10)
+    seen, _ = run_router(built_router(tmp_path), page_away_while_the_bot_answers)
     assert seen == ["before", "while away 1", "while away 2"]

@@ -12,10 +12,9 @@ import time
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
-from parlai_dialeval.testing.ports import free_port
 
 from .test_resume_router import built_router
-from .test_router_hostile import require_router, start_router
+from .test_router_hostile import require_router, run_router
 
 FRAME = 400 * 1024
 BURST, PER_SECOND = 1024 * 1024, 64 * 1024  # dialeval_guard.js: AGENT_BYTES_BURST, AGENT_BYTES_PER_SECOND
@@ -64,13 +63,7 @@ async def flood_from_two_sockets(port: int, frames: int) -> tuple[int, float, in
 
 def test_an_agent_cannot_push_the_server_more_than_its_byte_budget(tmp_path):
     require_router()
-    port = free_port()
-    node = start_router(built_router(tmp_path), port)
-    try:
-        got, took, count, other = asyncio.run(flood_from_two_sockets(port, 30))
-    finally:
-        node.terminate()
-        output = node.communicate(timeout=10)[0]
+    (got, took, count, other), output = run_router(built_router(tmp_path), lambda port: flood_from_two_sockets(port, 30))
     sent = 30 * FRAME
     allowed = BURST + PER_SECOND * (took + 1)  # what the bucket lets through in that time, a second's slack
     assert 0 < count and got <= allowed < sent / 3, (got, allowed, sent)

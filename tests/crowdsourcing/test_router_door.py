@@ -28,7 +28,7 @@ from parlai_dialeval.testing.real_model import free_port
 from .page_client import PageClient
 from .protocol_harness import CliRun, dialeval
 from .test_resume_router import built_router
-from .test_router_hostile import require_router, start_router
+from .test_router_hostile import require_router, run_router, start_router
 
 AGENT = "7"
 # one source's budget, smaller than a launch's (dialeval_door.js: a burst of 400, then 40 a second) so that
@@ -216,13 +216,7 @@ def test_a_source_holds_a_bounded_number_of_sockets(tmp_path):
     router = built_router(tmp_path)
     config = router / "dialeval_door.json"
     config.write_text(json.dumps({**json.loads(config.read_text()), "source_sockets": SOCKETS}))
-    port = free_port()
-    node = start_router(router, port)
-    try:
-        seen = asyncio.run(hold_sockets(port))
-    finally:
-        node.terminate()
-        output = node.communicate(timeout=10)[0]
+    seen, output = run_router(router, hold_sockets)
     assert seen == {"refused": (429, "5"), "other source": True, "after a close": True}, seen
     assert f"refused websocket upgrade: more than {SOCKETS} open sockets from one source" in output
 

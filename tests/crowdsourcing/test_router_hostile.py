@@ -327,6 +327,19 @@ def start_router(router: Path, port: int) -> subprocess.Popen:
     return node
 
 
+def run_router(router: Path, scenario) -> tuple:
+    """(what ``scenario(port)`` returned, the router's output): a built router started on a free port for the
+    coroutine and stopped after it, however it ends."""
+    port = free_port()
+    node = start_router(router, port)
+    try:
+        result = asyncio.run(scenario(port))
+    finally:
+        node.terminate()
+        output = node.communicate(timeout=10)[0]
+    return result, output
+
+
 def test_built_router_runs_on_our_modules_without_npm(tmp_path):
     """A launch's router build never runs `npm install` (Mephisto's source folder is given as the server
     source), links the modules install.sh installed, and starts from them: no network needed."""

@@ -24,10 +24,9 @@ import httpx
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
-from parlai_dialeval.testing.ports import free_port
 
 from .test_resume_router import built_router
-from .test_router_hostile import require_router, start_router
+from .test_router_hostile import require_router, run_router
 
 
 def signed(agent: str, **fields) -> dict:
@@ -103,13 +102,7 @@ async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
 
 def test_a_page_posts_only_what_the_server_takes_without_raising(tmp_path):
     require_router()
-    port = free_port()
-    node = start_router(built_router(tmp_path), port)
-    try:
-        statuses, packets = asyncio.run(post_all(port))
-    finally:
-        node.terminate()
-        output = node.communicate(timeout=10)[0]
+    (statuses, packets), output = run_router(built_router(tmp_path), post_all)
     assert statuses == {"files": 400, "string files": 400, "string": 400, "null": 400, "list": 400,
                         "honest submission": 200, "honest string submission": 200, "metadata": 403,
                         "error not an object": 400, "error of 40 KB": 413, "honest error": 200,
