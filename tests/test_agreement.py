@@ -148,3 +148,28 @@ def test_agreement_is_about_the_model_chosen_not_the_side_it_was_shown_on():
     assert agreement.weak_agreement(frame) == {"allagree": 6, "A/Bdis": 0, "onedis": 0, "alldis": 0, "items": 6}
     table = agreement.annotator_correlations(frame, min_items=2)
     assert not table["negative"].any() and np.allclose(table["spearman"], 1)
+
+
+def test_item_total_correlations_equal_the_dense_definition_on_random_votes():
+    # Issue 43: the groups x prompts table became long form (it was 3 GB for 200 Arena models); the
+    # reference is the definition computed densely with scipy, as the code did before.
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    rows = [{"item_id": f"i{n}", "context": f"p{rng.integers(0, 12)}", "worker_id": f"w{n % 7}",
+             "model_a": f"m{pair}", "model_b": "ref", "choice": rng.choice(["a", "b", "tie"])}
+            for n, pair in enumerate(rng.integers(0, 9, 400))]
+    frame = pd.DataFrame(rows)
+    got = agreement.item_total_correlations(frame).set_index("prompt")
+    matrix = frame.assign(score=frame["choice"].map({"a": 1, "b": -1, "tie": 0})).pivot_table(
+        index="model_a", columns="context", values="score", aggfunc="mean")
+    total, count = matrix.sum(axis=1), matrix.notna().sum(axis=1)
+    assert list(got.index) == list(matrix.columns)
+    for prompt in matrix.columns:
+        item = matrix[prompt]
+        present = item.notna() & (count > 1)
+        rest = (total[present] - item[present]) / (count[present] - 1)
+        assert got.loc[prompt, "comparisons"] == present.sum()
+        assert got.loc[prompt, "mean_score"] == pytest.approx(item[present].mean())
+        assert got.loc[prompt, "item_total_r"] == pytest.approx(stats.pearsonr(item[present], rest).statistic,
+                                                                abs=1e-12)

@@ -219,3 +219,12 @@ def test_a_judge_that_contradicts_people_gets_weight_zero_and_a_note():
     assert result.estimate[0] == pytest.approx(y.mean())
     np.testing.assert_allclose(result.interval(), result.interval(human=True))
     assert ppi.note(result).startswith("judge set aside (weight 0.00)")
+
+
+def test_ppi_mean_without_judge_only_rows_is_the_human_mean():
+    # Issue 43 (Arena scale with --judge): a pair whose items the judge saw only where people voted too
+    # crashed analyze_pairwise ("cannot reshape array of size 0") before; it is the human-only estimate.
+    labels, judge = np.array([1.0, 0.0, 1.0, 1.0]), np.array([1.0, 0.0, 0.0, 1.0])
+    result = ppi.ppi_mean(labels, judge, np.array([]))
+    assert result.lam == 0.0 and result.estimate[0] == pytest.approx(0.75)
+    assert result.human_estimate[0] == pytest.approx(0.75)

@@ -98,3 +98,24 @@ def test_interval_level_follows_ci():
     wide = rankings.rankings(votes, rounds=200, ci=0.95).set_index("model")
     narrow = rankings.rankings(votes, rounds=200, ci=0.5).set_index("model")
     assert ((narrow["bt_ci_high"] - narrow["bt_ci_low"]) < (wide["bt_ci_high"] - wide["bt_ci_low"])).all()
+
+
+def test_trueskill_closed_form_equals_the_librarys_factor_graph_game_by_game():
+    # Issue 43 (a million votes): rankings.trueskill_ratings replaced trueskill.rate_1vs1 by its two-player
+    # closed form; the library itself is the independent reference, on wins, losses and draws.
+    import trueskill
+
+    rng = np.random.default_rng(3)
+    n = 5
+    a = rng.integers(0, n, 600)
+    b = (a + rng.integers(1, n, 600)) % n
+    outcome = rng.choice([0.0, 0.5, 1.0], 600, p=[0.4, 0.2, 0.4])
+    env = trueskill.TrueSkill(draw_probability=float(np.mean(outcome == 0.5)))
+    ratings = [env.create_rating() for _ in range(n)]
+    for i, j, o in zip(a, b, outcome):
+        if o == 0.0:
+            i, j = j, i
+        ratings[i], ratings[j] = trueskill.rate_1vs1(ratings[i], ratings[j], drawn=bool(o == 0.5), env=env)
+    mu, sigma = rankings.trueskill_ratings(a, b, outcome, n)
+    np.testing.assert_allclose(mu, [r.mu for r in ratings], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sigma, [r.sigma for r in ratings], rtol=0, atol=1e-9)

@@ -85,7 +85,8 @@ class PPIEstimate:
 
 def _as_2d(values) -> np.ndarray:
     values = np.asarray(values, dtype=float)
-    return values.reshape(len(values), -1)
+    # one column per parameter; a 1-D array is one parameter even when empty (reshape(0, -1) cannot say)
+    return values[:, None] if values.ndim == 1 else values.reshape(len(values), -1)
 
 
 def _clusters(clusters, n: int) -> np.ndarray:

@@ -137,16 +137,23 @@ def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "con
                           "group": (votes.groupby(groups, dropna=False).ngroup() if groups
                                     else pd.Series(0, index=votes.index)).to_numpy(),
                           "score": votes["choice"].astype(str).map(SCORE).to_numpy()})
-    matrix = frame.pivot_table(index="group", columns="prompt", values="score", aggfunc="mean")
-    total, count = matrix.sum(axis=1), matrix.notna().sum(axis=1)
-    rows = []
-    for prompt_name in matrix.columns:
-        item = matrix[prompt_name]
-        present = item.notna() & (count > 1)
-        rest = (total[present] - item[present]) / (count[present] - 1)
-        ok = present.sum() >= 3 and item[present].nunique() > 1 and rest.nunique() > 1
-        r = stats.pearsonr(item[present], rest).statistic if ok else np.nan
-        rows.append({"prompt": prompt_name, "comparisons": int(present.sum()),
-                     "mean_score": float(item[present].mean()) if present.any() else np.nan,
-                     "item_total_r": r})
-    return pd.DataFrame(rows, columns=["prompt", "comparisons", "mean_score", "item_total_r"])
+    # Long form, one row per (group, prompt) cell: the groups x prompts table was dense (200 models of
+    # Arena battles, every battle its own prompt: 19,900 x 20,000 cells, 3 GB; issue 43).
+    cells = frame.groupby(["group", "prompt"], sort=True)["score"].mean().reset_index()
+    per_group = cells.groupby("group")["score"].agg(["sum", "count"])
+    total = cells["group"].map(per_group["sum"])
+    count = cells["group"].map(per_group["count"])
+    present = cells[count > 1].assign(rest=(total - cells["score"]) / (count - 1))
+    x, y = present["score"], present["rest"]
+    sums = present.assign(xy=x * y, xx=x * x, yy=y * y).groupby("prompt").agg(
+        n=("score", "size"), x=("score", "sum"), y=("rest", "sum"), xy=("xy", "sum"), xx=("xx", "sum"),
+        yy=("yy", "sum"), x_kinds=("score", "nunique"), y_kinds=("rest", "nunique"))
+    ok = (sums["n"] >= 3) & (sums["x_kinds"] > 1) & (sums["y_kinds"] > 1)
+    n = sums["n"]
+    r = (n * sums["xy"] - sums["x"] * sums["y"]) / np.sqrt((n * sums["xx"] - sums["x"] ** 2)
+                                                           * (n * sums["yy"] - sums["y"] ** 2))
+    out = pd.DataFrame({"prompt": cells["prompt"].drop_duplicates().sort_values()}).set_index("prompt")
+    out["comparisons"] = n.reindex(out.index).fillna(0).astype(int)
+    out["mean_score"] = (sums["x"] / n).reindex(out.index)
+    out["item_total_r"] = r.clip(-1, 1).where(ok).reindex(out.index)
+    return out.reset_index()[["prompt", "comparisons", "mean_score", "item_total_r"]]

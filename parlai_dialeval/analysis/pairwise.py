@@ -136,7 +136,7 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
     cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
     the decided votes and ``p_two_way``, the test clustered by item and by worker (clustering.two_way_p)."""
-    from parlai_dialeval.analysis.cluster_robust import cluster_ids, clustering_summary, two_way_p
+    from parlai_dialeval.analysis.cluster_robust import cluster_ids, clustering_summary, two_way_ps
 
     group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
     decided = (~frame["auto"] & (frame["score"] != 0)).to_numpy()
@@ -145,6 +145,8 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     empty = {"clusters": 0, "clusters_won_a": 0, "clusters_won_b": 0, "votes_per_cluster": np.nan, "icc": np.nan,
              "design_effect": np.nan, "workers": 0, "p_two_way": np.nan}
     rows = [empty] * (int(group.max()) + 1 if len(group) else 0)
+    workers_of = part_of["worker_id"] if "worker_id" in part_of else pd.Series(None, index=part_of.index, dtype=object)
+    p_two_way = two_way_ps(part_of["group"], part_of["won"], part_of["cluster"], workers_of) if len(part_of) else []
     for number, part in part_of.groupby("group", sort=False):
         per = part.groupby("cluster", sort=False)["won"].agg(["sum", "size"])
         margin = 2 * per["sum"] - per["size"]
@@ -152,7 +154,7 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         rows[number] = {"clusters_won_a": int((margin > 0).sum()), "clusters_won_b": int((margin < 0).sum()),
                         **clustering_summary(part["won"].to_numpy(), part["cluster"].to_numpy()),
                         "workers": int(workers.nunique()),
-                        "p_two_way": two_way_p(part["won"], part["cluster"], workers)}
+                        "p_two_way": float(p_two_way[number])}
     return pd.DataFrame(rows, columns=CLUSTER_COLUMNS)
 
 

@@ -14,6 +14,10 @@ from parlai_dialeval.analysis import pairwise  # noqa: E402
 
 # ColorBrewer's RdBu: diverging, readable with the common colour-vision deficiencies and in greyscale
 HEATMAP_CMAP = "RdBu"
+# Arena scale: 200 models drew a 122-inch figure (a 720 MB image) with 40,000 numbers nobody can read.
+# Bounded here; above HEATMAP_LABELLED models the cells carry no numbers (wmt_scores.csv holds them).
+HEATMAP_MAX_INCHES = 24
+HEATMAP_LABELLED = 40
 
 
 def luminance(colour) -> float:
@@ -49,19 +53,22 @@ def rank_plot(ranks: pd.DataFrame):
 
 
 def heatmap(wmt: pd.DataFrame, order: list[str]):
-    """Rows win against columns: colour = major score, cell text = distinct score (Lee Figure 2)."""
+    """Rows win against columns: colour = major score, cell text = distinct score (Lee Figure 2), up to
+    HEATMAP_LABELLED models."""
     major, distinct = pairwise.heatmap_matrices(wmt, order)
-    size = 0.6 * len(order) + 2
+    size = min(0.6 * len(order) + 2, HEATMAP_MAX_INCHES)
     fig, ax = plt.subplots(figsize=(size + 1, size))
     image = ax.imshow(major.to_numpy(dtype=float), cmap=HEATMAP_CMAP, vmin=0, vmax=1)
-    for i in range(len(order)):
-        for j in range(len(order)):
+    labelled = range(len(order)) if len(order) <= HEATMAP_LABELLED else range(0)
+    for i in labelled:
+        for j in labelled:
             value = distinct.iat[i, j]
             if not np.isnan(value):
                 cell = image.cmap(image.norm(major.iat[i, j])) if not np.isnan(major.iat[i, j]) else "white"
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=text_colour(cell))
-    ax.set_xticks(range(len(order)), order, rotation=60, ha="right")
-    ax.set_yticks(range(len(order)), order)
+    font = min(10.0, max(2.0, 72 * 0.8 * size / max(len(order), 1)))  # one label per cell row, at most 80% of it
+    ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=font)
+    ax.set_yticks(range(len(order)), order, fontsize=font)
     ax.set_xlabel("loses")
     ax.set_ylabel("wins")
     fig.colorbar(image, ax=ax, label="major score (win)")

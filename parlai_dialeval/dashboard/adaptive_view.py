@@ -27,9 +27,28 @@ def read_state(data_dir: Path, task_name: str) -> dict | None:
     batches = [{"batch": b["batch"], "hits": b["hits"], "read": b["read"],
                 "pairs": _counts(b["pairs"])} for b in state["batches"][-LAST_BATCHES:]]
     return {"status": state["status"], "alpha": state["alpha"], "threshold": ledger.threshold,
-            "ranking": state.get("ranking") or current_ranking(ledger), "hits_emitted": state["hits_emitted"],
+            "ranking": state.get("ranking") or current_ranking(ledger),
+            "provisional": provisional_of([(p.first, p.second, p.n) for p in ledger.pairs.values()]),
+            "hits_emitted": state["hits_emitted"],
             "judgments": state["judgments"], "pairs": sorted(pairs, key=lambda p: (p["a"], p["b"])),
             "batches": batches[::-1], "path": str(path)}
+
+
+def provisional_of(pairs: list[tuple[str, str, int]]) -> list[dict]:
+    """The ranking's provisional models with the reason (analysis.provisional, default threshold), from each
+    pair's outcomes so far."""
+    from collections import defaultdict
+
+    from parlai_dialeval.analysis.provisional import provisional_models
+
+    votes, opponents = defaultdict(int), defaultdict(set)
+    for first, second, n in pairs:
+        votes[first] += n
+        votes[second] += n
+        opponents[first].add(second)
+        opponents[second].add(first)
+    table = provisional_models(dict(votes), opponents)
+    return table.loc[table["provisional"], ["model", "reason"]].to_dict(orient="records")
 
 
 def _counts(pairs: list[list[str]]) -> str:

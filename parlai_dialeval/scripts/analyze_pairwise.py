@@ -54,6 +54,13 @@ class PairwiseConfig:
     exclude_flagged: bool = voter_option.exclude_flagged_field()
     side_share: float = voter_option.side_share_field()
     words_per_second: float = voter_option.words_per_second_field()
+    # Provisional results (issue 43): analysis/provisional.py says why each default.
+    provisional_votes: int = option(100, "a model with fewer worker votes than this is marked provisional",
+                                    kind="positive_int")
+    variants: str | None = option(None, "JSON file {family: [model, ...]}: models of one family tested against the "
+                                        "same opponents are marked provisional", metavar="F.json")
+    variant_pattern: str | None = option(None, "regular expression whose first group is a model's family, e.g. "
+                                               "'(.+)-exp-\\d+' (an alternative to --variants)", metavar="REGEX")
 
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
@@ -86,10 +93,12 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     for reason, count in (left_out or {}).items():
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
+    tables["provisional"] = _provisional(comparisons, config)
     _report(report, tables, summary, config, worker_checks)
     style_option.pairwise_section(report, comparisons, config, conversation_style, tables, summary)
     voter_option.add_voter_flags(report, voters, voters_left_out, config.exclude_flagged, tables, summary)
     voter_option.add_fragility(report, comparisons, tables, summary)
+    _report_provisional(report, tables["provisional"])
     if judge is not None:
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
@@ -244,6 +253,53 @@ def _judge_section(comparisons, judge, tables: dict, summary: dict, config: Pair
     report.table(scores, caption="log-strengths with mean 0, human-only and PPI++ (ties as half a win), "
                  "clustered by item; t intervals from the clustered sandwich variance, unlike the bootstrap above",
                  floatfmt="{:.4g}")
+
+
+def _provisional(comparisons: pd.DataFrame, config: PairwiseConfig) -> pd.DataFrame:
+    """analysis.provisional per question and unit, with the variants file read."""
+    from parlai_dialeval.analysis import provisional
+
+    variants = _read_variants(config.variants) if config.variants else None
+    parts = [pairwise_result._keyed(provisional.from_comparisons(part, config.provisional_votes, variants,
+                                                                 config.variant_pattern), question, unit)
+             for question, unit, part in sections(comparisons)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _read_variants(path: str) -> dict[str, str]:
+    """--variants: {family: [model, ...]} -> {model: family}."""
+    import json
+
+    from parlai_dialeval.errors import DataError
+
+    try:
+        families = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(path, f"unreadable ({error})", expected='a JSON object {"family": ["model", ...]}') from None
+    if not isinstance(families, dict):
+        raise DataError(path, "not an object", expected='{"family": ["model", ...]}', got=families)
+    out = {}
+    for family, models in families.items():
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise DataError(path, "not a list of model names", field=family, expected='["model", ...]', got=models)
+        out.update({model: family for model in models})
+    return out
+
+
+def _report_provisional(report: Report, table: pd.DataFrame) -> None:
+    marked = table[table["provisional"]]
+    report.heading("Provisional results")
+    report.text("A model's place is provisional while it has fewer worker votes than --provisional-votes, or when it "
+                "is one of several variants of a family (--variants, --variant-pattern) tested against the same "
+                "opponents: the best of several tries scores too high (the Leaderboard Illusion, arXiv 2504.20879). "
+                "provisional.csv lists every model.")
+    if len(marked):
+        report.warn(f"{len(marked)} model(s) are provisional: " + "; ".join(
+            f"{row.model} ({row.reason})" for row in marked.head(10).itertuples())
+            + ("; ..." if len(marked) > 10 else ""))
+        report.table(marked.drop(columns=["provisional"]))
+    else:
+        report.text("No model is provisional.")
 
 
 def _name(stem: str, question: str, unit: str) -> str:
