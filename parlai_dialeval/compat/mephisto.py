@@ -57,7 +57,9 @@ SOURCE_FIX = SourceFix("mephisto.operations.hydra_config", "mephisto", WRITTEN_F
 ], header="from dataclasses import field")
 AGENT_SOURCE_FIX = SourceFix("mephisto.data_model.agent", "mephisto", WRITTEN_FOR, [
     ("    from detoxify import Detoxify\n\n    DETOXIFY_INSTALLED = True",
-     '    raise ImportError("detoxify left out by parlai_dialeval.compat (no task scores feedback metadata)")'),
+     # as many lines as before: inspect.getsource (share_unit's check) reads the file on disk by line number
+     '    raise ImportError("detoxify left out by parlai_dialeval.compat (no task scores feedback metadata)")'
+     "\n\n    DETOXIFY_INSTALLED = True"),
 ])
 
 
