@@ -73,3 +73,14 @@ def test_no_plugin_commands_help_loads_the_heavy_libraries():
     result = run_python(code)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "loaded: []" in result.stdout, result.stdout[-500:]
+
+
+def test_mephisto_loads_without_detoxify_and_transformers():
+    """Mephisto's agent module imports detoxify (torch and transformers) only to score feedback metadata,
+    which our router refuses: every launch, export and review process would pay about a second for it
+    (compat/mephisto.py, AGENT_SOURCE_FIX)."""
+    result = run_python("import sys, parlai_dialeval, mephisto.operations.operator; "
+                        "from mephisto.data_model import agent; "
+                        "print(agent.DETOXIFY_INSTALLED, 'detoxify' in sys.modules, 'transformers' in sys.modules)")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "False", "False"]

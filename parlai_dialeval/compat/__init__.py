@@ -1,8 +1,8 @@
 """Every change this project makes to someone else's code, one module per library (docs/architecture.md,
 "Patches", lists them all):
 
-- ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, its data directory, its metrics
-  server, a thread-safe unit launcher for generated runs, our crowd providers registered on import);
+- ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, detoxify left out, its data directory,
+  its metrics server, a thread-safe unit launcher for generated runs, our crowd providers registered on import);
 - ``compat/mephisto_door.py``: what strangers' bytes may cost Mephisto's server (the router's door,
   unreadable packets dropped, bounded logging);
 - ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session
@@ -34,6 +34,7 @@ from parlai_dialeval.compat import source_fixes
 from parlai_dialeval.compat.patching import CompatError  # noqa: F401  (what a patch that no longer fits raises)
 
 source_fixes.register(_mephisto.SOURCE_FIX)
+source_fixes.register(_mephisto.AGENT_SOURCE_FIX)
 source_fixes.register(_mephisto_door.SOURCE_FIX)
 source_fixes.register(_parlai.SOURCE_FIX)
 

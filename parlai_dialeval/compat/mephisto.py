@@ -3,6 +3,11 @@
 
 - ``SOURCE_FIX``: dataclass defaults Python 3.11 rejects, rewritten at import. Retire when Mephisto
   uses ``field(default_factory=...)`` in ``hydra_config.py``.
+- ``AGENT_SOURCE_FIX``: ``mephisto/data_model/agent.py`` imports detoxify (torch and transformers: about
+  half the start of every process that imports Mephisto, each ``dialeval launch`` and ``export``) only to
+  score the toxicity of ``/submit_metadata`` feedback, which our router refuses (docs/security.md) and for
+  which detoxify would download a model at run time: the import fails as if detoxify were not installed.
+  Retire when Mephisto imports detoxify where it uses it.
 - ``use_data_dir``: Mephisto's data directory set in code, never asked for on stdin, and LocalArchitect's
   build folder inside it. Retire when Mephisto reads both from its config.
 - ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
@@ -50,6 +55,12 @@ SOURCE_FIX = SourceFix("mephisto.operations.hydra_config", "mephisto", WRITTEN_F
     ("    mephisto: MephistoConfig = MephistoConfig()",
      "    mephisto: MephistoConfig = field(default_factory=MephistoConfig)"),
 ], header="from dataclasses import field")
+AGENT_SOURCE_FIX = SourceFix("mephisto.data_model.agent", "mephisto", WRITTEN_FOR, [
+    ("    from detoxify import Detoxify\n\n    DETOXIFY_INSTALLED = True",
+     # as many lines as before: inspect.getsource (share_unit's check) reads the file on disk by line number
+     '    raise ImportError("detoxify left out by parlai_dialeval.compat (no task scores feedback metadata)")'
+     "\n\n    DETOXIFY_INSTALLED = True"),
+])
 
 
 def use_data_dir(path: Path) -> None:
@@ -285,6 +296,10 @@ def check() -> list[str]:
 
     if TaskConfig.__dataclass_fields__["mephisto"].default_factory is not MephistoConfig:
         raise ImportError("parlai_dialeval.compat: the hydra_config source fix did not take effect")
+    from mephisto.data_model import agent
+
+    if agent.DETOXIFY_INSTALLED or "detoxify" in sys.modules:
+        raise ImportError("parlai_dialeval.compat: Mephisto's agent module imported detoxify after all")
     metrics_server_off()
     atomic_state_writes()
     arrivals_checked()
@@ -294,5 +309,5 @@ def check() -> list[str]:
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     require_providers()
-    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, Prometheus off, safe unit launching, "
+    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, safe unit launching, "
             "atomic state writes, arrival checks, onboarding tries, our crowd providers"]
