@@ -320,3 +320,26 @@ def test_preference_pairs_options_ties_majority_and_whole_conversations():
                                                                                 ("acute-1", "x", 1)]
     flagged, left = preference_pairs(data.comparisons, data.conversations, PairOptions(), flagged_workers={"w1"})
     assert len(flagged) == 2 and left["votes of workers failing quality control"] == 2
+
+
+def test_style_matched_pairs_keep_only_replies_of_the_same_style():
+    """--pairs-style matched: a pair is kept when every style count of its two replies is within 0.1 as
+    (a - b) / (a + b + 1); the figures below are worked out by hand."""
+    from parlai_dialeval.publish.preferences import PairOptions, preference_pairs, style_matched
+
+    data = _votes_data()
+    rows, left = preference_pairs(data.comparisons, data.conversations, PairOptions(style="matched"))
+    # ab-1: "Fine, you?" asks a question, "Go away." does not (1 against 0: 0.5), twice; acute-1: "Cats are
+    # great" against "No." (3 words against 1: 2 / 5 = 0.4); pw-1: "Hello!" against "Bye" (1 word each) stays
+    assert [r["item_id"] for r in rows] == ["pw-1"]
+    assert left["pairs whose replies differ in style (--pairs-style matched)"] == 3
+
+    def reply(text):
+        return [{"role": "assistant", "content": text}]
+
+    ten, eleven, thirteen = ("word " * 10).strip(), ("word " * 11).strip(), ("word " * 13).strip()
+    listed = "- one\n- two\n- three four five six seven eight"  # 10 words, 3 list items
+    got = style_matched([reply(ten), reply(ten), reply(listed), reply("Sure 😀 " + ten)],
+                        [reply(eleven), reply(thirteen), reply(ten), reply("Sure " + ten)])
+    # 1 / 22 = 0.045 kept; 3 / 24 = 0.125 left out; 3 list items against none; an emoji against none
+    assert got.tolist() == [True, False, False, False]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from parlai_dialeval.analysis import style_control
-from parlai_dialeval.analysis.style_features import conversation_features, text_features
+from parlai_dialeval.metrics.style_features import conversation_features, text_features
 
 
 def test_features_of_hand_written_texts():

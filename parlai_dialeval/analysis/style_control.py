@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis.style_features import FEATURES, PATTERNS, text_features
+from parlai_dialeval.metrics.style_features import FEATURES, PATTERNS, text_features
 
 # A log-strength beyond this: the model never lost (or never won) in the fit's votes, no finite estimate.
 SEPARATED = 15.0

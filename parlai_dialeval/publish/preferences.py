@@ -12,16 +12,22 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from parlai_dialeval.data.validate import is_missing
+from parlai_dialeval.metrics.style_features import FEATURES, text_features
 
 TIES = ("drop", "keep")
 VOTES = ("every", "majority")
-# Raw votes only for now. Style control (analysis/style_control.py) adjusts the models' strengths, not single
-# votes; a style-controlled variant of the pairs needs a rule per vote (length-matched pairs, say) and is
-# another entry here; --pairs-style lists what this dict holds.
-STYLES = {"raw": None}
+# Style control (analysis/style_control.py) adjusts the models' strengths, not single votes; for training
+# data the rule is per pair: "matched" keeps only pairs whose chosen and rejected replies have the same
+# style (every feature's (a - b) / (a + b + 1), style control's normalisation, within STYLE_TOLERANCE), so
+# a reward model cannot learn that longer or more formatted replies win.
+STYLES = ("raw", "matched")
+# 0.1: lengths within about 20% of each other; a markdown, question or emoji count equal (1 against 0 is 0.5)
+# or nearly so among many (5 against 6 is 0.08)
+STYLE_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,23 @@ def preference_pairs(comparisons: pd.DataFrame, conversations: pd.DataFrame, opt
                      "item_id": row["item_id"], "question": _text(row.get("question")),
                      "study": _text(row.get("study")), "worker_id": _text(row.get("worker_id")),
                      "votes": int(row["votes"])})
+    if options.style == "matched" and rows:
+        matched = style_matched([r["chosen"] for r in rows], [r["rejected"] for r in rows])
+        if not matched.all():
+            left_out["pairs whose replies differ in style (--pairs-style matched)"] += int((~matched).sum())
+            rows = [row for row, keep in zip(rows, matched) if keep]
     return rows, left_out
+
+
+def style_matched(chosen: list[list[dict]], rejected: list[list[dict]]) -> np.ndarray:
+    """Per pair, whether its two sides' assistant messages have the same style: every style feature
+    (metrics/style_features.py) within STYLE_TOLERANCE as (a - b) / (a + b + 1)."""
+    def features(sides):
+        texts = ["\n".join(m["content"] for m in side if m["role"] == "assistant") for side in sides]
+        return text_features(pd.Series(texts, dtype=object))[list(FEATURES)].to_numpy(float)
+
+    a, b = features(chosen), features(rejected)
+    return (np.abs(a - b) / (a + b + 1) <= STYLE_TOLERANCE).all(axis=1)
 
 
 def _text(value) -> str | None:

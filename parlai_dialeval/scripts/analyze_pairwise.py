@@ -326,7 +326,7 @@ class AnalyzePairwise(AnalysisCommand):
             judge = load_judge(config.judge, "comparisons")
         style = None
         if config.style_control != "off" and comparisons.get("conversation_a", pd.Series(dtype=object)).notna().any():
-            from parlai_dialeval.analysis.style_features import conversation_features
+            from parlai_dialeval.metrics.style_features import conversation_features
 
             style = conversation_features(data.turns())
         return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge,

@@ -67,8 +67,10 @@ class Publish(ParlaiScript):
                            help="every vote a pair, or one pair per item by majority vote (a draw is a tie)")
         pairs.add_argument("--pairs-workers", default="passing", choices=("passing", "all"),
                            help="only workers passing the quality-control rule, or all")
-        pairs.add_argument("--pairs-style", default="raw", choices=tuple(STYLES),
-                           help="raw votes (a style-controlled variant is not available yet)")
+        pairs.add_argument("--pairs-style", default="raw", choices=STYLES,
+                           help="raw: every pair; matched: only pairs whose two replies have the same style (length "
+                                "within about 20%%, the same markdown, questions and emoji), so a model trained on "
+                                "them cannot learn that longer or more formatted replies win")
         hub = parser.add_argument_group("Hugging Face Hub")
         hub.add_argument("--push", default=None, metavar="OWNER/NAME",
                          help="upload the folder to this dataset repository (created private when missing); needs a "

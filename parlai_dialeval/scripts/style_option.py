@@ -190,7 +190,7 @@ def live_chat_section(report, result, data, opt: dict, alpha: float = 0.05) -> t
 
 def _live_chat_style(report, conv: pd.DataFrame, data, opt: dict, alpha: float, tables: dict, summary: dict) -> None:
     from parlai_dialeval.analysis import style_control
-    from parlai_dialeval.analysis.style_features import conversation_features
+    from parlai_dialeval.metrics.style_features import conversation_features
 
     style = conversation_features(data.turns())
     if opt.get("style_covariates"):
