@@ -142,6 +142,41 @@ per_turn = st.fixed_dictionaries({
     }, optional={"times": maybe(st.fixed_dictionaries({"task_start": leaf, "task_end": leaf}))})
 
 
+# Arena battles (FastChat's clean_battle_data.py output, lmsys/chatbot_arena_conversations)
+messages = maybe(st.lists(maybe(st.fixed_dictionaries({"role": maybe(st.sampled_from(["user", "assistant", "x"])),
+                                                       "content": leaf})), max_size=3))
+arena_battles = st.lists(maybe(st.fixed_dictionaries({
+    "model_a": maybe(st.sampled_from(["m1", "m2", ""])), "model_b": maybe(st.sampled_from(["m1", "m2", ""])),
+    "winner": maybe(st.sampled_from(["model_a", "model_b", "tie", "tie (bothbad)", "x"])),
+    "judge": maybe(st.sampled_from(["j1", "j2", ""]))},
+    optional={"question_id": leaf, "turn": leaf, "tstamp": leaf, "language": leaf, "anony": leaf,
+              "conversation_a": messages, "conversation_b": messages})), max_size=3)
+
+# A folder written by dialeval publish: its manifest and one Parquet table, both fuzzed
+published_folders = st.tuples(
+    st.one_of(loose, st.fixed_dictionaries({
+        "format_version": maybe(st.just("1.0")),
+        "configs": maybe(st.dictionaries(st.sampled_from(["comparisons", "ratings", "studies"]),
+                                         st.sampled_from(["data/table.parquet", "missing.parquet", "../x", "", "data"]),
+                                         max_size=2))})),
+    st.lists(st.fixed_dictionaries({}, optional={
+        "item_id": st.text(max_size=4), "model_a": st.text(max_size=3), "model_b": st.text(max_size=3),
+        "choice": st.sampled_from(["a", "b", "tie", "x"]), "worker_id": st.text(max_size=3),
+        "conversation_id": st.text(max_size=3), "value": st.sampled_from(["1", "x"])}), max_size=3))
+
+
+def _published(root, example):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    manifest, rows = example
+    (root / "data").mkdir(exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows) if rows else pa.table({"item_id": pa.array([], pa.string())}),
+                   root / "data" / "table.parquet")
+    (root / "dialeval.json").write_text(json.dumps(manifest))
+    return root
+
+
 def _csv(path, rows, columns):
     import csv
 
@@ -214,6 +249,8 @@ def writers():
                                                 jsonl_file("pairings.jsonl"))(root, example[1])),
         "parlai-model-chat": (st.one_of(model_chat, loose), json_file("chat.json")),
         "parlai-per-turn": (st.one_of(per_turn, loose), per_turn_file),
+        "arena": (st.one_of(arena_battles, loose), json_file("battles.json")),
+        "published": (published_folders, _published),
         "chateval-ab": (st.tuples(results_text, st.sampled_from(["a.txt\nb.txt\n", "a.txt\n", "a.txt\na.txt\n"]),
                                   chateval_responses),
                         lambda root, example: _chateval(root, *example)),

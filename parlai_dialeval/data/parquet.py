@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from parlai_dialeval.data import schema
+from parlai_dialeval.errors import DataError
 
 # A published folder (docs/publishing.md): its manifest names each configuration's Parquet file.
 MANIFEST = "dialeval.json"
@@ -102,17 +103,37 @@ def records_of(record_type: str, table: pa.Table) -> list[dict]:
 
 
 def read_published(folder) -> list[dict]:
-    """The canonical records of a published folder (studies, conversations, ratings, comparisons)."""
+    """The canonical records of a published folder (studies, conversations, ratings, comparisons). A folder
+    is anyone's download: its manifest and tables are checked, each fault a DataError naming the file."""
     from pathlib import Path
 
     import pyarrow.parquet as pq
 
     folder = Path(folder)
-    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    where = folder / MANIFEST
+    try:
+        manifest = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(where, f"not readable JSON ({error})") from None
+    configs = manifest.get("configs") if isinstance(manifest, dict) else None
+    if not isinstance(configs, dict) or not all(isinstance(name, str) for name in configs.values()):
+        raise DataError(where, "no configurations", field="configs",
+                        expected="an object naming each configuration's Parquet file", got=configs)
+    if not isinstance(manifest.get("format_version"), str):
+        raise DataError(where, "no format version", field="format_version", expected="a string",
+                        got=manifest.get("format_version"))
     out = []
     for record_type, config in CONFIGS.items():
-        if config in manifest["configs"]:
-            out += records_of(record_type, pq.read_table(folder / manifest["configs"][config]))
+        if config not in configs:
+            continue
+        path = (folder / configs[config]).resolve()
+        if folder.resolve() not in path.parents or not path.is_file():
+            raise DataError(where, "not a file inside the folder", field=f"configs.{config}",
+                            expected="a Parquet file's path under the folder", got=configs[config])
+        try:
+            out += records_of(record_type, pq.read_table(path))
+        except (pa.ArrowException, KeyError, TypeError, ValueError, AttributeError) as error:
+            raise DataError(path, f"not a {config} table of dialeval publish ({type(error).__name__}: {error})") from None
     for record in out:  # the folder's stamp, as a canonical file carries it on every record
         record["format_version"] = manifest["format_version"]
     return out

@@ -322,6 +322,8 @@ async def outsider_and_insider(port: int, honest: list[PageClient], seen: dict) 
         await asyncio.gather(*(http.get("/task_config.json", headers=stranger,
                                         params={"mephisto_task_version": f"{i}" + "9" * 16_000}) for i in range(30)))
         seen["flood refused"] = await pipelined(port, 1500, "/", stranger["X-Forwarded-For"])
+        # from another source: the flood emptied this one's budget, and a refill in time was a race
+        stranger = {"X-Forwarded-For": "203.0.113.10"}
         seen["bad name"] = (await http.post("/request_agent", content=(
             '{"provider_data": {"worker_name": "eve\\udc00", "agent_registration_id": "eve", "assignment_id": "e", '
             '"provider_type": "mock"}}'), headers={"Content-Type": "application/json", **stranger})).status_code
