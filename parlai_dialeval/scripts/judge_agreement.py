@@ -124,8 +124,10 @@ def _report(tables: dict, runs: list[dict], warnings: list[str], out: Path, opt)
                                     or "none"} for r in runs]),
                      "Unanswered items are left out of every figure below (nothing is guessed)")
     else:
-        report.warn("No judge summary (F.summary.json next to the judge output) was found: how many items the "
-                    "judge left unanswered is unknown.")
+        unknown = ("No judge summary (F.summary.json next to the judge output) was found: how many items the "
+                   "judge left unanswered is unknown.")
+        report.warn(unknown)
+        report.text(unknown)  # under its heading too, which stays empty otherwise
     if "pairwise_agreement" in tables:
         agreement = tables["pairwise_agreement"].merge(tables["pairwise_intervals"], on=["protocol", "criterion"])
         report.heading("Pairwise agreement")

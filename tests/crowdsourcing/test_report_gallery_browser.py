@@ -15,24 +15,49 @@ from parlai_dialeval.cli import main as dialeval
 
 from .protocol_harness import chromium_page, require_chromium, serious_accessibility_violations
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 WINDOW = {"width": 1280, "height": 900}
 PAIRS = ("AMT_NCM_Test_Human1_Human2", "AMT_NCM_Test_NCM_Human1")
+ROUND_2 = "live_chat_round_2"  # the analysis replicate compares with the gallery's analyze_live_chat
+
+
+def small_ratings() -> tuple[list[dict], list[dict], list[dict]]:
+    """Scale-design ratings (three models, two scales), and two workers' and a judge's 0-2 ratings of the
+    same conversations (judge_agreement)."""
+    scales = [{"type": "study", "name": "sc"}]
+    for i in range(6):
+        for m, model in enumerate(("m1", "m2", "m3")):
+            for w, (scale, low, high) in enumerate((("likert", 1, 6), ("likert", 1, 6), ("continuous", 0, 100))):
+                value = 1 + (i + m + w) % 6 if scale == "likert" else 20.0 * m + 3 * i + w
+                scales.append({"type": "rating", "study": "sc", "conversation_id": f"item{i}", "worker_id": f"w{w}",
+                               "model": model, "criterion": "readability", "scale": scale, "scale_min": low,
+                               "scale_max": high, "value": value})
+
+    def rated(worker, values):
+        return [{"type": "rating", "conversation_id": f"c{i}", "worker_id": worker, "model": f"m{i % 3}",
+                 "criterion": "overall", "scale": "likert", "scale_min": 0, "scale_max": 2, "value": v,
+                 "meta": {"protocol": "sm_dialog"}} for i, v in enumerate(values)]
+
+    human = [0, 1, 2, 2, 1, 0] * 6
+    return scales, rated("w1", human) + rated("w2", human[1:] + human[:1]), rated("judge:x", human[2:] + human[:2])
 
 
 def commands(shared: Path, out: Path) -> dict[str, list[str]]:
     """Report name -> the command that writes it (small inputs: two ChatEval comparisons, a round of Ji et
-    al.'s live chats, FED's annotations, test_single_model's small SM and PW study; bootstrap rounds and
-    trials cut down)."""
+    al.'s live chats (the second round's analysis for `replicate` is written first, by the test), FED's
+    annotations, test_single_model's small SM and PW study, small_ratings; bootstrap rounds and trials cut
+    down)."""
     from test_single_model import synthetic_records
 
     from parlai_dialeval.data import write_jsonl
 
     chateval = [str(shared / "chateval" / "amt_ab_2018" / name) for name in PAIRS]
-    study = out / "study.jsonl"
+    study, scales, human, judge = (out / f"{name}.jsonl" for name in ("study", "scales", "human", "judge"))
     if not study.is_file():
         out.mkdir(parents=True, exist_ok=True)
         write_jsonl(synthetic_records(), study)
+        for path, records in zip((scales, human, judge), small_ratings()):
+            write_jsonl(records, path)
     return {
         "analyze_pairwise": ["analyze_pairwise", "--data", *chateval, "--bootstrap-rounds", "20"],
         "certify": ["certify", "--data", *chateval],
@@ -42,6 +67,10 @@ def commands(shared: Path, out: Path) -> dict[str, list[str]]:
         "plan": ["plan", "--judge-agreement", "0.8"],
         "analyze_single_model": ["analyze_single_model", "--data", str(study), "--n-boot", "50"],
         "significance_time": ["significance_time", "--data", str(study), "--trials", "30", "--weights", "1:0,1:5,0:1"],
+        "compare_protocols": ["compare_protocols", "--data", str(study), "--trials", "20"],
+        "analyze_scales": ["analyze_scales", "--data", str(scales)],
+        "judge_agreement": ["judge_agreement", "--judge", str(judge), "--human", str(human)],
+        "replicate": ["replicate", "--runs", str(out / "analyze_live_chat"), str(out / ROUND_2)],
     }
 
 
@@ -92,6 +121,8 @@ def dashboard_html() -> str:
 def test_every_report_and_the_dashboard_fit_a_1280_px_window(shared_data, tmp_path):
     require_chromium()
     pages = {}
+    round_2 = ["analyze_live_chat", "--data", str(shared_data / "ji2022" / "raw_mturk_csv" / "FreeTopicRound2")]
+    assert dialeval([*round_2, "--out", str(tmp_path / ROUND_2)]) == 0
     for name, args in commands(shared_data, tmp_path).items():
         out = tmp_path / name
         assert dialeval([*args, "--out", str(out)]) == 0, name
