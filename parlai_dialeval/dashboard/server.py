@@ -53,7 +53,10 @@ class Dashboard:
         from waitress import wasyncore
 
         # closed on the server's own loop (its sockets are not thread-safe); an empty map ends the loop
-        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        try:
+            self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        except OSError:  # the loop has already ended and closed its trigger: nothing left to close
+            pass
         self.thread.join(10)
         self.server.task_dispatcher.shutdown()
         if self.token_file is not None:
