@@ -47,6 +47,8 @@ def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
                     f"{_pct(low)}-{_pct(high)}, {_p(row.p_adjusted)})")
             if row.p_adjusted < alpha:
                 settled.append((best, said))
+            elif len(open_) >= MAX_PAIRS:  # not named: the planner's search (tens of ms a pair) is skipped
+                open_.append(said)
             else:
                 decided = row.wins_a + row.wins_b
                 more = more_items_needed(row.win_rate_a, row.ties / max(decided + row.ties, 1),
