@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from parlai_dialeval.analysis import style_control
+from parlai_dialeval.analysis.live_chat import LiveChatConfig, analyze
+from parlai_dialeval.importers import load
+from parlai_dialeval.scripts.analyze_live_chat import run_analysis
 from parlai_dialeval.metrics.style_features import conversation_features, text_features
 
 
@@ -157,3 +161,47 @@ def test_live_chat_scores_adjusted_for_a_style_the_better_model_lacks():
     assert scores.loc["terse", "score_style"] > scores.loc["verbose", "score_style"]
     per_word = effects.iloc[0]["coefficient"] / effects.iloc[0]["per_sd"]
     assert abs(per_word - 0.1) < 0.02
+
+
+def test_a_covariate_off_its_usual_value_in_a_few_conversations_is_left_out():
+    """Two conversations of 300 carry a list; they happen to score high. A coefficient resting on two clusters
+    would come out 'significant' (FED's list items: 2 of 500 conversations, p = 5e-8 before); it is left out,
+    and length, which varies everywhere, stays."""
+    rng = np.random.default_rng(3)
+    conversations = pd.DataFrame({"conversation_id": [f"c{i}" for i in range(300)],
+                                  "worker_id": [f"w{i % 30}" for i in range(300)],
+                                  "model": ["a", "b"] * 150, "score": rng.normal(0, 1, 300)})
+    lists = np.zeros(300)
+    lists[[4, 9]] = 1.0
+    conversations.loc[[4, 9], "score"] += 5
+    style = pd.DataFrame({"length": rng.normal(10, 3, 300), "lists": lists},
+                         index=conversations["conversation_id"])
+    _, effects = style_control.live_chat_style_control(conversations, style)
+    assert effects["covariate"].tolist() == ["length"]
+    style.iloc[:style_control.MIN_UNUSUAL, 1] = 1.0  # as many as the rule asks: kept
+    _, effects = style_control.live_chat_style_control(conversations, style)
+    assert effects["covariate"].tolist() == ["length", "lists"]
+
+
+def test_fed_dialogues_are_adjusted_with_each_conversation_its_own_cluster(shared_data, tmp_path):
+    """FED (Mehri & Eskenazi 2020): a panel of five annotators rated every conversation, so the conversation,
+    not its first rater, is the independent unit (before: 'No style adjustment: 500 conversations of 1 worker').
+    The adjusted order keeps Table 4's dialog-level Overall order (Human 4.60 > Meena 4.11 > Mitsuku 3.10), and the
+    raw interval is the mean's CR1 interval with one cluster per conversation, computed here by hand."""
+    out = tmp_path / "fed"
+    summary = run_analysis({"data": [str(shared_data / "fed" / "fed_data.json")], "out": str(out),
+                            "qc_test": "none"}, log=lambda *_: None)
+    style = summary["style_control"]
+    assert style["clustered_by"] == "conversations" and style["conversations"] == 500
+    assert "lists" in style["left_out"] and "length" in style["covariates"]  # lists: 2 of 500 conversations
+    table = pd.read_csv(out / "style_control.csv").set_index("model")
+    assert table.sort_values("score_style", ascending=False).index.tolist() == ["Human", "Meena", "Mitsuku"]
+    # the raw fit is model means; CR1 with G = N clusters: var = G/(G-1) (N-1)/(N-K) sum(e^2) / n_m^2
+    conv = analyze(load([shared_data / "fed" / "fed_data.json"], log=None), LiveChatConfig(qc_test="none")).conversations
+    n, k = len(conv), conv["model"].nunique()
+    residual = conv["overall_z"] - conv.groupby("model")["overall_z"].transform("mean")
+    human = conv["model"].eq("Human")
+    se = np.sqrt(n / (n - 1) * (n - 1) / (n - k) * (residual[human] ** 2).sum() / human.sum() ** 2)
+    mean = conv.loc[human, "overall_z"].mean()
+    t = stats.t.ppf(0.975, n - 1)
+    assert table.loc["Human", ["raw_ci_low", "raw_ci_high"]].tolist() == pytest.approx([mean - t * se, mean + t * se])

@@ -367,19 +367,28 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
         else pd.DataFrame(columns=SECTION + COEFFICIENT_COLUMNS), described, left_out, sentences)
 
 
+# A covariate off its most common value in fewer conversations than this is left out: its clustered interval
+# would rest on a handful of clusters, where cluster-robust tests over-reject (MacKinnon & Webb 2017, "Wild
+# bootstrap inference for wildly different cluster sizes"; FED's list items: 2 of 500 conversations, p = 5e-8).
+MIN_UNUSUAL = 10
+
+
 def _standardised(style: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-    """Covariates centred and divided by their standard deviation (constant ones dropped), and those SDs."""
+    """Covariates centred and divided by their standard deviation (constant and rare ones, MIN_UNUSUAL,
+    dropped), and those SDs."""
     sd = style.std(ddof=0)
-    varied = sd[sd > 0].index
+    unusual = style.ne(style.mode().iloc[0]).sum() if len(style) else sd
+    varied = sd[(sd > 0) & (unusual >= MIN_UNUSUAL)].index
     return (style[varied] - style[varied].mean()) / sd[varied], sd[varied]
 
 
-def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame,
-                            alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
+def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame, alpha: float = 0.05,
+                            cluster: str = "worker_id") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model: mean score without and with adjustment for style, intervals and ranks; per covariate: its
     effect), from ``conversations`` (one row each: ``conversation_id``, ``worker_id``, ``model``, ``score``)
     and ``style`` (``style_features.conversation_features``, indexed by conversation id). A regression with
-    model fixed effects, clustered by worker (cluster_robust.worker_robust_fit): without covariates each
+    model fixed effects, clustered by the ``cluster`` column (cluster_robust.worker_robust_fit; the worker who
+    chatted, or the conversation itself where a panel rated every conversation): without covariates each
     model's effect is its mean; with them, its mean at the average style of all conversations."""
     from parlai_dialeval.analysis.cluster_robust import worker_robust_fit
 
@@ -388,8 +397,8 @@ def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame,
     dummies = (frame["model"].astype(str).to_numpy()[:, None] == np.array(models)[None, :]).astype(float)
     covariates, sd = _standardised(frame[[c for c in style.columns]])
     scores = frame["score"].to_numpy(float)
-    raw = worker_robust_fit(scores, dummies, frame["worker_id"])
-    styled = worker_robust_fit(scores, np.column_stack([dummies, covariates.to_numpy()]), frame["worker_id"])
+    raw = worker_robust_fit(scores, dummies, frame[cluster])
+    styled = worker_robust_fit(scores, np.column_stack([dummies, covariates.to_numpy()]), frame[cluster])
     table = pd.DataFrame({"model": models, "conversations": dummies.sum(axis=0).astype(int)})
     for fit, name in ((raw, "raw"), (styled, "style")):
         bounds = fit.conf_int(alpha)

@@ -197,25 +197,40 @@ def _live_chat_style(report, conv: pd.DataFrame, data, opt: dict, alpha: float, 
         user = read_covariates(opt["style_covariates"], ("item_id",)).set_index("item_id")
         style = style.join(user, how="inner")
     parameters = conv["model"].nunique() + style.shape[1]
-    if conv["worker_id"].nunique() < 2 or len(conv) <= parameters:
-        report.text(f"No style adjustment: {len(conv)} passing conversation(s) of {conv['worker_id'].nunique()} "
-                    f"worker(s); a fit clustered by worker needs two workers and more conversations than its "
+    # a panel rating every conversation (FED) makes the conversation the independent unit, not its first rater
+    panel = "raters" in conv and conv["raters"].gt(1).any()
+    cluster, clusters = ("conversation_id", "conversations") if panel else ("worker_id", "workers")
+    if conv[cluster].nunique() < 2 or len(conv) <= parameters:
+        report.text(f"No style adjustment: {len(conv)} passing conversation(s) in {conv[cluster].nunique()} "
+                    f"cluster(s) ({clusters}); a clustered fit needs two clusters and more conversations than its "
                     f"{parameters} parameters.", note=True)
         return
     with report.library_warnings():
-        scores, effects = style_control.live_chat_style_control(conv, style, alpha)
+        scores, effects = style_control.live_chat_style_control(conv, style, alpha, cluster)
+    used = list(effects["covariate"])
+    left = [name for name in style.columns if name not in used]
     tables["style_control"], tables["style_coefficients"] = scores, effects
-    report.context["style_control"] = ", ".join(effects["covariate"])
-    summary["style_control"] = {"covariates": list(style.columns), "conversations": int(scores["conversations"].sum()),
+    report.context["style_control"] = ", ".join(used)
+    summary["style_control"] = {"covariates": used, "left_out": left, "clustered_by": clusters,
+                                "conversations": int(scores["conversations"].sum()),
                                 "sentences": effects.loc[effects["p_value"] < alpha, "sentence"].tolist()}
     report.heading("Scores with and without style adjustment")
     report.text("Each model's mean per-conversation overall z, without and with the conversation's style as "
-                "covariates (the mean per bot turn of: " + ", ".join(style.columns) + "; centred and divided by "
+                "covariates (the mean per bot turn of: " + ", ".join(used)
+                + (f"; left out, the same in all but fewer than {style_control.MIN_UNUSUAL} conversations: "
+                   + ", ".join(left) if left else "") + "; centred and divided by "
                 "their standard deviation): a regression with model fixed effects, its intervals clustered by "
-                f"worker ({100 * (1 - alpha):g}%, t with workers - 1 degrees of freedom). rank_change > 0: the "
+                + ("conversation, since a panel of workers rated each one and conversations, not raters, are the "
+                   "independent units" if panel else "worker")
+                + f" ({100 * (1 - alpha):g}%, t with {clusters} - 1 degrees of freedom). rank_change > 0: the "
                 "model rises once style is held at the average of all conversations.")
-    for sentence in effects.loc[effects["p_value"] < alpha, "sentence"]:
+    significant = effects.loc[effects["p_value"] < alpha, "sentence"]
+    for sentence in significant:
         report.text(sentence)
+    if significant.empty:
+        report.text(f"No style covariate has a significant effect on the scores at {alpha:g}"
+                    + ("; no model changes rank once style is held equal." if scores["rank_change"].eq(0).all()
+                       else "."))
     report.table(scores, floatfmt="{:.3g}")
     report.table(effects.drop(columns=["sentence"]), caption="Style effects on the overall z, per standard "
                  "deviation (per_sd, in the covariate's own unit)", floatfmt="{:.3g}")

@@ -14,11 +14,12 @@ from parlai_dialeval.errors import DialevalError
 
 
 def conversation_scores(frame: pd.DataFrame, qc_models: list[str]) -> pd.DataFrame:
-    """One row per conversation: worker, assignment, model, overall z and raw (mean of its statements)."""
+    """One row per conversation: worker (the first rater's), assignment, model, overall z and raw (mean of its
+    statements), and its number of raters (more than one where a panel rated each conversation, as in FED)."""
     grouped = frame.groupby("conversation_id", sort=False)
     out = grouped.agg(worker_id=("worker_id", "first"), assignment_id=("assignment_id", "first"),
                       model=("model", "first"), overall_z=("z", "mean"), overall_raw=("x", "mean"),
-                      n_ratings=("z", "size")).reset_index()
+                      n_ratings=("z", "size"), raters=("worker_id", "nunique")).reset_index()
     out["qc"] = out["model"].isin(qc_models)
     return out
 
