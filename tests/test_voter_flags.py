@@ -82,6 +82,16 @@ def test_riggers_with_a_fifth_of_all_votes_are_found_by_the_rigging_test():
     assert _bt_rank(study, "m1") == 1 and _bt_rank(exclude_flagged(study, flags)[0], "m1") == 7
 
 
+def test_a_lone_rigger_with_one_percent_of_the_votes_is_found():
+    # 40 votes, all for the second weakest of 8 models; the null (the others' share, odds x e) is about 60%
+    # for it, so certify's truncated bets gain about 1.33 per vote; the likelihood ratios up to 1 / 0.6
+    strengths = np.linspace(0.0, 1.4, 8)
+    for seed in range(1000, 1004):
+        study = crowd_study(np.random.default_rng(seed), strengths=strengths, votes=4000, rigging_share=0.01,
+                            target=1, rigger_votes=60)
+        assert flag_voters(study.drop(columns=["honest"])).flagged == ["rig0"]
+
+
 def test_rigging_null_is_the_other_workers_share_for_the_model_with_the_taste_margin():
     # x beats y on 4 of the other 5 workers' votes (one each); the tested worker votes for y 30 times: null
     # for y = odds (1/4) x e^1 as a probability = 0.6796 / 1.6796 = 0.4046, whatever the worker's own votes

@@ -17,10 +17,11 @@ inequality its running maximum ever reaches 1/a with probability at most a, at a
 - ``rigging``: per worker and model m, every decided vote of the worker on a pair with m whose question, unit
   and pair have at least ``min_other_votes`` other workers: y = voted for m; null: at most p, the other workers'
   mean share of votes for m there (each worker counted once, by their own share), its odds times e^``taste``
-  (an honest worker may like a model more than the crowd does, by that much). The bet is on z = 1/2 +
-  (y - p) / (2 max(p, 1 - p)), in [0, 1] with mean at most 1/2 under the null. A worker voting for one
-  target model whatever the opponent (the rigging of Min et al., ICML 2025) or at random (for weak models
-  far more often than the crowd) wins it.
+  (an honest worker may like a model more than the crowd does, by that much). Two bettors, each with half
+  the error: certify's on z = 1/2 + (y - p) / (2 max(p, 1 - p)), in [0, 1] with mean at most 1/2 under the
+  null, and a mixture of likelihood ratios against P(y = 1) = p's odds times e^1 ... e^4 (SHIFTS), strong
+  for workers whose every vote goes one way. A worker voting for one target model whatever the opponent
+  (the rigging of Min et al., ICML 2025) or at random (for weak models far more often than the crowd) wins.
 
 FastChat's ``outlier_detect`` (its monitor's elo_analysis.py) runs a per-voter sequential test too, but
 against pair statistics that include the voter, and with 1/alpha for every voter; here every worker is
@@ -44,19 +45,21 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from parlai_dialeval.adaptive.sequential import wealth_paths
+from parlai_dialeval.adaptive.sequential import LOG_CAP, wealth_paths
 from parlai_dialeval.analysis.cluster_robust import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
 ROUNDS = 4  # at most: the tests again with the suspects out of the crowd, until no suspect changes
+SHIFTS = np.array([1.0, 2.0, 3.0, 4.0])  # rigging's alternatives: log-odds above the null (itself above the crowd)
 CHUNK = 2 ** 18  # outcomes bet on at once (x 20 bets of the grid): about 40 MB per array
 FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", "e_value", "threshold", "flagged"]
 
 
 @dataclass(frozen=True)
 class VoterSettings:
-    """The tests' nulls (docstring of this module); every one is a command-line option."""
+    """The tests' nulls (docstring of this module); alpha, side_share and words_per_second are command-line
+    options of the pairwise commands (scripts/voter_option.py)."""
 
     alpha: float = 0.05
     side_share: float = 0.8
@@ -114,44 +117,37 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
         votes = votes[~votes["automatic"].eq(True)]
     position, order = collection_order(votes)
     votes = with_sections(votes.iloc[np.argsort(position, kind="stable")])
-    workers = votes["worker_id"].astype(str).to_numpy()
+    workers = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object))
     pairs = _pairs(votes)
     fixed = {"position": _position(votes, pairs, settings.side_share), "too_fast": _too_fast(votes, settings)}
-    suspects: set = set()
+    suspects, memo = np.zeros(len(workers[1]), bool), {}
     for _ in range(ROUNDS):
-        crowd = _crowd(pairs, trusted=~np.isin(workers, sorted(suspects)))
-        table, tests = _run_tests(votes, workers, settings, {
+        crowd = _crowd(pairs, trusted=~suspects[workers[0]])
+        table, tests = _run_tests(workers, pairs["models"], settings, {
             "position": fixed["position"], "against_crowd": _against_crowd(crowd, settings.min_other_votes),
-            "too_fast": fixed["too_fast"], "rigging": _rigging(crowd, settings.min_other_votes, settings.taste)})
-        now = set(table.loc[table["e_value"] >= 1 / settings.alpha, "worker_id"])
-        if now == suspects:
+            "too_fast": fixed["too_fast"], "rigging": _rigging(crowd, settings.min_other_votes, settings.taste)}, memo)
+        now = np.isin(workers[1], table.loc[table["e_value"] >= 1 / settings.alpha, "worker_id"])
+        if (now == suspects).all():
             break
         suspects = now
-    return VoterFlags(table, tests, len(set(workers)), settings.alpha, order)
+    return VoterFlags(table, tests, len(workers[1]), settings.alpha, order)
 
 
-def _run_tests(votes: pd.DataFrame, workers: np.ndarray, settings: VoterSettings, results: dict):
-    """(the evidence table, what each test ran on) from each test's (outcomes or None, what it ran on)."""
-    n_workers = len(set(workers))
+def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, results: dict, memo: dict):
+    """(the evidence table, what each test ran on) from each test's (outcomes or None, what it ran on);
+    ``workers``: (code per vote, names). A test whose outcomes and threshold are those of an earlier round
+    (position, too_fast) takes its evidence from ``memo``."""
+    codes, names = workers
     tests = {test: how for test, (_, how) in results.items()}
     outcomes = {test: result for test, (result, _) in results.items() if result is not None}
-    models = int(pd.unique(votes[["model_a", "model_b"]].astype(str).to_numpy().ravel()).size)
-    base = len(outcomes) * max(n_workers, 1) / settings.alpha
+    base = len(outcomes) * max(len(names), 1) / settings.alpha
     frames = []
-    for test, (rows_used, y, target, hits, null) in outcomes.items():
-        keys = pd.DataFrame({"worker_id": workers[rows_used], "target": "" if target is None else target})
-        group = keys.groupby(["worker_id", "target"], sort=False).ngroup().to_numpy()
-        frame = keys.drop_duplicates().reset_index(drop=True)  # ngroup numbers groups in first-seen order
-        frame["test"] = test
-        frame["threshold"] = base * (models if test == "rigging" else 1)
-        frame["votes"] = np.bincount(group)
-        ones = np.bincount(group, weights=hits)
-        frame["hits"] = np.maximum(ones, frame["votes"] - ones) if test == "position" else ones
-        # the null of each vote's outcome y (rigging: the mean over the worker's votes; bets on z against 1/2)
-        frame["null"] = np.bincount(group, weights=null) / frame["votes"] if test == "rigging" else null
-        frame["e_value"] = _e_values(y, group, 0.5 if test == "rigging" else null, test == "position",
-                                     frame["threshold"].iloc[0])
-        frames.append(frame)
+    for test, result in outcomes.items():
+        threshold = base * (len(models) if test == "rigging" else 1)
+        key = (test, threshold, id(result))
+        if key not in memo:
+            memo[key] = _evidence(test, result, codes[result[0]], names, models, threshold)
+        frames.append(memo[key])
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLAG_COLUMNS)
     table["hits"] = table["hits"].astype(int)
     table["rate"] = table["hits"] / table["votes"]
@@ -160,6 +156,29 @@ def _run_tests(votes: pd.DataFrame, workers: np.ndarray, settings: VoterSettings
     strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
     table = pd.concat([table[~rigging], strongest], ignore_index=True)[FLAG_COLUMNS]
     return table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests
+
+
+def _evidence(test: str, result: tuple, worker: np.ndarray, names: np.ndarray, models: np.ndarray,
+              threshold: float) -> pd.DataFrame:
+    """One row per worker (and target model) of one test's outcomes: votes, hits, null, e-value."""
+    _, y, target, hits, null = result
+    key = worker.astype(np.int64) * (len(models) + 1) + (0 if target is None else target + 1)
+    group, _ = pd.factorize(key)  # groups numbered in first-seen order
+    first = np.unique(group, return_index=True)[1]
+    frame = pd.DataFrame({"worker_id": names[worker[first]],
+                          "target": "" if target is None else models[target[first]], "test": test,
+                          "threshold": threshold, "votes": np.bincount(group)})
+    ones = np.bincount(group, weights=hits)
+    frame["hits"] = np.maximum(ones, frame["votes"] - ones) if test == "position" else ones
+    if test == "rigging":  # the mean null of the worker's votes; half the error on each bettor: the larger
+        # running maximum, halved, reaches the threshold with probability at most 1 / threshold (shown >= 1)
+        frame["null"] = np.bincount(group, weights=null) / frame["votes"]
+        frame["e_value"] = np.maximum(1.0, np.fmax(_e_values(y, group, 0.5, False, 2 * threshold),
+                                                   _likelihood_ratios(hits, null, group, 2 * threshold)) / 2)
+    else:
+        frame["null"] = null
+        frame["e_value"] = _e_values(y, group, null, test == "position", threshold)
+    return frame
 
 
 def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, threshold: float) -> np.ndarray:
@@ -189,25 +208,55 @@ def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, th
     return e
 
 
+def _likelihood_ratios(y: np.ndarray, null: np.ndarray, group: np.ndarray, threshold: float) -> np.ndarray:
+    """Each group's running maximum (at least 1) of the mean over SHIFTS of the likelihood ratios of its
+    outcomes y in {0, 1} (in order) under "P(y = 1) = the null's odds times e^shift" against the null: each
+    ratio has mean at most 1 where P(y = 1) <= the null, so the mean is a test supermartingale. Strong where
+    certify's bets, truncated at half the largest safe bet, are weak: a worker whose every vote goes to a
+    model the null gives 60% wins 1.33 per vote there, here up to 1 / 0.6. nan for groups that could not
+    reach ``threshold`` even if every outcome were 1."""
+    p = np.clip(null, 1e-3, 1 - 1e-3)  # a null of 0 or 1 would make one vote decisive
+    most = np.log(expit(logit(p) + SHIFTS[-1]) / p)  # the largest step a vote can give
+    reachable = np.bincount(group, weights=most) >= np.log(threshold)
+    e = np.full(len(reachable), np.nan)
+    keep = np.flatnonzero(reachable[group])
+    if not len(keep):
+        return e
+    order = keep[np.argsort(group[keep], kind="stable")]
+    sizes = np.bincount(group[order], minlength=len(reachable))[reachable]
+    p = p[order][:, None]
+    alternative = expit(logit(p) + SHIFTS[None, :])
+    steps = np.where(y[order, None] > 0, np.log(alternative / p), np.log((1 - alternative) / (1 - p)))
+    total = np.cumsum(steps, axis=0)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    before = np.concatenate([np.zeros((1, len(SHIFTS))), total])[starts]  # each group's sum before its start
+    wealth = np.exp(np.minimum(total - np.repeat(before, sizes, axis=0), LOG_CAP)).mean(axis=1)
+    e[reachable] = np.maximum(1.0, np.maximum.reduceat(wealth, starts))
+    return e
+
+
 def _decided(votes: pd.DataFrame) -> np.ndarray:
     return votes["choice"].astype(str).isin(["a", "b"]).to_numpy()
 
 
 def _pairs(votes: pd.DataFrame) -> dict:
     """What every round reads, per vote: an integer per question, unit and unordered pair, its lower and
-    higher model, whether the vote is decided; per decided vote its worker's share of votes for the lower
-    model on the pair and whether it is the worker's first vote there."""
+    higher model (codes into ``models``), whether the vote is decided; per decided vote whether the lower
+    model won, its worker's share of votes for the lower model on the pair and whether it is the worker's
+    first vote there."""
     a, b = votes["model_a"].astype(str).to_numpy(dtype=object), votes["model_b"].astype(str).to_numpy(dtype=object)
-    low, high = np.where(a < b, a, b), np.where(a < b, b, a)
-    codes = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
-                                                     votes["unit"].to_numpy(), low, high)]
-    pair = pd.factorize(pd.MultiIndex.from_arrays(codes))[0]
+    codes, models = pd.factorize(np.concatenate([a, b]))
+    a, b = codes[:len(a)], codes[len(a):]
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    keys = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
+                                                    votes["unit"].to_numpy())]
+    pair = pd.factorize(pd.MultiIndex.from_arrays(keys + [low, high]))[0]
     decided = _decided(votes)
     low_won = np.where(votes["choice"].astype(str).to_numpy() == "a", a, b)[decided] == low[decided]
     frame = pd.DataFrame({"pair": pair[decided], "worker": pd.factorize(votes["worker_id"].astype(str))[0][decided],
                           "low_won": low_won.astype(float)})
-    return {"pair": pair, "low": low, "high": high, "decided": decided, "a_is_low": a == low,
-            "low_won": frame["low_won"].to_numpy(),
+    return {"pair": pair, "low": low, "high": high, "models": np.asarray(models, dtype=object), "decided": decided,
+            "a_is_low": a == low, "low_won": frame["low_won"].to_numpy(),
             "share": frame.groupby(["pair", "worker"])["low_won"].transform("mean").to_numpy(),
             "first": ~frame.duplicated(["pair", "worker"]).to_numpy()}
 
@@ -263,8 +312,8 @@ def _against_crowd(crowd: dict, min_other: int):
 def _rigging(crowd: dict, min_other: int, taste: float):
     """Per vote, once for each model of its pair: y = voted for that model m, null p = the other workers' mean
     share of votes for m, its odds times e^``taste``. Bet on z = 1/2 + (y - p) / (2 max(p, 1 - p)), in [0, 1]
-    with mean at most 1/2 where E[y] <= p, so certify's bets against 1/2 (z = 1 for a vote for m where
-    p <= 1/2: the old rule, voted for the weaker model, is this with taste 0 on those votes)."""
+    with mean at most 1/2 where E[y] <= p, so certify's bets against 1/2 apply (z = 1 for a vote for m where
+    p <= 1/2: all a vote can say)."""
     usable = crowd["workers"] >= min_other
     if not usable.any():
         return None, f"not run: no pair has at least {min_other} other workers who voted on it"
