@@ -33,9 +33,11 @@ changes: riggers who are a large share of a model's workers are its crowd until 
 (a group of riggers is left out as a group once each of them is suspect). An honest crowd without suspects
 runs once, so its guarantee is the one above; with suspects, honest workers' nulls come from a crowd
 without them, a shift the taste margin covers (validated by simulation: tests/test_voter_flags.py,
-benchmarks/bench_voter_flags.py). The limit: a model's strength is known only from its own battles
-(transitivity through other pairs places its opponents, not it), so riggers who are most of the workers
-on a model's battles and vote like honest ones elsewhere are its crowd until some of them are suspect.
+benchmarks/bench_voter_flags.py). The limits: a model's strength is known only from its own battles
+(transitivity through other pairs places its opponents, not it), so riggers who are most of the workers on
+a model's battles are its crowd and none of them becomes suspect; and a per-worker test under a family-wise
+correction needs votes (at the benchmark's sizes riggers of 40 votes all for the target are found, of 20
+not), so many riggers of a few votes each are not found, however many votes they add up to.
 """
 from __future__ import annotations
 
