@@ -52,6 +52,7 @@ from parlai_dialeval.analysis.cluster_robust import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
+CROWD_TESTS = ("against_crowd", "rigging")  # what they bet on changes when suspects leave the crowd
 ROUNDS = 4  # at most: the tests again with the suspects out of the crowd, until no suspect changes
 SHIFTS = np.array([1.0, 2.0, 3.0, 4.0])  # rigging's alternatives: log-odds above the null (itself above the crowd)
 CHUNK = 2 ** 18  # outcomes bet on at once (x 20 bets of the grid): about 40 MB per array
@@ -137,8 +138,8 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
 
 def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, results: dict, memo: dict):
     """(the evidence table, what each test ran on) from each test's (outcomes or None, what it ran on);
-    ``workers``: (code per vote, names). A test whose outcomes and threshold are those of an earlier round
-    (position, too_fast) takes its evidence from ``memo``."""
+    ``workers``: (code per vote, names). The tests that do not read the crowd (position, too_fast) take their
+    evidence from ``memo`` when an earlier round had the same threshold."""
     codes, names = workers
     tests = {test: how for test, (_, how) in results.items()}
     outcomes = {test: result for test, (result, _) in results.items() if result is not None}
@@ -146,10 +147,9 @@ def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, resu
     frames = []
     for test, result in outcomes.items():
         threshold = base * (len(models) if test == "rigging" else 1)
-        key = (test, threshold, id(result))
-        if key not in memo:
-            memo[key] = _evidence(test, result, codes[result[0]], names, models, threshold)
-        frames.append(memo[key])
+        if test in CROWD_TESTS or (test, threshold) not in memo:
+            memo[test, threshold] = _evidence(test, result, codes[result[0]], names, models, threshold)
+        frames.append(memo[test, threshold])
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLAG_COLUMNS)
     table["hits"] = table["hits"].astype(int)
     table["rate"] = table["hits"] / table["votes"]
