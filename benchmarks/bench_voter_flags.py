@@ -5,7 +5,8 @@ core; the full win-rate table took 366 s on 200,000 votes of 200 models, arena-4
 
 Run: .venv/bin/python benchmarks/bench_voter_flags.py [--quick]. Results in benchmarks/README.md.
 Crowds: parlai_dialeval/testing/crowd_votes.py (item effects SD 1, worker tastes SD 0.3, position bias
-0.4 on the logit toward A, 10% ties), which shares no code with the tests.
+0.4 on the logit toward A, 10% ties; also 10 workers of 600 votes with tastes SD 0.5), which shares no code
+with the tests; then where the tests stop finding riggers (``limits``).
 """
 from __future__ import annotations
 
@@ -31,33 +32,47 @@ def rank(votes: pd.DataFrame, model: str) -> int:
     return int((strength > strength[models.index(model)]).sum()) + 1
 
 
-def honest(studies: int, votes: int) -> dict:
-    flagged_studies = flagged_workers = workers = 0
+def honest(studies: int, votes: int, workers: int = 40, worker_sd: float = 0.3) -> dict:
+    flagged_studies = flagged_workers = seen = 0
+    tests: dict = {}
     for seed in range(studies):
-        flags = flag_voters(crowd_study(np.random.default_rng(seed), strengths=STRENGTHS, votes=votes, workers=40))
+        flags = flag_voters(crowd_study(np.random.default_rng(seed), strengths=STRENGTHS, votes=votes, workers=workers,
+                                        worker_sd=worker_sd))
         flagged_studies += bool(flags.flagged)
         flagged_workers += len(flags.flagged)
-        workers += flags.workers
-    return {"studies": studies, "votes": votes, "with_a_flag": flagged_studies / studies,
-            "workers_flagged": flagged_workers / workers}
+        seen += flags.workers
+        for test in set(flags.evidence()["test"]):
+            tests[test] = tests.get(test, 0) + 1
+    return {"studies": studies, "votes": votes, "workers": workers, "worker_sd": worker_sd,
+            "with_a_flag": flagged_studies / studies, "workers_flagged": flagged_workers / seen,
+            "studies_flagged_by": tests}
 
 
-def rigging(share: float, studies: int, votes: int) -> dict:
-    detected = riggers = honest_flagged = 0
+def rigging(share: float, studies: int, votes: int, rigger_votes: int = 60) -> dict:
+    detected = riggers = honest_flagged = by_rigging = 0
     ranks = {"kept": [], "excluded": []}
     for seed in range(studies):
         study = crowd_study(np.random.default_rng(1000 + seed), strengths=STRENGTHS, votes=votes, workers=40,
-                            rigging_share=share, target=TARGET, rigger_votes=60)
+                            rigging_share=share, target=TARGET, rigger_votes=rigger_votes)
         flags = flag_voters(study.drop(columns=["honest"]))
         bad = set(study.loc[~study["honest"], "worker_id"])
         detected += len(bad & set(flags.flagged))
+        evidence = flags.evidence()
+        by_rigging += len(bad & set(evidence.loc[evidence["test"] == "rigging", "worker_id"]))
         riggers += len(bad)
         honest_flagged += len(set(flags.flagged) - bad)
         ranks["kept"].append(rank(study, f"m{TARGET}"))
         ranks["excluded"].append(rank(exclude_flagged(study, flags)[0], f"m{TARGET}"))
-    return {"share": share, "riggers": riggers / studies, "detected": detected / riggers,
+    return {"share": share, "rigger_votes": rigger_votes, "riggers": riggers / studies, "detected": detected / riggers,
+            "by_rigging_test": by_rigging / riggers,
             "honest_flagged_per_study": honest_flagged / studies, "true_rank": len(STRENGTHS) - TARGET,
             "rank_kept": np.mean(ranks["kept"]), "rank_excluded": np.mean(ranks["excluded"])}
+
+
+def limits(studies: int) -> pd.DataFrame:
+    """Where the tests stop finding riggers: most of the target's workers, or many riggers of few votes each."""
+    return pd.DataFrame([rigging(0.5, studies, 4000), rigging(0.1, studies, 4000, rigger_votes=10),
+                         rigging(0.1, studies, 4000, rigger_votes=20)])
 
 
 def arena(votes: int, models: int) -> dict:
@@ -83,6 +98,8 @@ def arena(votes: int, models: int) -> dict:
         start = time.perf_counter()
         result = run()
         timings[name] = time.perf_counter() - start
+        if name == "flag_voters":
+            print(f"flag_voters: {len(result.flagged)} of {result.workers} honest workers flagged")
     print(result["sentence"].iloc[0])
     return timings
 
@@ -92,9 +109,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer studies and 200,000 arena votes")
     args = parser.parse_args()
     studies = 10 if args.quick else 100
-    print(pd.DataFrame([honest(studies, 3000)]).to_string(index=False))
+    crowds = [honest(studies, 3000), honest(studies, 6000, workers=10, worker_sd=0.5)]
+    print(pd.DataFrame(crowds).to_string(index=False))
     print(pd.DataFrame([rigging(share, max(studies // 5, 4), 4000)
                         for share in (0.01, 0.02, 0.05, 0.1, 0.2)]).to_string(index=False))
+    print(limits(max(studies // 5, 4)).to_string(index=False))
     timings = arena(200_000 if args.quick else 1_000_000, 200)
     base = timings["Bradley-Terry fit (baseline)"]
     for name, seconds in timings.items():

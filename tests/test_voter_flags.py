@@ -20,6 +20,12 @@ def test_honest_clustered_position_biased_crowds_are_not_flagged():
     # below 1 - 0.95^8 - 8 x 0.05 x 0.95^7 = 5.7%, and that is if every study used its whole alpha.
     studies = [flag_voters(crowd_study(np.random.default_rng(seed), votes=2000)) for seed in range(8)]
     assert sum(bool(flags.flagged) for flags in studies) <= 1
+    # 8 models, few workers with many votes and stronger tastes (SD 0.5 per model; 75 votes per worker and
+    # model): the rigging test's taste margin (odds x e) keeps them unflagged; at odds x e^0.5 two of these
+    # six studies flag a worker for rigging (more than one: probability <= 3.3% at alpha 0.05, as above)
+    tastes = [flag_voters(crowd_study(np.random.default_rng(seed), strengths=np.linspace(0.0, 1.4, 8), workers=10,
+                                      votes=6000, worker_sd=0.5)) for seed in range(6)]
+    assert sum(bool(flags.flagged) for flags in tastes) <= 1
     a_share = crowd_study(np.random.default_rng(0), votes=2000).query("choice != 'tie'")["choice"].eq("a").mean()
     assert 0.55 < a_share < 0.7  # the crowd does have position bias
 
@@ -58,6 +64,60 @@ def test_riggers_with_a_tenth_of_all_votes_are_found_though_they_are_the_targets
     flags = flag_voters(study.drop(columns=["honest"]))
     assert set(flags.flagged) == set(study.loc[~study["honest"], "worker_id"])
     assert _bt_rank(study, "m1") <= 3 and _bt_rank(exclude_flagged(study, flags)[0], "m1") == 7
+
+
+def test_riggers_with_a_fifth_of_all_votes_are_found_by_the_rigging_test():
+    # 17 riggers x 60 votes against 40 honest workers: half the target's votes, and on most of its pairs the
+    # majority of its workers; against_crowd saw almost none of them before the rigging test bet against the
+    # others' share of votes for the target (23% found by the benchmark's 20 studies at this share)
+    strengths = np.linspace(0.0, 1.4, 8)
+    study = crowd_study(np.random.default_rng(1001), strengths=strengths, votes=4000, rigging_share=0.2, target=1,
+                        rigger_votes=60)
+    flags = flag_voters(study.drop(columns=["honest"]))
+    riggers = set(study.loc[~study["honest"], "worker_id"])
+    assert len(riggers) == 17 and set(flags.flagged) == riggers
+    evidence = flags.evidence()
+    assert set(evidence.loc[evidence["test"] == "rigging", "worker_id"]) == riggers
+    assert set(evidence.loc[evidence["test"] == "rigging", "target"]) == {"m1"}
+    assert _bt_rank(study, "m1") == 1 and _bt_rank(exclude_flagged(study, flags)[0], "m1") == 7
+
+
+def test_a_lone_rigger_with_one_percent_of_the_votes_is_found():
+    # 40 votes, all for the second weakest of 8 models; the null (the others' share, odds x e) is about 60%
+    # for it, so certify's truncated bets gain about 1.33 per vote; the likelihood ratios up to 1 / 0.6
+    strengths = np.linspace(0.0, 1.4, 8)
+    for seed in range(1000, 1004):
+        study = crowd_study(np.random.default_rng(seed), strengths=strengths, votes=4000, rigging_share=0.01,
+                            target=1, rigger_votes=60)
+        assert flag_voters(study.drop(columns=["honest"])).flagged == ["rig0"]
+
+
+def test_rigging_null_is_the_other_workers_share_for_the_model_with_the_taste_margin():
+    # x beats y on 4 of the other 5 workers' votes (one each); the tested worker votes for y 30 times: null
+    # for y = odds (1/4) x e^1 as a probability = 0.6796 / 1.6796 = 0.4046, whatever the worker's own votes
+    others = [("x", "y", "a" if worker < 4 else "b", f"o{worker}") for worker in range(5)]
+    own = [("y", "x", "a", "t")] * 30
+    votes = pd.DataFrame(others + own, columns=["model_a", "model_b", "choice", "worker_id"])
+    votes["item_id"] = [f"i{n}" for n in range(len(votes))]
+    table = flag_voters(votes, VoterSettings(alpha=0.5)).table.set_index(["worker_id", "test"])
+    row = table.loc[("t", "rigging")]
+    assert (row["target"], row["votes"], row["hits"]) == ("y", 30, 30)
+    assert row["null"] == pytest.approx(0.4046, abs=1e-4)
+    assert flag_voters(votes, VoterSettings(alpha=0.5, taste=0.0)).table.set_index(
+        ["worker_id", "test"]).loc[("t", "rigging"), "null"] == pytest.approx(0.2)
+
+
+def test_random_clickers_are_flagged_for_the_weaker_model_they_vote_for_too_often():
+    # a worker who picks A or B at random votes for the weaker model of each pair about half the time: never
+    # against the crowd more often than not, but far above the weaker model's share (what one ChatEval
+    # worker does: 156 of 300 votes for a model the others chose on 15% of theirs). Lopsided pairs (1.5 apart
+    # on the logit) and 400 votes each: with the taste margin (odds x e) the edge is small elsewhere
+    study = crowd_study(np.random.default_rng(11), strengths=np.linspace(0.0, 4.5, 4), votes=2000,
+                        random_workers=2, dishonest_votes=400)
+    flags = flag_voters(study)
+    evidence = flags.evidence()
+    assert set(flags.flagged) == {"random0", "random1"}
+    assert set(evidence["test"]) == {"rigging"} and set(evidence["target"]) == {"m0"}
 
 
 def test_one_sided_and_too_fast_workers_are_flagged_by_their_own_test():

@@ -1,6 +1,6 @@
 """Workers who do not vote in good faith, flagged by tests that stay valid however often they are run.
 
-Each test turns a worker's votes, in collection order, into outcomes y in {0, 1} whose mean an honest
+Each test turns a worker's votes, in collection order, into outcomes y in [0, 1] whose mean an honest
 worker keeps at or below a null value p0 at every vote, and bets against that null with certify's
 e-process (parlai_dialeval.adaptive.sequential.wealth_paths: a test supermartingale, so by Ville's
 inequality its running maximum ever reaches 1/a with probability at most a, at any look):
@@ -14,17 +14,30 @@ inequality its running maximum ever reaches 1/a with probability at most a, at a
   agrees with their majority at least as often as not.
 - ``too_fast``: answers in less than the time reading allows (``duration`` under the response texts' words /
   ``words_per_second``, at least ``min_seconds``); null ``fast_share``; only where the records hold times.
-- ``rigging``: per worker and model, the votes of ``against_crowd`` where that model is the one the others
-  mostly vote against: y = voted for it. A worker voting for one target model whatever the opponent (the
-  rigging of Min et al., ICML 2025) wins this bet on every vote where the target is the weaker model.
+- ``rigging``: per worker and model m, every decided vote of the worker on a pair with m whose question, unit
+  and pair have at least ``min_other_votes`` other workers: y = voted for m; null: at most p, the other workers'
+  mean share of votes for m there (each worker counted once, by their own share), its odds times e^``taste``
+  (an honest worker may like a model more than the crowd does, by that much). Two bettors, each with half
+  the error: certify's on z = 1/2 + (y - p) / (2 max(p, 1 - p)), in [0, 1] with mean at most 1/2 under the
+  null, and a mixture of likelihood ratios against P(y = 1) = p's odds times e^1 ... e^4 (SHIFTS), strong
+  for workers whose every vote goes one way. A worker voting for one target model whatever the opponent
+  (the rigging of Min et al., ICML 2025) or at random (for weak models far more often than the crowd) wins.
 
 FastChat's ``outlier_detect`` (its monitor's elo_analysis.py) runs a per-voter sequential test too, but
 against pair statistics that include the voter, and with 1/alpha for every voter; here every worker is
 left out of their own null, and the family-wise error rate over all workers and tests is at most ``alpha``:
 Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for ``rigging``. Where
-some are flagged, the tests run again with the flagged workers out of the crowd (not of the tests), up to
-ROUNDS times: riggers who are a large share of a model's votes are the crowd of its pairs until the first
-of them are found. An honest crowd with no flag is run once, so its guarantee is the one above.
+some worker's e-value reaches 1/alpha (a suspect: what one worker's test alone would call significant), the
+tests run again with the suspects out of the crowd (not of the tests), up to ROUNDS times, until no suspect
+changes: riggers who are a large share of a model's workers are its crowd until they are left out of it
+(a group of riggers is left out as a group once each of them is suspect). An honest crowd without suspects
+runs once, so its guarantee is the one above; with suspects, honest workers' nulls come from a crowd
+without them, a shift the taste margin covers (validated by simulation: tests/test_voter_flags.py,
+benchmarks/bench_voter_flags.py). The limits: a model's strength is known only from its own battles
+(transitivity through other pairs places its opponents, not it), so riggers who are most of the workers on
+a model's battles are its crowd and none of them becomes suspect; and a per-worker test under a family-wise
+correction needs votes (at the benchmark's sizes riggers of 40 votes all for the target are found, of 20
+not), so many riggers of a few votes each are not found, however many votes they add up to.
 """
 from __future__ import annotations
 
@@ -32,20 +45,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logit
 
-from parlai_dialeval.adaptive.sequential import wealth_paths
+from parlai_dialeval.adaptive.sequential import LOG_CAP, wealth_paths
 from parlai_dialeval.analysis.cluster_robust import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
-ROUNDS = 4  # at most: the tests again with the flagged workers out of the crowd, until no flag changes
+CROWD_TESTS = ("against_crowd", "rigging")  # what they bet on changes when suspects leave the crowd
+ROUNDS = 4  # at most: the tests again with the suspects out of the crowd, until no suspect changes
+SHIFTS = np.array([1.0, 2.0, 3.0, 4.0])  # rigging's alternatives: log-odds above the null (itself above the crowd)
 CHUNK = 2 ** 18  # outcomes bet on at once (x 20 bets of the grid): about 40 MB per array
 FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", "e_value", "threshold", "flagged"]
 
 
 @dataclass(frozen=True)
 class VoterSettings:
-    """The tests' nulls (docstring of this module); every one is a command-line option."""
+    """The tests' nulls (docstring of this module); alpha, side_share and words_per_second are command-line
+    options of the pairwise commands (scripts/voter_option.py)."""
 
     alpha: float = 0.05
     side_share: float = 0.8
@@ -53,6 +70,7 @@ class VoterSettings:
     words_per_second: float = 10.0
     min_seconds: float = 1.0
     min_other_votes: int = 5
+    taste: float = 1.0  # rigging: log-odds by which an honest worker may favour a model more than the others do
 
 
 @dataclass
@@ -91,7 +109,7 @@ class VoterFlags:
 
 
 DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the other workers' majority",
-            "too_fast": "answered faster than reading allows", "rigging": "voted for the weaker model"}
+            "too_fast": "answered faster than reading allows", "rigging": "voted for"}
 
 
 def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettings()) -> VoterFlags:
@@ -102,49 +120,36 @@ def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettin
         votes = votes[~votes["automatic"].eq(True)]
     position, order = collection_order(votes)
     votes = with_sections(votes.iloc[np.argsort(position, kind="stable")])
-    workers = votes["worker_id"].astype(str).to_numpy()
-    flagged: set = set()
+    workers = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object))
+    pairs = _pairs(votes)
+    fixed = {"position": _position(votes, pairs, settings.side_share), "too_fast": _too_fast(votes, settings)}
+    suspects, memo = np.zeros(len(workers[1]), bool), {}
     for _ in range(ROUNDS):
-        table, tests = _run_tests(votes, workers, settings, trusted=~np.isin(workers, sorted(flagged)))
-        now = set(table.loc[table["flagged"], "worker_id"])
-        if now == flagged:
+        crowd = _crowd(pairs, trusted=~suspects[workers[0]])
+        table, tests = _run_tests(workers, pairs["models"], settings, {
+            "position": fixed["position"], "against_crowd": _against_crowd(crowd, settings.min_other_votes),
+            "too_fast": fixed["too_fast"], "rigging": _rigging(crowd, settings.min_other_votes, settings.taste)}, memo)
+        now = np.isin(workers[1], table.loc[table["e_value"] >= 1 / settings.alpha, "worker_id"])
+        if (now == suspects).all():
             break
-        flagged = now
-    return VoterFlags(table, tests, len(set(workers)), settings.alpha, order)
+        suspects = now
+    return VoterFlags(table, tests, len(workers[1]), settings.alpha, order)
 
 
-def _run_tests(votes: pd.DataFrame, workers: np.ndarray, settings: VoterSettings, trusted: np.ndarray):
-    """(the evidence table, what each test ran on) with the crowd of ``trusted`` votes' workers."""
-    n_workers = len(set(workers))
-    outcomes, tests = {}, {}
-    position, tests["position"] = _position(votes)
-    if position is not None:
-        outcomes["position"] = position
-    crowd, tests["against_crowd"] = _against_crowd(votes, settings.min_other_votes, trusted)
-    if crowd is not None:
-        outcomes["against_crowd"] = crowd
-        outcomes["rigging"] = crowd
-        tests["rigging"] = "the votes of against_crowd, per worker and the model the others vote against"
-    else:
-        tests["rigging"] = tests["against_crowd"]
-    fast, tests["too_fast"] = _too_fast(votes, settings)
-    if fast is not None:
-        outcomes["too_fast"] = fast
-    models = int(pd.unique(votes[["model_a", "model_b"]].astype(str).to_numpy().ravel()).size)
-    base = len(outcomes) * max(n_workers, 1) / settings.alpha
+def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, results: dict, memo: dict):
+    """(the evidence table, what each test ran on) from each test's (outcomes or None, what it ran on);
+    ``workers``: (code per vote, names). The tests that do not read the crowd (position, too_fast) take their
+    evidence from ``memo`` when an earlier round had the same threshold."""
+    codes, names = workers
+    tests = {test: how for test, (_, how) in results.items()}
+    outcomes = {test: result for test, (result, _) in results.items() if result is not None}
+    base = len(outcomes) * max(len(names), 1) / settings.alpha
     frames = []
-    for test, (rows_used, y, extra) in outcomes.items():
-        keys = pd.DataFrame({"worker_id": workers[rows_used], "target": extra if test == "rigging" else ""})
-        group = keys.groupby(["worker_id", "target"], sort=False).ngroup().to_numpy()
-        frame = keys.drop_duplicates().reset_index(drop=True)  # ngroup numbers groups in first-seen order
-        null = {"position": settings.side_share, "too_fast": settings.fast_share}.get(test, 0.5)
-        frame["test"], frame["null"] = test, null
-        frame["threshold"] = base * (models if test == "rigging" else 1)
-        frame["votes"] = np.bincount(group)
-        ones = np.bincount(group, weights=y)
-        frame["hits"] = np.maximum(ones, frame["votes"] - ones) if test == "position" else ones
-        frame["e_value"] = _e_values(y, group, null, test == "position", frame["threshold"].iloc[0])
-        frames.append(frame)
+    for test, result in outcomes.items():
+        threshold = base * (len(models) if test == "rigging" else 1)
+        if test in CROWD_TESTS or (test, threshold) not in memo:
+            memo[test, threshold] = _evidence(test, result, codes[result[0]], names, models, threshold)
+        frames.append(memo[test, threshold])
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FLAG_COLUMNS)
     table["hits"] = table["hits"].astype(int)
     table["rate"] = table["hits"] / table["votes"]
@@ -153,6 +158,29 @@ def _run_tests(votes: pd.DataFrame, workers: np.ndarray, settings: VoterSettings
     strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
     table = pd.concat([table[~rigging], strongest], ignore_index=True)[FLAG_COLUMNS]
     return table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests
+
+
+def _evidence(test: str, result: tuple, worker: np.ndarray, names: np.ndarray, models: np.ndarray,
+              threshold: float) -> pd.DataFrame:
+    """One row per worker (and target model) of one test's outcomes: votes, hits, null, e-value."""
+    _, y, target, hits, null = result
+    key = worker.astype(np.int64) * (len(models) + 1) + (0 if target is None else target + 1)
+    group, _ = pd.factorize(key)  # groups numbered in first-seen order
+    first = np.unique(group, return_index=True)[1]
+    frame = pd.DataFrame({"worker_id": names[worker[first]],
+                          "target": "" if target is None else models[target[first]], "test": test,
+                          "threshold": threshold, "votes": np.bincount(group)})
+    ones = np.bincount(group, weights=hits)
+    frame["hits"] = np.maximum(ones, frame["votes"] - ones) if test == "position" else ones
+    if test == "rigging":  # the mean null of the worker's votes; half the error on each bettor: the larger
+        # running maximum, halved, reaches the threshold with probability at most 1 / threshold (shown >= 1)
+        frame["null"] = np.bincount(group, weights=null) / frame["votes"]
+        frame["e_value"] = np.maximum(1.0, np.fmax(_e_values(y, group, 0.5, False, 2 * threshold),
+                                                   _likelihood_ratios(hits, null, group, 2 * threshold)) / 2)
+    else:
+        frame["null"] = null
+        frame["e_value"] = _e_values(y, group, null, test == "position", threshold)
+    return frame
 
 
 def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, threshold: float) -> np.ndarray:
@@ -182,63 +210,128 @@ def _e_values(y: np.ndarray, group: np.ndarray, null: float, two_sided: bool, th
     return e
 
 
+def _likelihood_ratios(y: np.ndarray, null: np.ndarray, group: np.ndarray, threshold: float) -> np.ndarray:
+    """Each group's running maximum (at least 1) of the mean over SHIFTS of the likelihood ratios of its
+    outcomes y in {0, 1} (in order) under "P(y = 1) = the null's odds times e^shift" against the null: each
+    ratio has mean at most 1 where P(y = 1) <= the null, so the mean is a test supermartingale. Strong where
+    certify's bets, truncated at half the largest safe bet, are weak: a worker whose every vote goes to a
+    model the null gives 60% wins 1.33 per vote there, here up to 1 / 0.6. nan for groups that could not
+    reach ``threshold`` even if every outcome were 1."""
+    p = np.clip(null, 1e-3, 1 - 1e-3)  # a null of 0 or 1 would make one vote decisive
+    most = np.log(expit(logit(p) + SHIFTS[-1]) / p)  # the largest step a vote can give
+    reachable = np.bincount(group, weights=most) >= np.log(threshold)
+    e = np.full(len(reachable), np.nan)
+    keep = np.flatnonzero(reachable[group])
+    if not len(keep):
+        return e
+    order = keep[np.argsort(group[keep], kind="stable")]
+    sizes = np.bincount(group[order], minlength=len(reachable))[reachable]
+    p = p[order][:, None]
+    alternative = expit(logit(p) + SHIFTS[None, :])
+    steps = np.where(y[order, None] > 0, np.log(alternative / p), np.log((1 - alternative) / (1 - p)))
+    total = np.cumsum(steps, axis=0)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    before = np.concatenate([np.zeros((1, len(SHIFTS))), total])[starts]  # each group's sum before its start
+    wealth = np.exp(np.minimum(total - np.repeat(before, sizes, axis=0), LOG_CAP)).mean(axis=1)
+    e[reachable] = np.maximum(1.0, np.maximum.reduceat(wealth, starts))
+    return e
+
+
 def _decided(votes: pd.DataFrame) -> np.ndarray:
     return votes["choice"].astype(str).isin(["a", "b"]).to_numpy()
 
 
-def _pair_keys(votes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per vote: an integer per question, unit and unordered pair, and the pair's lower and higher model."""
+def _pairs(votes: pd.DataFrame) -> dict:
+    """What every round reads, per vote: an integer per question, unit and unordered pair, its lower and
+    higher model (codes into ``models``), whether the vote is decided; per decided vote whether the lower
+    model won, its worker's share of votes for the lower model on the pair and whether it is the worker's
+    first vote there."""
     a, b = votes["model_a"].astype(str).to_numpy(dtype=object), votes["model_b"].astype(str).to_numpy(dtype=object)
-    low, high = np.where(a < b, a, b), np.where(a < b, b, a)
-    codes = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
-                                                     votes["unit"].to_numpy(), low, high)]
-    return pd.factorize(pd.MultiIndex.from_arrays(codes))[0], low, high
-
-
-def _position(votes: pd.DataFrame):
+    codes, models = pd.factorize(np.concatenate([a, b]))
+    a, b = codes[:len(a)], codes[len(a):]
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    keys = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
+                                                    votes["unit"].to_numpy())]
+    pair = pd.factorize(pd.MultiIndex.from_arrays(keys + [low, high]))[0]
     decided = _decided(votes)
-    pair, low, _ = _pair_keys(votes)
-    a_is_low = votes["model_a"].astype(str).to_numpy() == low
-    both = pd.Series(a_is_low).groupby(pair).nunique().to_numpy()[pair] == 2
-    rows = np.flatnonzero(decided & both)
+    low_won = np.where(votes["choice"].astype(str).to_numpy() == "a", a, b)[decided] == low[decided]
+    frame = pd.DataFrame({"pair": pair[decided], "worker": pd.factorize(votes["worker_id"].astype(str))[0][decided],
+                          "low_won": low_won.astype(float)})
+    return {"pair": pair, "low": low, "high": high, "models": np.asarray(models, dtype=object), "decided": decided,
+            "a_is_low": a == low, "low_won": frame["low_won"].to_numpy(),
+            "share": frame.groupby(["pair", "worker"])["low_won"].transform("mean").to_numpy(),
+            "first": ~frame.duplicated(["pair", "worker"]).to_numpy()}
+
+
+def _position(votes: pd.DataFrame, pairs: dict, side_share: float):
+    pair = pairs["pair"]
+    both = pd.Series(pairs["a_is_low"]).groupby(pair).nunique().to_numpy()[pair] == 2
+    rows = np.flatnonzero(pairs["decided"] & both)
     if not len(rows):
         return None, "not run: no pair was shown in both orders, so a side cannot be told from a model"
     y = (votes["choice"].astype(str).to_numpy()[rows] == "a").astype(float)
-    return (rows, y, None), f"{len(rows)} decided votes on pairs shown in both orders"
+    return (rows, y, None, y, side_share), f"{len(rows)} decided votes on pairs shown in both orders"
 
 
-def _against_crowd(votes: pd.DataFrame, min_other: int, trusted: np.ndarray):
-    """Leave-one-worker-out: the other (``trusted``) workers' sides on each pair (counts, no refits)."""
-    decided = _decided(votes)
-    pair, low, high = _pair_keys(votes)
-    choice = votes["choice"].astype(str).to_numpy()
-    winner = np.where(choice == "a", votes["model_a"].astype(str).to_numpy(), votes["model_b"].astype(str).to_numpy())
-    low_won = (winner == low).astype(float)
-    worker = pd.factorize(votes["worker_id"].astype(str))[0]
-    frame = pd.DataFrame({"pair": pair, "worker": worker, "low_won": low_won})[decided]
-    # Each other worker counts once per pair, by the side most of their votes on it took: a few workers
-    # with many votes (riggers) cannot become the crowd by volume.
-    own = frame.groupby(["pair", "worker"])["low_won"]
-    side = np.sign(2 * own.transform("sum").to_numpy() - own.transform("size").to_numpy())
+def _crowd(pairs: dict, trusted: np.ndarray) -> dict:
+    """Per decided vote, leave-one-worker-out: the other (``trusted``) workers on the same question, unit and
+    pair, each counted once (counts, no refits): how many (``workers``); how many most often chose the pair's
+    lower model (``for_low``) and how many took a side (``voiced``); the mean of their shares of votes for the
+    lower model (``share_low``). Each worker counting once, a few workers with many votes (riggers) cannot
+    become the crowd by volume."""
+    decided = pairs["decided"]
+    pair_rows, share = pairs["pair"][decided], pairs["share"]
+    side = np.sign(2 * share - 1)  # the side most of the worker's votes on the pair took (0: even)
     trusted = trusted[decided]
-    first = ~frame.duplicated(["pair", "worker"]).to_numpy() & trusted
-    counted = pd.DataFrame({"pair": frame["pair"].to_numpy()[first], "side": side[first]})
-    for_low = counted.assign(low=counted["side"] > 0).groupby("pair")["low"].sum()
-    voiced = counted.assign(v=counted["side"] != 0).groupby("pair")["v"].sum()
-    pair_rows = frame["pair"].to_numpy()
-    other_n = voiced.reindex(pair_rows, fill_value=0).to_numpy() - (side != 0) * trusted
-    other_s = for_low.reindex(pair_rows, fill_value=0).to_numpy() - (side > 0) * trusted
+    first = pairs["first"] & trusted
+    n_pairs = int(pairs["pair"].max(initial=-1)) + 1
+
+    def others(values: np.ndarray, own: np.ndarray) -> np.ndarray:  # the pair's sum without this worker
+        return np.bincount(pair_rows[first], weights=values[first], minlength=n_pairs)[pair_rows] - own * trusted
+
+    workers = others(np.ones(len(share)), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_low = others(share, share) / workers
+    return {"rows": np.flatnonzero(decided), "low_won": pairs["low_won"], "low": pairs["low"][decided],
+            "high": pairs["high"][decided], "workers": workers, "for_low": others((side > 0).astype(float), side > 0),
+            "voiced": others((side != 0).astype(float), side != 0), "share_low": share_low}
+
+
+def _against_crowd(crowd: dict, min_other: int):
+    other_n, other_s = crowd["voiced"], crowd["for_low"]
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = other_s / other_n
     usable = (other_n >= min_other) & (rate != 0.5)
     if not usable.any():
         return None, f"not run: no pair has at least {min_other} other workers who took a side on it"
-    rows = np.flatnonzero(decided)[usable]
     crowd_low = rate[usable] > 0.5
-    y = (frame["low_won"].to_numpy()[usable].astype(bool) != crowd_low).astype(float)
-    weaker = np.where(crowd_low, high[rows], low[rows])  # the model the others mostly vote against
-    return (rows, y, weaker), (f"{len(rows)} decided votes whose pair has at least {min_other} other workers who "
-                               "took a side on it (and no even split)")
+    y = (crowd["low_won"][usable].astype(bool) != crowd_low).astype(float)
+    return (crowd["rows"][usable], y, None, y, 0.5), (
+        f"{int(usable.sum())} decided votes whose pair has at least {min_other} other workers who took a side on it "
+        "(and no even split)")
+
+
+def _rigging(crowd: dict, min_other: int, taste: float):
+    """Per vote, once for each model of its pair: y = voted for that model m, null p = the other workers' mean
+    share of votes for m, its odds times e^``taste``. Bet on z = 1/2 + (y - p) / (2 max(p, 1 - p)), in [0, 1]
+    with mean at most 1/2 where E[y] <= p, so certify's bets against 1/2 apply (z = 1 for a vote for m where
+    p <= 1/2: all a vote can say)."""
+    usable = crowd["workers"] >= min_other
+    if not usable.any():
+        return None, f"not run: no pair has at least {min_other} other workers who voted on it"
+    index = np.flatnonzero(usable)
+    share = np.concatenate([crowd["share_low"][index], 1 - crowd["share_low"][index]])
+    voted_for = np.concatenate([crowd["low_won"][index], 1 - crowd["low_won"][index]])
+    target = np.concatenate([crowd["low"][index], crowd["high"][index]])
+    rows = np.concatenate([crowd["rows"][index], crowd["rows"][index]])
+    with np.errstate(divide="ignore"):
+        null = expit(logit(share) + taste)
+    z = 0.5 + (voted_for - null) / (2 * np.maximum(null, 1 - null))
+    order = np.argsort(rows, kind="stable")  # each worker's bets in collection order
+    return (rows[order], z[order], target[order], voted_for[order], null[order]), (
+        f"{len(index)} decided votes whose pair has at least {min_other} other workers who voted on it, each for "
+        f"both its models; honest at most the others' share of votes for the model with its odds x "
+        f"{np.exp(taste):.3g}")
 
 
 def _too_fast(votes: pd.DataFrame, settings: VoterSettings):
@@ -255,8 +348,9 @@ def _too_fast(votes: pd.DataFrame, settings: VoterSettings):
     needed = np.maximum(settings.min_seconds, words / settings.words_per_second)
     rows = np.flatnonzero(timed)
     y = (seconds[rows] < needed[rows]).astype(float)
-    return (rows, y, None), (f"{len(rows)} timed votes; too fast: under max({settings.min_seconds:g} s, words of "
-                             f"the two responses / {settings.words_per_second:g} per second)")
+    return (rows, y, None, y, settings.fast_share), (
+        f"{len(rows)} timed votes; too fast: under max({settings.min_seconds:g} s, words of the two responses / "
+        f"{settings.words_per_second:g} per second)")
 
 
 def exclude_flagged(comparisons: pd.DataFrame, flags: VoterFlags) -> tuple[pd.DataFrame, int]:

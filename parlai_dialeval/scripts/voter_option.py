@@ -10,8 +10,9 @@ from parlai_dialeval.options import option
 
 def exclude_flagged_field():
     return option(False, "leave out every vote of the workers the voter tests flag (one side, against the crowd, "
-                         "too fast, rigging one model; family-wise error alpha over workers and tests); they are "
-                         "reported either way", metavar="BOOL")
+                         "too fast, for one model far more often than the other workers' share for it allows: "
+                         "rigging; family-wise error alpha over workers, models and tests); they are reported "
+                         "either way", metavar="BOOL")
 
 
 def side_share_field():
@@ -47,7 +48,8 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
                 "an honest worker satisfies (docs/pairwise_analysis.md, \"Voter tests\"): picks side A (or B) on more "
                 "than the --side-share of decided votes (pairs shown in both orders only); votes against the other "
                 "workers' majority on the same pair more often than not; answers faster than reading allows; votes "
-                "for the model the others vote against more often than not, per model (rigging one model). The "
+                "for one model more often than the other workers' share of votes for it on the same pairs allows, "
+                "with a margin for taste (rigging one model, or clicking at random). The "
                 "evidence is an e-process, valid however often this is run; a worker is flagged when one test's "
                 f"e-value reaches (tests x workers) / alpha (x models for rigging), so the chance that any honest "
                 f"worker is flagged is at most alpha = {flags.alpha:g}.")

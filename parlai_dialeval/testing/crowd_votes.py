@@ -8,8 +8,8 @@ worker_sd) per worker and model) + position bias toward side A (``position_bias`
 N(0, position_sd) per worker)), a tie with probability ``tie_rate``. Honest answers take
 lognormal(median ``median_seconds``, sd 0.4) seconds. Dishonest workers, added on top of the honest
 votes: ``riggers`` vote only on pairs with model ``target`` and always for it, ``rigging_share`` of all
-votes between them (Min et al., ICML 2025); ``side_workers`` always pick A; ``fast_workers`` vote honestly
-in 0.3-1 s. Each response text is ``words`` words long.
+votes between them (Min et al., ICML 2025); ``side_workers`` always pick A; ``random_workers`` pick A or B
+at random, whatever the models; ``fast_workers`` vote honestly in 0.3-1 s. Each response text is ``words`` words long.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import pandas as pd
 def crowd_study(rng: np.random.Generator, strengths=(0.0, 0.3, 0.6, 0.9), votes: int = 3000, workers: int = 40,
                 items_per_pair: int = 50, item_sd: float = 1.0, worker_sd: float = 0.3, position_bias: float = 0.4,
                 position_sd: float = 0.3, tie_rate: float = 0.1, rigging_share: float = 0.0, target: int = 0,
-                rigger_votes: int = 60, side_workers: int = 0, fast_workers: int = 0, dishonest_votes: int = 60,
-                median_seconds: float = 8.0, words: int = 15) -> pd.DataFrame:
+                rigger_votes: int = 60, side_workers: int = 0, random_workers: int = 0, fast_workers: int = 0,
+                dishonest_votes: int = 60, median_seconds: float = 8.0, words: int = 15) -> pd.DataFrame:
     """Canonical comparison records (item_id, worker_id, model_a, model_b, choice, duration, response_a,
     response_b, plus ``honest``: False for the dishonest workers' votes) in a random collection order."""
     strengths = np.asarray(strengths, dtype=float)
@@ -39,6 +39,10 @@ def crowd_study(rng: np.random.Generator, strengths=(0.0, 0.3, 0.6, 0.9), votes:
         always_a = _honest(rng, side_workers * dishonest_votes, strengths, taste[:side_workers],
                            side[:side_workers], item_effect, tie_rate, "side", median_seconds)
         frames.append(always_a.assign(choice="a", honest=False))
+    if random_workers:
+        clicks = _honest(rng, random_workers * dishonest_votes, strengths, taste[:random_workers],
+                         side[:random_workers], item_effect, tie_rate, "random", median_seconds)
+        frames.append(clicks.assign(choice=rng.choice(["a", "b"], len(clicks)), honest=False))
     if rigging_share > 0:
         n_rig = int(round(rigging_share * votes / (1 - rigging_share)))
         frames.append(_rigged(rng, n_rig, k, target, max(1, int(np.ceil(n_rig / rigger_votes))), items_per_pair,
