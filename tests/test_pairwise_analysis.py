@@ -57,6 +57,23 @@ def test_binomial_p_values_at_once_equal_scipys_binomtest_one_by_one():
             assert p == stats.binomtest(int(w), int(w + l)).pvalue, (w, l)
 
 
+def test_oriented_keeps_each_pair_as_first_seen_per_group():
+    # Issue 43: pairs are now keyed on integer codes instead of comparing names as strings; a loop over the
+    # votes with a dictionary of first-seen orientations per (question, pair) is the reference.
+    rng = np.random.default_rng(6)
+    n = 200
+    names = np.array(["b", "a", "B", "10", "9"], dtype=object)
+    a = rng.integers(0, 5, n)
+    frame = pairwise.with_sections(pd.DataFrame({
+        "item_id": np.arange(n).astype(str), "model_a": names[a], "model_b": names[(a + rng.integers(1, 5, n)) % 5],
+        "choice": rng.choice(["a", "b", "tie"], n), "question": rng.choice(["q1", "q2"], n)}))
+    got = pairwise.oriented(frame, pairwise.SECTION)
+    seen = {}
+    for row, out in zip(frame.itertuples(), got.itertuples()):
+        first, second = seen.setdefault((row.question, frozenset((row.model_a, row.model_b))), (row.model_a, row.model_b))
+        score = {"a": 1, "b": -1, "tie": 0}[row.choice] * (1 if row.model_a == first else -1)
+        assert (out.first, out.second, out.score) == (first, second, score)
+
 def test_cluster_counts_of_every_pair_at_once_equal_a_loop_per_pair():
     # Issue 43: the per-pair pandas aggregation took 23 s on 100,000 votes. Reference: each pair's decided
     # votes grouped by item by hand (A/B votes with a context cluster on it), workers counted as a set.

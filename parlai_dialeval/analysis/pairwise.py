@@ -93,20 +93,26 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     """Comparisons with ``first``/``second`` (the pair in first-seen orientation, per group of ``by``),
     ``score`` (+1 when ``first`` was chosen, -1 for ``second``, 0 for a tie) and a boolean ``auto``."""
     frame = comparisons.reset_index(drop=True)
-    a, b = frame["model_a"].astype(str), frame["model_b"].astype(str)
-    a_values, b_values = a.to_numpy(dtype=object), b.to_numpy(dtype=object)
-    pair_key = pd.DataFrame({"group": group_ids(frame, by).to_numpy(), "low": np.where(a < b, a, b),
-                             "high": np.where(a < b, b, a)})
+    a, b, names = model_codes(frame)
+    pair_key = pd.DataFrame({"group": group_ids(frame, by).to_numpy(), "low": np.minimum(a, b),
+                             "high": np.maximum(a, b)})
     codes = pair_key.groupby(["group", "low", "high"], sort=False).ngroup().to_numpy()
     _, first_row = np.unique(codes, return_index=True)  # the row where each pair is first seen
-    first = a_values[first_row[codes]]
-    flipped = a_values != first
-    choice = frame["choice"].astype(str).to_numpy()
-    score = np.select([choice == "a", choice == "b"], [1, -1], 0)
+    first = a[first_row[codes]]
+    flipped = a != first
+    choice, kinds = pd.factorize(frame["choice"].astype(str), use_na_sentinel=False)
+    score = np.select([kinds == "a", kinds == "b"], [1, -1], 0)[choice]
     score = np.where(flipped, -score, score)
-    second = np.where(flipped, a_values, b_values)
     auto = frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.zeros(len(frame), bool)
-    return frame.assign(first=first, second=second, score=score, auto=auto)
+    return frame.assign(first=names[first], second=names[np.where(flipped, a, b)], score=score, auto=auto)
+
+
+def model_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(model_a and model_b as codes of one numbering, each code's name as str): pairs are keyed on the
+    codes, since comparing and grouping a million names as strings took seconds (issue 43)."""
+    both = pd.concat([frame["model_a"].astype(str), frame["model_b"].astype(str)], ignore_index=True)
+    codes, names = pd.factorize(both, use_na_sentinel=False)
+    return codes[:len(frame)], codes[len(frame):], np.asarray(names, dtype=object)
 
 
 def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
