@@ -74,6 +74,34 @@ def test_oriented_keeps_each_pair_as_first_seen_per_group():
         score = {"a": 1, "b": -1, "tie": 0}[row.choice] * (1 if row.model_a == first else -1)
         assert (out.first, out.second, out.score) == (first, second, score)
 
+def test_response_stats_equal_a_loop_over_each_models_responses():
+    # Issue 43: response statistics now count n-grams as integer codes for every model at once; reference:
+    # each model's responses, once per prompt (the context where recorded), as sets of n-gram tuples.
+    rng = np.random.default_rng(7)
+    n = 300
+    words = np.array(["Hi", "hi", "there", "#", "-", "ok"], dtype=object)
+    text = lambda: " ".join(rng.choice(words, rng.integers(0, 6)))
+    frame = pd.DataFrame({"item_id": rng.integers(0, 50, n).astype(str), "model_a": rng.choice(["m2", "M1", "m3"], n),
+                          "model_b": rng.choice(["m2", "M1", "m4"], n), "response_a": [text() for _ in range(n)],
+                          "response_b": [text() if rng.random() > 0.2 else None for _ in range(n)],
+                          "context": np.where(rng.random(n) < 0.5, None, rng.integers(0, 10, n).astype(str))})
+    seen = {}  # (model, prompt) -> its first response's tokens, side A's responses first
+    for side in ("a", "b"):
+        for row in frame.itertuples():
+            prompt = row.item_id if pd.isna(row.context) else row.context
+            response = getattr(row, f"response_{side}")
+            if not pd.isna(response):
+                seen.setdefault((getattr(row, f"model_{side}"), prompt), response.lower().split())
+    got = pairwise.response_stats(frame).set_index("model")
+    assert list(got.index) == sorted({model for model, _ in seen})
+    for model, row in got.iterrows():
+        mine = [tokens for (m, _), tokens in seen.items() if m == model]
+        tokens = sum(map(len, mine))
+        assert row["responses"] == len(mine) and row["mean_length"] == pytest.approx(tokens / len(mine))
+        for k in (1, 2):
+            grams = {tuple(t[i:i + k]) for t in mine for i in range(len(t) - k + 1)}
+            assert row[f"distinct_{k}"] == pytest.approx(len(grams) / tokens), (model, k)
+
 def test_cluster_counts_of_every_pair_at_once_equal_a_loop_per_pair():
     # Issue 43: the per-pair pandas aggregation took 23 s on 100,000 votes. Reference: each pair's decided
     # votes grouped by item by hand (A/B votes with a context cluster on it), workers counted as a set.

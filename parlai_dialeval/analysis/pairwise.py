@@ -335,10 +335,15 @@ def response_stats(comparisons: pd.DataFrame) -> pd.DataFrame:
     columns = ["model", "responses", "distinct_1", "distinct_2", "mean_length"]
     if not rows:
         return pd.DataFrame(columns=columns)
-    texts = pd.concat(rows).drop_duplicates(["model", "prompt"])
-    models, model = np.unique(texts["model"].to_numpy(dtype=str), return_inverse=True)
-    text = texts["text"].tolist()
-    out = pd.DataFrame({"model": models.astype(object), "responses": np.bincount(model, minlength=len(models))})
+    texts = pd.concat(rows, ignore_index=True)
+    code, names = pd.factorize(texts["model"])
+    prompt = pd.factorize(texts["prompt"])[0]
+    first = ~pd.Series(code * (prompt.max(initial=0) + 1) + prompt).duplicated().to_numpy()  # per model and prompt
+    models = sorted(names)
+    place = {m: i for i, m in enumerate(models)}
+    model = np.array([place[m] for m in names], dtype=np.int64)[code[first]]
+    text = texts["text"][first]
+    out = pd.DataFrame({"model": models, "responses": np.bincount(model, minlength=len(models))})
     for n in (1, 2):
         unique, grams, tokens = distinct_counts(text, model, n, len(models))
         with np.errstate(divide="ignore", invalid="ignore"):  # no n-grams or tokens: NaN

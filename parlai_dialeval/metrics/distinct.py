@@ -26,12 +26,12 @@ def distinct_n(texts: Iterable[str], n: int) -> float:
     return unique[0] / total[0] if total[0] else float("nan")
 
 
-def distinct_counts(texts: list[str], group, n: int, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def distinct_counts(texts, group, n: int, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(distinct n-grams, n-grams, tokens) of the texts of each group (``group``: codes 0..groups-1, one per
     text), every group at once; n-grams never span two texts. A text repeated within a group counts once
     among the distinct n-grams and every time in the totals; each distinct text is tokenised once."""
     group = np.asarray(group, dtype=np.int64)
-    text_code, distinct_texts = pd.factorize(pd.Series(texts, dtype=object))
+    text_code, distinct_texts = pd.factorize(pd.Series(texts, dtype=str))
     flat, lengths = _token_codes(list(distinct_texts))
     grams = np.maximum(lengths - n + 1, 0)
     total = np.bincount(group, grams[text_code], groups).astype(np.int64)
