@@ -164,3 +164,17 @@ def test_clustering_summaries_of_every_group_at_once_equal_a_loop_per_group():
         expected = 1.0 if sizes.max() == 1 else max(1.0, 1 + (sizes.mean() - 1) * icc) if np.isfinite(icc) else None
         assert (expected is None and np.isnan(row["design_effect"])) or row["design_effect"] == pytest.approx(expected)
     assert got.iloc[5]["design_effect"] == 1.0 and got.iloc[4]["clusters"] == 1
+
+
+def test_cluster_ids_equal_the_rule_applied_vote_by_vote():
+    # Issue 43: each distinct context is now converted once; the rule vote by vote is the reference: an A/B
+    # response's prompt (its context where recorded) or else the item.
+    from parlai_dialeval.analysis.cluster_robust import cluster_ids
+
+    contexts = [None, float("nan"), "Hi there", 1.5, 7, "Hi there", None, "x"]
+    frame = pd.DataFrame({"item_id": [1, "a", 3, 4, 5, 6, 7, 8], "context": contexts,
+                          "unit": ["response", "response", "response", "response", "response", "turn", "dialog",
+                                   "response"]})
+    expected = [f"context:{c}" if unit == "response" and c is not None and not (isinstance(c, float) and np.isnan(c))
+                else f"item:{item}" for item, c, unit in zip(frame["item_id"], contexts, frame["unit"])]
+    assert list(cluster_ids(frame)) == expected

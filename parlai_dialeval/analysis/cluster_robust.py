@@ -119,8 +119,11 @@ def cluster_ids(frame: pd.DataFrame) -> pd.Series:
     item = "item:" + frame["item_id"].astype(str)
     if "context" not in frame:
         return item
-    context = frame["context"].map(lambda c: None if c is None or (isinstance(c, float) and np.isnan(c)) else str(c))
-    use = frame["unit"].eq("response") & context.notna()
+    # Each distinct context converted once (a million of them one by one took 0.5 s).
+    code, distinct = pd.factorize(frame["context"])
+    text = np.array([None] + [None if isinstance(c, float) and np.isnan(c) else str(c) for c in distinct], dtype=object)
+    context = pd.Series(text[code + 1], index=frame.index, dtype=str, name="context")
+    use = frame["unit"].eq("response").to_numpy() & context.notna().to_numpy()
     return ("context:" + context).where(use, item)
 
 
