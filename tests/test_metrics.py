@@ -73,3 +73,24 @@ def test_hf_mean_pool_encoder_from_a_local_path(tmp_path):
     path = build_gpt2(tmp_path / "enc", n_positions=32)
     vectors = HFMeanPoolEncoder(str(path))(["Hi! How are you?", "That makes sense!", "Hi!"])
     assert vectors.shape == (3, 32) and np.isfinite(vectors).all()
+
+
+def test_distinct_counts_of_every_group_at_once_equal_sets_of_ngram_tuples():
+    # Issue 43: a set of n-gram tuples per model took 11 s of analyze_pairwise on 100,000 votes; the integer
+    # codes must count what the tuples count: repeated texts, empty texts, case folding, no n-gram across
+    # two texts, a group without texts.
+    import numpy as np
+
+    from parlai_dialeval.metrics.distinct import distinct_counts
+
+    rng = np.random.default_rng(2)
+    words = ["a", "A", "b", "c", "d#", "-", "x y", ""]
+    texts = [" ".join(rng.choice(words, rng.integers(0, 7))) for _ in range(300)]
+    texts += texts[:40]  # the same texts again, in other groups
+    group = rng.integers(0, 5, len(texts))
+    for n in (1, 2, 3):
+        unique, total, tokens = distinct_counts(texts, group, n, 6)
+        for g in range(6):
+            mine = [t.lower().split() for t, k in zip(texts, group) if k == g]
+            grams = [tuple(t[i:i + n]) for t in mine for i in range(len(t) - n + 1)]
+            assert (unique[g], total[g], tokens[g]) == (len(set(grams)), len(grams), sum(map(len, mine))), (n, g)

@@ -119,3 +119,28 @@ def test_trueskill_closed_form_equals_the_librarys_factor_graph_game_by_game():
     mu, sigma = rankings.trueskill_ratings(a, b, outcome, n)
     np.testing.assert_allclose(mu, [r.mu for r in ratings], rtol=0, atol=1e-9)
     np.testing.assert_allclose(sigma, [r.sigma for r in ratings], rtol=0, atol=1e-9)
+
+
+def test_encode_and_vote_clusters_equal_a_dictionary_of_sorted_names_and_pair_item_labels():
+    # Issue 43: encode mapped a million names through a dict in pandas and vote_clusters built "pair|item"
+    # strings (3 s and 1.2 s); the integer codes must give the same indices, outcomes and partition.
+    from parlai_dialeval.analysis.pairwise import with_sections
+
+    rng = np.random.default_rng(4)
+    n = 300
+    a = rng.integers(0, 7, n)
+    names = np.array(["zeta", "Alpha", "beta", "10", "9", "b", "ä"], dtype=object)
+    frame = with_sections(pd.DataFrame({
+        "item_id": rng.integers(0, 60, n).astype(str), "model_a": names[a], "model_b": names[(a + rng.integers(1, 7, n)) % 7],
+        "choice": rng.choice(["a", "b", "tie"], n), "automatic": rng.random(n) < 0.1,
+        "context": np.where(rng.random(n) < 0.5, None, rng.integers(0, 20, n).astype(str))}))
+    models, a_idx, b_idx, outcome = rankings.encode(frame)
+    votes = frame[~frame["automatic"]]
+    assert models == sorted(set(names))
+    index = {m: i for i, m in enumerate(models)}
+    assert list(a_idx) == [index[m] for m in votes["model_a"]] and list(b_idx) == [index[m] for m in votes["model_b"]]
+    assert list(outcome) == [{"a": 1.0, "b": 0.0, "tie": 0.5}[c] for c in votes["choice"]]
+    labels = [f"{min(i, j)}|{max(i, j)}|" + (f"item:{item}" if pd.isna(context) else f"context:{context}")
+              for i, j, item, context in zip(a_idx, b_idx, votes["item_id"], votes["context"])]
+    clusters = rankings.vote_clusters(frame, a_idx, b_idx)
+    assert list(clusters) == list(pd.factorize(pd.Series(labels))[0])

@@ -37,12 +37,15 @@ def encode(comparisons: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray
     votes = comparisons
     if "automatic" in votes:
         votes = votes[~votes["automatic"].eq(True)]
-    models = sorted(set(votes["model_a"].astype(str)) | set(votes["model_b"].astype(str)))
-    index = {m: i for i, m in enumerate(models)}
-    a = votes["model_a"].astype(str).map(index).to_numpy(dtype=np.int64)
-    b = votes["model_b"].astype(str).map(index).to_numpy(dtype=np.int64)
-    outcome = votes["choice"].astype(str).map({"a": 1.0, "b": 0.0, "tie": 0.5}).to_numpy(dtype=float)
-    return models, a, b, outcome
+    from parlai_dialeval.analysis.pairwise import model_codes
+
+    a, b, names = model_codes(votes)
+    models = sorted(names)
+    place = {m: i for i, m in enumerate(models)}
+    number = np.array([place[m] for m in names], dtype=np.int64)
+    choice, kinds = pd.factorize(votes["choice"].astype(str), use_na_sentinel=False)
+    outcome = pd.Series(kinds, dtype=object).map({"a": 1.0, "b": 0.0, "tie": 0.5}).to_numpy(dtype=float)[choice]
+    return models, number[a], number[b], outcome
 
 
 def deduplicate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -196,8 +199,9 @@ def vote_clusters(comparisons: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np
     from parlai_dialeval.analysis.cluster_robust import cluster_ids
 
     votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
-    pair = np.minimum(a, b).astype(str).astype(object) + "|" + np.maximum(a, b).astype(str).astype(object)
-    return pair + "|" + cluster_ids(votes).to_numpy(dtype=object)
+    item = pd.factorize(cluster_ids(votes))[0]  # codes, not "pair|item" strings: a million of those took seconds
+    key = (np.minimum(a, b).astype(np.int64) * (max(a.max(initial=0), b.max(initial=0)) + 1) + np.maximum(a, b))
+    return pd.factorize(key * (item.max(initial=0) + 1) + item)[0]
 
 
 def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
