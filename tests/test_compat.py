@@ -78,6 +78,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
     attempts = {
         "use_data_dir": lambda: compat_mephisto.use_data_dir(tmp_path),
         "metrics_server_off": compat_mephisto.metrics_server_off,
+        "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
         "arrivals_checked": compat_mephisto.arrivals_checked,
         "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
@@ -159,6 +160,34 @@ def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
     with pytest.raises(CompatError, match="no longer calls 'launcher = TaskLauncher\\('"):
         with compat_mephisto.safe_unit_launching(changed):
             pass
+
+
+def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(tmp_path):
+    """prompt_run_tracking: Mephisto's tracker sleeps 10 s between looks at its runs and force_shutdown awaits
+    it, so every launch's end (by itself or Ctrl-C) took up to 10 s more; patched, the sleep is 1 s."""
+    import time
+
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")  # the launch's environment, this patch included
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.operations.operator import Operator
+
+    operator = Operator(LocalMephistoDB(database_path=str(data_dir / "database.db")))
+    operator._run_loop_until(lambda: False, 0.3)  # the tracker has looked once and sleeps, as in a live run
+    start = time.monotonic()
+    operator.force_shutdown(timeout=5)
+    # unpatched this took 9.7 s (the rest of the 10 s sleep); force_shutdown's own steps take up to 1.5 s
+    assert time.monotonic() - start < 5
+
+
+def test_prompt_run_tracking_refuses_an_operator_whose_tracker_no_longer_reads_the_global(tmp_path):
+    changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
+        "await asyncio.sleep(RUN_STATUS_POLL_TIME)\n            if self._using_prometheus",
+        "await asyncio.sleep(self.poll_time)\n            if self._using_prometheus"))
+    with pytest.raises(CompatError, match="prompt_run_tracking: .*no longer calls 'asyncio.sleep"):
+        compat_mephisto.prompt_run_tracking(changed)
+    assert changed.RUN_STATUS_POLL_TIME == 10  # nothing set on a module the patch refused
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):

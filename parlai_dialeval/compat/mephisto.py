@@ -11,6 +11,10 @@
 - ``use_data_dir``: Mephisto's data directory set in code, never asked for on stdin, and LocalArchitect's
   build folder inside it. Retire when Mephisto reads both from its config.
 - ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
+- ``prompt_run_tracking``: the operator looks at its runs every second, not every 10: a run whose last unit
+  is done ended up to 10 s later, and every stop (the run's own end, Ctrl-C, a test's shutdown) waited out
+  the tracker's current 10 s sleep (``shutdown_async`` awaits the tracker). Retire when Mephisto wakes its
+  tracker on a finished unit and on shutdown.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -92,6 +96,24 @@ def metrics_server_off() -> None:
     for name in ("start_metrics_server", "launch_prometheus_server"):
         require_ours(operator, name, "metrics_server_off")
         require_call(operator.Operator, f"{name}()", "metrics_server_off")
+
+
+# seconds between the operator's looks at its runs (Mephisto's RUN_STATUS_POLL_TIME is 10); a look reads the run's
+# assignment statuses once the run has all its units (memory with mephisto.blueprint.cached_database, else SQLite)
+RUN_STATUS_POLL_SECONDS = 1.0
+
+
+def prompt_run_tracking(operator=None) -> None:
+    """Mephisto's run tracker (``Operator._track_and_kill_runs``) sleeps ``RUN_STATUS_POLL_TIME`` between looks:
+    a finished run is noticed up to that late, and ``force_shutdown`` ends by awaiting the tracker, so its
+    current sleep too. The tracker reads the module global at each sleep: setting it is enough. ``operator``:
+    ``mephisto.operations.operator`` (or a copy of it, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "prompt_run_tracking")
+    if operator is None:
+        from mephisto.operations import operator
+    require_call(operator.Operator._track_and_kill_runs, "asyncio.sleep(RUN_STATUS_POLL_TIME)", "prompt_run_tracking")
+    require_call(operator.Operator.shutdown_async, "await self._run_tracker_task", "prompt_run_tracking")
+    operator.RUN_STATUS_POLL_TIME = RUN_STATUS_POLL_SECONDS
 
 
 def atomic_state_writes() -> None:
@@ -301,6 +323,7 @@ def check() -> list[str]:
     if agent.DETOXIFY_INSTALLED or "detoxify" in sys.modules:
         raise ImportError("parlai_dialeval.compat: Mephisto's agent module imported detoxify after all")
     metrics_server_off()
+    prompt_run_tracking()
     atomic_state_writes()
     arrivals_checked()
     with safe_unit_launching():
