@@ -79,6 +79,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
         "use_data_dir": lambda: compat_mephisto.use_data_dir(tmp_path),
         "metrics_server_off": compat_mephisto.metrics_server_off,
         "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
+        "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
         "arrivals_checked": compat_mephisto.arrivals_checked,
         "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
@@ -188,6 +189,14 @@ def test_prompt_run_tracking_refuses_an_operator_whose_tracker_no_longer_reads_t
     with pytest.raises(CompatError, match="prompt_run_tracking: .*no longer calls 'asyncio.sleep"):
         compat_mephisto.prompt_run_tracking(changed)
     assert changed.RUN_STATUS_POLL_TIME == 10  # nothing set on a module the patch refused
+
+
+def test_prompt_unit_launching_refuses_a_launcher_whose_generator_no_longer_reads_the_global(tmp_path):
+    changed = load_copy("mephisto.operations.task_launcher", tmp_path, lambda text: text.replace(
+        "time.sleep(UNIT_GENERATOR_WAIT_SECONDS)", "self.wake.wait(UNIT_GENERATOR_WAIT_SECONDS)"))
+    with pytest.raises(CompatError, match="prompt_unit_launching: .*no longer calls 'time.sleep"):
+        compat_mephisto.prompt_unit_launching(changed)
+    assert changed.UNIT_GENERATOR_WAIT_SECONDS == 10
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):

@@ -15,6 +15,10 @@
   is done ended up to 10 s later, and every stop (the run's own end, Ctrl-C, a test's shutdown) waited out
   the tracker's current 10 s sleep (``shutdown_async`` awaits the tracker). Retire when Mephisto wakes its
   tracker on a finished unit and on shutdown.
+- ``prompt_unit_launching``: the task launcher's unit generator waits 1 s between passes, not 10: a stop joins
+  that thread, so every stop within 10 s of a pass (each in-process test run's, most of all) waited out its
+  sleep, and a run with a concurrency limit launched a freed unit up to 10 s late. Retire when Mephisto's
+  generator waits on an event its shutdown sets.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -114,6 +118,25 @@ def prompt_run_tracking(operator=None) -> None:
     require_call(operator.Operator._track_and_kill_runs, "asyncio.sleep(RUN_STATUS_POLL_TIME)", "prompt_run_tracking")
     require_call(operator.Operator.shutdown_async, "await self._run_tracker_task", "prompt_run_tracking")
     operator.RUN_STATUS_POLL_TIME = RUN_STATUS_POLL_SECONDS
+
+
+# seconds between the task launcher's passes over its units (Mephisto's UNIT_GENERATOR_WAIT_SECONDS is 10); a pass
+# reads the status of each launched unit
+UNIT_GENERATOR_WAIT_SECONDS = 1.0
+
+
+def prompt_unit_launching(task_launcher=None) -> None:
+    """Mephisto's ``TaskLauncher.generate_units`` sleeps ``UNIT_GENERATOR_WAIT_SECONDS`` after each pass, in the
+    thread ``TaskLauncher.shutdown`` joins: a stop waits out that sleep (``force_shutdown`` gives up after its
+    timeout, 5 s, and goes on). The generator, and our copy of it (``_safe_unit_launcher``), read the module
+    global at each sleep. ``task_launcher``: ``mephisto.operations.task_launcher`` (or a copy, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "prompt_unit_launching")
+    if task_launcher is None:
+        from mephisto.operations import task_launcher
+    require_call(task_launcher.TaskLauncher.generate_units, "time.sleep(UNIT_GENERATOR_WAIT_SECONDS)",
+                 "prompt_unit_launching")
+    require_call(task_launcher.TaskLauncher.shutdown, "self.units_thread.join()", "prompt_unit_launching")
+    task_launcher.UNIT_GENERATOR_WAIT_SECONDS = UNIT_GENERATOR_WAIT_SECONDS
 
 
 def atomic_state_writes() -> None:
@@ -324,6 +347,7 @@ def check() -> list[str]:
         raise ImportError("parlai_dialeval.compat: Mephisto's agent module imported detoxify after all")
     metrics_server_off()
     prompt_run_tracking()
+    prompt_unit_launching()
     atomic_state_writes()
     arrivals_checked()
     with safe_unit_launching():
@@ -332,5 +356,6 @@ def check() -> list[str]:
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     require_providers()
-    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, safe unit launching, "
-            "atomic state writes, arrival checks, onboarding tries, our crowd providers"]
+    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
+            "launching every second, safe unit launching, atomic state writes, arrival checks, onboarding tries, our "
+            "crowd providers"]
