@@ -80,6 +80,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
         "metrics_server_off": compat_mephisto.metrics_server_off,
         "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
         "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
+        "joined_force_shutdown": compat_mephisto.joined_force_shutdown,
         "arrivals_checked": compat_mephisto.arrivals_checked,
         "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
@@ -197,6 +198,40 @@ def test_prompt_unit_launching_refuses_a_launcher_whose_generator_no_longer_read
     with pytest.raises(CompatError, match="prompt_unit_launching: .*no longer calls 'time.sleep"):
         compat_mephisto.prompt_unit_launching(changed)
     assert changed.UNIT_GENERATOR_WAIT_SECONDS == 10
+
+
+def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
+    """joined_force_shutdown: Mephisto's force_shutdown slept 0.5 s whenever one of its three steps' threads was still
+    alive at its first look, so a stop whose steps take 50 ms each took at least 1.5 s (every launch's and test run's
+    stop paid about that)."""
+    import time
+    from types import SimpleNamespace
+
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")  # the launch's environment, this patch included
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.operations.operator import Operator
+
+    def step():
+        time.sleep(0.05)
+
+    operator = Operator(LocalMephistoDB(database_path=str(data_dir / "database.db")))
+    stopped = SimpleNamespace(task_launcher=SimpleNamespace(shutdown=step, expire_units=step),
+                              architect=SimpleNamespace(shutdown=step), shutdown=step)
+    operator._task_runs_tracked["run"] = stopped  # what force_shutdown's steps stop, 50 ms each
+    start = time.monotonic()
+    operator.force_shutdown(timeout=5)
+    assert time.monotonic() - start < 1.0
+
+
+def test_joined_force_shutdown_refuses_an_operator_whose_force_shutdown_changed(tmp_path):
+    changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
+        "time.sleep(0.5)\n            if not shutdown_thread.is_alive():",
+        "time.sleep(0.1)\n            if not shutdown_thread.is_alive():"))
+    with pytest.raises(CompatError, match="joined_force_shutdown: Operator.force_shutdown is not the code the patch copied"):
+        compat_mephisto.joined_force_shutdown(changed)
+    assert not is_ours(changed.Operator.force_shutdown)
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):

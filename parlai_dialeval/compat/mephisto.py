@@ -19,6 +19,9 @@
   that thread, so every stop within 10 s of a pass (each in-process test run's, most of all) waited out its
   sleep, and a run with a concurrency limit launched a freed unit up to 10 s late. Retire when Mephisto's
   generator waits on an event its shutdown sets.
+- ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
+  its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
+  not at least 1.5 s. Retire when Mephisto joins them.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -50,8 +53,8 @@ import threading
 import time
 from pathlib import Path
 
-from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_version,
-                                             swapped)
+from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_source,
+                                             require_version, swapped)
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -137,6 +140,51 @@ def prompt_unit_launching(task_launcher=None) -> None:
                  "prompt_unit_launching")
     require_call(task_launcher.TaskLauncher.shutdown, "self.units_thread.join()", "prompt_unit_launching")
     task_launcher.UNIT_GENERATOR_WAIT_SECONDS = UNIT_GENERATOR_WAIT_SECONDS
+
+
+FORCE_SHUTDOWN_SOURCE = "27b11211688a009c27a72e475a4062fb05bfb7b1e63558509c9d68ac0bb52052"  # Mephisto 1.1.1's
+
+
+def joined_force_shutdown(operator=None) -> None:
+    """Mephisto's ``force_shutdown`` runs its steps (end the launchers, the architects, the runs) each in a
+    thread and sleeps 0.5 s while the thread is alive, up to ``timeout``: every step costs at least 0.5 s,
+    however fast it is. Ours is its body with ``join(timeout)`` in place of that loop. ``operator``:
+    ``mephisto.operations.operator`` (or a copy of it, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "joined_force_shutdown")
+    if operator is None:
+        from mephisto.operations import operator
+    if is_ours(operator.Operator.force_shutdown):
+        return
+    require_source(operator.Operator.force_shutdown, FORCE_SHUTDOWN_SOURCE, "joined_force_shutdown")
+
+    @ours
+    def force_shutdown(self, timeout=5):
+        self.is_shutdown = True
+
+        def end_launchers_and_expire_units():
+            for tracked_run in self._task_runs_tracked.values():
+                tracked_run.task_launcher.shutdown()
+                tracked_run.task_launcher.expire_units()
+
+        def end_architects():
+            for tracked_run in self._task_runs_tracked.values():
+                tracked_run.architect.shutdown()
+
+        def cleanup_runs():
+            for run_id in list(self._task_runs_tracked.keys()):
+                self._task_runs_tracked[run_id].shutdown()
+
+        for name, step in (("expire-units", end_launchers_and_expire_units), ("end-architects", end_architects),
+                           ("cleanup-runs", cleanup_runs)):
+            shutdown_thread = threading.Thread(target=step, name=f"force-shutdown-{name}")
+            shutdown_thread.start()
+            shutdown_thread.join(timeout)  # as Mephisto's, a step still running after its timeout is left behind
+        if self._event_loop.is_running():
+            self._event_loop.stop()
+        self._event_loop.run_until_complete(self.shutdown_async())
+
+    operator.Operator.force_shutdown = force_shutdown
+    require_ours(operator.Operator, "force_shutdown", "joined_force_shutdown")
 
 
 def atomic_state_writes() -> None:
@@ -348,6 +396,7 @@ def check() -> list[str]:
     metrics_server_off()
     prompt_run_tracking()
     prompt_unit_launching()
+    joined_force_shutdown()
     atomic_state_writes()
     arrivals_checked()
     with safe_unit_launching():
@@ -357,5 +406,5 @@ def check() -> list[str]:
     require_onboarding_order()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
-            "launching every second, safe unit launching, atomic state writes, arrival checks, onboarding tries, our "
-            "crowd providers"]
+            "launching every second, a joined force_shutdown, safe unit launching, atomic state writes, arrival "
+            "checks, onboarding tries, our crowd providers"]
