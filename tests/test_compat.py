@@ -164,23 +164,29 @@ def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
             pass
 
 
-def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(tmp_path):
-    """prompt_run_tracking: Mephisto's tracker sleeps 10 s between looks at its runs and force_shutdown awaits
-    it, so every launch's end (by itself or Ctrl-C) took up to 10 s more; patched, the sleep is 1 s."""
+def seconds_to_stop(tmp_path, before=lambda operator: None) -> float:
+    """How long ``force_shutdown`` of an operator in the launch's environment (every patch of prepare_mephisto)
+    takes, after ``before(operator)``."""
     import time
 
     from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 
-    data_dir = prepare_mephisto(tmp_path / "mephisto")  # the launch's environment, this patch included
+    data_dir = prepare_mephisto(tmp_path / "mephisto")
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
     from mephisto.operations.operator import Operator
 
     operator = Operator(LocalMephistoDB(database_path=str(data_dir / "database.db")))
-    operator._run_loop_until(lambda: False, 0.3)  # the tracker has looked once and sleeps, as in a live run
+    before(operator)
     start = time.monotonic()
     operator.force_shutdown(timeout=5)
-    # unpatched this took 9.7 s (the rest of the 10 s sleep); force_shutdown's own steps take up to 1.5 s
-    assert time.monotonic() - start < 5
+    return time.monotonic() - start
+
+
+def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(tmp_path):
+    """prompt_run_tracking: Mephisto's tracker sleeps 10 s between looks at its runs and force_shutdown awaits
+    it, so every launch's end (by itself or Ctrl-C) took up to 10 s more; patched, the sleep is 1 s."""
+    # the tracker has looked once and sleeps, as in a live run; unpatched the stop took 9.7 s (the rest of its sleep)
+    assert seconds_to_stop(tmp_path, lambda operator: operator._run_loop_until(lambda: False, 0.3)) < 5
 
 
 def test_prompt_run_tracking_refuses_an_operator_whose_tracker_no_longer_reads_the_global(tmp_path):
@@ -207,22 +213,15 @@ def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
     import time
     from types import SimpleNamespace
 
-    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
-
-    data_dir = prepare_mephisto(tmp_path / "mephisto")  # the launch's environment, this patch included
-    from mephisto.abstractions.databases.local_database import LocalMephistoDB
-    from mephisto.operations.operator import Operator
-
     def step():
         time.sleep(0.05)
 
-    operator = Operator(LocalMephistoDB(database_path=str(data_dir / "database.db")))
-    stopped = SimpleNamespace(task_launcher=SimpleNamespace(shutdown=step, expire_units=step),
-                              architect=SimpleNamespace(shutdown=step), shutdown=step)
-    operator._task_runs_tracked["run"] = stopped  # what force_shutdown's steps stop, 50 ms each
-    start = time.monotonic()
-    operator.force_shutdown(timeout=5)
-    assert time.monotonic() - start < 1.0
+    def track_a_run(operator):  # what force_shutdown's steps stop, 50 ms each
+        operator._task_runs_tracked["run"] = SimpleNamespace(
+            task_launcher=SimpleNamespace(shutdown=step, expire_units=step), architect=SimpleNamespace(shutdown=step),
+            shutdown=step)
+
+    assert seconds_to_stop(tmp_path, track_a_run) < 1.0
 
 
 def test_joined_force_shutdown_refuses_an_operator_whose_force_shutdown_changed(tmp_path):
