@@ -182,28 +182,36 @@ def seconds_to_stop(tmp_path, before=lambda operator: None) -> float:
     return time.monotonic() - start
 
 
+# (patch, upstream module, a change an upstream release could make, what the refusal says, its target afterwards)
+PACE_PATCHES = [
+    ("prompt_run_tracking", "mephisto.operations.operator",
+     ("await asyncio.sleep(RUN_STATUS_POLL_TIME)\n            if self._using_prometheus",
+      "await asyncio.sleep(self.poll_time)\n            if self._using_prometheus"),
+     "prompt_run_tracking: .*no longer calls 'asyncio.sleep", lambda m: m.RUN_STATUS_POLL_TIME == 10),
+    ("prompt_unit_launching", "mephisto.operations.task_launcher",
+     ("time.sleep(UNIT_GENERATOR_WAIT_SECONDS)", "self.wake.wait(UNIT_GENERATOR_WAIT_SECONDS)"),
+     "prompt_unit_launching: .*no longer calls 'time.sleep", lambda m: m.UNIT_GENERATOR_WAIT_SECONDS == 10),
+    ("joined_force_shutdown", "mephisto.operations.operator",
+     ("time.sleep(0.5)\n            if not shutdown_thread.is_alive():",
+      "time.sleep(0.1)\n            if not shutdown_thread.is_alive():"),
+     "joined_force_shutdown: Operator.force_shutdown is not the code the patch copied",
+     lambda m: not is_ours(m.Operator.force_shutdown)),
+]
+
+
+@pytest.mark.parametrize("patch, module, change, refusal, untouched", PACE_PATCHES, ids=[p[0] for p in PACE_PATCHES])
+def test_a_pace_patch_refuses_a_changed_copy_and_leaves_it_alone(tmp_path, patch, module, change, refusal, untouched):
+    changed = load_copy(module, tmp_path, lambda text: text.replace(*change))
+    with pytest.raises(CompatError, match=refusal):
+        getattr(compat_mephisto, patch)(changed)
+    assert untouched(changed)  # nothing set on a module the patch refused
+
+
 def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(tmp_path):
     """prompt_run_tracking: Mephisto's tracker sleeps 10 s between looks at its runs and force_shutdown awaits
     it, so every launch's end (by itself or Ctrl-C) took up to 10 s more; patched, the sleep is 1 s."""
     # the tracker has looked once and sleeps, as in a live run; unpatched the stop took 9.7 s (the rest of its sleep)
     assert seconds_to_stop(tmp_path, lambda operator: operator._run_loop_until(lambda: False, 0.3)) < 5
-
-
-def test_prompt_run_tracking_refuses_an_operator_whose_tracker_no_longer_reads_the_global(tmp_path):
-    changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
-        "await asyncio.sleep(RUN_STATUS_POLL_TIME)\n            if self._using_prometheus",
-        "await asyncio.sleep(self.poll_time)\n            if self._using_prometheus"))
-    with pytest.raises(CompatError, match="prompt_run_tracking: .*no longer calls 'asyncio.sleep"):
-        compat_mephisto.prompt_run_tracking(changed)
-    assert changed.RUN_STATUS_POLL_TIME == 10  # nothing set on a module the patch refused
-
-
-def test_prompt_unit_launching_refuses_a_launcher_whose_generator_no_longer_reads_the_global(tmp_path):
-    changed = load_copy("mephisto.operations.task_launcher", tmp_path, lambda text: text.replace(
-        "time.sleep(UNIT_GENERATOR_WAIT_SECONDS)", "self.wake.wait(UNIT_GENERATOR_WAIT_SECONDS)"))
-    with pytest.raises(CompatError, match="prompt_unit_launching: .*no longer calls 'time.sleep"):
-        compat_mephisto.prompt_unit_launching(changed)
-    assert changed.UNIT_GENERATOR_WAIT_SECONDS == 10
 
 
 def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
@@ -222,15 +230,6 @@ def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
             shutdown=step)
 
     assert seconds_to_stop(tmp_path, track_a_run) < 1.0
-
-
-def test_joined_force_shutdown_refuses_an_operator_whose_force_shutdown_changed(tmp_path):
-    changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
-        "time.sleep(0.5)\n            if not shutdown_thread.is_alive():",
-        "time.sleep(0.1)\n            if not shutdown_thread.is_alive():"))
-    with pytest.raises(CompatError, match="joined_force_shutdown: Operator.force_shutdown is not the code the patch copied"):
-        compat_mephisto.joined_force_shutdown(changed)
-    assert not is_ours(changed.Operator.force_shutdown)
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
