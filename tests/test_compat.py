@@ -182,6 +182,19 @@ def seconds_to_stop(tmp_path, before=lambda operator: None) -> float:
     return time.monotonic() - start
 
 
+@pytest.mark.parametrize("units, seconds", [(0, 1.0), (20, 1.0), (60, 3.0), (200, 10.0), (5000, 10.0)])
+def test_the_run_tracker_looks_less_often_at_a_larger_run(units, seconds):
+    """A look reads every assignment's status (228 ms for 200 units with SQLite): 1 s between looks up to 20
+    units, one more second per 20 units, and never longer than Mephisto's own 10 s."""
+    from mephisto.operations import operator
+
+    try:
+        compat_mephisto.prompt_run_tracking(units=units)
+        assert operator.RUN_STATUS_POLL_TIME == seconds
+    finally:
+        compat_mephisto.prompt_run_tracking()
+
+
 # (patch, upstream module, a change an upstream release could make, what the refusal says, its target afterwards)
 PACE_PATCHES = [
     ("prompt_run_tracking", "mephisto.operations.operator",
