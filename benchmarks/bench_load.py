@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -117,7 +118,8 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
     folders = [where] if servers == 1 else [where / f"server{k}" for k in range(servers)]
     launches = [overrides(task, name, share, settings, args, port) for share, port in zip(shares, ports)]
     load_start = os.getloadavg()[0]
-    runs = [harness.CliRun(kind, at, launch, env=env) for at, launch in zip(folders, launches)]
+    with ThreadPoolExecutor(servers) as starting:  # the K launches start side by side, not one after the other
+        runs = list(starting.map(lambda at, launch: harness.CliRun(kind, at, launch, env=env), folders, launches))
     run, where_run, launch = runs[0], folders[0], launches[0]
     deadline = time.time() + args.duration
     pace = Pace(scale=args.pace, abandon=args.abandon, reload=args.reload)

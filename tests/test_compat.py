@@ -78,6 +78,9 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
     attempts = {
         "use_data_dir": lambda: compat_mephisto.use_data_dir(tmp_path),
         "metrics_server_off": compat_mephisto.metrics_server_off,
+        "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
+        "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
+        "joined_force_shutdown": compat_mephisto.joined_force_shutdown,
         "arrivals_checked": compat_mephisto.arrivals_checked,
         "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
@@ -159,6 +162,87 @@ def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
     with pytest.raises(CompatError, match="no longer calls 'launcher = TaskLauncher\\('"):
         with compat_mephisto.safe_unit_launching(changed):
             pass
+
+
+def seconds_to_stop(tmp_path, before=lambda operator: None) -> float:
+    """How long ``force_shutdown`` of an operator in the launch's environment (every patch of prepare_mephisto)
+    takes, after ``before(operator)``."""
+    import time
+
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.operations.operator import Operator
+
+    operator = Operator(LocalMephistoDB(database_path=str(data_dir / "database.db")))
+    before(operator)
+    start = time.monotonic()
+    operator.force_shutdown(timeout=5)
+    return time.monotonic() - start
+
+
+@pytest.mark.parametrize("units, seconds", [(0, 1.0), (20, 1.0), (60, 3.0), (200, 10.0), (5000, 10.0)])
+def test_the_run_tracker_looks_less_often_at_a_larger_run(units, seconds):
+    """A look reads every assignment's status (228 ms for 200 units with SQLite): 1 s between looks up to 20
+    units, one more second per 20 units, and never longer than Mephisto's own 10 s."""
+    from mephisto.operations import operator
+
+    try:
+        compat_mephisto.prompt_run_tracking(units=units)
+        assert operator.RUN_STATUS_POLL_TIME == seconds
+    finally:
+        compat_mephisto.prompt_run_tracking()
+
+
+# (patch, upstream module, a change an upstream release could make, what the refusal says, its target afterwards)
+PACE_PATCHES = [
+    ("prompt_run_tracking", "mephisto.operations.operator",
+     ("await asyncio.sleep(RUN_STATUS_POLL_TIME)\n            if self._using_prometheus",
+      "await asyncio.sleep(self.poll_time)\n            if self._using_prometheus"),
+     "prompt_run_tracking: .*no longer calls 'asyncio.sleep", lambda m: m.RUN_STATUS_POLL_TIME == 10),
+    ("prompt_unit_launching", "mephisto.operations.task_launcher",
+     ("time.sleep(UNIT_GENERATOR_WAIT_SECONDS)", "self.wake.wait(UNIT_GENERATOR_WAIT_SECONDS)"),
+     "prompt_unit_launching: .*no longer calls 'time.sleep", lambda m: m.UNIT_GENERATOR_WAIT_SECONDS == 10),
+    ("joined_force_shutdown", "mephisto.operations.operator",
+     ("time.sleep(0.5)\n            if not shutdown_thread.is_alive():",
+      "time.sleep(0.1)\n            if not shutdown_thread.is_alive():"),
+     "joined_force_shutdown: Operator.force_shutdown is not the code the patch copied",
+     lambda m: not is_ours(m.Operator.force_shutdown)),
+]
+
+
+@pytest.mark.parametrize("patch, module, change, refusal, untouched", PACE_PATCHES, ids=[p[0] for p in PACE_PATCHES])
+def test_a_pace_patch_refuses_a_changed_copy_and_leaves_it_alone(tmp_path, patch, module, change, refusal, untouched):
+    changed = load_copy(module, tmp_path, lambda text: text.replace(*change))
+    with pytest.raises(CompatError, match=refusal):
+        getattr(compat_mephisto, patch)(changed)
+    assert untouched(changed)  # nothing set on a module the patch refused
+
+
+def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(tmp_path):
+    """prompt_run_tracking: Mephisto's tracker sleeps 10 s between looks at its runs and force_shutdown awaits
+    it, so every launch's end (by itself or Ctrl-C) took up to 10 s more; patched, the sleep is 1 s."""
+    # the tracker has looked once and sleeps, as in a live run; unpatched the stop took 9.7 s (the rest of its sleep)
+    assert seconds_to_stop(tmp_path, lambda operator: operator._run_loop_until(lambda: False, 0.3)) < 5
+
+
+def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
+    """joined_force_shutdown: Mephisto's force_shutdown slept 0.5 s whenever one of its three steps' threads was still
+    alive at its first look, so a stop whose steps take 50 ms each took at least 1.5 s (every launch's and test run's
+    stop paid about that)."""
+    import time
+    from types import SimpleNamespace
+
+    def step():
+        time.sleep(0.05)
+
+    def track_a_run(operator):  # what force_shutdown's steps stop, 50 ms each
+        operator._task_runs_tracked["run"] = SimpleNamespace(
+            task_launcher=SimpleNamespace(shutdown=step, expire_units=step), architect=SimpleNamespace(shutdown=step),
+            shutdown=step)
+
+    assert seconds_to_stop(tmp_path, track_a_run) < 1.0
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):

@@ -27,6 +27,9 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     compat_mephisto.use_data_dir(path)
     mephisto_router.install()  # our node router: its own dependencies, session tokens, limits
     compat_mephisto.metrics_server_off()
+    compat_mephisto.prompt_run_tracking()  # a finished or stopped run ends within a second, not 10-20
+    compat_mephisto.prompt_unit_launching()  # nor does a stop wait out the unit launcher's 10 s sleep
+    compat_mephisto.joined_force_shutdown()  # and a stop takes what its steps take, not at least 1.5 s
     mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
     compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
     compat_mephisto.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)

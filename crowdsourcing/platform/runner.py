@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
@@ -233,6 +234,9 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
                             resume_note=note)
+    # how often the operator looks at the run: each look costs with its units (compat's prompt_run_tracking)
+    compat_mephisto.prompt_run_tracking(units=sum(len(run.task_launcher.units)
+                                                  for run in operator.get_running_task_runs().values()))
     one_line_per_log()
     if controller is not None:
         try:

@@ -2,7 +2,8 @@
 "Patches", lists them all):
 
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, detoxify left out, its data directory,
-  its metrics server, a thread-safe unit launcher for generated runs, our crowd providers registered on import);
+  its metrics server, the pace of its run tracker, unit launcher and force_shutdown, a thread-safe unit
+  launcher for generated runs, our crowd providers registered on import);
 - ``compat/mephisto_door.py``: what strangers' bytes may cost Mephisto's server (the router's door,
   unreadable packets dropped, bounded logging);
 - ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session

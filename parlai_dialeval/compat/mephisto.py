@@ -11,6 +11,17 @@
 - ``use_data_dir``: Mephisto's data directory set in code, never asked for on stdin, and LocalArchitect's
   build folder inside it. Retire when Mephisto reads both from its config.
 - ``metrics_server_off``: no Prometheus exporter on port 3031. Retire when Mephisto makes it optional.
+- ``prompt_run_tracking``: the operator looks at a run of up to 20 units every second, not every 10 (one more
+  second per 20 units, up to 10): a run whose last unit is done ended up to 10 s later, and every stop (the
+  run's own end, Ctrl-C, a test's shutdown) waited out the tracker's current 10 s sleep (``shutdown_async``
+  awaits the tracker). Retire when Mephisto wakes its tracker on a finished unit and on shutdown.
+- ``prompt_unit_launching``: the task launcher's unit generator waits 1 s between passes, not 10: a stop joins
+  that thread, so every stop within 10 s of a pass (each in-process test run's, most of all) waited out its
+  sleep, and a run with a concurrency limit launched a freed unit up to 10 s late. Retire when Mephisto's
+  generator waits on an event its shutdown sets.
+- ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
+  its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
+  not at least 1.5 s. Retire when Mephisto joins them.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -42,8 +53,8 @@ import threading
 import time
 from pathlib import Path
 
-from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_version,
-                                             swapped)
+from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_source,
+                                             require_version, swapped)
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -92,6 +103,91 @@ def metrics_server_off() -> None:
     for name in ("start_metrics_server", "launch_prometheus_server"):
         require_ours(operator, name, "metrics_server_off")
         require_call(operator.Operator, f"{name}()", "metrics_server_off")
+
+
+# a look of the operator at a run whose units are all out reads every assignment's status: with SQLite (the default,
+# no mephisto.blueprint.cached_database) about 1.1 ms a unit (228 ms for 200 units, measured on the 2-core machine),
+# in the event loop that serves the participants' packets. One look per UNITS_PER_SECOND units and second keeps that
+# near 2% of the loop; Mephisto's 10 s (RUN_STATUS_POLL_TIME) stays the longest, 1 s the shortest.
+UNITS_PER_SECOND = 20
+
+
+def prompt_run_tracking(operator=None, units: int = 0) -> None:
+    """Mephisto's run tracker (``Operator._track_and_kill_runs``) sleeps ``RUN_STATUS_POLL_TIME`` between looks:
+    a finished run is noticed up to that late, and ``force_shutdown`` ends by awaiting the tracker, so its
+    current sleep too. The tracker reads the module global at each sleep: setting it is enough; ``units``: the
+    run's (``runner.start`` sets it again once the run is out). ``operator``: ``mephisto.operations.operator``
+    (or a copy of it, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "prompt_run_tracking")
+    if operator is None:
+        from mephisto.operations import operator
+    require_call(operator.Operator._track_and_kill_runs, "asyncio.sleep(RUN_STATUS_POLL_TIME)", "prompt_run_tracking")
+    require_call(operator.Operator.shutdown_async, "await self._run_tracker_task", "prompt_run_tracking")
+    operator.RUN_STATUS_POLL_TIME = min(10.0, max(1.0, units / UNITS_PER_SECOND))
+
+
+# seconds between the task launcher's passes over its units (Mephisto's UNIT_GENERATOR_WAIT_SECONDS is 10); a pass
+# reads the status of each launched unit
+UNIT_GENERATOR_WAIT_SECONDS = 1.0
+
+
+def prompt_unit_launching(task_launcher=None) -> None:
+    """Mephisto's ``TaskLauncher.generate_units`` sleeps ``UNIT_GENERATOR_WAIT_SECONDS`` after each pass, in the
+    thread ``TaskLauncher.shutdown`` joins: a stop waits out that sleep (``force_shutdown`` gives up after its
+    timeout, 5 s, and goes on). The generator, and our copy of it (``_safe_unit_launcher``), read the module
+    global at each sleep. ``task_launcher``: ``mephisto.operations.task_launcher`` (or a copy, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "prompt_unit_launching")
+    if task_launcher is None:
+        from mephisto.operations import task_launcher
+    require_call(task_launcher.TaskLauncher.generate_units, "time.sleep(UNIT_GENERATOR_WAIT_SECONDS)",
+                 "prompt_unit_launching")
+    require_call(task_launcher.TaskLauncher.shutdown, "self.units_thread.join()", "prompt_unit_launching")
+    task_launcher.UNIT_GENERATOR_WAIT_SECONDS = UNIT_GENERATOR_WAIT_SECONDS
+
+
+FORCE_SHUTDOWN_SOURCE = "27b11211688a009c27a72e475a4062fb05bfb7b1e63558509c9d68ac0bb52052"  # Mephisto 1.1.1's
+
+
+def joined_force_shutdown(operator=None) -> None:
+    """Mephisto's ``force_shutdown`` runs its steps (end the launchers, the architects, the runs) each in a
+    thread and sleeps 0.5 s while the thread is alive, up to ``timeout``: every step costs at least 0.5 s,
+    however fast it is. Ours is its body with ``join(timeout)`` in place of that loop. ``operator``:
+    ``mephisto.operations.operator`` (or a copy of it, in tests)."""
+    require_version("mephisto", WRITTEN_FOR, "joined_force_shutdown")
+    if operator is None:
+        from mephisto.operations import operator
+    if is_ours(operator.Operator.force_shutdown):
+        return
+    require_source(operator.Operator.force_shutdown, FORCE_SHUTDOWN_SOURCE, "joined_force_shutdown")
+
+    @ours
+    def force_shutdown(self, timeout=5):
+        self.is_shutdown = True
+
+        def end_launchers_and_expire_units():
+            for tracked_run in self._task_runs_tracked.values():
+                tracked_run.task_launcher.shutdown()
+                tracked_run.task_launcher.expire_units()
+
+        def end_architects():
+            for tracked_run in self._task_runs_tracked.values():
+                tracked_run.architect.shutdown()
+
+        def cleanup_runs():
+            for run_id in list(self._task_runs_tracked.keys()):
+                self._task_runs_tracked[run_id].shutdown()
+
+        for name, step in (("expire-units", end_launchers_and_expire_units), ("end-architects", end_architects),
+                           ("cleanup-runs", cleanup_runs)):
+            shutdown_thread = threading.Thread(target=step, name=f"force-shutdown-{name}")
+            shutdown_thread.start()
+            shutdown_thread.join(timeout)  # as Mephisto's, a step still running after its timeout is left behind
+        if self._event_loop.is_running():
+            self._event_loop.stop()
+        self._event_loop.run_until_complete(self.shutdown_async())
+
+    operator.Operator.force_shutdown = force_shutdown
+    require_ours(operator.Operator, "force_shutdown", "joined_force_shutdown")
 
 
 def atomic_state_writes() -> None:
@@ -301,6 +397,9 @@ def check() -> list[str]:
     if agent.DETOXIFY_INSTALLED or "detoxify" in sys.modules:
         raise ImportError("parlai_dialeval.compat: Mephisto's agent module imported detoxify after all")
     metrics_server_off()
+    prompt_run_tracking()
+    prompt_unit_launching()
+    joined_force_shutdown()
     atomic_state_writes()
     arrivals_checked()
     with safe_unit_launching():
@@ -309,5 +408,6 @@ def check() -> list[str]:
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     require_providers()
-    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, safe unit launching, "
-            "atomic state writes, arrival checks, onboarding tries, our crowd providers"]
+    return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
+            "launching every second, a joined force_shutdown, safe unit launching, atomic state writes, arrival "
+            "checks, onboarding tries, our crowd providers"]

@@ -109,6 +109,9 @@ class MockRun:
 
     def shutdown(self) -> None:
         try:
+            # channels first, as LaunchedTask.shutdown does: force_shutdown stops the mock server before it
+            # closes them, and each channel's close then waits on a server that is gone (5 s, force_shutdown's cap)
+            self.live_run.client_io.shutdown()
             self.operator.force_shutdown(timeout=5)
         finally:
             self.server.shutdown_mock()

@@ -161,7 +161,7 @@ def test_refused_places_do_not_stop_units_launching(tmp_path, fake, monkeypatch)
         run.wait(lambda: [u.get_status() for u in units()] == ["launched"] * 3, what="all three units launched")
         study = fake.state.studies[run.study["study_id"]]
         type(units()[0])._last_sync.clear()
-        units()[0].get_status()  # as Mephisto's launcher does every 10 s
+        units()[0].get_status()  # as Mephisto's launcher does every second
         assert study["total_available_places"] == 3
         assert [c["status"] for c in fake.state.calls if c["method"] == "PATCH"] == [500, 500, 200]
     finally:

@@ -46,11 +46,13 @@ def test_review_pay_block(tmp_path, fake, monkeypatch, dialeval):
         study = fake.state.studies[run.study["study_id"]]
         assert study["total_available_places"] == 3  # one place per launched unit
         agent_a, agent_b = run.unit_agent("PID_A"), run.unit_agent("PID_B")
-        # polling: Mephisto asks each launched unit for its status every 10 s; a unit with a participant
-        # at work costs one call about that submission, a unit without one none
+        # polling: Mephisto's launcher asks each launched unit for its status every second (compat's
+        # prompt_unit_launching); a unit with a participant at work costs one call about that submission per
+        # 10 s, whoever asks (the launcher's thread may be the one), a unit without one none
         unit_b = agent_b.get_unit()
         idle = [u for u in run.db.find_units(task_run_id=unit_b.task_run_id) if u.get_assigned_agent() is None]
         before = len(fake.state.calls)
+        type(unit_b)._last_poll.clear()  # what was asked before `before`
         unit_b.get_status()
         for unit in idle:
             unit.get_status()

@@ -10,6 +10,7 @@ export holds each message exactly once. Until the server confirms a message, the
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -91,7 +92,12 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
             _say(page, LOST)
             _say(page, ACK_LOST)
             _say(page, "and a third one after both reconnects")
-            page.wait_for_timeout(8000)  # the page's resend of ACK_LOST after its reconnect
+            # the page's resend of ACK_LOST after its reconnect, acknowledged again (route handlers run while
+            # the page is waited on), and nothing left "sending...": then the checks below
+            end = time.monotonic() + 30
+            while time.monotonic() < end and not (seen["acked"].count(seen["ack_lost_id"]) >= 2
+                                                  and page.locator("[data-testid=msg-pending]").count() == 0):
+                page.wait_for_timeout(200)
             # The lost message was shown as "sending..." until its copy was stored; now nothing is pending.
             assert page.evaluate("window.dialevalSawPending === true")
             assert page.locator("[data-testid=msg-pending]").count() == 0

@@ -2,6 +2,8 @@
 chats six turns, ticks every bot message, rates at the end; the export is canonical and matches."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from parlai_dialeval.data import from_records
@@ -103,3 +105,15 @@ def test_worker_who_leaves_mid_conversation_keeps_partial_data(run):
     assert data.ratings[["turn_index", "criterion", "value", "scale"]].to_dict("records") == [
         {"turn_index": 1, "criterion": c, "value": int(c == "engaging"), "scale": "binary"}
         for c in ("engaging", "humanlike", "interesting")]
+
+
+def test_a_run_stopped_just_after_its_start_does_not_wait_out_mephistos_ten_second_sleeps(tmp_path):
+    """A stop joins the unit launcher's thread, asleep for 10 s after each pass (compat: 1 s), and the harness
+    closes the channels before the mock server stops (else each close waits on a server that is gone): this
+    stop took 10.5 s, 5 s for each wait, force_shutdown's cap."""
+    run = MockRun("sm_eval", tmp_path, port=free_port(), overrides=[
+        "mephisto.blueprint.num_conversations=1", "sm_eval.num_turns=1", "~sm_eval.models.retrieval"])
+    start = time.monotonic()
+    run.shutdown()
+    assert time.monotonic() - start < 5  # 1.7 s here (force_shutdown polls each of its 3 steps every 0.5 s)
+

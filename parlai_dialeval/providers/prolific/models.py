@@ -156,7 +156,7 @@ class ProlificWorker(Worker):
 # Prolific submission statuses that end a participant's work without a submission to review (Prolific's
 # "Submission statuses explained"; SCREENED OUT: the study screened the participant out).
 GONE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}
-POLL_SECONDS = 10.0  # Mephisto's own rhythm (task_launcher polls each unit every 10 s)
+POLL_SECONDS = 10.0  # Prolific asked about a unit at most this often; Mephisto's launcher polls it every second
 
 
 class ProlificUnit(Unit):
