@@ -12,6 +12,24 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+# Rough seconds per test by marker, to order files longest first (measured in CI, benchmarks/README.md "The test
+# suite": browser tests 30-130 s, other slow ones 5-50 s, the rest well under a second).
+EXPECTED_SECONDS = {"browser": 40.0, "slow": 10.0}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files expected to take longest run first. Under `--dist loadfile` an xdist worker takes a whole file, and
+    xdist hands files out in collection order (`--no-loadscope-reorder`, pytest.ini): a long browser file handed
+    out last ran alone at the end while the other workers idled (longest-processing-time-first scheduling).
+    The sort is stable, so each file's tests stay together and in order."""
+    expected: dict[str, float] = {}
+    for item in items:
+        marks = [name for name in EXPECTED_SECONDS if item.get_closest_marker(name)]
+        expected[item.nodeid.split("::")[0]] = expected.get(item.nodeid.split("::")[0], 0.0) + max(
+            (EXPECTED_SECONDS[name] for name in marks), default=0.3)
+    items.sort(key=lambda item: -expected[item.nodeid.split("::")[0]])
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """../shared/data (third-party evaluation data); tests using it skip with a reason when absent (and

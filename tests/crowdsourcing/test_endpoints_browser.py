@@ -13,7 +13,7 @@ from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 PAUSE_MS = 800  # between a person's actions
 
 

@@ -15,7 +15,7 @@ from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import CliRun, chromium_page, require_chromium, start_live_chat
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 PAUSE_MS = 1500  # between a person's actions
 
 # Polled every 50 ms in the page: what the worker sees while the reply arrives.
