@@ -83,6 +83,7 @@ def ctrl_c_with_a_worker_in_flight(run: CliRun, tmp_path):
         yield page
 
 
+@pytest.mark.browser
 def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tmp_path):
     port = free_port()
     run = launch(tmp_path, port)
@@ -97,6 +98,7 @@ def test_one_ctrl_c_waits_for_the_worker_in_flight_and_a_second_stops_at_once(tm
     assert agent_statuses(run) == ["disconnect"]  # partial, never counted as submitted
 
 
+@pytest.mark.browser
 def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
     port = free_port()
     run = launch(tmp_path, port)
