@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -84,3 +85,30 @@ def test_mephisto_loads_without_detoxify_and_transformers():
                         "print(agent.DETOXIFY_INSTALLED, 'detoxify' in sys.modules, 'transformers' in sys.modules)")
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["False", "False", "False"]
+
+
+def test_a_live_chat_launchs_offline_bots_load_once_without_scoring_or_fitting_libraries():
+    """Issue 39: every `dialeval launch` loads its bots; the QC and retrieval bots of conf=offline_small read
+    the chatterbot corpus, which was parsed by each (pure-Python YAML), walked by a world that scored every
+    turn (F1, BLEU: nltk), and the launch imported choix (scipy.stats) and ParlAI's TorchAgent for nothing:
+    about 2 s of CPU per launch."""
+    code = """
+import sys
+import yaml
+from parlai_dialeval.crowdsourcing.platform.adaptive import config  # every launch reads its options
+from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+from tasks.chatterbot.agents import default_folder
+parsed = []
+load = yaml.load
+yaml.load = lambda *args, **kwargs: parsed.append(1) or load(*args, **kwargs)
+yaml.safe_load = lambda stream: parsed.append(1) or load(stream, Loader=yaml.SafeLoader)
+BotPool({"qc": {"opt": {"model": "dialeval:qc_bot", "qc_task": "dialeval:chatterbot"}},
+         "retrieval": {"opt": {"model": "dialeval:tfidf_retrieval", "retrieval_task": "dialeval:chatterbot"}}})
+print("parsed", len(parsed), "of", len(list(default_folder().glob("*.yml"))))
+print("loaded:", sorted(m for m in ("nltk", "choix", "parlai.core.torch_agent") if m in sys.modules))
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    parsed, files = re.search(r"parsed (\d+) of (\d+)", result.stdout).groups()
+    assert int(parsed) == int(files) > 10, result.stdout[-500:]
+    assert "loaded: []" in result.stdout, result.stdout[-500:]

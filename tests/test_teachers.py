@@ -120,6 +120,19 @@ def test_chatterbot_needs_no_download_and_splits_disjointly():
     assert len(train) > 6 * len(test)
 
 
+def test_chatterbot_folder_is_parsed_once_and_again_when_a_file_changes(tmp_path):
+    """A launch's bots each read the corpus: parsed once per process (issue 39), yet never stale."""
+    from tasks.chatterbot.agents import read_conversations
+
+    corpus = tmp_path / "ai.yml"
+    corpus.write_text("conversations:\n- - Hi\n  - Hello\n")
+    first = read_conversations(tmp_path)
+    first[0].append("changed by a caller")
+    assert read_conversations(tmp_path) == [["Hi", "Hello"]]  # each caller gets its own lists
+    corpus.write_text("conversations:\n- - Hi\n  - Hello there\n- - Bye\n  - See you\n")
+    assert read_conversations(tmp_path) == [["Hi", "Hello there"], ["Bye", "See you"]]
+
+
 def test_icebreakers_pick_one_persona_statement(shared_data):
     items = examples("dialeval:icebreakers",
                      "--icebreakers-datapath", str(shared_data / "ji2022" / "dialogue_data" / "HIT_detail"))

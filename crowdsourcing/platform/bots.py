@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import shlex
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -168,13 +169,14 @@ def server_threads(agents) -> int | None:
     processes leave free, less one for the server itself); such bots then leave the setting alone. None
     (torch's setting kept) where no bot runs a model here (endpoints) or ``OMP_NUM_THREADS`` chooses."""
     import torch
-    from parlai.core.torch_agent import TorchAgent
 
     from parlai_dialeval.metrics.lm_loading import server_cpu_threads
 
     agents = list(agents)
     asked = [agent.follow_process_threads() for agent in agents if hasattr(agent, "follow_process_threads")]
-    if not asked and not any(isinstance(agent, TorchAgent) for agent in agents):
+    # a TorchAgent exists only once its module is imported: importing it (about 1 s) to find none is waste
+    torch_agent = sys.modules.get("parlai.core.torch_agent")
+    if not asked and not (torch_agent and any(isinstance(agent, torch_agent.TorchAgent) for agent in agents)):
         return None
     threads = max(asked, default=0) or server_cpu_threads()
     if threads:

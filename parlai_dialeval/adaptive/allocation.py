@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 
-import choix
 import numpy as np
 
 from parlai_dialeval.adaptive.ledger import Ledger
@@ -22,6 +21,8 @@ def all_pairs(models: list[str]) -> list[Pair]:
 def bt_strengths(ledger: Ledger) -> np.ndarray:
     """Bradley-Terry strengths of ``ledger.models`` from the evidence so far (lightly regularised, so
     early separation has a finite fit)."""
+    import choix  # scipy.stats (about 1 s): every launch reads ALLOCATORS, only an adaptive run fits
+
     return choix.ilsr_pairwise_dense(ledger.win_matrix(), alpha=0.01)
 
 

@@ -26,7 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import pandas as pd
 
 CHECKS = ("short_messages", "greeting_first", "all_caps", "repeated_first", "offensive")
 FIXED_OPENING = "Hi!"
@@ -113,6 +112,8 @@ def worker_messages(turns: Sequence[dict], fixed_opening: str | None = FIXED_OPE
 def check_conversations(conversations: pd.DataFrame, settings: CheckSettings = CheckSettings(),
                         fixed_opening: str | None = FIXED_OPENING) -> pd.DataFrame:
     """One row per human-model conversation (those with a worker_id): checks as booleans plus ``failed``."""
+    import pandas as pd  # a live task's worlds check messages with this module and need no pandas (0.4 s)
+
     rows = []
     for conv in conversations.itertuples(index=False):
         if not isinstance(conv.worker_id, str):

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 
+from .zygote import run as zygote_run
+from .zygote import zygote
+
 
 class MockRun:
     def __init__(self, task: str, data_dir: Path, port: int, overrides: list[str] | None = None):
@@ -136,21 +139,28 @@ def require_chromium() -> None:
 
 
 class CliRun:
-    """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider).
+    """`dialeval launch TASK ...` in its own process group (LocalArchitect + node router + MockProvider): a fork
+    of this test process's pre-imported zygote (tests/crowdsourcing/zygote.py), or with ``real_process`` (tests
+    of start-up, signals and crashes) a process of its own.
 
-    ``command``, ``env`` and ``cwd`` start another installation's dialeval (tests/test_packaging.py);
-    ``own_data=False`` leaves out --mephisto-data, so the launch uses its default data folder."""
+    ``command``, ``env`` and ``cwd`` start another installation's dialeval (tests/test_packaging.py), always as a
+    real process; ``own_data=False`` leaves out --mephisto-data, so the launch uses its default data folder."""
 
     def __init__(self, task: str, tmp_path: Path, overrides: list[str], data_dir: Path | None = None, *,
                  command: list[str] = DIALEVAL, env: dict | None = None, cwd: Path | None = None,
-                 own_data: bool = True):
+                 own_data: bool = True, real_process: bool = False):
         self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
-        self.relaunch_args = (task, overrides, dict(command=command, env=env, cwd=cwd, own_data=own_data))
+        self.relaunch_args = (task, overrides, dict(command=command, env=env, cwd=cwd, own_data=own_data,
+                                                    real_process=real_process))
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
         data = ["--mephisto-data", str(self.data_dir)] if own_data else []
-        self.proc = subprocess.Popen(command + ["launch", task, *overrides, *data], stdout=open(self.log_path, "w"),
-                                     stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
+        args = ["launch", task, *overrides, *data]
+        forker = None if real_process or command is not DIALEVAL or env or cwd else zygote()
+        with open(self.log_path, "w") as log, open(os.devnull) as stdin:
+            self.proc = (forker.start(args, stdin.fileno(), log.fileno(), log.fileno(), new_session=True) if forker
+                         else subprocess.Popen(command + args, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True, env=env, cwd=cwd))
         self.url, self.router_pid, end = None, None, time.time() + 180
         while time.time() < end and (self.url is None or self.router_pid is None):
             text = self.log()
@@ -216,7 +226,9 @@ class CliRun:
 
 
 def dialeval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    done = subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=timeout)
+    """`dialeval ARGS` to its end, forked from the zygote (a real process where DIALEVAL_TEST_ZYGOTE=0)."""
+    done = (zygote_run(list(args), timeout) if zygote() else
+            subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=timeout))
     assert done.returncode == 0, f"dialeval {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done
 

@@ -55,7 +55,7 @@ def test_kill_9_under_twenty_workers_loses_and_doubles_nothing(tmp_path):
                  f"mephisto.blueprint.num_conversations={WORKERS}", "mephisto.task.max_num_concurrent_units=0",
                  f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0",
                  "mephisto.blueprint.router_claims_per_source=0"]  # twenty workers from one address
-    run = CliRun("live_chat_da", tmp_path, overrides)
+    run = CliRun("live_chat_da", tmp_path, overrides, real_process=True)
     clients = [PageClient(f"crash{i:02d}", port, INPUTS, think=0.5, deadline=time.time() + 900)
                for i in range(WORKERS)]
     runs = [run]

@@ -52,7 +52,7 @@ def test_a_person_carries_on_after_kill_9_and_nothing_is_lost_or_doubled(tmp_pat
     port = free_port()
     overrides = ["conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=crash_browser",
                  "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=3", "live_chat.seed=0"]
-    run = CliRun("live_chat_da", tmp_path, overrides)
+    run = CliRun("live_chat_da", tmp_path, overrides, real_process=True)
     runs, seen = [run], {"sent": []}
     try:
         with chromium_page(tmp_path) as page:

@@ -41,7 +41,7 @@ def launch(tmp_path, task: str, units: int, *extra: str) -> tuple[CliRun, int]:
     return CliRun("live_chat_da", tmp_path, [
         "conf=offline_small", f"mephisto.architect.port={port}", f"mephisto.task.task_name={task}",
         f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
-        f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0", *extra]), port
+        f"live_chat.min_inputs={INPUTS}", "live_chat.seed=0", *extra], real_process=True), port
 
 
 def attacker_http() -> httpx.AsyncClient:

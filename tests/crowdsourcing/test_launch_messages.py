@@ -84,7 +84,7 @@ def test_launch_ends_with_one_banner_and_keeps_the_libraries_chatter_in_its_log(
     with socket.socket() as sock:  # a free port, taken at run time
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    run = CliRun("live_chat_da", tmp_path, [f"mephisto.architect.port={port}"])
+    run = CliRun("live_chat_da", tmp_path, [f"mephisto.architect.port={port}"], real_process=True)
     try:
         terminal = run.terminal()
     finally:

@@ -30,7 +30,7 @@ def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tm
     require_chromium()
     port = free_port()
     overrides = [f"mephisto.architect.port={port}", *OVERRIDES]
-    first = CliRun("live_chat_da", tmp_path, overrides)
+    first = CliRun("live_chat_da", tmp_path, overrides, real_process=True)
     url = first.worker_url("returning_worker")
     try:
         with chromium_page(tmp_path) as page:
@@ -43,7 +43,8 @@ def test_killed_live_chat_launch_resumes_and_the_worker_finishes_the_same_hit(tm
 
             assert psutil.pid_exists(first.router_pid)
 
-            second = CliRun("live_chat_da", tmp_path / "again", overrides, data_dir=first.data_dir)
+            second = CliRun("live_chat_da", tmp_path / "again", overrides, data_dir=first.data_dir,
+                            real_process=True)
             try:
                 assert (f"Stopped the router (pid {first.router_pid}, port {port}) the interrupted run 1 left "
                         "behind.") in second.log()

@@ -29,7 +29,7 @@ OVERRIDES = ["mephisto.blueprint.num_conversations=2", "sm_eval.num_turns=2", "~
 
 
 def launch(tmp_path, port: int) -> CliRun:
-    return CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={port}", *OVERRIDES])
+    return CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={port}", *OVERRIDES], real_process=True)
 
 
 def wait_for(condition, timeout: float, what: str) -> None:
