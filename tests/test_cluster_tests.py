@@ -178,3 +178,8 @@ def test_cluster_ids_equal_the_rule_applied_vote_by_vote():
     expected = [f"context:{c}" if unit == "response" and c is not None and not (isinstance(c, float) and np.isnan(c))
                 else f"item:{item}" for item, c, unit in zip(frame["item_id"], contexts, frame["unit"])]
     assert list(cluster_ids(frame)) == expected
+    # the A/B and PW-Turn tasks export a context as a list of turns: unhashable, so factorize raised
+    # TypeError and analyze_pairwise stopped on every A/B and PW-Turn export (the browser tests caught it)
+    turns = [["Hi", "Hello"], ["Hi", "Hello"], None, ["Bye"]]
+    frame = pd.DataFrame({"item_id": [1, 2, 3, 4], "context": turns, "unit": "response"})
+    assert list(cluster_ids(frame)) == [f"context:{['Hi', 'Hello']}"] * 2 + ["item:3", f"context:{['Bye']}"]

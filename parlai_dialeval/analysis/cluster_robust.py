@@ -120,7 +120,11 @@ def cluster_ids(frame: pd.DataFrame) -> pd.Series:
     if "context" not in frame:
         return item
     # Each distinct context converted once (a million of them one by one took 0.5 s).
-    code, distinct = pd.factorize(frame["context"])
+    try:
+        code, distinct = pd.factorize(frame["context"])
+    except TypeError:  # contexts recorded as lists of turns (the A/B and PW-Turn tasks' exports) hash as text
+        code, distinct = pd.factorize(frame["context"].map(
+            lambda c: c if c is None or isinstance(c, (str, float, int)) else str(c)))
     text = np.array([None] + [None if isinstance(c, float) and np.isnan(c) else str(c) for c in distinct], dtype=object)
     context = pd.Series(text[code + 1], index=frame.index, dtype=str, name="context")
     use = frame["unit"].eq("response").to_numpy() & context.notna().to_numpy()
