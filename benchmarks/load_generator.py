@@ -14,11 +14,13 @@ offline QC bot's, counts as 0 bot time: all platform).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import importlib.util
 import json
 import os
 import random
 import signal
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -29,13 +31,20 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 
 
+HELPERS = "dialeval_test_helpers"  # tests/crowdsourcing under a name of its own: the repo's crowdsourcing/ is another
+
+
 def test_helper(name: str):
-    """A helper module of the tests, loaded by path (tests/ is not a package on sys.path): ``page_client``
-    (``PageClient``) or ``protocol_harness`` (``CliRun``: `dialeval launch` in its own process group)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"tests/crowdsourcing/{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A helper module of the tests (tests/ is not on sys.path), imported from tests/crowdsourcing as a package
+    so that its relative imports (protocol_harness's zygote) resolve: ``page_client`` (``PageClient``) or
+    ``protocol_harness`` (``CliRun``: `dialeval launch` in its own process group)."""
+    if HELPERS not in sys.modules:
+        folder = ROOT / "tests" / "crowdsourcing"
+        spec = importlib.util.spec_from_file_location(HELPERS, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        sys.modules[HELPERS] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[HELPERS])
+    return importlib.import_module(f"{HELPERS}.{name}")
 
 
 PageClient = test_helper("page_client").PageClient
