@@ -139,7 +139,7 @@ def test_ab_adaptive_with_a_judge_draws_from_its_pool_and_feeds_its_e_processes(
         "adaptive_judge_floor=0.5"])
     try:
         for number in range(8):  # a repeated draw of an item in a batch adds a HIT: the budget may be passed
-            run.wait(lambda: finished(run) or hit_waiting(run), timeout=30, what="a HIT or the end")
+            run.wait(lambda: finished(run) or hit_waiting(run), timeout=90, what="a HIT or the end")
             if finished(run):
                 break
             answer_ab_hit(run, f"J{number}")

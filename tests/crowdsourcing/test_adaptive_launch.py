@@ -70,7 +70,7 @@ class Workers:
 
     def do_hit(self) -> None:
         run = self.run
-        run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
+        run.wait(lambda: hit_waiting(run), timeout=90, what="a launched HIT")
         self.count += 1
         worker = f"{self.prefix}{self.count}"
         run.register(worker, f"REG_{worker}")
@@ -106,7 +106,7 @@ def collect_until_done(run, workers: Workers, limit: int = 60) -> None:
     for _ in range(limit):
         if finished(run):
             return
-        run.wait(lambda: finished(run) or hit_waiting(run), timeout=30, what="a HIT or the end")
+        run.wait(lambda: finished(run) or hit_waiting(run), timeout=90, what="a HIT or the end")
         if not finished(run):
             workers.do_hit()
     raise AssertionError(f"the adaptive run did not stop within {limit} HITs")
@@ -205,7 +205,7 @@ def run_ab_adaptive(tmp_path, port: int, task_name: str) -> None:
         f"mephisto.task.task_name={task_name}", "adaptive=true", "adaptive_batch_size=1", "adaptive_budget=2"])
     try:
         for _ in range(2):
-            run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
+            run.wait(lambda: hit_waiting(run), timeout=90, what="a launched HIT")
             answer_ab_hit(run, f"A{_}")
         run.wait(lambda: finished(run), timeout=30, what="the run to end at the budget")
     finally:
@@ -239,7 +239,7 @@ def test_pw_turn_adaptive_chooses_each_conversations_models_and_writes_state(tmp
     try:
         for number in range(2):  # one HIT per worker (the task's maximum_units_per_worker)
             worker = f"P{number}"
-            run.wait(lambda: hit_waiting(run), timeout=30, what="a launched HIT")
+            run.wait(lambda: hit_waiting(run), timeout=90, what="a launched HIT")
             run.register(worker, f"REG_{worker}")
             pass_pw_turn_onboarding(run, worker)
             agent = live_unit_agent(run, worker)
