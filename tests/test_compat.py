@@ -264,3 +264,21 @@ def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
     assert is_ours(LocalMephistoDB.write_dict)
     assert json.loads(target.read_text()) == state
     assert [p.name for p in target.parent.iterdir()] == ["agent_data.json"]
+
+
+def test_a_status_update_after_the_channels_closed_is_dropped_not_raised():
+    """At a stop the launch closes its channels, then Mephisto marks agents still at work disconnected and pushes
+    that status: `self.channels[...]` raised KeyError and a traceback went into the launch's log
+    (test_tiny_ramp_loses_nothing counts them; it failed once on 2026-11-27). An open channel still gets it."""
+    from mephisto.operations.client_io_handler import ClientIOHandler
+
+    from parlai_dialeval.compat import mephisto as compat_mephisto
+
+    compat_mephisto.status_after_close_dropped()
+    sent = []
+    handler = ClientIOHandler.__new__(ClientIOHandler)
+    handler.agent_id_to_channel_id = {"open_agent": "c1", "closed_agent": "c2"}
+    handler.channels = {"c1": type("Channel", (), {"enqueue_send": lambda self, packet: sent.append(packet)})()}
+    handler.send_status_update("closed_agent", "disconnect")  # raised KeyError: 'c2'
+    handler.send_status_update("open_agent", "in task")
+    assert [packet.data["status"] for packet in sent] == ["in task"]

@@ -22,6 +22,8 @@
 - ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
   its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
   not at least 1.5 s. Retire when Mephisto joins them.
+- ``status_after_close_dropped``: a status update for an agent whose channel the launch has already closed (at a
+  stop) is dropped instead of raising KeyError into the launch's log. Retire when Mephisto checks the channel.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -221,6 +223,26 @@ def atomic_state_writes() -> None:
 _ARRIVALS = None  # the executor of providers' arrival checks, made on first use
 
 
+def status_after_close_dropped() -> None:
+    """Mephisto's ``ClientIOHandler.send_status_update`` finds the agent's channel with ``self.channels[...]``:
+    a status pushed during a stop, after the launch has closed its channels (an agent still at work is marked
+    disconnected), raised KeyError and put a traceback in the launch's log. No page can receive it then."""
+    require_version("mephisto", WRITTEN_FOR, "status_after_close_dropped")
+    from mephisto.operations.client_io_handler import ClientIOHandler
+
+    require_call(ClientIOHandler._get_channel_for_agent, "self.channels[channel_id]", "status_after_close_dropped")
+    if is_ours(ClientIOHandler.send_status_update):
+        return
+    original = ClientIOHandler.send_status_update
+
+    @ours
+    def send_status_update(self, agent_id: str, status: str):
+        if self.agent_id_to_channel_id.get(agent_id) in self.channels:
+            original(self, agent_id, status)
+
+    ClientIOHandler.send_status_update = send_status_update
+
+
 def arrivals_checked() -> None:
     """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
     creates the worker, reserves a unit, creates the agent). A crowd provider with
@@ -402,10 +424,14 @@ def check() -> list[str]:
     joined_force_shutdown()
     atomic_state_writes()
     arrivals_checked()
+    status_after_close_dropped()
     with safe_unit_launching():
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
+    from mephisto.operations.client_io_handler import ClientIOHandler
+
+    require_ours(ClientIOHandler, "send_status_update", "status_after_close_dropped")
     require_onboarding_order()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
