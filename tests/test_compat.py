@@ -266,15 +266,24 @@ def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["agent_data.json"]
 
 
-def test_a_status_update_after_the_channels_closed_is_dropped_not_raised():
+def test_a_status_update_after_the_channels_closed_is_dropped_not_raised(tmp_path):
     """At a stop the launch closes its channels, then Mephisto marks agents still at work disconnected and pushes
     that status: `self.channels[...]` raised KeyError and a traceback went into the launch's log
-    (test_tiny_ramp_loses_nothing counts them; it failed once on 2026-11-27). An open channel still gets it."""
+    (test_tiny_ramp_loses_nothing counts them; it failed once on 2026-11-27). An open channel still gets it.
+    The launch's environment applies it (a fresh process: it was first applied only by compat.check)."""
+    import subprocess
+
     from mephisto.operations.client_io_handler import ClientIOHandler
 
-    from parlai_dialeval.compat import mephisto as compat_mephisto
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 
-    compat_mephisto.status_after_close_dropped()
+    code = ("import sys; from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto; "
+            "prepare_mephisto(sys.argv[1]); from mephisto.operations.client_io_handler import ClientIOHandler; "
+            "from parlai_dialeval.compat.patching import is_ours; print(is_ours(ClientIOHandler.send_status_update))")
+    fresh = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fresh")], capture_output=True, text=True,
+                           timeout=120)
+    assert fresh.stdout.strip().endswith("True"), fresh.stdout[-500:] + fresh.stderr[-2000:]
+    prepare_mephisto(tmp_path / "mephisto")
     sent = []
     handler = ClientIOHandler.__new__(ClientIOHandler)
     handler.agent_id_to_channel_id = {"open_agent": "c1", "closed_agent": "c2"}

@@ -241,6 +241,7 @@ def status_after_close_dropped() -> None:
             original(self, agent_id, status)
 
     ClientIOHandler.send_status_update = send_status_update
+    require_ours(ClientIOHandler, "send_status_update", "status_after_close_dropped")
 
 
 def arrivals_checked() -> None:
@@ -429,11 +430,8 @@ def check() -> list[str]:
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
-    from mephisto.operations.client_io_handler import ClientIOHandler
-
-    require_ours(ClientIOHandler, "send_status_update", "status_after_close_dropped")
     require_onboarding_order()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
-            "launching every second, a joined force_shutdown, safe unit launching, atomic state writes, arrival "
-            "checks, onboarding tries, our crowd providers"]
+            "launching every second, a joined force_shutdown, status updates to closed channels dropped, safe unit "
+            "launching, atomic state writes, arrival checks, onboarding tries, our crowd providers"]
