@@ -57,9 +57,11 @@ def icc_oneways(group, values, clusters, groups: int) -> np.ndarray:
     return np.where((k >= 2) & (n > k) & (denominator > 0), icc, np.nan)
 
 
-def design_effect(icc: float, mean_cluster_size: float) -> float:
-    """How many times the variance of a mean grows because clusters hold correlated judgments (Kish)."""
-    return 1 + (mean_cluster_size - 1) * icc if np.isfinite(icc) else float("nan")
+def design_effect(icc, mean_cluster_size):
+    """How many times the variance of a mean grows because clusters hold correlated judgments (Kish); NaN
+    where the ICC is. Arrays give one per element."""
+    effect = np.where(np.isfinite(icc), 1 + (np.asarray(mean_cluster_size, dtype=float) - 1) * icc, np.nan)
+    return float(effect) if effect.ndim == 0 else effect
 
 
 # --- The one rule for what a cluster of pairwise votes is (certify, adaptive collection, the planner and
@@ -181,7 +183,7 @@ def clustering_summaries(group, values, clusters, groups: int) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):  # a group without values: NaN
         size = np.bincount(group, minlength=groups) / k
     icc = icc_oneways(group, values, clusters, groups)
-    deff = 1 + (size - 1) * icc  # design_effect: NaN where the ICC is
+    deff = design_effect(icc, size)
     floored = np.where(np.isfinite(deff), np.maximum(deff, 1.0), np.where(size == 1, 1.0, np.nan))
     return pd.DataFrame({"clusters": k, "votes_per_cluster": size, "icc": icc, "design_effect": floored})
 

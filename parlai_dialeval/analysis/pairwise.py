@@ -108,10 +108,11 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
 
 
 def model_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(model_a and model_b as codes of one numbering, each code's name as str): pairs are keyed on the
-    codes, since comparing and grouping a million names as strings took seconds (issue 43)."""
+    """(model_a and model_b as codes of one numbering, in sorted order of the names; each code's name as str):
+    pairs are keyed on the codes, since comparing and grouping a million names as strings took seconds
+    (issue 43)."""
     both = pd.concat([frame["model_a"].astype(str), frame["model_b"].astype(str)], ignore_index=True)
-    codes, names = pd.factorize(both, use_na_sentinel=False)
+    codes, names = pd.factorize(both, sort=True, use_na_sentinel=False)
     return codes[:len(frame)], codes[len(frame):], np.asarray(names, dtype=object)
 
 
@@ -336,14 +337,12 @@ def response_stats(comparisons: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=columns)
     texts = pd.concat(rows, ignore_index=True)
-    code, names = pd.factorize(texts["model"])
+    code, models = pd.factorize(texts["model"], sort=True)
     prompt = pd.factorize(texts["prompt"])[0]
     first = ~pd.Series(code * (prompt.max(initial=0) + 1) + prompt).duplicated().to_numpy()  # per model and prompt
-    models = sorted(names)
-    place = {m: i for i, m in enumerate(models)}
-    model = np.array([place[m] for m in names], dtype=np.int64)[code[first]]
+    model = code[first]
     text = texts["text"][first]
-    out = pd.DataFrame({"model": models, "responses": np.bincount(model, minlength=len(models))})
+    out = pd.DataFrame({"model": list(models), "responses": np.bincount(model, minlength=len(models))})
     for n in (1, 2):
         unique, grams, tokens = distinct_counts(text, model, n, len(models))
         with np.errstate(divide="ignore", invalid="ignore"):  # no n-grams or tokens: NaN

@@ -39,13 +39,10 @@ def encode(comparisons: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray
         votes = votes[~votes["automatic"].eq(True)]
     from parlai_dialeval.analysis.pairwise import model_codes
 
-    a, b, names = model_codes(votes)
-    models = sorted(names)
-    place = {m: i for i, m in enumerate(models)}
-    number = np.array([place[m] for m in names], dtype=np.int64)
+    a, b, names = model_codes(votes)  # codes in sorted order of the names
     choice, kinds = pd.factorize(votes["choice"].astype(str), use_na_sentinel=False)
     outcome = pd.Series(kinds, dtype=object).map({"a": 1.0, "b": 0.0, "tie": 0.5}).to_numpy(dtype=float)[choice]
-    return models, number[a], number[b], outcome
+    return list(names), a.astype(np.int64), b.astype(np.int64), outcome
 
 
 def deduplicate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
