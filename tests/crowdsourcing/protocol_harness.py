@@ -199,6 +199,14 @@ class CliRun:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.router_pid, signal.SIGKILL)
 
+    def freeze(self, frozen: bool) -> None:
+        """SIGSTOP (or SIGCONT) for the whole server side: while frozen it confirms nothing more, so a test
+        can see which messages are still unconfirmed when it kills it."""
+        os.killpg(self.proc.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        if self.router_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.router_pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def relaunch(self) -> "CliRun":
         """The same `dialeval launch` again on the same data (after ``crash``): it resumes the crashed run
         (crowdsourcing/platform/resume.py). The crashed launch's log is kept as launch_crashed_N.log."""

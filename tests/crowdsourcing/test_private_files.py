@@ -33,9 +33,10 @@ def mode(path: Path) -> int:
 @pytest.mark.timeout(400)
 def test_a_launch_writes_for_its_owner_only_and_keeps_the_token_out_of_its_log(tmp_path):
     port, dashboard_port = free_port(), free_port()
+    # two conversations, one worker: the run (and its dashboard) would end by itself once every unit is done
     run = CliRun("live_chat_da", tmp_path, [
         "conf=offline_small", f"mephisto.architect.port={port}", "mephisto.task.task_name=private_lc",
-        "mephisto.blueprint.num_conversations=1", "live_chat.min_inputs=1", "live_chat.seed=0", "--dashboard",
+        "mephisto.blueprint.num_conversations=2", "live_chat.min_inputs=1", "live_chat.seed=0", "--dashboard",
         "--dashboard-port", str(dashboard_port)])
     try:
         worker = PageClient("private01", port, inputs=1, think=0.1, deadline=time.time() + 240)
