@@ -11,8 +11,8 @@ import pytest
 
 from parlai_dialeval.adaptive import planner
 from parlai_dialeval.adaptive.certification import certify, certified_order
-from parlai_dialeval.adaptive.sequential import (BETS, agrapa_paths, confidence_sequence, e_value, grid_paths,
-                                                 wealth_paths)
+from parlai_dialeval.adaptive.sequential import (BETS, agrapa_paths, confidence_sequence, e_value, grid_final,
+                                                 grid_paths, wealth_paths)
 
 
 def naive_wealth(outcomes):
@@ -83,6 +83,16 @@ def test_certify_bets_keep_alpha_on_clustered_nulls_and_pay_off_on_clear_pairs()
                for name, paths in (("rule", wealth_paths(y)), ("grid", grid_paths(y)))}
     assert all(r.any(axis=1).all() for r in reached.values())
     assert np.median(reached["rule"].argmax(axis=1)) <= 0.7 * np.median(reached["grid"].argmax(axis=1))
+
+
+def test_grid_final_wealth_equals_the_product_over_outcomes_one_at_a_time():
+    # the confidence set's shortcut (each distinct outcome's count) against the wealth written out bet by bet
+    y = np.random.default_rng(4).choice([0.0, 0.5, 1.0, 0.25], size=120, p=[0.3, 0.2, 0.4, 0.1])
+    nulls = np.array([0.0, 0.3, 0.5, 0.77, 1.0])
+    for sign in (1, -1):
+        by_hand = [np.mean([math.prod(1 + sign * lam * (v - p0) for v in y) for lam in BETS]) for p0 in nulls]
+        assert grid_final(y, sign, nulls) == pytest.approx(by_hand, rel=1e-9)
+        assert grid_final(y, sign, nulls) == pytest.approx(grid_paths(y, sign, nulls)[..., -1], rel=1e-12)
 
 
 @pytest.mark.parametrize("rate", [0.5, 0.6, 0.9])
