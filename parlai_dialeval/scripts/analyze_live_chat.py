@@ -6,7 +6,6 @@ analysis.live_chat_plots. See docs/live_chat_analysis.md.
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import math
 import threading
@@ -21,6 +20,7 @@ from parlai.core.script import register_script
 from parlai_dialeval import verdict
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
+from parlai_dialeval.heap import frozen_heap
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
@@ -298,12 +298,8 @@ def run_analysis(opt, log=print) -> dict:
     loaded = time.perf_counter()
     # the loaded records live until the end: keep the garbage collector from rescanning millions of
     # them during the analysis (about 15% of its time on 1.3M ratings)
-    gc.freeze()
-    try:
-        with caught_warnings() as caught:
-            result = live_chat.analyze(data, config_from_opt(opt))
-    finally:
-        gc.unfreeze()
+    with frozen_heap(), caught_warnings() as caught:
+        result = live_chat.analyze(data, config_from_opt(opt))
     analysed = time.perf_counter()
     summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
                             {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught,
