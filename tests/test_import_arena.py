@@ -9,12 +9,11 @@ dataset card of lmsys/chatbot_arena_conversations on Hugging Face (conversation_
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers import detect_format, import_paths, load
 
@@ -143,13 +142,12 @@ def clear_winner(count=40):
 
 
 def dialeval(*args):
-    run = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", *map(str, args)], capture_output=True,
-                         text=True, timeout=300)
+    run = dialeval_run([*map(str, args)], timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return run
 
 
-@pytest.mark.slow  # a subprocess with the report's figures: 6-20 s on a shared 2-core machine
+@pytest.mark.slow  # a command with the report's figures: 6-20 s on a shared 2-core machine
 def test_analyze_pairwise_reads_arena_battles(tmp_path):
     source = write_json(tmp_path / "arena.json", RELEASED + clear_winner())
     out = tmp_path / "out"

@@ -4,11 +4,10 @@ from __future__ import annotations
 import ast
 import collections
 import json
-import subprocess
-import sys
 
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.importers import detect_format, import_paths, load
 from parlai_dialeval.importers.formats.chateval import model_name
 
@@ -92,9 +91,8 @@ def test_one_folder_several_and_the_parent_are_accepted_and_the_late_vote_is_rep
 
 def test_convert_cli(ab_root, tmp_path):
     out = tmp_path / "ab.jsonl"
-    result = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "convert", "--data",
-                             str(ab_root / "AMT_NCM_Test_NCM_Human1"), "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)
+    result = dialeval_run(["convert", "--data", str(ab_root / "AMT_NCM_Test_NCM_Human1"), "--out", str(out)],
+                           timeout=120)
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     votes = read_results(ab_root / "AMT_NCM_Test_NCM_Human1" / "results.txt")

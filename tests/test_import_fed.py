@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.importers import detect_format, import_paths, load
 
 
@@ -79,8 +78,7 @@ def test_scales_and_workers(data):
 
 def test_convert_cli(fed_file, tmp_path):
     out = tmp_path / "fed.jsonl"
-    result = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "convert", "--data", str(fed_file),
-                             "--out", str(out)], capture_output=True, text=True, timeout=120)
+    result = dialeval_run(["convert", "--data", str(fed_file), "--out", str(out)], timeout=120)
     assert result.returncode == 0, result.stderr
     kinds = [json.loads(line)["type"] for line in out.read_text().splitlines()]
     assert kinds.count("conversation") == 500 and kinds.count("study") == 1

@@ -5,17 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers import detect_format, import_paths, load
 from parlai_dialeval.importers.formats import ji2022
 
-DIALEVAL = Path(sys.executable).with_name("dialeval")
 RUN1 = "ji2022/raw_mturk_csv/FreeTopicRound1"
 RUN2 = "ji2022/raw_mturk_csv/FreeTopicRound2"
 RELEASE = "ji2022/dialogue_data"
@@ -199,8 +197,8 @@ def test_small_synthetic_csv_round_trip(tmp_path):
 @pytest.mark.slow
 def test_convert_cli_reports_what_it_read_and_skipped(shared_data, tmp_path):
     out = tmp_path / "run1.jsonl"
-    result = subprocess.run([str(DIALEVAL), "convert", "--from", "ji2022-mturk", "--data", str(shared_data / RUN1),
-                             "--out", str(out)], capture_output=True, text=True, timeout=600)
+    result = dialeval_run(["convert", "--from", "ji2022-mturk", "--data", str(shared_data / RUN1), "--out", str(out)],
+                           timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     printed = result.stdout + result.stderr
     assert "read 305, kept 304, skipped 1" in printed

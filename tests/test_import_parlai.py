@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.importers.registry import detect_format, import_paths, load
 
@@ -173,9 +174,8 @@ def test_cli_self_chat_then_convert(tmp_path):
                           timeout=300)
     assert chat.returncode == 0, chat.stderr[-2000:]
     canonical = tmp_path / "x.canonical.jsonl"
-    result = subprocess.run([str(DIALEVAL), "convert", "--data", str(out) + ".jsonl", "--from",
-                             "parlai-conversations", "--out", str(canonical)],
-                            capture_output=True, text=True, timeout=300)
+    result = dialeval_run(["convert", "--data", str(out) + ".jsonl", "--from", "parlai-conversations", "--out",
+                           str(canonical)], timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "parlai-conversations: read 2, kept 2, skipped 0" in result.stdout
     records = [json.loads(line) for line in canonical.read_text().splitlines()]

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.live_chat import LiveChatConfig, analyze
 from parlai_dialeval.data import from_records, write_jsonl
@@ -24,7 +22,6 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.importers import load
 from parlai_dialeval.scripts.analyze_live_chat import run_analysis
 
-DIALEVAL = Path(sys.executable).with_name("dialeval")
 RUN1 = "ji2022/raw_mturk_csv/FreeTopicRound1"
 STATEMENTS = ["interesting", "fun", "consistent", "fluent", "topic", "robotic", "repetitive"]
 # The paper's labels (Table 3 caption: A=Bi-Encoder, B=Poly-Encoder, C=KV-MemNN, D=Seq2Seq, E=LSTM LM;
@@ -490,8 +487,7 @@ def test_cli_on_canonical_jsonl(shared_data, tmp_path):
     path = tmp_path / "run1.jsonl"
     data.save(path)
     out = tmp_path / "out"
-    result = subprocess.run([str(DIALEVAL), "analyze_live_chat", "--data", str(path), "--out", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    result = dialeval_run(["analyze_live_chat", "--data", str(path), "--out", str(out)], timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     scores = pd.read_csv(out / "system_scores.csv").set_index("model")
     assert round(scores.loc["polyencoder", "overall"], 3) == 0.419

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -15,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis import agreement, pairwise
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.importers import load
@@ -263,9 +262,8 @@ def test_analyze_pairwise_command(chateval, tmp_path):
     root, _ = chateval
     out = tmp_path / "out"
     folders = [str(root / "AMT_NCM_Test_NCM_Human1"), str(root / "AMT_NCM_Test_Human1_Human2")]
-    run = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "analyze_pairwise", "--data", *folders,
-                          "--out", str(out), "--bootstrap-rounds", "20"], capture_output=True, text=True,
-                         timeout=300)
+    run = dialeval_run(["analyze_pairwise", "--data", *folders, "--out", str(out), "--bootstrap-rounds", "20"],
+                        timeout=300)
     assert run.returncode == 0, run.stderr
     for name in ("win_rates.csv", "rankings.csv", "agreement.json", "annotators.csv", "items.csv",
                  "report.html"):

@@ -2,19 +2,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis import replication
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.scripts.analyze_live_chat import run_analysis
 from parlai_dialeval.scripts.replicate import replicate
 
-DIALEVAL = Path(sys.executable).with_name("dialeval")
 STATEMENTS = ["interesting", "fun", "consistent", "fluent", "topic", "robotic", "repetitive"]
 
 
@@ -82,8 +79,7 @@ def test_missing_run_output_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_replicate_cli(runs, tmp_path):
-    result = subprocess.run([str(DIALEVAL), "replicate", "--runs", *map(str, runs), "--out", str(tmp_path)],
-                            capture_output=True, text=True, timeout=600)
+    result = dialeval_run(["replicate", "--runs", *map(str, runs), "--out", str(tmp_path)], timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "replication.json").read_text())["overall"]["pearson"] == pytest.approx(0.968,
                                                                                                           abs=0.001)

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis.scale_designs import (
     bws_scores, criteria_spearman, design_name, icc, item_scores, log_normalise, worker_groups)
 
@@ -127,10 +128,6 @@ def test_worker_without_a_time_is_in_neither_time_group():
 
 
 def test_analyze_scales_cli(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from parlai_dialeval.data import write_jsonl
 
     rng = np.random.default_rng(0)
@@ -157,8 +154,7 @@ def test_analyze_scales_cli(tmp_path):
     path = tmp_path / "scales.jsonl"
     write_jsonl(records, path)
     out = tmp_path / "out"
-    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_scales", "--data", str(path),
-                             "--out", str(out)], capture_output=True, text=True, timeout=300)
+    result = dialeval_run(["analyze_scales", "--data", str(path), "--out", str(out)], timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     icc_table = pd.read_csv(out / "icc.csv")
     assert set(icc_table["design"]) == {"Likert", "RME"}

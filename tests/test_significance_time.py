@@ -8,6 +8,7 @@ from scipy import stats
 from statsmodels.stats.power import NormalIndPower, TTestIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis.significance_time import (
     Units, binomial_p, chunk_win_rates, combo_units, power_curve, time_to_significance)
 
@@ -137,10 +138,6 @@ def test_samples_from_canonical_data():
 
 
 def test_significance_time_cli(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from test_single_model import synthetic_records
 
     from parlai_dialeval.data import write_jsonl
@@ -148,9 +145,8 @@ def test_significance_time_cli(tmp_path):
     data_path = tmp_path / "study.jsonl"
     write_jsonl(synthetic_records(), data_path)
     out = tmp_path / "out"
-    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "significance_time", "--data",
-                             str(data_path), "--out", str(out), "--trials", "60", "--weights", "1:0,1:5,0:1"],
-                            capture_output=True, text=True, timeout=300)
+    result = dialeval_run(["significance_time", "--data", str(data_path), "--out", str(out), "--trials", "60",
+                           "--weights", "1:0,1:5,0:1"], timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     table = pd.read_csv(out / "time_to_significance.csv")
     assert {"pw_turn", "pw_dialog_self", "pw_combo 1:5", "sm_turn", "sm_dialog", "sm_combo 1:5"} <= set(
@@ -201,19 +197,14 @@ def test_power_reached_at_the_smallest_size_is_refined_or_called_an_upper_bound(
 @pytest.mark.parametrize("option, value", [("--trials", "0"), ("--combo-ratio", "0:0")])
 def test_bad_option_values_are_one_line_errors(tmp_path, option, value):
     # issue 18 item 12: `significance_time --trials 0` crashed with a traceback
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from test_single_model import synthetic_records
 
     from parlai_dialeval.data import write_jsonl
 
     data_path = tmp_path / "study.jsonl"
     write_jsonl(synthetic_records(), data_path)
-    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "significance_time", "--data",
-                             str(data_path), "--out", str(tmp_path / "out"), option, value],
-                            capture_output=True, text=True, timeout=300)
+    result = dialeval_run(["significance_time", "--data", str(data_path), "--out", str(tmp_path / "out"), option,
+                           value], timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert option in result.stderr.strip().splitlines()[-1]
 

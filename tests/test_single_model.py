@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from crowdsourcing.zygote import dialeval_run
 from parlai_dialeval.analysis.single_model import (
     combined_scores, effective_win_rate, likert_summary, model_pairs, per_conversation_success, per_turn_table,
     select_turns, sm_dialog_ratings, sm_turn_ratings, success_rates, ttests)
@@ -150,18 +151,13 @@ def synthetic_records(seed: int = 0, conversations: int = 20, p_good: float = 0.
 
 
 def test_analyze_single_model_end_to_end(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from parlai_dialeval.data import write_jsonl
 
     data_path = tmp_path / "study.jsonl"
     write_jsonl(synthetic_records(), data_path)
     out = tmp_path / "out"
-    result = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_single_model", "--data",
-                             str(data_path), "--out", str(out), "--n-boot", "200"],
-                            capture_output=True, text=True, timeout=300)
+    result = dialeval_run(["analyze_single_model", "--data", str(data_path), "--out", str(out), "--n-boot", "200"],
+                           timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rates = pd.read_csv(out / "success_rates.csv")
     # 20 conversations x 6 turns per model; 'all' pools every turn, '3-6' the last four.
@@ -173,9 +169,8 @@ def test_analyze_single_model_end_to_end(tmp_path):
     combination = pd.read_csv(out / "combination.csv")
     assert set(combination["weights"]) == {"1:0", "10:1", "5:1", "2:1", "1:1", "1:2", "1:5", "1:10", "0:1"}
     assert (out / "report.html").exists() and (out / "success_by_turn.png").exists()
-    bad = subprocess.run([str(Path(sys.executable).with_name("dialeval")), "analyze_single_model", "--data",
-                          str(data_path), "--out", str(out), "--sm-turns", "6-3"], capture_output=True, text=True,
-                         timeout=300)
+    bad = dialeval_run(["analyze_single_model", "--data", str(data_path), "--out", str(out), "--sm-turns", "6-3"],
+                        timeout=300)
     assert bad.returncode == 2 and "--sm-turns '6-3'" in bad.stderr
 
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 
-from .zygote import run as zygote_run
-from .zygote import zygote
+from .zygote import dialeval_run, zygote
 
 
 class MockRun:
@@ -235,8 +234,7 @@ class CliRun:
 
 def dialeval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """`dialeval ARGS` to its end, forked from the zygote (a real process where DIALEVAL_TEST_ZYGOTE=0)."""
-    done = (zygote_run(list(args), timeout) if zygote() else
-            subprocess.run(DIALEVAL + list(args), capture_output=True, text=True, timeout=timeout))
+    done = dialeval_run(list(args), timeout)
     assert done.returncode == 0, f"dialeval {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done
 

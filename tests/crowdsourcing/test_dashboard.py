@@ -14,6 +14,8 @@ from parlai_dialeval.dashboard.source import standings
 from parlai_dialeval.dashboard.summary import UnitRow
 from parlai_dialeval.testing.ports import free_port
 
+from .zygote import dialeval_run
+
 HOSTILE = '<img src=x onerror=alert(1)>'
 SECRET = "s3cret-token-for-tests"
 
@@ -459,11 +461,8 @@ def test_unit_status_follows_the_agent_as_mephisto_computes_it():
 
 
 def test_dashboard_command_refuses_a_task_never_launched(tmp_path):
-    import subprocess
-    import sys
-
     port = free_port()
-    done = subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", "dashboard", "nothing_here", "--mephisto-data",
-                           str(tmp_path / "empty"), "--port", str(port)], capture_output=True, text=True, timeout=120)
+    done = dialeval_run(["dashboard", "nothing_here", "--mephisto-data", str(tmp_path / "empty"), "--port",
+                         str(port)], timeout=120)
     assert done.returncode == 2 and "no task named 'nothing_here'" in done.stderr, done.stderr[-2000:]
     assert "Dashboard:" not in done.stdout

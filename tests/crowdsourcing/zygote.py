@@ -119,6 +119,15 @@ def run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
                                            err.read().decode(errors="replace"))
 
 
+def dialeval_run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """`dialeval ARGS` to its end, as ``subprocess.run(..., capture_output=True, text=True)`` gives it: forked
+    from this process's zygote, or a real process where DIALEVAL_TEST_ZYGOTE=0."""
+    if zygote() is None:
+        return subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", *map(str, args)], capture_output=True,
+                              text=True, timeout=timeout)
+    return run([str(a) for a in args], timeout)
+
+
 # ------------------------------------------------------------------------------------- the zygote process
 def _serve(address: str) -> dict:
     """Accept commands forever; returns only in a forked command, with its request."""
