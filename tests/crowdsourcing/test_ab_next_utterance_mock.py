@@ -46,6 +46,8 @@ def test_hits_ties_and_export(run):
     shown = inputs["shown"]
     assert len(shown) == 10 and {s["item_id"] for s in shown}.isdisjoint({"p4", "p9"})
     assert "model_a" not in shown[0]
+    # the agent's state is set before its details go out to the page (failed once under two suites at once)
+    run.wait(lambda: run.sent_init_data(), what="W1's unit data sent towards the page")
     assert run.sent_init_data() == [inputs]
     assert_blind(run.sent_init_data(), (X, Y))
     # answer: A when A is x's response, B otherwise, tie on the first item

@@ -36,6 +36,7 @@ def test_bme_unit_and_export(run):
     agent = run.unit_agent("W1")
     inputs = run.live_agent(agent).state.get_data()["inputs"]
     assert inputs["scale"] == {"kind": "magnitude", "min": 0, "max": 999}
+    run.wait(lambda: run.sent_init_data(), what="W1's unit data sent towards the page")  # sent after the state is set
     assert run.sent_init_data() == [inputs]
     assert_blind(run.sent_init_data(), RESPONSES)
     ratings = {}
