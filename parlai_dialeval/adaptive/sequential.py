@@ -28,9 +28,13 @@ LOG_CAP = 700.0  # wealth capped at e^700, below float overflow and far beyond a
 def grid_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
     """Grid-averaged wealth against ``p0`` after each outcome (outcomes along the last axis; an array of
     null values adds leading axes), betting that the mean is above p0 (sign=1) or below it (sign=-1)."""
+    return np.exp(np.minimum(np.cumsum(_grid_log_steps(outcomes, sign, p0), axis=-1), LOG_CAP)).mean(axis=0)
+
+
+def _grid_log_steps(outcomes, sign: int, p0) -> np.ndarray:
+    """Each fixed bet's log-wealth step on each outcome: axes (bet, null values..., outcome)."""
     diff = np.asarray(outcomes, dtype=float) - np.asarray(p0, dtype=float)[..., None]
-    steps = np.log1p(sign * BETS.reshape((-1,) + (1,) * diff.ndim) * diff)
-    return np.exp(np.minimum(np.cumsum(steps, axis=-1), LOG_CAP)).mean(axis=0)
+    return np.log1p(sign * BETS.reshape((-1,) + (1,) * diff.ndim) * diff)
 
 
 def grid_final(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:
@@ -38,9 +42,7 @@ def grid_final(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndar
     a sum over outcomes, so it needs only how often each distinct outcome occurred (two or three values for
     votes): the confidence set's 501 nulls x 20 bets cost as many steps as distinct outcomes, not outcomes."""
     values, counts = np.unique(np.asarray(outcomes, dtype=float), return_counts=True)
-    diff = values - np.asarray(p0, dtype=float)[..., None]
-    steps = np.log1p(sign * BETS.reshape((-1,) + (1,) * diff.ndim) * diff)
-    return np.exp(np.minimum(steps @ counts.astype(float), LOG_CAP)).mean(axis=0)
+    return np.exp(np.minimum(_grid_log_steps(values, sign, p0) @ counts.astype(float), LOG_CAP)).mean(axis=0)
 
 
 def agrapa_paths(outcomes: np.ndarray, sign: int = 1, p0=NULL_WIN_RATE) -> np.ndarray:

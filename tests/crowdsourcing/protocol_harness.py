@@ -10,13 +10,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 
-from .zygote import dialeval_run, zygote
+from .zygote import DIALEVAL, dialeval_run, zygote
 
 
 class MockRun:
@@ -128,7 +127,6 @@ def assert_blind(payload, model_names) -> None:
 
 # ---------------------------------------------------------------- real-browser runs
 CHROMIUM = "/usr/bin/chromium"
-DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]
 
 
 def require_chromium() -> None:

@@ -33,6 +33,7 @@ PRELOAD = ("parlai_dialeval.cli", "parlai_dialeval.scripts.launch", "parlai_dial
            "parlai.core.worlds", "parlai.core.agents", "hydra", "omegaconf", "pandas", "scipy.stats",
            "sklearn.feature_extraction.text", "statsmodels.api")
 MESSAGE_LIMIT = 1 << 20  # argv + environment of one command
+DIALEVAL = [sys.executable, "-m", "parlai_dialeval.cli"]  # the real command
 
 
 class Forked:
@@ -123,8 +124,7 @@ def dialeval_run(args: list[str], timeout: float = 300) -> subprocess.CompletedP
     """`dialeval ARGS` to its end, as ``subprocess.run(..., capture_output=True, text=True)`` gives it: forked
     from this process's zygote, or a real process where DIALEVAL_TEST_ZYGOTE=0."""
     if zygote() is None:
-        return subprocess.run([sys.executable, "-m", "parlai_dialeval.cli", *map(str, args)], capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(DIALEVAL + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
     return run([str(a) for a in args], timeout)
 
 
