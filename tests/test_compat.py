@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -266,28 +268,95 @@ def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["agent_data.json"]
 
 
-def test_a_status_update_after_the_channels_closed_is_dropped_not_raised(tmp_path):
-    """At a stop the launch closes its channels, then Mephisto marks agents still at work disconnected and pushes
-    that status: `self.channels[...]` raised KeyError and a traceback went into the launch's log
-    (test_tiny_ramp_loses_nothing counts them; it failed once on 2026-11-27). An open channel still gets it.
-    The launch's environment applies it (a fresh process: it was first applied only by compat.check)."""
-    import subprocess
+class RecordingChannel:
+    """A channel that keeps what is sent to it and counts its closes; a close takes a moment, as a websocket
+    channel's does (it joins its socket thread), so that two stops overlap."""
+
+    def __init__(self):
+        self.sent, self.closes = [], 0
+
+    def enqueue_send(self, packet) -> bool:
+        self.sent.append(packet)
+        return True
+
+    def close(self) -> None:
+        time.sleep(0.05)
+        self.closes += 1
+
+
+def bare_client_io(channels: dict, agents: dict):
+    from queue import Queue
 
     from mephisto.operations.client_io_handler import ClientIOHandler
 
-    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+    handler = ClientIOHandler.__new__(ClientIOHandler)
+    handler.channels, handler.agent_id_to_channel_id = dict(channels), dict(agents)
+    handler.message_queue, handler.is_shutdown, handler._status_task = Queue(), False, None
+    return handler
+
+
+def test_the_launch_environment_tolerates_closed_channels_in_a_fresh_process(tmp_path):
+    """The launch's environment applies the patch (it was first applied only by compat.check)."""
+    import subprocess
 
     code = ("import sys; from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto; "
-            "prepare_mephisto(sys.argv[1]); from mephisto.operations.client_io_handler import ClientIOHandler; "
-            "from parlai_dialeval.compat.patching import is_ours; print(is_ours(ClientIOHandler.send_status_update))")
+            "prepare_mephisto(sys.argv[1]); from mephisto.operations.client_io_handler import ClientIOHandler as C; "
+            "from parlai_dialeval.compat.patching import is_ours; "
+            "print([is_ours(getattr(C, n)) for n in ('shutdown', 'send_status_update', 'send_live_update', "
+            "'_request_status_update')])")
     fresh = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fresh")], capture_output=True, text=True,
                            timeout=120)
-    assert fresh.stdout.strip().endswith("True"), fresh.stdout[-500:] + fresh.stderr[-2000:]
+    assert fresh.stdout.strip().endswith("[True, True, True, True]"), fresh.stdout[-500:] + fresh.stderr[-2000:]
+
+
+def test_two_stops_at_once_close_each_channel_once_and_raise_nothing(tmp_path):
+    """The run tracker (a finished run) and the launch's own stop both call ``ClientIOHandler.shutdown``: each
+    listed the channels, closed them and deleted them, and the second ``del self.channels[...]`` raised KeyError
+    (a killed adaptive launch, 2026-11-27, under two suites at once). Without the patch this test raises it
+    every time: both stops are inside the first channel's close together."""
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
     prepare_mephisto(tmp_path / "mephisto")
-    sent = []
-    handler = ClientIOHandler.__new__(ClientIOHandler)
-    handler.agent_id_to_channel_id = {"open_agent": "c1", "closed_agent": "c2"}
-    handler.channels = {"c1": type("Channel", (), {"enqueue_send": lambda self, packet: sent.append(packet)})()}
+    channels = {"c1": RecordingChannel(), "c2": RecordingChannel()}
+    handler = bare_client_io(channels, {})
+    errors = []
+
+    def stop():
+        try:
+            handler.shutdown()
+        except Exception as error:  # what a stop's thread would have logged
+            errors.append(repr(error))
+
+    stops = [threading.Thread(target=stop) for _ in range(2)]
+    for thread in stops:
+        thread.start()
+    for thread in stops:
+        thread.join(10)
+    assert errors == []
+    assert [channel.closes for channel in channels.values()] == [1, 1]
+    assert handler.channels == {} and handler.is_shutdown
+
+
+def test_updates_for_an_agent_whose_channel_closed_are_dropped_and_the_open_ones_still_go(tmp_path):
+    """At a stop the launch closes its channels, then Mephisto marks agents still at work disconnected and
+    pushes that status, and a world may still send its last message (``Agent.observe`` stores it, then sends
+    it): ``self.channels[...]`` raised KeyError, into the launch's log (test_tiny_ramp_loses_nothing counts
+    them; it failed once on 2026-11-27) or into the world's thread. An open channel still gets both, and the
+    status ping goes on when a channel closes under it."""
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    prepare_mephisto(tmp_path / "mephisto")
+    open_channel = RecordingChannel()
+    handler = bare_client_io({"c1": open_channel}, {"open_agent": "c1", "closed_agent": "c2"})
     handler.send_status_update("closed_agent", "disconnect")  # raised KeyError: 'c2'
+    handler.send_live_update("closed_agent", {"text": "bye"})  # raised KeyError: 'c2'
     handler.send_status_update("open_agent", "in task")
-    assert [packet.data["status"] for packet in sent] == ["in task"]
+    handler.send_live_update("open_agent", {"text": "hello"})
+    assert [(p.type, p.data) for p in open_channel.sent] == [
+        ("update_status", {"status": "in task"}), ("client_bound_live_update", {"text": "hello"})]
+
+    pinged = bare_client_io({"c1": RecordingChannel(), "c2": RecordingChannel()}, {})
+    first = pinged.channels["c1"]
+    first.enqueue_send = lambda packet: pinged.channels.pop("c2")  # a stop closes c2 while c1 is pinged
+    pinged._request_status_update()  # iterated the live dict: "dictionary changed size during iteration"
+    assert list(pinged.channels) == ["c1"]

@@ -33,7 +33,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
     compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
     compat_mephisto.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
-    compat_mephisto.status_after_close_dropped()  # a stop's last status updates meet closed channels quietly
+    compat_mephisto.closed_channels_tolerated()  # two stops at once, and a stop's last updates, raise nothing
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path

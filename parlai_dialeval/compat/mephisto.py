@@ -22,8 +22,10 @@
 - ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
   its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
   not at least 1.5 s. Retire when Mephisto joins them.
-- ``status_after_close_dropped``: a status update for an agent whose channel the launch has already closed (at a
-  stop) is dropped instead of raising KeyError into the launch's log. Retire when Mephisto checks the channel.
+- ``closed_channels_tolerated``: ``ClientIOHandler``'s channels close once, one stop at a time (two stops at
+  once raised KeyError in ``shutdown``); a status or live update for an agent whose channel is closed is dropped
+  instead of raising KeyError; the status ping iterates over a copy of the channels. Retire when Mephisto
+  guards its channel table.
 - ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
   call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
 - ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
@@ -223,25 +225,59 @@ def atomic_state_writes() -> None:
 _ARRIVALS = None  # the executor of providers' arrival checks, made on first use
 
 
-def status_after_close_dropped() -> None:
-    """Mephisto's ``ClientIOHandler.send_status_update`` finds the agent's channel with ``self.channels[...]``:
-    a status pushed during a stop, after the launch has closed its channels (an agent still at work is marked
-    disconnected), raised KeyError and put a traceback in the launch's log. No page can receive it then."""
-    require_version("mephisto", WRITTEN_FOR, "status_after_close_dropped")
-    from mephisto.operations.client_io_handler import ClientIOHandler
+# Mephisto 1.1.1's ClientIOHandler._request_status_update, which the patch below copies (its loop, over a copy)
+REQUEST_STATUS_UPDATE_SOURCE = "dadc17dd7464135be9bd0f8aaebf3ba7bfdaf0d9f6a9d44ea59a2cf5422dc3d1"
+_CLOSING = threading.Lock()  # the channels' one closing at a time, across the process's runs (stops are rare)
 
-    require_call(ClientIOHandler._get_channel_for_agent, "self.channels[channel_id]", "status_after_close_dropped")
-    if is_ours(ClientIOHandler.send_status_update):
+
+def closed_channels_tolerated() -> None:
+    """Mephisto's ``ClientIOHandler`` reaches a channel with ``self.channels[...]`` from several threads, while
+    a stop deletes them: the run tracker (on a finished run), the launch's own stop and ``force_shutdown`` each
+    close the channels, and two at once raised KeyError in ``shutdown``'s ``del self.channels[...]`` (seen at a
+    killed adaptive launch, 2026-11-27). After the close, a status (an agent still at work marked disconnected)
+    or a live update (the world's last message: its ``observe`` stores it first) raised KeyError too, into the
+    launch's log or the world's thread; the status ping could iterate the dict while it shrank. Now the
+    channels close once, one stop at a time; what is sent to a closed channel is dropped (no page can receive
+    it); the ping goes over a copy."""
+    require_version("mephisto", WRITTEN_FOR, "closed_channels_tolerated")
+    from mephisto.data_model.packet import PACKET_TYPE_REQUEST_STATUSES, Packet
+    from mephisto.operations.client_io_handler import SYSTEM_CHANNEL_ID, ClientIOHandler
+
+    if is_ours(ClientIOHandler.shutdown):
         return
-    original = ClientIOHandler.send_status_update
+    require_call(ClientIOHandler._get_channel_for_agent, "self.channels[channel_id]", "closed_channels_tolerated")
+    for sender in ("send_status_update", "send_live_update"):
+        require_call(getattr(ClientIOHandler, sender), "self._get_channel_for_agent(agent_id)", "closed_channels_tolerated")
+    require_call(ClientIOHandler.shutdown, "del self.channels[channel_id]", "closed_channels_tolerated")
+    require_call(ClientIOHandler.shutdown, "self.is_shutdown = True", "closed_channels_tolerated")
+    require_source(ClientIOHandler._request_status_update, REQUEST_STATUS_UPDATE_SOURCE, "closed_channels_tolerated")
+
+    def to_open_channel(send):
+        @ours
+        def send_if_open(self, agent_id: str, *args):
+            if self.agent_id_to_channel_id.get(agent_id) in self.channels:
+                send(self, agent_id, *args)
+        return send_if_open
+
+    original_shutdown = ClientIOHandler.shutdown
 
     @ours
-    def send_status_update(self, agent_id: str, status: str):
-        if self.agent_id_to_channel_id.get(agent_id) in self.channels:
-            original(self, agent_id, status)
+    def shutdown(self) -> None:
+        with _CLOSING:
+            if not self.is_shutdown:  # set once every channel is closed and deleted
+                original_shutdown(self)
 
-    ClientIOHandler.send_status_update = send_status_update
-    require_ours(ClientIOHandler, "send_status_update", "status_after_close_dropped")
+    @ours
+    def _request_status_update(self) -> None:
+        for channel in list(self.channels.values()):
+            channel.enqueue_send(Packet(packet_type=PACKET_TYPE_REQUEST_STATUSES, subject_id=SYSTEM_CHANNEL_ID, data={}))
+
+    ClientIOHandler.send_status_update = to_open_channel(ClientIOHandler.send_status_update)
+    ClientIOHandler.send_live_update = to_open_channel(ClientIOHandler.send_live_update)
+    ClientIOHandler._request_status_update = _request_status_update
+    ClientIOHandler.shutdown = shutdown
+    for name in ("send_status_update", "send_live_update", "_request_status_update", "shutdown"):
+        require_ours(ClientIOHandler, name, "closed_channels_tolerated")
 
 
 def arrivals_checked() -> None:
@@ -425,7 +461,7 @@ def check() -> list[str]:
     joined_force_shutdown()
     atomic_state_writes()
     arrivals_checked()
-    status_after_close_dropped()
+    closed_channels_tolerated()
     with safe_unit_launching():
         from mephisto.operations import operator
 
@@ -433,5 +469,5 @@ def check() -> list[str]:
     require_onboarding_order()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
-            "launching every second, a joined force_shutdown, status updates to closed channels dropped, safe unit "
+            "launching every second, a joined force_shutdown, closed channels tolerated, safe unit "
             "launching, atomic state writes, arrival checks, onboarding tries, our crowd providers"]

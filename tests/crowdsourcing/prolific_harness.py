@@ -107,10 +107,7 @@ def submit_static_unit(run, pid: str, final_data, on_prolific: bool = True) -> F
     """``pid``'s page submits ``final_data(inputs)`` for its unit, then goes back to Prolific (``finish``;
     not ``on_prolific``: someone who never came from Prolific, None)."""
     agent = run.unit_agent(pid)
-    # the agent is in the database before the worker pool holds it; a submission before then is refused
-    run.wait(lambda: run.live_run.worker_pool.get_agent_for_id(agent.get_agent_id()) is not None, what=f"{pid}'s agent")
-    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what=f"{pid}'s unit data")
-    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    inputs = run.unit_inputs(agent)  # the worker pool holds the agent then: a submission before is refused
     run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
     run.settle()
     return finish(run, pid) if on_prolific else None

@@ -83,6 +83,15 @@ class MockRun:
         """The operator's own copy of an agent: a copy read from the database keeps a stale state."""
         return self.live_run.worker_pool.get_agent_for_id(agent.get_agent_id()) or agent
 
+    def unit_inputs(self, agent) -> dict:
+        """The data Mephisto set for ``agent``'s page (a unit's or an onboarding's). The agent is in the
+        database a moment before the worker pool holds it, and held a moment before its data is set."""
+        def inputs():
+            held = self.live_run.worker_pool.get_agent_for_id(agent.get_agent_id())
+            return None if held is None else held.state.get_data().get("inputs")
+        self.wait(lambda: inputs() is not None, what=f"the data of agent {agent.get_agent_id()}")
+        return inputs()
+
     def last_task_data(self, agent, after: int = 0, key: str = "phase") -> dict:
         """The latest task_data carrying ``key`` that the world sent to ``agent`` (waits for one newer than
         message number ``after``)."""

@@ -41,8 +41,7 @@ def run(tmp_path):
 def test_hits_ties_and_export(run):
     run.register("W1", "REG_1")
     agent = run.unit_agent("W1")
-    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="W1's unit data")
-    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    inputs = run.unit_inputs(agent)
     shown = inputs["shown"]
     assert len(shown) == 10 and {s["item_id"] for s in shown}.isdisjoint({"p4", "p9"})
     assert "model_a" not in shown[0]

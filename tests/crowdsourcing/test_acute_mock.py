@@ -55,9 +55,7 @@ def pass_acute_onboarding(run, worker: str, correct: bool = True):
     """Answer ACUTE's known-answer onboarding for a registered ``worker``; returns the onboarding agent and
     the data its page was sent."""
     onboarding = run.onboarding_agent(worker)
-    # the agent is in the database a moment before its data is set (arrivals now pass the provider's check)
-    run.wait(lambda: run.live_agent(onboarding).state.get_data().get("inputs") is not None, what=f"{worker}'s onboarding data")
-    data = run.live_agent(onboarding).state.get_data()["inputs"]
+    data = run.unit_inputs(onboarding)
     run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(),
                                                     {"answers": onboarding_choices(data, correct=correct)})
     run.settle()
@@ -99,7 +97,7 @@ def test_onboarding_then_units_and_export(run):
     run.wait(lambda: onboardings_of(run, "W2") == 2, what="a second onboarding")
     pass_acute_onboarding(run, "W2")
     agent = run.unit_agent("W2")
-    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    inputs = run.unit_inputs(agent)
     # the unit's agent is in the database a moment before its details are queued for the page
     run.wait(lambda: inputs in run.sent_init_data(), what="the unit's data sent to the page")
     assert len(run.sent_init_data()) == 5

@@ -76,8 +76,7 @@ class Workers:
         run.register(worker, f"REG_{worker}")
         pass_acute_onboarding(run, worker)
         agent = live_unit_agent(run, worker)
-        run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
-        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        shown = run.unit_inputs(agent)["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if level(p["left"]) > level(p["right"]) else "right",
                     "justification": "higher level"} for p in shown]
         run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
@@ -216,8 +215,7 @@ def answer_ab_hit(run, worker: str) -> None:
     """A new worker does the launched A/B HIT, picking the reply of the higher level every time."""
     run.register(worker, f"REG_{worker}")
     agent = live_unit_agent(run, worker)
-    run.wait(lambda: run.live_agent(agent).state.get_data().get("inputs") is not None, what="the HIT's data")
-    shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+    shown = run.unit_inputs(agent)["shown"]
     answers = {p["item_id"]: {"choice": "a" if level_of(p["response_a"]) > level_of(p["response_b"]) else "b"}
                for p in shown}
     run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})

@@ -266,7 +266,7 @@ def test_ab_and_acute_build_their_items_from_endpoint_bots(tmp_path, monkeypatch
             "conf=endpoints", "ab.max_items=4", "ab.per_hit=4", "mephisto.blueprint.units_per_assignment=1"])
         try:
             run.register("W1", "REG_1")
-            shown = run.live_agent(run.unit_agent("W1")).state.get_data()["inputs"]["shown"]
+            shown = run.unit_inputs(run.unit_agent("W1"))["shown"]
         finally:
             run.shutdown()
         run = MockRun("acute", tmp_path / "acute", port=free_port(), overrides=[

@@ -41,7 +41,7 @@ def test_self_chats_of_endpoint_models_feed_acute(tmp_path):
         run.register("W1", "REG_1")
         pass_acute_onboarding(run, "W1")
         agent = run.unit_agent("W1")
-        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        shown = run.unit_inputs(agent)["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if p["left"][0]["text"] != "no." else "right",
                     "justification": "it talks", "duration": 5.0} for p in shown]
         run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})

@@ -91,7 +91,7 @@ def test_acute_malformed_submission_is_a_note_and_export_writes_the_rest(acute_r
         run.register(worker, registration)
         pass_acute_onboarding(run, worker)
         agents[worker] = run.unit_agent(worker)
-    inputs = run.live_agent(agents["W1"]).state.get_data()["inputs"]
+    inputs = run.unit_inputs(agents["W1"])
     honest = [{"pair_id": p["pair_id"], "choice": "left", "justification": "x", "duration": 4} for p in inputs["shown"]]
     run.server.submit_mock_unit(agents["W1"].get_agent_id(), {"answers": honest})
     run.server.submit_mock_unit(agents["W2"].get_agent_id(), {"answers": [{"choice": "up", "duration": "soon"}] * 2})

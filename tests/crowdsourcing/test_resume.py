@@ -224,7 +224,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         return run.unit_agent(worker)
 
     def submit(run, agent):
-        shown = run.live_agent(agent).state.get_data()["inputs"]["shown"]
+        shown = run.unit_inputs(agent)["shown"]
         run.server.submit_mock_unit(agent.get_agent_id(), {"answers": [
             {"pair_id": p["pair_id"], "choice": "left", "justification": "x"} for p in shown]})
         run.settle()
@@ -237,7 +237,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         assert len(planned) == 3
         first = submit(run, onboard(run, "W1"))
         half = onboard(run, "W2")  # opens a unit and never submits it
-        held = run.live_agent(half).state.get_data()["inputs"]["shown"]
+        held = run.unit_inputs(half)["shown"]
     finally:
         run.kill()
 

@@ -34,7 +34,7 @@ def run(tmp_path):
 def test_bme_unit_and_export(run):
     run.register("W1", "REG_1")
     agent = run.unit_agent("W1")
-    inputs = run.live_agent(agent).state.get_data()["inputs"]
+    inputs = run.unit_inputs(agent)
     assert inputs["scale"] == {"kind": "magnitude", "min": 0, "max": 999}
     run.wait(lambda: run.sent_init_data(), what="W1's unit data sent towards the page")  # sent after the state is set
     assert run.sent_init_data() == [inputs]
