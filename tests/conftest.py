@@ -2,44 +2,59 @@
 them (failing under CI, where everything must be there)."""
 from __future__ import annotations
 
-import itertools
 import os
 from pathlib import Path
 
 import pytest
+from file_scheduling import CpuAwareFileScheduling, FileTimingRecorder, merge_recorded
 from needs import needs
+
+RECORDER = pytest.StashKey()
+# Numeric libraries on one thread in every worker and the servers it starts: the workers share two cores, and
+# OpenMP's and OpenBLAS's waiting threads spin (test_real_model beside two busy cores: 78 CPU-s with torch's
+# two threads, 45 with one, and 16 s sooner). Set before any test module imports numpy or torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("DIALEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-# Rough seconds per test by marker, to order files longest first (measured in CI, benchmarks/README.md "The test
-# suite": browser tests 30-130 s, other slow ones 5-50 s, the rest well under a second).
-EXPECTED_SECONDS = {"browser": 40.0, "slow": 10.0}
+def pytest_addoption(parser):
+    parser.addoption("--record-file-timings", metavar="PATH", default=None,
+                     help="write each test file's wall and process-tree CPU seconds to PATH (JSON), as "
+                          "tests/file_timings.json holds them for handing files to xdist workers")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Files expected to take longest run first, browser files and the others in turn. Under `--dist loadfile`
-    an xdist worker takes a whole file, and xdist hands files out in collection order (`--no-loadscope-reorder`,
-    pytest.ini): a long browser file handed out last ran alone at the end while the other workers idled
-    (longest-processing-time-first scheduling). In turn, because browser files mostly wait (a person's pace: 5-15%
-    of a core) and the other slow files mostly compute: all the computing at the end kept both cores busy for
-    the last seven minutes and idle ones before. The sort is stable, so each file's tests stay together and in
-    order."""
-    expected: dict[str, float] = {}
-    browser: set[str] = set()
-    for item in items:
-        file = item.nodeid.split("::")[0]
-        marks = [name for name in EXPECTED_SECONDS if item.get_closest_marker(name)]
-        expected[file] = expected.get(file, 0.0) + max((EXPECTED_SECONDS[name] for name in marks), default=0.3)
-        if "browser" in marks:
-            browser.add(file)
-    # ties by name: every xdist worker must order the files alike (a set's order changes with the hash seed)
-    waiting = sorted(browser, key=lambda file: (-expected[file], file))
-    computing = sorted(set(expected) - browser, key=lambda file: (-expected[file], file))
-    turns = [file for pair in itertools.zip_longest(waiting, computing) for file in pair if file is not None]
-    place = {file: index for index, file in enumerate(turns)}
-    items.sort(key=lambda item: place[item.nodeid.split("::")[0]])
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadfile`` files go to workers by the CPU they take (tests/file_scheduling.py)."""
+    if config.getvalue("dist") == "loadfile":
+        return CpuAwareFileScheduling(config, log)
+    return None
+
+
+def pytest_configure(config):
+    path = config.getoption("record_file_timings")
+    if path:
+        worker = getattr(config, "workerinput", {}).get("workerid", "main")
+        config.stash[RECORDER] = FileTimingRecorder(Path(path).resolve(), worker)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    recorder = item.config.stash.get(RECORDER, None)
+    if recorder is None:
+        yield
+    else:
+        yield from recorder.measure(item.nodeid)
+
+
+def pytest_sessionfinish(session):
+    recorder = session.config.stash.get(RECORDER, None)
+    if recorder is not None:
+        recorder.write()
+    if session.config.getoption("record_file_timings") and not hasattr(session.config, "workerinput"):
+        merge_recorded(Path(session.config.getoption("record_file_timings")).resolve())
 
 
 @pytest.fixture(scope="session")
