@@ -126,7 +126,9 @@ class FileTimingRecorder:
         yield
         totals = self.totals.setdefault(file, [0.0, 0.0])
         totals[0] += time.monotonic() - start_wall
-        totals[1] += self.tree_cpu() - start_cpu
+        # a process alive at the start and gone by the end without a reaper in the tree (a previous file's
+        # server killed meanwhile) takes its CPU with it: a test never counts less than none
+        totals[1] += max(0.0, self.tree_cpu() - start_cpu)
 
     def write(self) -> None:
         Path(f"{self.path}.{self.worker}").write_text(json.dumps(self.totals))
