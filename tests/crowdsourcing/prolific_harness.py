@@ -108,8 +108,7 @@ def submit_static_unit(run, pid: str, final_data, on_prolific: bool = True) -> F
     not ``on_prolific``: someone who never came from Prolific, None)."""
     agent = run.unit_agent(pid)
     inputs = run.unit_inputs(agent)  # the worker pool holds the agent then: a submission before is refused
-    run.server.submit_mock_unit(agent.get_agent_id(), final_data(inputs))
-    run.settle()
+    run.submit(agent, final_data(inputs))
     return finish(run, pid) if on_prolific else None
 
 

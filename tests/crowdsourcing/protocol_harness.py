@@ -92,6 +92,16 @@ class MockRun:
         self.wait(lambda: inputs() is not None, what=f"the data of agent {agent.get_agent_id()}")
         return inputs()
 
+    def submit(self, agent, data: dict) -> None:
+        """The worker's page submits ``data``; returns once the database holds the agent as submitted (with
+        only the channel's requests settled, an export under load still read the unit as in progress)."""
+        from parlai_dialeval.crowdsourcing.platform.export import FINISHED
+
+        self.server.submit_mock_unit(agent.get_agent_id(), data)
+        self.settle()
+        self.wait(lambda: self.db.get_agent(agent.get_agent_id())["status"] in FINISHED, 30,
+                  f"agent {agent.get_agent_id()} submitted")
+
     def last_task_data(self, agent, after: int = 0, key: str = "phase") -> dict:
         """The latest task_data carrying ``key`` that the world sent to ``agent`` (waits for one newer than
         message number ``after``)."""

@@ -54,8 +54,7 @@ def test_hits_ties_and_export(run):
     for n, item in enumerate(shown):
         choice = "tie" if n == 0 else ("a" if item["response_a"].startswith("x") else "b")
         answers[item["item_id"]] = {"choice": choice, "duration": 2.0}
-    run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-    run.settle()
+    run.submit(agent, {"answers": answers})
     run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
 
     from parlai_dialeval.crowdsourcing.platform.export import collect_from_db

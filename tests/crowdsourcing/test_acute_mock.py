@@ -108,8 +108,7 @@ def test_onboarding_then_units_and_export(run):
         good_left = pair["left"][1]["text"] != "no."
         answers.append({"pair_id": pair["pair_id"], "choice": "left" if good_left else "right",
                         "justification": "asks questions", "duration": 9.5})
-    run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-    run.settle()
+    run.submit(agent, {"answers": answers})
     run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
 
     from parlai_dialeval.analysis.pairwise import split_onboarding

@@ -79,8 +79,7 @@ class Workers:
         shown = run.unit_inputs(agent)["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if level(p["left"]) > level(p["right"]) else "right",
                     "justification": "higher level"} for p in shown]
-        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-        run.settle()
+        run.submit(agent, {"answers": answers})
         run.wait(lambda: run.live_agent(agent).get_status() == "completed", what="the HIT submitted")
 
 
@@ -218,8 +217,7 @@ def answer_ab_hit(run, worker: str) -> None:
     shown = run.unit_inputs(agent)["shown"]
     answers = {p["item_id"]: {"choice": "a" if level_of(p["response_a"]) > level_of(p["response_b"]) else "b"}
                for p in shown}
-    run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-    run.settle()
+    run.submit(agent, {"answers": answers})
 
 
 def test_ab_next_utterance_adaptive_runs_batches_and_writes_state(tmp_path):

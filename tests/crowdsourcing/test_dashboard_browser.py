@@ -220,7 +220,9 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
             found = re.search(r"(http://\S+) \(sign in with the token in (\S+),", line)  # not printed into a log
             url = f"{found[1]}?token={Path(found[2]).read_text().strip()}"
             assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
-            with httpx.Client(follow_redirects=True) as client:
+            # a researcher's browser waits for the first page (its charts drawn then) far past httpx's 5 s default,
+            # which two suites at once on two cores exceeded
+            with httpx.Client(follow_redirects=True, timeout=60) as client:
                 page = client.get(url).text
             assert "REJECTED" in page and "0.75 GBP" in page and CARELESS in page
         finally:

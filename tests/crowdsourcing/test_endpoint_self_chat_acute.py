@@ -44,8 +44,7 @@ def test_self_chats_of_endpoint_models_feed_acute(tmp_path):
         shown = run.unit_inputs(agent)["shown"]
         answers = [{"pair_id": p["pair_id"], "choice": "left" if p["left"][0]["text"] != "no." else "right",
                     "justification": "it talks", "duration": 5.0} for p in shown]
-        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": answers})
-        run.settle()
+        run.submit(agent, {"answers": answers})
         run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
         from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
 

@@ -93,7 +93,7 @@ def test_acute_malformed_submission_is_a_note_and_export_writes_the_rest(acute_r
         agents[worker] = run.unit_agent(worker)
     inputs = run.unit_inputs(agents["W1"])
     honest = [{"pair_id": p["pair_id"], "choice": "left", "justification": "x", "duration": 4} for p in inputs["shown"]]
-    run.server.submit_mock_unit(agents["W1"].get_agent_id(), {"answers": honest})
+    run.submit(agents["W1"], {"answers": honest})
     run.server.submit_mock_unit(agents["W2"].get_agent_id(), {"answers": [{"choice": "up", "duration": "soon"}] * 2})
     run.settle()
     for agent in agents.values():

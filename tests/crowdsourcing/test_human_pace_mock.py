@@ -50,8 +50,7 @@ def test_sm_eval_worker_who_pauses_completes(tmp_path):
         run.act(agent, {"ratings": {"engaging": 4, "humanlike": 3, "interesting": 5}})
         run.last_task_data(agent, key="task_done")
         assert run.live_agent(agent).get_status() != "timeout"
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
+        run.submit(agent, {"final_data": {}})
         data = export(run, "sm_eval")
         assert list(data.conversations["status"]) == ["complete"]
         assert len(data.ratings[data.ratings["scale"] == "likert"]) == 3
@@ -76,8 +75,7 @@ def test_pw_turn_onboarding_and_chat_at_human_pace_then_idle_timeout(tmp_path):
         time.sleep(PAUSE)
         run.act(agent, {"action": "choose", "choice": "left", "justification": "more on topic"})
         run.last_task_data(agent, key="task_done")
-        run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-        run.settle()
+        run.submit(agent, {"final_data": {}})
 
         # a second worker goes quiet past the configured turn_timeout (6 s): ended, exported incomplete
         run.register("W2", "REG_2")

@@ -51,8 +51,7 @@ def _done(run, agent) -> bool:
 def _submit_live(run, pid) -> Finished:
     agent = run.unit_agent(pid)
     run.last_task_data(agent, key="task_done")
-    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-    run.settle()
+    run.submit(agent, {"final_data": {}})
     return finish(run, pid)
 
 

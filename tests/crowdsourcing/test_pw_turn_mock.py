@@ -87,8 +87,7 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
     # blind: nothing the page received, the end-of-episode save included, names a model
     assert run.world_data(agent) == {"dialeval_record_file": "dialeval_pw_turn.json"}
     assert_blind(run.live_agent(agent).state.get_data()["outputs"], ["echo", "parrot"])
-    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-    run.settle()
+    run.submit(agent, {"final_data": {}})
 
     from parlai_dialeval.analysis.pairwise import split_onboarding
     from parlai_dialeval.crowdsourcing.platform.export import collect_from_db

@@ -70,8 +70,7 @@ def agent_status(run, worker: str) -> list[str]:
 def submit_chat(run, agent, export: str | None = None):
     """The worker submits once the world is done; then the export report of task ``export``, if named."""
     run.last_task_data(agent, key="task_done")
-    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-    run.settle()
+    run.submit(agent, {"final_data": {}})
     return collect_from_db(run.db, export)[0] if export else None
 
 
@@ -225,9 +224,8 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
 
     def submit(run, agent):
         shown = run.unit_inputs(agent)["shown"]
-        run.server.submit_mock_unit(agent.get_agent_id(), {"answers": [
+        run.submit(agent, {"answers": [
             {"pair_id": p["pair_id"], "choice": "left", "justification": "x"} for p in shown]})
-        run.settle()
         run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
         return shown
 

@@ -46,10 +46,9 @@ def test_bme_unit_and_export(run):
         by_text = {"Good, I went hiking by the lake.": 300, "Fine.": 100, "i i i": 5}
         values = {r["key"]: by_text[r["text"]] for r in item["responses"]}
         ratings[item["item_id"]] = {"readability": {"values": values}, "coherence": {"values": values}}
-    run.server.submit_mock_unit(agent.get_agent_id(), {
+    run.submit(agent, {
         "ratings": ratings, "prior_experience": {"prior_experience_evaluating": True, "prior_experience_agents": False},
         "duration": 61.0, "item_durations": {"i0": 30.0, "i1": 24.0}})
-    run.settle()
     run.wait(lambda: run.live_agent(agent).state.get_data()["outputs"] is not None, what="submission")
 
     from parlai_dialeval.crowdsourcing.platform.export import collect_from_db

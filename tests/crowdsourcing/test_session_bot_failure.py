@@ -18,8 +18,7 @@ def submitted_conversation(run, agent, task: str) -> dict:
     """The worker submits; the task's export keeps their conversation as failed, with the bot's error."""
     from parlai_dialeval.crowdsourcing.platform.export import read_units
 
-    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-    run.settle()
+    run.submit(agent, {"final_data": {}})
     report = run.spec.export(read_units(run.db, task, run.spec.extra["export_files"]), task)
     conversation = next(r for r in report.records if r["type"] == "conversation")
     assert conversation["status"] == "failed"

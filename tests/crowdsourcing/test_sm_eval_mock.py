@@ -49,8 +49,7 @@ def test_chat_annotate_rate_export_and_block(run):
     # blind: nothing the page received, the end-of-episode save included, names a model
     assert run.world_data(agent) == {"dialeval_record_file": "dialeval_sm_eval.json"}
     assert_blind(run.live_agent(agent).state.get_data()["outputs"], ["echo"])
-    run.server.submit_mock_unit(agent.get_agent_id(), {"final_data": {}})
-    run.settle()
+    run.submit(agent, {"final_data": {}})
 
     from parlai_dialeval.crowdsourcing.platform.export import read_units
 
