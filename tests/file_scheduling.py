@@ -53,6 +53,10 @@ class CpuAwareFileScheduling(LoadFileScheduling):
         wall, cpu = self.expected(file)
         return cpu / wall if wall > 0 else 1.0
 
+    def _wall_then_name(self, file: str) -> tuple[float, str]:
+        """The key that puts the longest file last (``max``); ties by name, so every run chooses alike."""
+        return self.expected(file)[0], file
+
     def _current(self, node) -> str | None:
         """The file a worker is busy with from now on: the last one given to it with tests still to run."""
         unfinished = [file for file, tests in self.assigned_work.get(node, {}).items() if not all(tests.values())]
@@ -66,7 +70,7 @@ class CpuAwareFileScheduling(LoadFileScheduling):
         computing = [file for file in self.workqueue if self.demand(file) >= WAITING]
         waiting = [file for file in self.workqueue if self.demand(file) < WAITING]
         fitting = [file for file in computing if self.demand(file) <= room]
-        longest = lambda file: (self.expected(file)[0], file)  # noqa: E731  (ties by name: a fixed order)
+        longest = self._wall_then_name
         if fitting:
             return max(fitting, key=longest)
         if waiting:
