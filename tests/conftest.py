@@ -51,10 +51,11 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_sessionfinish(session):
     recorder = session.config.stash.get(RECORDER, None)
-    if recorder is not None:
-        recorder.write()
-    if session.config.getoption("record_file_timings") and not hasattr(session.config, "workerinput"):
-        merge_recorded(Path(session.config.getoption("record_file_timings")).resolve())
+    if recorder is None:
+        return
+    recorder.write()
+    if not hasattr(session.config, "workerinput"):  # xdist's controller, or a run without workers
+        merge_recorded(recorder.path)
 
 
 @pytest.fixture(scope="session")

@@ -31,8 +31,8 @@ class Worker:
         return self.name
 
 
-def run_suite(workers: int, cores: int = 2):
-    """Drive the scheduler through a run in simulated time; return what ran, when, where, and the stops."""
+def scheduled(workers: int, cores: int = 2):
+    """(scheduler, collection, workers) once xdist has handed out the first files, as at a run's start."""
     collection = [f"{file}::test_{n}" for file, (_, _, tests) in FILES.items() for n in range(tests)]
     timings = {file: (wall, cpu) for file, (wall, cpu, _) in FILES.items() if wall is not None}
     config = SimpleNamespace(getvalue=lambda name: [f"{workers}*popen"], option=SimpleNamespace(loadscopereorder=False))
@@ -42,6 +42,12 @@ def run_suite(workers: int, cores: int = 2):
         scheduler.add_node(node)
         scheduler.add_node_collection(node, collection)
     scheduler.schedule()
+    return scheduler, collection, nodes
+
+
+def run_suite(workers: int, cores: int = 2):
+    """Drive the scheduler through a run in simulated time; return what ran, when, where, and the stops."""
+    scheduler, collection, nodes = scheduled(workers, cores)
     ran, clock, events, running, stopped_early = [], 0.0, [], set(), []
 
     def start(node):
@@ -86,14 +92,7 @@ def test_each_file_runs_whole_on_one_worker_and_in_its_own_order():
 def test_the_first_files_fill_the_two_cores_and_the_other_workers_wait_on_pages():
     """Five workers on two cores: two computing files (0.9 of a core each) and three waiting ones, longest first
     (xdist's loadfile hands out the first five in collection order: five computing files on two cores)."""
-    collection = [f"{file}::test_{n}" for file, (_, _, tests) in FILES.items() for n in range(tests)]
-    config = SimpleNamespace(getvalue=lambda name: ["5*popen"], option=SimpleNamespace(loadscopereorder=False))
-    scheduler = CpuAwareFileScheduling(config, timings={f: (w, c) for f, (w, c, _) in FILES.items() if w}, cores=2)
-    nodes = [Worker(f"gw{i}") for i in range(5)]
-    for node in nodes:
-        scheduler.add_node(node)
-        scheduler.add_node_collection(node, collection)
-    scheduler.schedule()
+    scheduler, _, nodes = scheduled(workers=5)
     first = {next(iter(scheduler.assigned_work[node])) for node in nodes}
     assert first == {"tests/compute_5.py", "tests/compute_4.py", "tests/wait_5.py", "tests/wait_4.py", "tests/wait_3.py"}
 
