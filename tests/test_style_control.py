@@ -1,4 +1,5 @@
-"""Style control: covariates counted from hand-written texts, the fit against statsmodels, and a simulation
+"""Style control: covariates counted from hand-written texts (the fit against statsmodels and FastChat is in
+tests/test_bradley_terry.py), and a simulation
 with a known truth whose generator shares no code with the estimator (a length bias in the votes that raw
 Bradley-Terry mistakes for quality)."""
 from __future__ import annotations
@@ -40,33 +41,6 @@ def test_conversation_features_are_the_mean_per_bot_turn():
     got = conversation_features(turns)
     assert got.loc["c1", "length"] == 3.0 and got.loc["c1", "questions"] == 1.0  # (2 + 4) / 2 words
     assert got.loc["c2", "bold"] == 1.0 and got.loc["c2", "emoji"] == 1.0 and got.loc["c2", "length"] == 2.0
-
-
-def test_fit_matches_statsmodels_glm_with_clustered_covariance():
-    """Independent computation: statsmodels' Binomial GLM on the dense design, cov_type="cluster"."""
-    import statsmodels.api as sm
-
-    rng = np.random.default_rng(3)
-    n, models = 400, 4
-    first = rng.integers(0, models, n)
-    second = (first + rng.integers(1, models, n)) % models
-    x = rng.normal(size=(n, 2))
-    truth = np.array([0.4, 0.0, -0.3, 0.2])
-    outcome = (rng.random(n) < 1 / (1 + np.exp(-(truth[first] - truth[second] + x @ [0.8, -0.3])))).astype(float)
-    outcome[::25] = 0.5  # a few ties, half a win
-    # clusters nested in model pairs, as the project's rule makes them (several votes on one item of a pair)
-    clusters = (np.minimum(first, second) * models + np.maximum(first, second)) * 10 + rng.integers(0, 10, n)
-    fit = style_control.fit_bradley_terry(first, second, outcome, models, x, clusters)
-    design = np.zeros((n, models))
-    design[np.arange(n), first] += 1
-    design[np.arange(n), second] -= 1
-    glm = sm.GLM(outcome, np.column_stack([design[:, 1:], x]), family=sm.families.Binomial()).fit(
-        cov_type="cluster", cov_kwds={"groups": clusters})
-    assert fit.converged
-    np.testing.assert_allclose(fit.coefficients, glm.params[3:], rtol=1e-6)
-    np.testing.assert_allclose(np.sqrt(np.diag(fit.coefficient_cov)), glm.bse[3:], rtol=1e-6)
-    full = np.concatenate([[0], glm.params[:3]])
-    np.testing.assert_allclose(fit.strengths, full - full.mean(), atol=1e-6)
 
 
 def _simulated_votes(seed: int, n_votes: int = 3000):
