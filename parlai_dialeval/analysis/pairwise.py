@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis.bradley_terry import model_codes
 from parlai_dialeval.metrics.distinct import distinct_counts
 
 # Every pairwise statistic is computed per question and per unit of judgement: votes on different
@@ -105,15 +106,6 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     score = np.where(flipped, -score, score)
     auto = frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.zeros(len(frame), bool)
     return frame.assign(first=names[first], second=names[np.where(flipped, a, b)], score=score, auto=auto)
-
-
-def model_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(model_a and model_b as codes of one numbering, in sorted order of the names; each code's name as str):
-    pairs are keyed on the codes, since comparing and grouping a million names as strings took seconds
-    (issue 43)."""
-    both = pd.concat([frame["model_a"].astype(str), frame["model_b"].astype(str)], ignore_index=True)
-    codes, names = pd.factorize(both, sort=True, use_na_sentinel=False)
-    return codes[:len(frame)], codes[len(frame):], np.asarray(names, dtype=object)
 
 
 def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
