@@ -253,3 +253,27 @@ def test_the_live_chat_analyses_and_their_replication_run(shared_data, tmp_path,
     run_group("live chat", tmp_path, monkeypatch, capfd, shared=shared_data)
     for report in ("free1", "free2", "replication"):
         assert (tmp_path / "runs" / report / "report.html").is_file(), report
+
+
+PYTHON_DOCS = ["docs/library.md"]  # worked examples in Python, run here block after block
+
+
+def python_blocks(doc: str) -> list[str]:
+    text = (REPO / doc).read_text(encoding="utf-8")
+    return [body for language, body in FENCE.findall(text) if language == "python"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", PYTHON_DOCS)
+def test_the_worked_python_examples_run(doc, shared_data, tmp_path, monkeypatch, capfd):
+    # Issue 56 item 2: the library calls a notebook makes, as the docs show them, on the data they name.
+    blocks = python_blocks(doc)
+    assert blocks, f"{doc} has no python block"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for number, block in enumerate(blocks, 1):
+        code = compile(block.replace("../shared/data", str(shared_data)), f"{doc} block {number}", "exec")
+        exec(code, namespace)  # noqa: S102 - the project's own documentation
+    shown = capfd.readouterr().out
+    assert "workers flagged" in shown and "coefficient" in shown
+    assert not list(tmp_path.iterdir()), "a library call wrote files"

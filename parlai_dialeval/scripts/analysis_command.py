@@ -2,9 +2,11 @@
 worker checks where they apply, analyse, then write tables, JSON, plots and report atomically.
 
 A command is a subclass of ``AnalysisCommand`` naming its config dataclass (whose fields, declared
-with ``script_args.option``, are the command's options with their help text) and implementing
-``analyse(data, config, checks, out) -> Outputs``. The module-level ``analyze`` function of each script
-stays the programmatic entry point (tests and notebooks call it); the command only glues.
+with ``options.option``, are the command's options with their help text; for the analyses with sections, the
+result's config: results/section.py) and implementing ``analyse(data, config, checks, out)``, returning what it
+wrote (``written``); ``load`` may be overridden (analyze_live_chat imports its libraries beside it). The
+module-level ``analyze`` function of each script stays the programmatic entry point (tests call it; notebooks
+call ``parlai_dialeval.results``); the command only glues.
 """
 from __future__ import annotations
 
@@ -66,12 +68,15 @@ class AnalysisCommand(ParlaiScript):
             add_worker_checks_arg(group)
         return parser
 
+    def load(self, opt):
+        return load_data(opt)
+
     def analyse(self, data, config, checks, out: Path):
         raise NotImplementedError
 
     def run(self):
         config = config_from_opt(self.opt, self.config_class)
-        data = load_data(self.opt)
+        data = self.load(self.opt)
         checks = None
         if self.worker_checks:
             data, checks = run_worker_checks(data, self.opt["worker_checks"])

@@ -11,9 +11,9 @@ from pathlib import Path
 from parlai.core.script import register_script
 
 from parlai_dialeval.options import option
+from parlai_dialeval.results.sections import voters as voter_tests
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
-from parlai_dialeval.scripts import voter_option
 
 TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence", "units", "votes", "icc",
                  "design_effect", "order", "win_rate_a", "cs_low", "cs_high",
@@ -27,9 +27,9 @@ class CertifyConfig:
     judge: str | None = option(None, JUDGE_HELP + "; here also claims certified with the judge, valid at every "
                                "look when people's items are drawn at random from the judge's (ppi_certified.csv)",
                                metavar="F.jsonl")
-    exclude_flagged: bool = voter_option.exclude_flagged_field()
-    side_share: float = voter_option.side_share_field()
-    words_per_second: float = voter_option.words_per_second_field()
+    exclude_flagged: bool = voter_tests.exclude_flagged_field()
+    side_share: float = voter_tests.side_share_field()
+    words_per_second: float = voter_tests.words_per_second_field()
 
 
 def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
@@ -41,10 +41,12 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
+    from parlai_dialeval.results.sections import fragility
+    from parlai_dialeval.scripts import fragility_report, voters_report
 
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
-    comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config)
+    comparisons, voters, left_out = voter_tests.flag_and_exclude(comparisons, config)
     pairs = certify(comparisons, config.alpha)
     if pairs.empty:
         raise DialevalError("no comparison has two different models: nothing to certify")
@@ -82,8 +84,13 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                       "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
     tables, robustness = {"pairs": pairs[TABLE_COLUMNS]}, {}
-    voter_option.add_voter_flags(report, voters, left_out, config.exclude_flagged, tables, robustness)
-    voter_option.add_fragility(report, with_sections(split_onboarding(comparisons)[0]), tables, robustness)
+    flagged = voter_tests.Voters(voters, left_out, bool(config.exclude_flagged), None)
+    fragile = fragility.of(with_sections(split_onboarding(comparisons)[0]))
+    for section, part, view in ((voter_tests.SECTION, flagged, voters_report.view),
+                                (fragility.SECTION, fragile, fragility_report.view)):
+        tables.update(section.tables(part))
+        robustness.update(section.summary(part))
+        view(report, part)
     if judge is not None:
         tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)

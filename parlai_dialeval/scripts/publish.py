@@ -103,7 +103,7 @@ def headline(data, alpha: float) -> list[str]:
     from parlai_dialeval import verdict
     from parlai_dialeval.analysis import pairwise
     from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION
-    from parlai_dialeval.analysis.pairwise_result import win_rate_table
+    from parlai_dialeval.analysis.pairwise_tables import win_rate_table
 
     comparisons, _ = pairwise.split_onboarding(data.comparisons)
     if comparisons.empty:

@@ -1,10 +1,8 @@
-"""analyze_pairwise's results: win rates, rankings and agreement per question and unit of judgement,
-computed from the comparisons (onboarding left out, sections added) and returned as one object that
-scripts/analyze_pairwise.py writes. ``config``: the command's PairwiseConfig (alpha, correction,
-bootstrap_rounds, seed, min_annotator_items, turns)."""
+"""analyze_pairwise's core tables: win rates, rankings and agreement per question and unit of judgement, from
+the comparisons (onboarding left out, sections added), and their summary (results/sections/core.py makes them
+the core section of a PairwiseResult). ``config``: alpha, correction, bootstrap_rounds, seed,
+min_annotator_items, turns."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -17,19 +15,12 @@ WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", 
                               "votes_per_cluster", "icc", "design_effect", "workers", "p_two_way"]
 
 
-@dataclass
-class PairwiseResult:
-    tables: dict  # name -> DataFrame (None where the data have none), as the command writes them
-    summary: dict  # agreement.json: counts, policies, per-section agreement, annotators
-
-
-def analyse(comparisons: pd.DataFrame, config, automatic: int, onboarding: int) -> PairwiseResult:
-    """``comparisons`` without onboarding and with sections; ``automatic``: automatic ties among them,
-    ``onboarding``: onboarding comparisons left out (both for the summary)."""
+def summary(comparisons: pd.DataFrame, tables: dict, config, automatic: int, onboarding: int) -> dict:
+    """agreement.json's counts, policies, per-section agreement and annotators. ``comparisons`` without onboarding
+    and with sections; ``automatic``: automatic ties among them, ``onboarding``: onboarding comparisons left out."""
     from parlai_dialeval.analysis import rankings
 
-    tables = _tables(comparisons, config)
-    summary = {
+    return {
         "comparisons": int(len(comparisons)), "automatic_ties": automatic, "onboarding_excluded": onboarding,
         "tie_policy": {"win_rates": pairwise.TIE_POLICY, "rankings": rankings.TIE_POLICY},
         "correction": config.correction, "alpha": config.alpha,
@@ -38,7 +29,6 @@ def analyse(comparisons: pd.DataFrame, config, automatic: int, onboarding: int) 
                        "negatively_correlated": int(tables["annotators"]["negative"].sum()),
                        "min_items": config.min_annotator_items},
     }
-    return PairwiseResult(tables, summary)
 
 
 def sections(frame: pd.DataFrame):
@@ -47,7 +37,7 @@ def sections(frame: pd.DataFrame):
         yield question, unit, part
 
 
-def _keyed(frame: pd.DataFrame, question: str, unit: str) -> pd.DataFrame:
+def keyed(frame: pd.DataFrame, question: str, unit: str) -> pd.DataFrame:
     frame = frame.copy()
     frame.insert(0, "unit", unit)
     frame.insert(0, "question", question)
@@ -86,7 +76,7 @@ def win_rate_table(comparisons: pd.DataFrame, alpha: float, correction: str) -> 
     return rates
 
 
-def _tables(comparisons: pd.DataFrame, config) -> dict:
+def tables(comparisons: pd.DataFrame, config) -> dict:
     rates = win_rate_table(comparisons, config.alpha, config.correction)
     wmt = pairwise.wmt_scores(rates, by=SECTION)
     ranks, agree, annotators, items, per_conversation, per_turn, by_conversation = [], [], [], [], [], [], []
@@ -95,15 +85,15 @@ def _tables(comparisons: pd.DataFrame, config) -> dict:
     for question, unit, part in sections(comparisons):
         section_wmt = wmt[(wmt["question"] == question) & (wmt["unit"] == unit)]
         wins = pairwise.system_win_counts(section_wmt)
-        ranks.append(_keyed(rankings.rankings(part, rounds=config.bootstrap_rounds, seed=config.seed,
+        ranks.append(keyed(rankings.rankings(part, rounds=config.bootstrap_rounds, seed=config.seed,
                                               win_counts=wins, progress=True, ci=1 - config.alpha), question, unit))
         agree.append({"question": question, "unit": unit, **_agreement_row(part)})
-        annotators.append(_keyed(agreement.annotator_correlations(part, config.min_annotator_items), question, unit))
-        items.append(_keyed(agreement.item_total_correlations(part), question, unit))
+        annotators.append(keyed(agreement.annotator_correlations(part, config.min_annotator_items), question, unit))
+        items.append(keyed(agreement.item_total_correlations(part), question, unit))
         if unit == "turn":
-            per_conversation.append(_keyed(pairwise.conversation_win_rates(part, config.turns), question, unit))
-            per_turn.append(_keyed(pairwise.win_rate_by_turn(part, config.alpha), question, unit))
-            by_conversation.append(_keyed(pairwise.conversation_tests(part, config.turns), question, unit))
+            per_conversation.append(keyed(pairwise.conversation_win_rates(part, config.turns), question, unit))
+            per_turn.append(keyed(pairwise.win_rate_by_turn(part, config.alpha), question, unit))
+            by_conversation.append(keyed(pairwise.conversation_tests(part, config.turns), question, unit))
     texts = pairwise.response_stats(comparisons)
     return {"win_rates": rates[WIN_RATE_COLUMNS + ["automatic_ties", "distinct_a", "distinct_b"]],
             "rankings": pd.concat(ranks, ignore_index=True), "agreement": pd.DataFrame(agree),

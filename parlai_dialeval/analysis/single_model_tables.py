@@ -1,10 +1,8 @@
-"""analyze_single_model's results: SM-Turn success rates, SM-Dialog Likert summaries, t-tests between
-models with a multiple-comparison correction, effective win rates and weighted combinations, returned as
-one object that scripts/analyze_single_model.py writes. ``config``: the command's SingleModelConfig
-(alpha, correction, n_boot, seed, sm_turns, weights)."""
+"""analyze_single_model's core tables: SM-Turn success rates, SM-Dialog Likert summaries, t-tests between
+models with a multiple-comparison correction, effective win rates and weighted combinations
+(results/sections/single_model_core.py makes them the core section of a SingleModelResult). ``config``:
+alpha, correction, n_boot, seed, sm_turns, weights."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -12,18 +10,9 @@ from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.analysis.multiple_testing import adjust
 
 
-@dataclass
-class SingleModelResult:
-    tables: dict  # name -> DataFrame, as the command writes them
-
-
-def analyse(turn: pd.DataFrame, dialog: pd.DataFrame, config, pairs, label: str) -> SingleModelResult:
+def tables(turn: pd.DataFrame, dialog: pd.DataFrame, config, pairs, label: str) -> dict:
     """``turn``/``dialog``: SM-Turn and SM-Dialog ratings; ``pairs``: the model pairs to test; ``label``:
     the selected turns in words."""
-    return SingleModelResult(_tables(turn, dialog, config, pairs, label))
-
-
-def _tables(turn, dialog, config, pairs, label: str) -> dict:
     subset = sm.select_turns(turn, config.sm_turns)
     alpha, n_boot, seed = config.alpha, config.n_boot, config.seed
     results = {"success_rates": pd.concat([sm.success_rates(turn, alpha).assign(turns="all"),

@@ -1,0 +1,79 @@
+"""The pairwise analysis as one object: ``PairwiseResult`` holds every section the analysis computes (the core
+tables, the verdict, voter flags, provisional places, style control, categories, fragility, PPI with an LLM
+judge), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
+writes its tables, summary and report). ``SECTIONS`` lists the sections in order (results/section.py): a new
+statistic is a module under results/sections/ and one line here; ``PairwiseConfig`` holds every section's
+options (the command's options, with their help)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.results import section as sections_api
+from parlai_dialeval.results.sections import categories, core, fragility, ppi, provisional, style, verdict, voters
+
+SECTIONS = [
+    voters.SECTION,  # first: with --exclude-flagged every later section sees the votes without flagged workers'
+    core.SECTION,
+    verdict.SECTION,
+    provisional.SECTION,
+    style.SECTION,
+    categories.SECTION,
+    fragility.SECTION,
+    ppi.SECTION,
+]
+PairwiseConfig = sections_api.config_class("PairwiseConfig", (), SECTIONS, __name__)
+
+
+@dataclass
+class PairwiseInputs:
+    """What the sections read: comparisons without onboarding, with sections (question, unit); the counts of
+    automatic ties among them and of onboarding comparisons left out; an LLM judge's comparisons; the style of
+    the conversations ACUTE / PW-Dialog votes compare; the worker checks applied before; judgments the caller
+    left out, by reason."""
+
+    comparisons: pd.DataFrame
+    automatic: int = 0
+    onboarding: int = 0
+    judge: pd.DataFrame | None = None
+    conversation_style: pd.DataFrame | None = None
+    worker_checks: Any = None
+    left_out: dict = field(default_factory=dict)
+
+
+@dataclass
+class PairwiseResult(sections_api.Sectioned):
+    """Every section's part (``parts``, by section name; also attributes: ``result.style``, ``result.fragility``
+    ...; None where a section did not apply), the config and inputs they came from, the warnings statistics
+    libraries raised per section, and the sections in order; ``tables`` (every table the command writes, by file
+    stem), ``summary`` (agreement.json) and ``sentences()`` (what each section says)."""
+
+    config: Any
+    inputs: PairwiseInputs
+    parts: dict
+    library_warnings: dict
+    sections: list
+
+
+def prepare(comparisons: pd.DataFrame, **inputs) -> PairwiseInputs:
+    """Canonical comparison records as the sections read them: onboarding items set aside, sections added; one
+    clear error where nothing is left to analyse."""
+    from parlai_dialeval.analysis import pairwise
+
+    if comparisons.empty:
+        raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
+    comparisons, onboarding = pairwise.split_onboarding(comparisons)
+    automatic = int(comparisons["automatic"].eq(True).sum()) if "automatic" in comparisons else 0
+    if comparisons.empty:
+        raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
+    return PairwiseInputs(pairwise.with_sections(comparisons), automatic, onboarding, **inputs)
+
+
+def analyse(inputs: PairwiseInputs, config, sections: list | None = None) -> PairwiseResult:
+    """Every section of ``sections`` (default SECTIONS) in order."""
+    sections = list(SECTIONS if sections is None else sections)
+    done = sections_api.run(sections, inputs, config)
+    return PairwiseResult(config, done.inputs, done.parts, done.warnings, sections)
