@@ -48,7 +48,7 @@ import pandas as pd
 from scipy.special import expit, logit
 
 from parlai_dialeval.adaptive.sequential import LOG_CAP, wealth_paths
-from parlai_dialeval.analysis.cluster_robust import collection_order
+from parlai_dialeval.analysis.collection_order import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
@@ -114,7 +114,7 @@ DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the o
 
 def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettings()) -> VoterFlags:
     """Run the tests on every worker's votes (automatic ties and onboarding left out), in collection order
-    (submit times where every vote has one, else file order: analysis.cluster_robust.collection_order)."""
+    (submit times where every vote has one, else file order: analysis.collection_order.collection_order)."""
     votes, _ = split_onboarding(comparisons)
     if "automatic" in votes:
         votes = votes[~votes["automatic"].eq(True)]

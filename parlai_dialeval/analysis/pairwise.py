@@ -151,7 +151,7 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     order): the clusters of decided votes (parlai_dialeval.analysis.cluster_robust's rule: the votes on one
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
     cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
-    the decided votes and ``p_two_way``, the test clustered by item and by worker (clustering.two_way_p)."""
+    the decided votes and ``p_two_way``, the test clustered by item and by worker (cluster_robust.two_way_p)."""
     from parlai_dialeval.analysis.cluster_robust import cluster_cells, cluster_ids, clustering_summaries, two_way_ps
 
     group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
@@ -234,7 +234,7 @@ CONVERSATION_TEST_COLUMNS = ["model_a", "model_b", "conversations", "conversatio
 
 
 def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None = None) -> pd.DataFrame:
-    """PW-Turn tested by conversation beside the per-turn binomial test (``clustering`` says why): per
+    """PW-Turn tested by conversation beside the per-turn binomial test (``cluster_robust`` says why): per
     model pair, conversations won (more turns won than lost), lost and tied, a two-sided binomial
     (sign) test over the decided conversations, the per-turn test on the same turns, the intraclass
     correlation of turn outcomes within conversations, the design effect, and whether the per-turn

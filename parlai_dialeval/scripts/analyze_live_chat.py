@@ -19,7 +19,7 @@ from parlai.core.script import register_script
 
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
-from parlai_dialeval.heap import frozen_heap
+from parlai_dialeval.gc_freeze import frozen_heap
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.report import Report, caught_warnings
 from parlai_dialeval.results import live_chat_result

@@ -13,7 +13,7 @@ import numpy as np
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.analysis.cluster_robust import record_outcomes
+from parlai_dialeval.analysis.collection_order import record_outcomes
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.errors import DialevalError
@@ -148,7 +148,7 @@ class Controller:
 
     def bind(self, launched) -> None:
         """The launched run: its TaskLauncher says when Mephisto stops taking HITs."""
-        from parlai_dialeval.compat.mephisto import require_safe_launcher
+        from parlai_dialeval.compat.mephisto_threads import require_safe_launcher
 
         for run in launched.operator.get_running_task_runs().values():
             require_safe_launcher(run.task_launcher)

@@ -17,7 +17,7 @@ from parlai_dialeval.errors import DialevalError
 def launching(controller: Optional[Controller]):
     """The context of Mephisto's launch call: a generated run's units are launched by the thread-safe
     launcher of compat/mephisto.py (Mephisto's own loses its unit thread to the generator's)."""
-    from parlai_dialeval.compat.mephisto import safe_unit_launching
+    from parlai_dialeval.compat.mephisto_threads import safe_unit_launching
 
     return contextlib.nullcontext() if controller is None else safe_unit_launching()
 
