@@ -110,3 +110,15 @@ def test_trueskill_closed_form_equals_the_librarys_factor_graph_game_by_game():
     mu, sigma = rankings.trueskill_ratings(a, b, outcome, n)
     np.testing.assert_allclose(mu, [r.mu for r in ratings], rtol=0, atol=1e-9)
     np.testing.assert_allclose(sigma, [r.sigma for r in ratings], rtol=0, atol=1e-9)
+
+
+def test_models_with_equal_strengths_share_a_rank():
+    # Issue 50 item 5: two models with the same Bradley-Terry strength (0.000) and interval were ranked 1 and 2.
+    # x and y hold mirror-image records (each beats the other once, each beats z twice): equal strengths.
+    rows = [("x", "y", "a"), ("y", "x", "a"), ("x", "z", "a"), ("x", "z", "a"), ("z", "y", "b"), ("y", "z", "a"),
+            ("z", "x", "a"), ("z", "y", "a")]
+    votes = pd.DataFrame(rows, columns=["model_a", "model_b", "choice"])
+    table = rankings.rankings(votes, rounds=20).set_index("model")
+    assert table.loc["x", "bt_score"] == pytest.approx(table.loc["y", "bt_score"], abs=rankings.RANK_TOLERANCE)
+    assert table.loc["x", "rank"] == table.loc["y", "rank"] == 1 and table.loc["z", "rank"] == 3
+    assert list(rankings.shared_ranks([0.5, 0.5 - 1e-9, -1.0, np.nan])) == [1, 1, 3, 4]

@@ -179,3 +179,28 @@ def test_fed_dialogues_are_adjusted_with_each_conversation_its_own_cluster(share
     mean = conv.loc[human, "overall_z"].mean()
     t = stats.t.ppf(0.975, n - 1)
     assert table.loc["Human", ["raw_ci_low", "raw_ci_high"]].tolist() == pytest.approx([mean - t * se, mean + t * se])
+
+
+def test_complete_separation_is_said_in_words_never_printed_as_an_exact_estimate():
+    # Issue 50 item 5: in a small study a style coefficient was printed "questions 10.3 [10.3, 10.3], win share
+    # 1", and a model that never lost made the others' strengths -12 with narrow intervals. Here w never loses
+    # (no finite strength: said so, left out, the others fitted without its votes), and between x and y the
+    # reply with a question always wins (the covariate separates the votes: no coefficient, in words).
+    rows = []
+    for i in range(12):
+        rows.append({"item_id": f"w{i}", "model_a": "w", "model_b": "x" if i % 2 else "y", "choice": "a",
+                     "response_a": "fine words here", "response_b": "other words here"})
+        asked = i % 2 == 0
+        rows.append({"item_id": f"p{i}", "model_a": "x", "model_b": "y", "choice": "a" if asked else "b",
+                     "response_a": "so how are you?" if asked else "plain reply here",
+                     "response_b": "plain reply here" if asked else "and you, friend?"})
+    result = style_control.pairwise_style_control(pd.DataFrame(rows), features=("questions",))
+    table = result.rankings.set_index("model")
+    assert np.isnan(table.loc["w", "bt_raw"]) and table.loc["w", "note"].startswith("no finite strength")
+    assert table.loc["x", "bt_raw"] == pytest.approx(-table.loc["y", "bt_raw"])  # centred over x and y alone
+    assert abs(table.loc["x", "bt_raw"]) < 1 and table.loc["x", "raw_ci_low"] < table.loc["x", "raw_ci_high"]
+    assert table[["bt_style", "style_ci_low", "style_ci_high"]].isna().all().all()
+    assert table.loc["x", "note"].startswith("no finite strengths: the covariates separate the votes")
+    questions = result.coefficients.set_index("covariate").loc["questions"]
+    assert np.isnan(questions[["coefficient", "ci_low", "ci_high", "win_share", "p_value"]].astype(float)).all()
+    assert "cannot be estimated" in questions["sentence"] and not result.sentences

@@ -258,7 +258,9 @@ class Fit:
     covariance (None where not asked for), the inverse information of the strengths (mean 0: what the
     influence of a vote is computed from), the fit's own parameters (``params``: strengths relative to the
     first model, then coefficients) and inverse Hessian (``bread``), the clusters and whether Newton's method
-    converged."""
+    converged; ``separated``: the votes separate the models or the covariates (a model never lost, or a
+    covariate decides every vote), so no finite maximum-likelihood estimate exists: some linear predictor ran past
+    SEPARATED, or the fit did not converge."""
 
     strengths: np.ndarray
     strength_cov: np.ndarray | None
@@ -269,6 +271,7 @@ class Fit:
     bread: np.ndarray
     clusters: int
     converged: bool
+    separated: bool = False
 
     def intervals(self, alpha: float, which: str = "strengths") -> tuple[np.ndarray, np.ndarray]:
         """t intervals with clusters - 1 degrees of freedom from the cluster-robust covariance."""
@@ -311,7 +314,8 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     with threadpool_limits(1, user_api="blas"):
         model = _Likelihood(first, second, t, w, features, m)
         beta, converged = model.maximise(start, inverse, max_iter, tol)
-        prob = model.probability(model.linear(beta))
+        eta = model.linear(beta)
+        prob = model.probability(eta)
         bread = _solve(model.hessian(prob), np.eye(len(beta)))
         centre = centring(m)
         j = m - 1
@@ -320,8 +324,9 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         if covariance:
             cov, groups = model.sandwich(prob, bread, votes.clusters, data)
             strength_cov, coefficient_cov = centre @ cov[:j, :j] @ centre.T, cov[j:, j:]
+    separated = not converged or bool(np.max(np.abs(eta[:data]), initial=0.0) > SEPARATED)
     return Fit(centre @ beta[:j], strength_cov, beta[j:], coefficient_cov, centre @ bread[:j, :j] @ centre.T, beta,
-               bread, groups, converged)
+               bread, groups, converged, separated)
 
 
 class _Likelihood:

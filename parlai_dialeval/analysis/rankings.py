@@ -19,6 +19,8 @@ from tqdm import tqdm
 
 from parlai_dialeval.analysis import bradley_terry as bt
 
+# Strengths closer than this (log-strength; the fits converge to about 1e-8) are equal: their models share a rank.
+RANK_TOLERANCE = 1e-6
 TIE_POLICY = ("Bradley-Terry: a worker tie is half a win for each model; TrueSkill: a worker tie is a "
               "draw; automatic ties (identical responses) are excluded from both")
 RANKING_COLUMNS = ["model", "votes", "component", "rank", "bt_score", "bt_ci_low", "bt_ci_high", "bt_note", "trueskill_mu",
@@ -98,5 +100,18 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     counts = win_counts if win_counts is not None else pd.Series(dtype=int)
     frame["win_count"] = frame["model"].map(counts).fillna(0).astype(int)
     frame = frame.sort_values(["component", "bt_score"], ascending=[True, False], ignore_index=True)
-    frame["rank"] = frame.groupby("component").cumcount() + 1
+    for _, rows in frame.groupby("component").groups.items():
+        frame.loc[rows, "rank"] = shared_ranks(frame.loc[rows, "bt_score"].to_numpy())
+    frame["rank"] = frame["rank"].astype(int)
     return frame[RANKING_COLUMNS]
+
+
+def shared_ranks(strengths, tolerance: float = RANK_TOLERANCE) -> np.ndarray:
+    """Rank 1 for the strongest: 1 + the number of strengths above each by more than ``tolerance``, so that models
+    whose strengths are equal to the fits' precision share a rank and a rank never says more than its table; a
+    model without a strength (NaN) comes after every model with one."""
+    values = np.asarray(strengths, dtype=float)
+    finite = np.isfinite(values)
+    ranks = np.full(len(values), finite.sum() + 1.0)
+    ranks[finite] = 1 + (values[finite][None, :] - values[finite][:, None] > tolerance).sum(axis=1)
+    return ranks

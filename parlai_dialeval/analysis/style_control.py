@@ -77,6 +77,14 @@ def _coefficient_rows(fit: bt.Fit, names: list[str], side_a: pd.DataFrame, raw_s
     rows = []
     for j, name in enumerate(names):
         words, raw = _contrast(name, side_a, name in user)
+        if fit.separated:
+            rows.append({"covariate": name, "coefficient": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                         "p_value": np.nan, "contrast": words, "win_share": np.nan, "win_share_low": np.nan,
+                         "win_share_high": np.nan,
+                         "sentence": f"What a reply {words} is worth cannot be estimated: the votes are separated (the "
+                                     "covariates, or a model that never lost or never won, decide them), so no "
+                                     "finite coefficient exists."})
+            continue
         step = 1.0 if name in user else raw / raw_sd[j]  # the contrast in the fit's standardised units
         share, share_low, share_high = (float(expit(v * step)) for v in (fit.coefficients[j], low[j], high[j]))
         p = float(2 * stats.t.sf(abs(fit.coefficients[j] / se[j]), max(fit.clusters - 1, 1))) if se[j] > 0 else np.nan
@@ -91,30 +99,59 @@ def _coefficient_rows(fit: bt.Fit, names: list[str], side_a: pd.DataFrame, raw_s
 
 
 def _ranks(strengths: np.ndarray) -> np.ndarray:
-    return pd.Series(strengths).rank(ascending=False, method="min").to_numpy()
+    from parlai_dialeval.analysis.rankings import shared_ranks
+
+    ranks = shared_ranks(strengths)
+    return np.where(np.isfinite(strengths), ranks, np.nan)
+
+
+NEVER = "no finite strength: it never lost or never won against the models it met"
+
+
+def _one_sided(votes: bt.Votes) -> np.ndarray:
+    """Per model: whether it won all its votes or none (a tie is half a win)."""
+    n = len(votes.models)
+    won = np.bincount(votes.first, votes.outcome, n) + np.bincount(votes.second, 1 - votes.outcome, n)
+    played = np.bincount(votes.first, minlength=n) + np.bincount(votes.second, minlength=n)
+    return (won == 0) | (won == played)
 
 
 def bt_table(votes: bt.Votes, alpha: float, covariates: np.ndarray | None = None,
-             start: bt.Fit | None = None) -> tuple[pd.DataFrame, bt.Fit | None]:
+             start: np.ndarray | None = None) -> tuple[pd.DataFrame, bt.Fit | None]:
     """Per model (one connected part: the largest): votes, strength (mean 0), interval, rank, note; the fit
-    (``start``: an earlier fit of the same votes to start from). Models outside the largest part have no
-    strength (no vote links them to it)."""
+    (``start``: log-strengths of ``votes.models``, NaN where unknown, to start from). Models outside the largest
+    part have no strength (no vote links them to it). A model that never lost or never won has no finite
+    strength: it is said so and left out, and the others are fitted again without its votes, until none runs
+    off; where the covariates themselves separate the votes, no strength is given at all (``note``)."""
     n_models = len(votes.models)
     counted = np.bincount(votes.first, minlength=n_models) + np.bincount(votes.second, minlength=n_models)
     table = pd.DataFrame({"model": votes.models, "votes": counted, "bt": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                           "rank": np.nan, "note": ""})
+    features = np.zeros((len(votes), 0)) if covariates is None else np.asarray(covariates, float)
     local, members, keep = votes.largest_part()
     table.loc[~np.isin(np.arange(n_models), members), "note"] = ("not connected by votes to the largest part of "
                                                                  "the comparison graph")
-    if len(members) < 2:
+    fit = None
+    while len(members) >= 2:
+        fit = bt.fit(local, features[keep] if features.shape[1] else None,
+                     start=None if start is None else np.nan_to_num(start[members]))
+        runaway = (np.abs(fit.strengths) > bt.SEPARATED) & _one_sided(local)
+        if not runaway.any():
+            break
+        table.loc[members[runaway], "note"] = NEVER
+        within = np.isin(votes.first, members[~runaway]) & np.isin(votes.second, members[~runaway])
+        local, members, part_keep = votes.subset(within).largest_part()
+        keep = np.flatnonzero(within)[part_keep]
+    if fit is None or len(members) < 2:
+        table.loc[members, "note"] = "no other model with a finite strength to compare it with"
         return table, None
-    fit = bt.fit(local, None if covariates is None else covariates[keep], start=None if start is None else start.strengths)
+    if fit.separated:
+        table.loc[members, "note"] = ("no finite strengths: the covariates separate the votes (they decide every "
+                                      "vote of a pair the same way)")
+        return table, fit
     low, high = fit.intervals(alpha)
     table.loc[members, "bt"], table.loc[members, "ci_low"], table.loc[members, "ci_high"] = fit.strengths, low, high
     table.loc[members, "rank"] = _ranks(fit.strengths)
-    separated = members[np.abs(fit.strengths) > bt.SEPARATED]
-    table.loc[separated, "note"] = "no finite strength: it never lost or never won against the models it met"
-    table.loc[separated, ["bt", "ci_low", "ci_high"]] = np.nan
     return table, fit
 
 
@@ -183,7 +220,7 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
         varied = [c for c, spread in zip(diffs.columns, sd) if spread > 0]
         votes = bt.encode(part)
         raw, raw_fit = bt_table(votes, alpha)
-        styled, fit = bt_table(votes, alpha, diffs[varied].to_numpy() if varied else None, raw_fit)
+        styled, fit = bt_table(votes, alpha, diffs[varied].to_numpy() if varied else None, raw["bt"].to_numpy())
         table = raw.rename(columns={"bt": "bt_raw", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high",
                                     "rank": "rank_raw"})
         for column, new in (("bt", "bt_style"), ("ci_low", "style_ci_low"), ("ci_high", "style_ci_high"),

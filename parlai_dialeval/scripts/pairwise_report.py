@@ -107,8 +107,9 @@ def _rankings(report: Report, tables: dict, config) -> None:
         if len(unvaried):
             report.warn(f"'{question}' ({unit}): no Bradley-Terry interval for {', '.join(unvaried['model'])}: "
                         "the bootstrap cannot vary (a single vote or a one-sided pair).")
-        report.table(section, caption=f"Bradley-Terry log-strengths (mean 0 within each connected part) with "
-                     f"bootstrap {100 * (1 - config.alpha):g}% intervals; TrueSkill mu/sigma; system win count "
+        report.table(section.drop(columns=["question", "unit"]), caption=f"Bradley-Terry log-strengths (mean 0 "
+                     f"within each connected part) with bootstrap {100 * (1 - config.alpha):g}% intervals; models "
+                     "whose strengths differ by less than 1e-6 share a rank; TrueSkill mu/sigma; system win count "
                      "(opponents beaten, Lee 2.2)")
         if len(section):
             report.figure(pairwise_plots.rank_plot(section), _name("rankings", question, unit),
@@ -145,7 +146,7 @@ def _conversations(report: Report, tables: dict, config) -> None:
     report.heading("Win rate per turn")
     report.table(tables["win_rate_by_turn"])
     report.figure(pairwise_plots.turn_plot(tables["win_rate_by_turn"]), "win_rate_by_turn",
-                  "Win rate of model_a per Bot Speaker turn")
+                  "Share of decided votes the first model of each pair won, per Bot Speaker turn")
 
 
 def _annotators(report: Report, tables: dict, summary: dict) -> None:
@@ -155,11 +156,11 @@ def _annotators(report: Report, tables: dict, summary: dict) -> None:
                 "(annotators.csv, column negative).", note=bool(flagged))
     values = tables["annotators"]["spearman"].dropna()
     if len(values):
-        report.figure(pairwise_plots.histogram(values, "Spearman rho with the other annotators"), "annotators",
-                      "Annotator correlation with the others (Lee Figure 1)")
+        report.figure(pairwise_plots.histogram(values, "Spearman rho with the other annotators", "annotators"),
+                      "annotators", "Annotator correlation with the others (Lee Figure 1)")
     valid = tables["items"]["item_total_r"].dropna()
     if len(valid):
-        report.figure(pairwise_plots.histogram(valid, "item-total correlation"), "items",
+        report.figure(pairwise_plots.histogram(valid, "item-total correlation", "prompts"), "items",
                       "Prompt validity: item-total correlation per prompt (Lee 5.2); items.csv lists them")
     if tables["responses"] is not None:
         report.heading("Responses (Lee 5.4)")
