@@ -132,10 +132,8 @@ def studies() -> dict[str, tuple[pd.DataFrame, dict]]:
     return out
 
 
-def outputs(frame: pd.DataFrame, settings: dict, folder: Path) -> dict:
-    """Run analyze_pairwise's library entry point on one study; returns its tables and summary (JSON-ready)."""
-    from parlai_dialeval.scripts.analyze_pairwise import PairwiseConfig, analyze
-
+def _settings(settings: dict, folder: Path) -> tuple[dict, pd.DataFrame | None]:
+    """(PairwiseConfig fields, with the study's files written into ``folder``; the judge's comparisons)."""
     settings = dict(settings)
     judge = settings.pop("judge", None)
     for name, suffix in (("style_covariates", "csv"), ("categories", "yaml")):
@@ -145,12 +143,35 @@ def outputs(frame: pd.DataFrame, settings: dict, folder: Path) -> dict:
             settings[name] = str(path)
     if judge is not None:
         settings["judge"] = "judge.jsonl"
-    result = analyze(frame.copy(), folder / "out", PairwiseConfig(**settings), log=lambda *_: None, judge=judge)
-    tables = {name: value for name, value in result.items()
-              if isinstance(value, pd.DataFrame) and name != "written"}
+    return settings, judge
+
+
+def _json(summary: dict, folder: Path) -> dict:
     # the summary names the rule file: its temporary folder is no part of the result
-    summary = json.loads(json.dumps(result["summary"], default=_plain).replace(str(folder), "FOLDER"))
-    return {"tables": tables, "summary": summary}
+    return json.loads(json.dumps(summary, default=_plain).replace(str(folder), "FOLDER"))
+
+
+def outputs(frame: pd.DataFrame, settings: dict, folder: Path) -> dict:
+    """Run analyze_pairwise's programmatic entry point (the command without its option parsing: it writes every
+    file and the report) on one study; returns its tables and summary (JSON-ready)."""
+    from parlai_dialeval.scripts.analyze_pairwise import PairwiseConfig, analyze
+
+    settings, judge = _settings(settings, folder)
+    result = analyze(frame.copy(), folder / "out", PairwiseConfig(**settings), log=lambda *_: None, judge=judge)
+    tables = {name: value for name, value in result.items() if isinstance(value, pd.DataFrame)}
+    return {"tables": tables, "summary": _json(result["summary"], folder)}
+
+
+def library_outputs(frame: pd.DataFrame, settings: dict, folder: Path) -> dict:
+    """The same through the library call (results.pairwise, after issue 56), which writes nothing: what the
+    command writes is its tables and summary (tests/test_results.py checks that)."""
+    from parlai_dialeval import results
+    from parlai_dialeval.results.pairwise_result import PairwiseConfig
+
+    settings, judge = _settings(settings, folder)
+    result = results.pairwise(frame.copy(), judge=judge, config=PairwiseConfig(**settings))
+    tables = {name: value for name, value in result.tables.items() if value is not None}
+    return {"tables": tables, "summary": _json(result.summary, folder)}
 
 
 def _plain(value):
