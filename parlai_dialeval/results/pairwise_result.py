@@ -25,7 +25,8 @@ SECTIONS = [
     fragility.SECTION,
     ppi.SECTION,
 ]
-PairwiseConfig = sections_api.config_class("PairwiseConfig", (), SECTIONS, __name__)
+# the core options first in --help, then each section's in order
+PairwiseConfig = sections_api.config_class("PairwiseConfig", core.SECTION.config, SECTIONS, __name__)
 
 
 @dataclass
