@@ -62,7 +62,7 @@ FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", 
 @dataclass(frozen=True)
 class VoterSettings:
     """The tests' nulls (docstring of this module); alpha, side_share and words_per_second are command-line
-    options of the pairwise commands (scripts/voter_option.py)."""
+    options of the pairwise commands (results/sections/voters.py)."""
 
     alpha: float = 0.05
     side_share: float = 0.8
