@@ -22,6 +22,7 @@ TLDS = ("com|org|net|edu|gov|mil|info|biz|io|ai|co|tv|xyz|"
 # Mail providers: "name1234 mail.ru", "john.smith gmail.com" (an address with its @ left out) when the word
 # before looks like an address's (a digit, dot or underscore in it, or 8 characters or more), not "I use gmail.com".
 _PROVIDERS = "gmail|googlemail|yahoo|ymail|hotmail|outlook|msn|aol|icloud|mail|yandex|protonmail|proton|gmx|web|qq|163|126"
+_PROVIDER_NAMES = tuple(_PROVIDERS.split("|"))
 _WORD_EDGE_L, _WORD_EDGE_R = r"(?<![^\W_])", r"(?![^\W_])"
 
 _AT_SIGN = r"\s?@\s?|\s?[(\[{<]\s?at\s?[)\]}>]\s?"  # @, spaced or not, or a bracketed at
@@ -37,8 +38,9 @@ _EMAIL = re.compile(
     rf"|(?:{_AT_SIGN}|\sat\s){_LABEL}(?:(?:\.|{_SPOKEN_DOT}){_LABEL})*(?:{_SPOKEN_DOT})(?:{TLDS}))(?![\w-])", re.I)
 _PROVIDER_ADDRESS = re.compile(
     rf"(?<![\w.+-])(?:[\w+-]*[\d._][\w.+-]*|[\w+-]{{8,}})\s(?:{_PROVIDERS})(?:\.|\sdot\s)(?:{TLDS})(?![\w-])", re.I)
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"{}|\\^`]+"
-                  rf"|(?<![\w@.-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{TLDS})/[^\s<>\"{{}}|\\^`]*", re.I)
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"{}|\\^`]+", re.I)
+_DOMAIN_PATH = re.compile(rf"(?<![\w@.-])(?:[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.)+(?:{TLDS})/[^\s<>\"{{}}|\\^`]*", re.I)
+_DOMAIN_PATH_GATE = re.compile(rf"\.(?:{TLDS})/")  # on the lowered text
 _PROLIFIC_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{24}(?![0-9a-f])", re.I)  # Prolific ids: 24 hex digits
 _PLATFORM_ID = re.compile(rf"{_WORD_EDGE_L}(?=[0-9A-Z]*[0-9])(?=[0-9A-Z]*[A-Z])[0-9A-Z]{{12,40}}{_WORD_EDGE_R}")  # MTurk's
 _ID_RUN = re.compile(r"[^\W_]+(?:[_:.@/-][^\W_]+)*")
@@ -46,9 +48,10 @@ _ID_PART = re.compile(r"[^\W_]+")
 _DIGIT = re.compile(r"\d")
 # Cheap tests that let most texts skip a detector (Python's regexes cost microseconds per word): an address
 # needs an at; a URL "http", "www." or a path; an id, a phone number or a digit run digits.
-_AT_GATE = re.compile(r"@|[\s(\[{<][aA][tT][\s)\]}>]")
-_PROVIDER_GATE = re.compile(rf"\s(?i:{_PROVIDERS})(?:\.|\s)")
-_URL_GATE = re.compile(r"[hHwW/](?:(?<=/)|[tT][tT][pP]|[wW][wW]\.)")  # (?i:http|www\.)|/ but 40 times faster
+# (Each begins with a character class: Python's engine then skips to candidates, 10-40 times faster than
+# a case-insensitive alternation.)
+_AT_WORD = re.compile(r"[\s(\[{<][aA][tT][\s)\]}>]")
+_LONG_TOKEN = {n: re.compile(rf"[0-9A-Za-z]{{{n}}}") for n in (12, 16)}
 MAX_ID_PARTS = 6  # an id is searched as up to this many word parts joined by _ : . @ / -
 MIN_ID_LENGTH = 5
 
@@ -88,31 +91,34 @@ DETECTORS = (  # the card quotes these: forms, never example values (docs/publis
 # Broader than the detectors: what they leave that may still identify someone (--strict refuses it); each
 # with the cheap test a text must pass first.
 HIGH_RISK = {
-    "digit run": (_DIGIT, re.compile(r"(?:\d[\s().+/-]{0,2}){8,}\d")),
-    "at sign": (_AT_GATE, re.compile(r"[^\W_]\s?@|@\s?[^\W_]")),
-    "spelled address": (_AT_GATE, re.compile(
+    "digit run": (_DIGIT.search, re.compile(r"(?:\d[\s().+/-]{0,2}){8,}\d")),
+    "at sign": (lambda text: "@" in text, re.compile(r"[^\W_]\s?@|@\s?[^\W_]")),
+    "spelled address": (_AT_WORD.search, re.compile(
         rf"{_WORD_EDGE_L}(?:at|\(at\)|\[at\])\s?[^\W_][\w-]*(?:\s?(?:dot|\(dot\)|\[dot\])\s?|\.)(?:{TLDS}){_WORD_EDGE_R}",
         re.I)),
-    "id-like token": (_DIGIT, re.compile(
+    "id-like token": (_LONG_TOKEN[16].search, re.compile(
         rf"{_WORD_EDGE_L}(?=(?:[a-z]*\d){{3}})(?=(?:\d*[a-z]){{3}})[a-z0-9]{{16,}}{_WORD_EDGE_R}", re.I)),
 }
 
 
 def emails(text: str):
-    if not _AT_GATE.search(text) and not _PROVIDER_GATE.search(text):
-        return
-    for pattern in (_EMAIL, _PROVIDER_ADDRESS):
+    patterns = [_EMAIL] if "@" in text or _AT_WORD.search(text) else []
+    if any(name in text.lower() for name in _PROVIDER_NAMES):
+        patterns.append(_PROVIDER_ADDRESS)
+    for pattern in patterns:
         for match in pattern.finditer(text):
             yield match.start(), match.end()
 
 
 def urls(text: str):
-    if not _URL_GATE.search(text):
-        return
-    for match in _URL.finditer(text):
-        end = match.start() + len(match.group().rstrip(".,;:!?'"))
-        if end > match.start():
-            yield match.start(), end
+    lowered = text.lower()
+    patterns = ([_URL] if "http" in lowered or "www." in lowered else []) + \
+        ([_DOMAIN_PATH] if "/" in text and _DOMAIN_PATH_GATE.search(lowered) else [])
+    for pattern in patterns:
+        for match in pattern.finditer(text):
+            end = match.start() + len(match.group().rstrip(".,;:!?'"))
+            if end > match.start():
+                yield match.start(), end
 
 
 class Phones:
@@ -190,6 +196,8 @@ class KnownIds:
             return
         for start, end, *_ in self.find(text):
             yield start, end
+        if not _LONG_TOKEN[12].search(text):  # both patterns need 12 letters and digits in a row
+            return
         for pattern in (_PROLIFIC_ID, _PLATFORM_ID):
             for match in pattern.finditer(text):
                 yield match.start(), match.end()
@@ -197,4 +205,4 @@ class KnownIds:
 
 def high_risk(text: str) -> list[str]:
     """The kinds of ``HIGH_RISK`` pattern in ``text`` (a view's text), once per finding."""
-    return [kind for kind, (gate, pattern) in HIGH_RISK.items() if gate.search(text) for _ in pattern.finditer(text)]
+    return [kind for kind, (gate, pattern) in HIGH_RISK.items() if gate(text) for _ in pattern.finditer(text)]

@@ -114,6 +114,8 @@ class Publication:
     def reference(self, value: str) -> str:
         """``value`` with the study's ids inside replaced by their pseudonyms."""
         out = self._references.get(value)
+        if out is None and not self.known.owner:
+            return value
         if out is None:
             seen, pieces, end = view(value), [], 0
             for start, stop, field, raw in self.known.find(seen.text):
@@ -168,6 +170,19 @@ class Publication:
             return self._items(value, TURN_FORMS if form == TURNS else CRITERION_FORMS, place, field)
         return form(value)
 
+    def _texts(self, values: list, config: str, ids: list, name: str) -> list:
+        """A free-text column; a text repeats on every vote of its item: the scrubber's memo scrubs it once."""
+        out, scrub, report = [], self.scrubber.scrub, self.report
+        for row, value in enumerate(values):
+            if isinstance(value, str):
+                scrubbed = scrub(value)
+                if scrubbed.kinds or scrubbed.left:
+                    report.add({"config": config, "row": row, "id": ids[row], "field": name}, scrubbed)
+                out.append(scrubbed.text)
+            else:
+                out.append(self._text(value, (config, row, ids[row]), name))
+        return out
+
     def studies(self, studies: list[dict]) -> list[dict]:
         forms, out = FORMS["study"], []
         for row, study in enumerate(studies):
@@ -189,7 +204,9 @@ class Publication:
                 out[name] = pd.Series(None, index=out.index, dtype=object)
             elif form == KEEP:
                 out[name] = frame[name]
-            else:  # a text repeats on every vote of its item: the scrubber's memo scrubs it once
+            elif form == TEXT:  # the common case inline: a million votes' texts
+                out[name] = pd.Series(self._texts(_objects(frame[name]), config, ids, name), dtype=object)
+            else:
                 out[name] = pd.Series([self._value(form, value, (config, row, ids[row]), name)
                                        for row, value in enumerate(_objects(frame[name]))], dtype=object)
         return out

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.publish.detectors import KnownIds, Names, Phones, emails, high_risk, urls
-from parlai_dialeval.publish.textview import view
+from parlai_dialeval.publish.textview import TextView, view
 
 KEY_BYTES = 32
 PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-", "hit_id": "hit-"}
@@ -103,9 +103,8 @@ class Scrubber:
                            ("id", self.ids))
         self._memo: dict[str, Scrubbed] = {}
 
-    def _findings(self, text: str) -> list[tuple[int, int, str]]:
+    def _findings(self, seen: TextView) -> list[tuple[int, int, str]]:
         """Original spans and kinds, overlaps merged into the earliest-starting (then longest) finding."""
-        seen = view(text)
         spans = sorted(((*seen.span(start, end), kind) for kind, detect in self._detectors
                         for start, end in detect(seen.text)), key=lambda s: (s[0], -s[1]))
         merged: list[list] = []
@@ -122,12 +121,16 @@ class Scrubber:
         known = self._memo.get(text)
         if known is not None:
             return known
-        findings = self._findings(text)
-        pieces, end = [], 0
-        for start, stop, kind in findings:
-            pieces += [text[end:start], "{{" + kind.upper() + "}}"]
-            end = stop
-        clean = "".join(pieces) + text[end:]
-        result = self._memo[text] = Scrubbed(clean, tuple(kind for *_, kind in findings),
-                                             tuple(high_risk(view(clean).text)))
+        seen = view(text)
+        findings = self._findings(seen)
+        if not findings:
+            result = Scrubbed(text, (), tuple(high_risk(seen.text)))
+        else:
+            pieces, end = [], 0
+            for start, stop, kind in findings:
+                pieces += [text[end:start], "{{" + kind.upper() + "}}"]
+                end = stop
+            clean = "".join(pieces) + text[end:]
+            result = Scrubbed(clean, tuple(kind for *_, kind in findings), tuple(high_risk(view(clean).text)))
+        self._memo[text] = result
         return result

@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 
 _REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-_PLAIN = re.compile(r"[\t\n\r\f\v&]| {2}")  # what can change an ASCII text
+_PLAIN = re.compile(r"[\t\n\r\f\v&]")  # what can change an ASCII text, with a double space
 _UNCHANGED = re.compile(r"[!-%'-~]+(?: [!-%'-~]+)*")  # printable ASCII words, single spaces, no "&": kept as they are
 
 
@@ -75,7 +75,7 @@ def _canonical(unit: str) -> str:
 def view(text: str) -> TextView:
     """``text``'s canonical form and its map back (an ASCII text without references, tabs, line breaks
     or double spaces is its own view: most chat turns)."""
-    if text.isascii() and not _PLAIN.search(text):
+    if text.isascii() and "  " not in text and not _PLAIN.search(text):
         return TextView(text, text)
     chars, starts, ends = [], [], []
     for start, end, unit in _units(text):
