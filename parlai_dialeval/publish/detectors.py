@@ -177,7 +177,13 @@ class KnownIds:
         if not self.owner or not _DIGIT.search(text):  # every id searched for holds a digit
             return
         for run in _ID_RUN.finditer(text):
-            if not _DIGIT.search(run.group()):
+            token = run.group()
+            if len(token) < MIN_ID_LENGTH or not _DIGIT.search(token):
+                continue
+            if _ID_PART.fullmatch(token):  # one part (most runs): no sub-runs to try
+                found = self.owner.get(token.casefold())
+                if found:
+                    yield (run.start(), run.end(), *found)
                 continue
             parts = [(m.start(), m.end()) for m in _ID_PART.finditer(run.group())]
             base, i = run.start(), 0

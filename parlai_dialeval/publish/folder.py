@@ -57,6 +57,8 @@ class Published:
         ids = ", ".join(f"{n} {f}s" for f, n in sorted(self.pseudonymised.items())) or "none"
         lines = [f"wrote {self.folder}: {rows}", f"pseudonymised {ids}; replaced in text (see {SCRUB_REPORT}):"]
         lines += [f"  {d['replaced']} {d['kind']}: {d['covers']}; not found: {d['cannot']}" for d in self.scrub["detectors"]]
+        lines.append(f"  names listed: {self.scrub['names']}" if self.scrub["names"] else
+                     "  no --names list: no name is scrubbed (no name recogniser runs offline)")
         lines.append(f"  ids searched for in text: {self.scrub['ids_searched']}; not searched (shorter than "
                      f"{self.scrub['id_min_length']} characters or without a digit): {self.scrub['ids_not_searched']}")
         left = ", ".join(f"{n} {k}" for k, n in self.scrub["left"].items())
