@@ -103,7 +103,8 @@ HIGH_RISK = {
 
 def emails(text: str):
     patterns = [_EMAIL] if "@" in text or _AT_WORD.search(text) else []
-    if any(name in text.lower() for name in _PROVIDER_NAMES):
+    lowered = text.lower()
+    if any(name in lowered for name in _PROVIDER_NAMES):
         patterns.append(_PROVIDER_ADDRESS)
     for pattern in patterns:
         for match in pattern.finditer(text):
