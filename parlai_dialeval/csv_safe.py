@@ -14,8 +14,9 @@ gives back exactly the text that was written (our own readers of our CSVs use it
 
 Bidirectional controls (U+202E right-to-left override and the others, ``BIDI``) make a cell show other
 text than it holds (``gpt\u202e4-lacol`` shows as another model's name): each is written as the visible
-escape ``\\u202E``; a text already holding such an escape gets one more backslash, so ``restore`` tells the
-two apart and gives back exactly what was written.
+escape ``\\u202E``. Backslashes written before such an escape, or before the control itself, are doubled,
+so an odd run of them before ``u202E`` is a control and an even one literal text: ``restore`` gives back
+exactly what was written.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _CODES = r"061[cC]|200[eEfF]|202[a-eA-E]|206[6-9]"
-_ESCAPE = re.compile(rf"(\\+u(?:{_CODES}))|([{BIDI}])")
+_ESCAPE = re.compile(rf"(\\+)(u(?:{_CODES}))|(\\*)([{BIDI}])")
 _UNESCAPE = re.compile(rf"(\\+)u({_CODES})")
 
 
@@ -51,11 +52,17 @@ def _runs_as_formula(text: str) -> bool:
 
 
 def _escape(match) -> str:
-    return "\\" + match.group(1) if match.group(1) else f"\\u{ord(match.group(2)):04X}"
+    """k backslashes and a literal escape: 2k and the escape; k backslashes and a control: 2k, then the
+    control's escape (2k + 1 backslashes before its ``u``)."""
+    if match.group(2):
+        return match.group(1) * 2 + match.group(2)
+    return match.group(3) * 2 + f"\\u{ord(match.group(4)):04X}"
 
 
 def _unescape(match) -> str:
-    return chr(int(match.group(2), 16)) if len(match.group(1)) == 1 else match.group()[1:]
+    backslashes = len(match.group(1))
+    text = chr(int(match.group(2), 16)) if backslashes % 2 else "u" + match.group(2)
+    return "\\" * (backslashes // 2) + text
 
 
 def neutralise(value):

@@ -131,7 +131,8 @@ def test_qc_workers_out_is_safe_in_a_spreadsheet(tmp_path, monkeypatch):
     (" =1+1", "' =1+1"), ("\u200b=1+1", "'\u200b=1+1"), ("＝1+1", "'＝1+1"), ("\u3000@x", "'\u3000@x"),
     ("\ufeff\u00a0-x", "'\ufeff\u00a0-x"), ("﹢1", "'﹢1"), (" -0.5", "' -0.5"), (" ", " "),
     ("gpt\u202e4-lacol", "gpt\\u202E4-lacol"), ("\u202e=1", "\\u202E=1"), ("a\u2066b\u2069", "a\\u2066b\\u2069"),
-    ("a\\u202Eb", "a\\\\u202Eb"), ("a\\\\u200fb", "a\\\\\\u200fb"), ("a\\u2000b", "a\\u2000b")])
+    ("a\\u202Eb", "a\\\\u202Eb"), ("a\\\\u200fb", "a\\\\\\\\u200fb"), ("a\\u2000b", "a\\u2000b"),
+    ("\\\u202e", "\\\\\\u202E"), ("\u202eu202E", "\\u202Eu202E")])
 def test_neutralise_quotes_formulas_keeps_numbers_and_restores_exactly(text, cell):
     assert neutralise(text) == cell and unneutralise(cell) == text
 
