@@ -98,6 +98,9 @@ RULES = [
     Rule("docs/participant_pages.md", r"DIALEVAL_GALLERY=", skip="runs the browser tests themselves (CI runs them)"),
     Rule("docs/ppi.md", r"^dialeval ", skip=SYNOPSIS),
     Rule("docs/report_gallery.md", r"DIALEVAL_GALLERY=", skip="runs the browser test itself (CI runs it)"),
+    Rule("docs/reports.md", r"^cp -r results/pairwise",
+         skip="copies a report to a place the reader shares; tests/test_owner_only_outputs.py checks the owner-only "
+              "modes a copy starts from"),
     Rule("docs/scaling.md", r"benchmarks/bench_load\.py", skip="a load benchmark (minutes to 35 minutes)"),
     Rule("docs/single_model_analysis.md", r"^dialeval (analyze_single_model|significance_time|analyze_scales)",
          skip=SYNOPSIS),

@@ -15,6 +15,7 @@ import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript
 
+from parlai_dialeval.atomic import make_folder
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.command_line import (add_config_args, add_data_args, config_from_opt, load_data,
                                                   write_csv, write_json)
@@ -30,8 +31,9 @@ class Outputs:
     report: Report | None = None
 
     def write(self, out: Path) -> list[str]:
-        """Write every output atomically into ``out``; returns the file names written."""
-        out.mkdir(parents=True, exist_ok=True)
+        """Write every output atomically into ``out`` (made owner-only when missing, as every file in it is;
+        parlai_dialeval/atomic.py); returns the file names written."""
+        make_folder(out)
         written = []
         for name, frame in self.tables.items():
             if frame is not None:
