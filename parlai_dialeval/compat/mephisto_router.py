@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import time
 import secrets
@@ -75,14 +76,19 @@ SECRET = secrets.token_bytes(32)
 # seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
 RECONNECT_SECONDS = 45
 PING_SECONDS = 45
-# places: new registrations a source may make per window (0: no limit); seconds a live page has to open
-# its socket before its agent is reported disconnected (0: never; static pages open none)
+# places: new registrations a source may make per window: a share of the study's places, at least a minimum
+# (two people behind one address, a household or a mobile carrier's shared address, both get in); a fixed
+# number when the study's places are not known (a router built without a task run); seconds a live page has to
+# open its socket before its agent is reported disconnected (0: never; static pages open none)
+CLAIMS_SHARE = 0.1
+CLAIMS_MINIMUM = 2
 CLAIMS_PER_SOURCE = 10
 CLAIMS_WINDOW_SECONDS = 600
 FIRST_SOCKET_SECONDS = 45
 # task name -> {"registrations": {registration: claim}, "workers": {worker: claim}} the next router built for
 # that task starts with (an interrupted run's)
 _carried: dict[str, dict[str, dict[str, str]]] = {}
+_places: dict[str, int] = {}  # task name -> the places of the study the next router built for it serves
 TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
           "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
 
@@ -194,17 +200,37 @@ def carry_claims(task_name: str, entries) -> None:
                            "workers": {entry["worker"]: entry["claim"] for entry in kept if entry.get("worker")}}
 
 
+def carry_places(task_name: str, places: int) -> None:
+    """The next router built for ``task_name`` in this process serves a study of ``places`` places (units;
+    ``dialeval launch`` says how many before Mephisto builds the router): its places per source are a share of
+    them."""
+    _places[task_name] = int(places)
+
+
+def claims_per_source(places: int | None, share: float = CLAIMS_SHARE) -> int:
+    """New places one source may take per window: ``share`` of the study's ``places``, rounded up, at least
+    CLAIMS_MINIMUM; CLAIMS_PER_SOURCE when the places are not known."""
+    if places is None:
+        return CLAIMS_PER_SOURCE
+    return max(CLAIMS_MINIMUM, math.ceil(share * places - 1e-9))
+
+
 def claims_config(task_run) -> dict:
     """dialeval_claims.js's settings for a task run's router (None: a router built without one, in tests)."""
     blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
     static = blueprint.get("router_first_socket_seconds") is None  # static blueprints have no such option
     first_socket = 0 if static else blueprint["router_first_socket_seconds"]
+    task_name = task_run.get_task().task_name if task_run is not None else None
+    places = _places.pop(task_name, None)
     per_source = blueprint.get("router_claims_per_source")
+    if per_source is None:
+        per_source = claims_per_source(places, blueprint.get("router_claims_share", CLAIMS_SHARE))
     window = blueprint.get("router_claims_window_seconds")
-    return {"claims_per_source": CLAIMS_PER_SOURCE if per_source is None else per_source,
+    return {"claims_per_source": per_source,
             "window_seconds": window or CLAIMS_WINDOW_SECONDS,
+            "lab_places": blueprint.get("router_lab_places") or 0,
             "first_socket_seconds": FIRST_SOCKET_SECONDS if task_run is None else first_socket,
-            "preload": _carried.pop(task_run.get_task().task_name, {}) if task_run is not None else {}}
+            "preload": _carried.pop(task_name, {}) if task_run is not None else {}}
 
 
 def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: float) -> None:
