@@ -480,14 +480,15 @@ function tell_refused(socket, packet, reason) {
 module.exports = {
   HOST,
   admit_socket,
-  client_address,
-  from_lab,
-  source_of,
   after_parsing,
+  agent_refusal,
+  client_address,
   errors,
+  from_lab,
   harden,
   nesting_refusal,
   packet_refusal,
   reported_version,
+  source_of,
   tell_refused,
 };

@@ -69,6 +69,8 @@ CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of 
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
 ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
+REFUSED_KEY = "dialeval_refused"  # ... of its acts refused (by the router's door, or by the world: refuse_taken)
+REFUSALS_KEPT = 100  # refused update ids an agent keeps, to say so again to a page that resends one
 # One secret per server process: every router it builds checks tokens against it.
 SECRET = secrets.token_bytes(32)
 
@@ -297,6 +299,25 @@ def acknowledge_taken(agent) -> None:
         agent.__dict__.setdefault("dialeval_acked", set()).update(taken)
 
 
+def refuse_taken(agent, act, reason: str) -> None:
+    """The world did not store ``act``, just taken from ``agent`` (a ParlAI wrapper or a Mephisto agent), and
+    tells the participant ``reason`` (a sentence of the page's catalogue): it is taken out of the acts to confirm,
+    and the page is told it was refused, with the reason (``REFUSED_KEY``, as the router's door tells it), so
+    the page never shows as sent a message that is not stored, and stops resending it."""
+    live = getattr(agent, "mephisto_agent", agent)
+    update_id = act.get("update_id") if isinstance(act, dict) else None
+    taken = getattr(live, "__dict__", {}).get("dialeval_taken") or []
+    if not isinstance(update_id, str) or update_id not in taken:
+        return
+    taken.remove(update_id)
+    refused = live.__dict__.setdefault("dialeval_refused", {})
+    refused[update_id] = reason
+    while len(refused) > REFUSALS_KEPT:  # said again to a page resending one (below); the oldest are forgotten
+        refused.pop(next(iter(refused)))
+    if live.agent_in_active_run():
+        live.get_live_run().client_io.send_live_update(live.get_agent_id(), {REFUSED_KEY: [update_id], "reason": reason})
+
+
 def _acknowledging(get_live_update):
     """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
 
@@ -318,8 +339,9 @@ def _acknowledging(get_live_update):
 
 
 def _reacknowledging(on_message):
-    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
-    page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
+    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored (or
+    refusing again one refused): the page resends an act whose answer it never got, and Mephisto drops the copy
+    by its update id."""
     if is_ours(on_message):
         return on_message
     from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
@@ -330,6 +352,9 @@ def _reacknowledging(on_message):
             agent = self.get_live_run().worker_pool.get_agent_for_id(packet.subject_id)
             if agent is not None and update_id in agent.__dict__.get("dialeval_acked", ()):
                 self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
+            elif agent is not None and update_id in agent.__dict__.get("dialeval_refused", {}):
+                self.send_live_update(packet.subject_id, {REFUSED_KEY: [update_id],
+                                                          "reason": agent.__dict__["dialeval_refused"][update_id]})
         return on_message(self, packet, channel_id)
 
     return ours(on_message_reacknowledging)
