@@ -255,7 +255,12 @@ class PageClient:
         if state.get("task_done"):
             self.submission = {"USED_AGENT_ID": self.agent_id, "agent_token": self.token, "final_data": {},
                                "client_timestamp": time.time()}
-            reply = await http.post(self.http_url + "/submit_task", timeout=30, json=self.submission)
+            reply = await http.post(self.http_url + "/submit_task", timeout=60, json=self.submission)
+            for _ in range(36):  # as the page does (transport.js): "busy" is asked again after its Retry-After
+                if reply.status_code != 503:
+                    break
+                await asyncio.sleep(float(reply.headers.get("retry-after", 5)) * random.uniform(1, 2))
+                reply = await http.post(self.http_url + "/submit_task", timeout=60, json=self.submission)
             self.done = reply.status_code == 200
             if not self.done:
                 self.seen.append(f"submit refused: HTTP {reply.status_code}")

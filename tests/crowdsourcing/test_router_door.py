@@ -336,8 +336,10 @@ async def outsider_and_insider(port: int, honest: list[PageClient], seen: dict) 
             "Content-Type": "application/json"})
         seen["broken body"] = (broken.status_code, broken.text, broken.headers.get("x-powered-by"))
 
-        mallory = PageClient("mallory", port, inputs=2, think=0.3, deadline=time.time() + 120)
-        assert await mallory.open(http)
+        # from an address of her own: places per address are a share of the study's (2 of its 3 here)
+        mallory = PageClient("mallory", port, inputs=2, think=0.3, deadline=time.time() + 120, address="127.0.0.11")
+        async with mallory.http_client(timeout=60) as her_http:
+            assert await mallory.open(her_http)
         nested = "[" * 2000 + "]" * 2000
         hostile = [{"packet_type": "log_error"}, {"packet_type": "log_error", "data": 5},
                    {"packet_type": "mephisto_bound_live_update", "data": {"update_id": "deep", "x": "NESTED"}},

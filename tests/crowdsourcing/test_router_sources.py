@@ -21,7 +21,6 @@ import subprocess
 import time
 
 import httpx
-import pytest
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router

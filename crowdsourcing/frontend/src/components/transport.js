@@ -88,9 +88,11 @@ axiosInstance.interceptors.request.use((config) => {
 });
 
 // The router answers a request for an agent (or an onboarding submission) 503 "busy" when it cannot keep it
-// while a relaunched server is away (dialeval_guard.js's hold): ask again after its Retry-After, with jitter
-// so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for ever.
-const BUSY_PATHS = ["/request_agent", "/submit_onboarding"];
+// while a relaunched server is away (dialeval_guard.js's hold), and a submission of finished work when too many
+// of its address's wait for their turn (dialeval_door.js's wait_for_budget): ask again after its Retry-After,
+// with jitter so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for
+// ever (or lose the submission).
+const BUSY_PATHS = ["/request_agent", "/submit_onboarding", "/submit_task"];
 const BUSY_TRIES = 36;
 
 function busyRetry(error) {
