@@ -231,3 +231,40 @@ def test_an_id_longer_than_the_stated_limit_is_refused_with_a_reason_the_page_sh
         assert within == "ReadTimeout"  # at the limit: passed on to the server (none answers here)
     assert "refused POST /request_agent: provider_data.worker_name of 100000 characters" in output
     assert "x" * 100 not in output
+
+
+def test_places_per_source_are_a_share_of_the_study_and_addresses_are_checked_at_launch():
+    """Item 8: the places one address may take scale with the study (0.1 of them, at least 2; before: 10 for any
+    study, so one address filled a study of 6); a malformed proxy or lab address stops the launch with one line."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from parlai_dialeval.compat.mephisto_door import door_config
+    from parlai_dialeval.crowdsourcing.platform.runner import study_places
+    from parlai_dialeval.errors import DialevalError
+
+    assert [compat_router.claims_per_source(n) for n in (1, 6, 20, 21, 200, 500)] == [2, 2, 2, 3, 20, 50]
+    assert compat_router.claims_per_source(None) == compat_router.CLAIMS_PER_SOURCE  # a router without a run
+    assert compat_router.claims_per_source(30, share=0.5) == 15
+    chat = OmegaConf.create({"mephisto": {"blueprint": {"num_conversations": 40}}})
+    static = OmegaConf.create({"mephisto": {"blueprint": {"units_per_assignment": 3}}})
+    adaptive = OmegaConf.create({"adaptive": True, "adaptive_budget": 25, "mephisto": {"blueprint": {}}})
+    assert study_places(chat, SimpleNamespace()) == 40
+    assert study_places(static, SimpleNamespace(static_task_data=[{}] * 7)) == 21
+    assert study_places(adaptive, SimpleNamespace(static_task_data=[{}] * 7)) == 25
+
+    config = door_config({"blueprint": {"router_trusted_proxies": ["127.0.0.1", "10.1.2.3/8"],
+                                        "router_lab_addresses": ["2001:db8::/48"], "router_proxy_header": "Forwarded"}})
+    assert (config["trusted_proxies"], config["lab_addresses"], config["proxy_header"]) == (
+        ["127.0.0.1", "10.0.0.0/8"], ["2001:db8::/48"], "forwarded")
+    assert door_config({})["trusted_proxies"] == []  # by default no header is believed
+    for blueprint, named in (({"router_trusted_proxies": ["proxy.example"]}, "'proxy.example' is not an IP address"),
+                             ({"router_lab_addresses": "127.0.0.1"}, "a list of addresses"),
+                             ({"router_proxy_header": "X Forwarded"}, "is not a header name")):
+        try:
+            door_config({"blueprint": blueprint})
+        except DialevalError as error:
+            assert named in str(error), error
+        else:
+            raise AssertionError(f"{blueprint} accepted")
