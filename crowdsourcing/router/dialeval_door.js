@@ -205,10 +205,11 @@ function within_source_limit(source, now) {
 }
 
 function per_source(req, res, next) {
-  if (from_lab(req)) {
+  const address = client_address(req);
+  if (listed(LAB_ADDRESSES, address)) {
     return next();
   }
-  const source = source_of(req);
+  const source = source_key(address);
   const finished = req.method === "POST" && FINISHED_WORK.has(req.path);
   // submissions waiting for this source's budget are served first: its other requests wait their turn
   if (!waiting.has(source) && within_source_limit(source, Date.now())) {
@@ -263,10 +264,11 @@ function drain_waiting() {
 // ws's verifyClient for every upgrade: the request bucket, then the open sockets of its source (counted until
 // the connection's TCP socket closes, whether or not the handshake completes).
 function admit_socket(info, done) {
-  if (from_lab(info.req)) {
+  const address = client_address(info.req);
+  if (listed(LAB_ADDRESSES, address)) {
     return done(true);
   }
-  const source = source_of(info.req);
+  const source = source_key(address);
   const open = openSockets.get(source) || 0;
   let refusal = null;
   if (!within_source_limit(source, Date.now())) {
