@@ -91,7 +91,8 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
 
     async def attack() -> dict:
         seen = {}
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.2", 0))
+        # from this machine (127.0.0.1), whose headers the router believed before
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.1", 0))
         requests = [f"GET /is_alive HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.{i // 250}.{i % 250 + 1}\r\n\r\n"
                     for i in range(600)]
         writer.write("".join(requests).encode())
@@ -108,7 +109,7 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
         sockets, refused = [], 0
         for i in range(150):
             try:
-                sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.2", 0),
+                sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.1", 0),
                                                         extra_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"}))
             except websockets.InvalidStatusCode as refusal:
                 refused += refusal.status_code == 429

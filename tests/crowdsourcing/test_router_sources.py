@@ -87,10 +87,10 @@ def test_the_client_address_is_the_peer_unless_a_named_proxy_names_another(tmp_p
 
 
 async def rotating_headers(port: int) -> dict:
-    """One client (127.0.0.2) sends requests and opens sockets, each with a new X-Forwarded-For; another client
-    (127.0.0.3) asks once afterwards."""
+    """One client on this machine (127.0.0.1: the router believed loopback peers' headers) sends requests and opens
+    sockets, each with a new X-Forwarded-For; another client (127.0.0.3) asks once afterwards."""
     seen = {}
-    async with client("127.0.0.2") as http:
+    async with client("127.0.0.1") as http:
         codes = [(await http.get(f"http://127.0.0.1:{port}/is_alive",
                                  headers={"X-Forwarded-For": f"198.51.{i // 250}.{i % 250 + 1}"})).status_code
                  for i in range(3 * BURST)]
@@ -99,7 +99,7 @@ async def rotating_headers(port: int) -> dict:
     sockets, refused = [], 0
     for i in range(3 * SOCKETS):
         try:
-            sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.2", 0),
+            sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.1", 0),
                                                     extra_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"}))
         except websockets.InvalidStatusCode as refusal:
             refused += refusal.status_code == 429
