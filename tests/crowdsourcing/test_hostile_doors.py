@@ -120,7 +120,8 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
 
     seen = asyncio.run(chat_while(clients, attack))
     assert seen["requests"][1] >= 150, seen  # before: 600 answered, none refused
-    assert seen["sockets"] == (100, 50), seen  # before: 150 of 150 (300 of 300 in the issue)
+    opened, refused = seen["sockets"]  # the Mephisto server's own socket comes from 127.0.0.1 too
+    assert opened in (99, 100) and opened + refused == 150, seen  # before: 150 of 150 (300 of 300 in the issue)
     assert_stored_once(launch, clients)
 
 
