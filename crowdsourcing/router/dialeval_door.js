@@ -62,7 +62,7 @@ const MAX_DEPTH = 32;
 // and enforced by its world, which says so on the page).
 const ID_CHARS = CONFIG.id_chars;
 const TEXT_CHARS = CONFIG.text_chars;
-const UNSTORABLE = "This message was not sent: it contains characters the study cannot store. Please type it again.";
+const UNSTORABLE = "It contains characters the study cannot store. Please type it again."; // after "Not sent:"
 const VERSION_PATTERN = /^[0-9A-Za-z.+-]{1,32}$/;
 const VERSION_REPORT_EVERY_MS = 60 * 1000;
 let lastVersionReport = 0;

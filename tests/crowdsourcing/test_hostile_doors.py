@@ -22,12 +22,12 @@ from collections import Counter
 
 import httpx
 import pytest
-import websockets
 
 from .page_client import PageClient
 from .protocol_harness import CliRun
 from .test_page_catalogues import server_key
 from .test_router_hostile import require_router
+from .test_router_sources import rotating_sockets
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 PLACES = 16  # a share of 0.1: 2 places per address and window
@@ -106,16 +106,7 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
         writer.close()
         seen["requests"] = (answers.count(b"HTTP/1.1 200"), answers.count(b"HTTP/1.1 429"))
         await asyncio.sleep(11)  # its request budget refills (a burst of 400 at 40 a second)
-        sockets, refused = [], 0
-        for i in range(150):
-            try:
-                sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.1", 0),
-                                                        extra_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"}))
-            except websockets.InvalidStatusCode as refusal:
-                refused += refusal.status_code == 429
-        seen["sockets"] = (len(sockets), refused)
-        for socket in sockets:
-            await socket.close()
+        seen["sockets"] = await rotating_sockets(port, 150)
         return seen
 
     seen = asyncio.run(chat_while(clients, attack))

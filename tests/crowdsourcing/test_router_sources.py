@@ -27,6 +27,7 @@ from parlai_dialeval.compat import mephisto_router as compat_router
 
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, run_router
+from .test_router_posts import as_mephisto_server
 
 BURST, RATE, SOCKETS = 12, 4, 3
 
@@ -86,6 +87,21 @@ def test_the_client_address_is_the_peer_unless_a_named_proxy_names_another(tmp_p
     assert found == {name: case[-1] for name, case in cases.items()}
 
 
+async def rotating_sockets(port: int, count: int) -> tuple[int, int]:
+    """``count`` websockets from 127.0.0.1, each with a new X-Forwarded-For: (how many opened, how many were
+    refused 429); those opened are closed again."""
+    sockets, refused = [], 0
+    for i in range(count):
+        try:
+            sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.1", 0),
+                                                    extra_headers={"X-Forwarded-For": f"203.0.{i // 250}.{i % 250 + 1}"}))
+        except websockets.InvalidStatusCode as refusal:
+            refused += refusal.status_code == 429
+    for socket in sockets:
+        await socket.close()
+    return len(sockets), refused
+
+
 async def rotating_headers(port: int) -> dict:
     """One client on this machine (127.0.0.1: the router believed loopback peers' headers) sends requests and opens
     sockets, each with a new X-Forwarded-For; another client (127.0.0.3) asks once afterwards."""
@@ -96,16 +112,7 @@ async def rotating_headers(port: int) -> dict:
                  for i in range(3 * BURST)]
     seen["requests"] = (codes.count(200), codes.count(429))
     await asyncio.sleep(BURST / RATE + 0.5)  # the budget refills
-    sockets, refused = [], 0
-    for i in range(3 * SOCKETS):
-        try:
-            sockets.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=("127.0.0.1", 0),
-                                                    extra_headers={"X-Forwarded-For": f"203.0.113.{i + 1}"}))
-        except websockets.InvalidStatusCode as refusal:
-            refused += refusal.status_code == 429
-    seen["sockets"] = (len(sockets), refused)
-    for socket in sockets:
-        await socket.close()
+    seen["sockets"] = await rotating_sockets(port, 3 * SOCKETS)
     async with client("127.0.0.3") as http:
         seen["another client"] = (await http.get(f"http://127.0.0.1:{port}/is_alive")).status_code
     return seen
@@ -152,15 +159,7 @@ async def flooded_then_submitting(port: int) -> dict:
     """The Mephisto server (this test) is attached; one address empties its budget, then hands in SUBMITS
     finished units at once (each with its agent's token) and a forged one; a page load from it meanwhile."""
     seen, got = {}, []
-    async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as server:
-        await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
-                                      "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
-
-        async def read():
-            async for raw in server:
-                got.append(json.loads(raw))
-
-        reader = asyncio.create_task(read())
+    async with as_mephisto_server(port, got):
         async with client("127.0.0.2") as lab:
             flood = [(await lab.get(f"http://127.0.0.1:{port}/is_alive")).status_code for _ in range(2 * BURST)]
             seen["flood"] = flood.count(429)
@@ -177,8 +176,6 @@ async def flooded_then_submitting(port: int) -> dict:
             seen["page load meanwhile"] = (await lab.get(f"http://127.0.0.1:{port}/is_alive")).status_code
             *honest, forged = await answers
             seen["submits"], seen["forged"], seen["seconds"] = honest, forged, time.monotonic() - start
-        await asyncio.sleep(0.5)
-        reader.cancel()
     seen["server got"] = sorted(p["data"]["done"] for p in got if p.get("packet_type") == "submit_unit")
     return seen
 
