@@ -133,6 +133,7 @@ def login_time(dashboard) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow  # seconds of trickling, past the request deadline
 @pytest.mark.parametrize("sources", [1, 105])
 def test_105_trickling_requests_keep_no_one_from_signing_in(dashboard, sources):
     """Issue 52 item 4: 105 half-sent requests each trickling a header line every 12 s (never idle for waitress's

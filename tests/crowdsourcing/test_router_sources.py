@@ -21,6 +21,7 @@ import subprocess
 import time
 
 import httpx
+import pytest
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
@@ -137,6 +138,7 @@ async def through_a_proxy(port: int) -> dict:
     return seen
 
 
+@pytest.mark.slow  # a router started, budgets refilled at their rate
 def test_a_forwarding_header_buys_no_budget_unless_a_named_proxy_sends_it(tmp_path):
     require_router()
     router = built_router(tmp_path)
@@ -183,6 +185,7 @@ async def flooded_then_submitting(port: int) -> dict:
 SUBMITS = 16
 
 
+@pytest.mark.slow  # a router started, budgets refilled at their rate
 def test_finished_work_waits_for_the_budget_and_is_never_refused_for_rate(tmp_path):
     require_router()
     router = built_router(tmp_path)
@@ -197,6 +200,7 @@ def test_finished_work_waits_for_the_budget_and_is_never_refused_for_rate(tmp_pa
     assert "missing or forged token" in output
 
 
+@pytest.mark.slow  # a router started, budgets refilled at their rate
 def test_an_id_longer_than_the_stated_limit_is_refused_with_a_reason_the_page_shows(tmp_path):
     """Mephisto accepted a worker name of 100,000 characters (an agent, and the export's worker_id of 100,008
     characters). Ids are at most ID_CHARS characters (a registration: two ids and a dash); longer ones are
