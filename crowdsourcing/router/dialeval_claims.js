@@ -12,7 +12,7 @@
  * never the secret, and keeps it in the run folder: a relaunch after a crash starts with the claims of the
  * interrupted run (`preload`), so the genuine participant gets their unit back and nobody else does.
  *
- * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64, as dialeval_door.js's source_of names it)
+ * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64, as dialeval_sources.js's source_of names it)
  * takes at most `claims_per_source` new registrations per `window_seconds` (a share of the study's places,
  * compat/mephisto_router.py claims_per_source), the lab's own addresses `lab_places` (0: no limit); and an agent whose page opens no socket within
  * `first_socket_seconds` of being given out is reported disconnected, which gives its unit back (live tasks
@@ -23,7 +23,8 @@
 const crypto = require("crypto");
 const fs = require("fs");
 const path = require("path");
-const door = require("./dialeval_door"); // whose address a request comes from
+const door = require("./dialeval_door"); // the answer that gives no place
+const addresses = require("./dialeval_sources"); // whose address a request comes from
 
 const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_claims.json"), "utf8"));
 const SECRET_FIELD = "dialeval_secret"; // page -> router, in provider_data
@@ -66,7 +67,7 @@ function holds(hash, secret) {
 // New places ``req``'s source may take per window: the study's share (claims_per_source, 0: no limit), or for
 // the lab's own addresses (router_lab_addresses) lab_places (0: no limit).
 function place_limit(req) {
-  return door.from_lab(req) ? CONFIG.lab_places || 0 : CONFIG.claims_per_source;
+  return addresses.from_lab(req) ? CONFIG.lab_places || 0 : CONFIG.claims_per_source;
 }
 
 // Seconds until ``from`` may claim again, or 0 (and the claim is counted, until ``refund``).
@@ -138,7 +139,7 @@ function request_check(req, res, next) {
                   registration);
   }
   const freshWorker = worker !== null && !workers.has(worker);
-  const from = door.source_of(req);
+  const from = addresses.source_of(req);
   const at = Date.now();
   if (fresh) {
     const limit = place_limit(req);

@@ -6,7 +6,7 @@
  * - every request is counted per source (a token bucket): a stranger cannot flood the routes that need no
  *   session (GET /task_config.json, static files, /request_agent, forged POSTs); a submission of finished work
  *   past the budget waits for it instead of being refused; the source is the peer's address (an IPv6 /64), or,
- *   from a proxy the researcher named, the address that proxy names (`client_address`); the lab's own
+ *   from a proxy the researcher named, the address that proxy names (dialeval_sources.js); the lab's own
  *   addresses have no per-source budget;
  * - so is every websocket upgrade (Express never sees those), and a source holds at most
  *   SOURCE_SOCKETS open sockets: a stranger cannot hold thousands of idle sockets open;
@@ -20,20 +20,12 @@
 "use strict";
 
 const fs = require("fs");
-const net = require("net");
 const path = require("path");
+const addresses = require("./dialeval_sources"); // whose address a request comes from
 
 const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_door.json"), "utf8"));
 const HOST = CONFIG.host;
 
-// Whose word on the client's address is taken (dialeval_door.json, from mephisto.blueprint.router_trusted_proxies and
-// router_proxy_header): by default nobody's, so a header a client writes itself never names its source.
-const TRUSTED_PROXIES = address_list(CONFIG.trusted_proxies);
-const PROXY_HEADER = String(CONFIG.proxy_header || "x-forwarded-for").toLowerCase();
-const PROXY_HOPS_READ = 32; // addresses of a forwarding header read at most (from its right end)
-// The lab's own addresses (router_lab_addresses): its participants share one address, so no per-source budget
-// applies to them (requests, sockets; places in dialeval_claims.js take router_lab_places).
-const LAB_ADDRESSES = address_list(CONFIG.lab_addresses);
 
 // Requests per source: a page loads ~5 files and POSTs twice per unit; a lab of 50 people behind one NAT
 // loading at once stays within the burst.
@@ -91,101 +83,6 @@ function log(reason, where) {
   }
 }
 
-// A net.BlockList of addresses and networks ("192.0.2.7", "10.0.0.0/8", "2001:db8::/32"), checked by the Python
-// side before the router is built (compat/mephisto_door.py door_config).
-function address_list(entries) {
-  const list = new net.BlockList();
-  for (const entry of entries || []) {
-    const [address, bits] = String(entry).split("/");
-    const type = net.isIPv6(address) ? "ipv6" : "ipv4";
-    if (bits === undefined) {
-      list.addAddress(address, type);
-    } else {
-      list.addSubnet(address, Number(bits), type);
-    }
-  }
-  return list;
-}
-
-// An address as written by a socket or a proxy, plain: "::ffff:192.0.2.7" -> "192.0.2.7", "[2001:db8::1]:443" ->
-// "2001:db8::1", "192.0.2.7:5000" -> "192.0.2.7", a zone removed; "" when it is no IP address ("unknown", "_hidden").
-function plain_address(text) {
-  let address = String(text || "").trim().replace(/^"|"$/g, "");
-  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
-  if (bracketed) {
-    address = bracketed[1];
-  } else if (/^[0-9.]+:\d+$/.test(address)) {
-    address = address.slice(0, address.lastIndexOf(":"));
-  }
-  address = address.split("%")[0];
-  if (address.toLowerCase().startsWith("::ffff:") && net.isIPv4(address.slice(7))) {
-    address = address.slice(7);
-  }
-  return net.isIP(address) ? address : "";
-}
-
-function listed(list, address) {
-  const version = net.isIP(address);
-  return version !== 0 && list.check(address, version === 4 ? "ipv4" : "ipv6");
-}
-
-// The addresses the forwarding header names, left (the first client) to right (the last proxy's peer), the last
-// PROXY_HOPS_READ at most. `Forwarded` (RFC 7239): the for= of each element; any other header (X-Forwarded-For,
-// X-Real-IP, CF-Connecting-IP): a comma-separated list. A node joins repeated headers with ", ".
-function forwarded_chain(req) {
-  const value = req.headers[PROXY_HEADER];
-  const text = Array.isArray(value) ? value.join(",") : String(value || "");
-  const items = text.split(",").slice(-PROXY_HOPS_READ);
-  if (PROXY_HEADER !== "forwarded") {
-    return items.map(plain_address);
-  }
-  return items.map((element) => {
-    const pair = element.split(";").map((p) => p.trim()).find((p) => p.toLowerCase().startsWith("for="));
-    return pair === undefined ? "" : plain_address(pair.slice(4));
-  });
-}
-
-// The address a request comes from: its peer, unless the peer is a proxy the researcher named; then, walking the
-// proxy's header from its right end (the address each proxy saw), the first address that is not a named proxy.
-// Entries left of it were written by the client (X-Forwarded-For from a browser or a script goes through
-// cloudflared, ngrok and most proxies, which append to it) and are never read. An entry that is no address
-// (`unknown`, an obfuscated name) stops the walk at the proxy that wrote it.
-function client_address(req) {
-  let address = plain_address(req.socket.remoteAddress) || String(req.socket.remoteAddress || "");
-  if (!listed(TRUSTED_PROXIES, address)) {
-    return address;
-  }
-  const chain = forwarded_chain(req);
-  for (let i = chain.length - 1; i >= 0 && listed(TRUSTED_PROXIES, address); i--) {
-    if (chain[i] === "") {
-      break;
-    }
-    address = chain[i];
-  }
-  return address;
-}
-
-// The key of a source's budgets: an IPv4 address, or an IPv6 address's /64 (one host may hold a whole /64).
-function source_key(address) {
-  if (!net.isIPv6(address)) {
-    return address;
-  }
-  const [head, tail] = address.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
-  return groups.slice(0, 4).join(":") + "::/64";
-}
-
-function source_of(req) {
-  return source_key(client_address(req));
-}
-
-// Whether the request comes from the lab's own address (router_lab_addresses): no per-source budget there.
-function from_lab(req) {
-  return listed(LAB_ADDRESSES, client_address(req));
-}
-
 function within_source_limit(source, now) {
   let bucket = sources.get(source);
   if (bucket === undefined) {
@@ -205,11 +102,11 @@ function within_source_limit(source, now) {
 }
 
 function per_source(req, res, next) {
-  const address = client_address(req);
-  if (listed(LAB_ADDRESSES, address)) {
+  const address = addresses.client_address(req);
+  if (addresses.lab_address(address)) {
     return next();
   }
-  const source = source_key(address);
+  const source = addresses.source_key(address);
   const finished = req.method === "POST" && FINISHED_WORK.has(req.path);
   // submissions waiting for this source's budget are served first: its other requests wait their turn
   if (!waiting.has(source) && within_source_limit(source, Date.now())) {
@@ -264,11 +161,11 @@ function drain_waiting() {
 // ws's verifyClient for every upgrade: the request bucket, then the open sockets of its source (counted until
 // the connection's TCP socket closes, whether or not the handshake completes).
 function admit_socket(info, done) {
-  const address = client_address(info.req);
-  if (listed(LAB_ADDRESSES, address)) {
+  const address = addresses.client_address(info.req);
+  if (addresses.lab_address(address)) {
     return done(true);
   }
-  const source = source_key(address);
+  const source = addresses.source_key(address);
   const open = openSockets.get(source) || 0;
   let refusal = null;
   if (!within_source_limit(source, Date.now())) {
@@ -484,13 +381,10 @@ module.exports = {
   admit_socket,
   after_parsing,
   agent_refusal,
-  client_address,
   errors,
-  from_lab,
   harden,
   nesting_refusal,
   packet_refusal,
   reported_version,
-  source_of,
   tell_refused,
 };

@@ -32,6 +32,7 @@ from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
 DOOR = "dialeval_door.js"
+SOURCES = "dialeval_sources.js"  # whose address a request comes from (the door's and the claims' budgets)
 CONFIG = "dialeval_door.json"
 LOCAL_HOST = "127.0.0.1"  # a rehearsal with the mock provider: this machine only
 PUBLIC_HOST = "0.0.0.0"  # a crowd provider's participants come from anywhere
@@ -142,7 +143,8 @@ def prepare(router_dir: Path, task_run) -> None:
     config = door_config(task_run.args) if task_run is not None else {**LIMITS, "host": LOCAL_HOST}
     from parlai_dialeval.compat.mephisto_router import ROUTER_DIR
 
-    shutil.copy2(ROUTER_DIR / DOOR, router_dir / DOOR)
+    for name in (DOOR, SOURCES):
+        shutil.copy2(ROUTER_DIR / name, router_dir / name)
     (router_dir / CONFIG).write_text(json.dumps(config))
 
 

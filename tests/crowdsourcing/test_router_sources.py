@@ -43,11 +43,10 @@ def client(address: str) -> httpx.AsyncClient:
 
 
 def test_the_client_address_is_the_peer_unless_a_named_proxy_names_another(tmp_path):
-    """dialeval_door.js's client_address on requests as node gives them: the peer; from a named proxy, the first
+    """dialeval_sources.js's client_address on requests as node gives them: the peer; from a named proxy, the first
     address right to left that is no named proxy; never a header from anyone else."""
     require_router()
-    for name in ("dialeval_door.js",):
-        shutil.copy2(compat_router.ROUTER_DIR / name, tmp_path / name)
+    shutil.copy2(compat_router.ROUTER_DIR / "dialeval_sources.js", tmp_path / "dialeval_sources.js")
     cases = {
         # (door settings, peer, headers) -> expected source
         "no proxy named: the header is ignored": ({}, "127.0.0.1", {"x-forwarded-for": "203.0.113.7"}, "127.0.0.1"),
@@ -77,8 +76,8 @@ def test_the_client_address_is_the_peer_unless_a_named_proxy_names_another(tmp_p
               f"const cases = {json.dumps({k: list(v) for k, v in cases.items()})};",
               "for (const [name, [door, peer, headers]] of Object.entries(cases)) {",
               "  fs.writeFileSync(path.join(__dirname, 'dialeval_door.json'), JSON.stringify({host: '127.0.0.1', ...door}));",
-              "  delete require.cache[require.resolve('./dialeval_door')];",
-              "  const d = require('./dialeval_door'); const req = {socket: {remoteAddress: peer}, headers};",
+              "  delete require.cache[require.resolve('./dialeval_sources')];",
+              "  const d = require('./dialeval_sources'); const req = {socket: {remoteAddress: peer}, headers};",
               "  out[name] = d.source_of(req) + (d.from_lab(req) ? ' lab' : '');",
               "}",
               "console.log(JSON.stringify(out));"]
