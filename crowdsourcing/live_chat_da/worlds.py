@@ -118,7 +118,7 @@ class LiveChatWorld(SessionWorld):
         try:
             handler(data.get("action"), text, data)
         except Refused as refusal:
-            self.warn(str(refusal))
+            self.refuse(str(refusal))
             return
         self.save()
 

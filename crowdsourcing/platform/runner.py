@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parlai_dialeval.compat import mephisto as compat_mephisto
+from parlai_dialeval.compat import mephisto as compat_mephisto, mephisto_door as compat_door, mephisto_router as compat_router
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
@@ -194,6 +194,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     adaptive.check_settings(cfg)  # before the task loads its data or bots
+    compat_door.door_config(cfg.mephisto)  # a malformed address list: one line, before anything starts
     # mephisto.blueprint.cached_database: Mephisto's MephistoSingletonDB keeps the run's units, agents and task
     # run in memory (LocalMephistoDB rereads SQLite and rebuilds the task run's config at every lookup: with
     # hundreds of participants the server spent its time there, docs/scaling.md)
@@ -220,6 +221,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
+    compat_router.carry_places(cfg.mephisto.task.task_name, study_places(cfg, shared))
     from parlai_dialeval.crowdsourcing.platform.adaptive import launch as adaptive_launch
 
     controller = adaptive_launch.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
@@ -253,6 +255,17 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         refused = resume.close(interrupted)
         launched.resume_note = "\n".join(filter(None, [note, orphan, refused])) or None
     return launched
+
+
+def study_places(cfg, shared) -> int:
+    """The places (units) the launch offers: its HITs (a chat task's ``num_conversations``, a static task's
+    assignments, or ``adaptive_budget`` HITs when collection is adaptive and bounded), each a unit, or
+    ``units_per_assignment`` of a static task. The router lets one address take a share of them."""
+    static = hasattr(shared, "static_task_data")
+    hits = len(shared.static_task_data) if static else int(cfg.mephisto.blueprint.get("num_conversations") or 0)
+    if cfg.get("adaptive") and int(cfg.get("adaptive_budget") or 0) > 0:
+        hits = int(cfg.adaptive_budget)
+    return hits * (int(cfg.mephisto.blueprint.get("units_per_assignment") or 1) if static else 1)
 
 
 def _served_port(architect) -> int | None:

@@ -25,7 +25,7 @@ from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
-from parlai_dialeval.compat.mephisto_router import acknowledge_taken
+from parlai_dialeval.compat.mephisto_router import acknowledge_taken, refuse_taken
 from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 
@@ -105,6 +105,7 @@ class SessionWorld:
         own = getattr(getattr(agent, "mephisto_agent", None), "db_id", None)
         self.agent_ids = list(saved.get(AGENTS_KEY) or []) + [own]
         self.resent = False  # the act just taken was resent by the page after a relaunch
+        self.last_act = None  # the act just taken (refused: refuse)
         self.status, self.ended, self.blocked, self.error = "incomplete", None, False, None
         self.started = self.saved["record"].get("started", time.time()) if self.saved else time.time()
         self.limits = limits_of(opt)
@@ -153,10 +154,15 @@ class SessionWorld:
         """The worker's next act as (text, task_data), checked (participant_input.screen); None when none
         came, it was already stored or sent to another unit, or it was dropped as part of a flood or refused
         (the worker is told why)."""
-        act = self.poll()
+        act = self.last_act = self.poll()
         if act is not None and not self._new_act(act):
             return None
         return screen(act, self.agent, self.limits, self.flood, self.warn)
+
+    def refuse(self, message: str) -> None:
+        """The act just taken is not stored: ``message`` shown on the page, and the act never confirmed as sent."""
+        refuse_taken(self.agent, self.last_act, message)
+        self.warn(message)
 
     def _new_act(self, act) -> bool:
         """Whether ``act`` is new to this unit (then its update id is kept in the record)."""

@@ -12,8 +12,9 @@
  * never the secret, and keeps it in the run folder: a relaunch after a crash starts with the claims of the
  * interrupted run (`preload`), so the genuine participant gets their unit back and nobody else does.
  *
- * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64) takes at most `claims_per_source`
- * new registrations per `window_seconds`; and an agent whose page opens no socket within
+ * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64, as dialeval_sources.js's source_of names it)
+ * takes at most `claims_per_source` new registrations per `window_seconds` (a share of the study's places,
+ * compat/mephisto_router.py claims_per_source), the lab's own addresses `lab_places` (0: no limit); and an agent whose page opens no socket within
  * `first_socket_seconds` of being given out is reported disconnected, which gives its unit back (live tasks
  * only: a static task's page never opens one, and there it is 0, off).
  */
@@ -22,6 +23,8 @@
 const crypto = require("crypto");
 const fs = require("fs");
 const path = require("path");
+const door = require("./dialeval_door"); // the answer that gives no place
+const addresses = require("./dialeval_sources"); // whose address a request comes from
 
 const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_claims.json"), "utf8"));
 const SECRET_FIELD = "dialeval_secret"; // page -> router, in provider_data
@@ -61,27 +64,20 @@ function holds(hash, secret) {
   return actual.length === expected.length && crypto.timingSafeEqual(actual, expected);
 }
 
-// An IPv4 address, or an IPv6 address's /64 (one host may use a whole /64).
-function source(req) {
-  const address = String(req.socket.remoteAddress || "").replace(/^::ffff:/, "").split("%")[0];
-  if (!address.includes(":")) {
-    return address;
-  }
-  const [head, tail] = address.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
-  return groups.slice(0, 4).join(":") + "::/64";
+// New places ``req``'s source may take per window: the study's share (claims_per_source, 0: no limit), or for
+// the lab's own addresses (router_lab_addresses) lab_places (0: no limit).
+function place_limit(req) {
+  return addresses.from_lab(req) ? CONFIG.lab_places || 0 : CONFIG.claims_per_source;
 }
 
 // Seconds until ``from`` may claim again, or 0 (and the claim is counted, until ``refund``).
-function wait_for_claim(from, now) {
-  if (!(CONFIG.claims_per_source > 0)) {
+function wait_for_claim(from, limit, now) {
+  if (!(limit > 0)) {
     return 0;
   }
   const window = CONFIG.window_seconds * 1000;
   const recent = (sources.get(from) || []).filter((at) => now - at < window);
-  if (recent.length >= CONFIG.claims_per_source) {
+  if (recent.length >= limit) {
     sources.set(from, recent);
     return Math.ceil((recent[0] + window - now) / 1000);
   }
@@ -111,9 +107,7 @@ function refuse(res, status, reason, why, subject) {
   if (n <= 50 || n % LOG_EVERY === 0) {
     console.log(`[dialeval-router] refused POST /request_agent: ${why} (registration ${JSON.stringify(subject).slice(0, 80)}, refusal ${n})`);
   }
-  // agent_details-shaped, so that mephisto-task shows the reason on the page (transport.js passes it on)
-  return res.status(status).json({ status: "refused", reason, packet_type: "agent_details",
-                                   data: { agent_id: null, worker_id: null, failure_reason: reason } });
+  return res.status(status).json(door.agent_refusal(reason));
 }
 
 function given_out(agent_id, claim) {
@@ -145,13 +139,14 @@ function request_check(req, res, next) {
                   registration);
   }
   const freshWorker = worker !== null && !workers.has(worker);
-  const from = source(req);
+  const from = addresses.source_of(req);
   const at = Date.now();
   if (fresh) {
-    const wait = wait_for_claim(from, at);
+    const limit = place_limit(req);
+    const wait = wait_for_claim(from, limit, at);
     if (wait > 0) {
       res.set("Retry-After", String(wait));
-      return refuse(res, 429, BUSY, `more than ${CONFIG.claims_per_source} new registrations from ${from} ` +
+      return refuse(res, 429, BUSY, `more than ${limit} new registrations from ${from} ` +
                     `in ${CONFIG.window_seconds} s`, registration);
     }
     const own = bound !== undefined || (typeof secret === "string" && SECRET_FORM.test(secret)) ? secret : null;

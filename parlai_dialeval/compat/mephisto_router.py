@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import time
 import secrets
@@ -68,6 +69,8 @@ CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of 
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
 ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
+REFUSED_KEY = "dialeval_refused"  # ... of its acts refused (by the router's door, or by the world: refuse_taken)
+REFUSALS_KEPT = 100  # refused update ids an agent keeps, to say so again to a page that resends one
 # One secret per server process: every router it builds checks tokens against it.
 SECRET = secrets.token_bytes(32)
 
@@ -75,14 +78,19 @@ SECRET = secrets.token_bytes(32)
 # seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
 RECONNECT_SECONDS = 45
 PING_SECONDS = 45
-# places: new registrations a source may make per window (0: no limit); seconds a live page has to open
-# its socket before its agent is reported disconnected (0: never; static pages open none)
+# places: new registrations a source may make per window: a share of the study's places, at least a minimum
+# (two people behind one address, a household or a mobile carrier's shared address, both get in); a fixed
+# number when the study's places are not known (a router built without a task run); seconds a live page has to
+# open its socket before its agent is reported disconnected (0: never; static pages open none)
+CLAIMS_SHARE = 0.1
+CLAIMS_MINIMUM = 2
 CLAIMS_PER_SOURCE = 10
 CLAIMS_WINDOW_SECONDS = 600
 FIRST_SOCKET_SECONDS = 45
 # task name -> {"registrations": {registration: claim}, "workers": {worker: claim}} the next router built for
 # that task starts with (an interrupted run's)
 _carried: dict[str, dict[str, dict[str, str]]] = {}
+_places: dict[str, int] = {}  # task name -> the places of the study the next router built for it serves
 TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
           "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
 
@@ -194,17 +202,37 @@ def carry_claims(task_name: str, entries) -> None:
                            "workers": {entry["worker"]: entry["claim"] for entry in kept if entry.get("worker")}}
 
 
+def carry_places(task_name: str, places: int) -> None:
+    """The next router built for ``task_name`` in this process serves a study of ``places`` places (units;
+    ``dialeval launch`` says how many before Mephisto builds the router): its places per source are a share of
+    them."""
+    _places[task_name] = int(places)
+
+
+def claims_per_source(places: int | None, share: float = CLAIMS_SHARE) -> int:
+    """New places one source may take per window: ``share`` of the study's ``places``, rounded up, at least
+    CLAIMS_MINIMUM; CLAIMS_PER_SOURCE when the places are not known."""
+    if places is None:
+        return CLAIMS_PER_SOURCE
+    return max(CLAIMS_MINIMUM, math.ceil(share * places - 1e-9))
+
+
 def claims_config(task_run) -> dict:
     """dialeval_claims.js's settings for a task run's router (None: a router built without one, in tests)."""
     blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
     static = blueprint.get("router_first_socket_seconds") is None  # static blueprints have no such option
     first_socket = 0 if static else blueprint["router_first_socket_seconds"]
+    task_name = task_run.get_task().task_name if task_run is not None else None
+    places = _places.pop(task_name, None)
     per_source = blueprint.get("router_claims_per_source")
+    if per_source is None:
+        per_source = claims_per_source(places, blueprint.get("router_claims_share", CLAIMS_SHARE))
     window = blueprint.get("router_claims_window_seconds")
-    return {"claims_per_source": CLAIMS_PER_SOURCE if per_source is None else per_source,
+    return {"claims_per_source": per_source,
             "window_seconds": window or CLAIMS_WINDOW_SECONDS,
+            "lab_places": blueprint.get("router_lab_places") or 0,
             "first_socket_seconds": FIRST_SOCKET_SECONDS if task_run is None else first_socket,
-            "preload": _carried.pop(task_run.get_task().task_name, {}) if task_run is not None else {}}
+            "preload": _carried.pop(task_name, {}) if task_run is not None else {}}
 
 
 def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: float) -> None:
@@ -271,6 +299,25 @@ def acknowledge_taken(agent) -> None:
         agent.__dict__.setdefault("dialeval_acked", set()).update(taken)
 
 
+def refuse_taken(agent, act, reason: str) -> None:
+    """The world did not store ``act``, just taken from ``agent`` (a ParlAI wrapper or a Mephisto agent), and
+    tells the participant ``reason`` (a sentence of the page's catalogue): it is taken out of the acts to confirm,
+    and the page is told it was refused, with the reason (``REFUSED_KEY``, as the router's door tells it), so
+    the page never shows as sent a message that is not stored, and stops resending it."""
+    live = getattr(agent, "mephisto_agent", agent)
+    update_id = act.get("update_id") if isinstance(act, dict) else None
+    taken = getattr(live, "__dict__", {}).get("dialeval_taken") or []
+    if not isinstance(update_id, str) or update_id not in taken:
+        return
+    taken.remove(update_id)
+    refused = live.__dict__.setdefault("dialeval_refused", {})
+    refused[update_id] = reason
+    while len(refused) > REFUSALS_KEPT:  # said again to a page resending one (below); the oldest are forgotten
+        refused.pop(next(iter(refused)))
+    if live.agent_in_active_run():
+        live.get_live_run().client_io.send_live_update(live.get_agent_id(), {REFUSED_KEY: [update_id], "reason": reason})
+
+
 def _acknowledging(get_live_update):
     """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
 
@@ -292,8 +339,9 @@ def _acknowledging(get_live_update):
 
 
 def _reacknowledging(on_message):
-    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
-    page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
+    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored (or
+    refusing again one refused): the page resends an act whose answer it never got, and Mephisto drops the copy
+    by its update id."""
     if is_ours(on_message):
         return on_message
     from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
@@ -304,6 +352,9 @@ def _reacknowledging(on_message):
             agent = self.get_live_run().worker_pool.get_agent_for_id(packet.subject_id)
             if agent is not None and update_id in agent.__dict__.get("dialeval_acked", ()):
                 self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
+            elif agent is not None and update_id in agent.__dict__.get("dialeval_refused", {}):
+                self.send_live_update(packet.subject_id, {REFUSED_KEY: [update_id],
+                                                          "reason": agent.__dict__["dialeval_refused"][update_id]})
         return on_message(self, packet, channel_id)
 
     return ours(on_message_reacknowledging)

@@ -69,11 +69,12 @@ HELD_BYTES_LIMIT = 32 * 1024 * 1024  # crowdsourcing/router/dialeval_guard.js
 
 
 async def flood_before_the_server_connects(port: int, requests: int, name_bytes: int) -> tuple[int, int]:
-    """``requests`` anonymous requests for an agent, each with a ``name_bytes`` worker name, while no server is
-    connected; then the server connects: how many were answered "busy" before it did, how many reach it."""
+    """``requests`` anonymous requests for an agent, each with ``name_bytes`` of text in its provider_data (not in
+    an id: ids longer than 128 characters are refused at the door), while no server is connected; then the server
+    connects: how many were answered "busy" before it did, how many reach it."""
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=requests)) as http:
         posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=15, json={
-            "provider_data": {"worker_name": f"{i:03d}" + "x" * name_bytes, "agent_registration_id": f"flood-{i}",
+            "provider_data": {"worker_name": f"{i:03d}", "padding": "x" * name_bytes, "agent_registration_id": f"flood-{i}",
                               "assignment_id": "flood", "provider_type": "mock"}, "client_timestamp": time.time()}))
             for i in range(requests)]
         # every request is with the router: past the bound each one that arrives is answered busy at once, so

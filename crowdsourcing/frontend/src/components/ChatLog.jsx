@@ -6,7 +6,7 @@
 // Our own bubble rather than bootstrap-chat's ChatMessage: that one floats inside a flex row (so both
 // speakers sat on the left) and marks every message role="alert" (a screen reader interrupted per line).
 import React from "react";
-import { t } from "./i18n";
+import { serverText, t } from "./i18n";
 
 export const SLOW_REPLY_SECONDS = 20;
 
@@ -96,6 +96,12 @@ export function ChatLog({ messages, botId, selfName = t("chat.you"), otherName =
                 // Not yet confirmed stored by the server (useLiveTask); resent until it is.
                 <small className="dialeval-pending" data-testid="msg-pending">
                   {t("chat.sending")}
+                </small>
+              ) : null}
+              {isSelf && typeof message.refused === "string" ? (
+                // Refused by the server, never stored: the participant is told, in the page's language.
+                <small className="dialeval-refused" data-testid="msg-refused" role="alert">
+                  {t("chat.not_sent")} {serverText(message.refused)}
                 </small>
               ) : null}
             </div>

@@ -1,7 +1,7 @@
 // Page layout shared by every task: the task first, the instructions beside it (folded under it on a
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
-import { t } from "./i18n";
+import { serverText, t } from "./i18n";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -9,7 +9,8 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   const [wide] = React.useState(() => typeof window === "undefined" || window.innerWidth >= 992);
   let body;
   if (blockedReason) {
-    body = <div className="alert alert-danger">{blockedExplanation || blockedReason}</div>;
+    // the router's refusals are catalogued server texts (translated); a task's own explanation is an element
+    body = <div className="alert alert-danger" data-testid="blocked">{serverText(blockedExplanation) || blockedReason}</div>;
   } else if (isPreview) {
     body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {

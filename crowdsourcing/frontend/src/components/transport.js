@@ -88,9 +88,11 @@ axiosInstance.interceptors.request.use((config) => {
 });
 
 // The router answers a request for an agent (or an onboarding submission) 503 "busy" when it cannot keep it
-// while a relaunched server is away (dialeval_guard.js's hold): ask again after its Retry-After, with jitter
-// so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for ever.
-const BUSY_PATHS = ["/request_agent", "/submit_onboarding"];
+// while a relaunched server is away (dialeval_guard.js's hold), and a submission of finished work when too many
+// of its address's wait for their turn (dialeval_door.js's wait_for_budget): ask again after its Retry-After,
+// with jitter so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for
+// ever (or lose the submission).
+const BUSY_PATHS = ["/request_agent", "/submit_onboarding", "/submit_task"];
 const BUSY_TRIES = 36;
 
 function busyRetry(error) {
@@ -142,10 +144,13 @@ const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the ne
 // The world's confirmation follows its reply to the act, so this is well past a reply's usual time.
 const RESEND_UNCONFIRMED_MS = 8000;
 const RESEND_UNCONFIRMED_MAX_MS = 60000;
-const REFUSED_KEY = "dialeval_refused"; // the router's answer to an act it will never pass on (dialeval_door.js)
+// the answer to an act that will not be stored: from the router's door (dialeval_door.js) or the world
+// (compat/mephisto_router.py refuse_taken), with the reason, which the page shows beside the message
+const REFUSED_KEY = "dialeval_refused";
 const resendDue = new Map(); // update id -> { at: ms, wait: ms }, for acts sent on an open socket
 const outbox = loadOutbox(); // update id -> packet (without token), insertion order = sending order
 const ackListeners = new Set();
+const refusalListeners = new Set();
 
 function loadOutbox() {
   try {
@@ -174,6 +179,12 @@ function readdressed(packet) {
 export function onAcknowledged(listener) {
   ackListeners.add(listener);
   return () => ackListeners.delete(listener);
+}
+
+// listener(update ids, reason): acts the server will not store, and why (a sentence for the participant)
+export function onRefused(listener) {
+  refusalListeners.add(listener);
+  return () => refusalListeners.delete(listener);
 }
 
 function forget(id) {
@@ -246,9 +257,9 @@ const PageSocket = class extends window.WebSocket {
       const acked = live && live[ACK_KEY];
       const refused = live && live[REFUSED_KEY];
       if (Array.isArray(refused)) {
-        // never passed on, so never to be resent: the router said why (an act no person's typing produces)
+        // never stored, so never to be resent: the router's door or the world said why, for the participant
         refused.forEach((id) => forget(id));
-        console.warn("the study's server refused an action of this page:", live.reason);
+        refusalListeners.forEach((listener) => listener(refused, live.reason));
         return undefined;
       }
       if (Array.isArray(acked)) {

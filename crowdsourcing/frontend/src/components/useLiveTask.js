@@ -3,7 +3,7 @@
 // merged). Worlds drive the page by sending task_data; pages answer with sendAction.
 import React from "react";
 import { useMephistoLiveTask, AGENT_STATUS, STATUS_TO_TEXT_MAP } from "mephisto-task";
-import { onAcknowledged } from "./transport";
+import { onAcknowledged, onRefused } from "./transport";
 
 const INACTIVE = [
   AGENT_STATUS.DISCONNECT,
@@ -23,9 +23,14 @@ export function useLiveTask() {
     if (message.dialevalAcked) {
       return previous.map((m) => (m.pending && message.dialevalAcked.includes(m.update_id) ? { ...m, pending: false } : m));
     }
+    if (message.dialevalRefused) { // not stored: shown as not sent, with the reason (ChatLog)
+      const { ids, reason } = message.dialevalRefused;
+      return previous.map((m) => (m.pending && ids.includes(m.update_id) ? { ...m, pending: false, refused: reason || "" } : m));
+    }
     return [...previous, message];
   }, []);
   React.useEffect(() => onAcknowledged((ids) => addMessage({ dialevalAcked: ids })), []);
+  React.useEffect(() => onRefused((ids, reason) => addMessage({ dialevalRefused: { ids, reason } })), []);
   const [state, updateState] = React.useReducer((old, update) => ({ ...old, ...update }), {});
   const [inactiveText, setInactiveText] = React.useState(null);
 
