@@ -76,13 +76,19 @@ class ArenaShared:
     """What every participant's world of one launch shares: the sampler, the prompts so far, the anonymity
     rule, the names shown, and which models keep failing."""
 
-    def __init__(self, sampler, dedup: DedupPolicy, rules: LeakRules, display_names: dict, clock=time.monotonic):
+    def __init__(self, sampler, dedup: DedupPolicy, rules: LeakRules, display_names: dict, clock=time.monotonic,
+                 adaptive: bool = False):
         self.sampler, self.dedup, self.rules, self.display_names = sampler, dedup, rules, dict(display_names)
+        self.adaptive = adaptive  # adaptive=true: the study stops taking battles once its ranking is certified
         self.prompts = PromptIndex(dedup.near_threshold)
         self.clock = clock
         self._lock = threading.Lock()
         self._failures: dict[str, int] = {}
         self._resting: dict[str, float] = {}
+
+    def enough(self) -> bool:
+        """Whether the study needs no more battles (adaptive=true, and the ranking it asks about is certified)."""
+        return self.adaptive and self.sampler.certified()
 
     def display_name(self, model: str) -> str:
         return str(self.display_names.get(model, model))
@@ -145,7 +151,7 @@ def build_shared(cfg) -> ArenaShared:
                            float(cfg.adaptive_alpha), args.seed)
     return ArenaShared(sampler, DedupPolicy(**dict(args.dedup)),
                        LeakRules(list(args.identity_words) or DEFAULT_WORDS, list(args.extra_identity_words)),
-                       dict(args.display_names))
+                       dict(args.display_names), adaptive=bool(cfg.get("adaptive")))
 
 
 def shared_state(cfg) -> Any:

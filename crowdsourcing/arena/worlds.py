@@ -13,13 +13,14 @@ the page adds one.
 """
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from contextlib import contextmanager
 
 from parlai_dialeval.crowdsourcing.arena.protocol import SIDES, VOTE_FIRST, ArenaError, ArenaSession, battle_outcome
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
-from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld
+from parlai_dialeval.crowdsourcing.platform.session_world import SYSTEM_ID, SessionWorld
 
 RECORD_FILE = "dialeval_arena.json"
 BATTLE_FAILED = ("Sorry, one of the two models stopped working, so this battle ends here and its votes are not "
@@ -78,9 +79,10 @@ class ArenaWorld(SessionWorld):
         mephisto_agent = getattr(self.agent, "mephisto_agent", None)
         return mephisto_agent.get_worker().worker_name if mephisto_agent is not None else "local"
 
-    def _send(self, **extra) -> None:
+    def _send(self, stored: bool = False, **extra) -> None:
+        """The page's state; ``stored``: the record was just saved, so it is not written again."""
         session, battle = self.session, self.session.battle
-        early = self.arena.sampler.certified()
+        early = self.arena.enough()
         shown = battle if battle is not None and (battle["status"] == "open" or session.phase == "revealed") else None
         state = {"phase": session.phase, "battle": len(session.battles) if shown else len(session.battles) + 1,
                  "battles_done": len(session.ended), "min_battles": session.min_battles,
@@ -92,7 +94,11 @@ class ArenaWorld(SessionWorld):
                  "can_continue": session.can_continue(), "certified": early, "streaming_a": None, "streaming_b": None,
                  "finished_a": None, "finished_b": None, "warning": None}
         state.update(extra)
-        self.observe_state(state)
+        if stored:
+            self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
+                **state, "max_message_chars": self.limits.max_message_chars}})
+        else:
+            self.observe_state(state)
 
     @staticmethod
     def _blind(turn: dict) -> dict:
@@ -120,9 +126,9 @@ class ArenaWorld(SessionWorld):
             elif action == "end":
                 self._end_battle()
             elif action == "finish":
-                self.session.finish(early=self.arena.sampler.certified())
+                self.session.finish(early=self.arena.enough())
                 self._finish("complete")
-                self._send()
+                self._send(stored=True)
             else:
                 raise ArenaError(UNREADABLE_ACTION)
         except (ArenaError, Refused) as refusal:
@@ -140,13 +146,13 @@ class ArenaWorld(SessionWorld):
             raise ArenaError(VOTE_FIRST)
         self._keep_integrity(session.battle["turns"][-1], data)
         self.save_and_confirm()  # stored and shown as sent before the replies, which may take a minute
-        self._send(phase="answering")
+        self._send(stored=True, phase="answering")
         self._answer()
 
     def _open(self, text: str) -> None:
         session = self.session
-        if not session.can_start(self.arena.sampler.certified()):
-            raise ArenaError(CERTIFIED if self.arena.sampler.certified() else
+        if not session.can_start(self.arena.enough()):
+            raise ArenaError(CERTIFIED if self.arena.enough() else
                              ALL_BATTLES.format(battles=session.max_battles))
         decision, match = self.arena.dedup.decide(*self.arena.prompts.find(text, self.worker_name()))
         if decision == "refuse":
@@ -184,13 +190,11 @@ class ArenaWorld(SessionWorld):
         for name in battle["models"].values():
             self.arena.model_failed(name)
         self.session.end_battle("failed", error)
-        self.save()
         self._send(warning=BATTLE_FAILED)
 
     def _vote(self, data: dict) -> None:
         turn = self.session.vote(data.get("choice"))
         self._keep_integrity(turn["vote"], data)
-        self.save()
         self._send()
 
     def _end_battle(self) -> None:
@@ -198,7 +202,6 @@ class ArenaWorld(SessionWorld):
         outcome = battle_outcome(battle)
         if outcome is not None and not (battle.get("duplicate") or {}).get("void"):
             self.arena.sampler.add_battle(battle["models"]["a"], battle["models"]["b"], outcome, battle["id"])
-        self.save()
         self._send()
 
     @staticmethod
@@ -213,7 +216,7 @@ class ArenaWorld(SessionWorld):
         """The saved session after a crash: a battle waiting for replies is answered by fresh bots given their
         side's conversation so far; one waiting for a vote shows the same replies again."""
         session = self.session
-        session.battles, session.phase = record["battles"], record["phase"]
+        session.battles, session.phase = copy.deepcopy(record["battles"]), record["phase"]
         battle = session.battle
         if battle is not None and battle["status"] == "open":
             self.bots = {side: self.pool.new_bot(battle["models"][side]) for side in SIDES}
@@ -223,7 +226,7 @@ class ArenaWorld(SessionWorld):
         if session.phase == "done":
             self._finish("complete")
         elif session.phase == "answering":
-            self._send(phase="answering")
+            self._send(stored=True, phase="answering")
             self._answer()
         else:
             if session.phase == "vote":

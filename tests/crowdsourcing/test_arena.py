@@ -233,3 +233,60 @@ def test_a_model_that_names_its_maker_has_its_battles_voided_and_counted_by_anal
     assert "leaky" not in rankings and "plain-1" in rankings
     report = (out / "report.html").read_text()
     assert f"Left out {len(leaky)} votes of battles where a reply named its model or maker" in report
+
+
+def arena_script():
+    return [message("Tell me about owls"), act("vote", choice="a"), message("and their eyes?"),
+            act("vote", choice="both_bad"), act("end"), message("How do bees make honey"), act("vote", choice="tie"),
+            act("end"), act("finish")]
+
+
+def test_hostile_acts_between_honest_ones_change_nothing_exported(tmp_path, monkeypatch):
+    """test_hostile_participants' check on the arena: every hostile act refused with a line on the page, and the
+    session exports exactly what the same session without them exports."""
+    from . import test_hostile_participants as hostile
+
+    monkeypatch.setitem(hostile.WORLDS, "arena", (lambda path: arena_world(path, min_battles=2)[:2], arena_script))
+    hostile.test_hostile_acts_between_honest_ones_change_nothing_exported("arena", tmp_path)
+
+
+def test_the_prompt_is_stored_and_confirmed_before_the_models_are_asked(tmp_path, monkeypatch):
+    from parlai_dialeval.crowdsourcing.platform import session_world
+
+    world, agent, _ = arena_world(tmp_path)
+    confirmed = []
+
+    def confirm(mephisto_agent):
+        stored = json.loads((tmp_path / RECORD_FILE).read_text())
+        confirmed.append({"turn": stored["battles"][-1]["turns"][-1], "seen": len(agent.seen)})
+
+    monkeypatch.setattr(session_world, "acknowledge_taken", confirm)
+    run_acts(world, agent, [message("a prompt the participant typed")], Clock(), spacing=5)
+    assert confirmed and confirmed[0]["turn"]["prompt"] == "a prompt the participant typed"
+    assert confirmed[0]["turn"]["replies"] is None  # stored before any reply
+    shown = next(i for i, m in enumerate(agent.seen) if (m.get("task_data") or {}).get("phase") == "answering")
+    replies = next(i for i, m in enumerate(agent.seen) if (m.get("task_data") or {}).get("phase") == "vote")
+    assert confirmed[0]["seen"] <= shown < replies  # the page shows the prompt as sent before the replies come
+    assert agent.seen[shown]["task_data"]["turns"][-1] == {"prompt": "a prompt the participant typed", "vote": None,
+                                                          "replies": None}
+
+
+def test_after_a_relaunch_the_session_goes_on_where_it_stopped(tmp_path):
+    world, agent, arena = arena_world(tmp_path / "before")
+    run_acts(world, agent, [message("first question"), act("vote", choice="b"), message("second question")],
+             Clock(), spacing=5)
+    waiting_vote = json.loads((tmp_path / "before" / RECORD_FILE).read_text())
+    assert waiting_vote["phase"] == "vote"
+    again, agent_again, _ = arena_world(tmp_path / "after")
+    again._carry_on(waiting_vote)  # what SessionWorld does with the record platform/resume.py hands it
+    shown = states(agent_again)[-1]
+    assert shown["phase"] == "vote" and [t["prompt"] for t in shown["turns"]] == ["first question", "second question"]
+    assert shown["turns"][-1]["replies"]["a"]["text"] == "second question"  # the same replies, not asked again
+    run_acts(again, agent_again, [act("vote", choice="a"), act("end"), act("finish")], Clock(), spacing=5)
+    votes = [r for r in exported(tmp_path / "after") if r["type"] == "comparison"]
+    assert [v["choice"] for v in votes] == ["b", "a"] and again.episode_done()
+    # stopped while the models were answering: fresh bots answer the stored prompt
+    waiting_vote["phase"], waiting_vote["battles"][-1]["turns"][-1]["replies"] = "answering", None
+    third, agent_third, _ = arena_world(tmp_path / "third")
+    third._carry_on(waiting_vote)
+    assert states(agent_third)[-1]["phase"] == "vote"
