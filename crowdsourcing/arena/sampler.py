@@ -27,6 +27,7 @@ class ArenaSampler:
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self.battles_counted = 0
+        self._ranking: tuple[int, list[str]] | None = None  # (battles counted, the ranking then): a fit per change
 
     def probabilities(self) -> dict[tuple[str, str], float]:
         with self._lock:
@@ -35,7 +36,14 @@ class ArenaSampler:
     def _probabilities(self):
         if self.kind == "uniform":
             return pair_sampling.uniform(self.ledger.models)
-        return pair_sampling.informative(self.ledger, self.target, self.explore)
+        return pair_sampling.informative(self.ledger, self.target, self.explore, self._current_ranking())
+
+    def _current_ranking(self) -> list[str]:
+        from parlai_dialeval.adaptive.allocation import current_ranking
+
+        if self._ranking is None or self._ranking[0] != self.battles_counted:
+            self._ranking = (self.battles_counted, current_ranking(self.ledger))
+        return self._ranking[1]
 
     def draw(self, exclude: frozenset = frozenset()) -> tuple[tuple[str, str], float, float]:
         """(the pair, its probability, the battle's weight); ``exclude``: models not to draw (a failing
@@ -57,20 +65,17 @@ class ArenaSampler:
 
     def certified(self) -> bool:
         with self._lock:
-            return self.battles_counted > 0 and pair_sampling.certified(self.ledger, self.target)
+            return self.battles_counted > 0 and pair_sampling.certified(self.ledger, self.target,
+                                                                        self._current_ranking())
 
     def ranking(self) -> list[str]:
-        from parlai_dialeval.adaptive.allocation import current_ranking
-
         with self._lock:
-            return current_ranking(self.ledger)
+            return list(self._current_ranking())
 
     def snapshot(self) -> dict:
         """The evidence as the dashboard's adaptive view reads it (a consistent copy)."""
-        from parlai_dialeval.adaptive.allocation import current_ranking
-
         with self._lock:
-            return {"ledger": self.ledger.to_json(), "ranking": current_ranking(self.ledger),
+            return {"ledger": self.ledger.to_json(), "ranking": list(self._current_ranking()),
                     "judgments": self.battles_counted}
 
     def describe(self) -> dict:

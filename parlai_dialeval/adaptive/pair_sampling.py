@@ -27,21 +27,23 @@ def uniform(models: list[str]) -> dict[Pair, float]:
     return {pair: 1 / len(pairs) for pair in pairs}
 
 
-def target_pairs(ledger: Ledger, target: str) -> list[Pair]:
-    """The pairs the asked ranking still needs settled (none: it is certified)."""
+def target_pairs(ledger: Ledger, target: str, ranking: list[str] | None = None) -> list[Pair]:
+    """The pairs the asked ranking still needs settled (none: it is certified); ``ranking``: the current one
+    (``allocation.current_ranking``), when the caller has it."""
+    ranking = ranking or current_ranking(ledger)
     if target == "full":
-        return unresolved_adjacent(ledger)
-    leader = current_ranking(ledger)[0]
+        return unresolved_adjacent(ledger, ranking)
+    leader = ranking[0]
     return [(leader, m) for m in ledger.models if m != leader and not ledger.beats(leader, m)]
 
 
-def certified(ledger: Ledger, target: str) -> bool:
+def certified(ledger: Ledger, target: str, ranking: list[str] | None = None) -> bool:
     """Whether the asked ranking is certified: ``top``, the leader beats every other model head to head at the
     ledger's threshold; ``full``, every adjacent pair of the current ranking is settled that way."""
+    ranking = ranking or current_ranking(ledger)
     if target == "full":
-        ranking = current_ranking(ledger)
         return all(ledger.beats(a, b) for a, b in zip(ranking, ranking[1:]))
-    return not target_pairs(ledger, "top")
+    return not target_pairs(ledger, "top", ranking)
 
 
 def _z_after_one_more(ledger: Ledger, pair: Pair) -> float:
@@ -49,13 +51,14 @@ def _z_after_one_more(ledger: Ledger, pair: Pair) -> float:
     return abs(record.mean - 0.5) * np.sqrt(record.n + 1) / 0.5
 
 
-def informative(ledger: Ledger, target: str = "top", explore: float = 0.2) -> dict[Pair, float]:
+def informative(ledger: Ledger, target: str = "top", explore: float = 0.2,
+                ranking: list[str] | None = None) -> dict[Pair, float]:
     """Each pair's probability (see the module docstring); uniform once nothing is left to settle."""
     if not 0 < explore <= 1:
         raise ValueError(f"explore={explore}: expected a share in (0, 1] (every pair needs a chance)")
     pairs = all_pairs(ledger.models)
     canonical = {frozenset(p): p for p in pairs}
-    targets = [canonical[frozenset(p)] for p in target_pairs(ledger, target)]
+    targets = [canonical[frozenset(p)] for p in target_pairs(ledger, target, ranking)]
     if not targets:
         return uniform(ledger.models)
     probability = {pair: explore / len(pairs) for pair in pairs}
