@@ -72,9 +72,8 @@ def bias(studies: int, in_flight: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--studies", type=int, default=40)
-    parser.add_argument("--bias-studies", type=int, default=100)
-    parser.add_argument("--in-flight", type=int, default=20)
+    for name, default in (("--studies", 40), ("--bias-studies", 100), ("--in-flight", 20)):
+        parser.add_argument(name, type=int, default=default)
     args = parser.parse_args()
     print(f"# {platform.node()}: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
     start = time.time()

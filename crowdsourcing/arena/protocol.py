@@ -96,10 +96,11 @@ class ArenaSession:
         self.battle["turns"].append({"prompt": prompt, "time": time.time(), "replies": None, "vote": None})
         self.phase = "answering"
 
-    def answer(self, bots: dict, stream=None, leaks=None) -> dict:
+    def answer(self, bots: dict, stream=None, leaks=None, finished=None) -> dict:
         """Both models' replies to the battle's last prompt, at once: ``bots`` side -> ParlAI agent holding its
         own side's conversation; ``stream(side, bot)`` a context manager around each reply (the page's display);
-        ``leaks(text) -> [words]`` the anonymity rule. A failing model raises after the other has finished."""
+        ``finished(side, text)`` is told each whole reply as it ends; ``leaks(text) -> [words]`` the anonymity
+        rule. A failing model raises after the other has finished."""
         battle = self.battle
         turn = battle["turns"][-1]
 
@@ -107,7 +108,10 @@ class ArenaSession:
             bot = bots[side]
             bot.observe({"id": "human", "text": turn["prompt"], "episode_done": False})
             with stream(side, bot) if stream else nullcontext():
-                return bot.act()
+                act = bot.act()
+            if finished:
+                finished(side, str(act.get("text", "")))
+            return act
 
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="arena-reply") as pool:
             futures = {side: pool.submit(reply, side) for side in SIDES}

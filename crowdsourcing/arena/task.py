@@ -182,17 +182,15 @@ def shared_state(cfg) -> Any:
 
 @guard_units
 def export(units, task_name: str) -> ExportReport:
-    study = task_name
-    records, notes, policy = [], [], None
-    for unit in units:
-        record = unit.files.get(RECORD_FILE)
-        if record is None:
-            notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no arena record")
-            continue
-        policy = policy or record.get("policy")
-        records += arena_export.unit_records(record, study=study, task_name=task_name, worker_id=unit.worker_id,
-                                             assignment_id=unit.assignment_id, submission=unit.submission)
-    head = [arena_export.study_record(study, policy or {})] if records else []
+    saved = [(unit, unit.files.get(RECORD_FILE)) for unit in units]
+    notes = [f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no arena record"
+             for unit, record in saved if record is None]
+    saved = [(unit, record) for unit, record in saved if record is not None]
+    records = [r for unit, record in saved for r in arena_export.unit_records(
+        record, study=task_name, task_name=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
+        submission=unit.submission)]
+    policy = next((record["policy"] for _, record in saved if record.get("policy")), {})
+    head = [arena_export.study_record(task_name, policy)] if records else []
     return ExportReport(records=head + records, notes=notes)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from contextlib import contextmanager
 
 from parlai_dialeval.crowdsourcing.arena.protocol import SIDES, VOTE_FIRST, ArenaError, ArenaSession, battle_outcome
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
@@ -168,13 +167,13 @@ class ArenaWorld(SessionWorld):
         self.bots = {side: self.pool.new_bot(name) for side, name in zip(SIDES, models)}
 
     def _answer(self) -> None:
-        @contextmanager
         def stream(side, bot):
-            with self.streaming(bot, key=f"streaming_{side}"):
-                yield
-            self.show({f"finished_{side}": True})  # the page says which side is done; the vote waits for both
+            return self.streaming(bot, key=f"streaming_{side}")
 
-        done = self.bot_turn(lambda: self.session.answer(self.bots, stream, self.arena.rules.names))
+        def finished(side, text):  # the page shows a whole reply while the other comes; the vote waits for both
+            self.show({f"streaming_{side}": text, f"finished_{side}": True})
+
+        done = self.bot_turn(lambda: self.session.answer(self.bots, stream, self.arena.rules.names, finished))
         if done is not None:
             for name in self.session.battle["models"].values():
                 self.arena.model_worked(name)

@@ -202,7 +202,14 @@ def test_weighted_arena_votes_match_fastchats_own_weighted_fit(fastchat, fake_se
     votes = [r for r in records if r["type"] == "comparison"]
     weights = np.array([v["weight"] for v in votes])
     assert weights.min() < 0.5 < 2 < weights.max()  # the informative sampler's draws are uneven
-    rankings, _ = analyse(tmp_path, records, "informative")
+    # analyze_pairwise's own ranking code on the export as read back (the command itself runs in the test above)
+    from parlai_dialeval.analysis.pairwise import with_sections
+    from parlai_dialeval.analysis.rankings import rankings as rank
+    from parlai_dialeval.data import read_jsonl
+
+    path = tmp_path / "informative.jsonl"
+    write_jsonl(records, path)
+    rankings = rank(with_sections(read_jsonl([path]).comparisons), rounds=0)
     battles = battles_frame(votes)
     matchups, models = fastchat.get_matchups_models(battles)
     outcomes = np.where(battles["winner"] == "model_a", 1.0, np.where(battles["winner"] == "model_b", 0.0, 0.5))

@@ -60,15 +60,15 @@ function Turn({ turn, index, live }) {
             <h2 className="h6">{sideName(side)}</h2>
             {turn.replies ? (
               <Reply side={side} reply={turn.replies[side]} />
-            ) : live ? (
+            ) : live && live["finished_" + side] ? (
               <div>
-                <StreamingReply streaming={live["streaming_" + side] ?? ""} otherName={sideName(side)} testId={"streaming-" + side} />
-                {live["finished_" + side] ? (
-                  <p className="dialeval-note" data-testid={"finished-" + side}>
-                    {t("arena.side_finished", { name: sideName(side) })}
-                  </p>
-                ) : null}
+                <Reply side={side} reply={{ text: live["streaming_" + side] || "", cut: false }} />
+                <p className="dialeval-note" data-testid={"finished-" + side}>
+                  {t("arena.side_finished", { name: sideName(side) })}
+                </p>
               </div>
+            ) : live ? (
+              <StreamingReply streaming={live["streaming_" + side] ?? ""} otherName={sideName(side)} testId={"streaming-" + side} />
             ) : null}
           </div>
         ))}
@@ -194,6 +194,7 @@ function ArenaApp() {
           maxLength={state.max_message_chars}
           busy={!open}
           queue
+          queuedNote={t("arena.queued")}
           onSend={(text) => sendAction({ action: "message" }, text)}
         />
       ) : null}
