@@ -60,7 +60,6 @@ class ArenaWorld(SessionWorld):
         super().__init__(opt, agent, models=["arena"])
         self.session = ArenaSession(opt["min_battles"], opt["max_battles"], opt["max_turns"])
         self.bots: dict = {}
-        self.failing: set = set()
         self._display = threading.Lock()  # the two replies' streams reach the page one update at a time
         if self.saved is not None:
             self._carry_on(self.saved["record"])

@@ -206,7 +206,7 @@ def test_a_model_that_names_its_maker_has_its_battles_voided_and_counted_by_anal
               "plain-1": {"replies": ["Here is a plain answer."]}, "plain-2": {"replies": ["Another plain answer."]}}
     with FakeOpenAI(script) as fake:
         endpoint = {name: {"opt": {"model": "dialeval:openai_chat", "base_url": fake.base_url, "endpoint_model": name,
-                                   "request_timeout": 10}} for name in script}
+                                   "request_timeout": 10, "system_prompt": "SECRET INSTRUCTIONS"}} for name in script}
         world, agent, arena = arena_world(tmp_path, models=endpoint, min_battles=6, max_battles=6, max_turns=1, seed=3)
         prompts = ["Name a river", "Suggest a dinner", "Explain rainbows", "A fact about Mars", "Plan a picnic",
                    "Describe a violin"]
@@ -214,6 +214,10 @@ def test_a_model_that_names_its_maker_has_its_battles_voided_and_counted_by_anal
         for number, prompt in enumerate(prompts):
             acts += [message(prompt), act("vote", choice="ab"[number % 2]), act("end")]
         run_acts(world, agent, acts + [act("finish")], Clock(), spacing=5)
+        system_prompts = [request["messages"][0] for request in fake.requests
+                          if any(m.get("content") in prompts for m in request.get("messages") or [])]
+    assert system_prompts and all(m == {"role": "system", "content": "SECRET INSTRUCTIONS"} for m in system_prompts)
+    assert "SECRET INSTRUCTIONS" not in json.dumps(agent.seen)  # the models had it; the page never did
     records = [arena_export.study_record("arena_study", {})] + exported(tmp_path)
     votes = [r for r in records if r["type"] == "comparison"]
     leaky = [v for v in votes if "leaky" in (v["model_a"], v["model_b"])]

@@ -137,8 +137,11 @@ def test_arena_with_a_real_streaming_model_against_an_offline_bot(real_server, t
     assert [v.get("tie_kind") for v in votes].count("both_bad") == 1 and len(votes) == 4
     assert {frozenset((v["model_a"], v["model_b"])) for v in votes} == {frozenset(("model_a", "retrieval"))}
     assert all(v["sampling_probability"] == 1.0 and v["weight"] == 1.0 for v in votes)
-    page_data = (tmp_path / "mephisto").rglob("agent_data.json")
-    assert not any("Answer in a few sentences" in p.read_text() for p in page_data)  # the system prompt never left
+    # what Mephisto kept of the messages each page was sent (a ParlAI-chat agent's state.json) holds the prompts
+    # but never a model's system prompt
+    page_data = [path.read_text() for path in (tmp_path / "mephisto").rglob("state.json")]
+    assert any("small black cat" in text for text in page_data)
+    assert not any("Answer in a few sentences" in text for text in page_data)
     report = tmp_path / "report"
     dialeval("analyze_pairwise", "--data", str(out), "--out", str(report), "--bootstrap-rounds", "20")
     assert (report / "rankings.csv").read_text().count("\n") == 3  # header and the two models

@@ -124,3 +124,11 @@ def test_certification_of_the_asked_ranking(target):
         sampler.add_battle("x", "y", 1.0, f"xy{k}")
         sampler.add_battle("x", "z", 1.0, f"xz{k}")
     assert sampler.certified() == (target == "top")  # y vs z never met: the full order is not settled
+
+
+def test_the_overviews_win_rates_leave_voided_votes_out():
+    from parlai_dialeval.dashboard.summary import win_rates
+
+    records = arena_records(40)
+    counted = [r for r in records if r["type"] == "comparison" and not r.get("anonymity_leak")]
+    assert sum(row["wins_a"] + row["wins_b"] + row["ties"] for row in win_rates(records)) == len(counted) == 36
