@@ -67,7 +67,8 @@ def unit_records(record: dict, *, study: str, task_name: str, worker_id: str, as
                 comparison["duplicate_prompt"] = True
             if duplicate:
                 comparison["meta"]["duplicate"] = duplicate
-            if vote.get("integrity"):
-                comparison["meta"]["integrity"] = vote["integrity"]
+            for key, source in (("integrity", vote), ("prompt_integrity", turn)):  # how the page saw them made
+                if source.get("integrity"):
+                    comparison["meta"][key] = source["integrity"]
             out.append(comparison)
     return out

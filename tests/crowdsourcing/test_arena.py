@@ -170,13 +170,16 @@ def test_a_session_is_blind_until_each_battle_ends_and_exports_canonical_votes(t
 def test_the_page_asks_for_a_new_prompt_instead_of_a_repeated_one_and_the_study_voids_anothers(tmp_path):
     world, agent, arena = arena_world(tmp_path, max_battles=3)
     arena.prompts.add("earlier", "someone else", "Write a haiku about rain")
-    run_acts(world, agent, [message("What is 2+2?"), act("vote", choice="a"), act("end"),
+    first = {**message("What is 2+2?"), "task_data": {"action": "message", "integrity": {"pasted": True}}}
+    run_acts(world, agent, [first, act("vote", choice="a", integrity={"seconds_to_vote": 4}), act("end"),
                             message("what is 2 + 2"), message("Write a haiku about rain!"), act("vote", choice="b"),
                             act("end")], Clock(), spacing=5)
     warnings = [s["warning"] for s in states(agent) if s.get("warning")]
     assert warnings == ["You asked this (or nearly this) in an earlier battle: please write a new prompt."]
     votes = [r for r in exported(tmp_path) if r["type"] == "comparison"]
     assert [v.get("duplicate_prompt", False) for v in votes] == [False, True]
+    # the hook for the page's record of how answers were made: kept with the prompt and the vote, exported
+    assert votes[0]["meta"]["prompt_integrity"] == {"pasted": True} and votes[0]["meta"]["integrity"] == {"seconds_to_vote": 4}
     assert votes[1]["meta"]["duplicate"]["of"] == "earlier" and not votes[1]["meta"]["duplicate"]["same_participant"]
     assert arena.sampler.battles_counted == 1  # the void battle is not evidence
 
