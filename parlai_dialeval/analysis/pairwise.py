@@ -60,6 +60,39 @@ def binomial_ps(wins, losses) -> np.ndarray:
     return np.where(n > 0, p, np.nan)
 
 
+# Votes the collection kept and marked as void (the arena, docs/data_model.md): why each is left out.
+VOIDED = {"anonymity_leak": "votes of battles where a reply named its model or maker (anonymity_leak)",
+          "duplicate_prompt": "votes on a prompt the study already had (duplicate_prompt)"}
+
+
+def split_voided(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(comparisons without the votes marked void, how many were left out for each reason of VOIDED)."""
+    drop = pd.Series(False, index=comparisons.index)
+    counts = {}
+    for column, reason in VOIDED.items():
+        if column in comparisons:
+            marked = comparisons[column].eq(True) & ~drop
+            if marked.any():
+                counts[reason] = int(marked.sum())
+                drop |= marked
+    return (comparisons[~drop], counts) if counts else (comparisons, counts)
+
+
+def both_bad_counts(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Worker ties per question, unit and model pair (names in sorted order), and how many of them the worker
+    called "both bad" (``tie_kind``); ``comparisons`` with sections."""
+    worker = comparisons["choice"].eq("tie")
+    if "automatic" in comparisons:
+        worker &= ~comparisons["automatic"].eq(True)
+    ties = comparisons[worker]
+    low = np.minimum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    high = np.maximum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    both_bad = ties["tie_kind"].eq("both_bad") if "tie_kind" in ties else pd.Series(False, index=ties.index)
+    frame = pd.DataFrame({"question": ties["question"], "unit": ties["unit"], "model_a": low, "model_b": high,
+                          "ties": 1, "both_bad": both_bad.astype(int)})
+    return frame.groupby(SECTION + ["model_a", "model_b"], sort=False, as_index=False)[["ties", "both_bad"]].sum()
+
+
 def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """(comparisons without onboarding items, how many onboarding comparisons were set aside)."""
     onboarding = comparisons["onboarding"].eq(True) if "onboarding" in comparisons else None

@@ -45,13 +45,18 @@ def encode(comparisons: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray
     return list(names), a.astype(np.int64), b.astype(np.int64), outcome
 
 
-def deduplicate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique (a, b, outcome) rows (shape k x 3, sorted) and how often each occurs. Rows are counted as
-    one integer key each (outcome 0, 1/2, 1 -> 0, 1, 2): np.unique over rows sorts 3-column records,
-    about 20 times slower on a million votes."""
+def deduplicate(a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
+                weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Unique (a, b, outcome) rows (shape k x 3, sorted) and how often each occurs (the sum of the votes'
+    ``weights``, where given). Rows are counted as one integer key each (outcome 0, 1/2, 1 -> 0, 1, 2):
+    np.unique over rows sorts 3-column records, about 20 times slower on a million votes."""
     n = int(max(a.max(initial=0), b.max(initial=0))) + 1
     keys = (a.astype(np.int64) * n + b) * 3 + np.rint(outcome * 2).astype(np.int64)
-    unique, counts = np.unique(keys, return_counts=True)
+    if weights is None:
+        unique, counts = np.unique(keys, return_counts=True)
+    else:
+        unique, inverse = np.unique(keys, return_inverse=True)
+        counts = np.bincount(inverse, weights, len(unique))
     rows = np.column_stack([unique // 3 // n, unique // 3 % n, unique % 3 / 2]).astype(float)
     return rows, counts
 
@@ -100,21 +105,26 @@ def fit_bt_rounds(matrices: np.ndarray, alpha: float = BT_ALPHA, max_iter: int =
 
 
 def bradley_terry(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, rounds: int = 1000,
-                  ci: float = 0.95, seed: int = 0, progress: bool = False, clusters: np.ndarray | None = None):
+                  ci: float = 0.95, seed: int = 0, progress: bool = False, clusters: np.ndarray | None = None,
+                  weights: np.ndarray | None = None):
     """(strengths, ci_low, ci_high): maximum-likelihood log-strengths (mean 0) and percentile bootstrap
     intervals over ``rounds`` resamples. ``clusters`` (one label per vote; parlai_dialeval.analysis.
     clustering's rule) makes it a cluster bootstrap: whole clusters are resampled, since votes on one item
     are not independent. Without it, or where every cluster is one vote, the votes are resampled
-    (multinomial over deduplicated rows, the same distribution)."""
-    unique, counts = deduplicate(a, b, outcome)
+    (multinomial over deduplicated rows, the same distribution). ``weights`` (one per vote, e.g. the arena's
+    inverse sampling propensity) weigh each vote's likelihood; the bootstrap then resamples votes (or
+    clusters) with their weights."""
+    unique, counts = deduplicate(a, b, outcome, weights)
     strengths = fit_bt(win_matrix(unique, counts, n_models))
     if rounds <= 0:
         nan = np.full(n_models, np.nan)
         return strengths, nan, nan
     rng = np.random.default_rng(seed)
     codes = pd.factorize(np.asarray(clusters, dtype=object))[0] if clusters is not None else None
-    if codes is not None and codes.max(initial=-1) + 1 < len(codes):
-        draws = _cluster_draws(codes, a, b, outcome, n_models, rounds, rng)
+    if weights is not None and codes is None:
+        codes = np.arange(len(a))  # weighted votes differ: each is its own row of the bootstrap
+    if codes is not None and (weights is not None or codes.max(initial=-1) + 1 < len(codes)):
+        draws = _cluster_draws(codes, a, b, outcome, n_models, rounds, rng, weights)
     else:
         total = int(counts.sum())
         a_idx, b_idx, won = unique[:, 0].astype(int), unique[:, 1].astype(int), unique[:, 2]
@@ -141,14 +151,15 @@ def _vote_draws(chunk: np.ndarray, a_idx, b_idx, won, n_models: int) -> np.ndarr
     return matrices
 
 
-def _cluster_draws(codes: np.ndarray, a, b, outcome, n_models: int, rounds: int, rng):
+def _cluster_draws(codes: np.ndarray, a, b, outcome, n_models: int, rounds: int, rng, weights=None):
     """Win matrices of resampled clusters, 250 rounds at a time: each cluster's own win matrix (sparse,
-    clusters x models^2) weighted by how often a round drew it."""
+    clusters x models^2; its votes' ``weights`` applied) weighted by how often a round drew it."""
     from scipy.sparse import csr_matrix
 
     n_clusters = int(codes.max()) + 1
     cells = np.concatenate([a * n_models + b, b * n_models + a])
-    own = csr_matrix((np.concatenate([outcome, 1 - outcome]), (np.concatenate([codes, codes]), cells)),
+    w = np.ones(len(outcome)) if weights is None else np.asarray(weights, float)
+    own = csr_matrix((np.concatenate([outcome * w, (1 - outcome) * w]), (np.concatenate([codes, codes]), cells)),
                      shape=(n_clusters, n_models * n_models))
     for start in range(0, rounds, 250):
         size = min(250, rounds - start)
@@ -201,6 +212,15 @@ def vote_clusters(comparisons: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np
     return pd.factorize(key * (item.max(initial=0) + 1) + item)[0]
 
 
+def vote_weights(comparisons: pd.DataFrame) -> np.ndarray | None:
+    """Each worker vote's ``weight`` (1 where missing) in ``encode``'s order; None where every vote weighs 1."""
+    if "weight" not in comparisons:
+        return None
+    votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
+    weights = pd.to_numeric(votes["weight"], errors="coerce").fillna(1.0).to_numpy(float)
+    return None if np.all(weights == 1.0) else weights
+
+
 def components(a: np.ndarray, b: np.ndarray, n_models: int) -> np.ndarray:
     """Connected parts of the comparison graph, numbered 1.. from the largest: strengths from different
     parts are not comparable, since no vote links them."""
@@ -218,9 +238,11 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     pairwise.system_win_counts; ``ci``: the bootstrap intervals' confidence level).
 
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
-    largest; ``rank`` is within it). Where the bootstrap cannot vary (a part whose votes are all of one
+    largest; ``rank`` is within it), each vote weighted by its ``weight`` where the comparisons carry one
+    (TrueSkill and ``votes`` count votes). Where the bootstrap cannot vary (a part whose votes are all of one
     kind, e.g. a single vote or a one-sided pair) no interval is given and ``bt_note`` says why."""
     models, a, b, outcome = encode(comparisons)
+    weights = vote_weights(comparisons)
     if len(models) < 2:
         return pd.DataFrame(columns=RANKING_COLUMNS)
     clusters = vote_clusters(comparisons, a, b)
@@ -238,7 +260,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         rows = part[a] == label
         strength, low, high = bradley_terry(local[a[rows]], local[b[rows]], outcome[rows], len(members),
                                             rounds=rounds, ci=ci, seed=seed, progress=progress,
-                                            clusters=None if clusters is None else clusters[rows])
+                                            clusters=None if clusters is None else clusters[rows],
+                                            weights=None if weights is None else weights[rows])
         frame.loc[members, "bt_score"] = strength
         if len(deduplicate(a[rows], b[rows], outcome[rows])[1]) == 1:
             frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "

@@ -69,21 +69,22 @@ class StyleControlResult:
 
 def fit_bradley_terry(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_models: int,
                       covariates: np.ndarray | None = None, clusters: np.ndarray | None = None,
-                      start: np.ndarray | None = None, max_iter: int = 50) -> BTFit:
+                      start: np.ndarray | None = None, max_iter: int = 50, weights: np.ndarray | None = None) -> BTFit:
     """Logistic Bradley-Terry with covariates by Newton's method, with the cluster-robust (CR1) sandwich
     covariance statsmodels' GLM gives with cov_type="cluster" (tests/test_style_control.py checks both against
     it). Hand-written because statsmodels' GLM and Logit need the dense design: a million votes by 200 models
     is 1.6 GB. ``first``/``second``: model indices per vote; ``outcome``: 1, 1/2, 0 for ``first``;
     ``covariates``: votes x k differences; ``clusters``: a label per vote (None: each vote its own), split by
     model pair where one spans several (as the project's rule never does); ``start``: log-strengths to start
-    from (a raw fit's, for the controlled one)."""
+    from (a raw fit's, for the controlled one); ``weights``: one per vote, multiplying its log-likelihood and its
+    score in the sandwich (the arena's inverse sampling propensity)."""
     from threadpoolctl import threadpool_limits
 
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
     with threadpool_limits(1, user_api="blas"):
         return _fit(np.asarray(first, np.int64), np.asarray(second, np.int64), np.asarray(outcome, float),
                     n_models, np.zeros((len(outcome), 0)) if covariates is None else np.asarray(covariates, float),
-                    clusters, start, max_iter)
+                    clusters, start, max_iter, np.ones(len(outcome)) if weights is None else np.asarray(weights, float))
 
 
 def _gram(low: np.ndarray, high: np.ndarray, pair_weights: np.ndarray, cross: np.ndarray, features: np.ndarray,
@@ -99,7 +100,7 @@ def _gram(low: np.ndarray, high: np.ndarray, pair_weights: np.ndarray, cross: np
     return np.block([[laplacian[1:, 1:], by_model], [by_model.T, features.T @ features]])
 
 
-def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> BTFit:
+def _fit(first, second, y, m: int, features, clusters, start, max_iter: int, weights: np.ndarray) -> BTFit:
     from scipy.special import expit
 
     n, k = len(y), features.shape[1]
@@ -109,10 +110,10 @@ def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> 
         return strengths[first] - strengths[second] + features @ beta[m - 1:]
 
     def loglik(eta):
-        return float(np.sum(y * eta - np.logaddexp(0, eta)))
+        return float(np.sum(weights * (y * eta - np.logaddexp(0, eta))))
 
     def hessian(prob):
-        w = prob * (1 - prob)
+        w = weights * prob * (1 - prob)
         return _gram(first, second, w, w[:, None] * features, np.sqrt(w)[:, None] * features, m)
 
     beta = np.zeros(m - 1 + k)
@@ -122,7 +123,7 @@ def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> 
     current, converged = loglik(eta), False
     for _ in range(max_iter):
         prob = expit(eta)
-        residual = y - prob
+        residual = weights * (y - prob)
         gradient = np.concatenate([(np.bincount(first, residual, m) - np.bincount(second, residual, m))[1:],
                                    features.T @ residual])
         step = _solve(hessian(prob), gradient)
@@ -146,7 +147,7 @@ def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> 
     codes = np.arange(n) if clusters is None else pd.factorize(
         (low * m + high) * (int(given.max(initial=0)) + 1) + given)[0]
     groups = int(codes.max(initial=-1)) + 1
-    residual = y - prob
+    residual = weights * (y - prob)
     signed = np.bincount(codes, np.where(first == low, residual, -residual), groups)
     sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) if k else \
         np.zeros((groups, 0))
@@ -223,7 +224,7 @@ def _ranks(strengths: np.ndarray) -> np.ndarray:
 
 def bt_table(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, models: list[str], clusters,
              alpha: float, covariates: np.ndarray | None = None,
-             start: BTFit | None = None) -> tuple[pd.DataFrame, BTFit | None]:
+             start: BTFit | None = None, weights: np.ndarray | None = None) -> tuple[pd.DataFrame, BTFit | None]:
     """Per model (one connected part: the largest): votes, strength (mean 0), interval, rank, note; the fit
     (``start``: an earlier fit of the same votes to start from). Models outside the largest part have no
     strength (no vote links them to it)."""
@@ -244,7 +245,8 @@ def bt_table(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, models:
     fit = fit_bradley_terry(local[first[keep]], local[second[keep]], outcome[keep], len(members),
                             None if covariates is None else covariates[keep],
                             None if clusters is None else np.asarray(clusters)[keep],
-                            None if start is None else start.strengths)
+                            None if start is None else start.strengths,
+                            weights=None if weights is None else np.asarray(weights)[keep])
     low, high = fit.intervals(alpha)
     table.loc[members, "bt"], table.loc[members, "ci_low"], table.loc[members, "ci_high"] = fit.strengths, low, high
     table.loc[members, "rank"] = _ranks(fit.strengths)
@@ -322,6 +324,7 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
     ACUTE / PW-Dialog votes); ``user_covariates``: item_id, model and one numeric column per covariate
     (docs/pairwise_analysis.md, "Style control"); ``features``: the built-in covariates to use."""
     from parlai_dialeval.analysis.pairwise import SECTION, with_sections
+    from parlai_dialeval.analysis.rankings import vote_weights
     frame = comparisons if "unit" in comparisons else with_sections(comparisons)
     if "automatic" in frame:
         frame = frame[~frame["automatic"].eq(True)]
@@ -343,9 +346,10 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
         varied = [c for c, spread in zip(diffs.columns, sd) if spread > 0]
         models, first, second, outcome = encode_votes(part)
         clusters = vote_cluster_codes(part, first, second, len(models))
-        raw, raw_fit = bt_table(first, second, outcome, models, clusters, alpha)
+        weights = vote_weights(part)
+        raw, raw_fit = bt_table(first, second, outcome, models, clusters, alpha, weights=weights)
         styled, fit = bt_table(first, second, outcome, models, clusters, alpha,
-                               diffs[varied].to_numpy() if varied else None, raw_fit)
+                               diffs[varied].to_numpy() if varied else None, raw_fit, weights=weights)
         table = raw.rename(columns={"bt": "bt_raw", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high",
                                     "rank": "rank_raw"})
         for column, new in (("bt", "bt_style"), ("ci_low", "style_ci_low"), ("ci_high", "style_ci_high"),

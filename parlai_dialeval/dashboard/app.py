@@ -166,6 +166,10 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
             session["error"] = str(failure)
         return redirect(url_for("participant", worker=action["worker"]))
 
+    @app.route("/leaderboard")
+    def leaderboard():
+        return page("dashboard_leaderboard.html", board=source.leaderboard(), read_at=time.time(), refresh=refresh)
+
     @app.route("/plot/certify.png")
     def certify_png():
         from parlai_dialeval.dashboard.adaptive_view import certify_plot

@@ -47,6 +47,7 @@ class TaskSource:
         self._records: list[dict] = []
         self._history: list[tuple[float, int, int]] = []  # (time, units done, in flight) at each snapshot
         self._charts: dict[str, tuple[object, str | None]] = {}  # chart -> (its figures, its SVG), redrawn on change
+        self._board: tuple[int, dict] | None = None  # (the votes it was computed from, the leaderboard)
         # one handle for the dashboard's life: Mephisto keeps a SQLite connection per handle and thread
         self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
 
@@ -104,6 +105,18 @@ class TaskSource:
             if record["type"] == "rating" and record.get("worker_id") == worker:
                 ratings.setdefault(record["conversation_id"], []).append(record)
         return [r for r in records if r["type"] in ("conversation", "comparison") and r.get("worker_id") == worker], ratings
+
+    def leaderboard(self) -> dict:
+        """dashboard/leaderboard.py over the newest snapshot's records, computed again only when they changed."""
+        from parlai_dialeval.dashboard.leaderboard import leaderboard
+
+        records = self.records()
+        key = hash(tuple((r.get("item_id"), r.get("turn_index"), r.get("worker_id"), r.get("choice"), r.get("unverified"))
+                         for r in records if r["type"] == "comparison"))
+        with self._lock:
+            if self._board is None or self._board[0] != key:
+                self._board = (key, leaderboard(records))
+            return self._board[1]
 
     def on_prolific(self) -> bool:
         from parlai_dialeval.providers.prolific.common import PROVIDER_TYPE, datastore

@@ -309,12 +309,16 @@ def bot_means(records: list[dict], alpha: float = 0.05) -> list[dict]:
 
 def win_rates(records: list[dict], alpha: float = 0.05) -> list[dict]:
     """Per pair (names sorted): wins of each, ties, and the first's win rate among decided comparisons with
-    its Wilson interval (statsmodels); worker comparisons only (no onboarding, no automatic ties)."""
+    its Wilson interval (statsmodels); worker comparisons only (no onboarding, no automatic ties, none the arena
+    voided: analysis.pairwise.VOIDED)."""
     from statsmodels.stats.proportion import proportion_confint
+
+    from parlai_dialeval.analysis.pairwise import VOIDED
 
     table: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for record in records:
-        if record["type"] != "comparison" or record.get("onboarding") or record.get("automatic"):
+        if record["type"] != "comparison" or record.get("onboarding") or record.get("automatic") or any(
+                record.get(column) for column in VOIDED):
             continue
         first, second = sorted((record["model_a"], record["model_b"]))
         chosen = {"a": record["model_a"], "b": record["model_b"]}.get(record.get("choice"))

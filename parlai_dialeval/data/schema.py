@@ -11,6 +11,7 @@ from dataclasses import dataclass
 FORMAT_VERSION = "1.0"
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
 CHOICES = ("a", "b", "tie")
+TIE_KINDS = ("tie", "both_bad")
 CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
 # what became of the assignment (HIT) holding a conversation: only a submitted one is the worker's finished work
 SUBMISSIONS = ("submitted", "working", "returned", "disconnected", "timed_out")
@@ -108,6 +109,15 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "adaptive launch with a judge: the probability with which this item was drawn from its pair's pool"),
         Field("draw_pool_size", INT, False, "adaptive launch with a judge: items in that pool (N)"),
         Field("draw_floor", NUM, False, "adaptive launch with a judge: the pool's smallest N x draw probability"),
+        # the arena (crowdsourcing/arena): optional, so files without them read as before
+        Field("weight", NUM, False, "the vote's weight in the Bradley-Terry fits (default 1; the arena's inverse "
+                                    "sampling propensity, so an adaptive draw of pairs stays unbiased)"),
+        Field("sampling_probability", NUM, False, "arena: the probability with which this battle's model pair was drawn"),
+        Field("tie_kind", STR, False, "for a tie: tie (both equally good) | both_bad (neither is good)"),
+        Field("anonymity_leak", BOOL, False, "true: a reply named its model or maker; analyses leave the vote out "
+                                             "and count it"),
+        Field("duplicate_prompt", BOOL, False, "true: the battle's prompt repeats an earlier one of the study (the "
+                                               "arena's policy voids it); analyses leave the vote out and count it"),
         UNVERIFIED,
     ),
 }
@@ -164,6 +174,7 @@ FILE_REQUIRED = ("format_version",)
 
 ENUMS = {
     ("comparison", "choice"): CHOICES,
+    ("comparison", "tie_kind"): TIE_KINDS,
     ("rating", "scale"): SCALE_TYPES,
     ("conversation", "status"): CONVERSATION_STATUSES,
     ("conversation", "submission"): SUBMISSIONS,

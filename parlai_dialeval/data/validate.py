@@ -111,6 +111,8 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
               "nothing about either)", value_column=second)
     if record_type == "rating":
         _check_rating_values(frame)
+    if record_type == "comparison":
+        _check_weights(frame)
     if record_type == "conversation":
         _check_models(frame)
         if "turns" not in proven:  # the columnar reader proved every turn plain
@@ -121,6 +123,19 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     if column not in frame.columns:
         return np.full(len(frame), np.nan)
     return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+
+
+def _check_weights(frame: pd.DataFrame) -> None:
+    """A weight is a finite number above 0, a sampling probability one in (0, 1], a tie kind only on a tie."""
+    weight = _numbers(frame, "weight")
+    _fail(frame, ~np.isnan(weight) & ~(np.isfinite(weight) & (weight > 0)), "not a positive finite weight",
+          field="weight", expected="a number above 0 (1 = an ordinary vote)", value_column="weight")
+    probability = _numbers(frame, "sampling_probability")
+    _fail(frame, ~np.isnan(probability) & ~((probability > 0) & (probability <= 1)), "not a probability",
+          field="sampling_probability", expected="a number in (0, 1]", value_column="sampling_probability")
+    if "tie_kind" in frame.columns:
+        _fail(frame, (frame["tie_kind"].notna() & frame["choice"].ne("tie")).to_numpy(), "a tie kind on a vote that "
+              "is not a tie", field="tie_kind", expected="no tie_kind where choice is a or b", value_column="tie_kind")
 
 
 def _check_rating_values(frame: pd.DataFrame) -> None:

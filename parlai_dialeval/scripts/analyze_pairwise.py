@@ -74,8 +74,10 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
+    comparisons, voided = pairwise.split_voided(comparisons)
     automatic = int(comparisons["automatic"].eq(True).sum()) if "automatic" in comparisons else 0
-    log(f"{len(comparisons)} comparisons ({automatic} automatic ties); {onboarding} onboarding excluded")
+    log(f"{len(comparisons)} comparisons ({automatic} automatic ties); {onboarding} onboarding excluded"
+        + "".join(f"; left out {n} {why}" for why, n in voided.items()))
     if comparisons.empty:
         raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
     comparisons = pairwise.with_sections(comparisons)
@@ -93,6 +95,10 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     for reason, count in (left_out or {}).items():
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
     summary["left_out"] = left_out or {}
+    for reason, count in voided.items():
+        report.warn(f"Left out {count} {reason}: kept in the data, not counted here.")
+    summary["voided"] = voided
+    _report_both_bad(report, comparisons, summary)
     tables["provisional"] = _provisional(comparisons, config)
     _report(report, tables, summary, config, worker_checks)
     style_option.pairwise_section(report, comparisons, config, conversation_style, tables, summary)
@@ -103,6 +109,18 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         _judge_section(comparisons, judge, tables, summary, config, report)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
+
+
+def _report_both_bad(report: Report, comparisons: pd.DataFrame, summary: dict) -> None:
+    """Ties the worker called "both bad" (the arena's tie_kind): counted as ties everywhere, reported apart."""
+    if "tie_kind" not in comparisons or not comparisons["tie_kind"].notna().any():
+        return
+    counts = pairwise.both_bad_counts(comparisons)
+    summary["both_bad"] = counts.to_dict(orient="records")
+    report.heading("Ties and \"both bad\"")
+    report.text("A worker may call a pair a tie (both equally good) or \"both bad\"; every statistic above counts "
+                "either as a tie (tie_kind tells them apart in the data). Per question, unit and pair:")
+    report.table(counts)
 
 
 def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> None:

@@ -38,12 +38,13 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     fixed-look PPI++ intervals) or None."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.adaptive.certification_plots import interval_plot
-    from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
+    from parlai_dialeval.analysis.pairwise import split_onboarding, split_voided, with_sections
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
 
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
+    comparisons, voided = split_voided(comparisons)
     comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config)
     pairs = certify(comparisons, config.alpha)
     if pairs.empty:
@@ -64,6 +65,8 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                 "random draw); where a few workers give most votes and have their own taste for a model, a claim "
                 "about the population of workers is not covered (analyze_pairwise's p_two_way allows for it; "
                 "docs/adaptive_evaluation.md, \"Workers\").")
+    for reason, count in voided.items():
+        report.warn(f"Left out {count} {reason}: kept in the data, not counted here.")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
@@ -88,7 +91,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
         tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
     outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections,
-                                                              **robustness}},
+                                                              "voided": voided, **robustness}},
                       report=report)
     return {"pairs": pairs, "sections": sections, "written": outputs.write(out), **tables}
 

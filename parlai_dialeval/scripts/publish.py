@@ -110,7 +110,7 @@ def headline(data, alpha: float) -> list[str]:
     from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION
     from parlai_dialeval.analysis.pairwise_result import win_rate_table
 
-    comparisons, _ = pairwise.split_onboarding(data.comparisons)
+    comparisons, _ = pairwise.split_voided(pairwise.split_onboarding(data.comparisons)[0])
     if comparisons.empty:
         return []
     return verdict.pairwise(win_rate_table(pairwise.with_sections(comparisons), alpha, DEFAULT_CORRECTION), alpha)

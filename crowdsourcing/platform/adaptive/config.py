@@ -90,6 +90,15 @@ class ChatPairwise:
     models: Callable[[object], list[str]]  # shared state -> the models of the launch
 
 
+@dataclass(frozen=True)
+class LivePairwise:
+    """A task that draws the pair of each judgment itself as it goes (the arena: one participant, many battles):
+    ``start(cfg, shared, db, settings, say)`` returns its study, whose ``hits()`` generator Mephisto runs and
+    whose ``bind(launched)`` the launch calls, as the Controller's."""
+
+    start: Callable
+
+
 def check_overrides(spec, overrides: list[str]) -> None:
     """``adaptive...=`` given to a task without adaptive collection: one line saying which tasks have it."""
     keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides or []]

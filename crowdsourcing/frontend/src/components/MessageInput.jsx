@@ -2,12 +2,12 @@
 // messages over `maxLength` characters (the world's limit, sent in its state): the page says so instead.
 // While `busy` (a bot reply still arriving) nothing typed is lost or merged with the next draft: with
 // `queue` (live chat, where the chat goes on after the reply) a message waits in a queue of one, shown
-// under the box, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
+// under the box with `queuedNote`, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
 // box, and the page says why.
 import React from "react";
 import { t } from "./i18n";
 
-export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false }) {
+export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false, queuedNote = t("input.queued") }) {
   const [text, setText] = React.useState("");
   const [queued, setQueued] = React.useState(null);
   const [note, setNote] = React.useState(null);
@@ -60,7 +60,7 @@ export function MessageInput({ onSend, placeholder = t("input.placeholder"), lab
       </div>
       {queued !== null ? (
         <p className="dialeval-queued" data-testid="msg-queued" role="status">
-          {t("input.queued")} <bdi>{queued}</bdi>
+          {queuedNote} <bdi>{queued}</bdi>
         </p>
       ) : null}
       {note ? (
