@@ -42,7 +42,9 @@ FORMS = {
     "comparison": {**_COMMON, **_PEOPLE, "item_id": REFERENCE, "model_a": KEEP, "model_b": KEEP, "choice": KEEP,
                    "turn_index": KEEP, "question": TEXT, "justification": TEXT, "context": TEXT, "response_a": TEXT,
                    "response_b": TEXT, "conversation_a": REFERENCE, "conversation_b": REFERENCE, "automatic": KEEP,
-                   "onboarding": KEEP, "draw_probability": KEEP, "draw_pool_size": KEEP, "draw_floor": KEEP},
+                   "onboarding": KEEP, "draw_probability": KEEP, "draw_pool_size": KEEP, "draw_floor": KEEP,
+                   "weight": KEEP, "sampling_probability": KEEP, "tie_kind": KEEP, "anonymity_leak": KEEP,
+                   "duplicate_prompt": KEEP},
 }
 TURN_FORMS = {"speaker": KEEP, "text": TEXT, "time": KEEP, "meta": TEXT}
 CRITERION_FORMS = {"name": KEEP, "positive": KEEP, "scale": KEEP, "min": KEEP, "max": KEEP, "question": TEXT,
