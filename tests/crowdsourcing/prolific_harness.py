@@ -31,10 +31,11 @@ def fake_prolific(**kwargs) -> FakeProlific:
 @pytest.fixture
 def fake():
     """A running fake Prolific (import this fixture into a test module); afterwards every call made to it
-    must fit Prolific's contract (prolific_contract.py), requests and answers."""
+    must fit Prolific's contract (prolific_contract.py), requests and answers, and so must every webhook event
+    it sent."""
     with fake_prolific() as server:
         yield server
-    assert violations(server.state.calls) == []
+    assert violations(server.state.calls, server.state.deliveries) == []
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:

@@ -3,8 +3,9 @@ SESSION_ID sent straight to the task server got a unit (the issue's outsider: PI
 ``=HYPERLINK("http://example.invalid","x")``, SESSION_ID ``FAKESESSION``, finished a HIT that `dialeval export`
 wrote as complete and `dialeval review` never listed). Now, against the fake Prolific (which knows the
 sessions it started): made-up, borrowed, returned and other studies' identities are refused with a message
-for their page and nothing of theirs is created; the genuine participant is confirmed with one call,
-remembered across a restart; Prolific's 429 is waited out, its failure refuses for now without remembering.
+for their page and nothing of theirs is created; the genuine participant is confirmed with one call, recorded
+in prolific.db, and asked about again at a page load more than a few seconds later (issue 53); Prolific's
+429 is waited out, its failure refuses for now without remembering.
 Work from a launch without the check (or any way around it) is exported marked unverified, left out of what
 analyses load unless asked, listed by the review, and confirmed there when Prolific lists the session as
 theirs."""
@@ -78,6 +79,8 @@ def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypa
             "B, returned": knock(run, PID_B, b["SESSION_ID"], study),
             "no study named": knock(run, PID_C, "FAKESESSION2", None),
         }
+        gone = refused.pop("B, returned")  # issue 53: told that the session ended, not that Prolific knows none
+        assert gone["agent_id"] is None and gone["failure_reason"] == verify.GONE_MESSAGE
         for who, details in refused.items():
             assert details["agent_id"] is None and details["failure_reason"] == verify.UNKNOWN, who
         assert "open the study from your Prolific account" in verify.UNKNOWN
@@ -95,10 +98,17 @@ def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypa
         # also have asked about A's submission (ProlificUnit.get_status: at most once per POLL_SECONDS per unit)
         asked = lookups(fake, a["SESSION_ID"])
         assert asked in ([200, 200], [200, 200, 200])  # ...
-        assert verify.refusal(run.db, run.live_run.task_run.db_id, {
-            "worker_name": PID_A, "assignment_id": a["SESSION_ID"], "study_id": study}) is None
-        assert lookups(fake, a["SESSION_ID"]) == asked  # ... and remembered in prolific.db (a relaunch reads it)
-        assert verify.confirmed(run.db, a["SESSION_ID"])["participant_id"] == PID_A
+        now = verify.clock()
+        monkeypatch.setattr(verify, "clock", lambda: now)
+        again = {"worker_name": PID_A, "assignment_id": a["SESSION_ID"], "study_id": study}
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        asked = lookups(fake, a["SESSION_ID"])  # (asked again only if A's arrival was CONFIRMED_SECONDS ago)
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        assert lookups(fake, a["SESSION_ID"]) == asked  # ... a page load within seconds is not asked about again
+        assert verify.confirmed(run.db, a["SESSION_ID"])["participant_id"] == PID_A  # recorded in prolific.db
+        monkeypatch.setattr(verify, "clock", lambda: now + verify.CONFIRMED_SECONDS)  # issue 53: a later one is
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        assert lookups(fake, a["SESSION_ID"]) == [*asked, 200]
     finally:
         run.shutdown()
 
@@ -151,7 +161,9 @@ def test_unverified_work_is_marked_left_out_and_listed(tmp_path, fake, monkeypat
                 {r["worker_id"] for r in ratings if not r.get("unverified")}, report)
 
     assert exported()[:2] == ({OUTSIDER, PID_A}, set())
-    table, _ = review.review_table(run.db, "sd_unverified", data)
+    from parlai_dialeval.crowdsourcing.platform.quality import review_qc
+
+    table, _ = review.review_table(run.db, "sd_unverified", *review_qc("sd_unverified", data))
     rows = {r.participant: r for r in table.itertuples()}
     assert rows[PID_A].prolific_status == "AWAITING REVIEW" and rows[PID_A].suggestion == "approve"
     assert rows[OUTSIDER].prolific_status == review.UNVERIFIED and rows[OUTSIDER].submission == "FAKESESSION"

@@ -21,8 +21,9 @@ from mephisto.utils.logger_core import get_logger
 
 from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific import common, verify
 from parlai_dialeval.providers.prolific.api import DEFAULT_API_BASE_URL, ProlificError
+from parlai_dialeval.providers.prolific.endpoints import RETRY_NONE
 from parlai_dialeval.providers.prolific.datastore import load_credentials, save_token
 
 logger = get_logger(name=__name__)
@@ -98,7 +99,7 @@ class ProlificRequester(Requester):
         """The first workspace's available balance, in major units."""
         client = common.client_for(self.requester_name)
         try:
-            workspaces = client.results("workspaces/")
+            workspaces = client.workspaces()
             return client.balance(workspaces[0]["id"])["available_balance"] / 100 if workspaces else 0.0
         finally:
             client.close()
@@ -153,9 +154,7 @@ class ProlificWorker(Worker):
         return ProlificWorker._register_worker(db, worker_name, PROVIDER_TYPE)
 
 
-# Prolific submission statuses that end a participant's work without a submission to review (Prolific's
-# "Submission statuses explained"; SCREENED OUT: the study screened the participant out).
-GONE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}
+GONE = common.GONE
 POLL_SECONDS = 10.0  # Prolific asked about a unit at most this often; Mephisto's launcher polls it every second
 
 
@@ -196,12 +195,13 @@ class ProlificUnit(Unit):
         try:
             client, _ = common.client_for_run(self.db, self.task_run_id)
             try:
-                remote = client.call("GET", f"submissions/{row['submission_id']}/", retry=frozenset())
+                remote = client.submission(row["submission_id"], retry=RETRY_NONE)
             finally:
                 client.close()
         except (ProlificError, DialevalError) as error:
             logger.warning(f"could not poll Prolific submission {row['submission_id']}: {error}")
             return status
+        verify.note_status(self.db, row["submission_id"], remote.get("status"))
         if remote.get("status") in GONE and agent.get_status() not in AgentState.complete():
             agent.update_status(AgentState.STATUS_RETURNED)
         return status
@@ -239,6 +239,7 @@ class ProlificAgent(Agent):
                            f"run {unit.task_run_id} is study {study['study_id']}")
         common.datastore(db).add_agent(agent.db_id, unit.task_run_id, unit.db_id, worker.worker_name,
                                        came_from or study.get("study_id"), provider_data.get("assignment_id"))
+        verify.admitted(unit.task_run_id, provider_data.get("assignment_id"))
         return agent
 
     def submission_id(self) -> str:
