@@ -6,7 +6,8 @@ whatever became of the participant's session meanwhile; a crowd provider may vet
   ``WorkerPool.reconnect_agent`` (a page load naming a registration Mephisto knows) first asks
   ``refuse_reconnect(task_run, crowd_data, agent_id)`` where the provider has it (Prolific: the session is
   checked with Prolific, verify.py). A message goes to the page as Mephisto's own refusals do
-  (``failure_reason``) and nothing is created or handed back. The checks run in four threads of their own,
+  (``failure_reason``) and nothing is created or handed back; ``arrival_settled(task_run, crowd_data)`` is told
+  once an admitted registration has its place or was refused one by Mephisto. The checks run in four threads of their own,
   not Mephisto's default executor, so slow answers from the provider (or a stranger's flood of made-up
   identities) never hold up the threads every participant's unit needs. Retire when Mephisto lets providers
   vet arrivals.
@@ -63,7 +64,12 @@ def arrivals_checked() -> None:
         refuse = getattr(live_run.provider, "refuse_arrival", None)
         if refuse is not None and await _refused(live_run, request_id, partial(refuse, live_run.task_run, crowd_data)):
             return
-        await register(self, crowd_data, request_id)
+        try:
+            await register(self, crowd_data, request_id)
+        finally:  # placed or not: the provider stops counting it as on its way
+            settled = getattr(live_run.provider, "arrival_settled", None)
+            if refuse is not None and settled is not None:
+                settled(live_run.task_run, crowd_data)
 
     @ours
     async def reconnect_agent(self, agent_id, request_id):

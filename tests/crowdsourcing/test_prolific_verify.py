@@ -16,8 +16,8 @@ import socket
 import pytest
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (ProlificMockRun, arrive, register, scale_answers, scale_items, scale_overrides,
-                               submit_scale_unit, submit_static_unit)
+from .prolific_harness import (ProlificMockRun, arrive, knock, lookups, register, scale_answers, scale_items,
+                               scale_overrides, submit_scale_unit, submit_static_unit)
 
 pytestmark = pytest.mark.slow
 OUTSIDER = '=HYPERLINK("http://example.invalid","x")'
@@ -30,22 +30,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def knock(run, pid: str, session: str, study_id: str | None) -> dict:
-    """What the issue's outsider did: a registration straight to the task server (no Prolific in between);
-    returns the agent details Mephisto sent back to that page."""
-    from mephisto.data_model.packet import PACKET_TYPE_REGISTER_AGENT
-
-    before = len(run.sent_details)
-    data = {"worker_name": pid, "assignment_id": session, "agent_registration_id": f"{session}-{pid}",
-            "provider_type": "prolific", **({"study_id": study_id} if study_id else {})}
-    run.server._send_message({"packet_type": PACKET_TYPE_REGISTER_AGENT, "subject_id": "MockServer",
-                              "data": {"request_id": data["agent_registration_id"], "provider_data": data}})
-    run.wait(lambda: len(run.sent_details) > before, 20, "the answer to the page")
-    run.settle()
-    (details,) = run.sent_details[before:]
-    return details
-
-
 def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
     """(run, A's and B's task-URL parameters): scale_designs with ``units`` places on the fake Prolific, where
     participants A and B have started (each has an ACTIVE submission)."""
@@ -56,11 +40,6 @@ def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
     study = run.study["study_id"]
     run.wait(lambda: fake.state.studies[study]["total_available_places"] == units, what="a place per unit")
     return run, arrive(fake, study, PID_A), arrive(fake, study, PID_B)
-
-
-def lookups(fake, session: str) -> list[int]:
-    """The statuses of the calls that asked Prolific about ``session``."""
-    return [c["status"] for c in fake.state.calls if c["path"] == f"/api/v1/submissions/{session}/"]
 
 
 def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypatch):

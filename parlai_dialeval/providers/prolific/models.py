@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional
 
-from mephisto.abstractions.blueprint import AgentState
 from mephisto.data_model.agent import Agent
 from mephisto.data_model.constants.assignment_state import AssignmentState
 from mephisto.data_model.requester import Requester, RequesterArgs
@@ -201,9 +201,7 @@ class ProlificUnit(Unit):
         except (ProlificError, DialevalError) as error:
             logger.warning(f"could not poll Prolific submission {row['submission_id']}: {error}")
             return status
-        verify.note_status(self.db, row["submission_id"], remote.get("status"))
-        if remote.get("status") in GONE and agent.get_status() not in AgentState.complete():
-            agent.update_status(AgentState.STATUS_RETURNED)
+        verify.changed(self.db, self.task_run_id, row["submission_id"], remote.get("status"))
         return status
 
     def expire(self) -> float:
@@ -225,10 +223,20 @@ class ProlificUnit(Unit):
 
 
 class ProlificAgent(Agent):
+    # agent id -> the object Mephisto's worker pool holds (the one made here): a status set on another copy
+    # reaches the database but not the run, whose unit would wait on for the agent's work
+    _live: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def live(cls, db, agent_id: str) -> Agent:
+        """The run's own object of an agent where the run holds one, else one read from the database."""
+        return cls._live.get(str(agent_id)) or Agent.get(db, agent_id)
+
     @classmethod
     def new_from_provider_data(cls, db, worker, unit, provider_data: Mapping[str, Any]) -> "Agent":
         """A participant arriving from Prolific: remember which submission (SESSION_ID) this agent is."""
         agent = cls.new(db, worker, unit)
+        cls._live[str(agent.db_id)] = agent
         unit.worker_id = worker.db_id
         compat_mephisto.share_unit(agent, unit)
         study = common.datastore(db).study_of_run(unit.task_run_id) or {}
@@ -239,7 +247,6 @@ class ProlificAgent(Agent):
                            f"run {unit.task_run_id} is study {study['study_id']}")
         common.datastore(db).add_agent(agent.db_id, unit.task_run_id, unit.db_id, worker.worker_name,
                                        came_from or study.get("study_id"), provider_data.get("assignment_id"))
-        verify.admitted(unit.task_run_id, provider_data.get("assignment_id"))
         return agent
 
     def submission_id(self) -> str:

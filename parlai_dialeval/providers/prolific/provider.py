@@ -66,7 +66,8 @@ class ProlificProvider(CrowdProvider):
                                               args.provider.webhook_url, int(args.provider.get("webhook_port") or 0))
             finally:
                 client.close()
-        logger.info(line)
+        for part in line.splitlines():
+            logger.info(part)
         type(self)._announced[str(task_run.db_id)] = line
 
     @classmethod
@@ -79,6 +80,10 @@ class ProlificProvider(CrowdProvider):
         participant's session and it has no unit yet (verify.py), else the message their page shows. Never
         raises: an exception here would leave the page waiting for an answer."""
         return self._refusal(task_run, crowd_data, None)
+
+    def arrival_settled(self, task_run, crowd_data) -> None:
+        """An arrival it admitted has its agent, or Mephisto had no place for it: no longer on its way."""
+        verify.settled(task_run.db_id, (crowd_data or {}).get("assignment_id"))
 
     def refuse_reconnect(self, task_run, crowd_data, agent_id: str) -> Optional[str]:
         """Asked before a reloading page gets its agent back: None while the session is still under way."""

@@ -73,8 +73,10 @@ class ProlificProviderArgs(ProviderArgs):
                 "failed checks in a study of 5 minutes or more; docs/crowdsourcing.md)"})
     units_per_submission: int = field(default=1, metadata={
         "help": "units one Prolific submission (one participant's SESSION_ID) may take in the run, whatever "
-                "Mephisto's maximum_units_per_worker says: 1 (one reward, one unit of work); 0 for as many as "
-                "Mephisto gives (then pay for them with bonuses)"})
+                "Mephisto's maximum_units_per_worker says: 1, one reward for one unit of work (the page sends the "
+                "participant back to Prolific after a unit; this stops a page that makes up registrations, or a "
+                "submission whose completion failed, from taking more); 0: no limit of ours, Mephisto's alone. "
+                "For several units per participant, let them take part again: max_submissions_per_participant"})
     panel: Optional[str] = field(default=None, metadata={
         "help": "admit only the members of this panel (a participant group of the workspace: `dialeval prolific "
                 "panel create|add`), by the study's participant_group_allowlist filter"})

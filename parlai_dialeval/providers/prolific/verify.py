@@ -48,7 +48,7 @@ LOOKUP_RETRIES = 2  # a participant waits for the answer: fewer retries than the
 # ... and never long: a 429 asking for more than 5 s pauses every check instead (budget.py)
 LOOKUP_POLICY = RetryPolicy(backoff=0.5, max_backoff=2.0, max_retry_after=5.0)
 CONFIRMED_SECONDS = 10.0  # a confirmation serves one arrival's page loads; later ones are asked about again
-ADMITTING_SECONDS = 30.0  # a place being given to a session counts as its unit until its agent exists
+ADMITTING_SECONDS = 30.0  # an admitted arrival counts as its session's unit until Mephisto has placed it (or not)
 REFUSED_REMEMBERED = 10_000  # made-up sessions kept in memory (bounded: a stranger can make up any number)
 REFUSED_SECONDS = 60.0  # for so long; then asked again (a submission Prolific had not shown yet shows by then)
 SOURCE_FIELD = "dialeval_source"  # what the router adds to a registration: the address it came from
@@ -126,6 +126,27 @@ def note_status(db, submission_id: str, status: str) -> None:
     _store(db).run("UPDATE verified SET status = ? WHERE submission_id = ?", status, submission_id)
 
 
+def changed(db, task_run_id: str, submission_id: str, status: str) -> int:
+    """Prolific says the submission is now ``status`` (a webhook, a reload): noted, and if it ended (returned,
+    timed out, screened out) its agents still at work in the run are returned, which gives their units back at
+    once. Returns how many were."""
+    from mephisto.abstractions.blueprint import AgentState
+
+    from parlai_dialeval.providers.prolific.models import ProlificAgent
+
+    note_status(db, submission_id, status)
+    if status not in GONE:
+        return 0
+    freed = 0
+    for row in common.datastore(db).all("SELECT agent_id FROM agents WHERE submission_id = ? AND task_run_id = ?",
+                                        submission_id, str(task_run_id)):
+        agent = ProlificAgent.live(db, row["agent_id"])
+        if agent.get_status() not in AgentState.complete():
+            agent.update_status(AgentState.STATUS_RETURNED)
+            freed += 1
+    return freed
+
+
 def confirmed(db, submission_id: str | None) -> dict | None:
     return _store(db).one("SELECT * FROM verified WHERE submission_id = ?", submission_id) if submission_id else None
 
@@ -166,6 +187,8 @@ def refusal(db, task_run_id: str, crowd_data: dict, reconnecting: str | None = N
     if known is not None and (known["participant_id"] != pid or known["study_id"] != study_id):
         logger.warning(f"refused participant {pid}: session {session} is another participant's or study's")
         return UNKNOWN
+    if known is not None and known["status"] in GONE:  # Prolific never reopens a submission that ended
+        return GONE_MESSAGE
     if reconnecting is None and _units_taken(db, task_run_id, session) >= _units_allowed(task_run_id):
         logger.warning(f"refused participant {pid}: session {session} has had its unit(s) of this study")
         return DONE_MESSAGE
@@ -217,7 +240,7 @@ def _ask(db, task_run_id: str, session: str, pid: str, study_id: str, source: st
     logger.warning(f"refused participant {pid}: session {session} is {problem}")
     _remember(_refused, (session, pid))
     if remote is not None and participant(remote) == pid and remote.get("study_id") == study_id:
-        note_status(db, session, remote["status"])
+        changed(db, task_run_id, session, remote["status"])
         return GONE_MESSAGE if remote["status"] in GONE else DONE_MESSAGE
     return UNKNOWN
 
@@ -234,7 +257,8 @@ def _units_taken(db, task_run_id: str, session: str) -> int:
     rows = common.datastore(db).all("SELECT agent_id, task_run_id FROM agents WHERE submission_id = ?", session)
     taken = 0
     for row in rows:
-        status = (db.get_agent(row["agent_id"]) or {}).get("status")
+        found = db.get_agent(row["agent_id"])
+        status = found["status"] if found is not None else None
         taken += status in SUBMITTED or (status in HOLDING and row["task_run_id"] == str(task_run_id))
     with _lock:
         key = (str(task_run_id), session)
@@ -242,8 +266,8 @@ def _units_taken(db, task_run_id: str, session: str) -> int:
         return taken + len(_admitting[key])
 
 
-def admitted(task_run_id: str, session: str | None) -> None:
-    """The session's agent exists (``ProlificAgent.new_from_provider_data``): its place no longer pends."""
+def settled(task_run_id: str, session: str | None) -> None:
+    """An admitted arrival has its agent (counted from ``agents`` now), or Mephisto had no place for it."""
     with _lock:
         pending = _admitting.get((str(task_run_id), session or ""))
         if pending:

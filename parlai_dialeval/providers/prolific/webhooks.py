@@ -10,8 +10,11 @@ CreateHookSubscription, ConfirmHookSubscription) and serves them here; the run's
 Each event is trusted only as Prolific's docs say to ("Verifying", "Idempotency and the X-Event-ID header",
 "Handling event order with X-Timestamp"): the body and ``X-Prolific-Request-Timestamp`` must carry the
 ``X-Prolific-Request-Signature`` made with the workspace's secret (HMAC-SHA256, base64), the timestamp within
-``MAX_SKEW`` seconds of ours; an event id or a signature seen before changes nothing (a redelivery, a replay);
-an event sent before the last one applied to its submission changes nothing (out of order). Then a submission
+``MAX_SKEW`` seconds of ours; an event id seen before changes nothing (a redelivery, a replay); an event sent
+before the last one applied to its submission changes nothing (out of order). (Two events may carry the same
+signature: the body names no time, and two changes within one second sign alike. What an eavesdropper could
+resend within the five minutes under another event id is Prolific's own news again: freeing a place twice
+frees it once.) Then a submission
 that was returned, timed out or screened out gives its unit back at once: its agent is returned, as the poll
 would after up to 10 s. The receiver is waitress (bounded headers and body, idle connections dropped), on
 127.0.0.1: only the researcher's proxy reaches it.
@@ -26,7 +29,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from mephisto.abstractions.blueprint import AgentState
 from mephisto.utils.logger_core import get_logger
 
 from parlai_dialeval.providers.prolific import common, verify
@@ -38,7 +40,7 @@ MAX_SKEW = 300  # seconds between a request's signed timestamp and ours: older (
 MAX_BODY = 16 * 1024  # bytes: an event is a few hundred
 CHANNEL_TIMEOUT = 20  # seconds a connection may sit idle before it is closed
 TABLE = """CREATE TABLE IF NOT EXISTS hook_events (
-    event_id TEXT PRIMARY KEY, signature TEXT UNIQUE, submission_id TEXT, status TEXT, sent_at INTEGER,
+    event_id TEXT PRIMARY KEY, signature TEXT, submission_id TEXT, status TEXT, sent_at INTEGER,
     received REAL, outcome TEXT)"""
 HOOKS = """CREATE TABLE IF NOT EXISTS hooks (
     task_run_id TEXT PRIMARY KEY, workspace_id TEXT, subscription_id TEXT, target_url TEXT, port INTEGER)"""
@@ -116,8 +118,7 @@ def apply(db, task_run_id: str, event_id: str, signature: str, submission: str, 
     ``freed N``, ``noted``)."""
     store = _events(db)
     with store.connect() as con:  # one transaction: two deliveries of one event cannot both pass
-        seen = con.execute("SELECT 1 FROM hook_events WHERE event_id = ? OR signature = ?",
-                           (event_id, signature)).fetchone()
+        seen = con.execute("SELECT 1 FROM hook_events WHERE event_id = ?", (event_id,)).fetchone()
         if seen:
             return "duplicate"
         last = con.execute("SELECT MAX(sent_at) AS at FROM hook_events WHERE submission_id = ? AND outcome != "
@@ -127,27 +128,11 @@ def apply(db, task_run_id: str, event_id: str, signature: str, submission: str, 
                     (event_id, signature, submission, status, sent_at, time.time(), outcome))
     if outcome == "older":
         return "older"
-    agents = store.all("SELECT agent_id FROM agents WHERE submission_id = ? AND task_run_id = ?", submission,
-                       str(task_run_id))
-    if not agents:
+    if store.one("SELECT 1 AS known FROM agents WHERE submission_id = ? AND task_run_id = ?", submission,
+                 str(task_run_id)) is None:
         return "unknown"
-    verify.note_status(db, submission, status)
-    if status not in verify.GONE:
-        return "noted"
-    return f"freed {release(db, [a['agent_id'] for a in agents])}"
-
-
-def release(db, agent_ids: list[str]) -> int:
-    """Return the agents still at work: their units go back to be done by someone else."""
-    from mephisto.data_model.agent import Agent
-
-    freed = 0
-    for agent_id in agent_ids:
-        agent = Agent.get(db, agent_id)
-        if agent.get_status() not in AgentState.complete():
-            agent.update_status(AgentState.STATUS_RETURNED)
-            freed += 1
-    return freed
+    freed = verify.changed(db, task_run_id, submission, status)
+    return f"freed {freed}" if status in verify.GONE else "noted"
 
 
 # ---------------------------------------------------------------- a run's subscription
