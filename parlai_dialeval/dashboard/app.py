@@ -125,14 +125,14 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
         data = source.snapshot()
         row = next((q for q in data["quality"] if q["worker"] == worker), None)
         work, ratings = source.work(worker)
-        if row is None and not work:
-            abort(404)
         money, error = None, session.pop("error", None)
         try:
             money = source.money(fresh=True) if data["on_prolific"] else None
         except DialevalError as failure:  # Prolific unreachable: the work is still worth reading
             error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]
+        if row is None and not work and not ratings and not submissions:  # a rater's page, a participant's messages
+            abort(404)
         decisions = [d for d in (money or {}).get("decisions", []) if d["participant_id"] == worker]
         return page("dashboard_participant.html", worker=worker, row=row, work=work, ratings=ratings, on_prolific=data["on_prolific"],
                     submissions=submissions, decisions=decisions, categories=REJECTION_CATEGORIES,

@@ -11,7 +11,7 @@ from typing import Any, List, Optional
 from mephisto.abstractions.crowd_provider import ProviderArgs
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific import common, panels
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL, ProlificClient, to_major, to_minor
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
 
@@ -196,6 +196,8 @@ def preflight(args, shared_state, out=print) -> dict:
     try:
         client.me()  # a wrong token stops here, before anything is created
         workspace = find_workspace(client, args.provider.get("workspace"))
+        if args.provider.get("panel"):  # a study for a panel that does not exist would admit nobody
+            panels.group_id(client, workspace["id"], args.provider.panel, what="mephisto.provider.panel")
         balance = client.balance(workspace["id"])
         places = expected_places(args, shared_state)
         earlier = args.provider.get("resume_from_run")
