@@ -9,7 +9,8 @@ MockArchitect in-process).
   and even while Prolific still shows it ACTIVE (its completion lost); ``units_per_submission: 0`` gives the
   researcher Mephisto's behaviour back.
 - 300 arrivals with made-up sessions from one source cost at most that source's budget of calls, and an honest
-  participant from elsewhere in the middle of them is admitted; a 429 pauses every check instead of hammering.
+  participant from elsewhere in the middle of them is admitted; a 429 pauses every check instead of hammering;
+  the router tells the server which source an arrival came from, whatever the page says.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import pytest
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (ProlificMockRun, arrive, finish, knock, lookups, register, scale_items, scale_overrides,
+from .prolific_harness import (ProlificMockRun, arrive, knock, lookups, register, scale_items, scale_overrides,
                                submit_static_unit)
 
 pytestmark = pytest.mark.slow
@@ -58,14 +59,22 @@ class _Never(dict):
         return float("inf")
 
 
+def _scale_run(tmp_path, fake, monkeypatch, task_name: str, units: int = 2):  # noqa: F811
+    """scale_designs with ``units`` places on the fake Prolific."""
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
+                          scale_overrides(scale_items(tmp_path / "i.jsonl", units), task_name))
+    study = run.study["study_id"]
+    run.wait(lambda: fake.state.studies[study]["total_available_places"] == units, what="a place per unit")
+    return run
+
+
 def test_a_participant_who_returned_and_reloads_gets_no_place(tmp_path, fake, monkeypatch):  # noqa: F811
     from parlai_dialeval.providers.prolific import verify
     from parlai_dialeval.providers.prolific.models import ProlificUnit
 
     monkeypatch.setattr(ProlificUnit, "_last_poll", _Never())
-    register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
-                          scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_returned"))
+    run = _scale_run(tmp_path, fake, monkeypatch, "sd_returned")
     try:
         study = run.study["study_id"]
         a = arrive(fake, study, "PID_A")
@@ -134,12 +143,11 @@ def test_the_researcher_may_allow_several_units_per_submission(tmp_path, fake, m
 
 
 def test_strangers_cannot_spend_the_token_and_an_honest_arrival_still_gets_in(tmp_path, fake, monkeypatch):  # noqa: F811
-    """Issue 52's amplification: before, 300 made-up sessions from one source made 300 calls."""
+    """Issue 52's amplification: before, 300 made-up sessions from one source made 300 calls. Then Prolific's 429
+    for a long while: every check pauses instead of hammering the token."""
     from parlai_dialeval.providers.prolific import verify
 
-    register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
-                          scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_flood"))
+    run = _scale_run(tmp_path, fake, monkeypatch, "sd_flood", 3)
     try:
         study, run_id = run.study["study_id"], run.live_run.task_run.db_id
         honest = arrive(fake, study, "PID_H")
@@ -156,20 +164,9 @@ def test_strangers_cannot_spend_the_token_and_an_honest_arrival_still_gets_in(tm
         assert len(asked) == verify.budget.per_source == 30  # not 300
         assert answers.count(verify.UNKNOWN) == 30 and answers.count(verify.BUSY) == 270
         assert verify.budget.refused["source"] == 270
-    finally:
-        run.shutdown()
 
-
-def test_a_429_pauses_every_check(tmp_path, fake, monkeypatch):  # noqa: F811
-    from parlai_dialeval.providers.prolific import verify
-
-    register(tmp_path / "mephisto", fake, monkeypatch)
-    run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake,
-                          scale_overrides(scale_items(tmp_path / "i.jsonl", 2), "sd_throttled"))
-    try:
-        study, run_id = run.study["study_id"], run.live_run.task_run.db_id
         a, b = arrive(fake, study, "PID_A"), arrive(fake, study, "PID_B")
-        fake.inject(429, 1, path="submissions/", retry_after=30)  # longer than an arrival may wait
+        fake.inject(429, 1, path=f"submissions/{a['SESSION_ID']}/", retry_after=30)  # longer than a page may wait
         assert knock(run, "PID_A", a["SESSION_ID"], study)["failure_reason"] == verify.UNCONFIRMED
         assert knock(run, "PID_B", b["SESSION_ID"], study)["failure_reason"] == verify.BUSY  # not even asked
         assert lookups(fake, a["SESSION_ID"]) == [429] and lookups(fake, b["SESSION_ID"]) == []
@@ -195,3 +192,43 @@ def test_the_budget_counts_per_source_and_in_total():
     now[0] = 72.0
     assert budget.take("c") is None
     assert budget.throttled(None) > 0  # no Retry-After: retry.py's back-off
+
+
+async def _registration_seen_by_the_server(port: int) -> dict:
+    """A page at 127.0.0.2 asks for an agent naming a source of its own; what the server gets."""
+    import asyncio
+    import json
+    import time
+
+    import httpx
+    import websockets
+
+    from parlai_dialeval.compat import mephisto_router as compat_router
+
+    data = {"worker_name": "PID_S", "agent_registration_id": "S-PID_S", "assignment_id": "S", "provider_type": "prolific",
+            "dialeval_source": "198.51.100.99"}  # a lie the router must not pass on
+    async with websockets.connect(f"ws://127.0.0.1:{port}") as server:
+        await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
+                                      "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2")) as http:
+            request = asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=20, json={
+                "provider_data": data, "client_timestamp": time.time()}))
+            while True:
+                packet = json.loads(await asyncio.wait_for(server.recv(), 10))
+                if packet["packet_type"] == "register_agent":
+                    break
+            request.cancel()
+            await asyncio.gather(request, return_exceptions=True)
+    return packet["data"]["provider_data"]
+
+
+def test_the_router_tells_the_server_where_an_arrival_came_from(tmp_path):
+    """verify.source_of reads the address the router saw (dialeval_claims.js), never one the page names."""
+    from parlai_dialeval.providers.prolific.verify import source_of
+
+    from .test_resume_router import built_router
+    from .test_router_hostile import require_router, run_router
+
+    require_router()
+    seen, _ = run_router(built_router(tmp_path), _registration_seen_by_the_server)
+    assert seen["dialeval_source"] == "127.0.0.2" and source_of(seen) == "127.0.0.2"

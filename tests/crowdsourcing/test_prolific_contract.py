@@ -10,6 +10,7 @@ fails ``check_pagination`` and the contract."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -301,3 +302,52 @@ def test_launch_finds_workspace_project_and_block_group_on_later_pages(tmp_path,
         assert [g["name"] for g in fake.state.groups.values()].count("dialeval_blocked") == 2  # none created
     finally:
         run.shutdown()
+
+
+def test_every_event_the_fake_sends_fits_the_contract_and_the_contract_catches_a_wrong_one():
+    """Webhook events (docs "Receiving", "Verifying", "Idempotency and the X-Event-ID header", "Handling event
+    order with X-Timestamp"): what the fake sends to a subscriber is held to the contract like every answer, and
+    an event with a header missing, a status Prolific never gives or a field it never sends is caught."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from .prolific_contract import event_problems
+
+    class Listener(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            return
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        with fake_prolific() as server:
+            client = _client(server)
+            study = _study(server)
+            client.create_hook_secret(study["workspace"])
+            hook, hook_secret = client.create_hook_subscription(
+                study["workspace"], "submission.status.change", f"http://127.0.0.1:{listener.server_port}/")
+            client.confirm_hook_subscription(hook["id"], hook_secret)
+            sub = _submit(server, study["id"], "PID_1")  # started, then completed: two events
+            with server.state.lock:
+                server.state.set_status(server.state.submissions[sub], "RETURNED")
+            deadline = time.monotonic() + 10
+            while len([d for d in server.state.deliveries if d["status"] == 200]) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            delivered = list(server.state.deliveries)
+            assert violations(server.state.calls, delivered) == []
+    finally:
+        listener.shutdown()
+    statuses = [json.loads(d["body"])["status"] for d in delivered if d["status"] == 200]
+    assert statuses == ["ACTIVE", "AWAITING REVIEW", "RETURNED"]
+    good = delivered[-1]
+    no_id = dict(good, headers={k: v for k, v in good["headers"].items() if k != "X-Event-ID"})
+    assert event_problems(no_id) == ["event: header X-Event-ID is missing"]
+    wrong = dict(good, body=json.dumps(dict(json.loads(good["body"]), status="GONE", study_id="x")))
+    assert event_problems(wrong) == ["event: field 'study_id' is not in the contract",
+                                     "event: status 'GONE' is not a submission status"]

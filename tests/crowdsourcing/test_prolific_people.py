@@ -47,6 +47,8 @@ def _finished_run(tmp_path, fake, monkeypatch, task_name: str, units: int, finis
 def test_a_message_is_sent_once_however_the_request_is_retried(tmp_path, fake, monkeypatch, capsys):  # noqa: F811
     from parlai_dialeval.dashboard.app import create_app
     from parlai_dialeval.dashboard.source import TaskSource
+    from parlai_dialeval.errors import DialevalError
+    from parlai_dialeval.providers.prolific import review as review_module
 
     run, data = _finished_run(tmp_path, fake, monkeypatch, "sd_message", 2)
     run.shutdown()
@@ -60,14 +62,21 @@ def test_a_message_is_sent_once_however_the_request_is_retried(tmp_path, fake, m
     thanks = "Thank you for your careful ratings!"
     assert "sent a message to 5f0c…a0a" in review("--message", PID_A, thanks) and sent() == [thanks]
     assert "was sent to 5f0c…a0a already" in review("--message", PID_A, thanks) and sent() == [thanks]
+    assert "--message WORKER TEXT" in review("--message", PID_A)
+
+    def send(text):  # what the command does once it has the participant's agent
+        try:
+            return review_module.send_message(run.db, run.unit_agent(PID_A), text)
+        except DialevalError as error:
+            return str(error)
+
     fake.inject(500, 1, path="messages/", after=True)  # Prolific sends it, its answer is lost
-    assert "may have been sent" in review("--message", PID_A, "A second note")
-    assert "not sent again" in review("--message", PID_A, "A second note")  # the retried command
+    assert "may have been sent" in send("A second note")
+    assert "not sent again" in send("A second note")  # the retried request
     assert sent() == [thanks, "A second note"]
     fake.inject(429, 1, path="messages/", retry_after=0.1)  # refused unprocessed: sent again, once
-    assert "sent a message" in review("--message", PID_A, "A third note")
+    assert "sent a message" in send("A third note")
     assert sent() == [thanks, "A second note", "A third note"]
-    assert "--message WORKER TEXT" in review("--message", PID_A)
 
     app = create_app(TaskSource("sd_message", data), SECRET)
     app.testing = True

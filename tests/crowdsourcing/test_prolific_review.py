@@ -153,7 +153,8 @@ def test_review_and_register_help_explain_every_option(capsys):
     for command, options in (("review", ["--approve-passing", "--reject", "--message", "--category", "--bonus",
                                          "--reason", "--block", "--bonus-unpaid", "--mephisto-data", "100 characters",
                                          "FAILED_CHECK"]),
-                             ("prolific", ["register", "--token-env", "--token-file", "--api-base-url"])):
+                             ("prolific", ["register", "--token-env", "--token-file", "--api-base-url", "panel create",
+                                           "panel add", "panel list", "demographics", "--requester", "--out"])):
         with pytest.raises(SystemExit) as exited:
             main([command, "--help"])
         out = " ".join(capsys.readouterr().out.split())  # unwrapped
