@@ -33,6 +33,13 @@ def _hooked_run(tmp_path, fake, monkeypatch, task_name: str, units: int):  # noq
     monkeypatch.setattr(ProlificUnit, "_last_poll", _Never())
     register(tmp_path / "mephisto", fake, monkeypatch)
     port = free_port()
+    with fake.state.lock:  # a killed launch's subscription to the same address: replaced, not doubled
+        ws = next(iter(fake.state.workspaces))
+        fake.state.api_create_hook_secret({}, {"workspace_id": ws})
+        stale = fake.state.api_create_hook_subscription({}, {
+            "workspace_id": ws, "event_type": "submission.status.change",
+            "target_url": f"http://127.0.0.1:{port}/prolific-hooks"}).payload
+        fake.state.subscriptions[stale["id"]]["is_enabled"] = True
     run = ProlificMockRun("scale_designs", tmp_path / "mephisto", free_port(), fake, [
         *scale_overrides(scale_items(tmp_path / "i.jsonl", units), task_name),
         f"mephisto.provider.webhook_url=http://127.0.0.1:{port}/prolific-hooks", f"mephisto.provider.webhook_port={port}"])
@@ -49,7 +56,7 @@ def test_a_return_frees_the_place_within_a_second_and_forged_events_change_nothi
     run, url = _hooked_run(tmp_path, fake, monkeypatch, "sd_hooks", 1)
     try:
         study = run.study["study_id"]
-        (hook,) = fake.state.subscriptions.values()
+        (hook,) = fake.state.subscriptions.values()  # the stale one deleted
         assert hook["is_enabled"] and hook["target_url"] == url and hook["event_type"] == "submission.status.change"
         ws = hook["workspace_id"]
         a = arrive(fake, study, "PID_A")

@@ -3,8 +3,9 @@
 When the study has a public address for them (``mephisto.provider.webhook_url``, forwarded by the researcher's
 reverse proxy to ``webhook_port`` on this machine), the launch subscribes the workspace's
 ``submission.status.change`` events (Prolific's docs, "Monitoring study progress": the workspace's secret, read
-or created once; the subscription, confirmed with its ``X-Hook-Secret``; Prolific's CLI client.go
-CreateHookSubscription, ConfirmHookSubscription) and serves them here; the run's stop unsubscribes. Polling
+or created once; the subscription, confirmed with its ``X-Hook-Secret``, after deleting one a killed launch left
+for the same address; Prolific's CLI client.go CreateHookSubscription, ConfirmHookSubscription) and serves them
+here; the run's stop unsubscribes. Polling
 (``ProlificUnit.get_status``) stays, for whatever an event missed and for rehearsals without an address.
 
 Each event is trusted only as Prolific's docs say to ("Verifying", "Idempotency and the X-Event-ID header",
@@ -156,6 +157,9 @@ def start(db, task_run_id: str, client, workspace_id: str, target_url: str, port
     receiver.thread = threading.Thread(target=receiver.server.run, name="dialeval-prolific-hooks", daemon=True)
     receiver.thread.start()
     try:
+        for stale in client.hook_subscriptions(workspace_id):  # a killed launch's, to the same address
+            if stale.get("target_url") == target_url and stale.get("event_type") == EVENT:
+                client.delete_hook_subscription(stale["id"])
         hook, hook_secret = client.create_hook_subscription(workspace_id, EVENT, target_url)
         client.confirm_hook_subscription(hook["id"], hook_secret)
     except ProlificError as error:
