@@ -16,7 +16,15 @@ Every honest worker has a loopback address of its own (127.1.x.y), as on the int
 reply latency (send -> bot reply on the socket) p50/p95/p99, the ratio attacked / quiet, messages sent,
 confirmed and stored (the export), lost (confirmed, not stored: must be 0), and what the outsider got.
 
-    .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460]
+``--prolific``: the Prolific amplification (issue 52, item 3) instead. The same chat on Prolific (a fake
+Prolific in this process, mephisto/provider=prolific); honest participants come from Prolific's study page,
+each from a loopback address of its own; during wave 2 a stranger at 127.0.0.50 asks for agents with made-up
+Prolific sessions as fast as the router lets it. Each such arrival would cost a call with the researcher's
+token; the budgets of arrival checks (providers/prolific/budget.py) allow one source 30 a minute. Prints the
+waves as above, and how many of the stranger's registrations reached the server and how many calls to
+Prolific they caused.
+
+    .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460] [--prolific]
 """
 from __future__ import annotations
 
@@ -24,7 +32,9 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -188,12 +198,137 @@ async def flood_run(args, tmp: Path, CliRun) -> None:
     print("workers saw: " + ("; ".join(problems) if problems else "nothing unusual"))
 
 
+# ---------------------------------------------------------------- the Prolific amplification
+STRANGER_ADDRESS = "127.0.0.50"
+
+
+class ProlificPage(load_generator.PageClient):
+    """An honest participant from Prolific's study page: its PROLIFIC_PID and SESSION_ID, its own address."""
+
+    def __init__(self, name: str, args, deadline: float, session: str, study_id: str, address: str):
+        super().__init__(name, args.port, args.inputs, args.think, deadline)
+        self.session, self.study_id, self.address = session, study_id, address
+
+    def registration(self) -> dict:
+        return {"worker_name": self.name, "agent_registration_id": f"{self.session}-{self.name}",
+                "assignment_id": self.session, "study_id": self.study_id, "provider_type": "prolific",
+                "dialeval_secret": self.secret}
+
+    async def open(self, http) -> bool:
+        transport = httpx.AsyncHTTPTransport(local_address=self.address)
+        async with httpx.AsyncClient(transport=transport) as own:  # the router sees this participant's address
+            return await super().open(own)
+
+
+def stranger(port: int, study_id: str, stop, results) -> None:
+    """Requests for an agent with made-up Prolific sessions from one address, eight at a time, until ``stop``."""
+    import secrets
+
+    statuses: dict = {}
+
+    async def ask(http):
+        while not stop.is_set():
+            pid, session = secrets.token_hex(12), secrets.token_hex(12)
+            try:
+                reply = await http.post("/request_agent", json={"client_timestamp": time.time(), "provider_data": {
+                    "worker_name": pid, "assignment_id": session, "agent_registration_id": f"{session}-{pid}",
+                    "study_id": study_id, "provider_type": "prolific"}})
+                answer = reply.status_code
+            except httpx.HTTPError:  # the door closed the connection on it: it opens another
+                answer = "closed"
+                await asyncio.sleep(0.05)
+            statuses[answer] = statuses.get(answer, 0) + 1
+
+    async def all_at_once():
+        transport = httpx.AsyncHTTPTransport(local_address=STRANGER_ADDRESS)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport, timeout=30) as http:
+            await asyncio.gather(*(ask(http) for _ in range(8)))
+
+    asyncio.run(all_at_once())
+    results.put(statuses)
+
+
+async def prolific_run(args, tmp: Path) -> None:
+    from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+
+    harness = load_generator.test_helper("prolific_harness")
+    task, data = "bench_prolific_flood", tmp / "mephisto"
+    with harness.fake_prolific() as fake:
+        prepare_mephisto(data)  # Mephisto first: importing it registers our provider, whose models come next
+        from parlai_dialeval.providers.prolific.models import ProlificRequester, register_token
+
+        os.environ["BENCH_PROLIFIC_TOKEN"] = harness.TOKEN
+        register_token(harness.REQUESTER, "BENCH_PROLIFIC_TOKEN", None, fake.api_base_url)
+        from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+        ProlificRequester.new(LocalMephistoDB(database_path=str(database_path(data))), harness.REQUESTER)
+        overrides = [*bench_router_load.launch_overrides(args, task, 2 * args.workers), *harness.provider_overrides(
+            fake, reward="0.50", minutes=5), "mephisto.provider.max_submissions_per_participant=-1"]
+        run = harness.ProlificCliRun(tmp / "launch", fake, overrides, data_dir=data)
+        study_id = run.study["id"]
+        end = time.time() + 180  # a place per unit, as Mephisto launches them
+        while fake.state.studies[study_id]["total_available_places"] < 2 * args.workers and time.time() < end:
+            await asyncio.sleep(0.5)
+
+        def pages(prefix: str, first: int) -> list:
+            made = []
+            for i in range(args.workers):
+                with fake.state.lock:  # the participant takes a place on Prolific: a session of their own
+                    _, sub = fake.state.start(study_id, f"{prefix}{i:02d}")
+                made.append(ProlificPage(f"{prefix}{i:02d}", args, time.time() + args.duration, sub["id"], study_id,
+                                         f"127.0.0.{first + i}"))
+            return made
+
+        outcome: dict = {}
+        try:
+            quiet = pages("q", 10)
+            quiet_wall = await bench_router_load.wave(quiet)
+            attacked = pages("a", 10 + args.workers)
+            before = len(fake.state.calls)
+
+            async def attack():
+                stop, results = multiprocessing.Event(), multiprocessing.Queue()
+                process = multiprocessing.Process(target=stranger, args=(args.port, study_id, stop, results))
+                process.start()
+                started = time.time()
+                while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
+                    await asyncio.sleep(0.5)
+                stop.set()
+                outcome.update(statuses=await asyncio.to_thread(results.get, True, 120), minutes=(time.time() - started) / 60)
+                await asyncio.to_thread(process.join, 30)
+
+            attacked_wall = await bench_router_load.wave(attacked, attack)
+        finally:
+            run.stop()
+        honest = {c.session for c in quiet + attacked}
+        looked_up = (re.fullmatch(r"/api/v1/submissions/([^/]+)/", c["path"]) for c in fake.state.calls[before:]
+                     if c["method"] == "GET")
+        calls = [found[1] for found in looked_up if found and found[1] not in honest]
+    report, convs, human = load_generator.stored_texts(task, data, tmp / "prolific_flood.jsonl")
+    lat_quiet = bench_router_load.describe(f"{args.workers} Prolific participants, no attack", quiet, quiet_wall, human)
+    lat_attacked = bench_router_load.describe(f"{args.workers} Prolific participants while a stranger floods",
+                                              attacked, attacked_wall, human)
+    if len(lat_quiet) and len(lat_attacked):
+        print("ratio attacked / quiet: " + ", ".join(
+            f"p{q} {np.percentile(lat_attacked, q) / np.percentile(lat_quiet, q):.2f}x" for q in (50, 95, 99)))
+    lost = [t for c in quiet + attacked for t in c.confirmed if t not in human]
+    placed = sum(1 for c in quiet + attacked if not any(s.startswith("refused") for s in c.seen))
+    print(f"messages lost (confirmed, not stored): {len(lost)}; honest participants placed: {placed} of {2 * args.workers}")
+    statuses = outcome.get("statuses", {})
+    print(f"stranger: {sum(statuses.values())} requests for an agent with made-up sessions in "
+          f"{outcome.get('minutes', 0):.1f} min, answered {dict(sorted(statuses.items(), key=str))}; calls to Prolific "
+          f"about them: {len(calls)} (budget: 30 a minute from one source)")
+    problems = [f"{c.name}: {', '.join(c.seen)}" for c in quiet + attacked if c.seen]
+    print("participants saw: " + ("; ".join(problems) if problems else "nothing unusual"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     bench_router_load.add_wave_args(parser, workers=20, duration=300, port=3460)
+    parser.add_argument("--prolific", action="store_true", help="the Prolific amplification instead (see above)")
     args = parser.parse_args()
     tmp, CliRun = bench_router_load.start(args, "bench_router_flood_")
-    asyncio.run(flood_run(args, tmp, CliRun))
+    asyncio.run(prolific_run(args, tmp) if args.prolific else flood_run(args, tmp, CliRun))
     return 0
 
 

@@ -53,6 +53,9 @@ def test_the_layers_hold(tmp_path):
      "parlai_dialeval.dashboard.adaptive_view -> parlai_dialeval.scripts.certify"),
     ("__init__.py", "from parlai_dialeval import providers",
      "parlai_dialeval -> parlai_dialeval.providers"),
+    # issue 56: providers sit below crowdsourcing (the circle through launch_log, quality and export removed)
+    ("providers/prolific/provider.py", "from parlai_dialeval.crowdsourcing.platform import launch_log",
+     "parlai_dialeval.providers.prolific.provider -> parlai_dialeval.crowdsourcing.platform.launch_log"),
 ])
 def test_an_import_against_the_layers_breaks_the_contract(tmp_path, module, bad_import, chain):
     package = installed_layout(tmp_path)

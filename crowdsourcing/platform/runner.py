@@ -23,6 +23,7 @@ from typing import Callable
 from parlai_dialeval.compat import mephisto as compat_mephisto, mephisto_door as compat_door, mephisto_router as compat_router
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+from parlai_dialeval.crowdsourcing.platform.launch_log import say
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
 
@@ -154,6 +155,10 @@ class LaunchedTask:
             # makes Mephisto's socket log a traceback and try to reconnect
             run.client_io.shutdown()
         self.operator.force_shutdown(timeout=5)
+        if self.task_run_id and self.config.mephisto.provider.get("_provider_type") == "prolific":
+            from parlai_dialeval.providers.prolific import webhooks
+
+            webhooks.stop(self.db, self.task_run_id)  # unsubscribed: nothing serves its events any more
         if self.task_run_id:
             from mephisto.data_model.task_run import TaskRun
 
@@ -201,7 +206,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     cached = bool(cfg.mephisto.blueprint.get("cached_database"))
     db = (MephistoSingletonDB if cached else LocalMephistoDB)(database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
-        from parlai_dialeval.providers.prolific.provider import require_requester
+        from parlai_dialeval.providers.prolific.settings import require_requester
 
         require_requester(cfg.mephisto, db)
     cfg = augment_config_from_db(cfg, db)
@@ -236,6 +241,10 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
                             resume_note=note)
+    if cfg.mephisto.provider.get("_provider_type") == "prolific":  # where participants come from
+        from parlai_dialeval.providers.prolific.provider import ProlificProvider
+
+        say(ProlificProvider.announcement(run_id) or f"Prolific: no study was set up for task run {run_id}")
     # how often the operator looks at the run: each look costs with its units (compat's prompt_run_tracking)
     compat_mephisto.prompt_run_tracking(units=sum(len(run.task_launcher.units)
                                                   for run in operator.get_running_task_runs().values()))

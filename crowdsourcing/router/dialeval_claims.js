@@ -30,6 +30,8 @@ const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_claims.
 const SECRET_FIELD = "dialeval_secret"; // page -> router, in provider_data
 const CLAIM_FIELD = "dialeval_claim"; // router -> server: SHA-256 of the secret
 const ISSUED_FIELD = "registration_secret"; // router -> a page that sent no secret, once
+const SOURCE_FIELD = "dialeval_source"; // router -> server: the source the registration came from (a crowd
+// provider's budget of calls on strangers' behalf, parlai_dialeval/providers/prolific/verify.py source_of)
 const SECRET_FORM = /^[A-Za-z0-9_-]{32,128}$/;
 const HELD = "This study is already open for you in another browser or tab: please go on there. " +
   "If you did not open it elsewhere, contact the researcher.";
@@ -130,6 +132,7 @@ function request_check(req, res, next) {
   const secret = data[SECRET_FIELD];
   delete data[SECRET_FIELD];
   delete data[CLAIM_FIELD];
+  data[SOURCE_FIELD] = source(req); // whatever the page put there is replaced
   let claim = claims.get(registration);
   let issued = null;
   const fresh = claim === undefined;

@@ -4,6 +4,8 @@
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, detoxify left out, its data directory,
   its metrics server, the pace of its run tracker, unit launcher and force_shutdown, a thread-safe unit
   launcher for generated runs, our crowd providers registered on import);
+- ``compat/mephisto_arrivals.py``: a crowd provider vets who gets a place, and whose reloading page gets
+  its agent back;
 - ``compat/mephisto_door.py``: what strangers' bytes may cost Mephisto's server (the router's door,
   unreadable packets dropped, bounded logging);
 - ``compat/mephisto_router.py``: the node router Mephisto copies for every run (our dependencies, session
@@ -47,12 +49,13 @@ def install() -> None:
 
 
 def check() -> None:
+    from parlai_dialeval.compat import mephisto_arrivals as _mephisto_arrivals
     from parlai_dialeval.compat import mephisto_router as _mephisto_router
     from parlai_dialeval.compat import torch as _torch
     from parlai_dialeval.compat import transformers as _transformers
 
     install()
-    for module in (_mephisto, _mephisto_door, _mephisto_router, _parlai, _torch, _transformers):
+    for module in (_mephisto, _mephisto_arrivals, _mephisto_door, _mephisto_router, _parlai, _torch, _transformers):
         for line in module.check():
             print(f"parlai_dialeval.compat: {line}")
     print(f"parlai_dialeval.compat: every patch takes effect on Python {sys.version.split()[0]}")

@@ -42,9 +42,8 @@
   providers (Prolific) register right after ``import mephisto`` finishes, whoever imports it, without
   importing Mephisto any earlier (a command that never touches Mephisto does not pay for it). Installed
   by ``compat.install()``. Retire when Mephisto discovers providers through entry points.
-- ``arrivals_checked``: ``WorkerPool.register_worker`` first asks the run's crowd provider whether the
-  arrival may have a place (``refuse_arrival``; Prolific checks the participant's session with Prolific),
-  before any worker, unit reservation or agent exists. Retire when Mephisto lets providers vet arrivals.
+
+The arrival checks (a provider vetting who gets a place) are in ``compat/mephisto_arrivals.py``.
 """
 from __future__ import annotations
 
@@ -222,9 +221,6 @@ def atomic_state_writes() -> None:
     require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
 
 
-_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
-
-
 # Mephisto 1.1.1's ClientIOHandler._request_status_update, which the patch below copies (its loop, over a copy)
 REQUEST_STATUS_UPDATE_SOURCE = "dadc17dd7464135be9bd0f8aaebf3ba7bfdaf0d9f6a9d44ea59a2cf5422dc3d1"
 _CLOSING = threading.Lock()  # the channels' one closing at a time, across the process's runs (stops are rare)
@@ -278,46 +274,6 @@ def closed_channels_tolerated() -> None:
     ClientIOHandler.shutdown = shutdown
     for name in ("send_status_update", "send_live_update", "_request_status_update", "shutdown"):
         require_ours(ClientIOHandler, name, "closed_channels_tolerated")
-
-
-def arrivals_checked() -> None:
-    """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
-    creates the worker, reserves a unit, creates the agent). A crowd provider with
-    ``refuse_arrival(task_run, crowd_data) -> message or None`` is asked first; a message goes to the page
-    as Mephisto's own refusals do (``failure_reason``) and nothing is created. The check runs in its own
-    four threads, not Mephisto's default executor, so slow answers from the provider (or a stranger's
-    flood of made-up identities) never hold up the threads every participant's unit needs."""
-    require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
-    import concurrent.futures
-    from functools import partial
-
-    from mephisto.operations.client_io_handler import ClientIOHandler
-    from mephisto.operations.worker_pool import AgentDetails, WorkerPool
-
-    require_call(ClientIOHandler._register_agent, "worker_pool.register_worker(crowd_data, request_id)",
-                 "arrivals_checked")
-    if is_ours(WorkerPool.register_worker):
-        return
-    original = WorkerPool.register_worker
-
-    @ours
-    async def register_worker(self, crowd_data, request_id):
-        global _ARRIVALS
-        live_run = self.get_live_run()
-        refuse = getattr(live_run.provider, "refuse_arrival", None)
-        if refuse is not None:
-            with _LOCK:
-                if _ARRIVALS is None:
-                    _ARRIVALS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="dialeval-arrival")
-            reason = await live_run.loop_wrap.loop.run_in_executor(
-                _ARRIVALS, partial(refuse, live_run.task_run, crowd_data))
-            if reason:
-                live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
-                return
-        await original(self, crowd_data, request_id)
-
-    WorkerPool.register_worker = register_worker
-    require_ours(WorkerPool, "register_worker", "arrivals_checked")
 
 
 def _safe_unit_launcher():
@@ -460,7 +416,6 @@ def check() -> list[str]:
     prompt_unit_launching()
     joined_force_shutdown()
     atomic_state_writes()
-    arrivals_checked()
     closed_channels_tolerated()
     with safe_unit_launching():
         from mephisto.operations import operator
@@ -470,4 +425,4 @@ def check() -> list[str]:
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
             "launching every second, a joined force_shutdown, closed channels tolerated, safe unit "
-            "launching, atomic state writes, arrival checks, onboarding tries, our crowd providers"]
+            "launching, atomic state writes, onboarding tries, our crowd providers"]

@@ -31,7 +31,7 @@ MAX_PENDING = 100  # confirmations asked for and not yet given
 def create_app(source, secret: str, refresh: int = 5) -> Flask:
     """The app over ``source`` (a ``TaskSource``); ``secret`` opens a session; the overview reloads itself
     every ``refresh`` seconds."""
-    from parlai_dialeval.providers.prolific.review import MIN_REJECT_MESSAGE, REJECTION_CATEGORIES
+    from parlai_dialeval.providers.prolific.review import MAX_MESSAGE, MIN_REJECT_MESSAGE, REJECTION_CATEGORIES, masked
 
     app = Flask(__name__)
     app.jinja_options = {**app.jinja_options, "finalize": bidi_shown}  # as the reports: bidi controls shown
@@ -42,7 +42,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
                       SESSION_COOKIE_NAME="dialeval_dashboard")
     app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
-                                 clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)))
+                                 clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)), masked=masked)
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)
 
     def signed_in() -> bool:
@@ -125,18 +125,19 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
         data = source.snapshot()
         row = next((q for q in data["quality"] if q["worker"] == worker), None)
         work, ratings = source.work(worker)
-        if row is None and not work:
-            abort(404)
         money, error = None, session.pop("error", None)
         try:
             money = source.money(fresh=True) if data["on_prolific"] else None
         except DialevalError as failure:  # Prolific unreachable: the work is still worth reading
             error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]
+        if row is None and not work and not ratings and not submissions:  # a rater's page, a participant's messages
+            abort(404)
         decisions = [d for d in (money or {}).get("decisions", []) if d["participant_id"] == worker]
         return page("dashboard_participant.html", worker=worker, row=row, work=work, ratings=ratings, on_prolific=data["on_prolific"],
                     submissions=submissions, decisions=decisions, categories=REJECTION_CATEGORIES,
-                    min_message=MIN_REJECT_MESSAGE, message=session.pop("message", None), error=error)
+                    min_message=MIN_REJECT_MESSAGE, max_message=MAX_MESSAGE, message=session.pop("message", None),
+                    error=error)
 
     @app.route("/participant/<path:worker>/<kind>", methods=["POST"])
     def ask(worker: str, kind: str):

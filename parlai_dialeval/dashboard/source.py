@@ -15,7 +15,7 @@ from pathlib import Path
 from parlai_dialeval.dashboard import summary
 from parlai_dialeval.errors import DialevalError
 
-ACTIONS = ("approve", "reject", "bonus", "block")
+ACTIONS = ("approve", "reject", "bonus", "block", "message")
 
 
 # a place held this long with no act of its page's is listed (a person reads the instructions first)
@@ -155,9 +155,10 @@ class TaskSource:
             return figures
 
     def review_table(self):
+        from parlai_dialeval.crowdsourcing.platform.quality import review_qc
         from parlai_dialeval.providers.prolific import review
 
-        return review.review_table(self._db, self.task_name, self.data_dir)
+        return review.review_table(self._db, self.task_name, *review_qc(self.task_name, self.data_dir))
 
     # ------------------------------------------------------------ review actions
     def check_action(self, kind: str, participant: str, fields: dict) -> dict:
@@ -185,6 +186,11 @@ class TaskSource:
             return {"amount": to_major(minor), "reason": fields["reason"].strip()}
         if kind == "block":
             return {"reason": (fields.get("reason") or "").strip() or "blocked from the dashboard"}
+        if kind == "message":
+            text = (fields.get("message") or "").strip()
+            if not text or len(text) > review.MAX_MESSAGE:
+                raise DialevalError(f"a message has 1 to {review.MAX_MESSAGE} characters (got {len(text)})")
+            return {"message": text}
         return {}
 
     def act(self, kind: str, participant: str, fields: dict) -> str:
@@ -207,6 +213,8 @@ class TaskSource:
                 elif kind == "reject":
                     review.reject(db, agent, fields["message"], fields["category"])
                     done = f"rejected {participant} ({fields['category']})"
+                elif kind == "message":
+                    done = review.send_message(db, agent, fields["message"])
                 else:
                     done = bonus.pay(db, agent, fields["amount"], fields["reason"])
             self._money = self._snapshot = None  # the next page shows the decision

@@ -35,10 +35,10 @@ COMMON_FIELDS = (
     Field("meta", DICT, False, "anything else the source held, kept verbatim"),
 )
 
-# work whose worker the crowd platform never confirmed (a Prolific identity Prolific does not know)
+# work the crowd platform does not vouch for (a Prolific identity Prolific does not know, a submission returned)
 UNVERIFIED = Field("unverified", BOOL, False,
-                   "true: the crowd platform never confirmed the worker's identity; analyses leave the record out "
-                   "unless --include-unverified")
+                   "true: the crowd platform never confirmed the worker's identity, or the worker gave the assignment "
+                   "back; analyses leave the record out unless --include-unverified")
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     "study": (

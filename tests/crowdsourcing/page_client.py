@@ -55,10 +55,14 @@ class PageClient:
         self.secret = secrets.token_hex(32)
 
     # ------------------------------------------------------------ the page's connection
+    def registration(self) -> dict:
+        """What the page's wrapper sends for an agent (the mock provider's ids)."""
+        return {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
+                "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
+
     async def open(self, http: httpx.AsyncClient) -> bool:
         """Load the page: ask the router for an agent (retried while the server is away), then connect."""
-        registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
-                        "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
+        registration = self.registration()
         retry = 2.0
         while time.time() < self.deadline:
             try:

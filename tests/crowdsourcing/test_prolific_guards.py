@@ -72,12 +72,12 @@ def _published(fake, url: str, **fields) -> str:  # noqa: F811
     st = fake.state
     with st.lock:
         ws = next(iter(st.workspaces))
-        project = st.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-        sid = st.api_post_studies({}, {
+        project = st.api_create_project(ws, {}, {"title": "p"})["id"]
+        sid = st.api_create_study({}, {
             "project": project, "name": "n", "description": "d", "external_study_url": url,
             "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-            "estimated_completion_time": 10, "reward": 200, **fields})[1]["id"]
-        st.api_post_studies_X_transition(sid, {}, {"action": "PUBLISH"})
+            "estimated_completion_time": 10, "reward": 200, **fields})["id"]
+        st.api_transition_study(sid, {}, {"action": "PUBLISH"})
     return sid
 
 
