@@ -23,6 +23,7 @@ from typing import Callable
 from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+from parlai_dialeval.crowdsourcing.platform.progress import SAMPLE_SECONDS, ProgressLog
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
 
@@ -76,6 +77,7 @@ class LaunchedTask:
     data_dir: Path
     task_run_id: str = ""
     resume_note: str | None = None  # the line saying an interrupted run is resumed
+    progress: ProgressLog | None = None  # the study's progress over time, for the dashboard (platform/progress.py)
     stop_requests: int = field(default=0, init=False)
 
     @property
@@ -144,7 +146,16 @@ class LaunchedTask:
                     f"finish. Press Ctrl-C again (or `kill {os.getpid()}`) to stop at once, keeping their work so far.")
             if draining and not self.in_flight():
                 return
+            if self.progress is not None and time.monotonic() >= self.progress.next_at:
+                self.progress.next_at = time.monotonic() + SAMPLE_SECONDS
+                await asyncio.get_running_loop().run_in_executor(None, self._sample_progress)
             await asyncio.sleep(POLL_SECONDS)
+
+    def _sample_progress(self) -> None:
+        try:
+            self.progress.sample()
+        except Exception as error:  # a busy database or a full disk costs a point of the chart, never the study
+            logging.getLogger(__name__).warning("progress not recorded: %s: %s", type(error).__name__, error)
 
     def shutdown(self) -> None:
         """Stop everything now: the worlds still running save their partial work, the router exits; the
@@ -154,6 +165,8 @@ class LaunchedTask:
             # makes Mephisto's socket log a traceback and try to reconnect
             run.client_io.shutdown()
         self.operator.force_shutdown(timeout=5)
+        if self.progress is not None:
+            self._sample_progress()
         if self.task_run_id:
             from mephisto.data_model.task_run import TaskRun
 
@@ -233,7 +246,8 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
             raise
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
-                            resume_note=note)
+                            resume_note=note, progress=ProgressLog(data_dir, cfg.mephisto.task.task_name,
+                                                                   database_path(data_dir)))
     # how often the operator looks at the run: each look costs with its units (compat's prompt_run_tracking)
     compat_mephisto.prompt_run_tracking(units=sum(len(run.task_launcher.units)
                                                   for run in operator.get_running_task_runs().values()))

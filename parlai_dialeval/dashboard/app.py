@@ -1,5 +1,5 @@
-"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the self-refreshing
-overview, one page per participant with their work and the review actions, a confirmation step before
+"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the overview (reloading itself
+until the researcher switches that off), one page per participant with their work and the review actions, a confirmation step before
 any action.
 
 Access: every page but the login form needs a session, opened by the secret (the token printed at
@@ -111,14 +111,23 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
 
     @app.route("/")
     def overview():
+        # reloading is the researcher's to switch off and on (WCAG 2.2.1), by an HTTP Refresh header: a page
+        # without scripts has no other way, and <meta http-equiv="refresh"> is an axe-core violation
+        if request.args.get("refresh") in ("on", "off"):
+            session["refresh"] = request.args["refresh"] == "on"
+            return redirect(url_for("overview"))
         data, money, error = None, None, session.pop("error", "")
         try:
             data = source.snapshot()
             money = source.money()
         except DialevalError as failure:  # Prolific's errors included: the page still shows what it has
             error = str(failure)
-        return page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
-                    message=session.pop("message", None))
+        reloading = session.get("refresh", True)
+        response = Response(page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
+                                 reloading=reloading, message=session.pop("message", None)))
+        if reloading:
+            response.headers["Refresh"] = str(refresh)
+        return response
 
     @app.route("/participant/<path:worker>")
     def participant(worker: str):
