@@ -17,6 +17,7 @@ import time
 from flask import Flask, Response, abort, redirect, render_template, request, session, url_for
 from jinja2 import FileSystemLoader
 
+from parlai_dialeval.dashboard.markdown import bot_text
 from parlai_dialeval.dashboard.source import ACTIONS
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import TEMPLATES, bdi, bidi_shown
@@ -40,7 +41,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
                       SESSION_COOKIE_NAME="dialeval_dashboard")
-    app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
+    app.jinja_env.filters.update(bdi=bdi, bot_text=bot_text, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
                                  clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)))
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)

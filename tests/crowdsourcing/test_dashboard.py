@@ -331,6 +331,22 @@ def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
     assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
 
 
+def test_a_bots_markdown_is_shown_safely_and_a_participants_text_as_typed(client):
+    """Issue 50, item 14: bot replies showed raw markdown (`**Preheat the oven**`). Bold, lists and code are
+    rendered; HTML stays text, a link is no link; what the participant typed is shown as typed."""
+    reply = ("**Preheat the oven** to *200 C*:\n\n- flour\n- `salt`\n\n" + HOSTILE +
+             " [click](javascript:alert(1)) ![x](http://example.invalid/x.png)")
+    client.source._records[0]["turns"] = [{"speaker": "human", "text": "**my own stars**"}, {"speaker": "m", "text": reply}]
+    client.get(f"/?token={SECRET}")
+    page = client.get(worker_path()).get_data(as_text=True)
+    assert "<strong>Preheat the oven</strong>" in page and "<em>200 C</em>" in page
+    assert "<li>flour</li>" in page and "<code>salt</code>" in page
+    assert HOSTILE not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<a " not in page.split('data-testid="work"')[1] and "<img" not in page
+    assert "[click](javascript:alert(1))" in page
+    assert "<bdi>**my own stars**</bdi>" in page
+
+
 def test_the_quality_table_says_where_each_participant_stands_and_what_the_p_value_means(client):
     """Issue 40: 'pass, p-value 0.000309' was unexplained and a participant's state unknown."""
     client.get(f"/?token={SECRET}")
