@@ -33,6 +33,10 @@ SANDBOX_SUFFIX = "_sandbox"
 POLL_SECONDS = 0.5  # how often serve() looks at the run (stop requests, units in flight)
 # units whose workers have not started them yet; a stop expires these so nobody new is let in
 NOT_STARTED = ("created", "launched")
+# a stop tells the pages of agents in these statuses that the researcher ended the study
+STILL_WORKING = ("none", "accepted", "onboarding", "waiting", "in task")
+ENDED_KEY = "dialeval_ended"  # the live update saying so (frontend/src/components/transport.js)
+ENDED_NOTICE_SECONDS = 0.5  # the event loop runs this long for the channels to send it before they close
 
 
 def unused_worker_ids(db, count: int = 1) -> list[str]:
@@ -159,7 +163,9 @@ class LaunchedTask:
 
     def shutdown(self) -> None:
         """Stop everything now: the worlds still running save their partial work, the router exits; the
-        run is marked stopped (a later launch of the task name starts afresh instead of resuming it)."""
+        run is marked stopped (a later launch of the task name starts afresh instead of resuming it). The pages
+        still in the study are told first, so that they say the researcher ended it (not that a server failed)."""
+        self._tell_pages_it_ended()
         for run in self.operator.get_running_task_runs().values():
             # channels before the router, as Mephisto does for a finished run: a router that exits first
             # makes Mephisto's socket log a traceback and try to reconnect
@@ -172,6 +178,20 @@ class LaunchedTask:
 
             resume.mark_unsubmitted(self.db, self.task_run_id)
             resume.write_marker(TaskRun.get(self.db, self.task_run_id), stopped=True)
+
+    def _tell_pages_it_ended(self) -> None:
+        """A live update ``{ENDED_KEY: "stopped"}`` to each agent still working, then the event loop runs a moment so
+        that the channels send it (frontend/src/components/transport.js shows the catalogue's "ended.stopped")."""
+        told = 0
+        for run in self.operator.get_running_task_runs().values():
+            pool = run.worker_pool
+            for agent in [*pool.agents.values(), *pool.onboarding_agents.values()]:
+                if agent.db_status in STILL_WORKING:
+                    run.client_io.send_live_update(agent.get_agent_id(), {ENDED_KEY: "stopped"})
+                    told += 1
+        loop = self.operator._event_loop
+        if told and not loop.is_running():
+            loop.run_until_complete(asyncio.sleep(ENDED_NOTICE_SECONDS))
 
     def saved_summary(self) -> str:
         agents = self.db.find_agents(task_run_id=self.task_run_id) if self.task_run_id else []

@@ -1,7 +1,8 @@
 // Page layout shared by every task: the task first, the instructions beside it (folded under it on a
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
-import { t } from "./i18n";
+import { serverText, t } from "./i18n";
+import { ResumeCode, ResumeForm } from "./Resume";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -9,7 +10,13 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   const [wide] = React.useState(() => typeof window === "undefined" || window.innerWidth >= 992);
   let body;
   if (blockedReason) {
-    body = <div className="alert alert-danger">{blockedExplanation || blockedReason}</div>;
+    const why = blockedExplanation || blockedReason;
+    body = (
+      <div>
+        <div className="alert alert-danger">{typeof why === "string" ? serverText(why) : why}</div>
+        <ResumeForm />
+      </div>
+    );
   } else if (isPreview) {
     body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {
@@ -31,6 +38,7 @@ export function TaskShell({ mephisto, title, instructions, children }) {
           </details>
         </aside>
       </div>
+      {blockedReason || inactiveText ? null : <ResumeCode />}
     </div>
   );
 }
@@ -62,7 +70,8 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
   return (
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
       <p>
-        <b>{t("submit.complete")}</b> {t("submit.press")}
+        {/* once sent, the box no longer asks for the press */}
+        <b>{t("submit.complete")}</b> {sent ? null : t("submit.press")}
       </p>
       <SubmitOnceButton
         onSubmit={() => {
