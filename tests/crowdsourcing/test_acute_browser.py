@@ -62,7 +62,7 @@ def launch(tmp_path, port: int, task_name: str, *extra: str) -> CliRun:
 @pytest.mark.parametrize("language", ["en", "he"])
 def test_acute_in_chromium_then_export_and_analyze(tmp_path, language):
     hebrew = language == "he"
-    suffix, submit = ("_hebrew", HEBREW["common.submit"]) if hebrew else ("", "Submit")
+    submit = HEBREW["common.submit"] if hebrew else "Submit"
     practice = HEBREW["acute.practice"] if hebrew else "Practice round"
     run = launch(tmp_path, free_port(), "acute_e2e", f"acute.language={language}")
     try:
@@ -74,13 +74,13 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path, language):
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=pair]", timeout=60000)
             assert practice in page.inner_text("body")
-            look_at(page, "acute_practice" + suffix)
+            look_at(page, "acute_practice_hebrew" if hebrew else "acute_practice")
             judge(page, submit=submit)  # onboarding, all right: the unit follows on the same page
             page.wait_for_function(f"!document.body.innerText.includes({json.dumps(practice)})", timeout=60000)
-            look_at(page, "acute_pair" + suffix)
+            look_at(page, "acute_pair_hebrew" if hebrew else "acute_pair")
             judge(page, submit=submit)
             page.wait_for_selector("[data-testid=done]", timeout=30000)
-            look_at(page, "acute_done" + suffix)
+            look_at(page, "acute_done_hebrew" if hebrew else "acute_done")
             page.wait_for_timeout(1500)
             received = [r.text() for r in answers]
         assert len(received) == 2 and all("init_task_data" in text for text in received), received

@@ -25,7 +25,8 @@ ENGLISH = json.loads((Path(__file__).resolve().parents[2] / "crowdsourcing" / "f
 @pytest.mark.parametrize("language", ["en", "he"])
 def test_rme_in_chromium_then_export_and_analyze(tmp_path, language):
     require_chromium()
-    words, suffix = (HEBREW, "_hebrew") if language == "he" else (ENGLISH, "")
+    hebrew = language == "he"
+    words = HEBREW if hebrew else ENGLISH
     items = tmp_path / "items.jsonl"
     items.write_text("".join(json.dumps({"item_id": f"i{n}", "context": ["How was your day?"],
                                          "reference": "It was great, thanks.", "responses": RESPONSES}) + "\n"
@@ -41,7 +42,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path, language):
             for n in range(2):
                 page.wait_for_selector("[data-testid=scale-item]", timeout=60000)
                 if n == 0:
-                    look_at(page, "scale_designs_rme" + suffix)
+                    look_at(page, "scale_designs_rme_hebrew" if hebrew else "scale_designs_rme")
                 assert page.inner_text("[data-testid=anchor-readability]") == words["scale.anchor"].format(
                     anchor=100, min=0, max=999)
                 if n == 0:  # out-of-range numbers are refused with the allowed range shown next to them
@@ -62,7 +63,7 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path, language):
                 assert page.locator("[data-testid=next-hint]").count() == 0
                 page.click("[data-testid=next-item]")
             page.wait_for_selector("[data-testid=prior-questions]")
-            look_at(page, "scale_designs_prior_questions" + suffix)
+            look_at(page, "scale_designs_prior_questions_hebrew" if hebrew else "scale_designs_prior_questions")
             page.check("[data-testid=prior_experience_evaluating-no]")
             page.check("[data-testid=prior_experience_agents-yes]")
             page.click("[data-testid=submit-scales]")
