@@ -17,6 +17,7 @@ import json
 import secrets
 
 import httpx
+import pytest
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
@@ -24,6 +25,7 @@ from parlai_dialeval.compat import mephisto_router as compat_router
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, run_router
 
+pytestmark = pytest.mark.slow  # each test starts a node router and waits out the reclaim time
 RECLAIM = 2.0  # seconds, as a test sets mephisto.blueprint.router_reclaim_seconds
 VICTIM = {"worker_name": "victim", "agent_registration_id": "a1-victim", "assignment_id": "a1", "provider_type": "mock"}
 
