@@ -190,7 +190,7 @@ class LaunchedTask:
                     run.client_io.send_live_update(agent.get_agent_id(), {ENDED_KEY: "stopped"})
                     told += 1
         loop = self.operator._event_loop
-        if told and not loop.is_running():
+        if told and not loop.is_running() and not loop.is_closed():
             loop.run_until_complete(asyncio.sleep(ENDED_NOTICE_SECONDS))
 
     def saved_summary(self) -> str:

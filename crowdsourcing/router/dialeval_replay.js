@@ -83,10 +83,15 @@ function heard(packet) {
 }
 
 // A page's new socket is linked to its agent (`alive`, token checked): what the page has not had goes to ``send``, in
-// order. An alive without a number is a page loaded afresh: nothing is sent again.
+// order. An alive without a number is a page loaded afresh, which the server gave everything so far: nothing is sent
+// again, and what was kept is forgotten (the page counts from the next number it gets).
 function resume(packet, send) {
   const entry = kept.get(packet.subject_id);
   const seen = seen_of(packet);
+  if (entry !== undefined && seen === null) {
+    entry.packets = [];
+    entry.bytes = 0;
+  }
   if (entry === undefined || seen === null) {
     return 0;
   }

@@ -23,7 +23,7 @@ PAUSE_MS = 1500  # between a person's actions
 WATCH = """() => {
   window.__seen = [];
   setInterval(() => {
-    const bubble = document.querySelector('[data-testid=bot-streaming]');
+    const bubble = document.querySelector('[data-testid=bot-streaming] .dialeval-md');  // the reply's text only
     window.__seen.push({
       at: Date.now(),
       pending: document.querySelector('[data-testid=msg-pending]') !== null,
@@ -67,7 +67,7 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
         with chromium_page(tmp_path) as page:
             chat_until_the_first_reply(page, run.worker_url("stream_worker"), reply_timeout_ms=240000)
             page.wait_for_timeout(500)
-            final = page.locator(".dialeval-msg-other").last.inner_text()
+            final = page.locator(".dialeval-msg-other .dialeval-md").last.inner_text()  # the reply, as markdown shows it
             seen, sent_at = page.evaluate("[window.__seen, window.__sent_at]")
             # a second message, and a reload while its reply streams: afterwards each whole reply shows
             # once, and no partial bubble is left
@@ -93,10 +93,9 @@ def test_the_page_shows_the_reply_as_it_arrives(real_server, tmp_path, monkeypat
     confirmed = [s["at"] - sent_at for s in before_reply if s["at"] >= sent_at and not s["pending"]]
     assert confirmed and confirmed[0] <= 1000, confirmed[:3]  # shown sent within a second of Enter...
     assert not any(s["pending"] for s in before_reply if s["partial"])  # ...and while the reply streams
-    reply = final.split("\n")[-1].strip()
-    assert any(len(p.strip()) < len(reply) and reply.startswith(p.split("\n")[-1].strip()) for p in partials), (
-        partials, reply)
-    assert len(after_reload) == 2 and sum(reply in text for text in after_reload) == 1, after_reload
+    reply = words(final)
+    assert any(0 < len(words(p)) < len(reply) and reply.startswith(words(p)) for p in partials), (partials, reply)
+    assert len(after_reload) == 2 and sum(reply in words(text) for text in after_reload) == 1, after_reload
     assert streaming_left == 0 and send_enabled
 
 
@@ -114,7 +113,7 @@ DROP_MID_STREAM = """(() => {
     constructor(...args) { super(...args); window.__sockets.push(this); }
   };
   setInterval(() => {
-    const bubble = document.querySelector('[data-testid=bot-streaming]');
+    const bubble = document.querySelector('[data-testid=bot-streaming] .dialeval-md');  // the reply's text only
     const text = bubble ? bubble.innerText.split('\\n').pop().replace(/^Chatbot:/, '').trim() : '';
     if (window.__dropped === null && text) {
       window.__dropped = text;
@@ -122,6 +121,11 @@ DROP_MID_STREAM = """(() => {
     }
   }, 50);
 })();"""
+
+
+def words(text: str) -> str:
+    """A text as its words, one space apart (paragraphs of a bot's markdown show on lines of their own)."""
+    return " ".join(text.split())
 
 
 def bot_text(shown: str) -> str:

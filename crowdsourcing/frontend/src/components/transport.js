@@ -240,11 +240,17 @@ function signed(packet) {
 // router sends again what the page has not had (a bot's reply sent while the old socket was dropping), once.
 const SEQ_KEY = "dialeval_seq";
 const SEEN_KEY = "dialeval_seen";
-const received = new Map(); // agent id -> { upTo: every packet up to this number had, above: Set of later ones had }
+// agent id -> { upTo: every packet up to this number had, above: Set of later ones had, fresh: nothing had yet }
+const received = new Map();
 
 function receivedOnce(agent, seq) {
-  const got = received.get(agent) || { upTo: 0, above: new Set() };
+  const got = received.get(agent) || { upTo: 0, above: new Set(), fresh: true };
   received.set(agent, got);
+  if (got.fresh) {
+    // the first number this page gets: what came before it the server gave the page with its agent
+    got.fresh = false;
+    got.upTo = seq - 1;
+  }
   if (seq <= got.upTo || got.above.has(seq)) {
     return false;
   }
@@ -321,7 +327,7 @@ const PageSocket = class extends window.WebSocket {
       storeOutbox();
     }
     if (packet && packet.packet_type === "alive" && !received.has(packet.subject_id)) {
-      received.set(packet.subject_id, { upTo: 0, above: new Set() }); // its next socket's alive says how far it got
+      received.set(packet.subject_id, { upTo: 0, above: new Set(), fresh: true }); // its next socket's alive says how far
       return super.send(JSON.stringify(signed(packet)));
     }
     return super.send(JSON.stringify(signed(packet && typeof packet === "object" ? withSeen(packet) : packet)));
