@@ -180,12 +180,14 @@ def test_a_message_typed_while_a_reply_streams_waits_and_drafts_never_merge(tmp_
     stays in the box as it is. Every reply is cut by max_tokens and marked so on the page. The first word comes
     after 10.5 s: the page says the reply is slow at 10 s, the patience the launch's speed check and the dashboard
     warn at (issue 50, item 14: the page said so at 20 s)."""
-    from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS
+    from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS, PROBE_REPLIES
     from parlai_dialeval.testing.fake_openai import FakeOpenAI
 
     require_chromium()
-    script = {name: {"replies": [REPLY], "chunk_delay": 0.3, "latency": PATIENCE_SECONDS + 0.5}
-              for name in ("model-a", "model-b")}
+
+    # the first reply after the launch's ping and timed replies waits 10.5 s before its first word
+    script = {name: {"replies": [REPLY], "chunk_delay": 0.3, "faults": ["timeout"], "faults_after": 1 + PROBE_REPLIES,
+                     "hang": PATIENCE_SECONDS + 0.5} for name in ("model-a", "model-b")}
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = CliRun("live_chat_da", tmp_path, [
