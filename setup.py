@@ -59,6 +59,7 @@ setup(
         "threadpoolctl",  # one BLAS thread for small dense solves (analysis/style_control.py); scikit-learn brings it
         "pyyaml",
         "Jinja2",
+        "markdown-it-py",  # chatbots' markdown on the dashboard, HTML off (parlai_dialeval/dashboard/markdown.py)
         "psutil",
         "httpx",  # the Prolific provider's API client
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)

@@ -53,10 +53,10 @@ def shared_state(cfg):
 
     from parlai_dialeval.crowdsourcing.live_chat_da import worlds
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
 
     args = cfg.live_chat
-    language = page_language(args.language)
+    page = chat_page_options(args.language, num_slots=args.num_slots, min_inputs=args.min_inputs)  # before the bots load
     pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
                    allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
@@ -64,8 +64,7 @@ def shared_state(cfg):
                  "turn_timeout": args.turn_timeout, "max_inputs": args.max_inputs,
                  "limits": InputLimits(**args.limits)}
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
-                                 frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs,
-                                                     "language": language})
+                                 frontend_task_opts=page)
 
 
 def _export(units, task_name):

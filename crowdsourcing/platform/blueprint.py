@@ -36,7 +36,8 @@ from omegaconf import MISSING
 
 from parlai_dialeval.compat.mephisto_door import PROXY_HEADER, PROXY_HEADER_HELP, ROUTER_HOST_HELP, TRUSTED_PROXIES_HELP
 from parlai_dialeval.compat.mephisto_router import (CLAIMS_MINIMUM, CLAIMS_SHARE, CLAIMS_WINDOW_SECONDS,
-                                                     FIRST_SOCKET_SECONDS, PING_SECONDS, RECONNECT_SECONDS)
+                                                     FIRST_SOCKET_SECONDS, PING_SECONDS, RECLAIM_SECONDS,
+                                                     RECONNECT_SECONDS)
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
@@ -111,7 +112,12 @@ class DialevalChatBlueprintArgs(RouterArgs, ParlAIChatBlueprintArgs):
                 "(Mephisto's own: 10; a crowd arriving at once makes reloads slower, docs/scaling.md)"})
     router_ping_seconds: float = field(default=PING_SECONDS, metadata={
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
-                "(Mephisto's own: 15)"})
+                "(Mephisto's own: 15): how long a participant whose browser died or whose phone slept keeps their "
+                "place"})
+    router_reclaim_seconds: float = field(default=RECLAIM_SECONDS, metadata={
+        "help": "seconds a participant's page must have been silent before another browser may carry on their "
+                "session with the resume code the page showed (on Prolific: with the same Prolific identity); "
+                "shorter than router_ping_seconds; 0: never (docs/security.md)"})
     # who may take a place (crowdsourcing/router/dialeval_claims.js)
     router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={
         "help": "seconds a participant's page has to connect after it was given a place; a place whose page never "
@@ -124,6 +130,17 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
     TaskRunnerClass = DialevalChatTaskRunner
     ArgsClass = DialevalChatBlueprintArgs
     BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_CHAT
+
+    @classmethod
+    def assert_task_args(cls, args, shared_state):
+        super().assert_task_args(args, shared_state)
+        reclaim, ping = args.blueprint.get("router_reclaim_seconds") or 0, args.blueprint.router_ping_seconds
+        if reclaim > 0 and reclaim >= ping:
+            from parlai_dialeval.errors import DialevalError
+
+            raise DialevalError(f"mephisto.blueprint.router_reclaim_seconds ({reclaim:g}) must be shorter than "
+                                f"router_ping_seconds ({ping:g}): a page silent that long has lost its place, and "
+                                "another browser could only take back an ended session")
 
     def __init__(self, task_run, args, shared_state):
         super().__init__(task_run, args, shared_state)

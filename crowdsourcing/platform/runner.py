@@ -24,6 +24,7 @@ from parlai_dialeval.compat import mephisto as compat_mephisto, mephisto_door as
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.launch_log import say
+from parlai_dialeval.crowdsourcing.platform.progress import SAMPLE_SECONDS, ProgressLog
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
 
@@ -33,6 +34,10 @@ SANDBOX_SUFFIX = "_sandbox"
 POLL_SECONDS = 0.5  # how often serve() looks at the run (stop requests, units in flight)
 # units whose workers have not started them yet; a stop expires these so nobody new is let in
 NOT_STARTED = ("created", "launched")
+# a stop tells the pages of agents in these statuses that the researcher ended the study
+STILL_WORKING = ("none", "accepted", "onboarding", "waiting", "in task")
+ENDED_KEY = "dialeval_ended"  # the live update saying so (frontend/src/components/transport.js)
+ENDED_NOTICE_SECONDS = 0.5  # the event loop runs this long for the channels to send it before they close
 
 
 def unused_worker_ids(db, count: int = 1) -> list[str]:
@@ -77,6 +82,7 @@ class LaunchedTask:
     data_dir: Path
     task_run_id: str = ""
     resume_note: str | None = None  # the line saying an interrupted run is resumed
+    progress: ProgressLog | None = None  # the study's progress over time, for the dashboard (platform/progress.py)
     stop_requests: int = field(default=0, init=False)
 
     @property
@@ -145,11 +151,22 @@ class LaunchedTask:
                     f"finish. Press Ctrl-C again (or `kill {os.getpid()}`) to stop at once, keeping their work so far.")
             if draining and not self.in_flight():
                 return
+            if self.progress is not None and time.monotonic() >= self.progress.next_at:
+                self.progress.next_at = time.monotonic() + SAMPLE_SECONDS
+                await asyncio.get_running_loop().run_in_executor(None, self._sample_progress)
             await asyncio.sleep(POLL_SECONDS)
+
+    def _sample_progress(self) -> None:
+        try:
+            self.progress.sample()
+        except Exception as error:  # a busy database or a full disk costs a point of the chart, never the study
+            logging.getLogger(__name__).warning("progress not recorded: %s: %s", type(error).__name__, error)
 
     def shutdown(self) -> None:
         """Stop everything now: the worlds still running save their partial work, the router exits; the
-        run is marked stopped (a later launch of the task name starts afresh instead of resuming it)."""
+        run is marked stopped (a later launch of the task name starts afresh instead of resuming it). The pages
+        still in the study are told first, so that they say the researcher ended it (not that a server failed)."""
+        self._tell_pages_it_ended()
         for run in self.operator.get_running_task_runs().values():
             # channels before the router, as Mephisto does for a finished run: a router that exits first
             # makes Mephisto's socket log a traceback and try to reconnect
@@ -159,11 +176,27 @@ class LaunchedTask:
             from parlai_dialeval.providers.prolific import webhooks
 
             webhooks.stop(self.db, self.task_run_id)  # unsubscribed: nothing serves its events any more
+        if self.progress is not None:
+            self._sample_progress()
         if self.task_run_id:
             from mephisto.data_model.task_run import TaskRun
 
             resume.mark_unsubmitted(self.db, self.task_run_id)
             resume.write_marker(TaskRun.get(self.db, self.task_run_id), stopped=True)
+
+    def _tell_pages_it_ended(self) -> None:
+        """A live update ``{ENDED_KEY: "stopped"}`` to each agent still working, then the event loop runs a moment so
+        that the channels send it (frontend/src/components/transport.js shows the catalogue's "ended.stopped")."""
+        told = 0
+        for run in self.operator.get_running_task_runs().values():
+            pool = run.worker_pool
+            for agent in [*pool.agents.values(), *pool.onboarding_agents.values()]:
+                if agent.db_status in STILL_WORKING:
+                    run.client_io.send_live_update(agent.get_agent_id(), {ENDED_KEY: "stopped"})
+                    told += 1
+        loop = self.operator._event_loop
+        if told and not loop.is_running() and not loop.is_closed():
+            loop.run_until_complete(asyncio.sleep(ENDED_NOTICE_SECONDS))
 
     def saved_summary(self) -> str:
         agents = self.db.find_agents(task_run_id=self.task_run_id) if self.task_run_id else []
@@ -240,7 +273,8 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
             raise
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
-                            resume_note=note)
+                            resume_note=note, progress=ProgressLog(data_dir, cfg.mephisto.task.task_name,
+                                                                   database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # where participants come from
         from parlai_dialeval.providers.prolific.provider import ProlificProvider
 

@@ -45,10 +45,11 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
     from parlai_dialeval.crowdsourcing.pw_turn import worlds
 
     args = cfg.pw_turn
+    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     if len(pool.genuine_models) < 2:
         raise ValueError("pw_turn needs at least two models (pw_turn.models or mephisto.blueprint.model_opt_path)")
@@ -62,7 +63,7 @@ def shared_state(cfg) -> Any:
                                  onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
                                                        "turn_timeout": args.turn_timeout, "limits": limits,
                                                        "question": args.question},
-                                 frontend_task_opts={"language": page_language(args.language)})
+                                 frontend_task_opts=page)
 
 
 @guard_units

@@ -183,6 +183,8 @@ class PairwiseTurnWorld(SessionWorld):
             return
         self.session.choose(choice, justification)
         if self.session.done:
+            # the page's history ends with the reply just chosen, as after every other turn
+            self.show({"history": blind_history(self.session.turns), "warning": None})
             self._finish("complete")
         else:
             self._send("chat")

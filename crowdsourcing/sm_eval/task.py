@@ -42,10 +42,11 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
     from parlai_dialeval.crowdsourcing.sm_eval import worlds
 
     args = cfg.sm_eval
+    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
     return SharedParlAITaskState(world_module=worlds, world_opt={
@@ -53,7 +54,7 @@ def shared_state(cfg) -> Any:
         "worker_personas": [list(p) for p in args.worker_personas],
         "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
         "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")},
-        frontend_task_opts={"language": page_language(args.language)})
+        frontend_task_opts=page)
 
 
 @guard_units

@@ -25,10 +25,13 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 - loads ``crowdsourcing/router/dialeval_claims.js``: a registration (in the participant's URL) is bound to a
   secret of the page that first asked for it, and a request naming it without that secret is refused (no
   one takes over another's agent through Mephisto's reconnect path); new registrations are limited per
-  source and time; an agent whose page opens no socket in time gives its place back. Mephisto's
+  source and time; an agent whose page opens no socket in time gives its place back; a page silent for
+  ``reclaim_seconds`` may be replaced by a new browser with its resume code (the way back after a crash); Mephisto's
   ``ClientIOHandler.associate_agent_with_registration`` here keeps each agent's registration and claim (the
   secret's SHA-256) in the run folder (``CLAIMS_LOG``): a relaunch after a crash starts its router with the
   interrupted run's claims (``carry_claims``, platform/resume.py);
+- loads ``crowdsourcing/router/dialeval_replay.js``: what goes to a page is numbered and kept until the page says
+  it has it, and a page's new socket gets what its dropping one lost (a bot's reply sent into it);
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
   page whose heartbeats stop ``ping_seconds`` (Mephisto: 15), before it marks the participant
   disconnected: under a crowd arriving at once a reload takes longer than 10 s (docs/scaling.md); set
@@ -63,6 +66,7 @@ MEPHISTO_VERSION = "1.1.1"
 ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "router"
 GUARD = "dialeval_guard.js"
 CLAIMS = "dialeval_claims.js"
+REPLAY = "dialeval_replay.js"
 CLAIMS_CONFIG = "dialeval_claims.json"  # CLAIMS's settings, beside server.js
 CLAIMS_LOG = "dialeval_claims.jsonl"  # in the run folder: {"agent_id", "registration", "worker", "claim", "at"}
 CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of the page's secret
@@ -75,9 +79,13 @@ REFUSALS_KEPT = 100  # refused update ids an agent keeps, to say so again to a p
 SECRET = secrets.token_bytes(32)
 
 
-# seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
+# seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected: a page
+# whose heartbeats stop (a browser that died, a phone locked) keeps its place this long, and comes back within it
 RECONNECT_SECONDS = 45
-PING_SECONDS = 45
+PING_SECONDS = 300
+# seconds a page must have been silent before its registration may be taken back from another browser (with the
+# page's resume code, or Prolific's verified identity): dialeval_claims.js's way back; shorter than PING_SECONDS
+RECLAIM_SECONDS = 60
 # places: new registrations a source may make per window: a share of the study's places, at least a minimum
 # (two people behind one address, a household or a mobile carrier's shared address, both get in); a fixed
 # number when the study's places are not known (a router built without a task run); seconds a live page has to
@@ -159,9 +167,27 @@ CLAIM_PATCHES: list[tuple[str, str, str]] = [
      '    var agent = find_or_create_agent(agent_id);\n    debug_log("Am linking socket for " + agent_id);\n',
      '    var agent = find_or_create_agent(agent_id);\n    claims.connected(agent_id);\n'
      '    debug_log("Am linking socket for " + agent_id);\n'),
+    ("a page's heartbeat: its page is there", "          agent.last_ping = Date.now();\n",
+     "          agent.last_ping = Date.now();\n          claims.heard(agent_id);\n"),
     ("an agent whose page never connected gives its place back",
      "  if (last_ping == 0) {\n    return; // Not a live task, nothing to check\n",
      "  if (last_ping == 0 && !claims.abandoned(agent)) {\n    return; // Not a live task, nothing to check\n"),
+]
+
+
+# (what, exact text in Mephisto 1.1.1's server.js, replacement): dialeval_replay.js hooked in
+REPLAY_PATCHES: list[tuple[str, str, str]] = [
+    ("load the replay", 'const fs = require("fs");\n', 'const fs = require("fs");\nconst replay = require("./dialeval_replay");\n'),
+    ("number and keep what goes to a page", "function forward_to_agent(packet) {\n",
+     "function forward_to_agent(packet) {\n  replay.number(packet);\n"),
+    ("a page's new socket gets what it has not had",
+     "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n",
+     "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n"
+     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"),
+    ("a page's heartbeat says what it has", '        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n',
+     '        replay.heard(packet);\n        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n'),
+    ("nothing more for a submitted unit's page", "  // Cleanup local state for a task that's already submitted\n",
+     "  // Cleanup local state for a task that's already submitted\n  replay.forget(agent_id);\n"),
 ]
 
 
@@ -179,7 +205,7 @@ def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping
     seconds = {"reconnect_seconds": reconnect_seconds, "ping_seconds": ping_seconds}
     timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
               for name, (old, new) in TIMING.items()]
-    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + timing:
+    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + REPLAY_PATCHES + timing:
         source = replace_once(source, old, new, f"Mephisto's server.js (router patch {what!r})")
     return source
 
@@ -224,14 +250,20 @@ def claims_config(task_run) -> dict:
     first_socket = 0 if static else blueprint["router_first_socket_seconds"]
     task_name = task_run.get_task().task_name if task_run is not None else None
     places = _places.pop(task_name, None)
+    # a static task's page opens no socket: its silence cannot be heard, so it has no way back
+    reclaim = 0 if static else blueprint.get("router_reclaim_seconds") or 0
     per_source = blueprint.get("router_claims_per_source")
     if per_source is None:
         per_source = claims_per_source(places, blueprint.get("router_claims_share", CLAIMS_SHARE))
     window = blueprint.get("router_claims_window_seconds")
+    provider = ((task_run.args.get("provider") if task_run is not None else None) or {}).get("_provider_type")
     return {"claims_per_source": per_source,
             "window_seconds": window or CLAIMS_WINDOW_SECONDS,
             "lab_places": blueprint.get("router_lab_places") or 0,
             "first_socket_seconds": FIRST_SOCKET_SECONDS if task_run is None else first_socket,
+            "reclaim_seconds": RECLAIM_SECONDS if task_run is None else reclaim,
+            # Prolific checked the identity in the URL at the first arrival (providers/prolific/verify.py)
+            "reclaim_by_identity": provider == "prolific",
             "preload": _carried.pop(task_name, {}) if task_run is not None else {}}
 
 
@@ -248,7 +280,7 @@ def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: f
         elif path.is_dir():
             shutil.rmtree(path)
     server.write_text(patched)
-    for name in ("package.json", "package-lock.json", GUARD, CLAIMS):
+    for name in ("package.json", "package-lock.json", GUARD, CLAIMS, REPLAY):
         shutil.copy2(ROUTER_DIR / name, router_dir / name)
     (router_dir / CLAIMS_CONFIG).write_text(json.dumps(claims or claims_config(None)))
     (router_dir / "node_modules").symlink_to(modules, target_is_directory=True)
@@ -429,5 +461,5 @@ def check() -> list[str]:
         modules = f"dependencies in {router_modules()}"
     except CompatError as missing:
         modules = str(missing)
-    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(REPLAY_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

@@ -1,5 +1,5 @@
-"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the self-refreshing
-overview, one page per participant with their work and the review actions, a confirmation step before
+"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the overview (reloading itself
+until the researcher switches that off), one page per participant with their work and the review actions, a confirmation step before
 any action.
 
 Access: every page but the login form needs a session, opened by the secret (the token printed at
@@ -17,6 +17,7 @@ import time
 from flask import Flask, Response, abort, redirect, render_template, request, session, url_for
 from jinja2 import FileSystemLoader
 
+from parlai_dialeval.dashboard.markdown import bot_text
 from parlai_dialeval.dashboard.source import ACTIONS
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import TEMPLATES, bdi, bidi_shown
@@ -40,7 +41,7 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
                       SESSION_COOKIE_NAME="dialeval_dashboard")
-    app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
+    app.jinja_env.filters.update(bdi=bdi, bot_text=bot_text, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
                                  clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)), masked=masked)
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)
@@ -111,14 +112,23 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
 
     @app.route("/")
     def overview():
+        # reloading is the researcher's to switch off and on (WCAG 2.2.1), by an HTTP Refresh header: a page
+        # without scripts has no other way, and <meta http-equiv="refresh"> is an axe-core violation
+        if request.args.get("refresh") in ("on", "off"):
+            session["refresh"] = request.args["refresh"] == "on"
+            return redirect(url_for("overview"))
         data, money, error = None, None, session.pop("error", "")
         try:
             data = source.snapshot()
             money = source.money()
         except DialevalError as failure:  # Prolific's errors included: the page still shows what it has
             error = str(failure)
-        return page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
-                    message=session.pop("message", None))
+        reloading = session.get("refresh", True)
+        response = Response(page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
+                                 reloading=reloading, message=session.pop("message", None)))
+        if reloading:
+            response.headers["Refresh"] = str(refresh)
+        return response
 
     @app.route("/participant/<path:worker>")
     def participant(worker: str):

@@ -2,6 +2,7 @@
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
 import { serverText, t } from "./i18n";
+import { ResumeCode, ResumeForm } from "./Resume";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -10,7 +11,13 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   let body;
   if (blockedReason) {
     // the router's refusals are catalogued server texts (translated); a task's own explanation is an element
-    body = <div className="alert alert-danger" data-testid="blocked">{serverText(blockedExplanation) || blockedReason}</div>;
+    const why = blockedExplanation || blockedReason;
+    body = (
+      <div>
+        <div className="alert alert-danger" data-testid="blocked">{typeof why === "string" ? serverText(why) : why}</div>
+        <ResumeForm />
+      </div>
+    );
   } else if (isPreview) {
     body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {
@@ -32,6 +39,7 @@ export function TaskShell({ mephisto, title, instructions, children }) {
           </details>
         </aside>
       </div>
+      {blockedReason || inactiveText ? null : <ResumeCode />}
     </div>
   );
 }
@@ -63,7 +71,8 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
   return (
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
       <p>
-        <b>{t("submit.complete")}</b> {t("submit.press")}
+        {/* once sent, the box no longer asks for the press */}
+        <b>{t("submit.complete")}</b> {sent ? null : t("submit.press")}
       </p>
       <SubmitOnceButton
         onSubmit={() => {

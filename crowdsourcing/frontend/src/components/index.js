@@ -10,5 +10,7 @@ export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
 export { MessageInput } from "./MessageInput";
 export { t, tList, useLanguage, serverText } from "./i18n";
+export { usePageOptions } from "./pageOptions";
+export { BotText } from "./BotText";
 export { TurnHistory } from "./TurnHistory";
 export { ScreenedOut } from "./Onboarding";

@@ -5,7 +5,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell, t, useLanguage, serverText } from "../../components";
+import { BotText, TaskShell, t, useLanguage, serverText } from "../../components";
 
 const OPTIONS = [
   ["a", "ab.a_better"],
@@ -24,10 +24,10 @@ function Item({ item, index, answer, onChange }) {
         </div>
       ))}
       <div className="mt-2">
-        <b>A:</b> <bdi data-testid="response-a">{item.response_a}</bdi>
+        <b>A:</b> <BotText text={item.response_a} testid="response-a" />
       </div>
       <div>
-        <b>B:</b> <bdi data-testid="response-b">{item.response_b}</bdi>
+        <b>B:</b> <BotText text={item.response_b} testid="response-b" />
       </div>
       <div className="mt-1">
         {OPTIONS.map(([value, label]) => (

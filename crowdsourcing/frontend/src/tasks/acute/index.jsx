@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { ScreenedOut, TaskShell, t, useLanguage, serverText } from "../../components";
+import { BotText, ScreenedOut, TaskShell, t, useLanguage, serverText } from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -15,7 +15,7 @@ function Conversation({ turns, label, testid }) {
       <div className="dialeval-chat-log">
         {turns.map((turn, idx) => (
           <div key={idx} className={turn.evaluated ? "dialeval-msg-other font-weight-bold" : "dialeval-msg-self text-muted"}>
-            {turn.evaluated ? label : t("common.partner")}: <bdi>{turn.text}</bdi>
+            {turn.evaluated ? label : t("common.partner")}: {turn.evaluated ? <BotText text={turn.text} /> : <bdi>{turn.text}</bdi>}
           </div>
         ))}
       </div>

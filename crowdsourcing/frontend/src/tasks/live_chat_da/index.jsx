@@ -3,7 +3,7 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage, serverText } from "../../components";
+import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, usePageOptions, serverText } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = ["like", "ambivalent", "dislike"];
@@ -207,7 +207,7 @@ function FeedbackForm({ state, sendAction }) {
 function LiveChatApp() {
   const live = useLiveTask();
   const { state, messages, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;

@@ -15,8 +15,9 @@ import {
   StreamingReply,
   ScreenedOut,
   t,
-  useLanguage,
+  usePageOptions,
   serverText,
+  BotText,
 } from "../../components";
 
 const NUMBERS = { left: 1, right: 2 };
@@ -29,7 +30,7 @@ function Option({ side, text, chosen, onChoose }) {
       <span className="dialeval-option-head">
         <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} /> <b>{optionName(side)}</b>
       </span>
-      <bdi data-testid={"text-" + side}>{text}</bdi>
+      <BotText text={text} testid={"text-" + side} />
     </label>
   );
 }
@@ -86,7 +87,7 @@ function Onboarding({ state, sendAction }) {
                 />{" "}
                 <b>{optionName(side)}</b>
               </span>
-              <bdi data-testid={"onboarding-" + idx + "-" + side + "-text"}>{pair[side]}</bdi>
+              <BotText text={pair[side]} testid={"onboarding-" + idx + "-" + side + "-text"} />
             </label>
           ))}
         </div>
@@ -106,7 +107,7 @@ function Onboarding({ state, sendAction }) {
 function PairwiseTurnApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
   const warning = state.warning ? (
     <div className="alert alert-warning" data-testid="warning">
       {serverText(state.warning)}

@@ -3,7 +3,7 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply, t, useLanguage, serverText } from "../../components";
+import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply, t, usePageOptions, serverText } from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
 
@@ -92,7 +92,7 @@ function Rate({ state, sendAction }) {
 function SingleModelApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
