@@ -2,6 +2,7 @@
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
 import { t } from "./i18n";
+import { RecordingNotice } from "./Checks";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -28,6 +29,7 @@ export function TaskShell({ mephisto, title, instructions, children }) {
           <details open={wide}>
             <summary>{t("shell.instructions")}</summary>
             {instructions}
+            <RecordingNotice taskConfig={mephisto.taskConfig} />
           </details>
         </aside>
       </div>

@@ -12,3 +12,5 @@ export { MessageInput } from "./MessageInput";
 export { t, tList, useLanguage, serverText } from "./i18n";
 export { TurnHistory } from "./TurnHistory";
 export { ScreenedOut } from "./Onboarding";
+export { useTextRecord, useScreenRecord } from "./answerRecord";
+export { AttentionInstruction } from "./Checks";
