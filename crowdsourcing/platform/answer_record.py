@@ -24,7 +24,7 @@ MAX_SECONDS = 7 * 24 * 3600.0
 CLOCK_SLACK = 5.0  # seconds a page's clock and the network may add to what the server saw pass
 UNACCOUNTED_SLACK = 10  # characters a text may hold beyond those seen typed, pasted or dropped (an IME, a fill-in)
 UNREADABLE = "the page's record was unreadable"
-KINDS = {f.name: f.kind for f in PROVENANCE_FIELDS if f.name != "doubts"}
+KINDS = {f.name: f.kind for f in PROVENANCE_FIELDS if f.name not in ("doubts", "pasted_share")}  # the server writes these
 
 
 def _number(value, kind: str):

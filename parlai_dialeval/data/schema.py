@@ -157,6 +157,8 @@ PROVENANCE_FIELDS = (
     Field("away", INT, False, "times the page lost focus or was hidden (another tab, another window) meanwhile"),
     Field("away_seconds", NUM, False, "seconds it was away"),
     Field("doubts", LIST, False, "what the server found implausible in the page's record (its own clock, the text)"),
+    Field("pasted_share", NUM, False, "a published dataset's coarse form of a text's record: the share of it pasted "
+                                      "or dropped, to a quarter (docs/publishing.md)"),
 )
 # provenance keys holding the record of a free text inside a judgment's (comparison) or a conversation's
 PROVENANCE_TEXTS = ("justification", "feedback")

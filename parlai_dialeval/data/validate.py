@@ -169,7 +169,7 @@ def _check_objects(frame: pd.DataFrame, column: str, problem) -> None:
             if found:
                 row = frame.iloc[i]
                 raise DataError(row["_file"], f"{column}: {found}", line=record_line(row["_line"]), field=column,
-                                expected=f"a {column} object as docs/data_model.md describes", got=value)
+                                expected=f"a {column} object as docs/data_model.md describes", got=values[i])
     if column == "provenance" and "turns" in frame.columns:
         for turns, path, line in zip(frame["turns"], frame["_file"], frame["_line"]):
             for index, turn in enumerate(turns if isinstance(turns, list) else []):
