@@ -244,3 +244,29 @@ def test_the_data_model_refuses_malformed_records_naming_the_field(field, value,
                                                                            "provenance": {"away": "often"}}]}
     with pytest.raises(DataError, match=r"turns\[0\].provenance"):
         from_records([turn])
+
+
+def test_adaptive_collection_leaves_out_by_the_same_rule():
+    from parlai_dialeval.crowdsourcing.platform.adaptive.controller import drop_flagged
+
+    def vote(worker, item, choice="a", **extra):
+        return {"type": "comparison", "worker_id": worker, "item_id": item, "model_a": "x", "model_b": "y",
+                "choice": choice, "question": "q", **extra}
+
+    careless = [vote("careless", f"att{k}", "b", check={"kind": "attention", "passed": False}) for k in range(2)]
+    records = [{"type": "study", "name": "s"}, *[vote(w, f"i{k}") for w in ("careful", "careless") for k in range(5)],
+               *careless]
+    kept, flagged, left_out = drop_flagged(records, [], alpha=0.05)
+    assert flagged == ["careless"] and left_out == 7
+    assert {r["worker_id"] for r in kept if r["type"] == "comparison"} == {"careful"}
+
+
+def test_review_suggests_a_rejection_only_for_attention_checks_failed_as_prolific_allows():
+    from parlai_dialeval.analysis.evidence import rejection_message
+    from parlai_dialeval.providers.prolific.review import suggest
+
+    failed = {"failed": 2, "items": 3, "category": "FAILED_CHECK", "message": rejection_message(2, 3)}
+    assert suggest("AWAITING REVIEW", "completed", "pass", "return", failed).startswith("reject FAILED_CHECK (failed 2 of 3")
+    assert suggest("AWAITING REVIEW", "completed", "pass", "return", None) == "approve"
+    assert suggest("AWAITING REVIEW", "completed", "fail", "return", None).startswith("ask to return")
+    check_rejection(failed["message"], failed["category"])

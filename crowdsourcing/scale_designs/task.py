@@ -73,6 +73,8 @@ def _shown_item(item: protocol.ScaleItem, design: str, rng: random.Random) -> tu
     shown = {"item_id": item.item_id, "context": item.context, "reference": item.reference,
              "reference_values": {c: protocol.reference_value(item, design, c) for c in protocol.CRITERIA},
              "responses": [{"key": key, "text": item.responses[model]} for key, model in keys.items()]}
+    if item.check and item.check["kind"] == "attention":  # its instruction; a gold item looks like any other
+        shown["attention"] = {k: v for k, v in item.check.items() if k != "kind"}
     return shown, keys
 
 

@@ -55,6 +55,9 @@ def rating_agreement(ratings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     """(per criterion: units rated by two or more workers, workers, alpha; per worker: units shared with others,
     alpha with the others' mean)."""
     units = rating_units(ratings)
+    if units.empty:
+        return (pd.DataFrame(columns=["criterion", "units", "workers", "alpha"]),
+                pd.DataFrame(columns=["worker_id", "shared_units", "rating_alpha"]))
     overall = []
     for criterion, part in units.groupby("criterion", sort=True):
         matrix = part.pivot_table(index="worker_id", columns="unit", values="value", aggfunc="mean")

@@ -109,13 +109,18 @@ def unblock(db, worker_name: str, requester_name: str | None = None) -> None:
 
 
 # ---------------------------------------------------------------- the review table
-def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return") -> str:
+def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return",
+            attention: dict | None = None) -> str:
     """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
     run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
-    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
+    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy"); ``attention``: the
+    worker's failed attention checks where they qualify for a rejection (platform/quality.attention_failures)."""
     if prolific_status == "AWAITING REVIEW" or (prolific_status == "ACTIVE" and mephisto_status in SUBMITTED):
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
+        if attention:
+            return (f"reject {attention['category']} (failed {attention['failed']} of {attention['items']} attention "
+                    "checks: Prolific's policy allows a rejection; read the work first)")
         if qc == "fail" and failed_check == "reject":
             return "reject FAILED_CHECK (failed quality control: read the work first)"
         if qc == "fail":
@@ -180,6 +185,9 @@ def review_table(db, task_name: str, data_dir=None):
         raise DialevalError(f"no Prolific study of task {task_name!r} in {store.path} (launched with "
                             "mephisto/provider=prolific and this --mephisto-data?)")
     passed, note = qc_results(task_name, data_dir)
+    from parlai_dialeval.crowdsourcing.platform.quality import attention_failures
+
+    attention = attention_failures(task_name, data_dir)
     rows = []
     for run in runs:
         client = common.client_for(run["requester_name"], run["api_base_url"])
@@ -208,7 +216,7 @@ def review_table(db, task_name: str, data_dir=None):
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
                          "bonus_paid": to_major(paid),
                          "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
-                         "suggestion": suggest(sub["status"], status, qc, policy),
+                         "suggestion": suggest(sub["status"], status, qc, policy, attention.get(pid)),
                          "agent_id": row["agent_id"] if row else None})
         for agent in agents:  # work Prolific never confirmed: no submission of theirs to review
             if verify.unconfirmed(db, agent["agent_id"], agent["participant_id"]):
