@@ -166,6 +166,12 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
             session["error"] = str(failure)
         return redirect(url_for("participant", worker=action["worker"]))
 
+    @app.route("/integrity")
+    def integrity_page():
+        from parlai_dialeval.dashboard.integrity_view import integrity
+
+        return page("dashboard_integrity.html", data=integrity(source.records(), source.quality_table()))
+
     @app.route("/plot/certify.png")
     def certify_png():
         from parlai_dialeval.dashboard.adaptive_view import certify_plot
