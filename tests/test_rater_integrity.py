@@ -270,3 +270,36 @@ def test_review_suggests_a_rejection_only_for_attention_checks_failed_as_prolifi
     assert suggest("AWAITING REVIEW", "completed", "pass", "return", None) == "approve"
     assert suggest("AWAITING REVIEW", "completed", "fail", "return", None).startswith("ask to return")
     check_rejection(failed["message"], failed["category"])
+
+
+def test_an_analysis_command_writes_the_evidence_and_leaves_the_flagged_out_on_request(tmp_path):
+    """analyze_scales end to end: evidence.csv and its report section; --exclude-flagged true leaves the worker who
+    failed two attention checks out of the analysis, and says so."""
+    import json
+
+    from crowdsourcing.zygote import dialeval_run
+
+    records = [{"type": "study", "name": "s", "criteria": [{"name": "readability", "positive": True,
+                                                            "scale": "likert", "min": 1, "max": 6}],
+                "meta": {"checks": {"attention_fail": 2, "gold_min_accuracy": 0.5}}}]
+    for worker in ("w1", "w2", "w3", "careless"):
+        for item in range(4):
+            for model, base in (("a", 2), ("b", 5)):
+                records.append({"type": "rating", "study": "s", "conversation_id": f"i{item}", "worker_id": worker,
+                                "model": model, "criterion": "readability", "scale": "likert", "scale_min": 1,
+                                "scale_max": 6, "value": base + (item % 2), "duration": 6.0})
+    records += [{"type": "rating", "study": "s", "conversation_id": f"att{k}", "worker_id": "careless", "model": "a",
+                 "criterion": "readability", "scale": "likert", "scale_min": 1, "scale_max": 6, "value": 1,
+                 "check": {"kind": "attention", "passed": False, "expected": {"value": 4}}} for k in range(2)]
+    path = tmp_path / "study.jsonl"
+    path.write_text("".join(json.dumps({**r, "format_version": "1.0"}) + "\n" for r in records))
+    kept = dialeval_run(["analyze_scales", "--data", path, "--out", tmp_path / "kept"])
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    table = pd.read_csv(tmp_path / "kept" / "evidence.csv").set_index("worker_id")
+    assert table.loc["careless", "flagged"] and table.loc["careless", "rejection"] == "FAILED_CHECK"
+    assert "Evidence about each participant" in (tmp_path / "kept" / "report.html").read_text()
+    left = dialeval_run(["analyze_scales", "--data", path, "--out", tmp_path / "left", "--exclude-flagged", "true"])
+    assert left.returncode == 0, left.stderr[-2000:]
+    assert "left out the records of 1 flagged worker(s): careless" in left.stdout + left.stderr
+    workers = pd.read_csv(tmp_path / "left" / "workers.csv")
+    assert "careless" not in set(workers["worker_id"]) and "careless" in set(pd.read_csv(tmp_path / "kept" / "workers.csv")["worker_id"])
