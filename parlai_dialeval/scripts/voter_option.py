@@ -61,8 +61,8 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
     for test, how in flags.tests.items():
         report.text(f"{test}: {how}", note=how.startswith("not run"))
     lines = flags.sentences()
-    action = (f"the {left_out} votes of every worker the evidence table flags are left out of everything below"
-              if exclude
+    action = (f"{left_out} votes are left out of everything below (those of every worker the evidence table flags, "
+              "by its one rule: docs/data_model.md, \"Evidence about participants\")" if exclude
               else "their votes are kept (--exclude-flagged true leaves them out)")
     report.text(f"{len(flags.flagged)} worker(s) flagged; {action}." if lines else "No worker flagged.",
                 note=bool(lines))

@@ -17,8 +17,8 @@ from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.providers.prolific.review import check_rejection
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider, submit_hit
-from .test_acute_browser import GOOD_MARKERS, self_chats
+from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium, set_slider, submit_hit
+from .test_acute_browser import GOOD_MARKERS, judge, self_chats
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 ATTENTION = ["+checks.attention=2", "+checks.attention_fail=2"]
@@ -32,6 +32,13 @@ def overrides(task: str, port: int, name: str, extra: list[str]) -> list[str]:
     group = {"ab_next_utterance": "ab"}.get(task, task if task != "live_chat_da" else "live_chat")
     return [f"mephisto.architect.port={port}", f"mephisto.task.task_name={name}",
             *[o.replace("+checks", f"{group}.checks") for o in ATTENTION], *extra]
+
+
+def exported(run: CliRun, name: str):
+    """`dialeval export` of the run, into the test's folder."""
+    out = run.tmp_path / f"{name}.jsonl"
+    run.export(name, out)
+    return out
 
 
 def evidence_rows(path) -> dict:
@@ -102,6 +109,9 @@ def live_chat_participant(page, url: str, style: str, elsewhere=None) -> None:
             # never 50, where an untouched slider rests
             set_slider(sliders.nth(k), (12 if slot == 1 else 70) + 3 * k)
         if page.locator("[data-testid=slider-state-attention]").count():
+            if style == "type" and slot == 1:
+                look_at(page, "live_chat_rating_attention")  # the eighth slider, its instruction, the notice
+                assert "What this page records" in page.inner_text("[data-testid=recording-notice]")
             asked = int(re.search(r"to (\d+)", page.inner_text("[data-criterion-slot=attention]"))[1])
             set_slider(page.locator("#slider-attention"), (asked + 45) % 100 if style == "inattentive" else asked)
         page.click("[data-testid=submit-ratings]")
@@ -125,8 +135,7 @@ def test_live_chat_paste_and_tab_switch_named_typist_not_flagged_inattentive_rej
         run.proc.wait(120)
     finally:
         run.stop()
-    out = tmp_path / "lc.jsonl"
-    run.export("integrity_lc", out)
+    out = exported(run, "integrity_lc")
     data = read_jsonl([out])
     messages = {w: [t for turns in part["turns"] for t in turns if t["speaker"] == "human"]
                 for w, part in data.conversations.groupby("worker_id")}
@@ -137,7 +146,7 @@ def test_live_chat_paste_and_tab_switch_named_typist_not_flagged_inattentive_rej
     assert len(typed) == 3 and all(t["provenance"]["pasted"] == 0 and t["provenance"]["typed"] >= len(t["text"])
                                    and t["provenance"]["away"] == 0 for t in typed)
     report = tmp_path / "report"
-    dialeval("analyze_live_chat", "--data", str(out), "--out", str(report))
+    dialeval("analyze_live_chat", "--data", str(out), "--out", str(report))  # evidence.csv, as a researcher reads it
     rows = {r["worker_id"]: r for r in _csv(report / "evidence.csv")}
     paster, typist = rows["paster_sandbox"], rows["typist_sandbox"]
     assert paster["flagged"] == "True" and {"pasted", "away"} <= set(paster["signals"].split(", ")), paster
@@ -197,24 +206,24 @@ def pw_turn(page, tmp_path) -> None:
 
 
 def acute(page, tmp_path) -> None:
-    for stage in ("onboarding", "unit"):
-        while True:
-            page.wait_for_selector("[data-testid=pair]", timeout=60000)
-            instruction = page.locator("[data-testid=attention-instruction]")
-            if instruction.count():  # told which speaker: the other one
-                side = "left" if "2" in instruction.inner_text() else "right"
-            else:
-                good_left = any(m in page.inner_text("[data-testid=conversation-left]") for m in GOOD_MARKERS)
-                side = "left" if good_left else "right"
-            page.check(f"[data-testid=choose-{side}]")
-            page.fill("[data-testid=justification]", "more engaging")
-            last = page.inner_text("[data-testid=next-pair]") == "Submit"
-            page.click("[data-testid=next-pair]")
-            if last:
-                break
-            page.wait_for_timeout(150)
-        if stage == "onboarding":
-            page.wait_for_function("!document.body.innerText.includes('Practice round')", timeout=60000)
+    judge(page)  # the practice round, every answer right (test_acute_browser.py)
+    page.wait_for_function("!document.body.innerText.includes('Practice round')", timeout=60000)
+    total = int(re.search(r"Pair 1 of (\d+)", page.inner_text("[data-testid=pair]", timeout=60000))[1])
+    looked = False
+    for number in range(1, total + 1):
+        page.wait_for_function(f"document.body.innerText.includes('Pair {number} of {total}')", timeout=30000)
+        told = page.locator("[data-testid=attention-instruction]")
+        if told.count():  # told which speaker: the other one
+            if not looked:
+                look_at(page, "acute_attention_pair")
+                looked = True
+            side = "left" if "2" in told.inner_text() else "right"
+        else:
+            side = "left" if any(m in page.inner_text("[data-testid=conversation-left]") for m in GOOD_MARKERS) \
+                else "right"
+        page.check(f"[data-testid=choose-{side}]")
+        page.fill("[data-testid=justification]", "more engaging")
+        page.click("[data-testid=next-pair]")
     page.wait_for_selector("[data-testid=done]", timeout=30000)
     page.wait_for_timeout(1500)
 
@@ -294,8 +303,7 @@ def test_an_inattentive_participant_is_listed_with_grounds_review_accepts(tmp_pa
             drive(page, tmp_path)
     finally:
         run.stop()
-    out = tmp_path / "export.jsonl"
-    run.export(name, out)
+    out = exported(run, name)
     checks = [r for r in map(json.loads, out.read_text().splitlines()) if r.get("check")]
     assert {r["check"]["kind"] for r in checks} == {"attention"} and not any(r["check"]["passed"] for r in checks)
     assert_rejectable(evidence_rows(out)["careless_sandbox"])
