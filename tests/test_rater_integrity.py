@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from parlai_dialeval.analysis import answer_signals, evidence, live_agreement, shared_text
+from parlai_dialeval.analysis import answer_signals, evidence, live_agreement
 from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.answer_record import UNREADABLE, clean_judgment, clean_record
 from parlai_dialeval.data import from_records
@@ -126,9 +126,10 @@ def test_one_signal_is_evidence_two_flag_a_decisive_one_flags_alone():
         "quiet_paster": {"message": lambda t: pasted(t, away=0), "screen": screen},  # pasted only: one
         "clicker": {"message": typed, "screen": {"seconds": 1.0}, "values": (50, 50, 50)},  # fast and constant
         "careless": {"message": typed, "screen": screen},  # two attention checks failed: decisive
-        "slip": {"message": typed, "screen": screen},  # one attention check failed of two: no signal
+        "slip": {"message": typed, "screen": screen},  # one attention check failed of two: supporting only
+        "slip_and_paste": {"message": lambda t: pasted(t, away=0), "screen": screen},  # two supporting signals
         "script": {"screen": None},  # no record at all, where the others have them
-    }, attention={"careless": 2, "slip": 1, "honest": 0})
+    }, attention={"careless": 2, "slip": 1, "slip_and_paste": 1, "honest": 0})
     table = _table(kept, answers)
     assert not table.loc["honest", "flagged"] and table.loc["honest", "signals"] == ""
     assert table.loc["paster", "flagged"] and table.loc["paster", "signals"] == "pasted, away"
@@ -136,7 +137,9 @@ def test_one_signal_is_evidence_two_flag_a_decisive_one_flags_alone():
     assert table.loc["clicker", "flagged"] and table.loc["clicker", "signals"] == "fast, constant"
     assert "in under 1 s per answer" in table.loc["clicker", "reasons"]
     assert table.loc["careless", "flagged"] and table.loc["careless", "signals"] == "attention"
-    assert not table.loc["slip", "flagged"] and table.loc["slip", "rejection"] == ""
+    assert not table.loc["slip", "flagged"] and table.loc["slip", "signals"] == "attention_missed"
+    assert table.loc["slip", "rejection"] == ""
+    assert table.loc["slip_and_paste", "flagged"] and table.loc["slip_and_paste", "signals"] == "attention_missed, pasted"
     assert table.loc["script", "signals"] == "unrecorded" and not table.loc["script", "flagged"]
     # only failed attention checks, two or more, are grounds for a rejection, in words review accepts
     assert list(table.index[table["rejection"] != ""]) == ["careless"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from parlai_dialeval.data.schema import BOOL, INT, LIST, NUM, PROVENANCE_FIELDS, PROVENANCE_TEXTS
+from parlai_dialeval.data.schema import BOOL, INT, LIST, PROVENANCE_FIELDS, PROVENANCE_TEXTS
 
 MAX_KEYS = 40  # a record with more keys than this is not from our page (it sends about twenty)
 MAX_LIST = 20  # paste and drop sizes kept per text

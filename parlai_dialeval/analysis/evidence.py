@@ -26,14 +26,14 @@ import pandas as pd
 from parlai_dialeval.analysis import answer_signals, live_agreement, shared_text
 
 DECISIVE = ("attention", "voter", "quality_test", "unverified")
-SUPPORTING = ("gold", "pasted", "typing", "away", "unrecorded", "doubted", "shared_text", "fast", "constant",
-              "llm_text")
+SUPPORTING = ("attention_missed", "gold", "pasted", "typing", "away", "unrecorded", "doubted", "shared_text", "fast",
+              "constant", "llm_text")
 SIGNALS = DECISIVE + SUPPORTING
 RULE = ("flagged when one decisive signal fires (attention: failed attention checks, as many as the study's rule; "
         "voter: a voter test at its family-wise error; quality_test: the task's own worker test; unverified: an "
-        "identity the crowd platform never confirmed) or when two or more of the others fire together (gold, "
-        "pasted, typing, away, unrecorded, doubted, shared_text, fast, constant, llm_text); the LLM-text score "
-        "never flags alone")
+        "identity the crowd platform never confirmed) or when two or more of the others fire together "
+        "(attention_missed: fewer failed attention checks than the rule; gold, pasted, typing, away, unrecorded, "
+        "doubted, shared_text, fast, constant, llm_text); the LLM-text score never flags alone")
 REJECTION_CATEGORY = "FAILED_CHECK"
 DEFAULT_CHECKS = {"attention_fail": 2, "gold_min_accuracy": 0.5}
 COLUMNS = ["worker_id", "flagged", "signals", "reasons", "rejection", "rejection_message", "verified", "quality_test",
@@ -164,6 +164,9 @@ def _judge(row: dict, rule: dict, voter_rows: pd.DataFrame, verified: dict[str, 
     if failed and failed >= rule["attention_fail"]:
         reasons["attention"] = (f"failed {failed} of {int(items)} attention checks (each said what to answer; the "
                                 f"study's rule: {rule['attention_fail']} or more)")
+    elif failed:  # a slip happens to honest people: evidence only beside another signal
+        reasons["attention_missed"] = (f"failed {failed} of {int(items)} attention checks (fewer than the study's "
+                                       f"rule of {rule['attention_fail']}: supporting evidence only)")
     mine = voter_rows[voter_rows["worker_id"].astype(str) == worker] if len(voter_rows) else voter_rows
     if len(mine):
         reasons["voter"] = "; ".join(f"voter test {r.test}{' ' + str(r.target) if r.target else ''}: {r.hits} of "
