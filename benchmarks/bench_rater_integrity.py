@@ -214,8 +214,13 @@ async def crowd(args, port: int, llm_texts: list[str], human_texts: list[str]) -
     kinds = ["honest"] * args.honest + [k for k in KINDS[1:] for _ in range(args.per_kind)]
     rng.shuffle(kinds)
     deadline = time.time() + args.duration
+    pool = list(human_texts)
+    rng.shuffle(pool)  # each honest participant types messages of their own: people rarely write a stranger's
+    share = max(len(pool) // max(args.honest, 1), 4)
+    own = {i: pool[k * share:(k + 1) * share] or pool for k, i in enumerate(i for i, kind in enumerate(kinds)
+                                                                              if kind == "honest")}
     people = [Participant(f"{kind}{i:03d}", port, args.inputs, deadline, kind, random.Random(rng.random()), llm_texts,
-                          human_texts) for i, kind in enumerate(kinds)]
+                          own.get(i, pool)) for i, kind in enumerate(kinds)]
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=len(people) + 5)) as http:
         async def start(person, delay):
             await asyncio.sleep(delay)  # arrivals spread over a minute, as a study's do
@@ -286,6 +291,7 @@ def main() -> int:
     llm_texts, human_texts = llm_replies(args.llm_replies, REAL_MODEL, rng), human_lines()
     print(f"{len(llm_texts)} replies of the local chat model written in {time.time() - started:.0f} s")
     tmp = Path(tempfile.mkdtemp(prefix="bench_integrity_"))
+    (tmp / "llm_replies.txt").write_text("\n".join(llm_texts) + "\n")
     CliRun = load_generator.test_helper("protocol_harness").CliRun
     port, task = free_port(), "bench_integrity"
     units = args.honest + 3 * args.per_kind

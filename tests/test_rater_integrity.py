@@ -147,12 +147,24 @@ def test_one_signal_is_evidence_two_flag_a_decisive_one_flags_alone():
 
 
 def test_the_llm_text_score_never_flags_alone_and_the_rule_adds_it_to_another():
-    kept, answers = _data({"writer": {"message": typed}, "paster": {"message": lambda t: pasted(t, away=0)}})
+    kept, answers = _data({"writer": {"message": typed}, "paster": {"message": lambda t: pasted(t, away=0)},
+                           "unscored": {"message": lambda t: pasted(t, away=0)}})  # too little text to score
     llm = pd.DataFrame({"worker_id": ["writer", "paster"], "llm_score": [3.0, 3.1], "llm_flag": [True, True],
                         "why_llm": ["reads as machine-written", "reads as machine-written"]})
     table = _table(kept, answers, llm=llm)
     assert table.loc["writer", "signals"] == "llm_text" and not table.loc["writer", "flagged"]
     assert table.loc["paster", "signals"] == "pasted, llm_text" and table.loc["paster", "flagged"]
+    assert table.loc["unscored", "signals"] == "pasted" and not table.loc["unscored", "flagged"]
+
+
+def test_records_the_servers_clock_contradicts_on_most_answers_are_decisive():
+    doubt = {"doubts": ["compose_seconds claims 30 s but 2 s passed on the server"]}
+    kept, answers = _data({"forger": {"message": lambda t: {**typed(t), **doubt}, "screen": {"seconds": 20.0}},
+                           "one_doubt": {"message": typed, "screen": {"seconds": 20.0, **doubt}}})
+    table = _table(kept, answers)
+    assert table.loc["forger", "flagged"] and table.loc["forger", "signals"] == "forged"
+    assert "4 of 7 answers contradicts the server's clock" in table.loc["forger", "reasons"]
+    assert table.loc["one_doubt", "signals"] == "doubted" and not table.loc["one_doubt", "flagged"]
 
 
 def test_typing_faster_than_people_type_and_shared_text_are_signals():

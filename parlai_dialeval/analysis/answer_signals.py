@@ -155,9 +155,9 @@ def _text_stats(texts: pd.DataFrame, settings: AnswerSettings) -> pd.DataFrame:
 
 def worker_answers(texts: pd.DataFrame, screens: pd.DataFrame,
                    settings: AnswerSettings = AnswerSettings()) -> pd.DataFrame:
-    """Per worker: counts and shares of how their answers were made, each signal (``pasted``, ``typing``,
-    ``away``, ``unrecorded``, ``doubted``, ``fast``, ``constant``) as a bool, and its reason in words
-    (``why_<signal>``, empty where it did not fire). ``unrecorded`` runs only where some answer of the data has a
+    """Per worker: counts and shares of how their answers were made, and each signal's reason in words
+    (``why_<signal>`` for ``pasted``, ``typing``, ``away``, ``unrecorded``, ``doubted``, ``fast``, ``constant``; empty
+    where it did not fire). ``unrecorded`` runs only where some answer of the data has a
     record (the pages of this release keep them; older exports have none)."""
     text_stats = _text_stats(texts, settings).assign(worker_id=texts["worker_id"].to_numpy())
     screen_stats = pd.DataFrame({
@@ -220,6 +220,5 @@ def _row(worker, t: pd.DataFrame, s: pd.DataFrame, any_record: bool, settings: A
         and f"gave one value to every rating of {constant} of {rated} rating screens",
     }
     for name, reason in why.items():
-        out[name] = bool(reason)
         out[f"why_{name}"] = reason if reason else ""
     return out

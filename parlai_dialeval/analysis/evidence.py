@@ -25,17 +25,19 @@ import pandas as pd
 
 from parlai_dialeval.analysis import answer_signals, live_agreement, shared_text
 
-DECISIVE = ("attention", "voter", "quality_test", "unverified")
+DECISIVE = ("attention", "voter", "quality_test", "unverified", "forged")
 SUPPORTING = ("attention_missed", "gold", "pasted", "typing", "away", "unrecorded", "doubted", "shared_text", "fast",
               "constant", "llm_text")
 SIGNALS = DECISIVE + SUPPORTING
 RULE = ("flagged when one decisive signal fires (attention: failed attention checks, as many as the study's rule; "
         "voter: a voter test at its family-wise error; quality_test: the task's own worker test; unverified: an "
-        "identity the crowd platform never confirmed) or when two or more of the others fire together "
+        "identity the crowd platform never confirmed; forged: page records the server's clock or the texts "
+        "contradict, on half the answers or more) or when two or more of the others fire together "
         "(attention_missed: fewer failed attention checks than the rule; gold, pasted, typing, away, unrecorded, "
         "doubted, shared_text, fast, constant, llm_text); the LLM-text score never flags alone")
 REJECTION_CATEGORY = "FAILED_CHECK"
 DEFAULT_CHECKS = {"attention_fail": 2, "gold_min_accuracy": 0.5}
+FORGED_MIN = 3  # answers with doubted records before they are a decisive sign of a made-up record
 COLUMNS = ["worker_id", "flagged", "signals", "reasons", "rejection", "rejection_message", "verified", "quality_test",
            "attention_items", "attention_right", "gold_items", "gold_right", "voter_flags", "pasted_share",
            "pasted_texts", "typing_ms", "away_answers", "answers", "unrecorded", "doubted", "shared_texts",
@@ -147,6 +149,12 @@ def _verified_from_records(*frames) -> dict[str, bool]:
     return out
 
 
+def _text(row: dict, key: str) -> str:
+    """A reason column's text ("" where it did not fire, or the worker is missing from its table: NaN)."""
+    value = row.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _number(row: dict, key: str) -> float:
     value = row.get(key)
     try:
@@ -184,13 +192,18 @@ def _judge(row: dict, rule: dict, voter_rows: pd.DataFrame, verified: dict[str, 
         reasons["gold"] = (f"{int(gold_right)} of {int(gold_items)} gold items right (under "
                            f"{rule['gold_min_accuracy']:.0%})")
     for name in ("pasted", "typing", "away", "unrecorded", "doubted", "fast", "constant"):
-        if row.get(f"why_{name}"):
+        if _text(row, f"why_{name}"):
             reasons[name] = row[f"why_{name}"]
+    doubted, answers = _number(row, "doubted"), _number(row, "answers")
+    if np.isfinite(doubted) and doubted >= FORGED_MIN and doubted >= answers / 2:
+        reasons.pop("doubted", None)
+        reasons["forged"] = (f"the page's record of {int(doubted)} of {int(answers)} answers contradicts the server's "
+                             "clock or the text (no page of ours makes such records)")
     if np.isfinite(_number(row, "shared_texts")):
         why = shared_text.reason(row)
         if why:
             reasons["shared_text"] = why
-    if row.get("why_llm"):
+    if _text(row, "why_llm"):
         reasons["llm_text"] = row["why_llm"]
     decisive = [s for s in DECISIVE if s in reasons]
     supporting = [s for s in SUPPORTING if s in reasons]

@@ -20,7 +20,10 @@ import pandas as pd
 
 MIN_TOKENS = 8  # texts shorter than this are not scored (their perplexity is mostly the first token's)
 MAX_TOKENS = 256
-THRESHOLD = 4.0  # worker mean of log-perplexity + burstiness below which the signal fires (benchmarks/README.md)
+# worker mean of log-perplexity + burstiness below which the signal fires: between the benchmark's workers pasting
+# SmolLM2's replies (at most 5.7) and those typing people's messages of Ji et al. (at least 6.2); chosen on that
+# run, so a fresh sample's error rates (benchmarks/README.md) are the ones to quote
+THRESHOLD = 6.0
 MIN_SCORED = 3  # texts a worker needs scored before the signal may fire
 
 

@@ -169,7 +169,15 @@ function RatingForm({ state, messages, sendAction }) {
   ));
   if (attention) {
     sliders.splice(Math.min(attention.position || 0, sliders.length), 0, (
-      <ContinuousSlider key={state.slot + "-attention"} name="attention" statement={t("check.slider", { value: attention.value })} value={checked} onChange={setChecked} />
+      <ContinuousSlider
+        key={state.slot + "-attention"}
+        name="attention"
+        statement={t("check.slider", { value: attention.value })}
+        value={checked}
+        onChange={setChecked}
+        left="0"
+        right="100"
+      />
     ));
   }
   return (
