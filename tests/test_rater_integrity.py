@@ -318,3 +318,20 @@ def test_an_analysis_command_writes_the_evidence_and_leaves_the_flagged_out_on_r
     assert "left out the records of 1 flagged worker(s): careless" in left.stdout + left.stderr
     workers = pd.read_csv(tmp_path / "left" / "workers.csv")
     assert "careless" not in set(workers["worker_id"]) and "careless" in set(pd.read_csv(tmp_path / "kept" / "workers.csv")["worker_id"])
+
+
+def test_text_people_commonly_type_is_not_shared_text_on_real_live_chats(shared_data):
+    """Ji et al.'s live chats (248 MTurk workers, QC-passing or not): at 25 characters most workers shared two
+    texts with strangers ("What is your favorite dish?"); at the signal's 40 characters and a fifth of a worker's
+    texts, none does (analysis/shared_text.py)."""
+    from parlai_dialeval.analysis.shared_text import reason, shared_texts
+    from parlai_dialeval.scripts.command_line import load_data
+    from parlai_dialeval.scripts.evidence_option import texts_of
+
+    folder = shared_data / "ji2022" / "dialogue_data"
+    texts = texts_of(load_data({"data": [str(folder / "pass_free(run1).json"), str(folder / "fail_free(run1).json")]},
+                               log=None))
+    assert texts["worker_id"].nunique() == 248
+    assert (shared_texts(texts, min_chars=25)["shared_texts"] >= 2).sum() > 100  # short common lines are shared
+    table = shared_texts(texts)
+    assert not any(reason(row) for row in table.to_dict("records"))

@@ -5,7 +5,10 @@ in, per worker how many of their texts another worker also wrote.
 Two texts are near-identical when the cosine similarity of their character 3-gram TF-IDF vectors
 (scikit-learn's TfidfVectorizer, ``char_wb``) is at least ``SIMILAR``: the same sentence with a word changed,
 different spacing or case still matches, two people answering the same question in their own words do not.
-Texts shorter than ``MIN_CHARS`` ("yes", "I like it") are common to many honest people and are left out. Past
+Texts shorter than ``MIN_CHARS`` are common to many honest people and are left out: on Ji et al.'s live chats (248
+MTurk workers) at 25 characters 122 workers shared two texts or more with others ("hello, how are you today?",
+"What is your favorite dish?"), at 40 none. The signal needs ``MIN_SHARED`` shared texts that are also
+``MIN_SHARE`` of the worker's long ones. Past
 ``MAX_NEAR`` long texts only exact copies (after case and spacing) are found: near copies would take n^2 comparisons.
 """
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-MIN_CHARS = 25
+MIN_CHARS = 40
 SIMILAR = 0.9
 MIN_SHARED = 2  # texts a worker shares with others before it is a signal (one common sentence is no evidence)
+MIN_SHARE = 0.2  # ... and that share of the worker's long texts at least
 CHUNK = 256  # texts compared with all others at once (char 3-grams make the similarity matrix nearly dense)
 MAX_NEAR = 20_000  # texts beyond which only exact copies (after case and spacing) are looked for: n^2 comparisons
 
@@ -64,7 +68,7 @@ def shared_texts(texts: pd.DataFrame, min_chars: int = MIN_CHARS, similar: float
 
 def reason(row) -> str:
     """The signal's sentence for one worker's row of ``shared_texts`` ("" when it does not fire)."""
-    if row["shared_texts"] < MIN_SHARED:
+    if row["shared_texts"] < max(MIN_SHARED, MIN_SHARE * row["long_texts"]):
         return ""
     others = row["shared_with"].split(", ")
     named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
