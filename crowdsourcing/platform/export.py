@@ -117,6 +117,14 @@ def unit_label(unit: UnitData) -> str:
     return f"{what} (worker {unit.worker_id}, {unit.agent_status})"
 
 
+def unit_seconds(unit: UnitData) -> float | None:
+    """Seconds between the unit's start and its submission on Mephisto's clock (None where either is unknown):
+    what a static page's claimed times must fit in (platform/answer_record.py)."""
+    if unit.task_start is None or unit.task_end is None:
+        return None
+    return max(0.0, float(unit.task_end) - float(unit.task_start))
+
+
 def submitted_duration(value, where: str) -> float | None:
     """A duration the page submitted (seconds): None when absent, else a finite number >= 0 (ValueError)."""
     if value is None:

@@ -66,7 +66,31 @@ def qc_of(participant: str, passed: dict[str, bool], note: str, mephisto_status:
 
 
 def review_qc(task_name: str, data_dir=None):
-    """(qc(participant, Mephisto status) -> the review table's qc, note): what providers/prolific/review.py's
-    ``review_table`` takes."""
+    """(qc(participant, Mephisto status) -> the review table's qc, note, {participant: failed attention checks that
+    qualify for a rejection}): what providers/prolific/review.py's ``review_table`` takes."""
     passed, note = qc_results(task_name, data_dir)
-    return (lambda participant, status: qc_of(participant, passed, note, status)), note
+    return (lambda participant, status: qc_of(participant, passed, note, status)), note, attention_failures(
+        task_name, data_dir)
+
+
+def attention_failures(task_name: str, data_dir: str | Path | None = None) -> dict[str, dict]:
+    """{worker name: {failed, items, category, message}} for each worker whose failed attention checks qualify for a
+    rejection under Prolific's attention-check policy (two or more, and the study's rule; analysis/evidence.py);
+    ``dialeval review`` suggests it and the category and message are ones its --reject accepts."""
+    from parlai_dialeval.analysis.evidence import REJECTION_CATEGORY, rejection_message, study_rule
+    from parlai_dialeval.analysis.live_agreement import attention_results
+    from parlai_dialeval.crowdsourcing.platform.export import collect
+
+    report, _, _ = collect(task_name, data_dir)
+    answers = pd.DataFrame([r for r in report.records if r.get("check") and r.get("type") in ("rating", "comparison")])
+    if answers.empty:
+        return {}
+    rule = study_rule([r for r in report.records if r.get("type") == "study"])
+    out = {}
+    for row in attention_results(answers).itertuples(index=False):
+        failed = int(row.attention_items - row.attention_right)
+        if failed >= max(2, rule["attention_fail"]):
+            out[str(row.worker_id)] = {"failed": failed, "items": int(row.attention_items),
+                                       "category": REJECTION_CATEGORY,
+                                       "message": rejection_message(failed, int(row.attention_items))}
+    return out

@@ -110,6 +110,9 @@ class SessionWorld:
         self.started = self.saved["record"].get("started", time.time()) if self.saved else time.time()
         self.limits = limits_of(opt)
         self.flood = FloodGuard(self.limits)
+        # seconds between the worker's previous act and this one, on the server's clock: no time the page
+        # claims for an answer may exceed it (platform/answer_record.py); None for an act resent after a relaunch
+        self.last_act_at, self.elapsed = time.time(), None
 
     def saved_models(self, record: dict) -> list[str] | None:
         """The models of a saved HIT, which goes on with them."""
@@ -157,7 +160,19 @@ class SessionWorld:
         act = self.last_act = self.poll()
         if act is not None and not self._new_act(act):
             return None
-        return screen(act, self.agent, self.limits, self.flood, self.warn)
+        taken = screen(act, self.agent, self.limits, self.flood, self.warn)
+        if taken is not None:
+            now = time.time()
+            self.elapsed = None if self.resent else now - self.last_act_at
+            self.last_act_at = now
+        return taken
+
+    def answer_record(self, data: dict, text: str | None = None) -> dict | None:
+        """The page's record of how the answer in ``data`` was made (``provenance``), checked against the
+        answer's ``text`` and the server's clock (platform/answer_record.py); None when the page sent none."""
+        from parlai_dialeval.crowdsourcing.platform.answer_record import clean_record
+
+        return clean_record(data.get("provenance"), text=text, elapsed=self.elapsed)
 
     def refuse(self, message: str) -> None:
         """The act just taken is not stored: ``message`` shown on the page, and the act never confirmed as sent."""

@@ -94,8 +94,13 @@ def both_bad_counts(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 
 def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """(comparisons without onboarding items, how many onboarding comparisons were set aside)."""
+    """(comparisons without onboarding items, how many onboarding comparisons were set aside). Answers to check
+    items (attention, gold: docs/data_model.md) go too, uncounted here: ``load_data`` sets them aside and says so,
+    and a caller with records of its own (adaptive collection) must not take them for votes either."""
     onboarding = comparisons["onboarding"].eq(True) if "onboarding" in comparisons else None
+    if "check" in comparisons and comparisons["check"].notna().any():
+        comparisons = comparisons[comparisons["check"].isna()]
+        onboarding = onboarding[comparisons.index] if onboarding is not None else None
     if onboarding is None or not onboarding.any():
         return comparisons, 0
     return comparisons[~onboarding], int(onboarding.sum())

@@ -181,6 +181,12 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     def leaderboard():
         return page("dashboard_leaderboard.html", board=source.leaderboard(), read_at=time.time(), refresh=refresh)
 
+    @app.route("/integrity")
+    def integrity_page():
+        from parlai_dialeval.dashboard.integrity_view import integrity
+
+        return page("dashboard_integrity.html", data=integrity(source.records(), source.quality_table()))
+
     @app.route("/plot/certify.png")
     def certify_png():
         from parlai_dialeval.dashboard.adaptive_view import certify_plot

@@ -83,7 +83,7 @@ class TaskSource:
                     "idle_places": idle_places(self._db, self.task_name, spec.extra.get("export_files", ()),
                                                IDLE_PLACE_SECONDS, now),
                     "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
-            self._records = records
+            self._records, self._quality = records, checks
             self._snapshot = (now, data)
             return data
 
@@ -91,6 +91,14 @@ class TaskSource:
         """The canonical records of the newest snapshot."""
         self.snapshot()
         return self._records
+
+    def quality_table(self):
+        """The task's own worker test of the newest snapshot (worker_id, passed) for the integrity page, or None."""
+        self.snapshot()
+        table = getattr(self, "_quality", None)
+        if table is None or "passed" not in getattr(table, "columns", ()):
+            return None
+        return table[["worker_id", "passed"]].astype({"worker_id": str})
 
     def work(self, worker: str) -> tuple[list[dict], dict[str, list[dict]]]:
         """The participant's conversations and comparisons (as exported), and their ratings by conversation."""

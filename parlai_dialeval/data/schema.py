@@ -40,6 +40,15 @@ UNVERIFIED = Field("unverified", BOOL, False,
                    "true: the crowd platform never confirmed the worker's identity, or the worker gave the assignment "
                    "back; analyses leave the record out unless --include-unverified")
 
+# How an answer was made, as the worker's page recorded it (docs/data_model.md, "How an answer was made"):
+# counts and times only, never key contents beyond the answer itself, never the mouse
+PROVENANCE = Field("provenance", DICT, False,
+                   "how the answer was made, as the page recorded it: {typed, pasted, ...} (docs/data_model.md)")
+# an item that checks the worker rather than a model (docs/data_model.md, "Checks"); analyses set it aside
+CHECK = Field("check", DICT, False,
+              "{kind: attention | gold, passed, expected?, item?}: an answer to a check item, not a judgment of a "
+              "model; analyses set it aside and the evidence table reads it")
+
 FIELDS: dict[str, tuple[Field, ...]] = {
     "study": (
         Field("name", STR, True, "study name; other records point at it with `study`"),
@@ -70,6 +79,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "the assignment holding it: submitted (default) | working | returned | disconnected | timed_out"),
         Field("feedback", STR, False, "worker's free-text feedback"),
         UNVERIFIED,
+        Field("provenance", DICT, False, "how the free text of the assignment was made: {feedback: {typed, "
+              "pasted, ...}} (docs/data_model.md)"),
     ),
     "rating": (
         Field("conversation_id", STR, True, "conversation (or item) rated"),
@@ -85,6 +96,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("assignment_id", STR, False, "the worker's unit of work"),
         Field("duration", NUM, False, "seconds spent on this rating"),
         UNVERIFIED,
+        PROVENANCE,
+        CHECK,
     ),
     "comparison": (
         Field("item_id", STR, True, "the compared item (prompt, conversation pair, turn)"),
@@ -119,6 +132,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("duplicate_prompt", BOOL, False, "true: the battle's prompt repeats an earlier one of the study (the "
                                                "arena's policy voids it); analyses leave the vote out and count it"),
         UNVERIFIED,
+        PROVENANCE,
+        CHECK,
     ),
 }
 
@@ -129,7 +144,35 @@ TURN_FIELDS = (
     Field("text", STR, True),
     Field("time", NUM, False),
     Field("meta", DICT, False),
+    Field("provenance", DICT, False),
 )
+
+# The keys of a provenance object (every one optional): a free text's record (a chat message, a justification,
+# the feedback) and a judgment screen's record (a rating, a choice). Numbers are >= 0.
+PROVENANCE_FIELDS = (
+    Field("typed", INT, False, "characters typed (keys, on-screen keyboards, autocorrect)"),
+    Field("pasted", INT, False, "characters pasted"),
+    Field("dropped", INT, False, "characters dropped in by drag and drop"),
+    Field("deleted", INT, False, "characters deleted"),
+    Field("pastes", LIST, False, "the size of each paste, in characters (at most 20)"),
+    Field("drops", LIST, False, "the size of each drop, in characters (at most 20)"),
+    Field("keys", INT, False, "typed insertions (key presses that wrote)"),
+    Field("compose_seconds", NUM, False, "seconds from the first key (or paste) to sending"),
+    Field("key_interval_ms", NUM, False, "median milliseconds between typed insertions"),
+    Field("pauses", INT, False, "pauses of 2 s or more between typed insertions"),
+    Field("longest_pause", NUM, False, "the longest of them, in seconds"),
+    Field("seconds", NUM, False, "a judgment: seconds from the screen shown to the answer sent"),
+    Field("reread", BOOL, False, "a judgment: the conversation was scrolled back or opened again"),
+    Field("changes", INT, False, "a judgment: answers changed before sending"),
+    Field("away", INT, False, "times the page lost focus or was hidden (another tab, another window) meanwhile"),
+    Field("away_seconds", NUM, False, "seconds it was away"),
+    Field("doubts", LIST, False, "what the server found implausible in the page's record (its own clock, the text)"),
+    Field("pasted_share", NUM, False, "a published dataset's coarse form of a text's record: the share of it pasted "
+                                      "or dropped, to a quarter (docs/publishing.md)"),
+)
+# provenance keys holding the record of a free text inside a judgment's (comparison) or a conversation's
+PROVENANCE_TEXTS = ("justification", "feedback")
+CHECK_KINDS = ("attention", "gold")
 
 
 

@@ -10,8 +10,12 @@ has one form:
 - ``TEXT``: free text, scrubbed (a string; in a list or dict every string, a key naming an id
   pseudonymising its value, ``id_field``);
 - ``TURNS`` and ``CRITERIA``: lists of dicts whose keys have their own forms;
-- or a function of the value, for a field published only in a coarse form (evidence of how a participant
-  typed, say): declare it here, and the folder, the card and the round trip follow.
+- or a function of the value, for a field published only in a coarse form: declare it here, and the folder, the
+  card and the round trip follow.
+
+How answers were made (``provenance``) and answers to check items (``check``) are cut down to their coarse form
+before anything else (publish/coarse.py: only each text's pasted share, rounded; check answers left out):
+``COARSE`` marks them, published as coarse.py left them.
 
 A field with no form stops the publication (``test_every_field_has_a_published_form`` keeps the table
 complete), so no new field leaves the machine before someone has decided how.
@@ -29,6 +33,7 @@ from parlai_dialeval.publish.privacy import Pseudonymiser, ScrubReport, Scrubber
 from parlai_dialeval.publish.textview import view
 
 KEEP, PSEUDONYM, REFERENCE, TEXT, TURNS, CRITERIA = "keep", "pseudonym", "reference", "text", "turns", "criteria"
+COARSE = KEEP  # already in the coarse form publish/coarse.py gives it
 
 _COMMON = {"type": KEEP, "format_version": KEEP, "study": REFERENCE, "meta": TEXT}
 _PEOPLE = {"worker_id": PSEUDONYM, "assignment_id": PSEUDONYM, "unverified": KEEP, "duration": KEEP}
@@ -36,17 +41,19 @@ FORMS = {
     "study": {**_COMMON, "name": REFERENCE, "criteria": CRITERIA, "qc_models": KEEP, "description": TEXT},
     "conversation": {**_COMMON, **_PEOPLE, "id": REFERENCE, "models": KEEP, "hit_id": PSEUDONYM, "slot": KEEP,
                      "task": KEEP, "turns": TURNS, "topic": TEXT, "topic_attitude": KEEP, "personas": TEXT,
-                     "assignment_duration": KEEP, "status": KEEP, "submission": KEEP, "feedback": TEXT},
+                     "assignment_duration": KEEP, "status": KEEP, "submission": KEEP, "feedback": TEXT,
+                     "provenance": COARSE},
     "rating": {**_COMMON, **_PEOPLE, "conversation_id": REFERENCE, "model": KEEP, "criterion": KEEP, "scale": KEEP,
-               "scale_min": KEEP, "scale_max": KEEP, "value": KEEP, "turn_index": KEEP, "reference_value": KEEP},
+               "scale_min": KEEP, "scale_max": KEEP, "value": KEEP, "turn_index": KEEP, "reference_value": KEEP,
+               "provenance": COARSE, "check": COARSE},
     "comparison": {**_COMMON, **_PEOPLE, "item_id": REFERENCE, "model_a": KEEP, "model_b": KEEP, "choice": KEEP,
                    "turn_index": KEEP, "question": TEXT, "justification": TEXT, "context": TEXT, "response_a": TEXT,
                    "response_b": TEXT, "conversation_a": REFERENCE, "conversation_b": REFERENCE, "automatic": KEEP,
                    "onboarding": KEEP, "draw_probability": KEEP, "draw_pool_size": KEEP, "draw_floor": KEEP,
                    "weight": KEEP, "sampling_probability": KEEP, "tie_kind": KEEP, "anonymity_leak": KEEP,
-                   "duplicate_prompt": KEEP},
+                   "duplicate_prompt": KEEP, "provenance": COARSE, "check": COARSE},
 }
-TURN_FORMS = {"speaker": KEEP, "text": TEXT, "time": KEEP, "meta": TEXT}
+TURN_FORMS = {"speaker": KEEP, "text": TEXT, "time": KEEP, "meta": TEXT, "provenance": COARSE}
 CRITERION_FORMS = {"name": KEEP, "positive": KEEP, "scale": KEEP, "min": KEEP, "max": KEEP, "question": TEXT,
                    "label": TEXT}
 RECORD_KEY = {"study": "name", "conversation": "id", "rating": "conversation_id", "comparison": "item_id"}

@@ -22,6 +22,7 @@ from parlai_dialeval.data.dataset import FRAME_TYPES
 from parlai_dialeval.data.parquet import CONFIGS, MANIFEST, table_of
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.publish.card import describe, write_card
+from parlai_dialeval.publish.coarse import coarse_integrity
 from parlai_dialeval.publish.detectors import DETECTORS, MIN_ID_LENGTH, KnownIds
 from parlai_dialeval.publish.fields import PSEUDONYM, TEXT, TURNS, Publication, fields_with, study_ids
 from parlai_dialeval.publish.preferences import PairOptions, preference_pairs, rated_dialogues
@@ -123,6 +124,7 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
     if not options.statement or not options.statement.strip():
         raise DialevalError("no consent and anonymisation statement (--statement TEXT or @FILE): a published "
                             "dataset must say what participants agreed to and how their data were anonymised")
+    data, checks_left_out = coarse_integrity(data)  # how answers were made: a coarse form only (publish/coarse.py)
     frames = {t: data.frame(t) for t in FRAME_TYPES}
     known = KnownIds(study_ids(data.studies, frames))
     privacy = Publication(Pseudonymiser(key), Scrubber(options.names, options.phone_region, known), known)
@@ -161,9 +163,10 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    return Published(out, counts, privacy.report.counts, privacy.pseudonymise.mapped(),
-                     {k: dict(v) for k, v in (("preference_pairs", pairs_left), ("rated_dialogues", rated_left)) if v},
-                     scrub)
+    left_out = {k: dict(v) for k, v in (("preference_pairs", pairs_left), ("rated_dialogues", rated_left)) if v}
+    for record_type, count in checks_left_out.items():
+        left_out.setdefault(CONFIGS[record_type], {})["answers to attention and gold items"] = count
+    return Published(out, counts, privacy.report.counts, privacy.pseudonymise.mapped(), left_out, scrub)
 
 
 def scrub_facts(report: ScrubReport, known: KnownIds, names: int) -> dict:

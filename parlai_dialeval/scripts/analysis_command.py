@@ -19,6 +19,7 @@ from parlai_dialeval.atomic import make_folder
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.command_line import (add_config_args, add_data_args, config_from_opt, load_data,
                                                   write_csv, write_json)
+from parlai_dialeval.scripts import evidence_option
 from parlai_dialeval.scripts.worker_check_option import add_worker_checks_arg, run_worker_checks
 
 
@@ -57,6 +58,10 @@ class AnalysisCommand(ParlaiScript):
     options_title = "Analysis"
     config_class: type = None
     worker_checks = False  # whether --worker-checks (Smith App. B) applies to this analysis
+    # whether the command leaves flagged workers out itself (the pairwise ones: after their voter section);
+    # else run() does, before analyse (scripts/evidence_option.py)
+    excludes_itself = False
+    evidence_applies = False  # whether the evidence about participants applies (crowd data: a report section, --exclude-flagged)
 
     @classmethod
     def setup_args(cls):
@@ -66,6 +71,8 @@ class AnalysisCommand(ParlaiScript):
         add_config_args(group, cls.config_class)
         if cls.worker_checks:
             add_worker_checks_arg(group)
+        if cls.evidence_applies:
+            evidence_option.add_args(group, cls.config_class)
         return parser
 
     def analyse(self, data, config, checks, out: Path):
@@ -75,10 +82,17 @@ class AnalysisCommand(ParlaiScript):
         config = config_from_opt(self.opt, self.config_class)
         data = load_data(self.opt)
         checks = None
+        everyone = data
         if self.worker_checks:
             data, checks = run_worker_checks(data, self.opt["worker_checks"])
             if checks is not None:
                 print(checks.text())
+        # the evidence about every participant (analysis/evidence.py), before anyone is left out
+        self.evidence, self.excluded = None, bool(self.opt.get("exclude_flagged"))
+        if self.evidence_applies:
+            self.evidence = evidence_option.build(everyone, self.opt, config, evidence_option.quality_of(checks))
+            if self.excluded and not self.excludes_itself:
+                data = evidence_option.exclude(data, self.evidence)
         out = Path(self.opt["out"])
         result = self.analyse(data, config, checks, out)
         print(f"wrote {', '.join(result.get('written', []))} to {out}")

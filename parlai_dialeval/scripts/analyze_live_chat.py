@@ -24,7 +24,7 @@ from parlai_dialeval.heap import frozen_heap
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
-from parlai_dialeval.scripts import command_line, style_option
+from parlai_dialeval.scripts import command_line, evidence_option, style_option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
 
@@ -63,9 +63,11 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None) -> dict:
+                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None,
+                  evidence=None) -> dict:
     """Tables, summary.json and report.html; with ``data`` (the loaded EvalData) and ``opt`` also style control
-    and per-topic rankings (scripts/style_option.py)."""
+    and per-topic rankings (scripts/style_option.py); with ``evidence`` the evidence about participants
+    (scripts/evidence_option.py)."""
     s = result.settings
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
@@ -96,6 +98,9 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
         tables.update(extra_tables)
         summary.update(extra_summary)
         summary["outputs"] += [f"{name}.csv" for name in extra_tables]
+    if evidence is not None:
+        evidence_option.section(report, evidence, tables, summary, bool((opt or {}).get("exclude_flagged")))
+        summary["outputs"].append("evidence.csv")
     Outputs(tables, {"summary": summary}, report).write(out)
     return summary
 
@@ -298,12 +303,17 @@ def run_analysis(opt, log=print) -> dict:
     loaded = time.perf_counter()
     # the loaded records live until the end: keep the garbage collector from rescanning millions of
     # them during the analysis (about 15% of its time on 1.3M ratings)
+    analysed_data, llm = data, None
+    if opt.get("exclude_flagged"):  # the rule without the QC test, which the analysis applies itself
+        first = evidence_option.build(data, opt, log=None)
+        analysed_data, llm = evidence_option.exclude(data, first, log), first.llm
     with frozen_heap(), caught_warnings() as caught:
-        result = live_chat.analyze(data, config_from_opt(opt))
+        result = live_chat.analyze(analysed_data, config_from_opt(opt))
     analysed = time.perf_counter()
+    found = evidence_option.build(data, opt, quality=result.outcomes[["worker_id", "passed"]], log=log, llm=llm)
     summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
                             {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught,
-                            data, opt)
+                            data, opt, found)
     log(f"{summary['n_workers']} workers ({summary['n_workers_passed']} passed), {summary['n_dialogues']} dialogues "
         f"({summary['n_dialogues_passed']} passed); wrote {opt['out']}/report.html "
         f"in {time.perf_counter() - started:.1f} s")
@@ -316,6 +326,7 @@ class AnalyzeLiveChat(AnalysisCommand):
                    "agreement")
     options_title = "Live-chat analysis (defaults: Ji et al. 2022)"
     config_class = LiveChatCommandConfig
+    evidence_applies = True
 
     def run(self):
         # run_analysis loads the data itself with the garbage collector paused (millions of ratings)

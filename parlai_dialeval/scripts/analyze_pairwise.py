@@ -25,7 +25,7 @@ from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
-from parlai_dialeval.scripts import style_option, voter_option
+from parlai_dialeval.scripts import evidence_option, style_option, voter_option
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
 pairwise_plots, pairwise_result, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in
@@ -65,7 +65,7 @@ class PairwiseConfig:
 
 def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = PairwiseConfig(), log=print,
             worker_checks=None, left_out: dict[str, int] | None = None, judge: pd.DataFrame | None = None,
-            conversation_style: pd.DataFrame | None = None) -> dict:
+            conversation_style: pd.DataFrame | None = None, evidence=None) -> dict:
     """Compute everything per question and unit, write the CSV/JSON outputs and report.html into ``out``;
     returns the tables. ``worker_checks``: a WorkerChecks (already applied to the data) or None;
     ``left_out``: counts of judgments the caller left out, and why (shown in the report); ``judge``: an
@@ -81,7 +81,7 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     if comparisons.empty:
         raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
     comparisons = pairwise.with_sections(comparisons)
-    comparisons, voters, voters_left_out = voter_option.flag_and_exclude(comparisons, config, log)
+    comparisons, voters, voters_left_out = voter_option.flag_and_exclude(comparisons, config, log, evidence)
     report = Report("Pairwise analysis", out, "pairwise.html", tie_policy=pairwise.TIE_POLICY,
                     ranking_tie_policy=rankings.TIE_POLICY, comparisons=len(comparisons), automatic=automatic,
                     onboarding=onboarding, alpha=config.alpha, confidence=f"{100 * (1 - config.alpha):g}%")
@@ -107,6 +107,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
     _report_provisional(report, tables["provisional"])
     if judge is not None:
         _judge_section(comparisons, judge, tables, summary, config, report)
+    if evidence is not None:
+        evidence_option.section(report, evidence, tables, summary, config.exclude_flagged)
     written = Outputs(tables, {"agreement": summary}, report).write(out)
     return {**tables, "summary": summary, "written": written}
 
@@ -332,6 +334,8 @@ class AnalyzePairwise(AnalysisCommand):
     options_title = "Pairwise analysis"
     config_class = PairwiseConfig
     worker_checks = True
+    evidence_applies = True
+    excludes_itself = True  # after its voter section (voter_option.flag_and_exclude)
 
     def analyse(self, data, config, checks, out):
         _, comparisons, left_out = finished_only(data.ratings.iloc[:0], data.comparisons, data.conversations)
@@ -348,4 +352,4 @@ class AnalyzePairwise(AnalysisCommand):
 
             style = conversation_features(data.turns())
         return analyze(comparisons, out, config, worker_checks=checks, left_out=left_out, judge=judge,
-                       conversation_style=style)
+                       conversation_style=style, evidence=self.evidence)

@@ -18,6 +18,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.report import Report
+from parlai_dialeval.scripts import evidence_option
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
@@ -46,10 +47,12 @@ class SingleModelConfig:
 
 
 def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), worker_checks=None,
-            judge: pd.DataFrame | None = None) -> dict:
+            judge: pd.DataFrame | None = None, evidence=None, excluded: bool = False) -> dict:
     """Every table, written to ``out`` with report.html. ``worker_checks``: a WorkerChecks (already
     applied to the data) or None; ``judge``: an LLM judge's ratings (``dialeval judge`` output) for the
-    PPI++ section, or None. Ratings of conversations that were not finished are left out."""
+    PPI++ section, or None; ``evidence``: the evidence about participants (scripts/evidence_option.py) or None,
+    ``excluded`` whether its flagged workers were left out. Ratings of conversations that were not finished
+    are left out."""
     ratings, _, left_out = finished_only(data.ratings, data.comparisons.iloc[:0], data.conversations)
     for reason, count in left_out.items():
         print(f"left out {count} {reason}")
@@ -77,7 +80,10 @@ def analyze(data, out: Path, config: SingleModelConfig = SingleModelConfig(), wo
     _report(report, results, turn, config, worker_checks)
     if judge is not None:
         _judge_section(turn, dialog, judge, results, config, report)
-    written = Outputs(results, {}, report).write(out)
+    summary = {}
+    if evidence is not None:
+        evidence_option.section(report, evidence, results, summary, excluded)
+    written = Outputs(results, {"evidence_summary": summary["evidence"]} if summary else {}, report).write(out)
     return {**results, "written": written}
 
 
@@ -169,6 +175,7 @@ class AnalyzeSingleModel(AnalysisCommand):
     options_title = "Single-model analysis"
     config_class = SingleModelConfig
     worker_checks = True
+    evidence_applies = True
 
     def analyse(self, data, config, checks, out):
         judge = None
@@ -176,7 +183,7 @@ class AnalyzeSingleModel(AnalysisCommand):
             from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "ratings")
-        result = analyze(data, out, config, checks, judge)
+        result = analyze(data, out, config, checks, judge, self.evidence, self.excluded)
         if checks is not None and len(checks.table):
             print(checks.table.to_string(index=False))
         return result

@@ -32,10 +32,11 @@ class CertifyConfig:
     words_per_second: float = voter_option.words_per_second_field()
 
 
-def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
+def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None, evidence=None) -> dict:
     """Certify every pair; write pairs.csv, certified.json and report.html into ``out``; ``judge``: an
     LLM judge's comparisons for the PPI sections (claims certified with the judge, anytime-valid, and
-    fixed-look PPI++ intervals) or None."""
+    fixed-look PPI++ intervals) or None; ``evidence``: the evidence about participants (scripts/evidence_option.py),
+    whose rule --exclude-flagged applies, or None (the voter tests alone)."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.adaptive.certification_plots import interval_plot
     from parlai_dialeval.analysis.pairwise import split_onboarding, split_voided, with_sections
@@ -45,7 +46,7 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
     comparisons, voided = split_voided(comparisons)
-    comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config)
+    comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config, evidence=evidence)
     pairs = certify(comparisons, config.alpha)
     if pairs.empty:
         raise DialevalError("no comparison has two different models: nothing to certify")
@@ -87,6 +88,10 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     tables, robustness = {"pairs": pairs[TABLE_COLUMNS]}, {}
     voter_option.add_voter_flags(report, voters, left_out, config.exclude_flagged, tables, robustness)
     voter_option.add_fragility(report, with_sections(split_onboarding(comparisons)[0]), tables, robustness)
+    if evidence is not None:
+        from parlai_dialeval.scripts import evidence_option
+
+        evidence_option.section(report, evidence, tables, robustness, config.exclude_flagged)
     if judge is not None:
         tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
@@ -146,6 +151,8 @@ class Certify(AnalysisCommand):
     description = "Certify which model beats which, valid however often it is run while votes come in"
     options_title = "Certification"
     config_class = CertifyConfig
+    evidence_applies = True
+    excludes_itself = True  # after its voter section (voter_option.flag_and_exclude)
 
     def analyse(self, data, config, checks, out):
         judge = None
@@ -153,4 +160,4 @@ class Certify(AnalysisCommand):
             from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
-        return analyze(data.comparisons, out, config, judge)
+        return analyze(data.comparisons, out, config, judge, self.evidence)

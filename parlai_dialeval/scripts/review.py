@@ -91,6 +91,13 @@ class Review(ParlaiScript):
         print(table.drop(columns=["agent_id"]).to_string(index=False) if len(table) else "no submissions yet")
         if note:
             print(f"quality control: n/a ({note})")
+        from parlai_dialeval.crowdsourcing.platform.quality import attention_failures
+
+        for worker, failed in attention_failures(opt["task_name"], data_dir).items():
+            # the one failure Prolific's attention-check policy accepts as grounds for a rejection
+            print(f"{worker}: failed {failed['failed']} of {failed['items']} attention checks, grounds for a rejection "
+                  f"under Prolific's policy: dialeval review {opt['task_name']} --reject {worker} --category "
+                  f"{failed['category']} --message \"{failed['message']}\"")
         for line in done:
             print(line)
         return table

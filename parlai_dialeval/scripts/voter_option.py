@@ -9,10 +9,10 @@ from parlai_dialeval.options import option
 
 
 def exclude_flagged_field():
-    return option(False, "leave out every vote of the workers the voter tests flag (one side, against the crowd, "
-                         "too fast, for one model far more often than the other workers' share for it allows: "
-                         "rigging; family-wise error alpha over workers, models and tests); they are reported "
-                         "either way", metavar="BOOL")
+    return option(False, "leave out every vote of the workers the evidence table flags (analysis/evidence.py, one "
+                         "rule: a decisive signal, such as a voter test (one side, against the crowd, too fast, "
+                         "rigging; family-wise error alpha over workers, models and tests) or failed attention "
+                         "checks, or two others together); they are reported either way", metavar="BOOL")
 
 
 def side_share_field():
@@ -25,18 +25,23 @@ def words_per_second_field():
                         "reading rate); runs only where records hold durations (> 0)", kind="positive")
 
 
-def flag_and_exclude(comparisons: pd.DataFrame, config, log=print):
+def flag_and_exclude(comparisons: pd.DataFrame, config, log=print, evidence=None):
     """(the comparisons to analyse, VoterFlags, votes left out): flagged workers' votes left out only when
-    ``config.exclude_flagged``."""
-    from parlai_dialeval.adaptive.voter_flags import VoterSettings, exclude_flagged, flag_voters
+    ``config.exclude_flagged``; with ``evidence`` (scripts/evidence_option.py) its voter flags, and the workers its
+    rule flags (analysis/evidence.py), else the voter tests' alone."""
+    from parlai_dialeval.adaptive.voter_flags import VoterSettings, flag_voters
 
-    flags = flag_voters(comparisons, VoterSettings(alpha=config.alpha, side_share=config.side_share,
-                                                   words_per_second=config.words_per_second))
+    flags = getattr(evidence, "voters", None)
+    if flags is None:
+        flags = flag_voters(comparisons, VoterSettings(alpha=config.alpha, side_share=config.side_share,
+                                                       words_per_second=config.words_per_second))
+    out = set(evidence.flagged) if evidence is not None else set(flags.flagged)
     left_out = 0
-    if config.exclude_flagged and flags.flagged:
-        comparisons, left_out = exclude_flagged(comparisons, flags)
+    if config.exclude_flagged and out:
+        leaving = comparisons["worker_id"].astype(str).isin(out)
+        comparisons, left_out = comparisons[~leaving], int(leaving.sum())
     log(f"voter tests: {len(flags.flagged)} of {flags.workers} workers flagged"
-        + (f"; their {left_out} votes left out" if left_out else ""))
+        + (f"; the {left_out} votes of the {len(out)} worker(s) the evidence table flags left out" if left_out else ""))
     return comparisons, flags, left_out
 
 
@@ -56,7 +61,8 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
     for test, how in flags.tests.items():
         report.text(f"{test}: {how}", note=how.startswith("not run"))
     lines = flags.sentences()
-    action = (f"their {left_out} votes are left out of everything below" if exclude
+    action = (f"{left_out} votes are left out of everything below (those of every worker the evidence table flags, "
+              "by its one rule: docs/data_model.md, \"Evidence about participants\")" if exclude
               else "their votes are kept (--exclude-flagged true leaves them out)")
     report.text(f"{len(flags.flagged)} worker(s) flagged; {action}." if lines else "No worker flagged.",
                 note=bool(lines))

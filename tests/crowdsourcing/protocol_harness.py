@@ -235,7 +235,8 @@ class CliRun:
         """Ctrl-C twice (the first one waits for units in flight, the second stops at once)."""
         for _ in range(2):
             if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGINT)
+                with contextlib.suppress(ProcessLookupError):  # it ended by itself meanwhile (its last unit done)
+                    os.killpg(self.proc.pid, signal.SIGINT)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(2)
         try:

@@ -156,13 +156,18 @@ def send_message(db, agent, text: str) -> str:
 
 
 # ---------------------------------------------------------------- the review table
-def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return") -> str:
+def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return",
+            attention: dict | None = None) -> str:
     """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
     run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
-    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
+    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy"); ``attention``: the
+    worker's failed attention checks where they qualify for a rejection (platform/quality.attention_failures)."""
     if prolific_status == "AWAITING REVIEW" or (prolific_status == "ACTIVE" and mephisto_status in SUBMITTED):
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
+        if attention:
+            return (f"reject {attention['category']} (failed {attention['failed']} of {attention['items']} attention "
+                    "checks: Prolific's policy allows a rejection; read the work first)")
         if qc == "fail" and failed_check == "reject":
             return "reject FAILED_CHECK (failed quality control: read the work first)"
         if qc == "fail":
@@ -193,13 +198,14 @@ def no_qc(participant: str, mephisto_status: str) -> str:
     return "n/a"
 
 
-def review_table(db, task_name: str, qc=no_qc, note: str = ""):
+def review_table(db, task_name: str, qc=no_qc, note: str = "", attention: dict | None = None):
     """(one row per Prolific submission of the task's studies, with what we know and suggest, and one per
     agent whose session Prolific never confirmed as theirs (``UNVERIFIED``: verify.py); ``note``).
     ``qc(participant, mephisto status)``: the worker's quality-control result, pass / fail / ... (the task's
     own check, which the layer above runs: crowdsourcing/platform/quality.py ``review_qc``), and ``note`` why
-    there is none. Agents found among the study's submissions on Prolific are confirmed here (work from before
-    the arrival check)."""
+    there is none; ``attention``: {participant: their failed attention checks} where they qualify for a rejection
+    (quality.py ``attention_failures``). Agents found among the study's submissions on Prolific are confirmed here
+    (work from before the arrival check)."""
     import pandas as pd
     from mephisto.data_model.agent import Agent
 
@@ -209,6 +215,7 @@ def review_table(db, task_name: str, qc=no_qc, note: str = ""):
     if not runs:
         raise DialevalError(f"no Prolific study of task {task_name!r} in {store.path} (launched with "
                             "mephisto/provider=prolific and this --mephisto-data?)")
+    attention = attention or {}
     rows = []
     for run in runs:
         client = common.client_for(run["requester_name"], run["api_base_url"])
@@ -237,7 +244,7 @@ def review_table(db, task_name: str, qc=no_qc, note: str = ""):
                          "prolific_status": sub["status"], "mephisto_status": status, "qc": qc_result,
                          "bonus_paid": to_major(paid),
                          "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
-                         "suggestion": suggest(sub["status"], status, qc_result, policy),
+                         "suggestion": suggest(sub["status"], status, qc_result, policy, attention.get(pid)),
                          "agent_id": row["agent_id"] if row else None})
         for agent in agents:  # work Prolific never confirmed: no submission of theirs to review
             if verify.unconfirmed(db, agent["agent_id"], agent["participant_id"]):

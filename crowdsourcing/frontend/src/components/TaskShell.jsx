@@ -2,6 +2,7 @@
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
 import { serverText, t } from "./i18n";
+import { RecordingNotice } from "./Checks";
 import { ResumeCode, ResumeForm } from "./Resume";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
@@ -36,6 +37,7 @@ export function TaskShell({ mephisto, title, instructions, children }) {
           <details open={wide}>
             <summary>{t("shell.instructions")}</summary>
             {instructions}
+            <RecordingNotice taskConfig={mephisto.taskConfig} />
           </details>
         </aside>
       </div>

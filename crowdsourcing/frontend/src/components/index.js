@@ -14,3 +14,5 @@ export { usePageOptions } from "./pageOptions";
 export { BotText } from "./BotText";
 export { TurnHistory } from "./TurnHistory";
 export { ScreenedOut } from "./Onboarding";
+export { useTextRecord, useScreenRecord } from "./answerRecord";
+export { AttentionInstruction } from "./Checks";
