@@ -73,6 +73,10 @@ RULES = [
     Rule("docs/crowdsourcing.md", r"dialeval launch acute", skip=LAUNCH),
     Rule("docs/crowdsourcing.md", r"provider=mturk", skip="needs MTurk credentials and Heroku"),
     Rule("docs/crowdsourcing.md", r"provider=prolific", skip="needs Prolific credentials"),
+    Rule("docs/security.md", r"provider=prolific .*router_trusted_proxies", skip="needs Prolific credentials; "
+         "test_router_sources.py and test_hostile_doors.py launch with router_trusted_proxies"),
+    Rule("docs/security.md", r"^cloudflared tunnel", skip="a tunnel to the internet; the router's reading of the "
+         "header such a tunnel appends is tested in test_router_sources.py"),
     Rule("docs/crowdsourcing.md", r"dialeval export live_chat_da", skip=AFTER_LAUNCH),
     Rule("docs/crowdsourcing.md", r"^dialeval dashboard ",
          skip="serves until Ctrl-C over a launched task (test_dashboard_browser.py watches one)"),
