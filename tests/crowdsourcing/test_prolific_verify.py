@@ -11,9 +11,9 @@ analyses load unless asked, listed by the review, and confirmed there when Proli
 theirs."""
 from __future__ import annotations
 
-import socket
-
 import pytest
+
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 from .prolific_harness import (ProlificMockRun, arrive, knock, lookups, register, scale_answers, scale_items,
@@ -23,11 +23,6 @@ pytestmark = pytest.mark.slow
 OUTSIDER = '=HYPERLINK("http://example.invalid","x")'
 PID_A, PID_B, PID_C = "5f0c1d2e3a4b5c6d7e8f9a0a", "5f0c1d2e3a4b5c6d7e8f9a0b", "5f0c1d2e3a4b5c6d7e8f9a0c"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
