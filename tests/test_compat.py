@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parlai_dialeval.compat import mephisto as compat_mephisto
-from parlai_dialeval.compat import mephisto_threads
+from parlai_dialeval.compat import mephisto_arrivals, mephisto_threads
 from parlai_dialeval.compat import parlai as compat_parlai
 from parlai_dialeval.compat import patching, source_fixes
 from parlai_dialeval.compat.patching import CompatError, is_ours
@@ -84,7 +84,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
         "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
         "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
         "joined_force_shutdown": compat_mephisto.joined_force_shutdown,
-        "arrivals_checked": mephisto_threads.arrivals_checked,
+        "arrivals_checked": mephisto_arrivals.arrivals_checked,
         "safe_unit_launching": lambda: mephisto_threads.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
         "let_help_skip_required_options": lambda: compat_parlai.let_help_skip_required_options(
@@ -96,7 +96,8 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
 
 
 def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(monkeypatch):
-    """arrivals_checked wraps WorkerPool.register_worker: useless if Mephisto's client IO stopped calling it."""
+    """arrivals_checked wraps WorkerPool.register_worker and reconnect_agent: useless if Mephisto's client IO
+    stopped calling them."""
     from mephisto.operations.client_io_handler import ClientIOHandler
 
     def _register_agent(self, packet, channel_id):  # an upstream that registers some other way
@@ -104,7 +105,7 @@ def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(m
 
     monkeypatch.setattr(ClientIOHandler, "_register_agent", _register_agent)
     with pytest.raises(CompatError, match="arrivals_checked: .*_register_agent no longer calls .worker_pool"):
-        mephisto_threads.arrivals_checked()
+        mephisto_arrivals.arrivals_checked()
 
 
 # ------------------------------------------------------------------ functions replaced at run time

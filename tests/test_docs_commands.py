@@ -73,6 +73,10 @@ RULES = [
     Rule("docs/crowdsourcing.md", r"dialeval launch acute", skip=LAUNCH),
     Rule("docs/crowdsourcing.md", r"provider=mturk", skip="needs MTurk credentials and Heroku"),
     Rule("docs/crowdsourcing.md", r"provider=prolific", skip="needs Prolific credentials"),
+    Rule("docs/security.md", r"provider=prolific .*router_trusted_proxies", skip="needs Prolific credentials; "
+         "test_router_sources.py and test_hostile_doors.py launch with router_trusted_proxies"),
+    Rule("docs/security.md", r"^cloudflared tunnel", skip="a tunnel to the internet; the router's reading of the "
+         "header such a tunnel appends is tested in test_router_sources.py"),
     Rule("docs/crowdsourcing.md", r"dialeval export live_chat_da", skip=AFTER_LAUNCH),
     Rule("docs/crowdsourcing.md", r"^dialeval dashboard ",
          skip="serves until Ctrl-C over a launched task (test_dashboard_browser.py watches one)"),
@@ -98,6 +102,9 @@ RULES = [
     Rule("docs/participant_pages.md", r"DIALEVAL_GALLERY=", skip="runs the browser tests themselves (CI runs them)"),
     Rule("docs/ppi.md", r"^dialeval ", skip=SYNOPSIS),
     Rule("docs/report_gallery.md", r"DIALEVAL_GALLERY=", skip="runs the browser test itself (CI runs it)"),
+    Rule("docs/reports.md", r"^cp -r results/pairwise",
+         skip="copies a report to a place the reader shares; tests/test_owner_only_outputs.py checks the owner-only "
+              "modes a copy starts from"),
     Rule("docs/scaling.md", r"benchmarks/bench_load\.py", skip="a load benchmark (minutes to 35 minutes)"),
     Rule("docs/single_model_analysis.md", r"^dialeval (analyze_single_model|significance_time|analyze_scales)",
          skip=SYNOPSIS),

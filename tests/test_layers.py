@@ -62,6 +62,9 @@ def test_the_layers_hold(tmp_path):
      "parlai_dialeval.verdict -> parlai_dialeval.results.section"),
     ("adaptive/planner.py", "from parlai_dialeval import verdict",
      "parlai_dialeval.adaptive.planner -> parlai_dialeval.verdict"),
+    # issue 56: providers sit below crowdsourcing (the circle through launch_log, quality and export removed)
+    ("providers/prolific/provider.py", "from parlai_dialeval.crowdsourcing.platform import launch_log",
+     "parlai_dialeval.providers.prolific.provider -> parlai_dialeval.crowdsourcing.platform.launch_log"),
 ])
 def test_an_import_against_the_layers_breaks_the_contract(tmp_path, module, bad_import, chain):
     package = installed_layout(tmp_path)
@@ -71,13 +74,6 @@ def test_an_import_against_the_layers_breaks_the_contract(tmp_path, module, bad_
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Contracts: 0 kept, 1 broken." in result.stdout
     assert chain in result.stdout
-
-
-# Issue 56 item 4: the one circle between packages left, crowdsourcing <-> providers (providers/prolific imports
-# crowdsourcing's export and review helpers, crowdsourcing's export and runner import the Prolific provider).
-# The Prolific client's rework (helper prolific53, issue 53) removes it: then this test fails until the entry
-# below is dropped, so that no circle can come back unseen.
-KNOWN_CIRCLES = {frozenset({"parlai_dialeval.crowdsourcing", "parlai_dialeval.providers"})}
 
 
 def package_imports(package: Path) -> dict[str, set[str]]:
@@ -116,9 +112,9 @@ def package_circles(package: Path) -> set[frozenset[str]]:
 
 
 def test_no_two_packages_import_each_other(tmp_path):
+    # issue 56 item 4: the last circle, crowdsourcing <-> providers, went with the Prolific client's rework (issue 53)
     circles = package_circles(installed_layout(tmp_path))
-    assert circles - KNOWN_CIRCLES == set(), f"packages that import each other: {sorted(map(sorted, circles - KNOWN_CIRCLES))}"
-    assert KNOWN_CIRCLES - circles == set(), f"gone, drop from KNOWN_CIRCLES: {sorted(map(sorted, KNOWN_CIRCLES - circles))}"
+    assert circles == set(), f"packages that import each other: {sorted(map(sorted, circles))}"
 
 
 def test_the_mutual_import_check_sees_a_circle_through_a_function_level_relative_import(tmp_path):

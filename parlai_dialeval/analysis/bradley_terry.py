@@ -2,10 +2,12 @@
 
 Encoding (``encode``): worker votes (automatic ties left out) as a ``Votes``: the models sorted by name,
 ``first``/``second`` as indices into them (model_a, model_b), ``outcome`` for ``first`` (1 won, 1/2 tie,
-0 lost: a worker tie is half a win each way) and ``clusters``, one integer per vote naming its unit of
-independence: a model pair's votes on one item (``cluster_codes``; the item is cluster_robust.cluster_ids').
-``model_codes`` is the same numbering for any frame with model_a and model_b (pairwise.oriented keys pairs on
-it). ``kinds`` deduplicates votes into counts of distinct (first, second, outcome) rows.
+0 lost: a worker tie is half a win each way), ``clusters``, one integer per vote naming its unit of
+independence: a model pair's votes on one item (``cluster_codes``; the item is cluster_robust.cluster_ids'),
+and ``weights``, each vote's ``weight`` (the arena's inverse sampling propensity; 1 where missing; None where
+all are 1): a vote of weight k counts as k votes in ``fit`` and ``bootstrap``. ``model_codes`` is the same
+numbering for any frame with model_a and model_b (pairwise.oriented keys pairs on it). ``kinds`` deduplicates
+votes into counts of distinct (first, second, outcome) rows.
 
 The model: P(first wins) = expit(s_first - s_second + x . beta), log-strengths s with mean 0, covariates x
 (style differences, a user's columns) with coefficients beta. Two ways to fit it:
@@ -47,6 +49,7 @@ class Votes:
     second: np.ndarray
     outcome: np.ndarray
     clusters: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.outcome)
@@ -58,7 +61,8 @@ class Votes:
         if local is not None:
             first, second = local[first], local[second]
         return Votes(self.models if models is None else models, first, second, self.outcome[rows],
-                     None if self.clusters is None else self.clusters[rows])
+                     None if self.clusters is None else self.clusters[rows],
+                     None if self.weights is None else self.weights[rows])
 
     def largest_part(self) -> tuple["Votes", np.ndarray, np.ndarray]:
         """(the votes of the largest connected part of the comparison graph, renumbered onto its models; the
@@ -88,8 +92,10 @@ def encode(comparisons: pd.DataFrame, clusters: bool = True) -> Votes:
     choice = votes["choice"].astype(str).to_numpy()
     first, second = a.astype(np.int64), b.astype(np.int64)
     codes = cluster_codes(votes, first, second) if clusters and "unit" in votes else None
-    return Votes([str(name) for name in names], first, second,
-                 np.select([choice == "a", choice == "b"], [1.0, 0.0], 0.5), codes)
+    weights = pd.to_numeric(votes["weight"], errors="coerce").fillna(1.0).to_numpy(float) if "weight" in votes \
+        else np.ones(len(votes))
+    return Votes([str(name) for name in names], first, second, np.select([choice == "a", choice == "b"], [1.0, 0.0],
+                 0.5), codes, None if np.all(weights == 1.0) else weights)
 
 
 def cluster_codes(votes: pd.DataFrame, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -115,13 +121,15 @@ def components(first: np.ndarray, second: np.ndarray, n_models: int) -> np.ndarr
     return np.argsort(order)[labels] + 1
 
 
-def kinds(first: np.ndarray, second: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (first, second, outcome) rows (shape k x 3, sorted) and how often each occurs. Rows are
-    counted as one integer key each (outcome 0, 1/2, 1 -> 0, 1, 2): np.unique over rows sorts 3-column
-    records, about 20 times slower on a million votes."""
+def kinds(first: np.ndarray, second: np.ndarray, outcome: np.ndarray,
+          weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (first, second, outcome) rows (shape k x 3, sorted) and how often each occurs (the sum of the
+    votes' ``weights``, where given). Rows are counted as one integer key each (outcome 0, 1/2, 1 -> 0, 1, 2):
+    np.unique over rows sorts 3-column records, about 20 times slower on a million votes."""
     n = int(max(first.max(initial=0), second.max(initial=0))) + 1
     keys = (first.astype(np.int64) * n + second) * 3 + np.rint(outcome * 2).astype(np.int64)
-    unique, counts = np.unique(keys, return_counts=True)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    counts = np.bincount(inverse, weights, len(unique))
     rows = np.column_stack([unique // 3 // n, unique // 3 % n, unique % 3 / 2]).astype(float)
     return rows, counts
 
@@ -194,18 +202,21 @@ def bootstrap(votes: Votes, rounds: int = 1000, ci: float = 0.95, seed: int = 0,
     """(strengths, ci_low, ci_high) of the plain regularised model: log-strengths (mean 0) and percentile
     bootstrap intervals over ``rounds`` resamples. With ``votes.clusters`` it is a cluster bootstrap: whole
     clusters are resampled, since votes on one item are not independent. Without them, or where every cluster
-    is one vote, the votes are resampled (multinomial over ``kinds``, the same distribution)."""
+    is one vote, the votes are resampled (multinomial over ``kinds``, the same distribution). With
+    ``votes.weights`` each vote weighs its weight in the fit, and votes (or clusters) are resampled with them."""
     from tqdm import tqdm
 
     n_models = len(votes.models)
-    unique, counts = kinds(votes.first, votes.second, votes.outcome)
+    unique, counts = kinds(votes.first, votes.second, votes.outcome, votes.weights)
     strengths = ilsr(win_matrix(unique, counts, n_models))
     if rounds <= 0:
         nan = np.full(n_models, np.nan)
         return strengths, nan, nan
     rng = np.random.default_rng(seed)
     codes = pd.factorize(np.asarray(votes.clusters, dtype=object))[0] if votes.clusters is not None else None
-    if codes is not None and codes.max(initial=-1) + 1 < len(codes):
+    if votes.weights is not None and codes is None:
+        codes = np.arange(len(votes))  # weighted votes differ: each is its own row of the bootstrap
+    if codes is not None and (votes.weights is not None or codes.max(initial=-1) + 1 < len(codes)):
         draws = _cluster_draws(codes, votes, rounds, rng)
     else:
         total = int(counts.sum())
@@ -235,13 +246,14 @@ def _vote_draws(chunk: np.ndarray, a_idx, b_idx, won, n_models: int) -> np.ndarr
 
 def _cluster_draws(codes: np.ndarray, votes: Votes, rounds: int, rng):
     """Win matrices of resampled clusters, 250 rounds at a time: each cluster's own win matrix (sparse,
-    clusters x models^2) weighted by how often a round drew it."""
+    clusters x models^2; its votes' weights applied) weighted by how often a round drew it."""
     from scipy.sparse import csr_matrix
 
     n_models, a, b, outcome = len(votes.models), votes.first, votes.second, votes.outcome
+    w = np.ones(len(outcome)) if votes.weights is None else np.asarray(votes.weights, float)
     n_clusters = int(codes.max()) + 1
     cells = np.concatenate([a * n_models + b, b * n_models + a])
-    own = csr_matrix((np.concatenate([outcome, 1 - outcome]), (np.concatenate([codes, codes]), cells)),
+    own = csr_matrix((np.concatenate([outcome * w, (1 - outcome) * w]), (np.concatenate([codes, codes]), cells)),
                      shape=(n_clusters, n_models * n_models))
     for start in range(0, rounds, 250):
         size = min(250, rounds - start)
@@ -289,19 +301,21 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     """Maximum likelihood by Newton's method, with the cluster-robust (CR1) sandwich covariance statsmodels'
     GLM gives with cov_type="cluster" (tests/test_bradley_terry.py checks both against it). Hand-written
     because statsmodels' GLM and Logit need the dense design: a million votes by 200 models is 1.6 GB.
-    ``covariates``: votes x k; ``weights``: a weight per vote (a count of a kind; default 1); ``targets``: the
-    weight of each vote's outcome (default weights x outcome; PPI++'s rectified loss is a logistic loss whose
-    targets and weights differ: ppi.ppi_bradley_terry); ``prior``: pseudo-votes each way between every two models (a finite fit where one never lost);
-    ``votes.clusters``: the unit of each vote's score in the sandwich (None: each vote its own), split by
-    model pair where one spans several; ``start``: log-strengths to start from; ``inverse``: an earlier fit's
-    ``bread`` for nearby data, whose steps (a product, no solve) are taken first; ``covariance`` False skips
-    the sandwich."""
+    ``covariates``: votes x k; ``weights``: a weight per vote (a count of a kind; default 1), times ``votes.weights``
+    where the votes carry theirs (a weight multiplies the vote's log-likelihood and its score in the sandwich);
+    ``targets``: the weight of each vote's outcome (default those weights x outcome; PPI++'s rectified loss is a
+    logistic loss whose targets and weights differ: ppi.ppi_bradley_terry); ``prior``: pseudo-votes each way
+    between every two models (a finite fit where one never lost); ``votes.clusters``: the unit of each vote's score
+    in the sandwich (None: each vote its own), split by model pair where one spans several; ``start``:
+    log-strengths to start from; ``inverse``: an earlier fit's ``bread`` for nearby data, whose steps (a product,
+    no solve) are taken first; ``covariance`` False skips the sandwich."""
     from threadpoolctl import threadpool_limits
 
     m = len(votes.models)
     first, second, y = votes.first.astype(np.int64), votes.second.astype(np.int64), np.asarray(votes.outcome, float)
     features = np.zeros((len(y), 0)) if covariates is None else np.asarray(covariates, float)
-    w = np.ones(len(y)) if weights is None else np.asarray(weights, float)
+    w = (np.ones(len(y)) if weights is None else np.asarray(weights, float)) * (
+        1.0 if votes.weights is None else votes.weights)
     t = w * y if targets is None else np.asarray(targets, float)
     data = len(y)
     if prior > 0:  # ``prior`` won and ``prior`` lost by the lower-numbered model of every pair
@@ -317,10 +331,7 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         eta = model.linear(beta)
         prob = model.probability(eta)
         bread = _solve(model.hessian(prob), np.eye(len(beta)))
-        centre = centring(m)
-        j = m - 1
-        strength_cov = coefficient_cov = None
-        groups = 0
+        centre, j, strength_cov, coefficient_cov, groups = centring(m), m - 1, None, None, 0
         if covariance:
             cov, groups = model.sandwich(prob, bread, votes.clusters, data)
             strength_cov, coefficient_cov = centre @ cov[:j, :j] @ centre.T, cov[j:, j:]
@@ -394,9 +405,8 @@ class _Likelihood:
         """(the CR1 covariance of the parameters, the clusters) over the first ``data`` rows (the votes, not
         the pseudo-votes). Clusters nest in model pairs, so a cluster's score is R_g (e_low - e_high) over the
         models: the meat is a _gram over clusters, like the Hessian over votes."""
-        m, k = self.m, self.features.shape[1]
+        m, k, n = self.m, self.features.shape[1], data
         first, second, features = self.first[:data], self.second[:data], self.features[:data]
-        n = data
         low, high = np.minimum(first, second), np.maximum(first, second)
         given = np.zeros(n, np.int64) if clusters is None else pd.factorize(np.asarray(clusters))[0]
         codes = np.arange(n) if clusters is None else pd.factorize(

@@ -39,7 +39,7 @@ def collection_order(comparisons: pd.DataFrame) -> tuple[np.ndarray, str]:
 
 def vote_clusters(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """(the votes that are evidence, with their cluster, the order used). Automatic ties (identical
-    responses, no worker) and onboarding items are left out; each vote gets ``first``/``second`` (the pair
+    responses, no worker), onboarding and check items are left out; each vote gets ``first``/``second`` (the pair
     as first seen per question and unit), ``outcome`` for ``first`` (1, 1/2, 0), ``cluster``
     (``cluster_ids``) and ``position`` in collection order; rows are sorted by position."""
     from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
@@ -48,6 +48,8 @@ def vote_clusters(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     keep = ~frame["auto"]
     if "onboarding" in frame:
         keep &= ~frame["onboarding"].eq(True)
+    if "check" in frame:  # attention and gold items judge no model (docs/data_model.md, "Checks")
+        keep &= frame["check"].isna()
     frame = frame[keep]
     position, order = collection_order(frame)
     frame = frame.assign(position=position).sort_values("position", kind="stable")

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.bradley_terry import model_codes
+from parlai_dialeval.data.schema import VOIDED
 from parlai_dialeval.metrics.distinct import distinct_counts
 
 # Every pairwise statistic is computed per question and per unit of judgement: votes on different
@@ -61,9 +62,43 @@ def binomial_ps(wins, losses) -> np.ndarray:
     return np.where(n > 0, p, np.nan)
 
 
+def split_voided(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(comparisons without the votes the collection kept and marked as void, how many were left out for each
+    reason of data.schema.VOIDED)."""
+    drop = pd.Series(False, index=comparisons.index)
+    counts = {}
+    for column, reason in VOIDED.items():
+        if column in comparisons:
+            marked = comparisons[column].eq(True) & ~drop
+            if marked.any():
+                counts[reason] = int(marked.sum())
+                drop |= marked
+    return (comparisons[~drop], counts) if counts else (comparisons, counts)
+
+
+def both_bad_counts(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Worker ties per question, unit and model pair (names in sorted order), and how many of them the worker
+    called "both bad" (``tie_kind``); ``comparisons`` with sections."""
+    worker = comparisons["choice"].eq("tie")
+    if "automatic" in comparisons:
+        worker &= ~comparisons["automatic"].eq(True)
+    ties = comparisons[worker]
+    low = np.minimum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    high = np.maximum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    both_bad = ties["tie_kind"].eq("both_bad") if "tie_kind" in ties else pd.Series(False, index=ties.index)
+    frame = pd.DataFrame({"question": ties["question"], "unit": ties["unit"], "model_a": low, "model_b": high,
+                          "ties": 1, "both_bad": both_bad.astype(int)})
+    return frame.groupby(SECTION + ["model_a", "model_b"], sort=False, as_index=False)[["ties", "both_bad"]].sum()
+
+
 def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """(comparisons without onboarding items, how many onboarding comparisons were set aside)."""
+    """(comparisons without onboarding items, how many onboarding comparisons were set aside). Answers to check
+    items (attention, gold: docs/data_model.md) go too, uncounted here: ``load_data`` sets them aside and says so,
+    and a caller with records of its own (adaptive collection) must not take them for votes either."""
     onboarding = comparisons["onboarding"].eq(True) if "onboarding" in comparisons else None
+    if "check" in comparisons and comparisons["check"].notna().any():
+        comparisons = comparisons[comparisons["check"].isna()]
+        onboarding = onboarding[comparisons.index] if onboarding is not None else None
     if onboarding is None or not onboarding.any():
         return comparisons, 0
     return comparisons[~onboarding], int(onboarding.sum())

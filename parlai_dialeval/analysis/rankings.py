@@ -66,7 +66,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     pairwise.system_win_counts; ``ci``: the bootstrap intervals' confidence level).
 
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
-    largest; ``rank`` is within it). Where the bootstrap cannot vary (a part whose votes are all of one
+    largest; ``rank`` is within it), each vote weighted by its ``weight`` where the comparisons carry one
+    (bradley_terry.encode; TrueSkill and ``votes`` count votes). Where the bootstrap cannot vary (a part whose votes are all of one
     kind, e.g. a single vote or a one-sided pair) no interval is given and ``bt_note`` says why."""
     votes = bt.encode(comparisons)
     models, a, b, outcome = votes.models, votes.first, votes.second, votes.outcome

@@ -192,7 +192,8 @@ def _user_sides(frame: pd.DataFrame, user: pd.DataFrame) -> tuple[pd.DataFrame, 
 def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.DataFrame | None = None,
                            user_covariates: pd.DataFrame | None = None, alpha: float = 0.05,
                            features: tuple[str, ...] = FEATURES) -> StyleControlResult:
-    """Raw and style-controlled Bradley-Terry per question and unit, on the votes that have every covariate.
+    """Raw and style-controlled Bradley-Terry per question and unit, on the votes that have every covariate, each
+    vote weighted by its ``weight`` where the comparisons carry one (bradley_terry.encode).
 
     ``comparisons``: canonical comparison records (onboarding already left out; automatic ties are left out
     here); ``conversation_style``: ``style_features.conversation_features`` of the data's conversations (for

@@ -31,6 +31,8 @@ is ``compat/mephisto_router.py``'s, the door's ``compat/mephisto_door.py``'s, wh
   providers (Prolific) register right after ``import mephisto`` finishes, whoever imports it, without
   importing Mephisto any earlier (a command that never touches Mephisto does not pay for it). Installed
   by ``compat.install()``. Retire when Mephisto discovers providers through entry points.
+
+The arrival checks (a provider vetting who gets a place) are in ``compat/mephisto_arrivals.py``.
 """
 from __future__ import annotations
 

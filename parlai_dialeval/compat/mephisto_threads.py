@@ -14,9 +14,9 @@ patches: ``compat/mephisto.py``). Each checks the installed version first and th
   load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
   file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
   these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
-- ``arrivals_checked``: ``WorkerPool.register_worker`` first asks the run's crowd provider whether the
-  arrival may have a place (``refuse_arrival``; Prolific checks the participant's session with Prolific),
-  before any worker, unit reservation or agent exists. Retire when Mephisto lets providers vet arrivals.
+
+The arrival checks (a provider vetting who gets a place, in threads of their own) are in
+``compat/mephisto_arrivals.py``.
 """
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from parlai_dialeval.compat.mephisto import WRITTEN_FOR
 from parlai_dialeval.compat.patching import is_ours, ours, require_call, require_ours, require_source, require_version, swapped
 
 _LOCK = threading.Lock()
-_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
 
 
 def atomic_state_writes() -> None:
@@ -57,9 +56,6 @@ def atomic_state_writes() -> None:
 
     LocalMephistoDB.write_dict = write_dict
     require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
-
-
-_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
 
 
 # Mephisto 1.1.1's ClientIOHandler._request_status_update, which the patch below copies (its loop, over a copy)
@@ -117,46 +113,6 @@ def closed_channels_tolerated() -> None:
         require_ours(ClientIOHandler, name, "closed_channels_tolerated")
 
 
-def arrivals_checked() -> None:
-    """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
-    creates the worker, reserves a unit, creates the agent). A crowd provider with
-    ``refuse_arrival(task_run, crowd_data) -> message or None`` is asked first; a message goes to the page
-    as Mephisto's own refusals do (``failure_reason``) and nothing is created. The check runs in its own
-    four threads, not Mephisto's default executor, so slow answers from the provider (or a stranger's
-    flood of made-up identities) never hold up the threads every participant's unit needs."""
-    require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
-    import concurrent.futures
-    from functools import partial
-
-    from mephisto.operations.client_io_handler import ClientIOHandler
-    from mephisto.operations.worker_pool import AgentDetails, WorkerPool
-
-    require_call(ClientIOHandler._register_agent, "worker_pool.register_worker(crowd_data, request_id)",
-                 "arrivals_checked")
-    if is_ours(WorkerPool.register_worker):
-        return
-    original = WorkerPool.register_worker
-
-    @ours
-    async def register_worker(self, crowd_data, request_id):
-        global _ARRIVALS
-        live_run = self.get_live_run()
-        refuse = getattr(live_run.provider, "refuse_arrival", None)
-        if refuse is not None:
-            with _LOCK:
-                if _ARRIVALS is None:
-                    _ARRIVALS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="dialeval-arrival")
-            reason = await live_run.loop_wrap.loop.run_in_executor(
-                _ARRIVALS, partial(refuse, live_run.task_run, crowd_data))
-            if reason:
-                live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
-                return
-        await original(self, crowd_data, request_id)
-
-    WorkerPool.register_worker = register_worker
-    require_ours(WorkerPool, "register_worker", "arrivals_checked")
-
-
 def _safe_unit_launcher():
     from mephisto.data_model.constants.assignment_state import AssignmentState
     from mephisto.operations import task_launcher
@@ -208,11 +164,9 @@ def require_safe_launcher(launcher) -> None:
 def check() -> list[str]:
     """What install.sh confirms: each patch takes effect."""
     atomic_state_writes()
-    arrivals_checked()
     closed_channels_tolerated()
     with safe_unit_launching():
         from mephisto.operations import operator
 
         require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
-    return [f"mephisto {WRITTEN_FOR}: closed channels tolerated, safe unit launching, atomic state writes, arrival "
-            "checks"]
+    return [f"mephisto {WRITTEN_FOR}: closed channels tolerated, safe unit launching, atomic state writes"]

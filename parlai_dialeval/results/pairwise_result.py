@@ -1,6 +1,6 @@
 """The pairwise analysis as one object: ``PairwiseResult`` holds every section the analysis computes (the core
-tables, the verdict, voter flags, provisional places, style control, categories, fragility, PPI with an LLM
-judge), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
+tables, the verdict, voter flags, "both bad" ties, provisional places, style control, categories, fragility, PPI
+with an LLM judge, the evidence about participants), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
 writes its tables, summary and report). ``SECTIONS`` lists the sections in order (results/section.py): a new
 statistic is a module under results/sections/ and one line here; ``PairwiseConfig`` holds every section's
 options (the command's options, with their help)."""
@@ -13,17 +13,20 @@ import pandas as pd
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.results import section as sections_api
-from parlai_dialeval.results.sections import categories, core, fragility, ppi, provisional, style, verdict, voters
+from parlai_dialeval.results.sections import (both_bad, categories, core, evidence, fragility, ppi, provisional, style,
+                                              verdict, voters)
 
 SECTIONS = [
     voters.SECTION,  # first: with --exclude-flagged every later section sees the votes without flagged workers'
     core.SECTION,
+    both_bad.SECTION,
     verdict.SECTION,
     provisional.SECTION,
     style.SECTION,
     categories.SECTION,
     fragility.SECTION,
     ppi.SECTION,
+    evidence.SECTION,
 ]
 # the core options first in --help, then each section's in order
 PairwiseConfig = sections_api.config_class("PairwiseConfig", core.SECTION.config, SECTIONS, __name__)
@@ -31,10 +34,12 @@ PairwiseConfig = sections_api.config_class("PairwiseConfig", core.SECTION.config
 
 @dataclass
 class PairwiseInputs:
-    """What the sections read: comparisons without onboarding, with sections (question, unit); the counts of
-    automatic ties among them and of onboarding comparisons left out; an LLM judge's comparisons; the style of
-    the conversations ACUTE / PW-Dialog votes compare; the worker checks applied before; judgments the caller
-    left out, by reason."""
+    """What the sections read: comparisons without onboarding and voided votes, with sections (question, unit); the
+    counts of automatic ties among them, of onboarding comparisons left out and of voided votes by reason
+    (data.schema.VOIDED); an LLM judge's comparisons; the style of the conversations ACUTE / PW-Dialog votes compare;
+    the worker checks applied before; judgments the caller left out, by reason; the evidence about participants
+    (analysis/evidence.py's Evidence, built from the whole data: scripts/evidence_option.py), whose rule the voter
+    section applies with ``exclude_flagged``."""
 
     comparisons: pd.DataFrame
     automatic: int = 0
@@ -43,6 +48,8 @@ class PairwiseInputs:
     conversation_style: pd.DataFrame | None = None
     worker_checks: Any = None
     left_out: dict = field(default_factory=dict)
+    voided: dict = field(default_factory=dict)
+    evidence: Any = None
 
 
 @dataclass
@@ -60,17 +67,21 @@ class PairwiseResult(sections_api.Sectioned):
 
 
 def prepare(comparisons: pd.DataFrame, **inputs) -> PairwiseInputs:
-    """Canonical comparison records as the sections read them: onboarding items set aside, sections added; one
-    clear error where nothing is left to analyse."""
+    """Canonical comparison records as the sections read them: onboarding items and voided votes (data.schema.VOIDED)
+    set aside, sections added; one clear error where nothing is left to analyse."""
     from parlai_dialeval.analysis import pairwise
 
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
+    comparisons, voided = pairwise.split_voided(comparisons)
     automatic = int(comparisons["automatic"].eq(True).sum()) if "automatic" in comparisons else 0
-    if comparisons.empty:
+    if comparisons.empty and not voided:
         raise DialevalError(f"all {onboarding} comparisons are onboarding items (onboarding: true); nothing to analyse")
-    return PairwiseInputs(pairwise.with_sections(comparisons), automatic, onboarding, **inputs)
+    if comparisons.empty:
+        reasons = ([f"{onboarding} onboarding items"] if onboarding else []) + [f"{n} {why}" for why, n in voided.items()]
+        raise DialevalError(f"every comparison is left out ({'; '.join(reasons)}); nothing to analyse")
+    return PairwiseInputs(pairwise.with_sections(comparisons), automatic, onboarding, voided=voided, **inputs)
 
 
 def analyse(inputs: PairwiseInputs, config, sections: list | None = None) -> PairwiseResult:

@@ -23,7 +23,7 @@ from parlai_dialeval.gc_freeze import frozen_heap
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.report import Report, caught_warnings
 from parlai_dialeval.results import live_chat_result
-from parlai_dialeval.scripts import categories_report, command_line, style_report
+from parlai_dialeval.scripts import categories_report, command_line, evidence_option, evidence_report, style_report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
 
@@ -55,11 +55,13 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None) -> dict:
+                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None,
+                  evidence=None) -> dict:
     """Tables, summary.json and report.html of ``result`` and its sections (results/live_chat_result.py; those not
     computed yet are, from ``data``, the loaded EvalData, and ``opt``: without data, style control and per-topic
-    rankings are left out)."""
-    live_chat_result.complete(result, data, command_line.config_from_opt(opt or {}, LiveChatCommandConfig))
+    rankings are left out; with ``evidence`` the evidence about participants, scripts/evidence_option.py)."""
+    live_chat_result.complete(result, data, command_line.config_from_opt(opt or {}, LiveChatCommandConfig), evidence,
+                              bool((opt or {}).get("exclude_flagged")))
     s = result.settings
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
@@ -271,6 +273,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.text(categories_part, note=True)
     else:
         categories_report.view(report, categories_part)
+    evidence_report.view(report, result.parts.get("evidence"))
     report.heading("Settings")
     report.table(pd.DataFrame([(k, str(v)) for k, v in s.as_dict().items()], columns=["setting", "value"]))
     return report
@@ -306,14 +309,20 @@ def _load(opt, log):
 
 def _analyse_and_write(data, opt, started: float, loaded: float, log) -> dict:
     options = command_line.config_from_opt(opt, LiveChatCommandConfig)
+    analysed_data, llm = data, None
+    if opt.get("exclude_flagged"):  # the rule without the QC test, which the analysis applies itself
+        first = evidence_option.build(data, opt, log=None)
+        analysed_data, llm = evidence_option.exclude(data, first, log), first.llm
     # the loaded records live until the end: keep the garbage collector from rescanning millions of
     # them during the analysis (about 15% of its time on 1.3M ratings)
     with frozen_heap(), caught_warnings() as caught:
-        result = live_chat_result.analyse(data, options)
+        result = live_chat_result.analyse(analysed_data, options)
     analysed = time.perf_counter()
+    # the evidence about every participant, the analysis's QC test among it
+    found = evidence_option.build(data, opt, quality=result.outcomes[["worker_id", "passed"]], log=log, llm=llm)
     summary = write_outputs(result, Path(opt["out"]), options.sig_plot_threshold,
                             {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught,
-                            data, opt)
+                            data, opt, found)
     log(f"{summary['n_workers']} workers ({summary['n_workers_passed']} passed), {summary['n_dialogues']} dialogues "
         f"({summary['n_dialogues_passed']} passed); wrote {opt['out']}/report.html "
         f"in {time.perf_counter() - started:.1f} s")
@@ -326,6 +335,11 @@ class AnalyzeLiveChat(AnalysisCommand):
                    "agreement")
     options_title = "Live-chat analysis (defaults: Ji et al. 2022)"
     config_class = LiveChatCommandConfig
+    evidence_applies = True
+    excludes_itself = True  # and builds the evidence itself: its QC test is the analysis's (_analyse_and_write)
+
+    def build_evidence(self, data, config, checks):
+        return None
 
     def load(self, opt):
         # the analysis's libraries import beside the load (import_in_background); timed for summary.json

@@ -16,6 +16,7 @@ from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import weightings_text
 from parlai_dialeval.report import Report
 from parlai_dialeval.results.single_model_result import SingleModelConfig
+from parlai_dialeval.scripts import evidence_report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
@@ -24,14 +25,17 @@ single_model_plots = lazy_module("parlai_dialeval.analysis.single_model_plots")
 __all__ = ["SingleModelConfig", "analyze", "AnalyzeSingleModel"]
 
 
-def analyze(data, out: Path, config=None, worker_checks=None, judge: pd.DataFrame | None = None) -> dict:
+def analyze(data, out: Path, config=None, worker_checks=None, judge: pd.DataFrame | None = None, evidence=None,
+            excluded: bool = False) -> dict:
     """Every table, written to ``out`` with report.html. ``worker_checks``: a WorkerChecks (already
     applied to the data) or None; ``judge``: an LLM judge's ratings (``dialeval judge`` output) for the
-    PPI++ section, or None. Ratings of conversations that were not finished are left out."""
+    PPI++ section, or None; ``evidence``: the evidence about participants (scripts/evidence_option.py) or None,
+    ``excluded`` whether its flagged workers were left out. Ratings of conversations that were not finished
+    are left out."""
     from parlai_dialeval.results import single_model_result
 
     config = config if config is not None else SingleModelConfig()
-    inputs = single_model_result.prepare(data, config, judge, worker_checks)
+    inputs = single_model_result.prepare(data, config, judge, worker_checks, evidence, excluded)
     for reason, count in inputs.left_out.items():
         print(f"left out {count} {reason}")
     result = single_model_result.analyse(inputs, config)
@@ -50,7 +54,9 @@ def analyze(data, out: Path, config=None, worker_checks=None, judge: pd.DataFram
     _report(report, result, turn, config, worker_checks)
     if result.ppi is not None:
         _judge_section(result.ppi, report)
-    written = Outputs(tables, {}, report).write(out)
+    evidence_report.view(report, result.evidence)
+    documents = {"evidence_summary": result.summary["evidence"]} if result.evidence is not None else {}
+    written = Outputs(tables, documents, report).write(out)
     return {**tables, "written": written, "result": result}
 
 
@@ -118,6 +124,7 @@ class AnalyzeSingleModel(AnalysisCommand):
     options_title = "Single-model analysis"
     config_class = SingleModelConfig
     worker_checks = True
+    evidence_applies = True
 
     def analyse(self, data, config, checks, out):
         judge = None
@@ -125,7 +132,7 @@ class AnalyzeSingleModel(AnalysisCommand):
             from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "ratings")
-        result = analyze(data, out, config, checks, judge)
+        result = analyze(data, out, config, checks, judge, self.evidence, self.excluded)
         if checks is not None and len(checks.table):
             print(checks.table.to_string(index=False))
         return result

@@ -10,7 +10,8 @@ from parlai_dialeval.analysis.pairwise_tables import WIN_RATE_COLUMNS, sections
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import turns_text
 from parlai_dialeval.report import Report
-from parlai_dialeval.scripts import categories_report, fragility_report, judge_option, style_report, voters_report
+from parlai_dialeval.scripts import (categories_report, evidence_report, fragility_report, judge_option, style_report,
+                                     voters_report)
 
 pairwise_plots = lazy_module("parlai_dialeval.analysis.pairwise_plots")
 pairwise, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in ("pairwise", "rankings"))
@@ -48,6 +49,8 @@ def _core(report: Report, core, result, section) -> None:
         report.warn(message)
     for reason, count in inputs.left_out.items():
         report.warn(f"Left out {count} {reason}: partial work is kept in the data, not counted here.")
+    for reason, count in inputs.voided.items():
+        report.warn(f"Left out {count} {reason}: kept in the data, not counted here.")
     if inputs.worker_checks is not None:
         inputs.worker_checks.add_to(report)
     tables = core.tables
@@ -209,6 +212,15 @@ def _name(stem: str, question: str, unit: str) -> str:
     return f"{stem}_{unit}_{hashlib.sha1(str(question).encode()).hexdigest()[:8]}"
 
 
-VIEWS = {"core": _core, "verdict": _verdict, "voters": voters_report.view, "provisional": _provisional,
-         "style": style_report.pairwise_view, "categories": categories_report.pairwise_view,
-         "fragility": fragility_report.view, "ppi": _ppi}
+def _both_bad(report: Report, counts, result, section) -> None:
+    if counts is None:
+        return
+    report.heading(section.title)
+    for sentence in section.sentences(counts):
+        report.text(sentence)
+    report.table(counts)
+
+
+VIEWS = {"core": _core, "both_bad": _both_bad, "verdict": _verdict, "voters": voters_report.view,
+         "provisional": _provisional, "style": style_report.pairwise_view, "categories": categories_report.pairwise_view,
+         "fragility": fragility_report.view, "ppi": _ppi, "evidence": evidence_report.view}

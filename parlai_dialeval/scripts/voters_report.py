@@ -20,7 +20,7 @@ def view(report, part, result=None, section=None) -> None:
     for test, how in flags.tests.items():
         report.text(f"{test}: {how}", note=how.startswith("not run"))
     said = sentences(part)
-    report.text(said[0], note=bool(flags.flagged))
+    report.text(said[0], note=bool(flags.flagged or part.left_out))
     for line in said[1:]:
         report.text(line)
     report.table(flags.table.head(20), caption="the 20 strongest pieces of evidence (voter_flags.csv: all)",

@@ -160,6 +160,13 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
                 take_part(browser, fake, study, CARELESS, [70, 70, 70], HOSTILE)
                 wait_for_figure(researcher, "units-done", 3)
                 assert figure(researcher, "units-left") + figure(researcher, "units-in-flight") == 1
+                # progress over time as the launch recorded it (crowdsourcing/platform/progress.py), not the page's
+                # reloads: a line whenever the counts changed, and the chart drawn from them (issue 50, item 8)
+                from parlai_dialeval.crowdsourcing.platform.progress import log_path, read_log
+
+                recorded = read_log(log_path(data, TASK))
+                assert len(recorded) >= 2 and max(r["done"] for r in recorded) >= 1, recorded
+                researcher.wait_for_selector("[data-testid=progress-chart] svg", timeout=30000)
 
                 # the careless participant is flagged, first
                 rows = researcher.locator("[data-testid=quality-row]")

@@ -39,21 +39,30 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
 
 # what the voter tests read of a vote, kept in the state file (not the texts: too_fast uses its 1 s floor here)
 VOTER_FIELDS = ("worker_id", "model_a", "model_b", "choice", "item_id", "question", "turn_index", "automatic",
-                "onboarding", "duration")
+                "onboarding", "duration", "assignment_id", "justification", "provenance", "check")
 
 
 def drop_flagged(records: list[dict], seen: list[dict], alpha: float) -> tuple[list[dict], list[str], int]:
-    """(``records`` without the votes of workers the voter tests flag, the flagged workers, votes left out):
-    the tests (parlai_dialeval.adaptive.voter_flags) run on every vote read so far, ``seen`` (kept in the
-    state file, extended here with these records' comparisons). A worker flagged late keeps the votes
-    already bet on: the ledger's bets are never taken back; allocation and later bets ignore them."""
+    """(``records`` without the votes of workers the evidence table flags, the flagged workers, votes left out):
+    the one rule of `--exclude-flagged` (parlai_dialeval.analysis.evidence: the voter tests at ``alpha``, failed
+    attention checks, two other signals together) on every vote read so far, ``seen`` (kept in the state file,
+    extended here with these records' comparisons). A worker flagged late keeps the votes already bet on: the
+    ledger's bets are never taken back; allocation and later bets ignore them."""
     import pandas as pd
 
     from parlai_dialeval.adaptive.voter_flags import VoterSettings, flag_voters
+    from parlai_dialeval.analysis.evidence import evidence_table
 
     seen.extend({key: r.get(key) for key in VOTER_FIELDS} for r in records if r.get("type") == "comparison")
-    votes = pd.DataFrame(seen, columns=list(VOTER_FIELDS))
-    flagged = flag_voters(votes, VoterSettings(alpha=alpha)).flagged if len(votes) else []
+    frame = pd.DataFrame(seen, columns=list(VOTER_FIELDS))
+    if not len(frame):
+        return records, [], 0
+    checked = frame["check"].notna()
+    votes, answers = frame[~checked], frame[checked]
+    voters = flag_voters(votes, VoterSettings(alpha=alpha)) if len(votes) else None
+    studies = [r for r in records if r.get("type") == "study"]
+    empty = pd.DataFrame(columns=["worker_id"])
+    flagged = evidence_table(empty, empty, votes, answers, studies, voters).flagged
     out = set(flagged)
     kept = [r for r in records if not (r.get("type") == "comparison" and r.get("worker_id") in out)]
     return kept, flagged, len(records) - len(kept)

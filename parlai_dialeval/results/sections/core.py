@@ -31,6 +31,7 @@ def compute(inputs, config, done: dict) -> Core:
         summary["worker_checks"] = inputs.worker_checks.summary()
         tables["worker_checks"] = inputs.worker_checks.table
     summary["left_out"] = dict(inputs.left_out)
+    summary["voided"] = dict(inputs.voided)
     return Core(tables, summary, _warnings(tables["win_rates"], config.alpha))
 
 

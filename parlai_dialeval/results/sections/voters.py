@@ -1,5 +1,7 @@
 """The voter tests (adaptive/voter_flags.py) as a section of the pairwise analyses: who may not vote in good faith,
-and with ``exclude_flagged`` their votes left out of every later section (``filters``)."""
+and with ``exclude_flagged`` the votes of the workers flagged left out of every later section (``filters``): those
+the evidence table flags by its one rule where the analysis has the evidence about participants
+(analysis/evidence.py, results/sections/evidence.py), else those the voter tests flag."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +13,10 @@ from parlai_dialeval.results.section import Section
 
 
 def exclude_flagged_field():
-    return option(False, "leave out every vote of the workers the voter tests flag (one side, against the crowd, "
-                         "too fast, for one model far more often than the other workers' share for it allows: "
-                         "rigging; family-wise error alpha over workers, models and tests); they are reported "
-                         "either way", metavar="BOOL")
+    return option(False, "leave out every vote of the workers the evidence table flags (analysis/evidence.py, one "
+                         "rule: a decisive signal, such as a voter test (one side, against the crowd, too fast, "
+                         "rigging; family-wise error alpha over workers, models and tests) or failed attention "
+                         "checks, or two others together); they are reported either way", metavar="BOOL")
 
 
 def side_share_field():
@@ -33,33 +35,47 @@ class Voters:
     left_out: int  # votes of flagged workers left out (0 unless ``excluded``)
     excluded: bool
     inputs: Any  # the inputs every later section sees
+    by_evidence: bool = False  # whether the evidence table's rule chose whose votes to leave out
+    workers_left_out: int = 0
 
 
-def flag_and_exclude(comparisons, config):
-    """(the comparisons to analyse, VoterFlags, votes left out): flagged workers' votes left out only when
-    ``config.exclude_flagged``."""
-    from parlai_dialeval.adaptive.voter_flags import VoterSettings, exclude_flagged, flag_voters
+def flag_and_exclude(comparisons, config, evidence=None):
+    """(the comparisons to analyse, VoterFlags, votes left out, workers left out): flagged workers' votes left out
+    only when ``config.exclude_flagged``; with ``evidence`` (analysis/evidence.py's Evidence) its voter flags and
+    the workers its rule flags, else the voter tests' alone."""
+    from parlai_dialeval.adaptive.voter_flags import VoterSettings, flag_voters
 
-    flags = flag_voters(comparisons, VoterSettings(alpha=config.alpha, side_share=config.side_share,
-                                                   words_per_second=config.words_per_second))
-    left_out = 0
-    if config.exclude_flagged and flags.flagged:
-        comparisons, left_out = exclude_flagged(comparisons, flags)
-    return comparisons, flags, left_out
+    flags = getattr(evidence, "voters", None)
+    if flags is None:
+        flags = flag_voters(comparisons, VoterSettings(alpha=config.alpha, side_share=config.side_share,
+                                                       words_per_second=config.words_per_second))
+    out = set(evidence.flagged) if evidence is not None else set(flags.flagged)
+    if not (config.exclude_flagged and out):
+        return comparisons, flags, 0, 0
+    leaving = comparisons["worker_id"].astype(str).isin(out)
+    return comparisons[~leaving], flags, int(leaving.sum()), len(out)
 
 
 def compute(inputs, config, done: dict) -> Voters:
-    comparisons, flags, left_out = flag_and_exclude(inputs.comparisons, config)
+    comparisons, flags, left_out, workers = flag_and_exclude(inputs.comparisons, config, inputs.evidence)
     return Voters(flags, left_out, bool(config.exclude_flagged),
-                  dataclasses.replace(inputs, comparisons=comparisons) if left_out else inputs)
+                  dataclasses.replace(inputs, comparisons=comparisons) if left_out else inputs,
+                  inputs.evidence is not None, workers)
 
 
 def sentences(part: Voters) -> list[str]:
     flags = part.flags
-    action = (f"their {part.left_out} votes are left out of everything below" if part.excluded
-              else "their votes are kept (--exclude-flagged true leaves them out)")
+    if not part.excluded:
+        action = "their votes are kept (--exclude-flagged true leaves them out)"
+    elif part.by_evidence:
+        action = (f"{part.left_out} votes are left out of everything below (those of every worker the evidence table "
+                  "flags, by its one rule: docs/data_model.md, \"Evidence about participants\")")
+    else:
+        action = f"their {part.left_out} votes are left out of everything below"
     lines = flags.sentences()
-    return ([f"{len(flags.flagged)} worker(s) flagged; {action}."] if lines else ["No worker flagged."]) + lines
+    if not lines:  # the evidence table may flag workers the voter tests do not
+        return [f"No worker flagged by the voter tests; {action}."] if part.left_out else ["No worker flagged."]
+    return [f"{len(flags.flagged)} worker(s) flagged; {action}."] + lines
 
 
 SECTION = Section(
