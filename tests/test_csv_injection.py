@@ -198,7 +198,9 @@ def test_no_module_writes_csv_but_csv_safe():
     found = []
     for folder in ("parlai_dialeval", "crowdsourcing", "tasks"):
         for path in (root / folder).rglob("*.py"):
-            if path.name == "csv_safe.py" or "node_modules" in path.parts:
+            # the fake Prolific answers its demographic export as Prolific does: raw CSV in an HTTP reply, no file
+            fake_prolific = path.parts[-3:-1] == ("prolific", "fake")
+            if path.name == "csv_safe.py" or "node_modules" in path.parts or fake_prolific:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Attribute) and node.attr in ("to_csv", "writer", "DictWriter"):

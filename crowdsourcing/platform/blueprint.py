@@ -86,7 +86,8 @@ class RouterArgs:
         "help": "the window of the places per address, in seconds"})
     router_lab_addresses: List[str] = field(default_factory=list, metadata={
         "help": "the lab's own addresses or networks (its participants share one address): no per-address limit on "
-                "requests, sockets or places for them (places: router_lab_places)"})
+                "requests, sockets or places for them (places: router_lab_places); default: none, and this "
+                "machine (127.0.0.1, ::1) with the mock provider (a rehearsal)"})
     router_lab_places: int = field(default=0, metadata={
         "help": "places the lab's addresses may take per window (0: as many as the study has)"})
 

@@ -35,6 +35,9 @@ DOOR = "dialeval_door.js"
 SOURCES = "dialeval_sources.js"  # whose address a request comes from (the door's and the claims' budgets)
 CONFIG = "dialeval_door.json"
 LOCAL_HOST = "127.0.0.1"  # a rehearsal with the mock provider: this machine only
+# A rehearsal's participants are the researcher and colleagues at this machine: its loopback is the lab's own
+# address, or a researcher trying the task in a few tabs would be told "too many people from your network".
+REHEARSAL_LAB = ("127.0.0.1", "::1")
 PUBLIC_HOST = "0.0.0.0"  # a crowd provider's participants come from anywhere
 
 # (what, exact text in server.js, replacement); each must match once, after compat/mephisto_router.py's
@@ -131,10 +134,13 @@ def door_config(mephisto_args) -> dict:
     if not HEADER_NAME.fullmatch(header):
         raise DialevalError(f"mephisto.blueprint.router_proxy_header: {header!r} is not a header name "
                             "(X-Forwarded-For, Forwarded, X-Real-IP, CF-Connecting-IP)")
+    lab = address_list(blueprint.get("router_lab_addresses"), "router_lab_addresses")
+    provider = (mephisto_args.get("provider") or {}).get("_provider_type", "mock")
+    if provider == "mock" and not lab:
+        lab = list(REHEARSAL_LAB)
     return {**LIMITS, "host": router_host(mephisto_args),
             "trusted_proxies": address_list(blueprint.get("router_trusted_proxies"), "router_trusted_proxies"),
-            "proxy_header": header.lower(),
-            "lab_addresses": address_list(blueprint.get("router_lab_addresses"), "router_lab_addresses")}
+            "proxy_header": header.lower(), "lab_addresses": lab}
 
 
 def prepare(router_dir: Path, task_run) -> None:

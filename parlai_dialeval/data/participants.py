@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from parlai_dialeval.csv_safe import restore
 from parlai_dialeval.errors import DialevalError
 
 NUMBERS = ("age", "time_taken", "total_approvals")
@@ -46,7 +47,7 @@ def read_participants(path: str | Path) -> pd.DataFrame:
     """The export at ``path``, one row per participant (``worker_id`` unique), columns as documented above."""
     path = Path(path)
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        table = restore(pd.read_csv(path, dtype=str, keep_default_na=False))  # as fetched, before neutralising
     except (OSError, ValueError, pd.errors.ParserError) as error:
         raise DialevalError(f"{path}: not a readable CSV file ({error})") from None
     table.columns = [snake(c) for c in table.columns]

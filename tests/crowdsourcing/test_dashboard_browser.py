@@ -40,7 +40,9 @@ class DashboardLaunch(CliRun):
         self.proc = subprocess.Popen(DIALEVAL + [
             "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
             f"mephisto.architect.port={free_port()}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
-            "mephisto.blueprint.num_conversations=4", "live_chat.seed=0", "--mephisto-data", str(self.data_dir),
+            "mephisto.blueprint.num_conversations=4", "live_chat.seed=0",
+            "mephisto.blueprint.router_lab_addresses=[127.0.0.1]",  # its three participants share this machine
+            "--mephisto-data", str(self.data_dir),
             "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.router_pid, self.dashboard, end = None, None, time.time() + 180

@@ -260,6 +260,10 @@ def test_places_per_source_are_a_share_of_the_study_and_addresses_are_checked_at
     assert (config["trusted_proxies"], config["lab_addresses"], config["proxy_header"]) == (
         ["127.0.0.1", "10.0.0.0/8"], ["2001:db8::/48"], "forwarded")
     assert door_config({})["trusted_proxies"] == []  # by default no header is believed
+    # a rehearsal (mock provider) is the researcher at this machine: a third tab from 127.0.0.1 was refused a
+    # place ("too many people ... from your network") before loopback was its lab; a crowd provider's is not
+    assert door_config({})["lab_addresses"] == ["127.0.0.1", "::1"]
+    assert door_config({"provider": {"_provider_type": "prolific"}, "blueprint": {}})["lab_addresses"] == []
     for blueprint, named in (({"router_trusted_proxies": ["proxy.example"]}, "'proxy.example' is not an IP address"),
                              ({"router_lab_addresses": "127.0.0.1"}, "a list of addresses"),
                              ({"router_proxy_header": "X Forwarded"}, "is not a header name")):

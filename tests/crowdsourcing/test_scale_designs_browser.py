@@ -16,7 +16,8 @@ from parlai_dialeval.testing.ports import free_port
 from .protocol_harness import SMALL_PHONE, CliRun, chromium_page, dialeval, look_at, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
-RESPONSES = {"s2s": "i i i", "hred": "Good, I went hiking by the lake.", "vhred": "Fine."}
+# hred's reply in markdown: the page shows it rendered ("hiking" in bold, issue 50 item 14), not "**hiking**"
+RESPONSES = {"s2s": "i i i", "hred": "Good, I went **hiking** by the lake.", "vhred": "Fine."}
 RME_VALUE = {"Good, I went hiking by the lake.": 250, "Fine.": 90, "i i i": 3}
 HEBREW = json.loads((Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "src" / "i18n" / "he.json").read_text())
 ENGLISH = json.loads((Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "src" / "i18n" / "en.json").read_text())
@@ -57,7 +58,9 @@ def test_rme_in_chromium_then_export_and_analyze(tmp_path, language):
                 for criterion in ("readability", "coherence"):
                     box = f"[data-testid=criterion-{criterion}]"
                     for i in range(3):
-                        text = page.inner_text(f"{box} [data-testid=response-{i}]")
+                        text = page.inner_text(f"{box} [data-testid=response-{i}]").strip()
+                        if "hiking" in text:
+                            assert page.inner_text(f"{box} [data-testid=response-{i}] strong") == "hiking"
                         page.fill(f"[data-testid={criterion}-value-{i}]", str(RME_VALUE[text]))
                 assert page.locator("[data-testid=readability-value-0-error]").count() == 0
                 assert page.locator("[data-testid=next-hint]").count() == 0

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 
+import pandas as pd
+
+from parlai_dialeval.csv_safe import write_csv
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
 
@@ -47,20 +48,6 @@ def fetch(db, name: str, data_dir, out=None) -> tuple[Path, int]:
         header = table[0]
         rows += table[1:]
     path = Path(out) if out else Path(data_dir) / common.PROVIDER_TYPE / "demographics" / f"{name}.csv"
-    out_text = io.StringIO()
-    csv.writer(out_text).writerows([header or [], *rows])
-    write_private(path, out_text.getvalue())
+    # participants' answers are strangers' text: written safe for a spreadsheet, owner-only, whole or not at all
+    write_csv(pd.DataFrame(rows, columns=header or [], dtype=object), path)
     return path, len(rows)
-
-
-def write_private(path: Path, text: str) -> None:
-    """``text`` to ``path``, readable by its owner only from the first byte, replacing it whole."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

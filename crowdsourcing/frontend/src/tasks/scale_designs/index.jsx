@@ -7,7 +7,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell, t, useLanguage, serverText, useScreenRecord, AttentionInstruction } from "../../components";
+import { BotText, TaskShell, t, useLanguage, serverText, useScreenRecord, AttentionInstruction } from "../../components";
 
 function ValueInput({ kind, min, max, value, onChange, testid, label }) {
   if (kind === "likert") {
@@ -82,7 +82,7 @@ function ItemForm({ data, item, index, onDone }) {
         </div>
       ))}
       <div className="mt-2">
-        <b>{t("scale.reference")}</b> <bdi>{item.reference}</bdi>
+        <b>{t("scale.reference")}</b> <BotText text={item.reference} testid="reference" />
       </div>
       {data.criteria.map(({ name, question }) => {
         const anchor = item.reference_values[name];
@@ -97,7 +97,7 @@ function ItemForm({ data, item, index, onDone }) {
             ) : null}
             {item.responses.map((r, i) => (
               <div key={r.key} className="mt-1">
-                <bdi data-testid={"response-" + i}>{r.text}</bdi>{" "}
+                <BotText text={r.text} testid={"response-" + i} />
                 {kind === "best_worst" ? (
                   <span>
                     <label className="mr-2">
