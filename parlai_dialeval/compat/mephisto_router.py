@@ -53,7 +53,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from parlai_dialeval.compat import mephisto_door as door
-from parlai_dialeval.compat.mephisto_claims import CLAIM_PATCHES, CLAIMS_CONFIG, registering, claims_config
+from parlai_dialeval.compat.mephisto_claims import CLAIM_PATCHES, CLAIMS_CONFIG, claims_config, registering
 from parlai_dialeval.compat.patching import CompatError, is_ours, ours, replace_once, require_ours, require_source, require_version
 
 MEPHISTO_VERSION = "1.1.1"
