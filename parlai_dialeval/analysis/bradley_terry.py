@@ -17,11 +17,8 @@ The model: P(first wins) = expit(s_first - s_second + x . beta), log-strengths s
   to every rate of its Markov chain), whose rounds batch into one linear solve each (``ilsr_rounds``): the
   rankings' bootstrap of a thousand rounds (resampled votes, or resampled clusters) and the adaptive allocator.
 
-Extension point. Ties as information (Bradley-Terry-Davidson: a tie parameter per question) and a position
-effect (the side shown first) change the likelihood only: they belong in ``Votes`` (the question and the shown
-order of each vote) and in the ``_Likelihood`` below (linear predictor, log-likelihood, score and curvature),
-where ``fit`` and everything built on it pick them up; ``ilsr`` fits only the plain model and would be replaced
-by ``fit`` per round for them.
+Extensions change the likelihood only (``fit``'s ``likelihood``): ties as information (Bradley-Terry-Davidson,
+analysis/ties.py) and a position effect per model (covariates with ``fit``'s ridge ``penalty``, analysis/position.py).
 """
 from __future__ import annotations
 
@@ -285,7 +282,8 @@ class Fit:
 
 def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray | None = None,
         targets: np.ndarray | None = None, prior: float = 0.0, start: np.ndarray | None = None,
-        inverse: np.ndarray | None = None, covariance: bool = True, max_iter: int = 50, tol: float = 1e-8) -> Fit:
+        inverse: np.ndarray | None = None, covariance: bool = True, max_iter: int = 50, tol: float = 1e-8,
+        penalty: np.ndarray | None = None, likelihood=None) -> Fit:
     """Maximum likelihood by Newton's method, with the cluster-robust (CR1) sandwich covariance statsmodels'
     GLM gives with cov_type="cluster" (tests/test_bradley_terry.py checks both against it). Hand-written
     because statsmodels' GLM and Logit need the dense design: a million votes by 200 models is 1.6 GB.
@@ -295,7 +293,9 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     ``votes.clusters``: the unit of each vote's score in the sandwich (None: each vote its own), split by
     model pair where one spans several; ``start``: log-strengths to start from; ``inverse``: an earlier fit's
     ``bread`` for nearby data, whose steps (a product, no solve) are taken first; ``covariance`` False skips
-    the sandwich."""
+    the sandwich; ``penalty``: a ridge (penalised likelihood, -penalty_c beta_c^2 / 2) per covariate;
+    ``likelihood``: a ``_Likelihood`` subclass's constructor (Davidson's ties: its extra parameters follow the
+    covariates' in ``coefficients``)."""
     from threadpoolctl import threadpool_limits
 
     m = len(votes.models)
@@ -312,11 +312,13 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         features = np.vstack([features, np.zeros((2 * len(low), features.shape[1]))])
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
     with threadpool_limits(1, user_api="blas"):
-        model = _Likelihood(first, second, t, w, features, m)
+        model = (likelihood or _Likelihood)(first, second, t, w, features, m)
+        if penalty is not None:
+            model.ridge[m - 1:m - 1 + features.shape[1]] = penalty
         beta, converged = model.maximise(start, inverse, max_iter, tol)
         eta = model.linear(beta)
         prob = model.probability(eta)
-        bread = _solve(model.hessian(prob), np.eye(len(beta)))
+        bread = _solve(model.hessian(prob) + np.diag(model.ridge), np.eye(len(beta)))
         centre = centring(m)
         j = m - 1
         strength_cov = coefficient_cov = None
@@ -331,11 +333,17 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
 
 class _Likelihood:
     """The Bradley-Terry log-likelihood of weighted votes, sum_i t_i eta_i - w_i log(1 + e^eta_i) (a tie is half
-    a win: t_i = w_i / 2), and Newton's method on it. The model's terms live here: a Davidson tie parameter or
-    a position effect would change ``linear``, ``loglik``, ``residual`` and ``curvature`` (module docstring)."""
+    a win: t_i = w_i / 2), and Newton's method on it (with ``ridge``, a penalty per parameter). A subclass
+    changes the model's terms: ``linear``, ``probability``, ``loglik``, ``residual`` (the score of the strength
+    difference), ``scores`` and ``hessian`` (analysis/ties.py)."""
 
     def __init__(self, first, second, t, w, features, n_models: int):
         self.first, self.second, self.t, self.w, self.features, self.m = first, second, t, w, features, n_models
+        self.ridge = np.zeros(self.n_params)
+
+    @property
+    def n_params(self) -> int:
+        return self.m - 1 + self.features.shape[1]
 
     def linear(self, beta: np.ndarray) -> np.ndarray:
         strengths = np.concatenate([[0.0], beta[:self.m - 1]])
@@ -356,10 +364,14 @@ class _Likelihood:
     def curvature(self, prob: np.ndarray) -> np.ndarray:
         return self.w * (prob * (1 - prob))
 
+    def scores(self, prob: np.ndarray) -> np.ndarray:
+        """Each vote's score for the parameters after the strengths (votes x parameters)."""
+        return self.residual(prob)[:, None] * self.features
+
     def gradient(self, prob: np.ndarray) -> np.ndarray:
         m, residual = self.m, self.residual(prob)
         return np.concatenate([(np.bincount(self.first, residual, m) - np.bincount(self.second, residual, m))[1:],
-                               self.features.T @ residual])
+                               self.scores(prob).sum(axis=0)])
 
     def hessian(self, prob: np.ndarray) -> np.ndarray:
         c = self.curvature(prob)
@@ -367,21 +379,20 @@ class _Likelihood:
                      self.m)
 
     def maximise(self, start, inverse, max_iter: int, tol: float) -> tuple[np.ndarray, bool]:
-        m, k = self.m, self.features.shape[1]
-        beta = np.zeros(m - 1 + k)
+        m, ridge, beta = self.m, self.ridge, np.zeros(self.n_params)
         if start is not None:
             beta[:m - 1] = (start - start[0])[1:]
         eta = self.linear(beta)
-        current = self.loglik(eta)
+        current = self.loglik(eta) - ridge @ beta ** 2 / 2
         for iteration in range(max_iter):
             prob = self.probability(eta)
-            gradient = self.gradient(prob)
+            gradient = self.gradient(prob) - ridge * beta
             quick = inverse is not None and iteration < max_iter // 2
-            step = inverse @ gradient if quick else _solve(self.hessian(prob), gradient)
+            step = inverse @ gradient if quick else _solve(self.hessian(prob) + np.diag(ridge), gradient)
             scale = 1.0
             while True:  # halve the step until the likelihood does not fall
                 trial = self.linear(beta + scale * step)
-                value = self.loglik(trial)
+                value = self.loglik(trial) - ridge @ (beta + scale * step) ** 2 / 2
                 if value >= current - 1e-12 or scale < 1e-4:
                     break
                 scale /= 2
@@ -394,9 +405,7 @@ class _Likelihood:
         """(the CR1 covariance of the parameters, the clusters) over the first ``data`` rows (the votes, not
         the pseudo-votes). Clusters nest in model pairs, so a cluster's score is R_g (e_low - e_high) over the
         models: the meat is a _gram over clusters, like the Hessian over votes."""
-        m, k = self.m, self.features.shape[1]
-        first, second, features = self.first[:data], self.second[:data], self.features[:data]
-        n = data
+        m, first, second, n = self.m, self.first[:data], self.second[:data], data
         low, high = np.minimum(first, second), np.maximum(first, second)
         given = np.zeros(n, np.int64) if clusters is None else pd.factorize(np.asarray(clusters))[0]
         codes = np.arange(n) if clusters is None else pd.factorize(
@@ -404,7 +413,8 @@ class _Likelihood:
         groups = int(codes.max(initial=-1)) + 1
         residual = self.residual(prob)[:data]
         signed = np.bincount(codes, np.where(first == low, residual, -residual), groups)
-        sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) if k else \
+        scores = self.scores(prob)[:data]
+        sums = np.column_stack([np.bincount(codes, f, groups) for f in scores.T]) if scores.shape[1] else \
             np.zeros((groups, 0))
         head = np.zeros(groups, np.int64)
         head[codes] = np.arange(n)  # a vote of each cluster, for its pair
