@@ -10,8 +10,8 @@ from parlai_dialeval.analysis.pairwise_tables import WIN_RATE_COLUMNS, sections
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import turns_text
 from parlai_dialeval.report import Report
-from parlai_dialeval.scripts import categories_report, fragility_report, judge_option, style_report, ties_report,
-                                     voters_report
+from parlai_dialeval.scripts import (categories_report, fragility_report, judge_option, style_report, ties_report,
+                                     voters_report)
 
 pairwise_plots = lazy_module("parlai_dialeval.analysis.pairwise_plots")
 pairwise, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in ("pairwise", "rankings"))
