@@ -17,12 +17,12 @@ OWN = np.array([0.9, -0.5, 0.0, 0.5, -0.9])  # each model's extra gain from bein
 SHARED = 0.3
 
 
-def shown_votes(n: int, seed: int) -> bt.Votes:
+def shown_votes(n: int, seed: int, own: np.ndarray = OWN) -> bt.Votes:
     """Votes whose first-shown side is random: P(first wins) = 1 / (1 + exp(-(s_f - s_s + shared + own_f)))."""
     rng = np.random.default_rng(seed)
     shown = np.argsort(rng.random((n, len(STRENGTHS))), axis=1)[:, :2]  # two distinct models in random order
     first, second = shown[:, 0], shown[:, 1]
-    logit = STRENGTHS[first] - STRENGTHS[second] + SHARED + OWN[first]
+    logit = STRENGTHS[first] - STRENGTHS[second] + SHARED + own[first]
     won = rng.random(n) < 1 / (1 + np.exp(-logit))
     return bt.Votes([f"m{k}" for k in range(len(STRENGTHS))], first, second, won.astype(float), np.arange(n))
 
@@ -77,3 +77,21 @@ def test_two_models_estimate_the_shared_effect_only(models):
     result = position.position_fit(bt.Votes([f"m{k}" for k in range(models)], first, second, won))
     assert result.shared[1] < np.log(0.65 / 0.35) < result.shared[2]
     assert position.per_model(400, models) == (models == 3)
+
+
+def test_the_first_screen_says_it_only_where_the_order_changes():
+    from parlai_dialeval.results.sections import position as section
+
+    def frame(votes):
+        names = np.array(votes.models)
+        return pd.DataFrame({"model_a": names[votes.first], "model_b": names[votes.second],
+                             "choice": np.where(votes.outcome == 1, "a", "b"), "worker_id": "w", "question": "q",
+                             "unit": "response", "item_id": np.arange(len(votes)).astype(str)})
+
+    config = type("Config", (), {"position_effects": "auto", "alpha": 0.05})
+    # m1 loses 1.2 from being first and m2 gains 1.2: the plain fit puts m2 above m1, net of position it is below
+    swapped = shown_votes(20000, seed=3, own=np.array([0.0, -1.2, 1.2, 0.0, 0.0]))
+    biased = section.compute(type("Inputs", (), {"comparisons": frame(swapped)}), config, {})
+    assert len(biased.verdicts) == 1 and "changes the order" in biased.verdicts[0]
+    same = shown_votes(20000, seed=3, own=np.zeros(5))  # only the shared effect: the order stands
+    assert section.compute(type("Inputs", (), {"comparisons": frame(same)}), config, {}).verdicts == []
