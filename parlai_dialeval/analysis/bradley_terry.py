@@ -19,11 +19,8 @@ The model: P(first wins) = expit(s_first - s_second + x . beta), log-strengths s
   to every rate of its Markov chain), whose rounds batch into one linear solve each (``ilsr_rounds``): the
   rankings' bootstrap of a thousand rounds (resampled votes, or resampled clusters) and the adaptive allocator.
 
-Extension point. Ties as information (Bradley-Terry-Davidson: a tie parameter per question) and a position
-effect (the side shown first) change the likelihood only: they belong in ``Votes`` (the question and the shown
-order of each vote) and in the ``_Likelihood`` below (linear predictor, log-likelihood, score and curvature),
-where ``fit`` and everything built on it pick them up; ``ilsr`` fits only the plain model and would be replaced
-by ``fit`` per round for them.
+Extensions change the likelihood only (``fit``'s ``likelihood``): ties as information (Bradley-Terry-Davidson,
+analysis/ties.py) and a position effect per model (covariates with ``fit``'s ridge ``penalty``, analysis/position.py).
 """
 from __future__ import annotations
 
@@ -31,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from parlai_dialeval.analysis.bt_likelihood import Likelihood, solve
 
 # A log-strength beyond this: the model never lost (or never won) in the fit's votes, no finite estimate.
 SEPARATED = 15.0
@@ -297,7 +296,8 @@ class Fit:
 
 def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray | None = None,
         targets: np.ndarray | None = None, prior: float = 0.0, start: np.ndarray | None = None,
-        inverse: np.ndarray | None = None, covariance: bool = True, max_iter: int = 50, tol: float = 1e-8) -> Fit:
+        inverse: np.ndarray | None = None, covariance: bool = True, max_iter: int = 50, tol: float = 1e-8,
+        penalty: np.ndarray | None = None, likelihood=None) -> Fit:
     """Maximum likelihood by Newton's method, with the cluster-robust (CR1) sandwich covariance statsmodels'
     GLM gives with cov_type="cluster" (tests/test_bradley_terry.py checks both against it). Hand-written
     because statsmodels' GLM and Logit need the dense design: a million votes by 200 models is 1.6 GB.
@@ -308,7 +308,9 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     between every two models (a finite fit where one never lost); ``votes.clusters``: the unit of each vote's score
     in the sandwich (None: each vote its own), split by model pair where one spans several; ``start``:
     log-strengths to start from; ``inverse``: an earlier fit's ``bread`` for nearby data, whose steps (a product,
-    no solve) are taken first; ``covariance`` False skips the sandwich."""
+    no solve) are taken first; ``covariance`` False skips the sandwich; ``penalty``: a ridge (penalised
+    likelihood, -penalty_c beta_c^2 / 2) per covariate; ``likelihood``: a ``bt_likelihood.Likelihood`` subclass's constructor
+    (Davidson's ties: its extra parameters follow the covariates' in ``coefficients``)."""
     from threadpoolctl import threadpool_limits
 
     m = len(votes.models)
@@ -326,11 +328,13 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         features = np.vstack([features, np.zeros((2 * len(low), features.shape[1]))])
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
     with threadpool_limits(1, user_api="blas"):
-        model = _Likelihood(first, second, t, w, features, m)
+        model = (likelihood or Likelihood)(first, second, t, w, features, m)
+        if penalty is not None:
+            model.ridge[m - 1:m - 1 + features.shape[1]] = penalty
         beta, converged = model.maximise(start, inverse, max_iter, tol)
         eta = model.linear(beta)
         prob = model.probability(eta)
-        bread = _solve(model.hessian(prob), np.eye(len(beta)))
+        bread = solve(model.hessian(prob) + np.diag(model.ridge), np.eye(len(beta)))
         centre, j, strength_cov, coefficient_cov, groups = centring(m), m - 1, None, None, 0
         if covariance:
             cov, groups = model.sandwich(prob, bread, votes.clusters, data)
@@ -338,110 +342,3 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     separated = not converged or bool(np.max(np.abs(eta[:data]), initial=0.0) > SEPARATED)
     return Fit(centre @ beta[:j], strength_cov, beta[j:], coefficient_cov, centre @ bread[:j, :j] @ centre.T, beta,
                bread, groups, converged, separated)
-
-
-class _Likelihood:
-    """The Bradley-Terry log-likelihood of weighted votes, sum_i t_i eta_i - w_i log(1 + e^eta_i) (a tie is half
-    a win: t_i = w_i / 2), and Newton's method on it. The model's terms live here: a Davidson tie parameter or
-    a position effect would change ``linear``, ``loglik``, ``residual`` and ``curvature`` (module docstring)."""
-
-    def __init__(self, first, second, t, w, features, n_models: int):
-        self.first, self.second, self.t, self.w, self.features, self.m = first, second, t, w, features, n_models
-
-    def linear(self, beta: np.ndarray) -> np.ndarray:
-        strengths = np.concatenate([[0.0], beta[:self.m - 1]])
-        return strengths[self.first] - strengths[self.second] + self.features @ beta[self.m - 1:]
-
-    @staticmethod
-    def probability(eta: np.ndarray) -> np.ndarray:
-        from scipy.special import expit
-
-        return expit(eta)
-
-    def loglik(self, eta: np.ndarray) -> float:
-        return float(np.sum(self.t * eta - self.w * np.logaddexp(0, eta)))
-
-    def residual(self, prob: np.ndarray) -> np.ndarray:
-        return self.t - self.w * prob
-
-    def curvature(self, prob: np.ndarray) -> np.ndarray:
-        return self.w * (prob * (1 - prob))
-
-    def gradient(self, prob: np.ndarray) -> np.ndarray:
-        m, residual = self.m, self.residual(prob)
-        return np.concatenate([(np.bincount(self.first, residual, m) - np.bincount(self.second, residual, m))[1:],
-                               self.features.T @ residual])
-
-    def hessian(self, prob: np.ndarray) -> np.ndarray:
-        c = self.curvature(prob)
-        return _gram(self.first, self.second, c, c[:, None] * self.features, np.sqrt(c)[:, None] * self.features,
-                     self.m)
-
-    def maximise(self, start, inverse, max_iter: int, tol: float) -> tuple[np.ndarray, bool]:
-        m, k = self.m, self.features.shape[1]
-        beta = np.zeros(m - 1 + k)
-        if start is not None:
-            beta[:m - 1] = (start - start[0])[1:]
-        eta = self.linear(beta)
-        current = self.loglik(eta)
-        for iteration in range(max_iter):
-            prob = self.probability(eta)
-            gradient = self.gradient(prob)
-            quick = inverse is not None and iteration < max_iter // 2
-            step = inverse @ gradient if quick else _solve(self.hessian(prob), gradient)
-            scale = 1.0
-            while True:  # halve the step until the likelihood does not fall
-                trial = self.linear(beta + scale * step)
-                value = self.loglik(trial)
-                if value >= current - 1e-12 or scale < 1e-4:
-                    break
-                scale /= 2
-            beta, eta, current = beta + scale * step, trial, value
-            if np.max(np.abs(scale * step), initial=0.0) < tol:
-                return beta, True
-        return beta, False
-
-    def sandwich(self, prob: np.ndarray, bread: np.ndarray, clusters, data: int) -> tuple[np.ndarray, int]:
-        """(the CR1 covariance of the parameters, the clusters) over the first ``data`` rows (the votes, not
-        the pseudo-votes). Clusters nest in model pairs, so a cluster's score is R_g (e_low - e_high) over the
-        models: the meat is a _gram over clusters, like the Hessian over votes."""
-        m, k, n = self.m, self.features.shape[1], data
-        first, second, features = self.first[:data], self.second[:data], self.features[:data]
-        low, high = np.minimum(first, second), np.maximum(first, second)
-        given = np.zeros(n, np.int64) if clusters is None else pd.factorize(np.asarray(clusters))[0]
-        codes = np.arange(n) if clusters is None else pd.factorize(
-            (low * m + high) * (int(given.max(initial=0)) + 1) + given)[0]
-        groups = int(codes.max(initial=-1)) + 1
-        residual = self.residual(prob)[:data]
-        signed = np.bincount(codes, np.where(first == low, residual, -residual), groups)
-        sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) if k else \
-            np.zeros((groups, 0))
-        head = np.zeros(groups, np.int64)
-        head[codes] = np.arange(n)  # a vote of each cluster, for its pair
-        meat = _gram(low[head], high[head], signed ** 2, signed[:, None] * sums, sums, m)
-        correction = groups / max(groups - 1, 1) * (n - 1) / max(n - len(bread), 1)  # CR1, statsmodels' correction
-        return correction * bread @ meat @ bread, groups
-
-
-def _gram(low: np.ndarray, high: np.ndarray, pair_weights: np.ndarray, cross: np.ndarray, features: np.ndarray,
-          n_models: int) -> np.ndarray:
-    """sum_i t_i t_i' over rows t_i = [w_i (e_low - e_high), f_i] without model 0's column, from per-row pair
-    weights w_i^2 (``pair_weights``), cross terms w_i f_i (``cross``) and features f_i: sums per model
-    (np.bincount), never a rows x models matrix."""
-    m = n_models
-    pair = np.bincount(low * m + high, pair_weights, m * m).reshape(m, m)
-    laplacian = np.diag(pair.sum(axis=0) + pair.sum(axis=1)) - pair - pair.T
-    by_model = np.column_stack([(np.bincount(low, c, m) - np.bincount(high, c, m))[1:] for c in cross.T]) \
-        if cross.shape[1] else np.zeros((m - 1, 0))
-    return np.block([[laplacian[1:, 1:], by_model], [by_model.T, features.T @ features]])
-
-
-def _solve(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """matrix^-1 target by Cholesky (the Hessian is positive definite where every model won and lost); least
-    squares where it is singular (a model that never lost: its strength runs off, and is reported as such)."""
-    from scipy import linalg
-
-    try:
-        return linalg.cho_solve(linalg.cho_factor(matrix), target)
-    except linalg.LinAlgError:
-        return np.linalg.lstsq(matrix, target, rcond=None)[0]

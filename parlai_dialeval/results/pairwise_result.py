@@ -1,6 +1,7 @@
 """The pairwise analysis as one object: ``PairwiseResult`` holds every section the analysis computes (the core
-tables, the verdict, voter flags, "both bad" ties, provisional places, style control, categories, fragility, PPI
-with an LLM judge, the evidence about participants), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
+tables, the verdict, voter flags, "both bad" ties, provisional places, style control, ties as information
+(Davidson), position effects per model, categories, fragility, PPI with an LLM judge, the evidence about
+participants), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
 writes its tables, summary and report). ``SECTIONS`` lists the sections in order (results/section.py): a new
 statistic is a module under results/sections/ and one line here; ``PairwiseConfig`` holds every section's
 options (the command's options, with their help)."""
@@ -13,8 +14,8 @@ import pandas as pd
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.results import section as sections_api
-from parlai_dialeval.results.sections import (both_bad, categories, core, evidence, fragility, ppi, provisional, style,
-                                              verdict, voters)
+from parlai_dialeval.results.sections import (both_bad, categories, core, evidence, fragility, position, ppi,
+                                              provisional, style, ties, verdict, voters)
 
 SECTIONS = [
     voters.SECTION,  # first: with --exclude-flagged every later section sees the votes without flagged workers'
@@ -23,6 +24,8 @@ SECTIONS = [
     verdict.SECTION,
     provisional.SECTION,
     style.SECTION,
+    ties.SECTION,
+    position.SECTION,
     categories.SECTION,
     fragility.SECTION,
     ppi.SECTION,

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from parlai.core.script import register_script
 
 from parlai_dialeval.options import option
 from parlai_dialeval.results.sections import voters as voter_tests
+from parlai_dialeval.results.sections.position import POSITION_HELP
+from parlai_dialeval.results.sections.ties import TIES_HELP
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
 
@@ -30,6 +33,8 @@ class CertifyConfig:
     exclude_flagged: bool = voter_tests.exclude_flagged_field()
     side_share: float = voter_tests.side_share_field()
     words_per_second: float = voter_tests.words_per_second_field()
+    ties: str = option("auto", TIES_HELP, choices=("auto", "off"))
+    position_effects: str = option("auto", POSITION_HELP, choices=("auto", "off"))
 
 
 def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None, evidence=None) -> dict:
@@ -43,8 +48,8 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
     from parlai_dialeval.results.sections import evidence as evidence_section
-    from parlai_dialeval.results.sections import fragility
-    from parlai_dialeval.scripts import evidence_report, fragility_report, voters_report
+    from parlai_dialeval.results.sections import fragility, position, ties
+    from parlai_dialeval.scripts import evidence_report, fragility_report, ties_report, voters_report
 
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
@@ -91,13 +96,17 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     tables, robustness = {"pairs": pairs[TABLE_COLUMNS]}, {}
     flagged = voter_tests.Voters(voters, left_out, bool(config.exclude_flagged), None, evidence is not None,
                                  workers_out)
-    fragile = fragility.of(with_sections(split_onboarding(comparisons)[0]))
+    inputs = SimpleNamespace(comparisons=with_sections(split_onboarding(comparisons)[0]))
     described = [(voter_tests.SECTION, flagged, voters_report.view),
-                 (fragility.SECTION, fragile, fragility_report.view)]
+                 (fragility.SECTION, fragility.of(inputs.comparisons), fragility_report.view),
+                 (ties.SECTION, ties.compute(inputs, config, {}), ties_report.ties_view),
+                 (position.SECTION, position.compute(inputs, config, {}), ties_report.position_view)]
     if evidence is not None:
         described.append((evidence_section.SECTION, evidence_section.Participants(evidence, flagged.excluded),
                           evidence_report.view))
     for section, part, view in described:
+        if part is None:
+            continue
         tables.update(section.tables(part))
         robustness.update(section.summary(part))
         view(report, part)
