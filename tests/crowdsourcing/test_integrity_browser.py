@@ -329,9 +329,14 @@ def arena_participant(page, url: str, careful: bool, elsewhere, shown: dict) -> 
     """Four one-turn battles. The careful participant types each prompt at a person's pace, reads both replies,
     gives the answer an attention battle asks for and never prefers a broken reply; the careless one pastes each
     prompt copied in another tab, votes at once, ignores the instructions and picks the broken reply. ``shown``
-    gets what the careful one saw: the first reply's bold words, the attention instruction, a test reply's name."""
+    gets what the careful one saw: the first reply's bold words, the attention instruction, a test reply's name, the
+    instructions and after the last battle whether a text box was still offered."""
     page.goto(url)
     unfocused(page)
+    if careful:  # nothing to frame yet; four battles of one turn each, said without "between 4 and 4", "1 turns"
+        page.wait_for_selector(".response-text-input", timeout=60000)
+        shown["empty_log_height"] = page.eval_on_selector("[data-testid=battle]", "e => e.offsetHeight")
+        shown["instructions"] = page.inner_text(".dialeval-task")
     for prompt in ARENA_PROMPTS:
         page.wait_for_selector(".response-text-input", timeout=60000)
         if careful:
@@ -359,10 +364,14 @@ def arena_participant(page, url: str, careful: bool, elsewhere, shown: dict) -> 
             if prompt == ARENA_PROMPTS[0]:
                 shown["bold"] = page.locator("[data-testid^=reply-] strong").all_inner_texts()
         page.click(f"[data-testid=vote-{choice}]")
+        if careful:
+            shown["saved"] = page.inner_text("[data-testid=vote-saved]", timeout=30000)
         page.click("[data-testid=end-battle]", timeout=30000)
         page.wait_for_selector("[data-testid=revealed]", timeout=30000)
         if careful and broken:
             shown["test_reply"] = page.inner_text(f"[data-testid=name-{broken[0]}]")
+    page.wait_for_selector("[data-testid=finish]", timeout=30000)
+    shown["box_after_last"] = page.locator(".response-text-input").count()
     page.click("[data-testid=finish]", timeout=30000)
     submit_hit(page)
 
@@ -388,6 +397,9 @@ def test_arena_records_each_prompt_and_vote_careless_voter_listed_careful_one_no
         run.stop()
     assert shown["bold"] == ["owls"]  # the echo bot's markdown rendered, the participant's own stars shown as typed
     assert shown["test_reply"].startswith("a test reply") and "Attention check" in shown["attention"]
+    assert shown["empty_log_height"] == 0 and shown["box_after_last"] == 0  # no message box once none can be sent
+    assert "Do 4 battles." in shown["instructions"] and "Then end the battle" in shown["instructions"]
+    assert shown["saved"] == "Your vote is saved. End this battle to see which models they were."
     out = exported(run, name)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     votes = {w: [r for r in records if r["type"] == "comparison" and r["worker_id"] == f"{w}_sandbox"]

@@ -143,6 +143,10 @@ function ArenaApp() {
   // the box takes a message when the battle can: first prompt, next turn after a vote, a new battle's prompt
   const open = phase === "prompt" || (phase === "voted" && state.can_continue) || (phase === "revealed" && state.can_start);
   const label = phase === "voted" ? t("arena.continue_label") : phase === "revealed" ? t("arena.new_label") : t("arena.prompt_label");
+  // the box stays while what is typed can still go somewhere (this battle's next turn or a later battle); after the
+  // last vote it would hold a message that is never sent
+  const laterBattle = (state.battle || 0) < state.max_battles && !state.certified;
+  const textWanted = phase === "prompt" || (phase === "revealed" ? state.can_start : turns.length < state.max_turns || laterBattle);
   const unconfirmed = messages.filter((m) => m.pending);
   return (
     <TaskShell mephisto={live} title={t("arena.title")} instructions={<Instructions state={state} />}>
@@ -177,7 +181,7 @@ function ArenaApp() {
       {phase === "voted" ? (
         <div className="dialeval-arena-after" data-testid="after-vote">
           <p className="dialeval-note" role="status" data-testid="vote-saved">
-            {t("arena.vote_saved")} {state.can_continue ? t("arena.go_on") : t("arena.turns_done", { turns: state.max_turns })}
+            {t("arena.vote_saved")} {state.can_continue ? t("arena.go_on") : state.max_turns === 1 ? t("arena.turns_done_one") : t("arena.turns_done", { turns: state.max_turns })}
           </p>
           <button className="btn btn-primary" data-testid="end-battle" disabled={pendingEnd} onClick={() => sendOnce(() => sendAction({ action: "end" }))}>
             {t("arena.end")}
@@ -202,7 +206,7 @@ function ArenaApp() {
         </button>
       ) : null}
       {phase && open ? <p className="dialeval-arena-label">{label}</p> : null}
-      {phase ? (
+      {phase && textWanted ? (
         <MessageInput
           label={label}
           placeholder={t("arena.placeholder")}
@@ -226,12 +230,18 @@ function Revealed({ side, name }) {
   );
 }
 
+// the catalogues have no plural forms: one turn, one battle and an exact number of battles have sentences of their own
 function Instructions({ state }) {
+  const turns = state.max_turns || 3;
+  const [min, max] = [state.min_battles || 1, state.max_battles || 1];
+  const battles = min !== max ? t("arena.instructions_3", { min, max }) : min === 1 ? t("arena.instructions_3_one") : t("arena.instructions_3_exact", { min });
   return (
     <div>
       <p>{t("arena.instructions_1")}</p>
-      <p>{t("arena.instructions_2", { turns: state.max_turns || 3 })}</p>
-      <p>{t("arena.instructions_3", { min: state.min_battles || 1, max: state.max_battles || 1 })}</p>
+      <p>{turns === 1 ? t("arena.instructions_2_one") : t("arena.instructions_2", { turns })}</p>
+      <p>
+        {battles} {t("arena.instructions_names")}
+      </p>
     </div>
   );
 }
