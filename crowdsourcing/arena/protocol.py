@@ -38,9 +38,18 @@ class ArenaError(ValueError):
     """An act the session cannot take now; the text is shown to the participant."""
 
 
+def turn_check(battle: dict, number: int) -> dict | None:
+    """The check item (platform/checks.py) that turn ``number`` (0-based) of ``battle`` is: every turn of a gold
+    battle (one side's replies come from a clearly broken bot), the first of an attention battle (its vote says
+    which answer to give); None for a vote on the models."""
+    check = battle.get("check")
+    return check if check and (check["kind"] == "gold" or number == 0) else None
+
+
 def battle_outcome(battle: dict) -> float | None:
-    """The mean side-A outcome of a battle's counted votes (None: none counted)."""
-    counted = [OUTCOME[t["vote"]["choice"]] for t in battle["turns"] if t.get("vote") and not t.get("void")]
+    """The mean side-A outcome of a battle's counted votes (None: none counted; answers to checks never count)."""
+    counted = [OUTCOME[t["vote"]["choice"]] for number, t in enumerate(battle["turns"])
+               if t.get("vote") and not t.get("void") and turn_check(battle, number) is None]
     return sum(counted) / len(counted) if counted else None
 
 
@@ -77,24 +86,35 @@ class ArenaSession:
 
     # ------------------------------------------------------------------ the participant's acts
     def open_battle(self, battle_id: str, prompt: str, models: tuple[str, str], probability: float, weight: float,
-                    duplicate: dict | None = None) -> dict:
+                    duplicate: dict | None = None, check: dict | None = None, provenance: dict | None = None) -> dict:
+        """``check``: the battle is a check item (``turn_check``); ``provenance``: how the page saw the prompt
+        made (platform/answer_record.py)."""
         if self.phase not in ("prompt", "revealed") or len(self.battles) >= self.max_battles:
             raise ArenaError(NO_NEW_BATTLE)
         battle = {"id": battle_id, "models": dict(zip(SIDES, models)), "sampling_probability": probability,
                   "weight": weight, "status": "open", "started": time.time(), "ended": None, "turns": [],
-                  "duplicate": duplicate, "error": None}
+                  "duplicate": duplicate, "error": None, **({"check": check} if check else {})}
         self.battles.append(battle)
-        self._add_turn(prompt)
+        self._add_turn(prompt, provenance)
         return battle
 
-    def continue_battle(self, prompt: str) -> None:
+    def continue_battle(self, prompt: str, provenance: dict | None = None) -> None:
         if not self.can_continue():
             raise ArenaError(TURNS_DONE.format(turns=self.max_turns) if self.phase == "voted" else VOTE_FIRST)
-        self._add_turn(prompt)
+        self._add_turn(prompt, provenance)
 
-    def _add_turn(self, prompt: str) -> None:
-        self.battle["turns"].append({"prompt": prompt, "time": time.time(), "replies": None, "vote": None})
+    def _add_turn(self, prompt: str, provenance: dict | None) -> None:
+        self.battle["turns"].append({"prompt": prompt, "time": time.time(), "replies": None, "vote": None,
+                                     **({"provenance": provenance} if provenance is not None else {})})
         self.phase = "answering"
+
+    def attention(self) -> dict | None:
+        """What the vote now awaited must answer when it is an attention check (``{"choose": choice}``)."""
+        battle = self.battle
+        if battle is None or battle["status"] != "open" or self.phase not in ("answering", "vote"):
+            return None
+        check = turn_check(battle, len(battle["turns"]) - 1)
+        return {"choose": check["choose"]} if check and check["kind"] == "attention" else None
 
     def answer(self, bots: dict, stream=None, leaks=None, finished=None) -> dict:
         """Both models' replies to the battle's last prompt, at once: ``bots`` side -> ParlAI agent holding its
@@ -125,13 +145,15 @@ class ArenaSession:
         self.phase = "vote"
         return turn["replies"]
 
-    def vote(self, choice: str) -> dict:
+    def vote(self, choice: str, provenance: dict | None = None) -> dict:
+        """``provenance``: the vote screen's record (platform/answer_record.py)."""
         if self.phase != "vote":
             raise ArenaError(REPLIES_FIRST)
         if choice not in CHOICES:
             raise ArenaError(CHOOSE_ONE)
         turn = self.battle["turns"][-1]
-        turn["vote"] = {"choice": choice, "time": time.time(), "duration": time.time() - turn["shown_at"]}
+        turn["vote"] = {"choice": choice, "time": time.time(), "duration": time.time() - turn["shown_at"],
+                        **({"provenance": provenance} if provenance is not None else {})}
         self.phase = "voted"
         return turn
 

@@ -2,6 +2,7 @@
 session goes; docs/crowdsourcing_protocols.md, "Arena")."""
 from __future__ import annotations
 
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from parlai_dialeval.crowdsourcing.arena.anonymity import LeakRules
 from parlai_dialeval.crowdsourcing.arena.prompts import POLICIES, DedupPolicy, PromptIndex
 from parlai_dialeval.crowdsourcing.arena.protocol import battle_outcome
 from parlai_dialeval.crowdsourcing.arena.worlds import RECORD_FILE
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, LivePairwise
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units
@@ -65,6 +67,11 @@ class ArenaArgs:
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of the pairs drawn and the sides"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "Arena: positions count the battles, among the first arena.min_battles (never the first battle); an "
+        "attention battle's first vote says which of the four answers to give; a gold battle pits the drawn model "
+        "against a bot whose replies are clearly broken (every vote of that battle is graded: the model's side is "
+        "right), shown as a test reply when the battle ends")
 
 
 @dataclass
@@ -159,25 +166,32 @@ def shared_state(cfg) -> Any:
 
     from parlai_dialeval.crowdsourcing.arena import worlds
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
     from parlai_dialeval.errors import DialevalError
 
     args = cfg.arena
     if len(args.models) < 2:
         raise DialevalError("arena needs at least two models (arena.models)")
+    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
     try:
         arena = build_shared(cfg)
         limits = InputLimits(**args.limits)
     except ValueError as error:
         raise DialevalError(str(error)) from None
+    check_args = checks.validate(checks.of(args), "arena")
+    try:  # positions that cannot work: refused now, not in a participant's world
+        checks.plan(check_args, int(args.min_battles), random.Random(0))
+    except DialevalError as error:
+        raise DialevalError(f"arena.{error} (the arena's check items are battles, among the first "
+                            f"arena.min_battles={args.min_battles})") from None
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     arena.restore(saved_records(cfg))
     world_opt = {"pool": pool, "arena": arena, "limits": limits, "turn_timeout": args.turn_timeout,
                  "min_battles": args.min_battles, "max_battles": args.max_battles, "max_turns": args.max_turns,
-                 "arena_policy": arena.policy(args)}
+                 "arena_policy": arena.policy(args), "checks": checks.as_dict(check_args)}
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py under one name
-    return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
-                                 frontend_task_opts={"language": page_language(args.language)})
+    return SharedParlAITaskState(world_module=worlds, world_opt=world_opt, frontend_task_opts={
+        **page, "attention": bool(checks.rule(check_args)["attention"])})
 
 
 @guard_units
@@ -190,7 +204,8 @@ def export(units, task_name: str) -> ExportReport:
         record, study=task_name, task_name=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
         submission=unit.submission)]
     policy = next((record["policy"] for _, record in saved if record.get("policy")), {})
-    head = [arena_export.study_record(task_name, policy)] if records else []
+    rule = next((record["checks"] for _, record in saved if record.get("checks")), None)
+    head = [arena_export.study_record(task_name, policy, rule)] if records else []
     return ExportReport(records=head + records, notes=notes)
 
 

@@ -7,19 +7,26 @@ stay on the server). Both replies stream at once (``streaming_a`` / ``streaming_
 prompt is stored and confirmed before the models are asked; the record is saved after every event, and a
 participant back after a crash carries on (platform/resume.py).
 
-Hook for recording how answers were made (typing, paste, focus; the integrity work): the page sends each act's
-``task_data`` whole, and ``_vote`` / ``_message`` keep ``task_data.integrity`` with the vote or the turn when
-the page adds one.
+The page records how each prompt and each vote was made (components/answerRecord.js, as every task's page); the
+world checks the record (platform/answer_record.py) and keeps it with the turn or the vote (``provenance``).
+Attention checks and gold items (platform/checks.py) are battles, planned among the first ``min_battles``: an
+attention battle's first vote is told which answer to give; a gold battle pits the drawn model against a bot
+whose replies are clearly broken (diagnostic_bots.BrokenReplyAgent), shown as a test reply when it ends.
 """
 from __future__ import annotations
 
 import copy
+import random
 import threading
 import time
 
 from parlai_dialeval.crowdsourcing.arena.protocol import SIDES, VOTE_FIRST, ArenaError, ArenaSession, battle_outcome
+from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform.answer_record import clean_record
+from parlai_dialeval.crowdsourcing.platform.diagnostic_bots import BrokenReplyAgent
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
 from parlai_dialeval.crowdsourcing.platform.session_world import SYSTEM_ID, SessionWorld
+from parlai_dialeval.protocols.arena import CHOICES
 
 RECORD_FILE = "dialeval_arena.json"
 BATTLE_FAILED = ("Sorry, one of the two models stopped working, so this battle ends here and its votes are not "
@@ -30,8 +37,6 @@ WRITE_FIRST = "Please write a message first."
 UNREADABLE_ACTION = "Your last action could not be read; please try again."
 SAME_PROMPT_MINE = "You asked this (or nearly this) in an earlier battle: please write a new prompt."
 SAME_PROMPT_STUDY = "This prompt (or one very like it) was asked in this study already: please write a different one."
-INTEGRITY_KEY = "integrity"  # what the page recorded about how an answer was made (kept verbatim, bounded)
-MAX_INTEGRITY_CHARS = 2000
 
 
 def get_world_params() -> dict:
@@ -61,6 +66,14 @@ class ArenaWorld(SessionWorld):
         self.session = ArenaSession(opt["min_battles"], opt["max_battles"], opt["max_turns"])
         self.bots: dict = {}
         self._display = threading.Lock()  # the two replies' streams reach the page one update at a time
+        args = checks.ChecksArgs(**(opt.get("checks") or {}))
+        self.rule = checks.rule(args)
+        self.rng = random.Random(self.pool.randint(0, 2 ** 31))
+        # 0-based battles that are check items: among the min_battles every participant does, never the first
+        self.attention, self.gold = checks.plan(args, opt["min_battles"], self.rng)
+        # a prompt's record is checked against the time since the previous prompt was sent, not since the vote
+        # between them: a message typed while the models answer waits for the vote (MessageInput's queue)
+        self._prompt_since = time.time()
         if self.saved is not None:
             self._carry_on(self.saved["record"])
         else:
@@ -71,7 +84,8 @@ class ArenaWorld(SessionWorld):
         return ["arena"]
 
     def record(self) -> dict:
-        return {**super().record(), "worker": self.worker_name(), "policy": self.opt.get("arena_policy")}
+        return {**super().record(), "worker": self.worker_name(), "policy": self.opt.get("arena_policy"),
+                "checks": self.rule, "attention": self.attention, "gold": self.gold}
 
     def worker_name(self) -> str:
         mephisto_agent = getattr(self.agent, "mephisto_agent", None)
@@ -90,7 +104,7 @@ class ArenaWorld(SessionWorld):
                  "battle_failed": bool(shown and shown["status"] == "failed"),
                  "can_finish": session.can_finish(early), "can_start": session.can_start(early),
                  "can_continue": session.can_continue(), "certified": early, "streaming_a": None, "streaming_b": None,
-                 "finished_a": None, "finished_b": None, "warning": None}
+                 "finished_a": None, "finished_b": None, "warning": None, "attention": session.attention()}
         state.update(extra)
         if stored:
             self.agent.observe({"id": SYSTEM_ID, "text": "", "task_data": {
@@ -107,7 +121,18 @@ class ArenaWorld(SessionWorld):
                             for side in SIDES} if replies else None}
 
     def _names(self, battle: dict) -> dict:
-        return {side: self.arena.display_name(battle["models"][side]) for side in SIDES}
+        """Each side's name shown when the battle ends; None for a gold battle's broken bot (a test reply)."""
+        return {side: None if battle["models"][side] == checks.GOLD_MODEL else
+                self.arena.display_name(battle["models"][side]) for side in SIDES}
+
+    def _bot(self, model: str):
+        if model == checks.GOLD_MODEL:
+            return BrokenReplyAgent({"seed": self.rng.randint(0, 2 ** 31)})
+        return self.pool.new_bot(model)
+
+    def _models(self, battle: dict) -> list[str]:
+        """The battle's models of the study (a gold battle's broken bot is none)."""
+        return [name for name in battle["models"].values() if name != checks.GOLD_MODEL]
 
     # ------------------------------------------------------------------ the participant's acts
     def parley(self) -> None:
@@ -136,18 +161,21 @@ class ArenaWorld(SessionWorld):
         if not text:
             raise ArenaError(WRITE_FIRST)
         session = self.session
+        now = time.time()
+        elapsed = None if self.elapsed is None else now - self._prompt_since
+        self._prompt_since = now
+        provenance = clean_record(data.get("provenance"), text=text, elapsed=elapsed)
         if session.phase == "voted":
-            session.continue_battle(text)
+            session.continue_battle(text, provenance)
         elif session.phase in ("prompt", "revealed"):
-            self._open(text)
+            self._open(text, provenance)
         else:
             raise ArenaError(VOTE_FIRST)
-        self._keep_integrity(session.battle["turns"][-1], data)
         self.save_and_confirm()  # stored and shown as sent before the replies, which may take a minute
         self._send(stored=True, phase="answering")
         self._answer()
 
-    def _open(self, text: str) -> None:
+    def _open(self, text: str, provenance: dict | None) -> None:
         session = self.session
         if not session.can_start(self.arena.enough()):
             raise ArenaError(CERTIFIED if self.arena.enough() else
@@ -161,9 +189,16 @@ class ArenaWorld(SessionWorld):
                                                 "similarity": round(match.similarity, 3),
                                                 "same_participant": match.worker == self.worker_name(),
                                                 "void": decision == "void"}
-        session.open_battle(battle_id, text, models, probability, weight, duplicate)
+        check = None
+        if len(session.battles) in self.gold:  # one side's model gives way to the broken bot
+            bad = self.rng.choice(SIDES)
+            check = {"kind": "gold", "side": bad, "replaced": models[SIDES.index(bad)]}
+            models = tuple(checks.GOLD_MODEL if side == bad else name for side, name in zip(SIDES, models))
+        elif len(session.battles) in self.attention:
+            check = {"kind": "attention", "choose": self.rng.choice(CHOICES)}
+        session.open_battle(battle_id, text, models, probability, weight, duplicate, check, provenance)
         self.arena.prompts.add(battle_id, self.worker_name(), text)
-        self.bots = {side: self.pool.new_bot(name) for side, name in zip(SIDES, models)}
+        self.bots = {side: self._bot(name) for side, name in zip(SIDES, models)}
 
     def _answer(self) -> None:
         def stream(side, bot):
@@ -174,7 +209,7 @@ class ArenaWorld(SessionWorld):
 
         done = self.bot_turn(lambda: self.session.answer(self.bots, stream, self.arena.rules.names, finished))
         if done is not None:
-            for name in self.session.battle["models"].values():
+            for name in self._models(self.session.battle):
                 self.arena.model_worked(name)
             self._send()
 
@@ -185,14 +220,13 @@ class ArenaWorld(SessionWorld):
     def bot_failed(self, error: str) -> None:
         """One battle fails, not the session: its votes are left out, the participant starts another."""
         battle = self.session.battle
-        for name in battle["models"].values():
+        for name in self._models(battle):
             self.arena.model_failed(name)
         self.session.end_battle("failed", error)
         self._send(warning=BATTLE_FAILED)
 
     def _vote(self, data: dict) -> None:
-        turn = self.session.vote(data.get("choice"))
-        self._keep_integrity(turn["vote"], data)
+        self.session.vote(data.get("choice"), self.answer_record(data))
         self._send()
 
     def _end_battle(self) -> None:
@@ -202,22 +236,16 @@ class ArenaWorld(SessionWorld):
             self.arena.sampler.add_battle(battle["models"]["a"], battle["models"]["b"], outcome, battle["id"])
         self._send()
 
-    @staticmethod
-    def _keep_integrity(where: dict, data: dict) -> None:
-        """The page's record of how the answer was made (pasted, typed, focus lost), when it sends one."""
-        recorded = data.get(INTEGRITY_KEY)
-        if isinstance(recorded, dict) and len(str(recorded)) <= MAX_INTEGRITY_CHARS:
-            where[INTEGRITY_KEY] = recorded
-
     # ------------------------------------------------------------------ a relaunch
     def _carry_on(self, record: dict) -> None:
         """The saved session after a crash: a battle waiting for replies is answered by fresh bots given their
         side's conversation so far; one waiting for a vote shows the same replies again."""
         session = self.session
         session.battles, session.phase = copy.deepcopy(record["battles"]), record["phase"]
+        self.attention, self.gold = list(record.get("attention") or []), list(record.get("gold") or [])
         battle = session.battle
         if battle is not None and battle["status"] == "open":
-            self.bots = {side: self.pool.new_bot(battle["models"][side]) for side in SIDES}
+            self.bots = {side: self._bot(battle["models"][side]) for side in SIDES}
             for side in SIDES:
                 restore_history(self.bots[side], battle["turns"][:-1] if session.phase == "answering"
                                 else battle["turns"], side)

@@ -1,8 +1,8 @@
 """How each participant's answers were made, from the records the pages keep (docs/data_model.md, "How an answer
 was made"), as pure functions: DataFrames in, one row per worker out.
 
-- ``free_texts``: every free text a worker wrote (chat messages but a task's fixed opening, justifications,
-  feedback) with its record, or none.
+- ``free_texts``: every free text a worker wrote (chat messages but a task's fixed opening and a message's copy
+  in a second conversation, justifications, feedback) with its record, or none.
 - ``judgment_screens``: every judgment screen (a rating screen's ratings together, a comparison) with its time,
   its record and the values given on it.
 - ``worker_answers``: per worker, the signals the evidence table (analysis/evidence.py) combines: pasted text,
@@ -45,8 +45,9 @@ def _records(frame: pd.DataFrame, column: str = "provenance") -> list:
 
 
 def free_texts(conversations: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
-    """One row per free text a worker wrote: source ``message`` (a human turn not marked ``meta.fixed``),
-    ``justification`` or ``feedback`` (once per assignment), its text and its page record (None: none kept)."""
+    """One row per free text a worker wrote: source ``message`` (a human turn not marked ``meta.fixed``, nor
+    ``meta.copy_of``: the arena's prompt, sent to two models, is one text), ``justification`` or ``feedback`` (once
+    per assignment), its text and its page record (None: none kept)."""
     rows = []
     if len(conversations) and "worker_id" in conversations.columns:
         records = _records(conversations)
@@ -57,7 +58,8 @@ def free_texts(conversations: pd.DataFrame, comparisons: pd.DataFrame) -> pd.Dat
                 continue
             assignment = getattr(conv, "assignment_id", None)
             for turn in conv.turns if isinstance(conv.turns, list) else []:
-                if turn.get("speaker") == "human" and not (turn.get("meta") or {}).get("fixed"):
+                meta = turn.get("meta") or {}
+                if turn.get("speaker") == "human" and not meta.get("fixed") and not meta.get("copy_of"):
                     rows.append((worker, assignment, "message", turn.get("text") or "", turn.get("provenance")))
             feedback = getattr(conv, "feedback", None)
             if isinstance(feedback, str) and feedback.strip() and (worker, assignment) not in feedback_seen:

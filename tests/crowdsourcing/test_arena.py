@@ -5,6 +5,7 @@ left out of the ranking and counted in the report of `dialeval analyze_pairwise`
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -17,8 +18,9 @@ from parlai_dialeval.crowdsourcing.arena.sampler import ArenaSampler
 from parlai_dialeval.crowdsourcing.arena.task import ArenaShared
 from parlai_dialeval.crowdsourcing.arena.worlds import RECORD_FILE, ArenaWorld
 from parlai_dialeval.crowdsourcing.platform.bots import BotPool
+from parlai_dialeval.crowdsourcing.platform.checks import GOLD_MODEL, GOLD_REPLIES
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
-from parlai_dialeval.data import from_records
+from parlai_dialeval.data import from_records, write_jsonl
 
 from .protocol_harness import assert_blind, dialeval
 from .test_hostile_participants import Clock, FakeAgent, run_acts
@@ -34,11 +36,13 @@ def act(action, **fields):
     return {"text": "", "task_data": {"action": action, **fields}}
 
 
-def arena_world(tmp_path, models=None, min_battles=1, max_battles=4, max_turns=2, dedup=None, seed=0, **sampler):
+def arena_world(tmp_path, models=None, min_battles=1, max_battles=4, max_turns=2, dedup=None, seed=0, checks=None,
+                **sampler):
     models = models or {"x": ECHO, "y": ECHO, "z": ECHO}
     arena = ArenaShared(ArenaSampler(list(models), seed=seed, **sampler), dedup or DedupPolicy(), LeakRules(), {})
     opt = {"pool": BotPool(models, seed=0), "arena": arena, "limits": InputLimits(), "turn_timeout": 5,
-           "min_battles": min_battles, "max_battles": max_battles, "max_turns": max_turns, "arena_policy": {"p": 1}}
+           "min_battles": min_battles, "max_battles": max_battles, "max_turns": max_turns, "arena_policy": {"p": 1},
+           "checks": checks}
     agent = FakeAgent(tmp_path)
     return ArenaWorld(opt, agent), agent, arena
 
@@ -170,16 +174,13 @@ def test_a_session_is_blind_until_each_battle_ends_and_exports_canonical_votes(t
 def test_the_page_asks_for_a_new_prompt_instead_of_a_repeated_one_and_the_study_voids_anothers(tmp_path):
     world, agent, arena = arena_world(tmp_path, max_battles=3)
     arena.prompts.add("earlier", "someone else", "Write a haiku about rain")
-    first = {**message("What is 2+2?"), "task_data": {"action": "message", "integrity": {"pasted": True}}}
-    run_acts(world, agent, [first, act("vote", choice="a", integrity={"seconds_to_vote": 4}), act("end"),
+    run_acts(world, agent, [message("What is 2+2?"), act("vote", choice="a"), act("end"),
                             message("what is 2 + 2"), message("Write a haiku about rain!"), act("vote", choice="b"),
                             act("end")], Clock(), spacing=5)
     warnings = [s["warning"] for s in states(agent) if s.get("warning")]
     assert warnings == ["You asked this (or nearly this) in an earlier battle: please write a new prompt."]
     votes = [r for r in exported(tmp_path) if r["type"] == "comparison"]
     assert [v.get("duplicate_prompt", False) for v in votes] == [False, True]
-    # the hook for the page's record of how answers were made: kept with the prompt and the vote, exported
-    assert votes[0]["meta"]["prompt_integrity"] == {"pasted": True} and votes[0]["meta"]["integrity"] == {"seconds_to_vote": 4}
     assert votes[1]["meta"]["duplicate"]["of"] == "earlier" and not votes[1]["meta"]["duplicate"]["same_participant"]
     assert arena.sampler.battles_counted == 1  # the void battle is not evidence
 
@@ -228,8 +229,6 @@ def test_a_model_that_names_its_maker_has_its_battles_voided_and_counted_by_anal
     assert all(v.get("anonymity_leak") for v in leaky) and not any(v.get("anonymity_leak") for v in votes if v not in leaky)
     assert all("openai" in json.dumps(v["meta"]["leak"]) for v in leaky)
     path = tmp_path / "arena.jsonl"
-    from parlai_dialeval.data import write_jsonl
-
     write_jsonl(records, path)
     out = tmp_path / "report"
     done = dialeval("analyze_pairwise", "--data", str(path), "--out", str(out), "--bootstrap-rounds", "50")
@@ -297,3 +296,109 @@ def test_after_a_relaunch_the_session_goes_on_where_it_stopped(tmp_path):
     third, agent_third, _ = arena_world(tmp_path / "third")
     third._carry_on(waiting_vote)
     assert states(agent_third)[-1]["phase"] == "vote"
+
+
+# ------------------------------------------------------------------------------------------ integrity and checks
+def evidence_of(records: list[dict], tmp_path) -> dict:
+    """The evidence table's rows of an export, as the analysis commands build it (scripts/evidence_option.py)."""
+    from parlai_dialeval.scripts.command_line import load_data
+    from parlai_dialeval.scripts.evidence_option import build
+
+    path = tmp_path / "evidence_input.jsonl"
+    write_jsonl(records, path)
+    found = build(load_data({"data": [str(path)]}, log=None), {}, log=None)
+    return {row["worker_id"]: row for row in found.table.to_dict("records")}
+
+
+def test_each_prompt_and_vote_keeps_the_pages_record_checked_on_the_servers_clock(tmp_path, monkeypatch):
+    """The page's records (answerRecord.js) go through platform/answer_record.py into ``provenance``: a prompt's once
+    (side b's copy points to side a's), each vote's on its comparison. A message typed while the models answered and
+    sent after the vote is held to the time since the previous prompt, not since the vote; a vote screen claiming
+    more time than the server saw pass is doubted. The evidence table counts each prompt once."""
+    server = {"now": 1000.0}
+    monkeypatch.setattr(time, "time", lambda: server["now"])
+    world, agent, _ = arena_world(tmp_path)
+    pasted, typed = "Please explain how the tides work, step by step.", "and what does the moon do in all that?"
+    steps = [(30, {"text": pasted, "task_data": {"action": "message", "provenance": {
+                 "typed": 0, "pasted": len(pasted), "pastes": [len(pasted)], "compose_seconds": 1.5, "away": 1,
+                 "away_seconds": 4.0, "bogus": 1}}}),
+             (10, act("vote", choice="a", provenance={"seconds": 6.0, "reread": False, "changes": 0, "away": 0})),
+             (2, {"text": typed, "task_data": {"action": "message", "provenance": {  # typed during the replies
+                 "typed": len(typed), "pasted": 0, "keys": len(typed), "key_interval_ms": 180, "compose_seconds": 9.0}}}),
+             (1, act("vote", choice="b", provenance={"seconds": 400.0})), (3, act("end")), (1, act("finish"))]
+    for seconds, step in steps:
+        server["now"] += seconds
+        agent.send(step)
+        world.parley()
+    assert world.episode_done()
+    records = exported(tmp_path)
+    votes = [r for r in records if r["type"] == "comparison"]
+    assert votes[0]["provenance"] == {"seconds": 6.0, "reread": False, "changes": 0, "away": 0}
+    assert votes[1]["provenance"]["doubts"] == ["seconds claims 400 s but 1 s passed on the server"]
+    side_a, side_b = [[t for t in r["turns"] if t["speaker"] == "human"] for r in records if r["type"] == "conversation"]
+    assert side_a[0]["provenance"] == {"typed": 0, "pasted": len(pasted), "pastes": [len(pasted)],
+                                       "compose_seconds": 1.5, "away": 1, "away_seconds": 4.0}
+    assert "doubts" not in side_a[1]["provenance"] and side_a[1]["provenance"]["compose_seconds"] == 9.0
+    assert [t.get("provenance") for t in side_b] == [None, None]
+    assert {t["meta"]["copy_of"] for t in side_b} == {f"arena_{votes[0]['item_id'].split('_', 1)[1]}/a"}
+    row = evidence_of([arena_export.study_record("arena_study", {})] + records, tmp_path)["w1"]
+    assert row["answers"] == 4 and row["pasted_texts"] == 1 and row["doubted"] == 1  # two prompts, two votes
+    assert "pasted 1 of 2 texts" in row["reasons"]
+
+
+def test_attention_and_gold_battles_are_told_graded_at_export_and_never_counted(tmp_path):
+    """checks.attention=1, checks.gold=1 among three battles: the attention battle's vote is told which answer to
+    give, the gold battle pits a model against the broken bot (every vote graded; its name shown as a test reply);
+    neither reaches the sampler, and nothing the page gets before a battle ends tells a gold battle apart."""
+    world, agent, arena = arena_world(tmp_path, min_battles=3, max_battles=3, checks={"attention": 1, "gold": 1})
+    for prompt in ("Tell me about owls", "How do bees make honey", "Why is the sea salty"):
+        run_acts(world, agent, [message(prompt)], Clock(), spacing=5)
+        shown = states(agent)[-1]
+        replies = shown["turns"][-1]["replies"]
+        broken = [side for side in "ab" if replies[side]["text"] in GOLD_REPLIES]
+        if shown["attention"]:  # an inattentive voter: not what the instruction says
+            run_acts(world, agent, [act("vote", choice="tie" if shown["attention"]["choose"] != "tie" else "a")],
+                     Clock(), spacing=5)
+        elif broken:  # the model's side, twice
+            good = "b" if broken == ["a"] else "a"
+            run_acts(world, agent, [act("vote", choice=good), message("and then?"), act("vote", choice=good)],
+                     Clock(), spacing=5)
+        else:
+            run_acts(world, agent, [act("vote", choice="a")], Clock(), spacing=5)
+        run_acts(world, agent, [act("end")], Clock(), spacing=5)
+        if broken:
+            assert states(agent)[-1]["revealed"][broken[0]] is None  # the page says "a test reply"
+    run_acts(world, agent, [act("finish")], Clock(), spacing=5)
+    before_reveal = [m for m in agent.seen if not (m.get("task_data") or {}).get("revealed")]
+    assert "gold" not in json.dumps(before_reveal) and GOLD_MODEL not in json.dumps(agent.seen)
+    assert sum(bool(s.get("attention")) for s in states(agent) if s["phase"] == "vote") == 1
+    record = json.loads((tmp_path / RECORD_FILE).read_text())
+    records = exported(tmp_path)
+    graded = [(r["check"]["kind"], r["check"]["passed"]) for r in records if r.get("check")]
+    assert sorted(graded) == [("attention", False), ("gold", True), ("gold", True)]
+    gold = [r for r in records if (r.get("check") or {}).get("kind") == "gold"]
+    assert all(GOLD_MODEL in (r["model_a"], r["model_b"]) for r in gold)
+    assert arena.sampler.battles_counted == 1  # the one battle that is no check
+    study = arena_export.study_record("arena_study", {}, record["checks"])
+    assert study["meta"]["checks"]["attention"] == 1 and study["meta"]["checks"]["gold"] == 1
+    row = evidence_of([study] + records, tmp_path)["w1"]
+    assert (row["attention_items"], row["attention_right"], row["gold_items"], row["gold_right"]) == (1, 0, 2, 2)
+
+
+def test_the_launch_gives_the_page_the_chat_options_and_refuses_checks_without_room(tmp_path):
+    """The page's slow-reply note comes at the patience threshold of the launch's speed check and the dashboard
+    (chat_page_options), and check battles that cannot fit among arena.min_battles are refused in one line."""
+    from parlai_dialeval.crowdsourcing.platform.config import compose
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+    from parlai_dialeval.crowdsourcing.platform.registry import get_task
+    from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS
+    from parlai_dialeval.errors import DialevalError
+
+    prepare_mephisto(tmp_path)
+    spec = get_task("arena")
+    echo = ["~arena.models.random", "~arena.models.degraded", "~arena.models.retrieval",
+            "+arena.models.x.opt.model=repeat_query", "+arena.models.y.opt.model=repeat_query"]
+    opts = spec.shared_state(compose(spec, echo + ["arena.language=he", "arena.checks.attention=1"])).frontend_task_opts
+    assert opts == {"language": "he", "slow_reply_seconds": PATIENCE_SECONDS, "attention": True}
+    with pytest.raises(DialevalError, match=r"arena.checks.attention=3: .* room for at most 2 .*arena.min_battles=3"):
+        spec.shared_state(compose(spec, echo + ["arena.checks.attention=3"]))

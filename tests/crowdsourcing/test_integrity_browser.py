@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from parlai_dialeval.crowdsourcing.platform.checks import GOLD_REPLIES
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATION
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.providers.prolific.review import check_rejection
@@ -29,7 +30,7 @@ OWN = ["do you like walking in the hills", "what do you read in the evenings", "
 
 
 def overrides(task: str, port: int, name: str, extra: list[str]) -> list[str]:
-    group = {"ab_next_utterance": "ab"}.get(task, task if task != "live_chat_da" else "live_chat")
+    group = {"ab_next_utterance": "ab", "live_chat_da": "live_chat"}.get(task, task)
     return [f"mephisto.architect.port={port}", f"mephisto.task.task_name={name}",
             *[o.replace("+checks", f"{group}.checks") for o in ATTENTION], *extra]
 
@@ -67,22 +68,34 @@ def unfocused(page) -> None:
 def send(page, text: str, how: str, elsewhere=None) -> None:
     """One chat message: typed at a person's pace, or copied from another tab and pasted (Ctrl+C there, Ctrl+V here)."""
     before = page.locator(".dialeval-msg-other").count()
-    box = page.locator(".response-text-input")
     if how == "paste":
-        elsewhere.bring_to_front()
-        elsewhere.fill("#source", text)
-        elsewhere.click("#source")
-        elsewhere.keyboard.press("Control+A")
-        elsewhere.keyboard.press("Control+C")
-        page.wait_for_timeout(600)  # reading the other tab
-        page.bring_to_front()
-        box.click()
-        page.keyboard.press("Control+V")
+        paste(page, text, elsewhere)
     else:
-        box.click()
+        page.locator(".response-text-input").click()
         page.keyboard.type(text, delay=25 if how == "quick" else 70)
     page.click(".submit-response")
     page.wait_for_function(f"document.querySelectorAll('.dialeval-msg-other').length > {before}", timeout=30000)
+
+
+def paste(page, text: str, elsewhere) -> None:
+    """``text`` copied in the tab ``elsewhere`` (Ctrl+C there) and pasted into the page's text box (Ctrl+V)."""
+    elsewhere.bring_to_front()
+    elsewhere.fill("#source", text)
+    elsewhere.click("#source")
+    elsewhere.keyboard.press("Control+A")
+    elsewhere.keyboard.press("Control+C")
+    page.wait_for_timeout(600)  # reading the other tab
+    page.bring_to_front()
+    page.locator(".response-text-input").click()
+    page.keyboard.press("Control+V")
+
+
+def other_tab(page):
+    """A second tab to copy text from, the task's tab in front again (as when the participant opens it)."""
+    elsewhere = page.context.new_page()
+    elsewhere.set_content("<textarea id=source></textarea>")
+    page.bring_to_front()
+    return elsewhere
 
 
 def live_chat_participant(page, url: str, style: str, elsewhere=None) -> None:
@@ -128,10 +141,7 @@ def test_live_chat_paste_and_tab_switch_named_typist_not_flagged_inattentive_rej
     try:
         for worker, style in (("paster", "paste"), ("typist", "type"), ("careless", "inattentive")):
             with chromium_page(tmp_path / worker) as page:
-                elsewhere = page.context.new_page()  # the tab a chatbot's answer is copied from
-                elsewhere.set_content("<textarea id=source></textarea>")
-                page.bring_to_front()  # the task's tab in front, as when the participant opens it
-                live_chat_participant(page, run.worker_url(worker), style, elsewhere)
+                live_chat_participant(page, run.worker_url(worker), style, other_tab(page))
         run.proc.wait(120)
     finally:
         run.stop()
@@ -307,3 +317,113 @@ def test_an_inattentive_participant_is_listed_with_grounds_review_accepts(tmp_pa
     checks = [r for r in map(json.loads, out.read_text().splitlines()) if r.get("check")]
     assert {r["check"]["kind"] for r in checks} == {"attention"} and not any(r["check"]["passed"] for r in checks)
     assert_rejectable(evidence_rows(out)["careless_sandbox"])
+
+
+# ---------------------------------------------------------------- the arena: records, checks, markdown
+ARENA_PROMPTS = ["Tell me about **owls** please", "What should I cook tonight?", "Suggest a name for a boat",
+                 "Where should I travel in spring?"]
+ARENA_VOTES = {"A is better": "a", "B is better": "b", "Tie": "tie", "Both are bad": "both_bad"}
+
+
+def arena_participant(page, url: str, careful: bool, elsewhere, shown: dict) -> None:
+    """Four one-turn battles. The careful participant types each prompt at a person's pace, reads both replies,
+    gives the answer an attention battle asks for and never prefers a broken reply; the careless one pastes each
+    prompt copied in another tab, votes at once, ignores the instructions and picks the broken reply. ``shown``
+    gets what the careful one saw: the first reply's bold words, the attention instruction, a test reply's name, the
+    instructions and after the last battle whether a text box was still offered."""
+    page.goto(url)
+    unfocused(page)
+    if careful:  # nothing to frame yet; four battles of one turn each, said without "between 4 and 4", "1 turns"
+        page.wait_for_selector(".response-text-input", timeout=60000)
+        shown["empty_log_height"] = page.eval_on_selector("[data-testid=battle]", "e => e.offsetHeight")
+        shown["instructions"] = page.inner_text(".dialeval-task")
+    for prompt in ARENA_PROMPTS:
+        page.wait_for_selector(".response-text-input", timeout=60000)
+        if careful:
+            page.click(".response-text-input")
+            page.keyboard.type(prompt, delay=70)
+        else:
+            paste(page, prompt, elsewhere)
+        page.keyboard.press("Enter")
+        page.wait_for_selector("[data-testid=vote-a]:not([disabled])", timeout=60000)
+        replies = {side: page.inner_text(f"[data-testid=reply-{side}]").strip() for side in "ab"}
+        broken = [side for side, text in replies.items() if text in GOLD_REPLIES]
+        told = page.locator("[data-testid=attention-instruction]")
+        if told.count():
+            asked = ARENA_VOTES[re.search(r'choose "([^"]+)"', told.inner_text())[1]]
+            choice = asked if careful else "a" if asked != "a" else "tie"
+            if careful and "attention" not in shown:
+                look_at(page, "arena_vote_attention")
+                shown["attention"] = told.inner_text()
+        elif broken:
+            choice = ("b" if broken == ["a"] else "a") if careful else broken[0]
+        else:
+            choice = "a"
+        if careful:
+            page.wait_for_timeout(2500)  # reading both replies
+            if prompt == ARENA_PROMPTS[0]:
+                shown["bold"] = page.locator("[data-testid^=reply-] strong").all_inner_texts()
+        page.click(f"[data-testid=vote-{choice}]")
+        if careful:
+            shown["saved"] = page.inner_text("[data-testid=vote-saved]", timeout=30000)
+        page.click("[data-testid=end-battle]", timeout=30000)
+        page.wait_for_selector("[data-testid=revealed]", timeout=30000)
+        if careful and broken:
+            shown["test_reply"] = page.inner_text(f"[data-testid=name-{broken[0]}]")
+    page.wait_for_selector("[data-testid=finish]", timeout=30000)
+    shown["box_after_last"] = page.locator(".response-text-input").count()
+    page.click("[data-testid=finish]", timeout=30000)
+    submit_hit(page)
+
+
+def test_arena_records_each_prompt_and_vote_careless_voter_listed_careful_one_not(tmp_path):
+    """Four battles of the echo bot (repeat_query) against the retrieval bot per participant, two of them attention
+    checks and one gold (a broken bot on one side). The export keeps how each prompt and vote was made (the pastes
+    and the tab switches of the careless participant); `dialeval analyze_pairwise`'s evidence table lists the
+    careless one with the attention checks and gold battle missed, the pastes and grounds `dialeval review` accepts,
+    and not the careful one; the echoed markdown is rendered, the broken side named a test reply when it ends."""
+    require_chromium()
+    name = "integrity_arena"
+    run = CliRun("arena", tmp_path, overrides("arena", free_port(), name, [
+        "mephisto.blueprint.num_conversations=2", "arena.seed=0", "arena.min_battles=4", "arena.max_battles=4",
+        "arena.max_turns=1", "arena.checks.gold=1", "~arena.models.random", "~arena.models.degraded",
+        "+arena.models.echo.opt.model=repeat_query"]))
+    shown = {}
+    try:
+        for worker, careful in (("careless", False), ("careful", True)):
+            with chromium_page(tmp_path / worker) as page:
+                arena_participant(page, run.worker_url(worker), careful, other_tab(page), shown)
+    finally:
+        run.stop()
+    assert shown["bold"] == ["owls"]  # the echo bot's markdown rendered, the participant's own stars shown as typed
+    assert shown["test_reply"].startswith("a test reply") and "Attention check" in shown["attention"]
+    assert shown["empty_log_height"] == 0 and shown["box_after_last"] == 0  # no message box once none can be sent
+    assert "Do 4 battles." in shown["instructions"] and "Then end the battle" in shown["instructions"]
+    assert shown["saved"] == "Your vote is saved. End this battle to see which models they were."
+    out = exported(run, name)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    votes = {w: [r for r in records if r["type"] == "comparison" and r["worker_id"] == f"{w}_sandbox"]
+             for w in ("careless", "careful")}
+    assert all(len(v) == 4 and all(x["provenance"]["seconds"] > 0 for x in v) for v in votes.values())
+    assert min(v["provenance"]["seconds"] for v in votes["careful"]) > 2
+    prompts = {w: [t for r in records if r["type"] == "conversation" and r["worker_id"] == f"{w}_sandbox"
+                   and r["meta"]["side"] == "a" for t in r["turns"] if t["speaker"] == "human"]
+               for w in ("careless", "careful")}
+    assert [t["text"] for t in prompts["careless"]] == [t["text"] for t in prompts["careful"]] == ARENA_PROMPTS
+    assert all(t["provenance"]["pastes"] == [len(t["text"])] and t["provenance"]["away"] >= 1
+               for t in prompts["careless"])
+    assert all(t["provenance"]["typed"] >= len(t["text"]) and t["provenance"]["pasted"] == 0
+               and t["provenance"]["away"] == 0 for t in prompts["careful"])
+    graded = {w: sorted((x["check"]["kind"], x["check"]["passed"]) for x in v if x.get("check"))
+              for w, v in votes.items()}
+    assert graded == {"careless": [("attention", False), ("attention", False), ("gold", False)],
+                      "careful": [("attention", True), ("attention", True), ("gold", True)]}
+    report = tmp_path / "report"
+    dialeval("analyze_pairwise", "--data", str(out), "--out", str(report))  # evidence.csv, as a researcher reads it
+    rows = {r["worker_id"]: r for r in _csv(report / "evidence.csv")}
+    careless, careful = rows["careless_sandbox"], rows["careful_sandbox"]
+    assert_rejectable({**careless, "flagged": careless["flagged"] == "True"})
+    assert {"pasted", "away"} <= set(careless["signals"].split(", ")) and "pasted 4 of 4" in careless["reasons"]
+    assert (float(careless["gold_items"]), float(careless["gold_right"])) == (1, 0)
+    assert careful["flagged"] == "False" and not careful["signals"], careful
+    assert (float(careful["attention_right"]), float(careful["gold_right"])) == (2, 1)

@@ -3,8 +3,9 @@
 // replies as they stream (streaming_a/_b, finished_a/_b), and the models' names only once the battle has ended
 // (revealed). The page sends a chat message ({action: "message"}), {action: "vote", choice}, {action: "end"} or
 // {action: "finish"}. One text box serves the whole session: what is typed while the models answer waits under it
-// and goes out when the battle can take it (after the vote). Hook for the page's record of how an answer was made
-// (typing, paste, focus): add it to an action's task_data as `integrity` (an object); the world keeps it.
+// and goes out when the battle can take it (after the vote). Each prompt and each vote carries the page's record of
+// how it was made (`provenance`: answerRecord.js, as on every task's page); an attention battle's vote says which
+// answer to give (task_data.attention, crowdsourcing/platform/checks.py).
 import React from "react";
 import ReactDOM from "react-dom";
 import {
@@ -15,8 +16,11 @@ import {
   MessageInput,
   StreamingReply,
   t,
-  useLanguage,
+  usePageOptions,
   serverText,
+  BotText,
+  useScreenRecord,
+  AttentionInstruction,
 } from "../../components";
 import "./arena.css";
 
@@ -30,12 +34,12 @@ const VOTES = [
 ];
 const voteLabel = (choice) => t((VOTES.find(([key]) => key === choice) || [null, "arena.tie"])[1]);
 
-// One side's reply: its name above, the text as sent (a <bdi>: its own direction), a mark when the length
-// limit cut it.
+// One side's reply: its name above, the text as safe markdown in its own direction (BotText), a mark when the
+// length limit cut it.
 function Reply({ side, reply }) {
   return (
     <div className="dialeval-bubble dialeval-bubble-other dialeval-arena-reply" data-testid={"reply-" + side}>
-      <bdi>{reply.text}</bdi>
+      <BotText text={reply.text} />
       {reply.cut ? (
         <span className="dialeval-cut" data-testid="reply-cut">
           {" "}
@@ -82,12 +86,19 @@ function Turn({ turn, index, live }) {
   );
 }
 
-function VotePanel({ state, sendAction }) {
+// `screen`: the vote screen's record (answerRecord.js), restarted when both replies are complete
+function VotePanel({ state, sendAction, screen }) {
   const [pending, sendOnce] = useSendOnce(state);
   const locked = state.phase !== "vote";
+  const vote = (choice) => {
+    screen.changed();
+    sendOnce(() => sendAction({ action: "vote", choice, provenance: screen.take() }));
+  };
   return (
     <fieldset className="dialeval-arena-vote" data-testid="vote-panel">
-      <legend className="h6">{t("arena.question")}</legend>
+      <legend className="h6">
+        {state.attention ? <AttentionInstruction text={t("check.choose", { option: `"${voteLabel(state.attention.choose)}"` })} /> : t("arena.question")}
+      </legend>
       <div className="dialeval-arena-buttons">
         {VOTES.map(([choice, label]) => (
           <button
@@ -95,7 +106,7 @@ function VotePanel({ state, sendAction }) {
             className="btn btn-outline-primary"
             data-testid={"vote-" + choice}
             disabled={locked || pending}
-            onClick={() => sendOnce(() => sendAction({ action: "vote", choice }))}
+            onClick={() => vote(choice)}
           >
             {t(label)}
           </button>
@@ -113,9 +124,13 @@ function VotePanel({ state, sendAction }) {
 function ArenaApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit, taskConfig, messages } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
   const [pendingEnd, sendOnce] = useSendOnce(state);
   const phase = state.phase;
+  const screen = useScreenRecord(); // the vote screen's record, from when both replies are complete
+  React.useEffect(() => {
+    if (phase === "vote") screen.restart();
+  }, [phase, state.battle, (state.turns || []).length]);
   if (state.task_done || phase === "done") {
     return (
       <TaskShell mephisto={live} title={t("arena.title")} instructions={<Instructions state={state} />}>
@@ -128,6 +143,10 @@ function ArenaApp() {
   // the box takes a message when the battle can: first prompt, next turn after a vote, a new battle's prompt
   const open = phase === "prompt" || (phase === "voted" && state.can_continue) || (phase === "revealed" && state.can_start);
   const label = phase === "voted" ? t("arena.continue_label") : phase === "revealed" ? t("arena.new_label") : t("arena.prompt_label");
+  // the box stays while what is typed can still go somewhere (this battle's next turn or a later battle); after the
+  // last vote it would hold a message that is never sent
+  const laterBattle = (state.battle || 0) < state.max_battles && !state.certified;
+  const textWanted = phase === "prompt" || (phase === "revealed" ? state.can_start : turns.length < state.max_turns || laterBattle);
   const unconfirmed = messages.filter((m) => m.pending);
   return (
     <TaskShell mephisto={live} title={t("arena.title")} instructions={<Instructions state={state} />}>
@@ -143,7 +162,7 @@ function ArenaApp() {
           {serverText(state.warning)}
         </div>
       ) : null}
-      <div className="dialeval-arena-battle" data-testid="battle" role="log" aria-label={t("arena.battle_log")}>
+      <div className="dialeval-arena-battle" data-testid="battle" role="log" aria-label={t("arena.battle_log")} onScrollCapture={screen.onScroll}>
         {turns.map((turn, index) => (
           <Turn key={index} turn={turn} index={index} live={answering && index === turns.length - 1 ? state : null} />
         ))}
@@ -158,11 +177,11 @@ function ArenaApp() {
           </div>
         ))}
       </div>
-      {phase === "answering" || phase === "vote" ? <VotePanel state={state} sendAction={sendAction} /> : null}
+      {phase === "answering" || phase === "vote" ? <VotePanel state={state} sendAction={sendAction} screen={screen} /> : null}
       {phase === "voted" ? (
         <div className="dialeval-arena-after" data-testid="after-vote">
           <p className="dialeval-note" role="status" data-testid="vote-saved">
-            {t("arena.vote_saved")} {state.can_continue ? t("arena.go_on") : t("arena.turns_done", { turns: state.max_turns })}
+            {t("arena.vote_saved")} {state.can_continue ? t("arena.go_on") : state.max_turns === 1 ? t("arena.turns_done_one") : t("arena.turns_done", { turns: state.max_turns })}
           </p>
           <button className="btn btn-primary" data-testid="end-battle" disabled={pendingEnd} onClick={() => sendOnce(() => sendAction({ action: "end" }))}>
             {t("arena.end")}
@@ -173,8 +192,8 @@ function ArenaApp() {
         <div className="dialeval-arena-revealed" data-testid="revealed" role="status">
           {state.battle_failed ? <p>{t("arena.failed_battle")}</p> : null}
           <p>
-            <b>{t("arena.model_a")}:</b> <bdi data-testid="name-a">{state.revealed.a}</bdi> · <b>{t("arena.model_b")}:</b>{" "}
-            <bdi data-testid="name-b">{state.revealed.b}</bdi>
+            <b>{t("arena.model_a")}:</b> <Revealed side="a" name={state.revealed.a} /> · <b>{t("arena.model_b")}:</b>{" "}
+            <Revealed side="b" name={state.revealed.b} />
           </p>
           <p className="dialeval-note">
             {state.certified ? t("arena.certified") : state.can_start ? t("arena.next") : t("arena.all_done", { max: state.max_battles })}
@@ -187,7 +206,7 @@ function ArenaApp() {
         </button>
       ) : null}
       {phase && open ? <p className="dialeval-arena-label">{label}</p> : null}
-      {phase ? (
+      {phase && textWanted ? (
         <MessageInput
           label={label}
           placeholder={t("arena.placeholder")}
@@ -195,19 +214,34 @@ function ArenaApp() {
           busy={!open}
           queue
           queuedNote={t("arena.queued")}
-          onSend={(text) => sendAction({ action: "message" }, text)}
+          onSend={(text, record) => sendAction({ action: "message", provenance: record }, text)}
         />
       ) : null}
     </TaskShell>
   );
 }
 
+// A side's name once the battle has ended; null: a gold battle's clearly broken test reply (no model's)
+function Revealed({ side, name }) {
+  return name === null || name === undefined ? (
+    <span data-testid={"name-" + side}>{t("arena.test_reply")}</span>
+  ) : (
+    <bdi data-testid={"name-" + side}>{name}</bdi>
+  );
+}
+
+// the catalogues have no plural forms: one turn, one battle and an exact number of battles have sentences of their own
 function Instructions({ state }) {
+  const turns = state.max_turns || 3;
+  const [min, max] = [state.min_battles || 1, state.max_battles || 1];
+  const battles = min !== max ? t("arena.instructions_3", { min, max }) : min === 1 ? t("arena.instructions_3_one") : t("arena.instructions_3_exact", { min });
   return (
     <div>
       <p>{t("arena.instructions_1")}</p>
-      <p>{t("arena.instructions_2", { turns: state.max_turns || 3 })}</p>
-      <p>{t("arena.instructions_3", { min: state.min_battles || 1, max: state.max_battles || 1 })}</p>
+      <p>{turns === 1 ? t("arena.instructions_2_one") : t("arena.instructions_2", { turns })}</p>
+      <p>
+        {battles} {t("arena.instructions_names")}
+      </p>
     </div>
   );
 }
