@@ -86,17 +86,42 @@ def more_per_model(top: pd.Series, second: pd.Series, mean: str, sd: str, n: str
     return max(0, math.ceil(sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)) - int(max(top[n], second[n])))
 
 
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _interval(row: pd.Series, low: str, high: str, n: str | None, unit: str) -> str:
+    """", 95% interval a to b", or why there is none (one unit, or no spread among them): never nan."""
+    if _finite(row[low]) and _finite(row[high]):
+        return f", 95% interval {row[low]:.2f} to {row[high]:.2f}"
+    count = int(row[n]) if n and pd.notna(row[n]) else None
+    if count is None:
+        return "; no interval"
+    if count < 2:
+        return f"; no interval from {'one' if count else 'no'} {unit[:-1] if unit.endswith('s') else unit}"
+    return f"; no interval: its {count:,} {unit} scored alike"
+
+
 def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what: str,
            significance: pd.DataFrame | None = None, alpha: float = 0.05, p: str = "p_adjusted",
-           sd: str | None = None, n: str | None = None, unit: str = "conversations") -> str:
+           sd: str | None = None, n: str | None = None, unit: str = "conversations", why: str = "") -> str:
     """Best by ``mean`` with its interval, and whether it is significantly ahead of each other model
     (``significance``: model_a, model_b, one-sided ``p`` that a beats b); with ``sd`` and ``n``, how many
-    more ``unit`` per model would settle the first two where they are not settled."""
+    more ``unit`` per model would settle the first two where they are not settled. ``why``: the reason no
+    model has a score, where none has (said after the sentence that none has)."""
     ranked = table.dropna(subset=[mean]).sort_values(mean, ascending=False)
     if ranked.empty:
-        return f"No model has a {what} yet."
+        return f"No model has a score for {what} yet" + (f": {why}." if why else ".")
     top = ranked.iloc[0]
-    text = (f"Best {what}: {top[model]} ({top[mean]:.2f}, 95% interval {top[low]:.2f} to {top[high]:.2f})")
+    level = ranked[ranked[mean] == top[mean]]
+    if len(level) > 1:  # a shared first place is said as one: no model is ahead of the others
+        names = ", ".join(map(str, level[model]))
+        text = f"Best {what}: {names} share first place ({top[mean]:.2f} each)"
+        return text + (f"; no model is significantly higher than the others" if len(ranked) > 1 else "") + "."
+    text = f"Best {what}: {top[model]} ({top[mean]:.2f}{_interval(top, low, high, n, unit)})"
     if len(ranked) > 1:
         second = ranked.iloc[1]
         text += f", ahead of {second[model]} ({second[mean]:.2f}) by {top[mean] - second[mean]:.2f}"

@@ -155,15 +155,28 @@ def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float
                         f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")
 
 
+def _why_no_scores(summary: dict, qc_off: bool) -> str:
+    """Why no model has an overall score, in words (the verdict's reason where none has)."""
+    if not summary["n_dialogues"]:
+        return "no conversation with a genuine model was rated in a submitted assignment"
+    if not qc_off and not summary["n_workers_passed"]:
+        return (f"no worker passed quality control (the {summary['n_workers']:,} who submitted all failed it: "
+                "Worker quality control below says why)")
+    return "no rated genuine-model conversation is left to score"
+
+
 def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
                  library_warnings: list[str] = ()) -> Report:
     s, summary, config = result.settings, result.summary, result.settings.config
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
+    qc_off = config.qc_test == "none"
     report.verdict(verdict.scores(result.intervals, "model", "mean", "ci_low", "ci_high",
-                                  "overall (mean per-conversation z of passing workers)", result.significance,
-                                  0.05, "p_adjusted", "sd", "n_conversations"))
+                                  "overall (mean per-conversation z of " + ("all workers)" if qc_off else
+                                                                            "passing workers)"),
+                                  result.significance, 0.05, "p_adjusted", "sd", "n_conversations",
+                                  why=_why_no_scores(summary, qc_off)))
     for message in library_warnings:
         report.warn(message)
     _warn(report, result, sig_threshold)
@@ -172,8 +185,11 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
-        f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality control; "
-        f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
+        + ("Quality control is off (--qc-test none): no worker was checked, and system scores use every "
+           "worker's " if qc_off else
+           f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality "
+           "control; system scores use their ")
+        + f"{summary['n_dialogues_passed']:,} genuine-model conversations "
         f"({summary['n_ratings_passed_genuine']:,} ratings)."
         + (f" {sum(left.values()):,} more assignment(s) were started and not submitted ("
            + ", ".join(f"{n} {live_chat.NOT_SUBMITTED.get(k, k)}" for k, n in left.items())
@@ -186,7 +202,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     table1 = result.table1.copy()
     table1["pass_rate"] = table1["pass_rate"].map(_percent)
     table1["passed"] = table1["passed"].map(lambda n: "" if pd.isna(n) else f"{n:,}")  # empty: nothing was checked
-    report.table(table1)
+    report.table(table1.drop(columns=["passed", "pass_rate"]) if qc_off else table1,
+                 caption="quality control off: nothing was checked" if qc_off else None)
     if not result.durations.empty:
         report.table(result.durations, caption="Durations in minutes: per HIT, and per conversation (the HIT's "
                      "time divided by its conversations, as the paper's Table 1; measured when recorded)",
@@ -259,7 +276,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
                       "worker_p_values", "Workers' quality-control p-values (all listed in workers.csv).")
     counts = result.outcomes.groupby(["outcome", "n_hits"]).size().rename("workers").reset_index()
     report.table(counts, caption="Workers by outcome and number of HITs submitted")
-    notes = workers[workers["note"] != ""].groupby("note").size().rename("workers").reset_index()
+    notes = workers[(workers["note"] != "") & ~workers["passed"].astype(bool)].groupby("note").size().rename(
+        "workers").reset_index()
     if len(notes):
         report.table(notes, caption="Workers with nothing to test or constant ratings (they fail)")
 
