@@ -33,8 +33,26 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
     return max(0, fixed_items(votes, alpha, power) - int(items))
 
 
-def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
-    """One paragraph per question and unit of ``analyze_pairwise``'s win_rates table (p_adjusted decides)."""
+def _fragile(losses: pd.DataFrame | None, row) -> str:
+    """How few removals would lose a settled pair's significance (analysis/significance_loss.py), in words."""
+    if losses is None or losses.empty:
+        return ""
+    mine = losses[(losses["question"] == row.question) & (losses["unit"] == row.unit)
+                  & (losses["model_a"] == row.model_a) & (losses["model_b"] == row.model_b)]
+    if mine.empty or pd.isna(mine.iloc[0]["votes_to_lose_significance"]):
+        return ""
+    loss = mine.iloc[0]
+    text = (f"; it would no longer be significant if {int(loss['votes_to_lose_significance']):,} of "
+            f"{int(loss['votes']):,} decided votes were removed")
+    if pd.notna(loss["workers_to_lose_significance"]):
+        text += (f" (or the votes of {'' if loss['workers_exact'] else 'at most '}"
+                 f"{int(loss['workers_to_lose_significance']):,} of {int(loss['workers']):,} workers)")
+    return text
+
+
+def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = None) -> list[str]:
+    """One paragraph per question and unit of ``analyze_pairwise``'s win_rates table (p_adjusted decides);
+    with ``losses`` (analysis/significance_loss.py) each settled pair says how few removals would unsettle it."""
     out = []
     for (question, unit), part in rates.groupby(["question", "unit"], sort=False):
         settled, open_ = [], []
@@ -46,7 +64,7 @@ def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
             said = (f"{best} over {other}: {_pct(rate)} of decided votes ({100 * (1 - alpha):g}% interval "
                     f"{_pct(low)}-{_pct(high)}, {_p(row.p_adjusted)})")
             if row.p_adjusted < alpha:
-                settled.append((best, said))
+                settled.append((best, said + _fragile(losses, row)))
             elif len(open_) >= MAX_PAIRS:  # not named: the planner's search (tens of ms a pair) is skipped
                 open_.append(said)
             else:

@@ -17,6 +17,7 @@ from parlai.core.script import register_script
 from parlai_dialeval.analysis import pairwise
 from parlai_dialeval.analysis.completeness import finished_only
 from parlai_dialeval.analysis.pairwise_result import WIN_RATE_COLUMNS, sections
+from parlai_dialeval.analysis.significance_loss import significance_loss
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP, describe
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
@@ -87,6 +88,8 @@ def analyze(comparisons: pd.DataFrame, out: Path, config: PairwiseConfig = Pairw
         result = pairwise_result.analyse(comparisons, config, automatic, onboarding)
     _warn_small(result.tables["win_rates"], config, report)
     tables, summary = result.tables, result.summary
+    tables["fragility_significance"] = significance_loss(comparisons, tables["win_rates"], config.alpha,
+                                                         config.correction)
     if worker_checks is not None:
         summary["worker_checks"] = worker_checks.summary()
         tables["worker_checks"] = worker_checks.table
@@ -126,7 +129,7 @@ def _warn_small(rates: pd.DataFrame, config: PairwiseConfig, report: Report) -> 
 
 def _report(report: Report, tables: dict, summary: dict, config: PairwiseConfig, worker_checks) -> None:
     rates, ranks = tables["win_rates"], tables["rankings"]
-    for paragraph in verdict.pairwise(rates, config.alpha):
+    for paragraph in verdict.pairwise(rates, config.alpha, tables["fragility_significance"]):
         report.verdict(paragraph)
     if worker_checks is not None:
         worker_checks.add_to(report)

@@ -68,17 +68,29 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
 
 def add_fragility(report, comparisons: pd.DataFrame, tables: dict, summary: dict, bt_pairs: int = 10) -> None:
     """Each pair's and the Bradley-Terry order's fragility, in words and as tables."""
-    from parlai_dialeval.analysis.fragility import bt_fragility, pair_fragility
+    from parlai_dialeval.analysis.fragility import MAX_FITS, TOLERANCE, bt_fragility, pair_fragility
 
     pairs, orders = pair_fragility(comparisons), bt_fragility(comparisons, pairs=bt_pairs)
     tables["fragility_pairs"], tables["fragility_rankings"] = pairs, orders
     summary["fragility"] = {"pairs": pairs["sentence"].tolist(), "rankings": orders["sentence"].tolist()}
+    losses = tables.get("fragility_significance")
+    if losses is not None:
+        summary["fragility"]["significance"] = losses["sentence"].tolist()
     report.heading("How fragile the results are")
     report.text("The fewest votes (and workers) whose removal reverses a result: for a pair's win rate exact "
                 "(dropping the leader's wins, or its most one-sided workers, first); for the Bradley-Terry order the "
                 "influence-based estimate of Huang et al. (arXiv 2508.11847), confirmed by refitting without them "
-                "(fragility_rankings.csv: first_order_estimate and votes_to_reverse). A result that a handful of "
-                "votes reverses rests on those votes, whatever its p-value.")
+                "(fragility_rankings.csv: first_order_estimate and votes_to_reverse), then made exact by trying "
+                f"every smaller removal where that takes at most {MAX_FITS:,} refits (votes_exact, workers_exact; "
+                "each sentence says which). A pair reverses when the other model's log-strength exceeds it by more "
+                f"than {TOLERANCE:g} (a level pair is not reversed). A result that a handful of votes reverses "
+                "rests on those votes, whatever its p-value.")
+    if losses is not None and len(losses):
+        report.text("Fewer removals take a settled pair's significance away than reverse it: the fewest decided "
+                    "votes (exact) and workers whose removal leaves its corrected p at or above alpha, the other "
+                    "pairs' p as they are (fragility_significance.csv).")
+        for sentence in losses["sentence"]:
+            report.text(sentence)
     for sentence in orders["sentence"]:
         report.text(sentence)
     for sentence in pairs["sentence"]:
