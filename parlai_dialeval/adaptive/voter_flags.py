@@ -193,6 +193,9 @@ def _evidence(test: str, result: tuple, worker: np.ndarray, names: np.ndarray, m
     if test in CROWD_TESTS:  # the others' mean share over the worker's votes; the e-values allow the spread of
         # honest tastes (result[5], their variance: adaptive/voter_taste.py)
         frame["null"] = np.bincount(group, weights=null) / frame["votes"]
+        # half of a pair's taste shared by the group's pairs (rigging: a liking for the model; against_crowd: a
+        # leaning towards minority sides, which each pair's own taste alone, where pairs share models, would
+        # not allow for: honest workers with strong tastes were flagged by it, 2 of 6 studies at taste SD 1)
         frame["e_value"] = taste_e_values(hits, null, group, result[6], result[5])
     else:
         frame["null"] = null

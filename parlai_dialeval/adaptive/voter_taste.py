@@ -187,8 +187,7 @@ def _null_loglik(yes: np.ndarray, offset: np.ndarray, local: np.ndarray, block: 
     """log P(the group's votes up to each one) under the null, rows in group then collection order: the taste of a
     vote's pair is t + b, t shared by the group and b by its pair, each N(0, v / 2); b integrated out per pair
     (its factor updated as the pair's votes come), then t (Gauss-Hermite on both)."""
-    scale = np.sqrt(v / 2)
-    z = offset[:, None, None] + scale * (SHARED[None, :, None] + SHARED[None, None, :])  # votes x t x b
+    z = offset[:, None, None] + np.sqrt(v / 2) * (SHARED[None, :, None] + SHARED[None, None, :])  # votes x t x b
     per_vote = np.where(yes[:, None, None], log_expit(z), log_expit(-z))
     sub = pd.factorize(local.astype(np.int64) * (int(block.max(initial=0)) + 1) + block)[0]
     by_sub = np.argsort(sub, kind="stable")  # each pair's votes together, in collection order
