@@ -15,6 +15,8 @@ def _pct(x: float) -> str:
 
 
 def _p(p: float) -> str:
+    if not _finite(p):  # the sign test counts items won and lost: every item level leaves nothing to test
+        return "no test: no item won by either"
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
@@ -57,6 +59,9 @@ def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = No
     for (question, unit), part in rates.groupby(["question", "unit"], sort=False):
         settled, open_ = [], []
         for row in part.itertuples():
+            if not row.wins_a + row.wins_b:  # no win rate exists: every vote a tie
+                open_.append(f"{row.model_a} and {row.model_b}: no decided vote yet ({row.ties:,} tie(s))")
+                continue
             a_ahead = row.win_rate_a >= 0.5
             best, other = (row.model_a, row.model_b) if a_ahead else (row.model_b, row.model_a)
             rate = row.win_rate_a if a_ahead else 1 - row.win_rate_a
