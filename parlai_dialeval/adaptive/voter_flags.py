@@ -196,7 +196,7 @@ def _evidence(test: str, result: tuple, worker: np.ndarray, names: np.ndarray, m
         # half of a pair's taste shared by the group's pairs (rigging: a liking for the model; against_crowd: a
         # leaning towards minority sides, which each pair's own taste alone, where pairs share models, would
         # not allow for: honest workers with strong tastes were flagged by it, 2 of 6 studies at taste SD 1)
-        frame["e_value"] = taste_e_values(hits, null, group, result[6], result[5])
+        frame["e_value"] = taste_e_values(hits, null, group, result[6], result[5], threshold)
     else:
         frame["null"] = null
         frame["e_value"] = _e_values(y, group, null, test == "position", threshold)

@@ -89,9 +89,11 @@ def taste_variance(y: np.ndarray, share: np.ndarray, block: np.ndarray, worker: 
     first = np.unique(block, return_index=True)[1]
     n = np.bincount(block).astype(float)
     yes = np.bincount(block, y)
-    share, worker = share[first], np.unique(worker[first], return_inverse=True)[1]
-    if len(np.unique(worker[n >= 2])) < MIN_WORKERS:  # a single vote says nothing of a taste
+    share, worker = share[first], worker[first]
+    several = n >= 2  # a single vote's chance is the crowd's share whatever v: it says nothing of a taste
+    if len(np.unique(worker[several])) < MIN_WORKERS:
         return np.nan, MAX_VARIANCE
+    n, yes, share, worker = n[several], yes[several], share[several], np.unique(worker[several], return_inverse=True)[1]
     workers = int(worker.max()) + 1
     # log-likelihood of every worker's blocks at each variance of the grid, and at the wide one
     table = np.stack([np.bincount(worker, _block_loglik(yes, n - yes, share, v), workers)
@@ -127,14 +129,24 @@ def _block_loglik(yes: np.ndarray, no: np.ndarray, share: np.ndarray, v: float) 
     return logsumexp(yes[:, None] * log_expit(z) + no[:, None] * log_expit(-z) + LOG_WEIGHTS[None, :], axis=1)
 
 
-def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: np.ndarray, v: float) -> np.ndarray:
+def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: np.ndarray, v: float,
+                   threshold: float = 1.0) -> np.ndarray:
     """Each group's (a worker's votes on one model's pairs; all their votes against the crowd) e-value: the
     running maximum, at least 1, of the alternatives' mean likelihood over the null's marginal likelihood of its
     votes ``y`` in order (``share``: the crowd's share at each vote, the null centred on it: ``center``;
-    ``block``: the vote's pair; the module's docstring)."""
+    ``block``: the vote's pair; the module's docstring). nan for a group that could not reach ``threshold``
+    whatever its votes: the null's likelihood of any sequence is at least exp(-sum over its votes of the larger
+    of -E log P(for), -E log P(against)) (Jensen), and no alternative's exceeds 1."""
     offset = center(share, v)
     groups = int(group.max(initial=-1)) + 1
-    e = np.ones(groups)
+    p = expit(offset[:, None] + np.sqrt(v) * NODES[None, :])
+    worst = np.maximum(-np.log(p) @ NORMAL, -np.log1p(-p) @ NORMAL)
+    reachable = np.bincount(group, worst, groups) >= np.log(threshold)
+    e = np.where(reachable, 1.0, np.nan)
+    keep = reachable[group]
+    y, offset, group, block = y[keep], offset[keep], np.unique(group[keep], return_inverse=True)[1], block[keep]
+    targets = np.flatnonzero(reachable)
+    groups = len(targets)
     order = np.argsort(group, kind="stable")
     sizes = np.bincount(group, minlength=groups)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -146,7 +158,7 @@ def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: n
             continue
         rows = order[starts[first]:starts[last - 1] + sizes[last - 1]]
         local = np.repeat(np.arange(last - first), sizes[first:last])
-        e[first:last] = _chunk_e_values(y[rows], offset[rows], local, block[rows], last - first, v)
+        e[targets[first:last]] = _chunk_e_values(y[rows], offset[rows], local, block[rows], last - first, v)
         first = last
     return e
 
@@ -158,8 +170,8 @@ def _chunk_e_values(y: np.ndarray, offset: np.ndarray, local: np.ndarray, block:
     alternative = np.concatenate([offset[:, None] + SHIFTS[None, :],
                                   np.broadcast_to(np.log(CONSTANTS / (1 - CONSTANTS)), (len(y), len(CONSTANTS)))],
                                  axis=1)
-    log_alternative = _group_cumsum(np.where(yes[:, None], log_expit(alternative), log_expit(-alternative)), local,
-                                    groups)
+    sign = np.where(yes, 1.0, -1.0)  # log P(the vote) = log_expit(sign x log-odds): one call, not two
+    log_alternative = _group_cumsum(log_expit(sign[:, None] * alternative), local, groups)
     log_alternative = np.column_stack([log_alternative, _laplace(yes, local, groups)])
     ratio = logsumexp(log_alternative, axis=1) - np.log(log_alternative.shape[1]) - log_null
     sizes = np.bincount(local, minlength=groups)
@@ -188,7 +200,7 @@ def _null_loglik(yes: np.ndarray, offset: np.ndarray, local: np.ndarray, block: 
     vote's pair is t + b, t shared by the group and b by its pair, each N(0, v / 2); b integrated out per pair
     (its factor updated as the pair's votes come), then t (Gauss-Hermite on both)."""
     z = offset[:, None, None] + np.sqrt(v / 2) * (SHARED[None, :, None] + SHARED[None, None, :])  # votes x t x b
-    per_vote = np.where(yes[:, None, None], log_expit(z), log_expit(-z))
+    per_vote = log_expit(np.where(yes, 1.0, -1.0)[:, None, None] * z)
     sub = pd.factorize(local.astype(np.int64) * (int(block.max(initial=0)) + 1) + block)[0]
     by_sub = np.argsort(sub, kind="stable")  # each pair's votes together, in collection order
     running = _group_cumsum(per_vote[by_sub].reshape(len(sub), -1), sub[by_sub], int(sub.max()) + 1)
