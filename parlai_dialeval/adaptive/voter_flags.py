@@ -10,8 +10,8 @@ ever reaches 1/a with probability at most a, at any look.
   (parlai_dialeval.adaptive.sequential.wealth_paths).
 - ``against_crowd``: votes for the model that most other workers (leave-one-worker-out, the same question,
   unit and pair; each worker counted once, by the side most of their decided votes on the pair took; at
-  least ``min_other_votes`` such workers) vote against; null: the others' share of votes for that side, with
-  the worker's own tastes around it (below).
+  least ``min_other_votes`` such workers) vote against, per worker and that model; null: the others' share of
+  votes for it, with the worker's own taste for it around it (below).
 - ``too_fast``: answers in less than the time reading allows (``duration`` under the response texts' words /
   ``words_per_second``, at least ``min_seconds``); null ``fast_share``; only where the records hold times.
 - ``rigging``: per worker and model m, every decided vote of the worker on a pair with m whose question, unit
@@ -33,7 +33,7 @@ far beyond the crowd's (their votes are what rigging looks like, and that is wha
 FastChat's ``outlier_detect`` (its monitor's elo_analysis.py) runs a per-voter sequential test too, but
 against pair statistics that include the voter, and with 1/alpha for every voter; here every worker is
 left out of their own null, and the family-wise error rate over all workers and tests is at most ``alpha``:
-Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for ``rigging``. Where
+Bonferroni over the e-values, threshold (tests x workers) / alpha, times the models for the crowd tests. Where
 some worker's e-value reaches 1/alpha (a suspect: what one worker's test alone would call significant), the
 tests run again with the suspects out of the crowd (not of the tests), and the flagged ones out of the taste
 estimate, up to ROUNDS times, until neither changes: riggers who are a large share of a model's workers are its
@@ -119,7 +119,7 @@ class VoterFlags:
                 "evidence": self.evidence().to_dict(orient="records")}
 
 
-DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the other workers' majority",
+DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the other workers' majority, for",
             "too_fast": "answered faster than reading allows", "rigging": "voted for"}
 
 
@@ -164,7 +164,7 @@ def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, resu
     base = len(outcomes) * max(len(names), 1) / settings.alpha
     frames = []
     for test, result in outcomes.items():
-        threshold = base * (len(models) if test == "rigging" else 1)
+        threshold = base * (len(models) if test in CROWD_TESTS else 1)  # the crowd tests: per model too
         if test in CROWD_TESTS or (test, threshold) not in memo:
             memo[test, threshold] = _evidence(test, result, codes[result[0]], names, models, threshold)
         frames.append(memo[test, threshold])
@@ -172,9 +172,9 @@ def _run_tests(workers: tuple, models: np.ndarray, settings: VoterSettings, resu
     table["hits"] = table["hits"].astype(int)
     table["rate"] = table["hits"] / table["votes"]
     table["flagged"] = table["e_value"] >= table["threshold"]
-    rigging = table["test"] == "rigging"
-    strongest = table[rigging].sort_values("e_value", ascending=False).drop_duplicates("worker_id")
-    table = pd.concat([table[~rigging], strongest], ignore_index=True)[FLAG_COLUMNS]
+    per_model = table["test"].isin(CROWD_TESTS)  # each worker's strongest model per test is shown
+    strongest = table[per_model].sort_values("e_value", ascending=False).drop_duplicates(["worker_id", "test"])
+    table = pd.concat([table[~per_model], strongest], ignore_index=True)[FLAG_COLUMNS]
     return table.sort_values(["flagged", "e_value"], ascending=False, ignore_index=True), tests
 
 
@@ -193,9 +193,10 @@ def _evidence(test: str, result: tuple, worker: np.ndarray, names: np.ndarray, m
     if test in CROWD_TESTS:  # the others' mean share over the worker's votes; the e-values allow the spread of
         # honest tastes (result[5], their variance: adaptive/voter_taste.py)
         frame["null"] = np.bincount(group, weights=null) / frame["votes"]
-        # half of a pair's taste shared by the group's pairs (rigging: a liking for the model; against_crowd: a
-        # leaning towards minority sides, which each pair's own taste alone, where pairs share models, would
-        # not allow for: honest workers with strong tastes were flagged by it, 2 of 6 studies at taste SD 1)
+        # a group is one worker's votes for one model: half of a pair's taste is the liking for it, shared by
+        # the group, half the opponent's, per pair (one group for all of a worker's votes against the crowd
+        # flagged 3 of 30 honest studies at taste SD 1.5: a liking for one weak model is not a leaning against
+        # every majority)
         frame["e_value"] = taste_e_values(hits, null, group, result[6], result[5], threshold)
     else:
         frame["null"] = null
@@ -308,8 +309,10 @@ def _taste(crowd: dict, estimate_from: np.ndarray, min_other: int, taste: float 
 
 
 def _against_crowd(crowd: dict, min_other: int, taste: tuple[float, str]):
-    """Per vote on a pair whose other workers mostly took one side: y = voted for the other side; the other
-    workers' share of votes for that side (half a worker added each way), with the honest tastes around it."""
+    """Per vote on a pair whose other workers mostly took one side: y = voted for the other side's model, bet on
+    per worker and that model (an honest worker who likes a model the crowd rates low votes against the crowd on
+    its pairs, and on those alone: the same taste for it); the other workers' share of votes for it (half a
+    worker added each way), with the honest tastes around it."""
     other_n, other_s = crowd["voiced"], crowd["for_low"]
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = other_s / other_n
@@ -320,7 +323,8 @@ def _against_crowd(crowd: dict, min_other: int, taste: tuple[float, str]):
     y = (crowd["low_won"][usable].astype(bool) != crowd_low).astype(float)
     share_low = smoothed_share(crowd["share_low"][usable], crowd["workers"][usable])
     minority = np.where(crowd_low, 1 - share_low, share_low)
-    return (crowd["rows"][usable], y, None, y, minority, taste[0], crowd["pair"][usable]), (
+    target = np.where(crowd_low, crowd["high"][usable], crowd["low"][usable])
+    return (crowd["rows"][usable], y, target, y, minority, taste[0], crowd["pair"][usable]), (
         f"{int(usable.sum())} decided votes whose pair has at least {min_other} other workers who took a side on it "
         f"(and no even split); honest: the others' share of votes for the side against their majority, with the "
         f"worker's own taste; {taste[1]}")

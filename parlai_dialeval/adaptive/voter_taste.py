@@ -38,6 +38,7 @@ MIN_WORKERS = 3  # with several votes on some pair: fewer, and how tastes differ
 VARIANCES = np.concatenate([[0.0], np.geomspace(0.01, MAX_VARIANCE, 40)])  # the grid v is sought on
 BOOTSTRAP = 200  # resamples of the workers for v's upper bound
 STARTS = (0.05, 0.25, 1.0, 4.0)  # variances EM starts from
+SEPARATION = 4.0  # the variance of the workers far from everyone is at least this many times the honest one
 LEVEL = 0.99  # the upper end of v's one-sided interval is what the tests allow
 SHIFTS = np.array([2.0, 3.0, 4.0, 6.0, 8.0])  # alternatives: log-odds above the crowd's
 CONSTANTS = np.array([0.95, 0.99])  # alternatives: P(vote for m) whatever the crowd
@@ -81,9 +82,9 @@ def taste_variance(y: np.ndarray, share: np.ndarray, block: np.ndarray, worker: 
     """(the estimate of v, its LEVEL upper bound; nan and MAX_VARIANCE from fewer than MIN_WORKERS) from votes
     ``y`` (1: for the model the crowd gives ``share``, the same for every vote of a block) grouped in ``block`` (a
     worker's votes on one pair; ``worker``: whose). Each worker is honest, every pair's taste d ~ N(0, v) around
-    the crowd, or not (riggers, random clickers: d ~ N(0, MAX_VARIANCE)): v and the share of workers who are not
-    honest maximise the likelihood of the blocks (d integrated out; EM over the two kinds of worker), so that a
-    few workers far from everyone do not widen what counts as an honest taste. The upper bound is the LEVEL
+    the crowd, or not (riggers, random clickers: d ~ N(0, w), w at least SEPARATION x v): v, w and the share of
+    workers who are not honest maximise the likelihood of the blocks (d integrated out; EM over the two kinds of
+    worker), so that a few workers far from everyone do not widen what counts as an honest taste. The upper bound is the LEVEL
     quantile of the estimate over workers resampled (BOOTSTRAP times)."""
     block = np.unique(block, return_inverse=True)[1]
     first = np.unique(block, return_index=True)[1]
@@ -95,32 +96,40 @@ def taste_variance(y: np.ndarray, share: np.ndarray, block: np.ndarray, worker: 
         return np.nan, MAX_VARIANCE
     n, yes, share, worker = n[several], yes[several], share[several], np.unique(worker[several], return_inverse=True)[1]
     workers = int(worker.max()) + 1
-    # log-likelihood of every worker's blocks at each variance of the grid, and at the wide one
-    table = np.stack([np.bincount(worker, _block_loglik(yes, n - yes, share, v), workers)
-                      for v in (*VARIANCES, MAX_VARIANCE)], axis=1)
-    honest, wide = table[:, :-1], table[:, -1]
+    # log-likelihood of every worker's blocks at each variance of the grid
+    table = np.stack([np.bincount(worker, _block_loglik(yes, n - yes, share, v), workers) for v in VARIANCES], axis=1)
     # EM from several starting variances (a few far-off workers can hold one start at a wide v), the best kept
-    g, weight = max((_em(honest, wide, int(np.searchsorted(VARIANCES, start))) for start in STARTS),
+    g, weight = max((_em(table, int(np.searchsorted(VARIANCES, start))) for start in STARTS),
                     key=lambda fit: fit[2])[:2]
     draws = np.random.default_rng(seed).multinomial(workers, np.full(workers, 1 / workers), BOOTSTRAP)
-    resampled = np.argmax((draws * weight[None, :]) @ honest, axis=1)
+    resampled = np.argmax((draws * weight[None, :]) @ table, axis=1)
     return float(VARIANCES[g]), float(VARIANCES[max(g, int(np.quantile(resampled, LEVEL, method="higher")))])
 
 
-def _em(honest: np.ndarray, wide: np.ndarray, g: int) -> tuple[int, np.ndarray, float]:
-    """(the grid index of v, each worker's chance of being honest, the mixture's log-likelihood) by EM from
-    grid index ``g``: who is honest given v, then v and the share of the others given who is."""
-    other = 0.1
+def _em(table: np.ndarray, g: int) -> tuple[int, np.ndarray, float]:
+    """(the grid index of v, each worker's chance of being honest, the mixture's log-likelihood) by EM from grid
+    index ``g``: who is honest given v and the others' variance (at least SEPARATION x v), then both variances
+    and the share of the others given who is."""
+    other, h = 0.1, _wider(g, table, np.ones(len(table)))
     for _ in range(100):
-        odds = np.clip(np.log(other / (1 - other)) + wide - honest[:, g], -700, 700)
+        odds = np.clip(np.log(other / (1 - other)) + table[:, h] - table[:, g], -700, 700)
         weight = 1 - expit(odds)  # P(honest)
-        new = int(np.argmax(weight @ honest))
+        new = int(np.argmax(weight @ table))
         other = float(np.clip(1 - weight.mean(), 1e-3, 0.5))
-        if new == g:
+        h_new = _wider(new, table, 1 - weight)
+        if (new, h_new) == (g, h):
             break
-        g = new
-    mixture = np.logaddexp(np.log1p(-other) + honest[:, g], np.log(other) + wide).sum()
+        g, h = new, h_new
+    mixture = np.logaddexp(np.log1p(-other) + table[:, g], np.log(other) + table[:, h]).sum()
     return g, weight, float(mixture)
+
+
+def _wider(g: int, table: np.ndarray, weight: np.ndarray) -> int:
+    """The others' variance: the grid's most likely for the workers weighted, at least SEPARATION x the honest."""
+    allowed = np.flatnonzero(VARIANCES >= max(SEPARATION * VARIANCES[g], VARIANCES[1]))
+    if not len(allowed):
+        return len(VARIANCES) - 1
+    return int(allowed[np.argmax(weight @ table[:, allowed])])
 
 
 def _block_loglik(yes: np.ndarray, no: np.ndarray, share: np.ndarray, v: float) -> np.ndarray:

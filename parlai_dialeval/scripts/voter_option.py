@@ -53,7 +53,7 @@ def add_voter_flags(report, flags, left_out: int, exclude: bool, tables: dict, s
                 "Honest tastes differ: how much, the crowd says"
                 + (f" (SD {flags.taste_sd:.2g} logits allowed)" if flags.taste_sd is not None else "") + ". The "
                 "evidence is an e-process, valid however often this is run; a worker is flagged when one test's "
-                f"e-value reaches (tests x workers) / alpha (x models for rigging), so the chance that any honest "
+                f"e-value reaches (tests x workers) / alpha (x models for the two crowd tests), so the chance that any honest "
                 f"worker is flagged is at most alpha = {flags.alpha:g}. A flag is evidence that the worker's votes "
                 "are not what an honest worker's would be with a taste within the crowd's spread: a side, a speed, "
                 "or one model far beyond any such taste. It is not proof of bad faith (a person whose liking for a "
