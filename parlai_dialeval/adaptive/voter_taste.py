@@ -7,7 +7,8 @@ question, unit and pair (``center``), and d the worker's taste there: d = t + b,
 of one test group (their votes on one model's pairs, for ``rigging``), b per pair, each N(0, v / 2), so a pair's
 taste has variance v. Tastes differ between people, and the crowd says by how much: ``taste_variance`` estimates
 v from every worker's votes on each pair (d integrated out), with the workers far from everyone (riggers, random
-clickers) a component of their own, and takes the upper end of its 99% interval over workers resampled.
+clickers) a component of their own, and takes the upper end of its 99% interval over workers resampled (a
+random MAX_WORKERS of them where more have several votes on a pair).
 
 The e-value (``taste_e_values``), per group of a worker's votes in collection order: the likelihood of the votes
 under alternatives that vote far beyond any taste (the crowd's odds times e^2 ... e^8; a share of 0.95 or 0.99
@@ -35,6 +36,7 @@ NORMAL = WEIGHTS / WEIGHTS.sum()  # the quadrature's probabilities
 LOG_WEIGHTS = np.log(NORMAL)
 MAX_VARIANCE = 25.0  # of tastes (logit scale): sought up to this (SD 5)
 MIN_WORKERS = 3  # with several votes on some pair: fewer, and how tastes differ is not estimated
+MAX_WORKERS = 2000  # drawn at random where more have several votes on some pair: the estimate's cost stays flat
 VARIANCES = np.concatenate([[0.0], np.geomspace(0.01, MAX_VARIANCE, 40)])  # the grid v is sought on
 BOOTSTRAP = 200  # resamples of the workers for v's upper bound
 STARTS = (0.05, 0.25, 1.0, 4.0)  # variances EM starts from
@@ -96,12 +98,17 @@ def taste_variance(y: np.ndarray, share: np.ndarray, block: np.ndarray, worker: 
         return np.nan, MAX_VARIANCE
     n, yes, share, worker = n[several], yes[several], share[several], np.unique(worker[several], return_inverse=True)[1]
     workers = int(worker.max()) + 1
+    rng = np.random.default_rng(seed)
+    if workers > MAX_WORKERS:  # a random set of workers estimates v (and its bound, resampling them) as well
+        chosen = np.isin(worker, rng.choice(workers, MAX_WORKERS, replace=False))
+        n, yes, share, worker = n[chosen], yes[chosen], share[chosen], np.unique(worker[chosen], return_inverse=True)[1]
+        workers = MAX_WORKERS
     # log-likelihood of every worker's blocks at each variance of the grid
     table = np.stack([np.bincount(worker, _block_loglik(yes, n - yes, share, v), workers) for v in VARIANCES], axis=1)
     # EM from several starting variances (a few far-off workers can hold one start at a wide v), the best kept
     g, weight = max((_em(table, int(np.searchsorted(VARIANCES, start))) for start in STARTS),
                     key=lambda fit: fit[2])[:2]
-    draws = np.random.default_rng(seed).multinomial(workers, np.full(workers, 1 / workers), BOOTSTRAP)
+    draws = rng.multinomial(workers, np.full(workers, 1 / workers), BOOTSTRAP)
     resampled = np.argmax((draws * weight[None, :]) @ table, axis=1)
     return float(VARIANCES[g]), float(VARIANCES[max(g, int(np.quantile(resampled, LEVEL, method="higher")))])
 
@@ -144,13 +151,11 @@ def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: n
     running maximum, at least 1, of the alternatives' mean likelihood over the null's marginal likelihood of its
     votes ``y`` in order (``share``: the crowd's share at each vote, the null centred on it: ``center``;
     ``block``: the vote's pair; the module's docstring). nan for a group that could not reach ``threshold``
-    whatever its votes: the null's likelihood of any sequence is at least exp(-sum over its votes of the larger
-    of -E log P(for), -E log P(against)) (Jensen), and no alternative's exceeds 1."""
+    whatever its votes: the null's likelihood of any sequence is at least exp(-sum over its votes of
+    ``surprise_bound``) and no alternative's exceeds 1."""
     offset = center(share, v)
     groups = int(group.max(initial=-1)) + 1
-    p = expit(offset[:, None] + np.sqrt(v) * NODES[None, :])
-    worst = np.maximum(-np.log(p) @ NORMAL, -np.log1p(-p) @ NORMAL)
-    reachable = np.bincount(group, worst, groups) >= np.log(threshold)
+    reachable = np.bincount(group, surprise_bound(offset, v), groups) >= np.log(threshold)
     e = np.where(reachable, 1.0, np.nan)
     keep = reachable[group]
     y, offset, group, block = y[keep], offset[keep], np.unique(group[keep], return_inverse=True)[1], block[keep]
@@ -170,6 +175,24 @@ def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: n
         e[targets[first:last]] = _chunk_e_values(y[rows], offset[rows], local, block[rows], last - first, v)
         first = last
     return e
+
+
+def surprise_bound(offset: np.ndarray, v: float, points: int = 2001) -> np.ndarray:
+    """Per vote centred at ``offset``, at least the larger of -E log P(for) and -E log P(against) under the null's
+    quadrature (t + b on SHARED's 10 x 10 nodes, as ``_null_loglik`` integrates them): by Jensen the null's
+    likelihood of the votes is at least exp(-their sum). Both are convex in the offset (softplus of an affine
+    function, averaged with positive weights), so the straight line between two points of a grid spanning the
+    offsets lies above them: the grid's linear interpolation is an upper bound, within h^2 / 32 of the quantity
+    (h the grid's step; softplus'' <= 1/4), at the cost of ``points`` x 100 evaluations instead of 100 a vote."""
+    offset = np.asarray(offset, dtype=float)
+    if not len(offset):
+        return offset
+    grid = np.unique(np.linspace(offset.min(), offset.max(), points))
+    taste = (np.sqrt(v / 2) * (SHARED[:, None] + SHARED[None, :])).ravel()
+    weight = np.exp(SHARED_LOG[:, None] + SHARED_LOG[None, :]).ravel()
+    z = grid[:, None] + taste[None, :]
+    worst = np.maximum(-log_expit(z) @ weight, -log_expit(-z) @ weight)
+    return np.interp(offset, grid, worst)
 
 
 def _chunk_e_values(y: np.ndarray, offset: np.ndarray, local: np.ndarray, block: np.ndarray, groups: int,
@@ -207,18 +230,36 @@ def _null_loglik(yes: np.ndarray, offset: np.ndarray, local: np.ndarray, block: 
                  v: float) -> np.ndarray:
     """log P(the group's votes up to each one) under the null, rows in group then collection order: the taste of a
     vote's pair is t + b, t shared by the group and b by its pair, each N(0, v / 2); b integrated out per pair
-    (its factor updated as the pair's votes come), then t (Gauss-Hermite on both)."""
-    z = offset[:, None, None] + np.sqrt(v / 2) * (SHARED[None, :, None] + SHARED[None, None, :])  # votes x t x b
-    per_vote = log_expit(np.where(yes, 1.0, -1.0)[:, None, None] * z)
+    (its factor updated as the pair's votes come), then t (Gauss-Hermite on both). A pair with one vote of the
+    group (most pairs of an arena worker's) has the factor E_b expit(+-(x + b)), x = offset + t, read from a
+    table over x instead of summed over b's nodes at every vote."""
+    sign = np.where(yes, 1.0, -1.0)
     sub = pd.factorize(local.astype(np.int64) * (int(block.max(initial=0)) + 1) + block)[0]
-    by_sub = np.argsort(sub, kind="stable")  # each pair's votes together, in collection order
-    running = _group_cumsum(per_vote[by_sub].reshape(len(sub), -1), sub[by_sub], int(sub.max()) + 1)
-    pair_factor = logsumexp(running.reshape(len(sub), len(SHARED), len(SHARED)) + SHARED_LOG[None, None, :], axis=2)
-    first = np.r_[True, sub[by_sub][1:] != sub[by_sub][:-1]]
-    change = pair_factor - np.where(first[:, None], 0.0, np.roll(pair_factor, 1, axis=0))
-    increments = np.empty_like(change)
-    increments[by_sub] = change  # back to collection order
+    alone = (np.bincount(sub) == 1)[sub]
+    increments = np.empty((len(yes), len(SHARED)))
+    x = sign[alone, None] * (offset[alone, None] + np.sqrt(v / 2) * SHARED[None, :])
+    if x.size:
+        increments[alone] = np.interp(x, *_one_vote_table(v, x.min(), x.max()))
+    rows = np.flatnonzero(~alone)
+    if len(rows):
+        z = offset[rows, None, None] + np.sqrt(v / 2) * (SHARED[None, :, None] + SHARED[None, None, :])
+        per_vote = log_expit(sign[rows, None, None] * z)  # votes x t x b
+        part = sub[rows]
+        by_sub = np.argsort(part, kind="stable")  # each pair's votes together, in collection order
+        running = _group_cumsum(per_vote[by_sub].reshape(len(rows), -1), pd.factorize(part[by_sub])[0],
+                                len(np.unique(part)))
+        factor = logsumexp(running.reshape(len(rows), len(SHARED), len(SHARED)) + SHARED_LOG[None, None, :], axis=2)
+        first = np.r_[True, part[by_sub][1:] != part[by_sub][:-1]]
+        increments[rows[by_sub]] = factor - np.where(first[:, None], 0.0, np.roll(factor, 1, axis=0))
     return logsumexp(_group_cumsum(increments, local, groups) + SHARED_LOG[None, :], axis=1)
+
+
+def _one_vote_table(v: float, low: float, high: float, step: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """(x, log E_b expit(x + b)) every ``step`` from ``low`` to ``high``, b ~ N(0, v / 2) (SHARED's nodes): the
+    factor of a pair with one vote, read by linear interpolation (within step^2 / 32 of it: its second
+    derivative is at most 1/4). E_b expit(-(x + b)) is the table's at -x: b's nodes are symmetric."""
+    x = np.linspace(low, high, max(2, int(np.ceil((high - low) / step)) + 1))
+    return x, logsumexp(log_expit(x[:, None] + np.sqrt(v / 2) * SHARED[None, :]) + SHARED_LOG[None, :], axis=1)
 
 
 def _group_cumsum(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
