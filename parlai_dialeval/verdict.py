@@ -124,7 +124,7 @@ def _interval(row: pd.Series, low: str, high: str, n: str | None, unit: str) -> 
     if count is None:
         return "; no interval"
     if count < 2:
-        return f"; no interval from {'one' if count else 'no'} {unit[:-1] if unit.endswith('s') else unit}"
+        return f"; no interval from {'one' if count else 'no'} {unit.removesuffix('s')}"
     return f"; no interval: its {count:,} {unit} scored alike"
 
 
@@ -143,7 +143,7 @@ def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what
     if len(level) > 1:  # a shared first place is said as one: no model is ahead of the others
         names = ", ".join(map(str, level[model]))
         text = f"Best {what}: {names} share first place ({top[mean]:.2f} each)"
-        return text + (f"; no model is significantly higher than the others" if len(ranked) > 1 else "") + "."
+        return text + ("; no model is significantly higher than the others" if len(ranked) > 1 else "") + "."
     text = f"Best {what}: {top[model]} ({top[mean]:.2f}{_interval(top, low, high, n, unit)})"
     if len(ranked) > 1:
         second = ranked.iloc[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from parlai_dialeval.data.versions import FINISHED_AGENT_STATUSES as FINISHED
-from parlai_dialeval.data.versions import submission_of  # noqa: F401 (the canonical `submission`, read here too)
+from parlai_dialeval.data.versions import submission_of  # the canonical `submission`, read here too
 from parlai_dialeval.errors import DialevalError
 
 # Mephisto agent status -> what the work became, for the canonical `status` field; the `submission` field's

@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.cluster_robust import cluster_ids
-from parlai_dialeval.analysis.multiple_testing import adjust
 from parlai_dialeval.analysis.pairwise import SECTION, binomial_ps, oriented
 
 COLUMNS = SECTION + ["model_a", "model_b", "leader", "p_adjusted", "votes", "votes_to_lose_significance", "workers",

@@ -18,7 +18,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.data import from_records, read_jsonl, write_jsonl
+from parlai_dialeval.data import read_jsonl, write_jsonl
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing import edge_studies
 
@@ -63,7 +63,7 @@ def figures_drawn_not_saved():
 
 def report_text(out: Path) -> str:
     html = (out / "report.html").read_text(encoding="utf-8")
-    html = re.sub(r"<style.*?</style>", " ", html, flags=re.S)
+    html = re.sub(r"<style.*?</style>", " ", html, flags=re.DOTALL)
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
