@@ -2,10 +2,11 @@
 rate of flagging any honest worker, per cell: taste SD 0 to 1.5 logits x 10 to 40 workers, with position bias and
 item effects, and without them), detection of rigging per share of the votes (at the usual tastes, SD 0.3, and at
 strong ones) with the target's rank with and without the flagged workers, and the time of both on a million votes
-against one Bradley-Terry fit of the same votes (the baseline, measured in the same run: the ranking's own core;
+(arena-like, and a crowd of 5,000 workers of 200 votes on 8 models: flag_voters alone) against one Bradley-Terry fit
+of the same votes (the baseline, measured in the same run: the ranking's own core;
 the full win-rate table took 366 s on 200,000 votes of 200 models, arena-43's to speed up).
 
-Run: .venv/bin/python benchmarks/bench_voter_flags.py [--quick] [--studies N] [--processes P]. Results in
+Run: .venv/bin/python benchmarks/bench_voter_flags.py [--quick] [--studies N] [--processes P] [--speed-only]. Results in
 benchmarks/README.md. Crowds: parlai_dialeval/testing/crowd_votes.py (8 models, item effects SD 1, worker tastes
 N(0, SD) per worker and model, position bias 0.4 on the logit toward A with SD 0.3 between workers, 10% ties,
 300 votes per worker), which shares no code with the tests; then where the tests stop finding riggers
@@ -60,8 +61,8 @@ def honest(studies: int, votes: int, workers: int = 40, worker_sd: float = 0.3, 
 def grid(studies: int, processes: int) -> pd.DataFrame:
     """The honest grid: every taste SD and crowd size with position bias and item effects, and at 20 workers
     without them."""
-    cells = [dict(worker_sd=sd, workers=w, votes=300 * w) for sd in TASTES for w in (10, 20, 40)]
-    cells += [dict(worker_sd=sd, workers=20, votes=6000, position_bias=0.0, item_sd=0.0) for sd in TASTES]
+    cells = [{"worker_sd": sd, "workers": w, "votes": 300 * w} for sd in TASTES for w in (10, 20, 40)]
+    cells += [{"worker_sd": sd, "workers": 20, "votes": 6000, "position_bias": 0.0, "item_sd": 0.0} for sd in TASTES]
     rows = []
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         for row in pool.imap_unordered(_cell, [(studies, cell) for cell in cells]):
@@ -132,24 +133,46 @@ def arena(votes: int, models: int) -> dict:
     return timings
 
 
+def crowd_scale(votes: int, workers: int) -> dict:
+    """A large crowd of the simulation's kind (8 models, tastes SD 1): every worker has many votes on each pair,
+    so the taste estimate and the crowd tests' nested null carry the weight (arena votes have one vote a pair)."""
+    frame = crowd_study(np.random.default_rng(0), strengths=STRENGTHS, votes=votes, workers=workers, worker_sd=1.0)
+    timings = {}
+    for name, run in (("Bradley-Terry fit (baseline)", lambda: rank(frame, f"m{TARGET}")),
+                      ("flag_voters", lambda: flag_voters(frame))):
+        start = time.perf_counter()
+        result = run()
+        timings[name] = time.perf_counter() - start
+    print(f"flag_voters: {len(result.flagged)} of {result.workers} honest workers flagged, taste SD allowed "
+          f"{result.taste_sd:.2f}")
+    return timings
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer studies and 200,000 arena votes")
     parser.add_argument("--studies", type=int, default=None, help="honest studies per cell of the grid (default 100)")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--speed-only", action="store_true", help="only the times (the grid takes hours)")
     args = parser.parse_args()
     studies = args.studies or (10 if args.quick else 100)
     pd.set_option("display.width", 200)
-    print(grid(studies, args.processes).to_string(index=False, float_format="{:.3f}".format))
+    if not args.speed_only:
+        simulations(studies, args.processes)
+    for label, timings in (("arena", arena(200_000 if args.quick else 1_000_000, 200)),
+                           ("crowd", crowd_scale(200_000 if args.quick else 1_000_000, 1_000 if args.quick else 5_000))):
+        base = timings["Bradley-Terry fit (baseline)"]
+        for name, seconds in timings.items():
+            print(f"{label}: {name}: {seconds:.1f} s ({seconds / base:.1f} x the baseline)")
+
+
+def simulations(studies: int, processes: int) -> None:
+    print(grid(studies, processes).to_string(index=False, float_format="{:.3f}".format))
     rigs = max(studies // 5, 4)
     print(pd.DataFrame([rigging(share, rigs, 4000) for share in (0.01, 0.02, 0.05, 0.1, 0.2)]
                        + [rigging(share, rigs, 4000, worker_sd=sd) for sd in (1.0, 1.5) for share in (0.05, 0.1, 0.2)]
                        ).to_string(index=False))
     print(limits(rigs).to_string(index=False))
-    timings = arena(200_000 if args.quick else 1_000_000, 200)
-    base = timings["Bradley-Terry fit (baseline)"]
-    for name, seconds in timings.items():
-        print(f"{name}: {seconds:.1f} s ({seconds / base:.1f} x the baseline)")
 
 
 if __name__ == "__main__":
