@@ -106,7 +106,10 @@ def more_per_model(top: pd.Series, second: pd.Series, mean: str, sd: str, n: str
     spread = math.sqrt((top[sd] ** 2 + second[sd] ** 2) / 2)
     if not (math.isfinite(spread) and spread > 0) or top[mean] == second[mean]:
         return None
-    return max(0, math.ceil(sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)) - int(max(top[n], second[n])))
+    needed = sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)
+    if not math.isfinite(needed):  # statsmodels' root finder did not converge (a huge effect, a tiny n): no claim
+        return None
+    return max(0, math.ceil(needed) - int(max(top[n], second[n])))
 
 
 def _finite(value) -> bool:

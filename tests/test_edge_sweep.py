@@ -62,6 +62,18 @@ def test_single_model_analysis_of_sm_dialog_ratings_alone():
     assert outcome.status == "ok" and not outcome.problems, outcome
 
 
+def test_a_live_chat_verdict_where_the_power_solver_does_not_converge():
+    # ValueError: cannot convert float NaN to integer (verdict.more_per_model: statsmodels' solve_power returned nan
+    # for one constant rater beside two good ones); found by bench_edge_sweep.py at 400 studies, replicate too
+    shape = {"seed": 3, "models": 3, "raters": ["good", "good", "constant"], "missing": 0.0, "left": False,
+             "qc_test": "mannwhitney", "old_version": False}
+    outcome = edge_sweep.run("analyze_live_chat", shape)
+    assert outcome.status == "ok" and not outcome.problems, outcome
+    shape = {"seed": 0, "models": 1, "raters": ["good"] * 4, "missing": 0.0, "left": False, "qc_test": "mannwhitney",
+             "old_version": False}
+    assert edge_sweep.run("replicate", shape).status != "raised"
+
+
 @pytest.mark.xfail(strict=True, reason="issue 50 item 5 (helper bt56): rankings.py numbers level models 1 and 2")
 def test_models_level_in_strength_share_a_rank():
     shape = {"seed": 1, "models": 2, "items": 1, "votes_per_item": 1, "workers": 1, "mode": "all_ties",
