@@ -59,11 +59,12 @@ setup(
         "threadpoolctl",  # one BLAS thread for small dense solves (analysis/style_control.py); scikit-learn brings it
         "pyyaml",
         "Jinja2",
+        "markdown-it-py",  # chatbots' markdown on the dashboard, HTML off (parlai_dialeval/dashboard/markdown.py)
         "psutil",
         "httpx",  # the Prolific provider's API client
         "Flask",  # the dashboard (pinned with Mephisto, which brings it)
         "waitress",  # serves the dashboard: many connections, timeouts, body limits (Werkzeug 1.0.1's server has none)
-        "scrubadub",  # dialeval publish: e-mail, phone and URL detectors, offline (parlai_dialeval/publish/privacy.py)
+        "phonenumbers",  # dialeval publish: phone numbers in text, libphonenumber's metadata (publish/detectors.py)
         "huggingface_hub",  # dialeval publish --push (transformers brings it)
     ],
     extras_require={"test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "playwright",

@@ -2,7 +2,7 @@
 
 Target: well under 0.5 s for the bootstrap fits. Measured in the same run, on the same votes:
   ours      deduplicate (a, b, outcome) rows once, draw each round's counts from a multinomial, fit all
-            rounds' win matrices at once (parlai_dialeval.analysis.rankings.bradley_terry);
+            rounds' win matrices at once (parlai_dialeval.analysis.bradley_terry.bootstrap);
   per-round the same multinomial draws, one choix fit per round (this project's code before batching);
   fastchat  FastChat's compute_bootstrap_bt (fastchat/serve/monitor/rating_systems.py, L-BFGS per round in
             a process pool), given with --fastchat DIR (a FastChat checkout; not part of this project);
@@ -23,7 +23,7 @@ from pathlib import Path
 import choix
 import numpy as np
 
-from parlai_dialeval.analysis import rankings
+from parlai_dialeval.analysis import bradley_terry as bt
 
 
 def make_votes(n_votes: int, n_models: int, seed: int = 0):
@@ -40,7 +40,7 @@ def naive_round(a, b, outcome, n_models, rng):
     idx = rng.integers(0, len(a), len(a))
     winners = np.where(outcome[idx] == 1, a[idx], b[idx])
     losers = np.where(outcome[idx] == 1, b[idx], a[idx])
-    return choix.ilsr_pairwise(n_models, list(zip(winners.tolist(), losers.tolist())), alpha=rankings.BT_ALPHA)
+    return choix.ilsr_pairwise(n_models, list(zip(winners.tolist(), losers.tolist())), alpha=bt.ILSR_ALPHA)
 
 
 def rows_round(a, b, outcome, n_models, rng):
@@ -48,7 +48,7 @@ def rows_round(a, b, outcome, n_models, rng):
     winners = np.where(outcome[idx] == 1, a[idx], b[idx])
     losers = np.where(outcome[idx] == 1, b[idx], a[idx])
     matrix = np.bincount(winners * n_models + losers, minlength=n_models * n_models).reshape(n_models, n_models)
-    return rankings.fit_bt(matrix.astype(float))
+    return bt.ilsr(matrix.astype(float))
 
 
 def per_round_loop(a, b, outcome, n_models, rounds, seed):
@@ -57,7 +57,7 @@ def per_round_loop(a, b, outcome, n_models, rounds, seed):
     unique, counts = np.unique(np.column_stack([a, b, outcome]), axis=0, return_counts=True)
     total = int(counts.sum())
     samples = np.random.default_rng(seed).multinomial(total, counts / total, size=rounds)
-    return np.array([rankings.fit_bt(rankings.win_matrix(unique, sample, n_models)) for sample in samples])
+    return np.array([bt.ilsr(bt.win_matrix(unique, sample, n_models)) for sample in samples])
 
 
 def fastchat_bootstrap(folder: Path, a, b, outcome, rounds):
@@ -96,14 +96,15 @@ def main():
           f"{platform.machine()}, {os.cpu_count()} CPUs")
 
     start = time.perf_counter()
-    strengths, low, high = rankings.bradley_terry(a, b, outcome, args.models, rounds=args.rounds, seed=1)
+    strengths, low, high = bt.bootstrap(bt.Votes([f"m{i}" for i in range(args.models)], a, b, outcome),
+                                        rounds=args.rounds, seed=1)
     ours = time.perf_counter() - start
-    unique, counts = rankings.deduplicate(a, b, outcome)
+    unique, counts = bt.kinds(a, b, outcome)
     total = int(counts.sum())
     draws = np.random.default_rng(1).multinomial(total, counts / total, size=args.rounds)
-    matrices = np.stack([rankings.win_matrix(unique, d, args.models) for d in draws])
+    matrices = np.stack([bt.win_matrix(unique, d, args.models) for d in draws])
     start = time.perf_counter()
-    batched = rankings.fit_bt_rounds(matrices)
+    batched = bt.ilsr_rounds(matrices)
     fits = time.perf_counter() - start
     start = time.perf_counter()
     looped = per_round_loop(a, b, outcome, args.models, args.rounds, seed=1)

@@ -1,7 +1,7 @@
 """The edge sweep at size (issue 50): random small and degenerate studies (parlai_dialeval/testing/edge_studies.py)
 through every analysis command's core (testing/edge_sweep.py), counted: studies, one-line refusals (a study the
 command cannot analyse, said so), exceptions, reports with nan / inf / "a overall" in their words, verdicts that
-contradict their tables, and level models ranked apart (issue 50 item 5, counted apart while that fix lands).
+contradict their tables, and level models ranked apart (issue 50 item 5, fixed by issue 56: counted apart).
 
 Run: .venv/bin/python benchmarks/bench_edge_sweep.py [--studies 10000] [--processes 2]. The studies are split
 over the commands, each command's share drawn by hypothesis in chunks of its own seed (one process per chunk).

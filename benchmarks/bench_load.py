@@ -5,8 +5,9 @@ server process and the node router on 127.0.0.1, SQLite) against the fake OpenAI
 (parlai_dialeval/testing/fake_openai.py, a process of its own: 0.8 s to the first word, then one word every
 0.1 s, replies of 2-22 words, streamed to the page), and N participants (benchmarks/load_generator.py: the
 page's packets at human pace, reloads, a few leaving mid-task) arrive within ARRIVAL seconds and do a whole
-HIT. Per step it prints: messages sent / confirmed by the server / stored in the export / lost (confirmed
-but not stored: must be 0), the platform's added latency p50/p95/p99 (every action's answer time, the bots'
+HIT, each from a loopback address of its own (127.1.x.y: the router's budgets are per address, as on the
+internet). Per step it prints: participants placed, submissions of finished HITs refused (must be 0), messages
+sent / confirmed by the server / stored in the export / lost (confirmed but not stored: must be 0), the platform's added latency p50/p95/p99 (every action's answer time, the bots'
 endpoint time subtracted), router and server CPU (% of one core, mean / peak) and peak memory, units
 completed, participants who left, errors (refusals and unexpected statuses the pages saw, tracebacks in
 the server's log), and the load average.
@@ -14,6 +15,9 @@ the server's log), and the load average.
 ``--settings before`` runs the launch as the code before issue 32 did (crowdsourcing/platform/scaling.py
 names each setting); the first step of a run (``--baseline``, default 50 live-chat participants) is
 measured with it, in the same run, so the ramp compares against today's figure.
+
+``--lab N`` (default 30) adds a step with N live-chat participants behind one address, the lab's, which the
+launch names in ``router_lab_addresses`` (docs/security.md, "Identity and places"): they must all finish.
 
 ``--servers K`` splits each step's N participants over K independent launches of the task (each its own
 router port, data directory and export), as docs/scaling.md splits a study across servers; the CPU and
@@ -43,25 +47,25 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 from parlai_dialeval.testing.ports import free_port
 
-from load_generator import (BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/, beside this
-                            crash_and_relaunch, stored_texts, test_helper)
+from load_generator import (LAB_ADDRESS, BotScript, Pace, Participant, PwTurnParticipant, Resources,  # benchmarks/
+                            crash_and_relaunch, own_address, stored_texts, test_helper)
 
 
 TASKS = {"live_chat": ("live_chat_da", Participant), "pw_turn": ("pw_turn", PwTurnParticipant)}
 MODELS = ["model-a", "model-b"]
 
 
-def overrides(task: str, name: str, units: int, settings: str, args, port: int) -> list[str]:
+def overrides(task: str, name: str, units: int, settings: str, args, port: int, lab: bool = False) -> list[str]:
     from parlai_dialeval.crowdsourcing.platform import scaling
 
     common = ["conf=endpoints", f"mephisto.architect.port={port}", f"mephisto.task.task_name={name}",
-              f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
-              "mephisto.blueprint.router_claims_per_source=0"]  # the simulated crowd comes from one address
+              f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0"]
+    if lab:  # every participant behind the lab's one address, which the researcher names
+        common.append(f"mephisto.blueprint.router_lab_addresses=[{LAB_ADDRESS}]")
     if task == "live_chat":
         common += [f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
     else:
@@ -79,15 +83,14 @@ def start_fake(port: int, bots: BotScript, folder: Path) -> subprocess.Popen:
 
 
 async def drive(clients, during=None) -> float:
-    limits = httpx.Limits(max_connections=len(clients) + 5)
-    async with httpx.AsyncClient(limits=limits) as http:
-        start = time.time()
+    start = time.time()
 
-        async def arrive(client, delay):
-            await asyncio.sleep(delay)
+    async def arrive(client, delay):
+        await asyncio.sleep(delay)
+        async with client.http_client() as http:  # its connections come from its own address
             await client.run(http)
 
-        await asyncio.gather(*(arrive(c, c.arrival) for c in clients), *([during()] if during else []))
+    await asyncio.gather(*(arrive(c, c.arrival) for c in clients), *([during()] if during else []))
     return time.time() - start
 
 
@@ -106,17 +109,19 @@ def summed(resources: list[Resources], part: str) -> str:
     return f"{sum(cpu) / len(cpu):.0f}% / {max(cpu):.0f}% CPU, {max(rss):.0f} MB"
 
 
-def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env: dict) -> dict:
+def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env: dict, lab: bool = False) -> dict:
+    """One step: ``n`` participants of ``task`` on ``servers`` launches, each from its own address, or with
+    ``lab`` all from one (the lab's, named in router_lab_addresses)."""
     harness, page_client = test_helper("protocol_harness"), test_helper("page_client")
     kind, client_class = TASKS[task]
-    name = f"load_{task}_{n}_{settings}"
+    name = f"load_{task}_{n}_{settings}" + ("_lab" if lab else "")
     servers = min(servers, n)  # a server with no participant has nothing to launch
     where = folder / (name if servers == 1 else f"{name}_{servers}_servers")
     # server k: its own port, data directory and share of the units (participant i goes to server i % K)
     ports = [args.port + 10 * k for k in range(servers)] if args.port else [free_port() for _ in range(servers)]
     shares = [len(range(k, n, servers)) for k in range(servers)]
     folders = [where] if servers == 1 else [where / f"server{k}" for k in range(servers)]
-    launches = [overrides(task, name, share, settings, args, port) for share, port in zip(shares, ports)]
+    launches = [overrides(task, name, share, settings, args, port, lab) for share, port in zip(shares, ports)]
     load_start = os.getloadavg()[0]
     with ThreadPoolExecutor(servers) as starting:  # the K launches start side by side, not one after the other
         runs = list(starting.map(lambda at, launch: harness.CliRun(kind, at, launch, env=env), folders, launches))
@@ -124,7 +129,7 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
     deadline = time.time() + args.duration
     pace = Pace(scale=args.pace, abandon=args.abandon, reload=args.reload)
     clients = [client_class(f"{task[:2]}{n}_{i:03d}", ports[i % servers], args.inputs, deadline, pace, args.bots,
-                            seed=i) for i in range(n)]
+                            seed=i, address=LAB_ADDRESS if lab else own_address(i)) for i in range(n)]
     rng = random.Random(n)
     for client in clients:
         client.arrival = rng.uniform(0, args.arrival)
@@ -175,6 +180,9 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
                    if not e.startswith(("left mid-task", "connection lost", "reopened")))
     row = {
         "task": task, "n": n, "settings": settings, "servers": servers, "wall": wall,
+        "addresses": "one (the lab's)" if lab else "one each",
+        "placed": sum(getattr(c, "agent_id", None) is not None for c in clients),
+        "submits_refused": sum(e.startswith("submit refused") for c in clients for e in c.seen),
         "load": (load_start, os.getloadavg()[0]),
         "sent": len(sent), "confirmed": len(confirmed), "stored": sum(human[t] > 0 for t in set(sent)),
         "lost": len(lost), "doubled": sum(human[t] > 1 for t in set(sent)),
@@ -201,14 +209,15 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| task | participants | settings | lost (sent / confirmed / stored) | platform p50 / p95 / p99 ms | "
-            "router CPU mean / peak, RSS | server CPU mean / peak, RSS | HITs done / left mid-task | errors | "
-            "load avg start -> end |\n|" + "---|" * 10)
+    head = ("| task | participants | addresses | settings | placed | submits refused | lost (sent / confirmed / stored) | "
+            "platform p50 / p95 / p99 ms | joined p50 / p95 / p99 ms | router CPU mean / peak, RSS | "
+            "server CPU mean / peak, RSS | HITs done / left mid-task | errors | load avg start -> end |\n|" + "---|" * 14)
     lines = [head]
     for r in rows:
         settings = r["settings"] + (f" x {r['servers']} servers" if r.get("servers", 1) > 1 else "")
-        lines.append(f"| {r['task']} | {r['n']} | {settings} | {r['lost']} ({r['sent']} / {r['confirmed']} / "
-                     f"{r['stored']}) | {r['platform']} | {r['router']} | {r['server']} | {r['done']} / {r['left']} | "
+        lines.append(f"| {r['task']} | {r['n']} | {r['addresses']} | {settings} | {r['placed']} | {r['submits_refused']} | "
+                     f"{r['lost']} ({r['sent']} / {r['confirmed']} / {r['stored']}) | {r['platform']} | {r['joined']} | "
+                     f"{r['router']} | {r['server']} | {r['done']} / {r['left']} | "
                      f"{r['errors']} page, {r['tracebacks']} tracebacks | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
     return "\n".join(lines)
 
@@ -237,6 +246,9 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=360, help="bound on each step, seconds")
     parser.add_argument("--servers", type=int, default=1,
                         help="split each step's participants over this many launches (docs/scaling.md)")
+    parser.add_argument("--lab", type=steps, default=steps("30"),
+                        help="live-chat steps with every participant behind one address, the lab's, named in "
+                             "router_lab_addresses ('' for none); the other steps give each its own address")
     parser.add_argument("--split", type=splits, default=[],
                         help="extra live-chat steps N:K, N participants over K servers (e.g. 500:2)")
     parser.add_argument("--kill-at", type=int, default=0, help="kill -9 the server when this many have joined")
@@ -260,10 +272,11 @@ def main() -> int:
     plan += [("live_chat", n, args.settings, args.servers) for n in args.live]
     plan += [("live_chat", n, args.settings, k) for n, k in args.split]
     plan += [("pw_turn", n, args.settings, args.servers) for n in args.pw_turn]
+    plan = [(*entry, False) for entry in plan] + [("live_chat", n, args.settings, 1, True) for n in args.lab]
     rows = []
     try:
-        for task, n, settings, servers in plan:
-            rows.append(step(task, n, settings, servers, args, folder, env))
+        for task, n, settings, servers, lab in plan:
+            rows.append(step(task, n, settings, servers, args, folder, env, lab))
             if args.out:
                 with open(args.out, "a") as out:
                     out.write(json.dumps(rows[-1]) + "\n")

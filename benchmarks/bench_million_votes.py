@@ -4,8 +4,8 @@ Target: with style control and fragility, under 60 s on the 2-core machine. Meas
   plain      scripts.analyze_pairwise.analyze with its defaults (1,000 bootstrap rounds), style control
              off (PairwiseConfig(style_control="off")) and the fragility section left out: the baseline;
   style      the same with style control on (style_control="auto", the command's default);
-  fragility  the same with the fragility section (voter_option.add_fragility, which the command always
-             runs: no option turns it off, so the baseline replaces it with a no-op);
+  fragility  the same with the fragility section (results/sections/fragility.py, which the command always
+             runs: no option turns it off, so the baseline leaves it out of the result's sections);
   both       both on: the command as it runs by default.
 Each run prints its wall and process CPU seconds (the machine is shared: compare CPU seconds); an untimed
 analysis of 2,000 votes first does the imports, which would otherwise be charged to the baseline.
@@ -49,13 +49,13 @@ def votes(n_votes: int, n_models: int, seed: int = 0) -> pd.DataFrame:
 
 def run(frame: pd.DataFrame, style: bool, fragility: bool) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of one analysis."""
-    from parlai_dialeval.scripts import voter_option
+    from parlai_dialeval.results import pairwise_result
     from parlai_dialeval.scripts.analyze_pairwise import PairwiseConfig, analyze
 
     config = PairwiseConfig(style_control="auto" if style else "off")
+    sections = [s for s in pairwise_result.SECTIONS if fragility or s.name != "fragility"]
     start, cpu = time.perf_counter(), time.process_time()
-    with tempfile.TemporaryDirectory() as out, mock.patch.object(
-            voter_option, "add_fragility", voter_option.add_fragility if fragility else lambda *_, **__: None):
+    with tempfile.TemporaryDirectory() as out, mock.patch.object(pairwise_result, "SECTIONS", sections):
         analyze(frame, Path(out), config, log=lambda *_: None)
     return time.perf_counter() - start, time.process_time() - cpu
 

@@ -3,17 +3,28 @@
 `dialeval launch live_chat_da conf=offline_small` as it runs for real (LocalArchitect: the Mephisto server and
 the node router on 127.0.0.1). Wave 1: WORKERS workers (tests/crowdsourcing/page_client.py, the page's
 protocol) do a whole HIT each. Wave 2, same launch: WORKERS more do the same while
-- an outsider without a session (one source, named by X-Forwarded-For as a proxy would) floods every route
-  that needs none: thirty 16 KB `mephisto_task_version` reports at once, then pipelined GETs of `/`,
-  `/task_config.json`, `/is_alive`, `/get_timestamp`, `/task_index`, malformed POSTs of `/request_agent`,
-  `/submit_task`, `/log_error`, in rounds for as long as the wave lasts;
+- an outsider without a session (one address of its own, 127.0.0.50) floods every route that needs none:
+  thirty 16 KB `mephisto_task_version` reports at once, then pipelined GETs of `/`, `/task_config.json`,
+  `/is_alive`, `/get_timestamp`, `/task_index`, malformed POSTs of `/request_agent`, `/submit_task`,
+  `/log_error`, in rounds for as long as the wave lasts, every request with a new `X-Forwarded-For` (issue
+  52: the router believed that header from any loopback peer, so each request was a fresh source), and opens
+  300 websockets, each with a new `X-Forwarded-For`, held open for the wave;
 - a participant with a session of her own sends packets Mephisto's server could not read: `log_error`
   without data or with `data: 5`, live updates nested 2,000 and 100,000 levels deep, text with an unpaired
   surrogate, 20 a second.
-Prints each wave's reply latency (send -> bot reply on the socket) p50/p95/p99, the ratio attacked / quiet,
-messages sent, confirmed and stored (the export), and lost (confirmed, not stored: must be 0).
+Every honest worker has a loopback address of its own (127.1.x.y), as on the internet. Prints each wave's
+reply latency (send -> bot reply on the socket) p50/p95/p99, the ratio attacked / quiet, messages sent,
+confirmed and stored (the export), lost (confirmed, not stored: must be 0), and what the outsider got.
 
-    .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460]
+``--prolific``: the Prolific amplification (issue 52, item 3) instead. The same chat on Prolific (a fake
+Prolific in this process, mephisto/provider=prolific); honest participants come from Prolific's study page,
+each from a loopback address of its own; during wave 2 a stranger at 127.0.0.50 asks for agents with made-up
+Prolific sessions as fast as the router lets it. Each such arrival would cost a call with the researcher's
+token; the budgets of arrival checks (providers/prolific/budget.py) allow one source 30 a minute. Prints the
+waves as above, and how many of the stranger's registrations reached the server and how many calls to
+Prolific they caused.
+
+    .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460] [--prolific]
 """
 from __future__ import annotations
 
@@ -21,22 +32,32 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
+import random
+import re
 import sys
 import time
 from pathlib import Path
 
 import httpx
 import numpy as np
+import websockets
 
 import bench_router_load  # benchmarks/, beside this script
 import load_generator
 
-STRANGER = "203.0.113.50"
+STRANGER = "127.0.0.50"  # the outsider's own address
+HOARDED = 300  # websockets the outsider tries to hold open
+
+
+def rotating() -> str:
+    """A new X-Forwarded-For for each request: before issue 52, a new source with a full budget every time."""
+    return f"198.51.{random.randrange(256)}.{random.randrange(1, 255)}"
 
 
 async def pipelined(port: int, requests: list[bytes]) -> list[int]:
-    """Requests written at once on one connection; their HTTP statuses."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    """Requests written at once on one connection from the outsider's address; their HTTP statuses."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(STRANGER, 0))
     writer.write(b"".join(requests))
     await writer.drain()
     answers = b""
@@ -54,7 +75,7 @@ async def pipelined(port: int, requests: list[bytes]) -> list[int]:
 
 
 def request(method: str, path: str, body: bytes = b"") -> bytes:
-    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {STRANGER}\r\n"
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {rotating()}\r\n"
     if method == "POST":
         head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
     return head.encode() + b"\r\n" + body
@@ -62,17 +83,37 @@ def request(method: str, path: str, body: bytes = b"") -> bytes:
 
 async def outsider(port: int, until, counts: dict) -> None:
     version = "9" * 16_000
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+    transport = httpx.AsyncHTTPTransport(local_address=STRANGER)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30, transport=transport) as http:
         await asyncio.gather(*(http.get("/task_config.json", params={"mephisto_task_version": f"{i}{version}"},
-                                        headers={"X-Forwarded-For": STRANGER}) for i in range(30)))
-    round_ = [request("GET", "/"), request("GET", f"/task_config.json?mephisto_task_version={version}"),
-              request("GET", "/is_alive"), request("GET", "/get_timestamp"), request("GET", "/task_index"),
-              request("POST", "/request_agent", b'{"provider_data": 5}'), request("POST", "/submit_task", b"{broken"),
-              request("POST", "/log_error", b'{"USED_AGENT_ID": "1", "error_data": {"text": "x"}}')]
+                                        headers={"X-Forwarded-For": rotating()}) for i in range(30)))
+    hoard = asyncio.create_task(hoarded_sockets(port, until, counts))
     while not until():
-        for status in await pipelined(port, round_ * 25):
+        round_ = [request("GET", "/"), request("GET", f"/task_config.json?mephisto_task_version={version}"),
+                  request("GET", "/is_alive"), request("GET", "/get_timestamp"), request("GET", "/task_index"),
+                  request("POST", "/request_agent", b'{"provider_data": 5}'), request("POST", "/submit_task", b"{broken"),
+                  request("POST", "/log_error", b'{"USED_AGENT_ID": "1", "error_data": {"text": "x"}}')]
+        for status in await pipelined(port, [r for _ in range(25) for r in round_]):
             counts[status] = counts.get(status, 0) + 1
         await asyncio.sleep(0.2)
+    await hoard
+
+
+async def hoarded_sockets(port: int, until, counts: dict) -> None:
+    """HOARDED websockets from the outsider's address, each with a new X-Forwarded-For, held until the wave
+    ends (issue 52: 300 of 300 were opened); how many opened and how many were refused go to ``counts``."""
+    held = []
+    for _ in range(HOARDED):
+        try:
+            held.append(await websockets.connect(f"ws://127.0.0.1:{port}", local_addr=(STRANGER, 0),
+                                                 extra_headers={"X-Forwarded-For": rotating()}))
+        except (websockets.InvalidStatusCode, OSError):
+            counts["sockets refused"] = counts.get("sockets refused", 0) + 1
+    counts["sockets held"] = len(held)
+    while not until():
+        await asyncio.sleep(0.5)
+    for socket in held:
+        await socket.close()
 
 
 async def insider(port: int, until, counts: dict) -> None:
@@ -121,7 +162,7 @@ async def flood_run(args, tmp: Path, CliRun) -> None:
                                               time.time() + args.duration)
         quiet_wall = await bench_router_load.wave(quiet)
         attacked = bench_router_load.clients_for([f"a{i:02d}" for i in range(args.workers)], args,
-                                                 time.time() + args.duration)
+                                                 time.time() + args.duration, first=args.workers)
 
         async def attack():
             # its own process: the attackers' work must not slow the honest clients' event loop in this one
@@ -147,19 +188,147 @@ async def flood_run(args, tmp: Path, CliRun) -> None:
     lost = [t for c in quiet + attacked for t in c.confirmed if t not in human]
     print(f"messages lost (confirmed, not stored): {len(lost)}")
     http = {k: v for k, v in counts.items() if isinstance(k, int)}
-    print(f"outsider: {sum(http.values())} requests answered {dict(sorted(http.items()))}; insider: "
-          f"{counts.get('packets', 0)} unreadable packets")
-    print(f"server link restarts: {log.count('attempting restart')}; launch log {len(log) / 1024:.0f} KB")
+    print(f"outsider (a new X-Forwarded-For on each): {sum(http.values())} requests answered "
+          f"{dict(sorted(http.items()))}, {counts.get('sockets held', 0)} of {HOARDED} websockets held open "
+          f"({counts.get('sockets refused', 0)} refused); insider: {counts.get('packets', 0)} unreadable packets")
+    # the server's tries before the router listened (a busy machine's start-up) are no restart of the link
+    served = log[log.find("Listening on"):] if "Listening on" in log else log
+    print(f"server link restarts: {served.count('attempting restart')}; launch log {len(log) / 1024:.0f} KB")
     problems = [f"{c.name}: {', '.join(c.seen)}" for c in quiet + attacked if c.seen]
     print("workers saw: " + ("; ".join(problems) if problems else "nothing unusual"))
+
+
+# ---------------------------------------------------------------- the Prolific amplification
+STRANGER_ADDRESS = "127.0.0.50"
+
+
+class ProlificPage(load_generator.PageClient):
+    """An honest participant from Prolific's study page: its PROLIFIC_PID and SESSION_ID, its own address."""
+
+    def __init__(self, name: str, args, deadline: float, session: str, study_id: str, address: str):
+        super().__init__(name, args.port, args.inputs, args.think, deadline)
+        self.session, self.study_id, self.address = session, study_id, address
+
+    def registration(self) -> dict:
+        return {"worker_name": self.name, "agent_registration_id": f"{self.session}-{self.name}",
+                "assignment_id": self.session, "study_id": self.study_id, "provider_type": "prolific",
+                "dialeval_secret": self.secret}
+
+    async def open(self, http) -> bool:
+        transport = httpx.AsyncHTTPTransport(local_address=self.address)
+        async with httpx.AsyncClient(transport=transport) as own:  # the router sees this participant's address
+            return await super().open(own)
+
+
+def stranger(port: int, study_id: str, stop, results) -> None:
+    """Requests for an agent with made-up Prolific sessions from one address, eight at a time, until ``stop``."""
+    import secrets
+
+    statuses: dict = {}
+
+    async def ask(http):
+        while not stop.is_set():
+            pid, session = secrets.token_hex(12), secrets.token_hex(12)
+            try:
+                reply = await http.post("/request_agent", json={"client_timestamp": time.time(), "provider_data": {
+                    "worker_name": pid, "assignment_id": session, "agent_registration_id": f"{session}-{pid}",
+                    "study_id": study_id, "provider_type": "prolific"}})
+                answer = reply.status_code
+            except httpx.HTTPError:  # the door closed the connection on it: it opens another
+                answer = "closed"
+                await asyncio.sleep(0.05)
+            statuses[answer] = statuses.get(answer, 0) + 1
+
+    async def all_at_once():
+        transport = httpx.AsyncHTTPTransport(local_address=STRANGER_ADDRESS)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport, timeout=30) as http:
+            await asyncio.gather(*(ask(http) for _ in range(8)))
+
+    asyncio.run(all_at_once())
+    results.put(statuses)
+
+
+async def prolific_run(args, tmp: Path) -> None:
+    from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+
+    harness = load_generator.test_helper("prolific_harness")
+    task, data = "bench_prolific_flood", tmp / "mephisto"
+    with harness.fake_prolific() as fake:
+        prepare_mephisto(data)  # Mephisto first: importing it registers our provider, whose models come next
+        from parlai_dialeval.providers.prolific.models import ProlificRequester, register_token
+
+        os.environ["BENCH_PROLIFIC_TOKEN"] = harness.TOKEN
+        register_token(harness.REQUESTER, "BENCH_PROLIFIC_TOKEN", None, fake.api_base_url)
+        from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+        ProlificRequester.new(LocalMephistoDB(database_path=str(database_path(data))), harness.REQUESTER)
+        overrides = [*bench_router_load.launch_overrides(args, task, 2 * args.workers), *harness.provider_overrides(
+            fake, reward="0.50", minutes=5), "mephisto.provider.max_submissions_per_participant=-1"]
+        run = harness.ProlificCliRun(tmp / "launch", fake, overrides, data_dir=data)
+        study_id = run.study["id"]
+        end = time.time() + 180  # a place per unit, as Mephisto launches them
+        while fake.state.studies[study_id]["total_available_places"] < 2 * args.workers and time.time() < end:
+            await asyncio.sleep(0.5)
+
+        def pages(prefix: str, first: int) -> list:
+            made = []
+            for i in range(args.workers):
+                with fake.state.lock:  # the participant takes a place on Prolific: a session of their own
+                    _, sub = fake.state.start(study_id, f"{prefix}{i:02d}")
+                made.append(ProlificPage(f"{prefix}{i:02d}", args, time.time() + args.duration, sub["id"], study_id,
+                                         f"127.0.0.{first + i}"))
+            return made
+
+        outcome: dict = {}
+        try:
+            quiet = pages("q", 10)
+            quiet_wall = await bench_router_load.wave(quiet)
+            attacked = pages("a", 10 + args.workers)
+            before = len(fake.state.calls)
+
+            async def attack():
+                stop, results = multiprocessing.Event(), multiprocessing.Queue()
+                process = multiprocessing.Process(target=stranger, args=(args.port, study_id, stop, results))
+                process.start()
+                started = time.time()
+                while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
+                    await asyncio.sleep(0.5)
+                stop.set()
+                outcome.update(statuses=await asyncio.to_thread(results.get, True, 120), minutes=(time.time() - started) / 60)
+                await asyncio.to_thread(process.join, 30)
+
+            attacked_wall = await bench_router_load.wave(attacked, attack)
+        finally:
+            run.stop()
+        honest = {c.session for c in quiet + attacked}
+        looked_up = (re.fullmatch(r"/api/v1/submissions/([^/]+)/", c["path"]) for c in fake.state.calls[before:]
+                     if c["method"] == "GET")
+        calls = [found[1] for found in looked_up if found and found[1] not in honest]
+    report, convs, human = load_generator.stored_texts(task, data, tmp / "prolific_flood.jsonl")
+    lat_quiet = bench_router_load.describe(f"{args.workers} Prolific participants, no attack", quiet, quiet_wall, human)
+    lat_attacked = bench_router_load.describe(f"{args.workers} Prolific participants while a stranger floods",
+                                              attacked, attacked_wall, human)
+    if len(lat_quiet) and len(lat_attacked):
+        print("ratio attacked / quiet: " + ", ".join(
+            f"p{q} {np.percentile(lat_attacked, q) / np.percentile(lat_quiet, q):.2f}x" for q in (50, 95, 99)))
+    lost = [t for c in quiet + attacked for t in c.confirmed if t not in human]
+    placed = sum(1 for c in quiet + attacked if not any(s.startswith("refused") for s in c.seen))
+    print(f"messages lost (confirmed, not stored): {len(lost)}; honest participants placed: {placed} of {2 * args.workers}")
+    statuses = outcome.get("statuses", {})
+    print(f"stranger: {sum(statuses.values())} requests for an agent with made-up sessions in "
+          f"{outcome.get('minutes', 0):.1f} min, answered {dict(sorted(statuses.items(), key=str))}; calls to Prolific "
+          f"about them: {len(calls)} (budget: 30 a minute from one source)")
+    problems = [f"{c.name}: {', '.join(c.seen)}" for c in quiet + attacked if c.seen]
+    print("participants saw: " + ("; ".join(problems) if problems else "nothing unusual"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     bench_router_load.add_wave_args(parser, workers=20, duration=300, port=3460)
+    parser.add_argument("--prolific", action="store_true", help="the Prolific amplification instead (see above)")
     args = parser.parse_args()
     tmp, CliRun = bench_router_load.start(args, "bench_router_flood_")
-    asyncio.run(flood_run(args, tmp, CliRun))
+    asyncio.run(prolific_run(args, tmp) if args.prolific else flood_run(args, tmp, CliRun))
     return 0
 
 

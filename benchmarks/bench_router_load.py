@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import numpy as np
 import psutil
 
@@ -51,16 +50,21 @@ def memory_mb(pid: int | None) -> float:
         return float("nan")
 
 
-def clients_for(names, args, deadline: float) -> list[PageClient]:
-    return [PageClient(name, args.port, args.inputs, args.think, deadline) for name in names]
+def clients_for(names, args, deadline: float, first: int = 0) -> list[PageClient]:
+    """Workers, each from a loopback address of its own (the router's budgets are per address); ``first``: the
+    index of the first one's address (a second wave takes addresses of its own too)."""
+    return [PageClient(name, args.port, args.inputs, args.think, deadline, address=load_generator.own_address(first + i))
+            for i, name in enumerate(names)]
 
 
 async def wave(clients, during=None):
     """Run the clients to the end or their deadline; ``during`` runs alongside (the mid-run kill)."""
-    limits = httpx.Limits(max_connections=len(clients) + 5)
-    async with httpx.AsyncClient(limits=limits) as http:
-        start = time.time()
-        await asyncio.gather(*(c.run(http) for c in clients), *([during()] if during else []))
+    async def work(client):
+        async with client.http_client() as http:  # its connections come from its own address
+            await client.run(http)
+
+    start = time.time()
+    await asyncio.gather(*map(work, clients), *([during()] if during else []))
     return time.time() - start
 
 
@@ -158,8 +162,7 @@ async def restart_run(args, tmp: Path, CliRun) -> None:
 def launch_overrides(args, task: str, units: int) -> list[str]:
     return ["conf=offline_small", f"mephisto.architect.port={args.port}", f"mephisto.task.task_name={task}",
             f"mephisto.blueprint.num_conversations={units}", "mephisto.task.max_num_concurrent_units=0",
-            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0",
-            "mephisto.blueprint.router_claims_per_source=0"]  # the simulated crowd comes from one address
+            f"live_chat.min_inputs={args.inputs}", "live_chat.seed=0"]
 
 
 def add_wave_args(parser: argparse.ArgumentParser, workers: int, duration: float, port: int) -> None:

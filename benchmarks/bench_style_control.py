@@ -1,6 +1,6 @@
 """Style control (issue 43): recovery of known strengths under a length bias, the ChatEval A/B ranking with
 and without style control, and the cost on a million votes against the plain Bradley-Terry fit of the
-same votes (rankings.bradley_terry, no bootstrap) measured in the same run.
+same votes (bradley_terry.bootstrap without rounds: the plain fit) measured in the same run.
 
     .venv/bin/python benchmarks/bench_style_control.py [--votes 1000000] [--models 200] [--skip-chateval]
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from parlai_dialeval.analysis import rankings, style_control  # noqa: E402
+from parlai_dialeval.analysis import bradley_terry, style_control  # noqa: E402
 
 WORDS = np.array([" ".join(["word"] * k) for k in range(401)], dtype=object)
 
@@ -79,8 +79,7 @@ def speed(n_votes: int, n_models: int) -> dict:
 
     votes = with_sections(simulate(n_votes, n_models, seed=0)[0])  # analyze_pairwise adds them before either
     started = time.perf_counter()
-    models, a, b, outcome = rankings.encode(votes)
-    rankings.bradley_terry(a, b, outcome, len(models), rounds=0)
+    bradley_terry.bootstrap(bradley_terry.encode(votes), rounds=0)
     baseline = time.perf_counter() - started
     started = time.perf_counter()
     style_control.pairwise_style_control(votes)

@@ -25,7 +25,7 @@ from scipy import stats
 from parlai_dialeval.adaptive.voter_flags import exclude_flagged, flag_voters
 from parlai_dialeval.analysis import pairwise
 from parlai_dialeval.analysis.fragility import bt_fragility, pair_fragility
-from parlai_dialeval.analysis.rankings import deduplicate, encode, fit_bt, win_matrix
+from parlai_dialeval.analysis.bradley_terry import encode, ilsr, kinds, win_matrix
 from parlai_dialeval.testing.crowd_votes import crowd_study
 
 STRENGTHS = np.linspace(0.0, 1.4, 8)  # m0 weakest ... m7 strongest
@@ -34,9 +34,9 @@ TASTES = (0.0, 0.5, 1.0, 1.5)  # honest workers' taste SD per model (logits)
 
 
 def rank(votes: pd.DataFrame, model: str) -> int:
-    models, a, b, outcome = encode(votes)
-    strength = fit_bt(win_matrix(*deduplicate(a, b, outcome), len(models)))
-    return int((strength > strength[models.index(model)]).sum()) + 1
+    encoded = encode(votes)
+    strength = ilsr(win_matrix(*kinds(encoded.first, encoded.second, encoded.outcome), len(encoded.models)))
+    return int((strength > strength[encoded.models.index(model)]).sum()) + 1
 
 
 def honest(studies: int, votes: int, workers: int = 40, worker_sd: float = 0.3, position_bias: float = 0.4,
@@ -118,8 +118,8 @@ def arena(votes: int, models: int) -> dict:
         "worker_id": np.char.add("w", rng.integers(0, votes // 50, votes).astype(str)).astype(object)}))
     timings = {}
     def strengths():
-        models, a, b, outcome = encode(frame)
-        return fit_bt(win_matrix(*deduplicate(a, b, outcome), len(models)))
+        encoded = encode(frame)
+        return ilsr(win_matrix(*kinds(encoded.first, encoded.second, encoded.outcome), len(encoded.models)))
 
     for name, run in (("Bradley-Terry fit (baseline)", strengths),
                       ("flag_voters", lambda: flag_voters(frame)), ("pair_fragility", lambda: pair_fragility(frame)),

@@ -1,7 +1,7 @@
 """Participants at human pace for load runs: the page's packets (tests/crowdsourcing/page_client.py), no browser.
 
 A ``Participant`` does a whole live-chat DA HIT, a ``PwTurnParticipant`` a whole PW-Turn HIT, from the
-server's state only, as a person would: seconds of reading and typing between messages (``Pace``), now and
+server's state only, from a loopback address of its own (``own_address``), as a person would: seconds of reading and typing between messages (``Pace``), now and
 then a long pause, a page reload mid-task (network blip, refresh) and, for a few, leaving for good.
 Every action's latency is kept twice: as seen on the socket, and as the platform's own share, the
 endpoint bots' time subtracted. The bots' time is known exactly from their reply: the fake endpoint
@@ -106,11 +106,21 @@ class Pace:
         return seconds * self.scale
 
 
+def own_address(i: int) -> str:
+    """Participant ``i``'s loopback address (127.0.0.0/8 is all this machine's; 127.0.0.x is left to the servers):
+    the router's budgets are per address, as on the internet, where each participant has one."""
+    return f"127.1.{i // 250}.{i % 250 + 1}"
+
+
+LAB_ADDRESS = "127.2.0.1"  # participants behind one address (a lab's), named in router_lab_addresses
+
+
 class Participant(PageClient):
     """One live-chat DA participant at human pace (the page's packets; page_client.PageClient)."""
 
-    def __init__(self, name: str, port: int, inputs: int, deadline: float, pace: Pace, bots: BotScript, seed: int):
-        super().__init__(name, port, inputs, think=0.0, deadline=deadline)
+    def __init__(self, name: str, port: int, inputs: int, deadline: float, pace: Pace, bots: BotScript, seed: int,
+                 address: str | None = None):
+        super().__init__(name, port, inputs, think=0.0, deadline=deadline, address=address)
         self.pace, self.bots, self.rng = pace, bots, random.Random(seed)
         # (action, seconds the platform added to its answer: the bots' endpoint time subtracted)
         self.platform: list[tuple[str, float]] = []

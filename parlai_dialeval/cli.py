@@ -51,9 +51,14 @@ def register_plugin_scripts() -> None:
 
 
 def run_plugin_command(command: str, module: str, args: list[str]):
-    """What ParlAI's superscript does for one command, without building every other command first."""
+    """What ParlAI's superscript does for one command, without building every other command first. Every
+    file and folder the command makes is its owner's alone (outputs, caches, what libraries write):
+    workers.csv, report.html and an answer cache hold worker ids and participants' words."""
     from parlai.core.loader import SCRIPT_REGISTRY
 
+    from parlai_dialeval.atomic import owner_only
+
+    owner_only()
     importlib.import_module(module)
     script = SCRIPT_REGISTRY[command].klass
     parser = script.setup_args()

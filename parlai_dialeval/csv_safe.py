@@ -2,41 +2,85 @@
 
 A spreadsheet runs a cell as a formula when its text starts with ``= + - @``, a tab or a carriage return
 (OWASP's CSV-injection rule), and worker ids, model names and texts come from strangers
-(``=HYPERLINK("http://example.invalid","x")`` as a Prolific id). Such a text cell is written with a single
-quote before it, which spreadsheets show as text and never run. Numbers stay numbers: numeric columns are
-written as they are, and a text cell that is a plain number (``-0.5``, ``+3``, ``1e-05``) is a number to
-every spreadsheet, never a formula, so it is kept too. A text that already starts with quotes before such a
-character gets one more, so ``restore`` gives back exactly the text that was written (our own readers of
-our CSVs use it).
+(``=HYPERLINK("http://example.invalid","x")`` as a Prolific id). Some spreadsheets also trim leading white
+space, and a lookalike (fullwidth ``＝``, small ``﹦``) is read as the character it looks like; so the rule
+looks past leading white space (a space, a tab, a CR, a non-breaking or ideographic space) and format
+characters (U+200B zero-width space, U+FEFF, ...) at the first visible character, compatibility-folded
+(NFKC: ``＝`` is ``=``). Such a text cell is written with a single quote before it, which spreadsheets show
+as text and never run. Numbers stay numbers: numeric columns are written as they are, and a text cell that
+is a plain number (``-0.5``, ``+3``, ``1e-05``) is a number to every spreadsheet, never a formula, so it is
+kept too. A text that already starts with quotes before such a character gets one more, so ``restore``
+gives back exactly the text that was written (our own readers of our CSVs use it).
+
+Bidirectional controls (U+202E right-to-left override and the others, ``BIDI``) make a cell show other
+text than it holds (``gpt\u202e4-lacol`` shows as another model's name): each is written as the visible
+escape ``\\u202E``. Backslashes written before such an escape, or before the control itself, are doubled,
+so an odd run of them before ``u202E`` is a control and an even one literal text: ``restore`` gives back
+exactly what was written.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from parlai_dialeval.atomic import atomic_open
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_CODES = r"061[cC]|200[eEfF]|202[a-eA-E]|206[6-9]"
+_ESCAPE = re.compile(rf"(\\+)(u(?:{_CODES}))|(\\*)([{BIDI}])")
+_UNESCAPE = re.compile(rf"(\\+)u({_CODES})")
+
+
+def _first_visible(text: str) -> str:
+    """The first character that is neither white space nor a format character, compatibility-folded."""
+    for char in text:
+        if not char.isspace() and unicodedata.category(char) != "Cf":
+            return unicodedata.normalize("NFKC", char)[:1]
+    return ""
 
 
 def _runs_as_formula(text: str) -> bool:
-    """True when ``text`` must be quoted: it starts (after any quotes) with a formula character, and it is
-    not a plain number."""
+    """True when ``text`` must be quoted: it starts (after any quotes) with a tab or a CR, or its first
+    visible character is a formula character, and it is not a plain number."""
     bare = text.lstrip("'")
-    return bare.startswith(FORMULA_START) and not (bare == text and _NUMBER.fullmatch(text))
+    if bare == text and _NUMBER.fullmatch(text):
+        return False
+    return bare.startswith(FORMULA_START) or _first_visible(bare) in ("=", "+", "-", "@")
+
+
+def _escape(match) -> str:
+    """k backslashes and a literal escape: 2k and the escape; k backslashes and a control: 2k, then the
+    control's escape (2k + 1 backslashes before its ``u``)."""
+    if match.group(2):
+        return match.group(1) * 2 + match.group(2)
+    return match.group(3) * 2 + f"\\u{ord(match.group(4)):04X}"
+
+
+def _unescape(match) -> str:
+    backslashes = len(match.group(1))
+    text = chr(int(match.group(2), 16)) if backslashes % 2 else "u" + match.group(2)
+    return "\\" * (backslashes // 2) + text
 
 
 def neutralise(value):
-    """``value`` as a cell no spreadsheet runs; anything but text is returned as it is."""
-    return "'" + value if isinstance(value, str) and _runs_as_formula(value) else value
+    """``value`` as a cell no spreadsheet runs and whose text shows as it is; anything but text is returned
+    as it is."""
+    if not isinstance(value, str):
+        return value
+    value = _ESCAPE.sub(_escape, value)
+    return "'" + value if _runs_as_formula(value) else value
 
 
 def unneutralise(value):
     """The text ``neutralise`` was given, from the cell it made."""
-    if isinstance(value, str) and value.startswith("'") and _runs_as_formula(value[1:]):
-        return value[1:]
-    return value
+    if not isinstance(value, str):
+        return value
+    if value.startswith("'") and _runs_as_formula(value[1:]):
+        value = value[1:]
+    return _UNESCAPE.sub(_unescape, value)
 
 
 def _map_text(frame: pd.DataFrame, function) -> pd.DataFrame:

@@ -125,10 +125,21 @@ class Report:
 
     def table(self, frame: pd.DataFrame, caption: str | None = None, floatfmt: str = "{:.3f}",
               index: bool = False, empty: str = "No rows.") -> None:
-        """A table, or the ``empty`` sentence when the frame has no rows. pandas escapes every cell."""
+        """A table, or the ``empty`` sentence when the frame has no rows. pandas escapes every cell. A table with
+        ``question`` and ``unit`` columns and several rows of one question is shown as one table per question and
+        unit, named in its caption, rather than the question repeated in every row."""
         if frame is None or frame.empty:
             self.sections.append({"kind": "text", "text": (caption + ": " if caption else "") + empty})
             return
+        if not isinstance(frame.columns, pd.MultiIndex) and {"question", "unit"} <= set(frame.columns) \
+                and frame.duplicated(["question", "unit"]).any():
+            for (question, unit), part in frame.groupby(["question", "unit"], sort=False, dropna=False):
+                named = f"{question} ({unit})" + (f": {caption}" if caption else "")
+                self._table(part.drop(columns=["question", "unit"]), named, floatfmt, index)
+            return
+        self._table(frame, caption, floatfmt, index)
+
+    def _table(self, frame: pd.DataFrame, caption: str | None, floatfmt: str, index: bool) -> None:
         frame = frame.rename(columns=in_words) if not isinstance(frame.columns, pd.MultiIndex) else frame
         parts = column_parts(frame, index)
         for number, part in enumerate(parts, 1):
@@ -139,8 +150,7 @@ class Report:
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""
         path = self.out_dir / f"{name}.png"
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
+        with atomic_path(path) as tmp:  # makes the folder, owner-only
             fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
         import matplotlib.pyplot as plt  # here, not at the top: only figures need pyplot (0.5 s to import)
 
@@ -169,7 +179,6 @@ class Report:
 
     def write(self, name: str = "report.html") -> Path:
         path = self.out_dir / name
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_open(path) as handle:
+        with atomic_open(path) as handle:  # makes the folder, owner-only
             handle.write(self.render())
         return path

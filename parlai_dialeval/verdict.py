@@ -4,6 +4,7 @@ both the analyses and adaptive/ (whose planner sizes what is unsettled), below t
 from __future__ import annotations
 
 import math
+import warnings
 
 import pandas as pd
 
@@ -106,7 +107,11 @@ def more_per_model(top: pd.Series, second: pd.Series, mean: str, sd: str, n: str
     spread = math.sqrt((top[sd] ** 2 + second[sd] ** 2) / 2)
     if not (math.isfinite(spread) and spread > 0) or top[mean] == second[mean]:
         return None
-    needed = sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():  # its "returning nan" is answered below, in words: not a warning in a report
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        needed = sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)
     if not math.isfinite(needed):  # statsmodels' root finder did not converge (a huge effect, a tiny n): no claim
         return None
     return max(0, math.ceil(needed) - int(max(top[n], second[n])))

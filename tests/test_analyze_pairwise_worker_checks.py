@@ -70,4 +70,8 @@ def test_participants_who_left_after_the_practice_are_not_flagged(tmp_path):
     assert sorted(checks["worker_id"]) == ["careful", "shouter"]
     assert sorted(checks.loc[checks["flagged"], "worker_id"]) == ["shouter"]
     report = (out / "report.html").read_text()
-    assert "on 2 worker(s): 1 flagged (shouter)" in report and "left0" not in report
+    # the evidence table (issue 51) lists every participant, the leavers too: there, and only there, not flagged
+    evidence = pd.read_csv(out / "evidence.csv").set_index("worker_id")
+    assert not evidence.loc[["left0", "left1"], "flagged"].any() and evidence.loc["shouter", "flagged"]
+    before_table = report.split("evidence.csv holds every worker")[0]
+    assert "on 2 worker(s): 1 flagged (shouter)" in report and "left0" not in before_table

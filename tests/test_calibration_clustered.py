@@ -124,7 +124,7 @@ def test_adaptive_ledger_bets_once_on_an_item_whose_votes_arrive_in_several_batc
     """Equal models; every item is reused in 8 batches (one vote each, ICC 0.5). Keyed by item (as the
     adaptive launch does) the ledger keeps alpha; betting every batch's outcome anew does not."""
     from parlai_dialeval.adaptive.ledger import Ledger
-    from parlai_dialeval.analysis.cluster_robust import record_outcomes
+    from parlai_dialeval.analysis.collection_order import record_outcomes
 
     rng, studies = np.random.default_rng(16), 60
     keyed = fresh = 0

@@ -7,7 +7,7 @@ import pytest
 
 from parlai_dialeval.analysis import categories
 from parlai_dialeval.errors import DataError
-from parlai_dialeval.scripts.style_option import read_covariates, read_rules
+from parlai_dialeval.results.user_files import read_covariates, read_rules
 
 
 def test_rule_membership_on_hand_written_prompts():

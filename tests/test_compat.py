@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from parlai_dialeval.compat import mephisto as compat_mephisto
+from parlai_dialeval.compat import mephisto_arrivals, mephisto_threads
 from parlai_dialeval.compat import parlai as compat_parlai
 from parlai_dialeval.compat import patching, source_fixes
 from parlai_dialeval.compat.patching import CompatError, is_ours
@@ -83,8 +84,8 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
         "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
         "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
         "joined_force_shutdown": compat_mephisto.joined_force_shutdown,
-        "arrivals_checked": compat_mephisto.arrivals_checked,
-        "safe_unit_launching": lambda: compat_mephisto.safe_unit_launching().__enter__(),
+        "arrivals_checked": mephisto_arrivals.arrivals_checked,
+        "safe_unit_launching": lambda: mephisto_threads.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),
         "let_help_skip_required_options": lambda: compat_parlai.let_help_skip_required_options(
             load_copy("parlai.core.params", tmp_path).ParlaiParser),
@@ -95,7 +96,8 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
 
 
 def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(monkeypatch):
-    """arrivals_checked wraps WorkerPool.register_worker: useless if Mephisto's client IO stopped calling it."""
+    """arrivals_checked wraps WorkerPool.register_worker and reconnect_agent: useless if Mephisto's client IO
+    stopped calling them."""
     from mephisto.operations.client_io_handler import ClientIOHandler
 
     def _register_agent(self, packet, channel_id):  # an upstream that registers some other way
@@ -103,7 +105,7 @@ def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(m
 
     monkeypatch.setattr(ClientIOHandler, "_register_agent", _register_agent)
     with pytest.raises(CompatError, match="arrivals_checked: .*_register_agent no longer calls .worker_pool"):
-        compat_mephisto.arrivals_checked()
+        mephisto_arrivals.arrivals_checked()
 
 
 # ------------------------------------------------------------------ functions replaced at run time
@@ -150,19 +152,19 @@ def test_the_safe_unit_launcher_is_scoped_to_the_block_and_checked(tmp_path):
     from mephisto.operations import operator, task_launcher
 
     mephisto_generate_units = task_launcher.TaskLauncher.generate_units
-    with compat_mephisto.safe_unit_launching():
+    with mephisto_threads.safe_unit_launching():
         safe = operator.TaskLauncher
         assert issubclass(safe, task_launcher.TaskLauncher) and is_ours(safe.generate_units)
         assert task_launcher.TaskLauncher.generate_units is mephisto_generate_units  # Mephisto's class untouched
     assert operator.TaskLauncher is task_launcher.TaskLauncher
-    compat_mephisto.require_safe_launcher(object.__new__(safe))
+    mephisto_threads.require_safe_launcher(object.__new__(safe))
     with pytest.raises(CompatError, match="did not take effect"):
-        compat_mephisto.require_safe_launcher(object.__new__(task_launcher.TaskLauncher))
+        mephisto_threads.require_safe_launcher(object.__new__(task_launcher.TaskLauncher))
     # an operator that no longer calls the class by its module-global name would not see the swap
     changed = load_copy("mephisto.operations.operator", tmp_path, lambda text: text.replace(
         "launcher = TaskLauncher(", "launcher = task_launcher_class("))
     with pytest.raises(CompatError, match="no longer calls 'launcher = TaskLauncher\\('"):
-        with compat_mephisto.safe_unit_launching(changed):
+        with mephisto_threads.safe_unit_launching(changed):
             pass
 
 

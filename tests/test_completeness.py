@@ -1,6 +1,8 @@
 """Judgments of unfinished conversations stay in the data but out of the statistics (issue 20 item 1)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 
 from parlai_dialeval.analysis.completeness import finished_only
@@ -49,7 +51,7 @@ def test_pairwise_leaves_out_turns_of_unfinished_conversations(tmp_path):
     records, target = records_with_one_unfinished("comparison")
     data = from_records(records)
     turns_of_target = int((data.comparisons["item_id"] == target).sum())
-    result = AnalyzePairwise.analyse(None, data, PairwiseConfig(bootstrap_rounds=10), None, tmp_path)
+    result = AnalyzePairwise.analyse(SimpleNamespace(evidence=None), data, PairwiseConfig(bootstrap_rounds=10), None, tmp_path)
     assert result["summary"]["left_out"] == {"comparisons of conversations not complete (status)": turns_of_target}
     assert result["conversation_tests"]["conversations"].sum() == data.comparisons.query(
         "turn_index == turn_index")["item_id"].nunique() - 1

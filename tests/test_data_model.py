@@ -150,14 +150,16 @@ def test_encoding_error_names_its_line(tmp_path):
         read_jsonl([path])
 
 
-def test_outputs_get_ordinary_permissions(tmp_path):
+def test_outputs_are_their_owners_alone_whatever_the_umask(tmp_path):
     import os
 
-    path = tmp_path / "perm.jsonl"
-    write_jsonl([RATING], path)
-    umask = os.umask(0)
-    os.umask(umask)
-    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    path = tmp_path / "new" / "perm.jsonl"
+    previous = os.umask(0o022)  # issue 52 item 5: 0644 outputs let anyone on the machine read worker ids
+    try:
+        write_jsonl([RATING], path)
+    finally:
+        os.umask(previous)
+    assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
 
 
 # ----------------------------------------------------------------------------- issue 18 items 2-4, 10, 13

@@ -73,6 +73,10 @@ RULES = [
     Rule("docs/crowdsourcing.md", r"dialeval launch acute", skip=LAUNCH),
     Rule("docs/crowdsourcing.md", r"provider=mturk", skip="needs MTurk credentials and Heroku"),
     Rule("docs/crowdsourcing.md", r"provider=prolific", skip="needs Prolific credentials"),
+    Rule("docs/security.md", r"provider=prolific .*router_trusted_proxies", skip="needs Prolific credentials; "
+         "test_router_sources.py and test_hostile_doors.py launch with router_trusted_proxies"),
+    Rule("docs/security.md", r"^cloudflared tunnel", skip="a tunnel to the internet; the router's reading of the "
+         "header such a tunnel appends is tested in test_router_sources.py"),
     Rule("docs/crowdsourcing.md", r"dialeval export live_chat_da", skip=AFTER_LAUNCH),
     Rule("docs/crowdsourcing.md", r"^dialeval dashboard ",
          skip="serves until Ctrl-C over a launched task (test_dashboard_browser.py watches one)"),
@@ -98,6 +102,9 @@ RULES = [
     Rule("docs/participant_pages.md", r"DIALEVAL_GALLERY=", skip="runs the browser tests themselves (CI runs them)"),
     Rule("docs/ppi.md", r"^dialeval ", skip=SYNOPSIS),
     Rule("docs/report_gallery.md", r"DIALEVAL_GALLERY=", skip="runs the browser test itself (CI runs it)"),
+    Rule("docs/reports.md", r"^cp -r results/pairwise",
+         skip="copies a report to a place the reader shares; tests/test_owner_only_outputs.py checks the owner-only "
+              "modes a copy starts from"),
     Rule("docs/scaling.md", r"benchmarks/bench_load\.py", skip="a load benchmark (minutes to 35 minutes)"),
     Rule("docs/single_model_analysis.md", r"^dialeval (analyze_single_model|significance_time|analyze_scales)",
          skip=SYNOPSIS),
@@ -253,3 +260,27 @@ def test_the_live_chat_analyses_and_their_replication_run(shared_data, tmp_path,
     run_group("live chat", tmp_path, monkeypatch, capfd, shared=shared_data)
     for report in ("free1", "free2", "replication"):
         assert (tmp_path / "runs" / report / "report.html").is_file(), report
+
+
+PYTHON_DOCS = ["docs/library.md"]  # worked examples in Python, run here block after block
+
+
+def python_blocks(doc: str) -> list[str]:
+    text = (REPO / doc).read_text(encoding="utf-8")
+    return [body for language, body in FENCE.findall(text) if language == "python"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", PYTHON_DOCS)
+def test_the_worked_python_examples_run(doc, shared_data, tmp_path, monkeypatch, capfd):
+    # Issue 56 item 2: the library calls a notebook makes, as the docs show them, on the data they name.
+    blocks = python_blocks(doc)
+    assert blocks, f"{doc} has no python block"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for number, block in enumerate(blocks, 1):
+        code = compile(block.replace("../shared/data", str(shared_data)), f"{doc} block {number}", "exec")
+        exec(code, namespace)  # noqa: S102 - the project's own documentation
+    shown = capfd.readouterr().out
+    assert "workers flagged" in shown and "coefficient" in shown
+    assert not list(tmp_path.iterdir()), "a library call wrote files"

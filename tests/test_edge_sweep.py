@@ -74,8 +74,8 @@ def test_a_live_chat_verdict_where_the_power_solver_does_not_converge():
     assert edge_sweep.run("replicate", shape).status != "raised"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 50 item 5 (helper bt56): rankings.py numbers level models 1 and 2")
 def test_models_level_in_strength_share_a_rank():
+    # issue 50 item 5, fixed by issue 56 (bt56): rankings.py numbered level models 1 and 2
     shape = {"seed": 1, "models": 2, "items": 1, "votes_per_item": 1, "workers": 1, "mode": "all_ties",
              "turns": False, "automatic": False, "onboarding": False, "questions": 1, "old_version": False}
     assert not edge_sweep.run("analyze_pairwise", shape).level_ranks

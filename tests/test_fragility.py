@@ -179,7 +179,7 @@ def test_the_fewest_removals_that_lose_significance_are_the_brute_force_minimum(
 
     sign_test = functools.cache(lambda won, lost: binomtest(won, won + lost).pvalue)
 
-    from parlai_dialeval.analysis.pairwise_result import win_rate_table
+    from parlai_dialeval.analysis.pairwise_tables import win_rate_table
     from parlai_dialeval.analysis.significance_loss import significance_loss
 
     rng = np.random.default_rng(5)
@@ -232,7 +232,7 @@ def test_the_fewest_removals_that_lose_significance_are_the_brute_force_minimum(
 
 def test_51_to_29_loses_significance_after_4_removals_and_reverses_after_23():
     # The example: one vote an item, 51-29, p = 0.018; 47-29 has p = 0.050 (scipy), 28-29 reverses
-    from parlai_dialeval.analysis.pairwise_result import win_rate_table
+    from parlai_dialeval.analysis.pairwise_tables import win_rate_table
     from parlai_dialeval.analysis.significance_loss import significance_loss
 
     study = _votes([(f"w{n % 10}", "a" if n < 51 else "b") for n in range(80)])

@@ -1,4 +1,4 @@
-"""parlai_dialeval/heap.py: the heap kept out of garbage collections, and the Holm correction that runs one."""
+"""parlai_dialeval/gc_freeze.py: the heap kept out of garbage collections, and the Holm correction that runs one."""
 from __future__ import annotations
 
 import gc
@@ -7,7 +7,7 @@ import numpy as np
 from statsmodels.stats.multitest import multipletests
 
 from parlai_dialeval.analysis.multiple_testing import adjust
-from parlai_dialeval.heap import frozen_heap
+from parlai_dialeval.gc_freeze import frozen_heap
 
 
 def _frozen(thing) -> bool:

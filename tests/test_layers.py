@@ -5,6 +5,7 @@ crowdsourcing/ and tasks/ live at the top of the checkout but are installed as
 package folder, so each test lints a copy of the Python files in the installed layout."""
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -53,6 +54,17 @@ def test_the_layers_hold(tmp_path):
      "parlai_dialeval.dashboard.adaptive_view -> parlai_dialeval.scripts.certify"),
     ("__init__.py", "from parlai_dialeval import providers",
      "parlai_dialeval -> parlai_dialeval.providers"),
+    # issue 56 item 4: independent siblings (|) and verdict.py in a layer, each of these allowed before
+    ("analysis/pairwise.py", "from parlai_dialeval import report",
+     "parlai_dialeval.analysis.pairwise -> parlai_dialeval.report"),
+    ("errors.py", "from parlai_dialeval import atomic", "parlai_dialeval.errors -> parlai_dialeval.atomic"),
+    ("verdict.py", "from parlai_dialeval.results import section",
+     "parlai_dialeval.verdict -> parlai_dialeval.results.section"),
+    ("adaptive/planner.py", "from parlai_dialeval import verdict",
+     "parlai_dialeval.adaptive.planner -> parlai_dialeval.verdict"),
+    # issue 56: providers sit below crowdsourcing (the circle through launch_log, quality and export removed)
+    ("providers/prolific/provider.py", "from parlai_dialeval.crowdsourcing.platform import launch_log",
+     "parlai_dialeval.providers.prolific.provider -> parlai_dialeval.crowdsourcing.platform.launch_log"),
 ])
 def test_an_import_against_the_layers_breaks_the_contract(tmp_path, module, bad_import, chain):
     package = installed_layout(tmp_path)
@@ -62,3 +74,54 @@ def test_an_import_against_the_layers_breaks_the_contract(tmp_path, module, bad_
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Contracts: 0 kept, 1 broken." in result.stdout
     assert chain in result.stdout
+
+
+def package_imports(package: Path) -> dict[str, set[str]]:
+    """Each module of the installed layout and the modules of ours it imports (at the top or inside functions;
+    relative imports resolved), read from the source."""
+    imports = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if is_package else name.split(".")[:-1]
+                    base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+                found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+        imports[name] = {m for m in found if m.startswith("parlai_dialeval.")}
+    return imports
+
+
+def package_circles(package: Path) -> set[frozenset[str]]:
+    """Pairs of our top-level packages (and modules) of which each imports the other, directly."""
+    imports = package_imports(package)
+    top = sorted({".".join(name.split(".")[:2]) for name in imports if name.count(".")})
+
+    def imports_any(importer: str, imported: str) -> bool:
+        return any((m == importer or m.startswith(importer + ".")) and
+                   any(t == imported or t.startswith(imported + ".") for t in targets) for m, targets in imports.items())
+
+    return {frozenset({a, b}) for i, a in enumerate(top) for b in top[i + 1:]
+            if imports_any(a, b) and imports_any(b, a)}
+
+
+def test_no_two_packages_import_each_other(tmp_path):
+    # issue 56 item 4: the last circle, crowdsourcing <-> providers, went with the Prolific client's rework (issue 53)
+    circles = package_circles(installed_layout(tmp_path))
+    assert circles == set(), f"packages that import each other: {sorted(map(sorted, circles))}"
+
+
+def test_the_mutual_import_check_sees_a_circle_through_a_function_level_relative_import(tmp_path):
+    package = installed_layout(tmp_path)
+    target = package / "metrics" / "distinct.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\n\ndef _late():\n    from ..tasks import fed\n",
+                      encoding="utf-8")
+    back = package / "tasks" / "__init__.py"
+    back.write_text(back.read_text(encoding="utf-8") + "\nimport parlai_dialeval.metrics.distinct\n", encoding="utf-8")
+    assert frozenset({"parlai_dialeval.metrics", "parlai_dialeval.tasks"}) in package_circles(package)

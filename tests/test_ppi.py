@@ -30,6 +30,8 @@ def _binary_sample(seed: int, n: int = 150, big_n: int = 900, agreement: float =
 
 
 def _bt_sample(seed: int, n: int = 200, big_n: int = 800, k: int = 4):
+    """(models, human pairs, their dense design e_a - e_b without m0's column (built here, for ppi_py), labels,
+    the judge's labels; the judge-only rows' pairs, design and labels)."""
     rng = np.random.default_rng(seed)
     strength = np.linspace(0, 1.5, k)
     models = [f"m{i}" for i in range(k)]
@@ -39,12 +41,14 @@ def _bt_sample(seed: int, n: int = 200, big_n: int = 800, k: int = 4):
         b = (a + rng.integers(1, k, size)) % k
         won = (rng.random(size) < 1 / (1 + np.exp(strength[b] - strength[a]))).astype(float)
         judge = np.where(rng.random(size) < 0.85, won, 1 - won)
-        x = ppi.bradley_terry_design(models, [models[i] for i in a], [models[i] for i in b])
-        return x, won, judge
+        x = np.zeros((size, k))
+        x[np.arange(size), a] += 1
+        x[np.arange(size), b] -= 1
+        return (a, b), x[:, 1:], won, judge
 
-    x, y, f = votes(n)
-    x_u, _, f_u = votes(big_n)
-    return x, y, f, x_u, f_u
+    pairs, x, y, f = votes(n)
+    pairs_u, x_u, _, f_u = votes(big_n)
+    return models, pairs, x, y, f, pairs_u, x_u, f_u
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -69,8 +73,8 @@ def test_mean_equals_ppi_py_at_a_fixed_weight(lam):
 
 @pytest.mark.parametrize("lam", [0.0, 0.4, 1.0])
 def test_bradley_terry_logistic_equals_ppi_py_at_a_fixed_weight(lam):
-    x, y, f, x_u, f_u = _bt_sample(4)
-    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1, lam=lam, t_interval=False)
+    models, pairs, x, y, f, pairs_u, x_u, f_u = _bt_sample(4)
+    ours = ppi.ppi_bradley_terry(models, pairs, y, f, pairs_u, f_u, alpha=0.1, lam=lam, t_interval=False)
     np.testing.assert_allclose(ours.estimate, ppi_py.ppi_logistic_pointestimate(x, y, f, x_u, f_u, lam=lam),
                                atol=1e-6)
     low, high = ppi_py.ppi_logistic_ci(x, y, f, x_u, f_u, alpha=0.1, lam=lam)
@@ -82,8 +86,8 @@ def test_bradley_terry_power_tuning_equals_ppi_py():
     """ppi_py's point estimate tunes the weight at the weight-1 fit, as we do for estimate and interval
     (its ppi_logistic_ci re-tunes once more at the tuned fit, a second pass we do not make): the weight
     is ppi_py's _calc_lam_glm on ppi_py's own statistics, and the interval ppi_py's at that weight."""
-    x, y, f, x_u, f_u = _bt_sample(5)
-    ours = ppi.ppi_logistic(x, y, f, x_u, f_u, alpha=0.1, t_interval=False)
+    models, pairs, x, y, f, pairs_u, x_u, f_u = _bt_sample(5)
+    ours = ppi.ppi_bradley_terry(models, pairs, y, f, pairs_u, f_u, alpha=0.1, t_interval=False)
     at_one = ppi_py.ppi_logistic_pointestimate(x, y, f, x_u, f_u, lam=1)
     n, big_n = len(y), len(f_u)
     stats = ppi_py.ppi._logistic_get_stats(at_one, x, y, f, x_u, f_u, np.ones(n), np.ones(big_n))
@@ -182,8 +186,8 @@ def test_a_judge_unrelated_to_people_gets_a_weight_near_zero():
 
 
 def test_centred_bradley_terry_scores_sum_to_zero_and_keep_differences():
-    x, y, f, x_u, f_u = _bt_sample(9, k=3)
-    result = ppi.ppi_logistic(x, y, f, x_u, f_u)
+    models, pairs, _, y, f, pairs_u, _, f_u = _bt_sample(9, k=3)
+    result = ppi.ppi_bradley_terry(models, pairs, y, f, pairs_u, f_u)
     scores = ppi.centred(result, 3)
     assert scores.estimate.sum() == pytest.approx(0, abs=1e-12)
     assert scores.estimate[1] - scores.estimate[0] == pytest.approx(result.estimate[0], abs=1e-12)

@@ -89,3 +89,32 @@ def test_analysis_commands_share_one_base_and_derive_their_options(module, comma
     for field in dataclasses.fields(cls.config_class):
         action = actions[field.name]
         assert action.help == field.metadata["help"] and f"--{field.name.replace('_', '-')}" in action.option_strings
+
+
+def test_a_question_is_named_once_per_table_not_in_every_row(tmp_path):
+    # Issue 50 item 5: the whole question was repeated in every row of every table.
+    frame = pd.DataFrame({"question": ["Which is more engaging?"] * 2 + ["Which is more human?"] * 2,
+                          "unit": "turn", "model": ["x", "y", "x", "y"], "score": [0.4, -0.4, -0.1, 0.1]})
+    report = Report("T", tmp_path)
+    report.table(frame, caption="scores")
+    html = report.render()
+    assert "<th>question</th>" not in html and "<th>unit</th>" not in html
+    assert html.count("Which is more engaging?") == 1 and "Which is more human? (turn): scores" in html
+    one_row_each = Report("T", tmp_path)
+    one_row_each.table(frame.drop_duplicates("question"))  # nothing repeated: one table, as it is
+    assert "<th>question</th>" in one_row_each.render()
+
+
+def test_pairwise_figures_label_their_axes_in_words():
+    # Issue 50 item 5: a plot axis read "model_a".
+    from parlai_dialeval.analysis import pairwise_plots
+
+    per_turn = pd.DataFrame({"model_a": ["x"] * 3, "model_b": ["y"] * 3, "turn_number": [1, 2, 3],
+                             "win_rate_a": [0.5, 0.6, 0.7]})
+    wmt = pd.DataFrame({"model": ["x", "y"], "opponent": ["y", "x"], "major_win": [0.6, 0.4],
+                        "distinct_win": [0.5, 0.3]})
+    for fig in (pairwise_plots.turn_plot(per_turn), pairwise_plots.heatmap(wmt, ["x", "y"]),
+                pairwise_plots.histogram(pd.Series([0.1, 0.2]), "Spearman rho", "annotators")):
+        labels = [text for ax in fig.axes for text in (ax.get_xlabel(), ax.get_ylabel())]
+        assert all(label and "_" not in label and label != "count" for label in labels if label), labels
+        plt.close(fig)

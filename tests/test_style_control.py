@@ -1,4 +1,5 @@
-"""Style control: covariates counted from hand-written texts, the fit against statsmodels, and a simulation
+"""Style control: covariates counted from hand-written texts (the fit against statsmodels and FastChat is in
+tests/test_bradley_terry.py), and a simulation
 with a known truth whose generator shares no code with the estimator (a length bias in the votes that raw
 Bradley-Terry mistakes for quality)."""
 from __future__ import annotations
@@ -40,33 +41,6 @@ def test_conversation_features_are_the_mean_per_bot_turn():
     got = conversation_features(turns)
     assert got.loc["c1", "length"] == 3.0 and got.loc["c1", "questions"] == 1.0  # (2 + 4) / 2 words
     assert got.loc["c2", "bold"] == 1.0 and got.loc["c2", "emoji"] == 1.0 and got.loc["c2", "length"] == 2.0
-
-
-def test_fit_matches_statsmodels_glm_with_clustered_covariance():
-    """Independent computation: statsmodels' Binomial GLM on the dense design, cov_type="cluster"."""
-    import statsmodels.api as sm
-
-    rng = np.random.default_rng(3)
-    n, models = 400, 4
-    first = rng.integers(0, models, n)
-    second = (first + rng.integers(1, models, n)) % models
-    x = rng.normal(size=(n, 2))
-    truth = np.array([0.4, 0.0, -0.3, 0.2])
-    outcome = (rng.random(n) < 1 / (1 + np.exp(-(truth[first] - truth[second] + x @ [0.8, -0.3])))).astype(float)
-    outcome[::25] = 0.5  # a few ties, half a win
-    # clusters nested in model pairs, as the project's rule makes them (several votes on one item of a pair)
-    clusters = (np.minimum(first, second) * models + np.maximum(first, second)) * 10 + rng.integers(0, 10, n)
-    fit = style_control.fit_bradley_terry(first, second, outcome, models, x, clusters)
-    design = np.zeros((n, models))
-    design[np.arange(n), first] += 1
-    design[np.arange(n), second] -= 1
-    glm = sm.GLM(outcome, np.column_stack([design[:, 1:], x]), family=sm.families.Binomial()).fit(
-        cov_type="cluster", cov_kwds={"groups": clusters})
-    assert fit.converged
-    np.testing.assert_allclose(fit.coefficients, glm.params[3:], rtol=1e-6)
-    np.testing.assert_allclose(np.sqrt(np.diag(fit.coefficient_cov)), glm.bse[3:], rtol=1e-6)
-    full = np.concatenate([[0], glm.params[:3]])
-    np.testing.assert_allclose(fit.strengths, full - full.mean(), atol=1e-6)
 
 
 def _simulated_votes(seed: int, n_votes: int = 3000):
@@ -205,3 +179,28 @@ def test_fed_dialogues_are_adjusted_with_each_conversation_its_own_cluster(share
     mean = conv.loc[human, "overall_z"].mean()
     t = stats.t.ppf(0.975, n - 1)
     assert table.loc["Human", ["raw_ci_low", "raw_ci_high"]].tolist() == pytest.approx([mean - t * se, mean + t * se])
+
+
+def test_complete_separation_is_said_in_words_never_printed_as_an_exact_estimate():
+    # Issue 50 item 5: in a small study a style coefficient was printed "questions 10.3 [10.3, 10.3], win share
+    # 1", and a model that never lost made the others' strengths -12 with narrow intervals. Here w never loses
+    # (no finite strength: said so, left out, the others fitted without its votes), and between x and y the
+    # reply with a question always wins (the covariate separates the votes: no coefficient, in words).
+    rows = []
+    for i in range(12):
+        rows.append({"item_id": f"w{i}", "model_a": "w", "model_b": "x" if i % 2 else "y", "choice": "a",
+                     "response_a": "fine words here", "response_b": "other words here"})
+        asked = i % 2 == 0
+        rows.append({"item_id": f"p{i}", "model_a": "x", "model_b": "y", "choice": "a" if asked else "b",
+                     "response_a": "so how are you?" if asked else "plain reply here",
+                     "response_b": "plain reply here" if asked else "and you, friend?"})
+    result = style_control.pairwise_style_control(pd.DataFrame(rows), features=("questions",))
+    table = result.rankings.set_index("model")
+    assert np.isnan(table.loc["w", "bt_raw"]) and table.loc["w", "note"].startswith("no finite strength")
+    assert table.loc["x", "bt_raw"] == pytest.approx(-table.loc["y", "bt_raw"])  # centred over x and y alone
+    assert abs(table.loc["x", "bt_raw"]) < 1 and table.loc["x", "raw_ci_low"] < table.loc["x", "raw_ci_high"]
+    assert table[["bt_style", "style_ci_low", "style_ci_high"]].isna().all().all()
+    assert table.loc["x", "note"].startswith("no finite strengths: the covariates separate the votes")
+    questions = result.coefficients.set_index("covariate").loc["questions"]
+    assert np.isnan(questions[["coefficient", "ci_low", "ci_high", "win_share", "p_value"]].astype(float)).all()
+    assert "cannot be estimated" in questions["sentence"] and not result.sentences

@@ -91,6 +91,43 @@ def make_hits(items: list[ABItem], rng: random.Random, per_hit: int = PER_HIT) -
 
 
 def public_view(hit: list[dict]) -> list[dict]:
-    """What the browser receives: no model names."""
+    """What the browser receives: no model names (an attention check's instruction, never a gold item's answer)."""
     return [{"item_id": p["item_id"], "context": p["context"], "response_a": p["response_a"],
-             "response_b": p["response_b"]} for p in hit]
+             "response_b": p["response_b"], **({"attention": p["attention"]} if "attention" in p else {})}
+            for p in hit]
+
+
+def with_checks(hits: list[list[dict]], args, rng: random.Random) -> list[list[dict]]:
+    """Each HIT with its attention checks (a real item whose question says which answer to give) and gold items
+    (a real item with one response replaced by a clearly broken one: the other is right) mixed in
+    (crowdsourcing/platform/checks.py); the answer each expects stays server-side in ``check``. A check item is
+    a copy of an item of another HIT under that item's own id, so nothing the page receives tells a gold item
+    from the others (with a single HIT, of one of its own under a new id)."""
+    from parlai_dialeval.crowdsourcing.platform import checks
+
+    rule = checks.rule(args)
+    out = []
+    for number, hit in enumerate(hits):
+        others = [pair for k, other in enumerate(hits) if k != number for pair in other]
+        used: set[str] = set()
+
+        def source(kind: str, k: int) -> dict:
+            fresh = [pair for pair in others if pair["item_id"] not in used]
+            if fresh:
+                pair = rng.choice(fresh)
+                used.add(pair["item_id"])
+                return dict(pair)
+            return {**rng.choice(hit), "item_id": f"{rng.choice(hit)['item_id']}_{kind[0]}{number}_{k}"}
+
+        attention, gold = [], []
+        for k in range(rule["attention"]):
+            side = rng.choice(("a", "b"))
+            attention.append({**source("attention", k), "attention": {"choose": side},
+                              "check": {"kind": "attention", "expected": side}})
+        for k in range(rule["gold"]):
+            bad = rng.choice(("a", "b"))
+            gold.append({**source("gold", k), f"model_{bad}": checks.GOLD_MODEL,
+                         f"response_{bad}": rng.choice(checks.GOLD_REPLIES),
+                         "check": {"kind": "gold", "expected": "b" if bad == "a" else "a"}})
+        out.append(checks.mix(hit, attention, gold, args, rng))
+    return out

@@ -14,10 +14,11 @@ from typing import Any, Optional
 
 from parlai_dialeval.crowdsourcing.ab_next_utterance import export as ab_export
 from parlai_dialeval.crowdsourcing.ab_next_utterance import protocol
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.config import language_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission, unit_seconds
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DataError, DialevalError
 
@@ -38,6 +39,10 @@ class AbArgs:
     per_hit: int = field(default=protocol.PER_HIT, metadata={"help": "comparisons per HIT (ChatEval: 10)"})
     language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of HIT composition and A/B order"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "A/B: positions count a HIT's items (its per_hit ones and the checks); an attention check is an item whose "
+        "question says which answer to give; a gold item shows a clearly broken response on one side (the other "
+        "is right)")
 
 
 @dataclass
@@ -89,31 +94,38 @@ def shared_state(cfg) -> Any:
     from parlai_dialeval.crowdsourcing.platform.frontend import page_language
 
     args = cfg.ab
-    hits, ties = protocol.make_hits(build_items(args), random.Random(args.seed), args.per_hit)
+    checks.refuse_adaptive(cfg, "ab")
+    rng = random.Random(args.seed)
+    hits, ties = protocol.make_hits(build_items(args), rng, args.per_hit)
     if not hits:
         raise DialevalError(f"all {len(ties)} items have identical responses: nothing to show workers")
+    rule = checks.rule(checks.validate(checks.of(args), "ab"))
+    hits = protocol.with_checks(hits, checks.of(args), rng) if rule["attention"] or rule["gold"] else hits
     # the page gets `shown` (no model names); pairs and automatic ties stay server-side (dialeval_static)
     data = [{"shown": protocol.public_view(hit), "question": protocol.QUESTION,
-             SERVER_KEY: {"pairs": hit, "automatic_ties": [tie_dict(t) for t in ties]}} for hit in hits]
-    return SharedStaticTaskState(static_task_data=data, task_config={"language": page_language(args.language)})
+             SERVER_KEY: {"pairs": hit, "automatic_ties": [tie_dict(t) for t in ties], "checks": rule}} for hit in hits]
+    return SharedStaticTaskState(static_task_data=data, task_config={"language": page_language(args.language),
+                                                                     "attention": bool(rule["attention"])})
 
 
 @guard_units
 def export(units, task_name: str) -> ExportReport:
-    records, notes, ties = [ab_export.study_record(task_name)], [], {}
+    records, notes, ties, rule = [], [], {}, None
     for unit in units:
         outputs = submission(unit)
         # runs launched before dialeval_static sent these to the page
         server = unit.server or unit.state.get("inputs") or {}
+        rule = server.get("checks") or rule
         for tie in server.get("automatic_ties") or []:
             ties.setdefault(tie["item_id"], protocol.ABItem(**tie))
         if not outputs.get("answers"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
         records += ab_export.unit_records(server["pairs"], outputs["answers"], study=task_name,
-                                          worker_id=unit.worker_id, assignment_id=unit.assignment_id)
+                                          worker_id=unit.worker_id, assignment_id=unit.assignment_id,
+                                          elapsed=unit_seconds(unit))
     records += ab_export.automatic_tie_records(list(ties.values()), study=task_name)
-    return ExportReport(records=records, notes=notes)
+    return ExportReport(records=[ab_export.study_record(task_name, rule), *records], notes=notes)
 
 
 TASK = TaskSpec(name="ab_next_utterance", config_class=AbConfig, shared_state=shared_state, export=export,

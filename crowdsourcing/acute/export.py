@@ -3,6 +3,8 @@ conversation records of every compared dialogue (once each; onboarding dialogues
 from __future__ import annotations
 
 from parlai_dialeval.crowdsourcing.acute.protocol import question_text
+from parlai_dialeval.crowdsourcing.platform.answer_record import clean_judgment, doubt_totals
+from parlai_dialeval.crowdsourcing.platform.checks import check_of
 from parlai_dialeval.crowdsourcing.platform.export import submitted_duration
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION  # the same three metrics
 from parlai_dialeval.data.schema import DRAW_FIELDS
@@ -11,8 +13,9 @@ TASK = "acute"
 SIDE = {"left": "a", "right": "b"}
 
 
-def study_record(study: str, question: str) -> dict:
-    return {"type": "study", "name": study, "description": f"PW-Dialog / ACUTE ({question}): {question_text(question)}"}
+def study_record(study: str, question: str, checks: dict | None = None) -> dict:
+    return {"type": "study", "name": study, "description": f"PW-Dialog / ACUTE ({question}): {question_text(question)}",
+            **({"meta": {"checks": checks}} if checks else {})}
 
 
 def _conversation(conv: dict, study: str, onboarding: bool) -> dict:
@@ -23,9 +26,10 @@ def _conversation(conv: dict, study: str, onboarding: bool) -> dict:
 
 
 def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study: str, worker_id: str,
-                 assignment_id: str, onboarding: bool = False) -> list[dict]:
-    """``answers[i]`` = {"choice": "left"|"right", "justification": str, "duration"?: seconds} for ``pairs[i]``;
-    ValueError on anything else (the page submitted it: hostile until checked)."""
+                 assignment_id: str, onboarding: bool = False, elapsed: float | None = None) -> list[dict]:
+    """``answers[i]`` = {"choice": "left"|"right", "justification": str, "duration"?: seconds, "provenance"?: the
+    page's record} for ``pairs[i]``; ValueError on anything else (the page submitted it: hostile until checked).
+    ``elapsed``: seconds between the page's start and its submission on the server's clock."""
     if not isinstance(answers, list) or len(answers) != len(pairs):
         raise ValueError(f"answers must be a list of {len(pairs)} (one per pair), got {type(answers).__name__}"
                          + (f" of {len(answers)}" if isinstance(answers, list) else ""))
@@ -43,7 +47,7 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
         duration = submitted_duration(answer.get("duration"), where)
         for side in ("left", "right"):
             conv = pair[side]["conversation"]
-            if conv["id"] not in seen:
+            if conv["id"] not in seen and "check" not in pair:  # a check pair's dialogues are no study data
                 seen.add(conv["id"])
                 records.append(_conversation(conv, study, onboarding))
         record = {"type": "comparison", "study": study, "item_id": pair["pair_id"], "worker_id": worker_id,
@@ -57,8 +61,16 @@ def unit_records(pairs: list[dict], answers: list[dict], *, question: str, study
             record["duration"] = duration
         if onboarding:
             record["onboarding"] = True
+        provenance = clean_judgment(answer.get("provenance"), justification=justification, elapsed=elapsed)
+        if provenance is not None:
+            record["provenance"] = provenance
+        if "check" in pair:  # an attention check or gold item (platform/checks.py): right when it chose `expected`
+            expected = pair["check"]["expected"]
+            record["check"] = check_of(pair["check"]["kind"], answer["choice"] == expected, SIDE[expected],
+                                       pair["pair_id"])
         record.update({k: pair[k] for k in DRAW_FIELDS if k in pair})  # an adaptive launch with a judge
         records.append(record)
+    doubt_totals([r.get("provenance") for r in records if r["type"] == "comparison"], elapsed)
     return records
 
 

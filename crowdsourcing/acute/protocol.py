@@ -54,11 +54,44 @@ def make_pairs(conversations: list[dict], *, model_pairs: list[tuple[str, str]] 
 
 
 def public_pair(pair: dict) -> dict:
-    """What the browser shows of a pair: turns with the evaluated speaker marked, no model names."""
+    """What the browser shows of a pair: turns with the evaluated speaker marked, no model names (an attention
+    check's instruction, never which pair is a gold item)."""
     def side(entry: dict) -> list[dict]:
         return [{"text": t["text"], "evaluated": t["speaker"] == entry["model"]}
                 for t in entry["conversation"]["turns"]]
-    return {"pair_id": pair["pair_id"], "left": side(pair["left"]), "right": side(pair["right"])}
+    return {"pair_id": pair["pair_id"], "left": side(pair["left"]), "right": side(pair["right"]),
+            **({"attention": pair["attention"]} if "attention" in pair else {})}
+
+
+def with_checks(units: list[list[dict]], args, rng: random.Random) -> list[list[dict]]:
+    """Each unit with its attention checks (a pair whose question says which speaker to choose) and gold items (a
+    real conversation beside a copy whose evaluated speaker says only broken lines: the real one is right) mixed
+    in (crowdsourcing/platform/checks.py). Their ids continue the opaque ``pair_N`` numbering, so the page cannot
+    tell a gold pair from the others; the answer each expects stays server-side in ``check``."""
+    from parlai_dialeval.crowdsourcing.platform import checks
+
+    rule = checks.rule(args)
+    pool = [pair for unit in units for pair in unit]
+    number = len(pool)
+    out = []
+    for unit in units:
+        attention, gold = [], []
+        for _ in range(rule["attention"]):
+            side = rng.choice(("left", "right"))
+            attention.append({**rng.choice(pool), "pair_id": f"pair_{number}", "attention": {"choose": side},
+                              "check": {"kind": "attention", "expected": side}})
+            number += 1
+        for _ in range(rule["gold"]):
+            pair, bad = rng.choice(pool), rng.choice(("left", "right"))
+            real = pair[bad]["conversation"]
+            broken = {**real, "id": f"{real['id']}_{checks.GOLD_MODEL}", "models": [checks.GOLD_MODEL], "turns": [
+                {"speaker": checks.GOLD_MODEL, "text": rng.choice(checks.GOLD_REPLIES)}
+                if t["speaker"] == pair[bad]["model"] else dict(t) for t in real["turns"]]}
+            gold.append({**pair, "pair_id": f"pair_{number}", bad: {"model": checks.GOLD_MODEL, "conversation": broken},
+                         "check": {"kind": "gold", "expected": "right" if bad == "left" else "left"}})
+            number += 1
+        out.append(checks.mix(unit, attention, gold, args, rng))
+    return out
 
 
 def self_chat(agents: tuple, model: str, opening: str, num_turns: int, conversation_id: str) -> dict:

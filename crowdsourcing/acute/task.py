@@ -12,11 +12,12 @@ from typing import Any, Optional
 
 from parlai_dialeval.crowdsourcing.acute import export as acute_export
 from parlai_dialeval.crowdsourcing.acute import protocol
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, StaticPairwise
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.config import language_field
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import ONBOARDING_TRIES, TRIES_HELP
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission, unit_seconds
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.errors import DataError, DialevalError
 
@@ -52,6 +53,10 @@ class AcuteArgs:
         "help": "opening lines the self-chats start from (cycled)"})
     self_chat_out: Optional[str] = field(default=None, metadata={
         "help": "also write the generated self-chats here (canonical JSONL) for reuse"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "ACUTE: positions count a unit's pairs (its subtasks_per_unit ones and the checks); an attention check is a "
+        "pair whose question says which speaker to choose; a gold item shows a real conversation beside a copy "
+        "whose speaker says only broken lines (the real one is right)")
 
 
 @dataclass
@@ -107,9 +112,13 @@ def build_units(args, rng: random.Random) -> list[dict]:
             raise DialevalError(f"acute.matchups_per_pair={args.matchups_per_pair}: no conversation pairs "
                                 "(expected at least 1 per model pair)")
         raise DataError(files, "the conversations name fewer than two models: no pair to compare", expected=expected)
+    units = protocol.make_units(pairs, args.subtasks_per_unit, rng)
+    rule = checks.rule(checks.validate(checks.of(args), "acute"))
+    if rule["attention"] or rule["gold"]:
+        units = protocol.with_checks(units, checks.of(args), rng)
     return [{"question": protocol.question_text(args.question), "question_key": args.question,
-             "shown": [protocol.public_pair(p) for p in unit], SERVER_KEY: {"pairs": unit}}
-            for unit in protocol.make_units(pairs, args.subtasks_per_unit, rng)]
+             "shown": [protocol.public_pair(p) for p in unit], SERVER_KEY: {"pairs": unit, "checks": rule}}
+            for unit in units]
 
 
 def fixed_design(args, judged: bool = False) -> tuple[list[dict], list[dict], list[str]]:
@@ -140,6 +149,7 @@ def shared_state(cfg) -> Any:
     from parlai_dialeval.crowdsourcing.platform.frontend import page_language
 
     args = cfg.acute
+    checks.refuse_adaptive(cfg, "acute")
     units, shown, answers = fixed_design(args, judged=bool(cfg.get("adaptive") and cfg.get("adaptive_judge")))
 
     def validate_onboarding(data: dict) -> bool:
@@ -156,25 +166,27 @@ def shared_state(cfg) -> Any:
                   SERVER_KEY: {"pairs": shown, "question_key": args.question}}
     state = SharedStaticTaskState(static_task_data=units, onboarding_data=onboarding,
                                   validate_onboarding=validate_onboarding,
-                                  task_config={"language": page_language(args.language)})
+                                  task_config={"language": page_language(args.language),
+                                               "attention": bool(checks.rule(checks.of(args))["attention"])})
     setattr(state, ONBOARDING_TRIES, args.onboarding_tries)
     return state
 
 
 @guard_units
 def export(units, task_name: str) -> ExportReport:
-    records, notes, question = [], [], None
+    records, notes, question, rule = [], [], None, None
     for unit in units:
         inputs, outputs = unit.state.get("inputs") or {}, submission(unit)
         if not outputs.get("answers"):
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no answers submitted")
             continue
         question = inputs["question_key"]
-        pairs = (unit.server or inputs)["pairs"]  # runs launched before dialeval_static sent these to the page
-        records += acute_export.unit_records(pairs, outputs["answers"], question=question,
+        server = unit.server or inputs  # runs launched before dialeval_static sent these to the page
+        rule = server.get("checks") or rule
+        records += acute_export.unit_records(server["pairs"], outputs["answers"], question=question,
                                              study=task_name, worker_id=unit.worker_id,
-                                             assignment_id=unit.assignment_id)
-    head = [acute_export.study_record(task_name, question)] if question else []
+                                             assignment_id=unit.assignment_id, elapsed=unit_seconds(unit))
+    head = [acute_export.study_record(task_name, question, rule)] if question else []
     return ExportReport(records=head + acute_export.dedupe_conversations(records), notes=notes)
 
 

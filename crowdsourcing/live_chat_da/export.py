@@ -10,7 +10,10 @@ from __future__ import annotations
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import SCALE_MAX, SCALE_MIN, study_criteria
 from parlai_dialeval.crowdsourcing.live_chat_da.protocol import TASK_TYPE
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import RECORD_FILE
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, UnitData, guard_units
+
+ATTENTION_CRITERION = "attention"  # the attention slider's rating record (check.kind attention; analyses set it aside)
 
 
 @guard_units
@@ -18,6 +21,7 @@ def export_units(units: list[UnitData], task_name: str) -> ExportReport:
     records: list[dict] = []
     notes: list[str] = []
     qc_models: set[str] = set()
+    rule = None
     for unit in units:
         world = unit.files.get(RECORD_FILE)
         if world is None:
@@ -25,9 +29,12 @@ def export_units(units: list[UnitData], task_name: str) -> ExportReport:
                          "no conversation was started, nothing to export")
             continue
         qc_models.update(world.get("qc_models") or [])
+        rule = world.get("checks") or rule
         records.extend(_unit_records(unit, world, task_name))
     study = {"type": "study", "name": task_name, "criteria": study_criteria(), "qc_models": sorted(qc_models),
              "description": "Live-chat direct assessment (Ji et al., 2022) collected with dialeval launch live_chat_da"}
+    if rule:
+        study["meta"] = {"checks": rule}
     return ExportReport(records=[study, *records], notes=notes)
 
 
@@ -53,6 +60,7 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
             "topic": conv["topic"], "topic_attitude": conv["topic_attitude"], "status": status,
             "submission": unit.submission,
             "feedback": world.get("feedback"),
+            "provenance": {"feedback": world["feedback_provenance"]} if world.get("feedback_provenance") else None,
             "meta": {"topic_changes": conv["topic_changes"], "persona": conv["persona"],
                      "ice_breaker": world.get("ice_breaker", False), "qc": conv["qc"],
                      "error": conv.get("error"), "reached": conv.get("started") is not None,
@@ -66,12 +74,19 @@ def _unit_records(unit: UnitData, world: dict, task_name: str) -> list[dict]:
             record["assignment_duration"] = assignment_duration
         out.append({k: v for k, v in record.items() if v is not None})
         rating_duration = _span(conv.get("rating_started"), conv.get("rating_ended"))
+        common = {"type": "rating", "study": task_name, "conversation_id": conv_id, "worker_id": unit.worker_id,
+                  "model": conv["model"], "scale": "continuous", "scale_min": SCALE_MIN, "scale_max": SCALE_MAX,
+                  "assignment_id": unit.unit_id, "duration": rating_duration,
+                  "provenance": conv.get("rating_provenance")}
         for criterion, value in (conv.get("ratings") or {}).items():
-            rating = {"type": "rating", "study": task_name, "conversation_id": conv_id,
-                      "worker_id": unit.worker_id, "model": conv["model"], "criterion": criterion,
-                      "scale": "continuous", "scale_min": SCALE_MIN, "scale_max": SCALE_MAX, "value": value,
-                      "assignment_id": unit.unit_id, "duration": rating_duration}
-            out.append({k: v for k, v in rating.items() if v is not None})
+            out.append({k: v for k, v in {**common, "criterion": criterion, "value": value}.items() if v is not None})
+        attention = conv.get("attention") or {}
+        if "answer" in attention:
+            tolerance = (world.get("checks") or {}).get("tolerance", checks.ChecksArgs.tolerance)
+            check = checks.check_of("attention", checks.near(attention["answer"], attention["value"], tolerance),
+                                    [attention["value"] - tolerance, attention["value"] + tolerance])
+            out.append({k: v for k, v in {**common, "criterion": ATTENTION_CRITERION, "value": attention["answer"],
+                                          "check": check}.items() if v is not None})
     return out
 
 

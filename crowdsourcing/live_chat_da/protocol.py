@@ -33,10 +33,12 @@ def plan_hit(pool, num_slots: int) -> list[str]:
     return plan
 
 
-def new_conversation(slot: int, model: str, qc: bool) -> dict:
+def new_conversation(slot: int, model: str, qc: bool, attention: dict | None = None) -> dict:
+    """A slot's conversation; ``attention``: its rating screen's attention check ({value, position}), or None."""
     return {"slot": slot, "model": model, "qc": qc, "status": "pending", "turns": [], "topic": None,
             "topic_attitude": None, "persona": None, "topic_changes": [], "started": None, "ended": None,
-            "ratings": None, "rating_started": None, "rating_ended": None, "error": None}
+            "ratings": None, "rating_started": None, "rating_ended": None, "error": None, "attention": attention,
+            "rating_provenance": None}
 
 
 def parse_rating(values) -> dict[str, float]:
@@ -56,13 +58,18 @@ class LiveChatSession:
         self.resumed = False  # the slot's bot is new to a conversation under way (after a crash)
 
     @classmethod
-    def new(cls, models: list[str], qc_models: list[str], min_inputs: int, ice_breaker: bool) -> "LiveChatSession":
-        """A fresh HIT with one slot per model (``plan_hit``), waiting for the first slot's topic."""
+    def new(cls, models: list[str], qc_models: list[str], min_inputs: int, ice_breaker: bool,
+            attention: dict[int, dict] | None = None, checks_rule: dict | None = None) -> "LiveChatSession":
+        """A fresh HIT with one slot per model (``plan_hit``), waiting for the first slot's topic; ``attention``:
+        slot -> its rating screen's attention check ({value, position}); ``checks_rule``: the launch's
+        (platform/checks.py ``rule``), kept for the export."""
         now = time.time()
+        attention = attention or {}
         record = {"dialeval_task": TASK_TYPE, "version": 1, "started": now, "ended": None, "last_event": now,
                   "qc_models": list(qc_models), "ice_breaker": ice_breaker, "min_inputs": min_inputs,
-                  "feedback": None, "finished": False, "conversations": [
-                      new_conversation(slot, name, name in qc_models) for slot, name in enumerate(models)]}
+                  "feedback": None, "feedback_provenance": None, "finished": False, "checks": checks_rule,
+                  "conversations": [new_conversation(slot, name, name in qc_models, attention.get(slot))
+                                    for slot, name in enumerate(models)]}
         return cls(record, min_inputs)
 
     @classmethod
@@ -136,8 +143,12 @@ class LiveChatSession:
         conv["topic_changes"].append({"topic": topic, "time": time.time(), "after_turn": len(conv["turns"])})
         return topic
 
-    def human_says(self, text: str) -> None:
-        self.conversation["turns"].append({"speaker": "human", "text": text, "time": time.time()})
+    def human_says(self, text: str, provenance: dict | None = None) -> None:
+        """The worker's message; ``provenance``: how the page saw it made (platform/answer_record.py)."""
+        turn = {"speaker": "human", "text": text, "time": time.time()}
+        if provenance is not None:
+            turn["provenance"] = provenance
+        self.conversation["turns"].append(turn)
 
     def bot_replies(self) -> dict:
         """The bot's answer to the worker's last message, added as a turn; raises when the bot fails or
@@ -165,8 +176,18 @@ class LiveChatSession:
         self.conversation.update(ended=now, rating_started=now, status="rating")
         self.phase = "rate"
 
-    def rate(self, values) -> None:
-        self.conversation.update(ratings=parse_rating(values), rating_ended=time.time(), status="complete")
+    def rate(self, values, attention=None, provenance: dict | None = None) -> None:
+        """The seven values; ``attention``: the attention slider's value where the screen had one (required
+        then: the page shows it among the others); ``provenance``: the screen's record."""
+        conv = self.conversation
+        check = conv.get("attention")
+        if check is not None and not (isinstance(attention, (int, float)) and not isinstance(attention, bool)
+                                      and 0 <= attention <= 100):
+            raise ValueError(RATING_MISSING)
+        ratings = parse_rating(values)
+        if check is not None:
+            conv["attention"] = {**check, "answer": float(attention)}
+        conv.update(ratings=ratings, rating_ended=time.time(), status="complete", rating_provenance=provenance)
 
     def fail(self, error: str) -> str:
         """The slot's bot stopped working: its conversation ends as failed; returns its model."""
@@ -185,8 +206,8 @@ class LiveChatSession:
         self.phase = "feedback"
         return False
 
-    def give_feedback(self, feedback: str) -> None:
-        self.record.update(feedback=feedback, ended=time.time(), finished=True)
+    def give_feedback(self, feedback: str, provenance: dict | None = None) -> None:
+        self.record.update(feedback=feedback, ended=time.time(), finished=True, feedback_provenance=provenance)
         self.phase = "done"
 
     def stop(self) -> list[str]:

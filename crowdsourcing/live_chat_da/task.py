@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import MAX_INPUTS
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -40,6 +41,10 @@ class LiveChatArgs:
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
     language: str = language_field()
+    checks: checks.ChecksArgs = checks.checks_field(
+        "live chat: an attention check is an eighth slider on a conversation's rating screen whose statement asks "
+        "for a stated value (positions count rating screens); the silent known-answer items are the QC-bot "
+        "conversations (qc_models), so gold stays 0")
 
 
 @dataclass
@@ -48,24 +53,29 @@ class LiveChatConfig(TaskConfig):
 
 
 def shared_state(cfg):
+    import random
+
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
     from omegaconf import OmegaConf
 
     from parlai_dialeval.crowdsourcing.live_chat_da import worlds
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
 
     args = cfg.live_chat
-    language = page_language(args.language)
+    page = chat_page_options(args.language, num_slots=args.num_slots, min_inputs=args.min_inputs)  # before the bots load
     pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
                    allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,
                  "ice_breaker": args.ice_breaker, "ice_breakers": list(args.ice_breakers),
                  "turn_timeout": args.turn_timeout, "max_inputs": args.max_inputs,
-                 "limits": InputLimits(**args.limits)}
+                 "limits": InputLimits(**args.limits),
+                 "checks": checks.as_dict(checks.validate(checks.of(args), "live_chat", gold=False))}
+    if world_opt["checks"]["attention"] or world_opt["checks"]["attention_at"]:  # a plan that cannot fit fails now
+        checks.positions(args.checks.attention, list(args.checks.attention_at), args.num_slots, random.Random(0),
+                         "attention")
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
-                                 frontend_task_opts={"num_slots": args.num_slots, "min_inputs": args.min_inputs,
-                                                     "language": language})
+                                 frontend_task_opts={**page, "attention": bool(checks.rule(checks.of(args))["attention"])})
 
 
 def _export(units, task_name):

@@ -9,10 +9,12 @@ after a crash carries on the same HIT where it stopped, half chat included (plat
 """
 from __future__ import annotations
 
+import random
 import time
 
 from parlai_dialeval.crowdsourcing.live_chat_da.criteria import STATEMENTS
 from parlai_dialeval.crowdsourcing.live_chat_da.protocol import LiveChatSession, plan_hit
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused, bounded_text
 from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld
 
@@ -22,6 +24,7 @@ MAX_INPUTS = 100  # the default of live_chat.max_inputs
 TOO_MANY_INPUTS = "This conversation has reached its {limit} messages: please press 'Next chatbot'."
 FAILURE_TEXT = ("Sorry, this chatbot has stopped working. Your conversation so far has been saved and "
                 "you will not be penalised. Please continue with the next chatbot.")
+ATTENTION_VALUES = (10, 20, 30, 40, 60, 70, 80, 90)  # an attention slider's instructed value (never 50: its start)
 
 
 def get_world_params() -> dict:
@@ -40,7 +43,7 @@ class LiveChatWorld(SessionWorld):
         min_inputs = int(opt["min_inputs"])
         if self.saved is None:
             self.session = LiveChatSession.new(self.models, self.pool.qc_models, min_inputs,
-                                               bool(opt.get("ice_breaker")))
+                                               bool(opt.get("ice_breaker")), *self._plan_checks())
             self._start_slot()
             return
         self.session = LiveChatSession.continued(dict(self.saved["record"]), min_inputs)
@@ -52,7 +55,21 @@ class LiveChatWorld(SessionWorld):
         elif phase == "chat":
             self._carry_on_chat()
         else:
-            self._send(**({"statements": list(STATEMENTS)} if phase == "rate" else {}))
+            self._send(**(self._rating_state() if phase == "rate" else {}))
+
+    def _plan_checks(self) -> tuple[dict[int, dict], dict]:
+        """(slot -> the attention slider of its rating screen, the launch's checks rule): platform/checks.py."""
+        args = checks.ChecksArgs(**(self.opt.get("checks") or {}))
+        rng = random.Random(self.pool.randint(0, 2 ** 31))
+        slots = checks.positions(args.attention, list(args.attention_at), len(self.models), rng, "attention")
+        return ({slot: {"value": rng.choice(ATTENTION_VALUES), "position": rng.randint(0, len(STATEMENTS))}
+                 for slot in slots}, checks.rule(args))
+
+    def _rating_state(self) -> dict:
+        """What the rating screen shows: the statements and, where planned, the attention slider (not its answer)."""
+        attention = self.session.conversation.get("attention")
+        return {"statements": list(STATEMENTS),
+                "attention": {k: attention[k] for k in ("value", "position")} if attention else None}
 
     def _carry_on_chat(self) -> None:
         """A half chat after a crash: the page shows it again and a fresh bot goes on with it, answering
@@ -92,7 +109,7 @@ class LiveChatWorld(SessionWorld):
         session = self.session
         self.observe_state({"phase": session.phase, "slot": session.slot, "num_slots": session.num_slots,
                             "min_inputs": session.min_inputs, "inputs": session.inputs, "bot_id": BOT_ID,
-                            "warning": None, "streaming": None, **state})
+                            "warning": None, "streaming": None, "attention": None, **state})
 
     def _start_slot(self) -> None:
         persona = None
@@ -118,7 +135,7 @@ class LiveChatWorld(SessionWorld):
         try:
             handler(data.get("action"), text, data)
         except Refused as refusal:
-            self.warn(str(refusal))
+            self.refuse(str(refusal))
             return
         self.save()
 
@@ -148,13 +165,13 @@ class LiveChatWorld(SessionWorld):
             except ValueError as warning:
                 self._send(topic=self.session.current_topic, warning=str(warning))
                 return
-            self._send(statements=list(STATEMENTS))
+            self._send(**self._rating_state())
             return
         if not text.strip():
             return
         if self.session.inputs >= int(self.opt.get("max_inputs") or MAX_INPUTS):
             raise Refused(TOO_MANY_INPUTS.format(limit=self.session.inputs))
-        self.session.human_says(text)
+        self.session.human_says(text, self.answer_record(data, text))
         if self.resent:  # sent before a relaunch: the reloaded page lost it from its chat log
             self.show_history(self.session.conversation["turns"][-1:], BOT_ID)
         self.save_and_confirm()  # the message shows as sent, and counted, before the reply streams
@@ -175,9 +192,10 @@ class LiveChatWorld(SessionWorld):
 
     def _on_rate(self, action, text, data) -> None:
         try:
-            self.session.rate(data.get("values") if action == "rating" else None)
+            self.session.rate(data.get("values") if action == "rating" else None, data.get("attention"),
+                              self.answer_record(data))
         except ValueError as warning:
-            self._send(statements=list(STATEMENTS), warning=str(warning))
+            self._send(**self._rating_state(), warning=str(warning))
             return
         self._next_slot()
 
@@ -187,5 +205,6 @@ class LiveChatWorld(SessionWorld):
 
     def _on_feedback(self, action, text, data) -> None:
         if action == "feedback":
-            self.session.give_feedback(bounded_text(data.get("feedback"), self.limits.max_free_text_chars, "feedback"))
+            feedback = bounded_text(data.get("feedback"), self.limits.max_free_text_chars, "feedback")
+            self.session.give_feedback(feedback, self.answer_record(data, feedback))
             self._finish("complete")

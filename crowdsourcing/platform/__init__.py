@@ -16,5 +16,6 @@
 - ``export``: every unit a task collected -> canonical records, incomplete and returned work included.
 - ``bots``: ParlAI agents configured per model, loaded once, balanced across HITs.
 - ``speed``: how long people wait for a bot (the patience threshold), and the launch's measure of an endpoint's speed.
+- ``progress``: units done / in flight / left, and the launch's record of them over time (the dashboard's chart).
 - ``quality``: soft-blocking workers through Mephisto qualifications.
 """

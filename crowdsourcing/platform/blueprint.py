@@ -18,7 +18,7 @@ import shutil
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import (
     ParlAIChatBlueprint,
@@ -34,9 +34,10 @@ from mephisto.data_model.assignment import InitializationData
 from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
-from parlai_dialeval.compat.mephisto_door import ROUTER_HOST_HELP
-from parlai_dialeval.compat.mephisto_router import (CLAIMS_PER_SOURCE, CLAIMS_WINDOW_SECONDS, FIRST_SOCKET_SECONDS,
-                                                     PING_SECONDS, RECONNECT_SECONDS)
+from parlai_dialeval.compat.mephisto_door import PROXY_HEADER, PROXY_HEADER_HELP, ROUTER_HOST_HELP, TRUSTED_PROXIES_HELP
+from parlai_dialeval.compat.mephisto_claims import (CLAIMS_MINIMUM, CLAIMS_SHARE, CLAIMS_WINDOW_SECONDS,
+                                                     FIRST_SOCKET_SECONDS, RECLAIM_SECONDS)
+from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
 from parlai_dialeval.crowdsourcing.platform import frontend
 from parlai_dialeval.crowdsourcing.platform.onboarding_tries import OnboardingTries
 
@@ -70,7 +71,29 @@ class DialevalChatTaskRunner(ParlAIChatTaskRunner):
 
 
 @dataclass
-class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
+class RouterArgs:
+    """Who the node router believes and how much one source may take (compat/mephisto_door.py, router/dialeval_door.js
+    and dialeval_claims.js; docs/security.md): both blueprints take these."""
+    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
+    router_trusted_proxies: List[str] = field(default_factory=list, metadata={"help": TRUSTED_PROXIES_HELP})
+    router_proxy_header: str = field(default=PROXY_HEADER, metadata={"help": PROXY_HEADER_HELP})
+    router_claims_share: float = field(default=CLAIMS_SHARE, metadata={
+        "help": f"share of the study's places one address (an IPv6 /64) may take per router_claims_window_seconds, "
+                f"at least {CLAIMS_MINIMUM} (a lab behind one address: name it in router_lab_addresses)"})
+    router_claims_per_source: Optional[int] = field(default=None, metadata={
+        "help": "a fixed number of places per address and window instead of router_claims_share (0: no limit)"})
+    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={
+        "help": "the window of the places per address, in seconds"})
+    router_lab_addresses: List[str] = field(default_factory=list, metadata={
+        "help": "the lab's own addresses or networks (its participants share one address): no per-address limit on "
+                "requests, sockets or places for them (places: router_lab_places); default: none, and this "
+                "machine (127.0.0.1, ::1) with the mock provider (a rehearsal)"})
+    router_lab_places: int = field(default=0, metadata={
+        "help": "places the lab's addresses may take per window (0: as many as the study has)"})
+
+
+@dataclass
+class DialevalChatBlueprintArgs(RouterArgs, ParlAIChatBlueprintArgs):
     _blueprint_type: str = BLUEPRINT_TYPE_DIALEVAL_CHAT
     _group: str = field(default="DialevalChatBlueprint", metadata={
         "help": "A ParlAI-chat task whose worker page is a prebuilt entry of crowdsourcing/frontend"})
@@ -90,17 +113,16 @@ class DialevalChatBlueprintArgs(ParlAIChatBlueprintArgs):
                 "(Mephisto's own: 10; a crowd arriving at once makes reloads slower, docs/scaling.md)"})
     router_ping_seconds: float = field(default=PING_SECONDS, metadata={
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
-                "(Mephisto's own: 15)"})
-    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
+                "(Mephisto's own: 15): how long a participant whose browser died or whose phone slept keeps their "
+                "place"})
+    router_reclaim_seconds: float = field(default=RECLAIM_SECONDS, metadata={
+        "help": "seconds a participant's page must have been silent before another browser may carry on their "
+                "session with the resume code the page showed (on Prolific: with the same Prolific identity); "
+                "shorter than router_ping_seconds; 0: never (docs/security.md)"})
     # who may take a place (crowdsourcing/router/dialeval_claims.js)
     router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={
         "help": "seconds a participant's page has to connect after it was given a place; a place whose page never "
                 "connects is given back (0: never)"})
-    router_claims_per_source: int = field(default=CLAIMS_PER_SOURCE, metadata={
-        "help": "new participants the router accepts from one address (an IPv6 /64) per "
-                "router_claims_window_seconds (0: no limit; raise it for a lab behind one address or a proxy)"})
-    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={
-        "help": "the window of router_claims_per_source, in seconds"})
 
 
 @register_mephisto_abstraction()
@@ -109,6 +131,17 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
     TaskRunnerClass = DialevalChatTaskRunner
     ArgsClass = DialevalChatBlueprintArgs
     BLUEPRINT_TYPE = BLUEPRINT_TYPE_DIALEVAL_CHAT
+
+    @classmethod
+    def assert_task_args(cls, args, shared_state):
+        super().assert_task_args(args, shared_state)
+        reclaim, ping = args.blueprint.get("router_reclaim_seconds") or 0, args.blueprint.router_ping_seconds
+        if reclaim > 0 and reclaim >= ping:
+            from parlai_dialeval.errors import DialevalError
+
+            raise DialevalError(f"mephisto.blueprint.router_reclaim_seconds ({reclaim:g}) must be shorter than "
+                                f"router_ping_seconds ({ping:g}): a page silent that long has lost its place, and "
+                                "another browser could only take back an ended session")
 
     def __init__(self, task_run, args, shared_state):
         super().__init__(task_run, args, shared_state)
@@ -142,12 +175,11 @@ def split_server(data: dict) -> tuple[dict, dict]:
 
 
 @dataclass
-class DialevalStaticBlueprintArgs(StaticReactBlueprintArgs):
+class DialevalStaticBlueprintArgs(RouterArgs, StaticReactBlueprintArgs):
     _blueprint_type: str = BLUEPRINT_TYPE_DIALEVAL_STATIC
     _group: str = field(default="DialevalStaticBlueprint", metadata={
         "help": "A static React task of crowdsourcing/frontend whose unit data keeps a server-only part"})
     frontend_entry: str = field(default=MISSING, metadata={"help": FRONTEND_ENTRY_HELP, "required": True})
-    router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
 
 
 @register_mephisto_abstraction()

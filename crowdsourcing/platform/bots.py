@@ -191,7 +191,7 @@ class BotPool:
                  seed: int | None = None, allow_zoo: bool = False, model_opts: str | None = None,
                  conversations_needed=None):
         """``models``: name -> {"opt": {...ParlAI opt...}, "persona": [sentences] (optional), "slow_reply":
-        seconds people wait for its reply before the launch warns (optional; endpoint bots are timed once)} or a ParlAI
+        seconds people wait for its reply before the launch warns (optional; endpoint bots are timed at load)} or a ParlAI
         flag string; ``model_opts``: ParlAI's model_opts.yaml adding more; ``conversations_needed``:
         ParlAI's quota string (``"a:10,b:20"`` or, for pairs, ``"a:b:100"``) or mapping."""
         self.qc_models = list(qc_models or [])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import parlai_dialeval  # noqa: F401  (installs the Python 3.11 dataclass fix before mephisto loads)
 from parlai_dialeval.compat import mephisto as compat_mephisto
-from parlai_dialeval.compat import mephisto_door
-from parlai_dialeval.compat import mephisto_router
+from parlai_dialeval.compat import mephisto_arrivals, mephisto_door
+from parlai_dialeval.compat import mephisto_router, mephisto_threads
 from parlai_dialeval.home import mephisto_dir
 
 
@@ -31,9 +31,9 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     compat_mephisto.prompt_unit_launching()  # nor does a stop wait out the unit launcher's 10 s sleep
     compat_mephisto.joined_force_shutdown()  # and a stop takes what its steps take, not at least 1.5 s
     mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
-    compat_mephisto.atomic_state_writes()  # agents' state files stay readable under load
-    compat_mephisto.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
-    compat_mephisto.closed_channels_tolerated()  # two stops at once, and a stop's last updates, raise nothing
+    mephisto_threads.atomic_state_writes()  # agents' state files stay readable under load
+    mephisto_arrivals.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
+    mephisto_threads.closed_channels_tolerated()  # two stops at once, and a stop's last updates, raise nothing
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)
 
     return path

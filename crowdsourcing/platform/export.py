@@ -58,7 +58,8 @@ class UnitData:
     problems: list[str] = field(default_factory=list)  # what could not be read (reported by export)
     server: dict[str, Any] = field(default_factory=dict)  # server-only unit data (dialeval_static's `server`)
     onboarding: bool = False  # an onboarding attempt (unit_id and assignment_id are then empty)
-    unverified: bool = False  # the crowd provider never confirmed the worker's identity (``identity_unconfirmed``)
+    unverified: bool = False  # the crowd provider does not vouch for the work (``provider_standing``)
+    ended: bool = False  # the provider says the worker returned or timed out the assignment (``provider_standing``)
 
     @property
     def status(self) -> str:
@@ -107,6 +108,14 @@ def unit_label(unit: UnitData) -> str:
     """How notes name a unit agent or an onboarding attempt."""
     what = f"onboarding attempt {unit.agent_id}" if unit.onboarding else f"unit {unit.unit_id}"
     return f"{what} (worker {unit.worker_id}, {unit.agent_status})"
+
+
+def unit_seconds(unit: UnitData) -> float | None:
+    """Seconds between the unit's start and its submission on Mephisto's clock (None where either is unknown):
+    what a static page's claimed times must fit in (platform/answer_record.py)."""
+    if unit.task_start is None or unit.task_end is None:
+        return None
+    return max(0.0, float(unit.task_end) - float(unit.task_start))
 
 
 def submitted_duration(value, where: str) -> float | None:
@@ -208,22 +217,27 @@ def _read_agent(db, agent, extra_files: tuple[str, ...], **fields) -> UnitData:
         problems.append(f"Mephisto's state.json unreadable ({error})")
         state_data, start, end = {}, None, None
     worker = agent.get_worker()
+    standing = provider_standing(db, agent, worker, fields.get("onboarding", False))
     return UnitData(worker_id=worker.worker_name, mephisto_worker_id=agent.worker_id,
-                    task_run_id=agent.task_run_id, agent_id=agent.db_id, agent_status=agent.get_status(),
+                    task_run_id=agent.task_run_id, agent_id=agent.db_id,
+                    # work on an assignment the worker gave back is never complete, whatever Mephisto recorded
+                    agent_status="returned" if standing == "ended" else agent.get_status(),
                     state=state_data, task_start=start, task_end=end, files=files, problems=problems,
-                    unverified=identity_unconfirmed(db, agent, worker, fields.get("onboarding", False)),
-                    **fields)
+                    unverified=standing is not None, ended=standing == "ended", **fields)
 
 
-def identity_unconfirmed(db, agent, worker, onboarding: bool) -> bool:
-    """Whether the worker's identity was never confirmed by the crowd provider. Only Prolific checks
-    identities (providers/prolific/verify.py: every arrival, before it gets a place); MTurk signs its
-    own, the mock provider has none to check."""
+def provider_standing(db, agent, worker, onboarding: bool) -> str | None:
+    """None when the crowd provider vouches for the work; ``unverified`` when it never confirmed the worker's
+    identity; ``ended`` when the worker has since returned or timed out the assignment (it can never be paid).
+    Only Prolific checks identities (providers/prolific/verify.py: every arrival, before it gets a place);
+    MTurk signs its own, the mock provider has none to check."""
     if worker.provider_type != "prolific":
-        return False
-    from parlai_dialeval.providers.prolific.verify import unconfirmed
+        return None
+    from parlai_dialeval.providers.prolific import verify
 
-    return unconfirmed(db, agent.db_id, worker.worker_name, agent.task_run_id if onboarding else None)
+    if verify.unconfirmed(db, agent.db_id, worker.worker_name, agent.task_run_id if onboarding else None):
+        return "unverified"
+    return "ended" if not onboarding and verify.ended(db, agent.db_id) else None
 
 
 def export_marked(export, units: list[UnitData], task_name: str) -> ExportReport:
@@ -238,8 +252,10 @@ def export_marked(export, units: list[UnitData], task_name: str) -> ExportReport
     studies = {r.get("name") for r in report.records if r["type"] == "study"}
     report.records += [r if r["type"] == "study" else {**r, "unverified": True} for r in apart.records
                        if r["type"] != "study" or r.get("name") not in studies]
-    report.notes += apart.notes + [f"{unit_label(u)}: identity never confirmed by Prolific: exported marked "
-                                   "unverified (left out of analyses unless --include-unverified)" for u in doubtful]
+    report.notes += apart.notes + [
+        f"{unit_label(u)}: " + ("returned or timed out on Prolific (never paid): exported as returned, marked "
+                                if u.ended else "identity never confirmed by Prolific: exported marked ")
+        + "unverified (left out of analyses unless --include-unverified)" for u in doubtful]
     report.malformed += apart.malformed
     return report
 

@@ -37,3 +37,12 @@ def page_language(language: str) -> str:
         raise DialevalError(f"no worker-page catalogue for language {language!r}: the pages have {', '.join(known)} "
                             f"(add {CATALOGUE_DIR}/{language}.json, translated from en.json, and rebuild the pages)")
     return language
+
+
+def chat_page_options(language: str, **more) -> dict:
+    """A chat task's ``frontend_task_opts``: its page's language (checked) and the seconds a bot's reply may take
+    before the page tells the participant it is slow: the patience threshold the launch's speed check and the
+    dashboard warn at (platform/speed.py), one setting for all three."""
+    from parlai_dialeval.crowdsourcing.platform.speed import PATIENCE_SECONDS
+
+    return {"language": page_language(language), "slow_reply_seconds": PATIENCE_SECONDS, **more}

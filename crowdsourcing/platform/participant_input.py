@@ -126,10 +126,14 @@ class FloodGuard:
 
 def screen(act, agent, limits: InputLimits, flood: FloodGuard, warn) -> tuple[str, dict] | None:
     """The act just taken from ``agent`` as (text, task_data) (``read_act``); None when there is none, or it
-    is dropped as part of a flood or refused; ``warn(message)`` then tells the participant (once per flood)."""
+    is dropped as part of a flood or refused; ``warn(message)`` then tells the participant (once per flood),
+    and the page is told the act was not stored (never confirmed as sent: ``refuse_taken``)."""
+    from parlai_dialeval.compat.mephisto_router import refuse_taken
+
     if act is None:
         return None
     if not flood.admit(agent):
+        refuse_taken(agent, act, TOO_FAST)
         notice = flood.notice()
         if notice:
             LOGGER.warning("agent %s sends more than %s actions a minute: dropping them (%s so far)",
@@ -140,5 +144,6 @@ def screen(act, agent, limits: InputLimits, flood: FloodGuard, warn) -> tuple[st
     try:
         return read_act(act, limits)
     except Refused as refusal:
+        refuse_taken(agent, act, str(refusal))
         warn(str(refusal))
         return None

@@ -9,7 +9,7 @@ interrupted. Launching the same task name again then:
 - on Prolific, goes on with the interrupted run's study (no second study; the participants' submissions,
   places and the completion code stay as they were);
 - starts the new router with the interrupted run's claims (each registration bound to the SHA-256 of its
-  page's secret, kept in the run folder by parlai_dialeval/compat/mephisto_router.py): a request naming a
+  page's secret, kept in the run folder by parlai_dialeval/compat/mephisto_claims.py): a request naming a
   participant's registration without their page's secret is refused there;
 - lets a worker who was mid-HIT continue where they were if they come back within the unit's time
   limit (``assignment_duration_in_seconds``), from the same registration with the same secret (someone
@@ -194,7 +194,7 @@ def _work_left(run) -> Interrupted:
 def claims_of(run) -> dict[str, dict]:
     """Agent id -> {"agent_id", "registration", "worker", "claim", "at"} of the agents a run gave out (its CLAIMS_LOG; a line
     half written when the launch was killed is left out)."""
-    from parlai_dialeval.compat.mephisto_router import CLAIMS_LOG
+    from parlai_dialeval.compat.mephisto_claims import CLAIMS_LOG
 
     path = Path(run.get_run_dir()) / CLAIMS_LOG
     out = {}
@@ -233,7 +233,7 @@ def prepare(interrupted: Interrupted, cfg, shared, spec) -> str:
         # the new run takes over the interrupted run's study (providers/prolific/study.py, take_over): same
         # places and completion code, so participants mid-task finish there
         cfg.mephisto.provider.resume_from_run = str(interrupted.run.db_id)
-    from parlai_dialeval.compat.mephisto_router import carry_claims
+    from parlai_dialeval.compat.mephisto_claims import carry_claims
 
     carry_claims(cfg.mephisto.task.task_name, claims_of(interrupted.run).values())
     head = (f"Resuming task {cfg.mephisto.task.task_name!r}: its run {interrupted.run.db_id} was interrupted with "
@@ -275,7 +275,7 @@ def close(interrupted: Interrupted) -> str | None:
 def take_resumable(opt: dict, agent) -> dict | None:
     """For a world: the saved unit of an interrupted run that this agent's registration held, once, when the
     agent came with the same claim (its page's secret) and worker (None: none)."""
-    from parlai_dialeval.compat.mephisto_router import claim_of
+    from parlai_dialeval.compat.mephisto_claims import claim_of
 
     mephisto_agent = getattr(agent, "mephisto_agent", None)
     claim = claim_of(mephisto_agent) if mephisto_agent is not None else None

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parlai_dialeval.compat import mephisto as compat_mephisto
+from parlai_dialeval.compat import mephisto as compat_mephisto, mephisto_claims, mephisto_door as compat_door
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+from parlai_dialeval.crowdsourcing.platform.launch_log import say
+from parlai_dialeval.crowdsourcing.platform.progress import SAMPLE_SECONDS, ProgressLog
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
 
@@ -32,6 +34,10 @@ SANDBOX_SUFFIX = "_sandbox"
 POLL_SECONDS = 0.5  # how often serve() looks at the run (stop requests, units in flight)
 # units whose workers have not started them yet; a stop expires these so nobody new is let in
 NOT_STARTED = ("created", "launched")
+# a stop tells the pages of agents in these statuses that the researcher ended the study
+STILL_WORKING = ("none", "accepted", "onboarding", "waiting", "in task")
+ENDED_KEY = "dialeval_ended"  # the live update saying so (frontend/src/components/transport.js)
+ENDED_NOTICE_SECONDS = 0.5  # the event loop runs this long for the channels to send it before they close
 
 
 def unused_worker_ids(db, count: int = 1) -> list[str]:
@@ -76,6 +82,7 @@ class LaunchedTask:
     data_dir: Path
     task_run_id: str = ""
     resume_note: str | None = None  # the line saying an interrupted run is resumed
+    progress: ProgressLog | None = None  # the study's progress over time, for the dashboard (platform/progress.py)
     stop_requests: int = field(default=0, init=False)
 
     @property
@@ -144,21 +151,52 @@ class LaunchedTask:
                     f"finish. Press Ctrl-C again (or `kill {os.getpid()}`) to stop at once, keeping their work so far.")
             if draining and not self.in_flight():
                 return
+            if self.progress is not None and time.monotonic() >= self.progress.next_at:
+                self.progress.next_at = time.monotonic() + SAMPLE_SECONDS
+                await asyncio.get_running_loop().run_in_executor(None, self._sample_progress)
             await asyncio.sleep(POLL_SECONDS)
+
+    def _sample_progress(self) -> None:
+        try:
+            self.progress.sample()
+        except Exception as error:  # a busy database or a full disk costs a point of the chart, never the study
+            logging.getLogger(__name__).warning("progress not recorded: %s: %s", type(error).__name__, error)
 
     def shutdown(self) -> None:
         """Stop everything now: the worlds still running save their partial work, the router exits; the
-        run is marked stopped (a later launch of the task name starts afresh instead of resuming it)."""
+        run is marked stopped (a later launch of the task name starts afresh instead of resuming it). The pages
+        still in the study are told first, so that they say the researcher ended it (not that a server failed)."""
+        self._tell_pages_it_ended()
         for run in self.operator.get_running_task_runs().values():
             # channels before the router, as Mephisto does for a finished run: a router that exits first
             # makes Mephisto's socket log a traceback and try to reconnect
             run.client_io.shutdown()
         self.operator.force_shutdown(timeout=5)
+        if self.task_run_id and self.config.mephisto.provider.get("_provider_type") == "prolific":
+            from parlai_dialeval.providers.prolific import webhooks
+
+            webhooks.stop(self.db, self.task_run_id)  # unsubscribed: nothing serves its events any more
+        if self.progress is not None:
+            self._sample_progress()
         if self.task_run_id:
             from mephisto.data_model.task_run import TaskRun
 
             resume.mark_unsubmitted(self.db, self.task_run_id)
             resume.write_marker(TaskRun.get(self.db, self.task_run_id), stopped=True)
+
+    def _tell_pages_it_ended(self) -> None:
+        """A live update ``{ENDED_KEY: "stopped"}`` to each agent still working, then the event loop runs a moment so
+        that the channels send it (frontend/src/components/transport.js shows the catalogue's "ended.stopped")."""
+        told = 0
+        for run in self.operator.get_running_task_runs().values():
+            pool = run.worker_pool
+            for agent in [*pool.agents.values(), *pool.onboarding_agents.values()]:
+                if agent.db_status in STILL_WORKING:
+                    run.client_io.send_live_update(agent.get_agent_id(), {ENDED_KEY: "stopped"})
+                    told += 1
+        loop = self.operator._event_loop
+        if told and not loop.is_running() and not loop.is_closed():
+            loop.run_until_complete(asyncio.sleep(ENDED_NOTICE_SECONDS))
 
     def saved_summary(self) -> str:
         agents = self.db.find_agents(task_run_id=self.task_run_id) if self.task_run_id else []
@@ -194,13 +232,14 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     for key, value in (update or {}).items():
         OmegaConf.update(cfg, key, value, merge=False)
     adaptive.check_settings(cfg)  # before the task loads its data or bots
+    compat_door.door_config(cfg.mephisto)  # a malformed address list: one line, before anything starts
     # mephisto.blueprint.cached_database: Mephisto's MephistoSingletonDB keeps the run's units, agents and task
     # run in memory (LocalMephistoDB rereads SQLite and rebuilds the task run's config at every lookup: with
     # hundreds of participants the server spent its time there, docs/scaling.md)
     cached = bool(cfg.mephisto.blueprint.get("cached_database"))
     db = (MephistoSingletonDB if cached else LocalMephistoDB)(database_path=str(database_path(data_dir)))
     if cfg.mephisto.provider.get("_provider_type") == "prolific":  # Mephisto would exit(1) with its own advice
-        from parlai_dialeval.providers.prolific.provider import require_requester
+        from parlai_dialeval.providers.prolific.settings import require_requester
 
         require_requester(cfg.mephisto, db)
     cfg = augment_config_from_db(cfg, db)
@@ -220,6 +259,7 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
     note = None
     if interrupted is not None and interrupted.left > 0:
         note = resume.prepare(interrupted, cfg, shared, spec)
+    mephisto_claims.carry_places(cfg.mephisto.task.task_name, study_places(cfg, shared))
     from parlai_dialeval.crowdsourcing.platform.adaptive import launch as adaptive_launch
 
     controller = adaptive_launch.attach(spec, cfg, shared, db, data_dir, resumed=note is not None)
@@ -233,7 +273,12 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
             raise
         raise DialevalError(f"Mephisto could not launch {task}: {type(error).__name__}: {error}") from error
     launched = LaunchedTask(operator=operator, db=db, config=cfg, data_dir=data_dir, task_run_id=run_id,
-                            resume_note=note)
+                            resume_note=note, progress=ProgressLog(data_dir, cfg.mephisto.task.task_name,
+                                                                   database_path(data_dir)))
+    if cfg.mephisto.provider.get("_provider_type") == "prolific":  # where participants come from
+        from parlai_dialeval.providers.prolific.provider import ProlificProvider
+
+        say(ProlificProvider.announcement(run_id) or f"Prolific: no study was set up for task run {run_id}")
     # how often the operator looks at the run: each look costs with its units (compat's prompt_run_tracking)
     compat_mephisto.prompt_run_tracking(units=sum(len(run.task_launcher.units)
                                                   for run in operator.get_running_task_runs().values()))
@@ -253,6 +298,17 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         refused = resume.close(interrupted)
         launched.resume_note = "\n".join(filter(None, [note, orphan, refused])) or None
     return launched
+
+
+def study_places(cfg, shared) -> int:
+    """The places (units) the launch offers: its HITs (a chat task's ``num_conversations``, a static task's
+    assignments, or ``adaptive_budget`` HITs when collection is adaptive and bounded), each a unit, or
+    ``units_per_assignment`` of a static task. The router lets one address take a share of them."""
+    static = hasattr(shared, "static_task_data")
+    hits = len(shared.static_task_data) if static else int(cfg.mephisto.blueprint.get("num_conversations") or 0)
+    if cfg.get("adaptive") and int(cfg.get("adaptive_budget") or 0) > 0:
+        hits = int(cfg.adaptive_budget)
+    return hits * (int(cfg.mephisto.blueprint.get("units_per_assignment") or 1) if static else 1)
 
 
 def _served_port(architect) -> int | None:

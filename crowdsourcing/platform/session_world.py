@@ -25,7 +25,7 @@ from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
 from parlai_dialeval.atomic import atomic_open
-from parlai_dialeval.compat.mephisto_router import acknowledge_taken
+from parlai_dialeval.compat.mephisto_router import acknowledge_taken, refuse_taken
 from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
 
@@ -105,10 +105,14 @@ class SessionWorld:
         own = getattr(getattr(agent, "mephisto_agent", None), "db_id", None)
         self.agent_ids = list(saved.get(AGENTS_KEY) or []) + [own]
         self.resent = False  # the act just taken was resent by the page after a relaunch
+        self.last_act = None  # the act just taken (refused: refuse)
         self.status, self.ended, self.blocked, self.error = "incomplete", None, False, None
         self.started = self.saved["record"].get("started", time.time()) if self.saved else time.time()
         self.limits = limits_of(opt)
         self.flood = FloodGuard(self.limits)
+        # seconds between the worker's previous act and this one, on the server's clock: no time the page
+        # claims for an answer may exceed it (platform/answer_record.py); None for an act resent after a relaunch
+        self.last_act_at, self.elapsed = time.time(), None
 
     def saved_models(self, record: dict) -> list[str] | None:
         """The models of a saved HIT, which goes on with them."""
@@ -153,10 +157,27 @@ class SessionWorld:
         """The worker's next act as (text, task_data), checked (participant_input.screen); None when none
         came, it was already stored or sent to another unit, or it was dropped as part of a flood or refused
         (the worker is told why)."""
-        act = self.poll()
+        act = self.last_act = self.poll()
         if act is not None and not self._new_act(act):
             return None
-        return screen(act, self.agent, self.limits, self.flood, self.warn)
+        taken = screen(act, self.agent, self.limits, self.flood, self.warn)
+        if taken is not None:
+            now = time.time()
+            self.elapsed = None if self.resent else now - self.last_act_at
+            self.last_act_at = now
+        return taken
+
+    def answer_record(self, data: dict, text: str | None = None) -> dict | None:
+        """The page's record of how the answer in ``data`` was made (``provenance``), checked against the
+        answer's ``text`` and the server's clock (platform/answer_record.py); None when the page sent none."""
+        from parlai_dialeval.crowdsourcing.platform.answer_record import clean_record
+
+        return clean_record(data.get("provenance"), text=text, elapsed=self.elapsed)
+
+    def refuse(self, message: str) -> None:
+        """The act just taken is not stored: ``message`` shown on the page, and the act never confirmed as sent."""
+        refuse_taken(self.agent, self.last_act, message)
+        self.warn(message)
 
     def _new_act(self, act) -> bool:
         """Whether ``act`` is new to this unit (then its update id is kept in the record)."""

@@ -3,21 +3,38 @@ comparison per bot turn (model_a = the response shown on the left)."""
 from __future__ import annotations
 
 from parlai_dialeval.analysis.worker_checks import check_messages, worker_messages
+from parlai_dialeval.crowdsourcing.platform.checks import GOLD_MODEL, check_of
 from parlai_dialeval.crowdsourcing.pw_turn.protocol import CRITERION, question_text
 
 TASK = "pw_turn"
 SIDE = {"left": "a", "right": "b"}
+TURN_KEYS = ("speaker", "text", "time", "meta", "provenance")
 
 
-def study_record(study: str, question: str) -> dict:
-    return {"type": "study", "name": study, "description": f"PW-Turn ({question}): {question_text(question)}"}
+def study_record(study: str, question: str, checks: dict | None = None) -> dict:
+    return {"type": "study", "name": study, "description": f"PW-Turn ({question}): {question_text(question)}",
+            **({"meta": {"checks": checks}} if checks else {})}
+
+
+def _checked(choice: dict, item: str) -> dict:
+    """A turn's check fields (platform/checks.py): a gold turn's known-bad side is model ``gold_bad`` and the
+    other side is right; an attention check is right when it chose the side the instruction named."""
+    if choice.get("gold"):
+        bad = choice["gold"]["side"]
+        models = {bad: GOLD_MODEL, ("right" if bad == "left" else "left"): choice[("right" if bad == "left" else "left")]}
+        return {"model_a": models["left"], "model_b": models["right"],
+                "check": check_of("gold", choice["choice"] != bad, SIDE["right" if bad == "left" else "left"], item)}
+    if choice.get("attention"):
+        side = choice["attention"]["choose"]
+        return {"check": check_of("attention", choice["choice"] == side, SIDE[side], item)}
+    return {}
 
 
 def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str, conversation_id: str,
                  status: str = "complete") -> list[dict]:
     """Records of one unit: ``state`` is ``PairwiseTurnSession.state()`` as saved with the unit."""
     question = question_text(state["question"])
-    turns = [{k: v for k, v in t.items() if k in ("speaker", "text", "time", "meta")} for t in state["turns"]]
+    turns = [{k: v for k, v in t.items() if k in TURN_KEYS} for t in state["turns"]]
     checks = check_messages(worker_messages(turns))
     records = [{"type": "conversation", "study": study, "id": conversation_id, "models": list(state["models"]),
                 "worker_id": worker_id, "assignment_id": assignment_id, "task": TASK, "turns": turns,
@@ -34,6 +51,8 @@ def unit_records(state: dict, *, study: str, worker_id: str, assignment_id: str,
             "context": [{"speaker": t["speaker"], "text": t["text"]} for t in choice["context"]],
             "duration": choice["duration"],
             "meta": {"criterion": CRITERION[state["question"]], "observed": choice["observed"]},
+            **({"provenance": choice["provenance"]} if choice.get("provenance") else {}),
+            **_checked(choice, f"{conversation_id}:{choice['turn_index']}"),
         })
     return records
 

@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from parlai_dialeval.crowdsourcing.platform.bots import turn_meta
+from parlai_dialeval.crowdsourcing.platform.checks import GOLD_REPLIES
 from parlai_dialeval.protocols import get_protocol
 
 PROTOCOL = get_protocol("pw_turn")
@@ -47,6 +48,10 @@ class PairwiseTurnSession:
     turns: list[dict] = field(default_factory=list)
     choices: list[dict] = field(default_factory=list)
     pending: dict | None = None
+    # checks by turn number (0-based; platform/checks.py): attention checks instruct which side to choose, and
+    # gold turns show a known-bad reply on one side in place of its model's
+    attention: list[int] = field(default_factory=list)
+    gold: list[int] = field(default_factory=list)
 
     def __post_init__(self):
         if len(self.agents) != 2:
@@ -63,14 +68,15 @@ class PairwiseTurnSession:
         self.add_human_message(text, fixed)
         return self.bot_replies(stream)
 
-    def add_human_message(self, text: str, fixed: bool = False) -> None:
+    def add_human_message(self, text: str, fixed: bool = False, provenance: dict | None = None) -> None:
         """The worker's message alone: a world stores it (and tells the page) before the two replies."""
         if self.pending is not None:
             raise RuntimeError("choose between the pending responses before the next message")
         if self.done:
             raise RuntimeError(f"the conversation already has {self.num_turns} bot turns")
         self.turns.append({"speaker": "human", "text": text, "time": time.time(),
-                           **({"meta": {"fixed": True}} if fixed else {})})
+                           **({"meta": {"fixed": True}} if fixed else {}),
+                           **({"provenance": provenance} if provenance is not None else {})})
 
     def bot_replies(self, stream=None) -> dict:
         """Both models' answers to the dialogue so far, which ends with the worker's message."""
@@ -89,9 +95,16 @@ class PairwiseTurnSession:
                         "responses": responses, "costs": costs,
                         "observed": {name: observation["text"] for name in self.agents},
                         "context": [dict(t) for t in self.turns], "shown_at": time.time()}
+        number = len(self.choices)
+        if number in self.gold:  # one side's reply replaced by a known-bad one; the other is right
+            bad = self.rng.choice(("left", "right"))
+            self.pending["gold"] = {"side": bad, "replaced": responses[self.pending[bad]]}
+            responses[self.pending[bad]] = self.rng.choice(GOLD_REPLIES)
+        elif number in self.attention:
+            self.pending["attention"] = {"choose": self.rng.choice(("left", "right"))}
         return {"left": responses[left], "right": responses[right]}
 
-    def choose(self, side: str, justification: str) -> dict:
+    def choose(self, side: str, justification: str, provenance: dict | None = None) -> dict:
         """Record the worker's choice ('left' or 'right') and continue the dialogue with it."""
         if self.pending is None:
             raise RuntimeError("no responses are waiting for a choice")
@@ -103,18 +116,19 @@ class PairwiseTurnSession:
         duration = time.time() - pending.pop("shown_at")
         winner = pending[side]
         loser = pending["right" if side == "left" else "left"]
+        gold = {"gold": pending["gold"]} if "gold" in pending else {}
         self.turns.append({"speaker": winner, "text": pending["responses"][winner], "time": time.time(),
-                           "meta": {**pending["costs"][winner], "rejected": {
+                           "meta": {**pending["costs"][winner], **gold, "rejected": {
                                "model": loser, "text": pending["responses"][loser], **pending["costs"][loser]}}})
         choice = {**pending, "choice": side, "winner": winner, "justification": justification.strip(),
-                  "duration": duration}
+                  "duration": duration, "provenance": provenance}
         self.choices.append(choice)
         return choice
 
     def state(self) -> dict:
         """JSON-serialisable record of the session, saved with the unit and read by ``export``."""
         return {"question": self.question, "models": list(self.agents), "turns": self.turns,
-                "choices": self.choices}
+                "choices": self.choices, "attention": list(self.attention), "gold": list(self.gold)}
 
 
 @dataclass(frozen=True)

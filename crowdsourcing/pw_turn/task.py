@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from parlai_dialeval.analysis.worker_checks import worker_report
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
@@ -34,6 +35,10 @@ class PwTurnArgs:
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})
     study: str = field(default="pw_turn", metadata={"help": "study name written into the export"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "PW-Turn: positions count the turns; an attention check's question tells which response to choose (the "
+        "dialogue goes on with it); a gold turn shows a clearly broken reply on one side (the other is right, and "
+        "the dialogue goes on with the one chosen)")
 
 
 @dataclass
@@ -45,41 +50,43 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
     from parlai_dialeval.crowdsourcing.pw_turn import worlds
 
     args = cfg.pw_turn
+    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     if len(pool.genuine_models) < 2:
         raise ValueError("pw_turn needs at least two models (pw_turn.models or mephisto.blueprint.model_opt_path)")
     limits = InputLimits(**args.limits)
     world_opt = {"pool": pool, "limits": limits, "question": args.question, "num_turns": args.num_turns,
                  "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
-                 "block_qualification": cfg.mephisto.blueprint.get("block_qualification")}
+                 "block_qualification": cfg.mephisto.blueprint.get("block_qualification"),
+                 "checks": checks.as_dict(checks.validate(checks.of(args), "pw_turn"))}
     # world_module given here: Mephisto's own import of world_file would load every task's worlds.py
     # under the one module name `worlds`, so two tasks in one process would share the first one
     return SharedParlAITaskState(world_module=worlds, world_opt=world_opt,
                                  onboarding_world_opt={"seed": args.seed, "onboarding_tries": args.onboarding_tries,
                                                        "turn_timeout": args.turn_timeout, "limits": limits,
                                                        "question": args.question},
-                                 frontend_task_opts={"language": page_language(args.language)})
+                                 frontend_task_opts={**page, "attention": bool(checks.rule(checks.of(args))["attention"])})
 
 
 @guard_units
 def export(units, task_name: str, study: str | None = None) -> ExportReport:
     study = study or task_name
-    records, notes, question = [], [], None
+    records, notes, question, rule = [], [], None, None
     for unit in units:
         record = unit.files.get(RECORD_FILE)
         if record is None:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no PW-Turn record")
             continue
-        question = record["question"]
+        question, rule = record["question"], record.get("checks") or rule
         status = unit.status if record["status"] == "complete" else record_status(record)
         records += pw_export.unit_records(record, study=study, worker_id=unit.worker_id,
                                           assignment_id=unit.assignment_id,
                                           conversation_id=unit.conversation_id(task_name), status=status)
-    head = [pw_export.study_record(study, question)] if question else []
+    head = [pw_export.study_record(study, question, rule)] if question else []
     return ExportReport(records=head + records, notes=notes)
 
 

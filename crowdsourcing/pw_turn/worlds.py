@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 import time
 
+from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform.answer_record import clean_judgment
 from parlai_dialeval.crowdsourcing.platform.participant_input import (FloodGuard, Refused, bounded_text, limits_of,
                                                                      screen)
 from parlai_dialeval.crowdsourcing.platform.session_world import (SYSTEM_ID, SessionWorld, blind_history,
@@ -109,6 +111,9 @@ class PairwiseTurnWorld(SessionWorld):
         bots = {name: self.pool.new_bot(name) for name in self.models}
         self.session = PairwiseTurnSession(bots, opt["question"], int(opt["num_turns"]),
                                            rng=random.Random(self.pool.randint(0, 2 ** 31)))
+        args = checks.ChecksArgs(**(opt.get("checks") or {}))
+        self.rule = checks.rule(args)
+        self.session.attention, self.session.gold = checks.plan(args, self.session.num_turns, self.session.rng)
         if self.saved is None:
             self._ask(FIXED_OPENING, fixed=True)
         else:
@@ -119,6 +124,7 @@ class PairwiseTurnWorld(SessionWorld):
         (protocol.py), so fresh ones go on; a message stored before its two replies were shown is asked again."""
         session = self.session
         session.turns, session.choices, session.pending = record["turns"], record["choices"], record.get("pending")
+        session.attention, session.gold = list(record.get("attention") or []), list(record.get("gold") or [])
         if session.pending is not None:
             session.pending["shown_at"] = time.time()
             self._show_choice({side: session.pending["responses"][session.pending[side]] for side in ("left", "right")})
@@ -134,18 +140,19 @@ class PairwiseTurnWorld(SessionWorld):
 
     def record(self) -> dict:
         # the two replies waiting for a choice, so that a relaunch shows the same ones
-        return {**super().record(), "pending": self.session.pending}
+        return {**super().record(), "pending": self.session.pending, "checks": self.rule}
 
     def _send(self, phase: str, **state) -> None:
         state.setdefault("warning", None)
+        state.setdefault("attention", None)
         state.update(streaming_left=None, streaming_right=None)
         self.observe_state({"phase": phase, "history": blind_history(self.session.turns),
                             "question": question_text(self.session.question),
                             "turn": len(self.session.choices) + 1, "num_turns": self.session.num_turns, **state})
 
-    def _ask(self, text: str, fixed: bool = False) -> None:
+    def _ask(self, text: str, fixed: bool = False, provenance: dict | None = None) -> None:
         """The worker's message to both bots, then their two replies to choose from."""
-        self.session.add_human_message(text, fixed=fixed)
+        self.session.add_human_message(text, fixed=fixed, provenance=provenance)
         if not fixed:  # stored and shown as sent before the two replies, which may take a minute
             self.save_and_confirm()
             self.show({"history": blind_history(self.session.turns), "warning": None})
@@ -156,7 +163,9 @@ class PairwiseTurnWorld(SessionWorld):
             self._show_choice(shown)
 
     def _show_choice(self, shown: dict, warning=None) -> None:
-        self._send("choose", left=shown["left"], right=shown["right"], warning=warning)
+        # an attention check's instruction replaces the question on the page (platform/checks.py)
+        self._send("choose", left=shown["left"], right=shown["right"], warning=warning,
+                   attention=(self.session.pending or {}).get("attention"))
 
     def parley(self) -> None:
         taken = self.take()
@@ -168,7 +177,7 @@ class PairwiseTurnWorld(SessionWorld):
             return
         text = text.strip()
         if text:
-            self._ask(text)
+            self._ask(text, provenance=self.answer_record(data, text))
 
     def _choose(self, data: dict) -> None:
         pending = self.session.pending
@@ -181,8 +190,11 @@ class PairwiseTurnWorld(SessionWorld):
             self._show_choice({"left": pending["responses"][pending["left"]],
                                "right": pending["responses"][pending["right"]]}, warning=str(refusal))
             return
-        self.session.choose(choice, justification)
+        self.session.choose(choice, justification, clean_judgment(data.get("provenance"), justification=justification,
+                                                                  elapsed=self.elapsed))
         if self.session.done:
+            # the page's history ends with the reply just chosen, as after every other turn
+            self.show({"history": blind_history(self.session.turns), "warning": None})
             self._finish("complete")
         else:
             self._send("chat")

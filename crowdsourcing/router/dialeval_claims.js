@@ -12,8 +12,18 @@
  * never the secret, and keeps it in the run folder: a relaunch after a crash starts with the claims of the
  * interrupted run (`preload`), so the genuine participant gets their unit back and nobody else does.
  *
- * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64) takes at most `claims_per_source`
- * new registrations per `window_seconds`; and an agent whose page opens no socket within
+ * A way back for a participant whose browser died (issue 50, item 10): once the page of a registration has been
+ * silent (no heartbeat, no socket) for `reclaim_seconds`, a request naming that registration from another browser is
+ * let in with the resume code the first page showed (`dialeval_resume_code`, derived from the registration's claim),
+ * or, where the provider verified the identity itself (`reclaim_by_identity`: Prolific's PROLIFIC_PID and SESSION_ID,
+ * checked against Prolific at the first arrival), without one. The registration is then bound to the new page's
+ * secret and its silence counted afresh; Mephisto's reconnect path gives the new page the same agent, its work so
+ * far included. Before that time, or with a wrong code (at most `MAX_CODE_TRIES` per registration), nothing.
+ * docs/security.md ("Identity and places") weighs it.
+ *
+ * Places cannot be taken in bulk: a source (an IPv4 address, an IPv6 /64, as dialeval_sources.js's source_of names it)
+ * takes at most `claims_per_source` new registrations per `window_seconds` (a share of the study's places,
+ * compat/mephisto_router.py claims_per_source), the lab's own addresses `lab_places` (0: no limit); and an agent whose page opens no socket within
  * `first_socket_seconds` of being given out is reported disconnected, which gives its unit back (live tasks
  * only: a static task's page never opens one, and there it is 0, off).
  */
@@ -22,14 +32,27 @@
 const crypto = require("crypto");
 const fs = require("fs");
 const path = require("path");
+const door = require("./dialeval_door"); // the answer that gives no place
+const addresses = require("./dialeval_sources"); // whose address a request comes from
 
 const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_claims.json"), "utf8"));
 const SECRET_FIELD = "dialeval_secret"; // page -> router, in provider_data
 const CLAIM_FIELD = "dialeval_claim"; // router -> server: SHA-256 of the secret
 const ISSUED_FIELD = "registration_secret"; // router -> a page that sent no secret, once
+const SOURCE_FIELD = "dialeval_source"; // router -> server: the source the registration came from (a crowd
+// provider's budget of calls on strangers' behalf, parlai_dialeval/providers/prolific/verify.py source_of)
 const SECRET_FORM = /^[A-Za-z0-9_-]{32,128}$/;
 const HELD = "This study is already open for you in another browser or tab: please go on there. " +
   "If you did not open it elsewhere, contact the researcher.";
+// the texts of the way back (their translations: frontend/src/i18n, "server.*")
+const HELD_RECLAIMABLE = "This study is already open for you in another browser or tab: please go on there.";
+const RECLAIM_WAIT = "This study was open for you in another browser a moment ago. If that browser has closed, " +
+  "try again in {seconds} seconds.";
+const RECLAIM_WRONG = "That code is not the one this study showed you. Please check it and try again.";
+const CODE_FIELD = "dialeval_resume_code"; // page -> router, in provider_data; router -> page, in agent_details
+const RECLAIM_FIELD = "dialeval_reclaim"; // router -> a refused page: the way back is open to it (the code form)
+const MAX_CODE_TRIES = 10; // wrong codes a registration takes; then only the page holding its secret gets in
+const CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"; // no 0/O, 1/I: read off a screen and typed back
 const BUSY = "Too many people have just started this study from your network. Please try again in a few minutes.";
 const LOG_EVERY = 100; // after the first 50 refusals, one line in LOG_EVERY: a flood must not fill the disk
 
@@ -38,6 +61,9 @@ const workers = new Map(); // worker name -> hash of the secret of its first reg
 const byAgent = new Map(); // agent id -> its claim (an onboarding agent's claim passes to its unit's agent)
 const givenAt = new Map(); // agent id -> ms it was given to a page; removed by that page's first alive
 const sources = new Map(); // source -> ms of its new claims within the window
+const heardAt = new Map(); // agent id -> ms its page last spoke (alive, heartbeat)
+const codeTries = new Map(); // registration -> wrong resume codes given
+const startedAt = Date.now(); // a claim carried over from an interrupted run: its page silent since the router started
 const counter = { refused: 0 };
 
 const preload = CONFIG.preload || {};
@@ -61,27 +87,20 @@ function holds(hash, secret) {
   return actual.length === expected.length && crypto.timingSafeEqual(actual, expected);
 }
 
-// An IPv4 address, or an IPv6 address's /64 (one host may use a whole /64).
-function source(req) {
-  const address = String(req.socket.remoteAddress || "").replace(/^::ffff:/, "").split("%")[0];
-  if (!address.includes(":")) {
-    return address;
-  }
-  const [head, tail] = address.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
-  return groups.slice(0, 4).join(":") + "::/64";
+// New places ``req``'s source may take per window: the study's share (claims_per_source, 0: no limit), or for
+// the lab's own addresses (router_lab_addresses) lab_places (0: no limit).
+function place_limit(req) {
+  return addresses.from_lab(req) ? CONFIG.lab_places || 0 : CONFIG.claims_per_source;
 }
 
 // Seconds until ``from`` may claim again, or 0 (and the claim is counted, until ``refund``).
-function wait_for_claim(from, now) {
-  if (!(CONFIG.claims_per_source > 0)) {
+function wait_for_claim(from, limit, now) {
+  if (!(limit > 0)) {
     return 0;
   }
   const window = CONFIG.window_seconds * 1000;
   const recent = (sources.get(from) || []).filter((at) => now - at < window);
-  if (recent.length >= CONFIG.claims_per_source) {
+  if (recent.length >= limit) {
     sources.set(from, recent);
     return Math.ceil((recent[0] + window - now) / 1000);
   }
@@ -106,14 +125,81 @@ function refund(from, at) {
   }
 }
 
+// The code a registration's page shows, for the way back: 8 characters of the SHA-256 of the registration and its
+// claim (the hash of the page's secret, which never leaves the router and the server), as ABCD-EFGH.
+function resume_code(registration, hash) {
+  const bytes = crypto.createHash("sha256").update(`resume:${registration}:${hash}`).digest();
+  const letters = Array.from(bytes.subarray(0, 8), (byte) => CODE_ALPHABET[byte % CODE_ALPHABET.length]).join("");
+  return letters.slice(0, 4) + "-" + letters.slice(4);
+}
+
+function same_code(given, expected) {
+  const typed = Buffer.from(typeof given === "string" ? given.toUpperCase().replace(/[^0-9A-Z]/g, "") : "");
+  const wanted = Buffer.from(expected.replace("-", ""));
+  return typed.length === wanted.length && crypto.timingSafeEqual(typed, wanted);
+}
+
+// Seconds the page holding ``claim`` has been silent.
+function silent_seconds(claim, now) {
+  const heard = claim.agent_id !== null ? heardAt.get(claim.agent_id) : undefined;
+  return (now - (heard !== undefined ? heard : claim.agent_id !== null ? now : startedAt)) / 1000;
+}
+
+// The way back (see the top of this file): null when ``data`` may take over ``claim`` of ``registration`` now (it is
+// then bound to the secret the request brings), else [HTTP status, reason, what to log].
+function reclaim_refusal(registration, claim, data, now) {
+  if (!(CONFIG.reclaim_seconds > 0)) {
+    return [403, HELD, "registration held by another page (no or wrong secret)"];
+  }
+  const silent = silent_seconds(claim, now);
+  const code = data[CODE_FIELD];
+  if (silent < CONFIG.reclaim_seconds) {
+    const wait = Math.ceil(CONFIG.reclaim_seconds - silent);
+    return code === undefined && !CONFIG.reclaim_by_identity
+      ? [403, HELD_RECLAIMABLE, "registration held by another page (no or wrong secret)"]
+      : [403, RECLAIM_WAIT.replace("{seconds}", String(wait)), `way back asked while its page was heard ${Math.floor(silent)} s ago`];
+  }
+  if (CONFIG.reclaim_by_identity) {
+    return null;
+  }
+  const tries = codeTries.get(registration) || 0;
+  if (code === undefined || tries >= MAX_CODE_TRIES) {
+    return [403, tries >= MAX_CODE_TRIES ? HELD : HELD_RECLAIMABLE, tries >= MAX_CODE_TRIES
+      ? "registration held by another page (way back closed after wrong codes)" : "registration held by another page (no or wrong secret)"];
+  }
+  if (!same_code(code, resume_code(registration, claim.hash))) {
+    codeTries.set(registration, tries + 1);
+    return [403, RECLAIM_WRONG, `wrong resume code (${tries + 1} of ${MAX_CODE_TRIES})`];
+  }
+  return null;
+}
+
+// A registration taken back by a new page: bound to its secret (its worker too), its silence counted afresh.
+function rebind(registration, worker, claim, secret, now) {
+  const old = claim.hash;
+  claim.hash = digest(secret);
+  if (worker !== null && workers.get(worker) === old) {
+    workers.set(worker, claim.hash);
+  }
+  if (claim.agent_id !== null) {
+    heardAt.set(claim.agent_id, now);
+  }
+  codeTries.delete(registration);
+  console.log(`[dialeval-router] registration ${JSON.stringify(registration).slice(0, 80)} taken back by a new page ` +
+              `after ${CONFIG.reclaim_by_identity ? "its identity was verified" : "its resume code"}`);
+}
+
 function refuse(res, status, reason, why, subject) {
   const n = ++counter.refused;
   if (n <= 50 || n % LOG_EVERY === 0) {
     console.log(`[dialeval-router] refused POST /request_agent: ${why} (registration ${JSON.stringify(subject).slice(0, 80)}, refusal ${n})`);
   }
   // agent_details-shaped, so that mephisto-task shows the reason on the page (transport.js passes it on)
-  return res.status(status).json({ status: "refused", reason, packet_type: "agent_details",
-                                   data: { agent_id: null, worker_id: null, failure_reason: reason } });
+  const answer = door.agent_refusal(reason);
+  if (CONFIG.reclaim_seconds > 0 && reason !== HELD && !CONFIG.reclaim_by_identity && status === 403) {
+    answer.data[RECLAIM_FIELD] = "code"; // the page offers the form for the code
+  }
+  return res.status(status).json(answer);
 }
 
 function given_out(agent_id, claim) {
@@ -134,24 +220,35 @@ function request_check(req, res, next) {
   const registration = data.agent_registration_id;
   const worker = typeof data.worker_name === "string" ? data.worker_name : null;
   const secret = data[SECRET_FIELD];
+  const at = Date.now();
   delete data[SECRET_FIELD];
   delete data[CLAIM_FIELD];
+  data[SOURCE_FIELD] = addresses.source_of(req); // whatever the page put there is replaced
   let claim = claims.get(registration);
   let issued = null;
   const fresh = claim === undefined;
   const bound = fresh && worker !== null ? workers.get(worker) : fresh ? undefined : claim.hash;
   if (bound !== undefined && !holds(bound, secret)) {
-    return refuse(res, 403, HELD, `${fresh ? "worker" : "registration"} held by another page (no or wrong secret)`,
-                  registration);
+    const refusal = fresh ? [403, HELD, "worker held by another page (no or wrong secret)"]
+      : reclaim_refusal(registration, claim, data, at);
+    if (refusal !== null) {
+      delete data[CODE_FIELD];
+      return refuse(res, refusal[0], refusal[1], refusal[2], registration);
+    }
+    if (typeof secret !== "string" || !SECRET_FORM.test(secret)) {
+      issued = crypto.randomBytes(32).toString("hex");
+    }
+    rebind(registration, worker, claim, issued || secret, at);
   }
+  delete data[CODE_FIELD];
   const freshWorker = worker !== null && !workers.has(worker);
-  const from = source(req);
-  const at = Date.now();
+  const from = addresses.source_of(req);
   if (fresh) {
-    const wait = wait_for_claim(from, at);
+    const limit = place_limit(req);
+    const wait = wait_for_claim(from, limit, at);
     if (wait > 0) {
       res.set("Retry-After", String(wait));
-      return refuse(res, 429, BUSY, `more than ${CONFIG.claims_per_source} new registrations from ${from} ` +
+      return refuse(res, 429, BUSY, `more than ${limit} new registrations from ${from} ` +
                     `in ${CONFIG.window_seconds} s`, registration);
     }
     const own = bound !== undefined || (typeof secret === "string" && SECRET_FORM.test(secret)) ? secret : null;
@@ -170,6 +267,9 @@ function request_check(req, res, next) {
       given_out(agent_id, claim);
       if (issued !== null) {
         packet.data[ISSUED_FIELD] = issued;
+      }
+      if (CONFIG.reclaim_seconds > 0) {
+        packet.data[CODE_FIELD] = resume_code(registration, claim.hash);
       }
     } else if (fresh && claim.agent_id === null && claims.get(registration) === claim) {
       claims.delete(registration); // no place given (none free, busy): the registration stays unbound
@@ -204,6 +304,12 @@ function onboarding_check(req, res, next) {
 // A page's socket announced this agent (its token checked by dialeval_guard.js's admit).
 function connected(agent_id) {
   givenAt.delete(agent_id);
+  heardAt.set(agent_id, Date.now());
+}
+
+// A page's heartbeat for this agent (token checked): it is there.
+function heard(agent_id) {
+  heardAt.set(agent_id, Date.now());
 }
 
 // Whether the router should report this agent disconnected: given out longer than first_socket_seconds ago
@@ -218,4 +324,4 @@ function abandoned(agent) {
   return true;
 }
 
-module.exports = { abandoned, connected, onboarding_check, request_check };
+module.exports = { abandoned, connected, heard, onboarding_check, request_check };

@@ -4,7 +4,10 @@
  * lists each route and packet type and which check here covers it.
  *
  * - every request is counted per source (a token bucket): a stranger cannot flood the routes that need no
- *   session (GET /task_config.json, static files, /request_agent, forged POSTs);
+ *   session (GET /task_config.json, static files, /request_agent, forged POSTs); a submission of finished work
+ *   past the budget waits for it instead of being refused; the source is the peer's address (an IPv6 /64), or,
+ *   from a proxy the researcher named, the address that proxy names (dialeval_sources.js); the lab's own
+ *   addresses have no per-source budget;
  * - so is every websocket upgrade (Express never sees those), and a source holds at most
  *   SOURCE_SOCKETS open sockets: a stranger cannot hold thousands of idle sockets open;
  * - a mismatching `mephisto_task_version` is passed on short and at most once a minute (Mephisto's server
@@ -18,9 +21,11 @@
 
 const fs = require("fs");
 const path = require("path");
+const addresses = require("./dialeval_sources"); // whose address a request comes from
 
 const CONFIG = JSON.parse(fs.readFileSync(path.join(__dirname, "dialeval_door.json"), "utf8"));
 const HOST = CONFIG.host;
+
 
 // Requests per source: a page loads ~5 files and POSTs twice per unit; a lab of 50 people behind one NAT
 // loading at once stays within the burst.
@@ -34,9 +39,22 @@ const sources = new Map(); // source address -> { tokens, last: ms }
 // a lab of 50 people behind one NAT stays well within.
 const SOURCE_SOCKETS = CONFIG.source_sockets || 100;
 const openSockets = new Map(); // source address -> sockets open now
+// Finished work is never refused for rate: past its source's budget a submission waits (wait_for_budget).
+const FINISHED_WORK = new Set(["/submit_task", "/submit_onboarding"]);
+const SUBMISSIONS_WAITING = 200; // per source; a lab's hundreds of participants do not submit in one second
+const WAITING_IN_ALL = 5000;
+const waiting = new Map(); // source -> [{ req, next }] submissions waiting for its budget, in arrival order
+let waitingInAll = 0;
+let drainTimer = null;
 
 // A page's act is an object a few levels deep (task_data.values = [...]): far below this.
 const MAX_DEPTH = 32;
+// Stated limits (docs/security.md; compat/mephisto_door.py writes them): characters of an id in a request for a
+// place (worker, assignment, study, session), and of any text in a page's act (every task's own limits are lower
+// and enforced by its world, which says so on the page).
+const ID_CHARS = CONFIG.id_chars;
+const TEXT_CHARS = CONFIG.text_chars;
+const UNSTORABLE = "It contains characters the study cannot store. Please type it again."; // after "Not sent:"
 const VERSION_PATTERN = /^[0-9A-Za-z.+-]{1,32}$/;
 const VERSION_REPORT_EVERY_MS = 60 * 1000;
 let lastVersionReport = 0;
@@ -65,15 +83,6 @@ function log(reason, where) {
   }
 }
 
-// The address a request comes from: the peer, or, when the peer is this machine (a reverse proxy in
-// front of a router listening on 127.0.0.1), the last address the proxy put in X-Forwarded-For.
-function source_of(req) {
-  const peer = req.socket.remoteAddress || "";
-  const loopback = peer === "127.0.0.1" || peer === "::1" || peer === "::ffff:127.0.0.1";
-  const forwarded = loopback ? String(req.headers["x-forwarded-for"] || "").split(",").pop().trim() : "";
-  return forwarded.slice(0, 64) || peer;
-}
-
 function within_source_limit(source, now) {
   let bucket = sources.get(source);
   if (bucket === undefined) {
@@ -93,18 +102,70 @@ function within_source_limit(source, now) {
 }
 
 function per_source(req, res, next) {
-  if (!within_source_limit(source_of(req), Date.now())) {
-    log(`more than ${SOURCE_REQUESTS_PER_SECOND} requests a second from one source`, `${req.method} request`);
-    res.set("Retry-After", String(SOURCE_LIMIT_RETRY_S));
-    return res.status(429).json({ status: "refused", reason: "too many requests, try again shortly" });
+  const address = addresses.client_address(req);
+  if (addresses.lab_address(address)) {
+    return next();
   }
-  next();
+  const source = addresses.source_key(address);
+  const finished = req.method === "POST" && FINISHED_WORK.has(req.path);
+  // submissions waiting for this source's budget are served first: its other requests wait their turn
+  if (!waiting.has(source) && within_source_limit(source, Date.now())) {
+    return next();
+  }
+  if (finished) {
+    return wait_for_budget(source, req, res, next);
+  }
+  log(`more than ${SOURCE_REQUESTS_PER_SECOND} requests a second from one source`, `${req.method} request`);
+  res.set("Retry-After", String(SOURCE_LIMIT_RETRY_S));
+  return res.status(429).json({ status: "refused", reason: "too many requests, try again shortly" });
+}
+
+// A submission of finished work past its source's budget waits for the source's next request token, in arrival
+// order, instead of being refused (a lab behind one address must always hand its work in). Bounded: past
+// SUBMISSIONS_WAITING for its source (or WAITING_IN_ALL), 503 "busy" with Retry-After, which the page retries.
+function wait_for_budget(source, req, res, next) {
+  const queue = waiting.get(source) || [];
+  if (queue.length >= SUBMISSIONS_WAITING || waitingInAll >= WAITING_IN_ALL) {
+    log(`more than ${SUBMISSIONS_WAITING} submissions waiting for one source's budget`, `POST ${req.path}`);
+    res.set("Retry-After", String(SOURCE_LIMIT_RETRY_S));
+    return res.status(503).json({ status: "busy", reason: "the study's server is busy, your work is sent again shortly" });
+  }
+  queue.push({ req, next });
+  waiting.set(source, queue);
+  waitingInAll += 1;
+  if (drainTimer === null) {
+    drainTimer = setTimeout(drain_waiting, 1000 / SOURCE_REQUESTS_PER_SECOND);
+  }
+}
+
+function drain_waiting() {
+  drainTimer = null;
+  const now = Date.now();
+  for (const [source, queue] of waiting) {
+    while (queue.length > 0 && within_source_limit(source, now)) {
+      const { req, next } = queue.shift();
+      waitingInAll -= 1;
+      if (!req.socket.destroyed) { // the page gave up meanwhile: nothing to answer
+        next();
+      }
+    }
+    if (queue.length === 0) {
+      waiting.delete(source);
+    }
+  }
+  if (waiting.size > 0) {
+    drainTimer = setTimeout(drain_waiting, 1000 / SOURCE_REQUESTS_PER_SECOND);
+  }
 }
 
 // ws's verifyClient for every upgrade: the request bucket, then the open sockets of its source (counted until
 // the connection's TCP socket closes, whether or not the handshake completes).
 function admit_socket(info, done) {
-  const source = source_of(info.req);
+  const address = addresses.client_address(info.req);
+  if (addresses.lab_address(address)) {
+    return done(true);
+  }
+  const source = addresses.source_key(address);
   const open = openSockets.get(source) || 0;
   let refusal = null;
   if (!within_source_limit(source, Date.now())) {
@@ -171,9 +232,9 @@ function nesting_refusal(raw) {
   return nesting(raw) > MAX_DEPTH ? `nested more than ${MAX_DEPTH} levels deep` : null;
 }
 
-// The first string of ``value`` (keys too) Mephisto's server cannot take, as "field: reason"; null if none.
-// Iterative: a body nested past MAX_DEPTH is refused, never recursed into.
-function text_refusal(value, where) {
+// The first string of ``value`` (keys too) Mephisto's server cannot take, as "field: reason"; null if none; a
+// text longer than ``longest`` characters too. Iterative: a body nested past MAX_DEPTH is refused, never recursed into.
+function text_refusal(value, where, longest = Infinity) {
   const stack = [[value, where, 0, false]];
   while (stack.length > 0) {
     const [item, at, depth, name] = stack.pop();
@@ -186,6 +247,9 @@ function text_refusal(value, where) {
       }
       if ((name ? CONTROL_IN_NAME : CONTROL_IN_TEXT).test(item)) {
         return `${at}: text with a control character`;
+      }
+      if (item.length > longest) {
+        return `${at}: text of ${item.length} characters (limit ${longest})`;
       }
     } else if (item !== null && typeof item === "object") {
       for (const key of Object.keys(item)) {
@@ -200,7 +264,8 @@ function text_refusal(value, where) {
   return null;
 }
 
-// After the body parsers, before the routes: a body the server could not store is refused, naming its field.
+// After the body parsers, before the routes: a body the server could not store is refused, naming its field;
+// a request for a place whose ids are longer than the stated limit is refused with a sentence the page shows.
 function after_parsing(app) {
   app.use((req, res, next) => {
     const reason = req.method === "POST" ? text_refusal(req.body, "body") : null;
@@ -208,8 +273,37 @@ function after_parsing(app) {
       log(reason, "POST " + req.path);
       return res.status(400).json({ status: "refused", reason: "malformed request: " + reason });
     }
+    const long = req.method === "POST" && req.path === "/request_agent" ? long_id(req.body) : null;
+    if (long !== null) {
+      log(`provider_data.${long.key} of ${long.length} characters (limit ${long.limit})`, "POST /request_agent");
+      return res.status(403).json(agent_refusal(`This study link is not valid: an id in it is longer than ` +
+        `${long.limit.toLocaleString("en-US")} characters. Please open the study from the link you were given.`));
+    }
     next();
   });
+}
+
+// The first identity field of a request for a place longer than ID_CHARS characters (a registration: two ids
+// and a dash) as { key, length, limit }, or null. Every Prolific, MTurk and mock id is far shorter.
+function long_id(body) {
+  const data = body !== null && typeof body === "object" ? body.provider_data : null;
+  if (data === null || typeof data !== "object") {
+    return null;
+  }
+  for (const key of NAME_FIELDS) {
+    const limit = key === "agent_registration_id" ? 2 * ID_CHARS + 1 : ID_CHARS;
+    if (typeof data[key] === "string" && data[key].length > limit) {
+      return { key, length: data[key].length, limit };
+    }
+  }
+  return null;
+}
+
+// An answer to POST /request_agent that gives no place, shaped as agent_details so that mephisto-task shows
+// ``reason`` on the page (the frontend's transport.js passes a 403 or 429 of this shape on as an answer).
+function agent_refusal(reason) {
+  return { status: "refused", reason, packet_type: "agent_details",
+           data: { agent_id: null, worker_id: null, failure_reason: reason } };
 }
 
 // Last: what Express would answer with its own page (a stack trace with the router's paths).
@@ -259,7 +353,17 @@ function packet_refusal(type, packet) {
   if ((type === "alive" || type === "heartbeat") && data != null && (typeof data !== "object" || Array.isArray(data))) {
     return `${type} whose data is not an object`;
   }
-  return text_refusal(data === undefined ? null : data, "data");
+  return text_refusal(data === undefined ? null : data, "data", type === "mephisto_bound_live_update" ? TEXT_CHARS : Infinity);
+}
+
+// What the page shows beside an act the door refused (catalogued as the page's "server.*" texts, so translated).
+function notice_for(reason) {
+  const long = /text of (\d+) characters \(limit (\d+)\)/.exec(reason);
+  if (long !== null) {
+    const [length, limit] = [Number(long[1]), Number(long[2])].map((n) => n.toLocaleString("en-US"));
+    return `Your message is ${length} characters long; the limit is ${limit}. Please shorten it.`;
+  }
+  return UNSTORABLE;
 }
 
 // Tell the page which of its acts was refused (transport.js takes it out of the acts it resends) and why.
@@ -269,13 +373,14 @@ function tell_refused(socket, packet, reason) {
     return;
   }
   socket.send(JSON.stringify({ packet_type: "client_bound_live_update", subject_id: packet.subject_id,
-    data: { dialeval_refused: [update_id], reason } }));
+    data: { dialeval_refused: [update_id], reason: notice_for(reason) } }));
 }
 
 module.exports = {
   HOST,
   admit_socket,
   after_parsing,
+  agent_refusal,
   errors,
   harden,
   nesting_refusal,

@@ -13,7 +13,8 @@ The worker's total time and prior-experience answers are recorded.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 
 from parlai_dialeval.protocols import santhanam2020
 
@@ -32,6 +33,8 @@ class ScaleItem:
     reference: str
     responses: dict[str, str]  # model -> response
     reference_metrics: dict[str, float] | None = None  # criterion -> automatic score (for bme)
+    # an attention check or gold item (crowdsourcing/platform/checks.py): {kind, ...what it expects}
+    check: dict | None = None
 
 
 def reference_value(item: ScaleItem, design: str, criterion: str) -> float | None:
@@ -77,3 +80,66 @@ def validate_answer(design: str, item: ScaleItem, criterion: str, answer: dict) 
             raise ValueError(f"item {item.item_id} {criterion} {model}: {value!r} is not "
                              f"{'an integer' if integral else 'a number'} in {low}..{high}")
     return {m: float(v) for m, v in values.items()}
+
+
+def check_items(chunks: list[list[ScaleItem]], args, design: str, rng: random.Random) -> list[list[ScaleItem]]:
+    """Each unit's items with its attention checks (an item whose every question asks for a stated answer: a
+    value for every response, or which response is best and which worst) and gold items (an item with one
+    response replaced by a clearly broken one, model ``gold_bad``: it must come out lowest, or worst) mixed in
+    (crowdsourcing/platform/checks.py). A check item is a copy of an item of another unit under its own id, so
+    nothing the page receives tells a gold item from the others (with a single unit, a suffixed copy)."""
+    from parlai_dialeval.crowdsourcing.platform import checks
+
+    rule = checks.rule(args)
+    scale, low, high = scale_of(design)
+    out = []
+    for number, chunk in enumerate(chunks):
+        others = [item for k, other in enumerate(chunks) if k != number for item in other]
+        pool = others or [replace(item, item_id=f"{item.item_id}_{number}c") for item in chunk]
+        picked = rng.sample(pool, min(len(pool), rule["attention"] + rule["gold"]))
+        picked += [rng.choice(pool) for _ in range(rule["attention"] + rule["gold"] - len(picked))]
+        attention = []
+        for item in picked[:rule["attention"]]:
+            if scale == "best_worst":
+                best, worst = rng.sample(range(1, len(item.responses) + 1), 2)
+                expected = {"best": best, "worst": worst}
+            else:
+                expected = {"value": rng.randint(int(low) + 1, int(high) - 1) if scale == "likert"
+                            else rng.choice((10, 50, 200, 500))}
+            attention.append(replace(item, check={"kind": "attention", **expected}))
+        gold = []
+        for item in picked[rule["attention"]:]:
+            broken = rng.choice(sorted(item.responses))
+            responses = {(checks.GOLD_MODEL if m == broken else m): (rng.choice(checks.GOLD_REPLIES) if m == broken
+                                                                     else text) for m, text in item.responses.items()}
+            gold.append(replace(item, responses=responses, check={"kind": "gold"}))
+        seen, checked = {item.item_id for item in chunk}, []
+        for index, item in enumerate(attention + gold):  # an item rated twice in a unit needs ids of its own
+            if item.item_id in seen:
+                item = replace(item, item_id=f"{item.item_id}_{number}_{index}")
+            seen.add(item.item_id)
+            checked.append(item)
+        attention, gold = checked[:len(attention)], checked[len(attention):]
+        out.append(checks.mix(chunk, attention, gold, args, rng))
+    return out
+
+
+def check_passed(item: ScaleItem, values: dict[str, dict[str, float]], order: list[str], tolerance: float) -> bool:
+    """Whether the answers to a check item (``values``: criterion -> model -> canonical value; ``order``: the
+    models as the page listed the responses) are what it expects under every criterion: a gold item's broken
+    response lowest (ties allowed, but below the best: best-worst's -1), an attention check's stated value within
+    ``tolerance`` (0 on a Likert scale) or its stated best and worst."""
+    from parlai_dialeval.crowdsourcing.platform.checks import GOLD_MODEL, near
+
+    check = item.check
+    for per_model in values.values():
+        if check["kind"] == "gold":
+            bad, others = per_model[GOLD_MODEL], [v for m, v in per_model.items() if m != GOLD_MODEL]
+            ok = bad <= min(others) and bad < max(others)
+        elif "best" in check:
+            ok = per_model[order[check["best"] - 1]] == 1 and per_model[order[check["worst"] - 1]] == -1
+        else:
+            ok = all(near(v, check["value"], tolerance) for v in per_model.values())
+        if not ok:
+            return False
+    return True

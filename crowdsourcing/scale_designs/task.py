@@ -15,9 +15,10 @@ from typing import Any, Optional
 
 from mephisto.operations.hydra_config import TaskConfig
 
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.crowdsourcing.platform.config import language_field
-from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission
+from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, submission, unit_seconds
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
 from parlai_dialeval.crowdsourcing.scale_designs import export as sd_export
 from parlai_dialeval.crowdsourcing.scale_designs import protocol
@@ -34,6 +35,10 @@ class ScaleDesignArgs:
     items_per_unit: int = field(default=10, metadata={"help": "items each worker rates in one unit"})
     language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of unit composition and response order"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "scale designs: positions count a unit's items (its items_per_unit ones and the checks); an attention check "
+        "is an item whose questions ask for a stated answer (a value for every response, or which is best and "
+        "which worst); a gold item has one response replaced by a clearly broken one (it must come out lowest)")
 
 
 @dataclass
@@ -68,6 +73,8 @@ def _shown_item(item: protocol.ScaleItem, design: str, rng: random.Random) -> tu
     shown = {"item_id": item.item_id, "context": item.context, "reference": item.reference,
              "reference_values": {c: protocol.reference_value(item, design, c) for c in protocol.CRITERIA},
              "responses": [{"key": key, "text": item.responses[model]} for key, model in keys.items()]}
+    if item.check and item.check["kind"] == "attention":  # its instruction; a gold item looks like any other
+        shown["attention"] = {k: v for k, v in item.check.items() if k != "kind"}
     return shown, keys
 
 
@@ -84,16 +91,20 @@ def shared_state(cfg) -> Any:
     rng = random.Random(args.seed)
     rng.shuffle(items)
     scale, low, high = protocol.scale_of(args.design)
+    chunks = [items[start:start + args.items_per_unit] for start in range(0, len(items), args.items_per_unit)]
+    rule = checks.rule(checks.validate(checks.of(args), "scale_designs"))
+    if rule["attention"] or rule["gold"]:
+        chunks = protocol.check_items(chunks, checks.of(args), args.design, rng)
     units = []
-    for start in range(0, len(items), args.items_per_unit):
-        chunk = items[start:start + args.items_per_unit]
+    for chunk in chunks:
         shown, keys = zip(*(_shown_item(item, args.design, rng) for item in chunk))
         units.append({"design": args.design, "scale": {"kind": scale, "min": low, "max": high},
                       "criteria": [{"name": c, "question": protocol.CRITERION_QUESTIONS[c]} for c in protocol.CRITERIA],
                       "prior_questions": protocol.PRIOR_EXPERIENCE_QUESTIONS, "shown": list(shown),
                       SERVER_KEY: {"keys": {item.item_id: k for item, k in zip(chunk, keys)},
-                                   "items": [item.__dict__ for item in chunk]}})
-    return SharedStaticTaskState(static_task_data=units, task_config={"language": page_language(args.language)})
+                                   "items": [item.__dict__ for item in chunk], "checks": rule}})
+    return SharedStaticTaskState(static_task_data=units, task_config={"language": page_language(args.language),
+                                                                      "attention": bool(rule["attention"])})
 
 
 def _to_models(item_id: str, criterion: str, answer, keys: dict) -> dict:
@@ -128,7 +139,7 @@ def _ratings_by_model(ratings, keys: dict) -> dict:
 
 @guard_units
 def export(units, task_name: str) -> ExportReport:
-    records, notes, design = [], [], None
+    records, notes, design, rule = [], [], None, None
     for unit in units:
         inputs, outputs = unit.state.get("inputs") or {}, submission(unit)
         if not outputs.get("ratings"):
@@ -136,11 +147,15 @@ def export(units, task_name: str) -> ExportReport:
             continue
         design = inputs["design"]
         server = unit.server or inputs  # runs launched before dialeval_static sent these to the page
+        rule = server.get("checks") or rule
         items = [protocol.ScaleItem(**item) for item in server["items"]]
         ratings = _ratings_by_model(outputs["ratings"], server["keys"])
         records += sd_export.unit_records(items, {**outputs, "ratings": ratings}, design=design,
-                                          study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id)
-    head = [sd_export.study_record(task_name, design)] if design else []
+                                          study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
+                                          order={i: list(k.values()) for i, k in server["keys"].items()},
+                                          tolerance=(rule or {}).get("tolerance", checks.ChecksArgs.tolerance),
+                                          elapsed=unit_seconds(unit))
+    head = [sd_export.study_record(task_name, design, rule)] if design else []
     return ExportReport(records=head + records, notes=notes)
 
 

@@ -7,6 +7,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
@@ -31,6 +32,10 @@ class SmEvalArgs:
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})
+    checks: checks.ChecksArgs = checks.checks_field(
+        "SM-Eval: positions count the bot turns; an attention check asks, on that turn's screen, to tick one quality "
+        "alone; a gold item replaces that bot reply with a clearly broken one ('none of the above' is right; the "
+        "bot's own reply is kept in the turn's meta.gold)")
 
 
 @dataclass
@@ -42,35 +47,38 @@ def shared_state(cfg) -> Any:
     from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_blueprint import SharedParlAITaskState
 
     from parlai_dialeval.crowdsourcing.platform.bots import BotPool, quota_args
-    from parlai_dialeval.crowdsourcing.platform.frontend import page_language
+    from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
     from parlai_dialeval.crowdsourcing.sm_eval import worlds
 
     args = cfg.sm_eval
+    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
     return SharedParlAITaskState(world_module=worlds, world_opt={
         "pool": pool, "num_turns": args.num_turns,
         "worker_personas": [list(p) for p in args.worker_personas],
         "block_on_worker_checks": args.block_on_worker_checks, "turn_timeout": args.turn_timeout,
-        "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification")},
-        frontend_task_opts={"language": page_language(args.language)})
+        "limits": InputLimits(**args.limits), "block_qualification": cfg.mephisto.blueprint.get("block_qualification"),
+        "checks": checks.as_dict(checks.validate(checks.of(args), "sm_eval"))},
+        frontend_task_opts={**page, "attention": bool(checks.rule(checks.of(args))["attention"])})
 
 
 @guard_units
 def export(units, task_name: str) -> ExportReport:
-    records, notes = [sm_export.study_record(task_name)], []
+    records, notes, rule = [], [], None
     for unit in units:
         record = unit.files.get(RECORD_FILE)
         if record is None:
             notes.append(f"unit {unit.unit_id} (worker {unit.worker_id}, {unit.agent_status}): no SM-Eval record")
             continue
+        rule = record.get("checks") or rule
         ended = record.get("ended")
         records += sm_export.unit_records(
             record, study=task_name, worker_id=unit.worker_id, assignment_id=unit.assignment_id,
             conversation_id=unit.conversation_id(task_name),
             duration=(ended - record["started"]) if ended else None,
             status=unit.status if record["status"] == "complete" else record_status(record))
-    return ExportReport(records=records, notes=notes)
+    return ExportReport(records=[sm_export.study_record(task_name, rule), *records], notes=notes)
 
 
 TASK = TaskSpec(name="sm_eval", config_class=SmEvalConfig, shared_state=shared_state, export=export,

@@ -7,6 +7,9 @@ back after a crash carries on where they stopped (platform/resume.py).
 """
 from __future__ import annotations
 
+import random
+
+from parlai_dialeval.crowdsourcing.platform import checks
 from parlai_dialeval.crowdsourcing.platform.participant_input import Refused
 from parlai_dialeval.crowdsourcing.platform.session_world import SessionWorld, blind_history
 from parlai_dialeval.crowdsourcing.sm_eval.protocol import (CRITERIA, LIKERT_MAX, LIKERT_MIN, LIKERT_PROMPT,
@@ -33,19 +36,32 @@ class SingleModelWorld(SessionWorld):
         self.model = self.models[0]
         personas = opt.get("worker_personas") or []
         persona = list(self.pool.choice(personas)) if personas else []
-        self.session = SingleModelSession(self.pool.new_bot(self.model), self.model, int(opt["num_turns"]), persona)
+        self.session = SingleModelSession(self.pool.new_bot(self.model), self.model, int(opt["num_turns"]), persona,
+                                          rng=random.Random(self.pool.randint(0, 2 ** 31)))
+        self._plan_checks()
         if self.saved is not None and self.saved["record"].get("turns"):
             self._carry_on(self.saved["record"])
         elif self._streamed(self.session.start) is not None:
             self._send("annotate")
 
+    def _plan_checks(self) -> None:
+        """Which bot turns' annotation screens are attention checks (the criterion to tick alone) and which
+        replies a known-bad one replaces (platform/checks.py); the positions count the bot turns."""
+        args = checks.ChecksArgs(**(self.opt.get("checks") or {}))
+        self.rule = checks.rule(args)
+        rng = self.session.rng
+        attention, gold = checks.plan(args, self.session.num_turns, rng)
+        self.session.attention = {turn: rng.choice(CRITERIA) for turn in attention}
+        self.session.gold = gold
+
+    def record(self) -> dict:
+        return {**super().record(), "checks": self.rule}
+
     def _carry_on(self, record: dict) -> None:
         """The saved conversation after a crash, where it stopped; the fresh bot gets it whole with the
         worker's next message (protocol.py)."""
         session = self.session
-        session.persona, session.turns = record["persona"], record["turns"]
-        session.annotations = {int(k): v for k, v in record["annotations"].items()}
-        session.final_ratings, session.resumed = dict(record.get("final_ratings") or {}), True
+        session.carry_on(record)
         if session.final_ratings:
             self.phase = "rate"
             self._finish("complete")
@@ -71,8 +87,11 @@ class SingleModelWorld(SessionWorld):
         state = {"phase": phase, "history": blind_history(self.session.turns), "persona": self.session.persona,
                  "turn": len(self.session.bot_turns), "num_turns": self.session.num_turns, "warning": warning,
                  "labels": TURN_LABELS, "streaming": None}
+        state["attention"] = None
         if phase == "annotate":
             state["turn_index"] = self.session.bot_turns[-1]
+            tick = self.session.attention_of(state["turn_index"])
+            state["attention"] = {"tick": tick} if tick else None
         if phase == "rate":
             state.update(prompt=LIKERT_PROMPT, questions=[{"criterion": c, "question": LIKERT_QUESTIONS[c]}
                                                           for c in CRITERIA], min=LIKERT_MIN, max=LIKERT_MAX)
@@ -85,12 +104,13 @@ class SingleModelWorld(SessionWorld):
         text, data = taken
         try:
             if self.phase == "annotate":
-                self.session.annotate(self.session.bot_turns[-1], string_list(data.get("checked"), TICK_ONE))
+                self.session.annotate(self.session.bot_turns[-1], string_list(data.get("checked"), TICK_ONE),
+                                      self.answer_record(data))
                 self._send("rate" if self.session.chat_done else "chat")
             elif self.phase == "chat":
                 text = text.strip()
                 if text:
-                    self.session.add_human_message(text)
+                    self.session.add_human_message(text, provenance=self.answer_record(data, text))
                     self.save_and_confirm()  # stored and shown as sent before the reply, which may take a minute
                     self.show({"history": blind_history(self.session.turns), "warning": None})
                     self._reply()
@@ -98,7 +118,7 @@ class SingleModelWorld(SessionWorld):
                 ratings = data.get("ratings")
                 if not isinstance(ratings, dict):
                     raise Refused(RATE_ALL)
-                self.session.rate(dict(ratings))
+                self.session.rate(dict(ratings), self.answer_record(data))
                 self._finish("complete")
         except ValueError as error:  # the page keeps the worker from sending these; say so if it happens
             self._send(self.phase, warning=str(error))

@@ -21,9 +21,9 @@ def all_pairs(models: list[str]) -> list[Pair]:
 def bt_strengths(ledger: Ledger) -> np.ndarray:
     """Bradley-Terry strengths of ``ledger.models`` from the evidence so far (lightly regularised, so
     early separation has a finite fit)."""
-    import choix  # scipy.stats (about 1 s): every launch reads ALLOCATORS, only an adaptive run fits
+    from parlai_dialeval.analysis import bradley_terry
 
-    return choix.ilsr_pairwise_dense(ledger.win_matrix(), alpha=0.01)
+    return bradley_terry.ilsr(ledger.win_matrix(), alpha=0.01)
 
 
 def current_ranking(ledger: Ledger) -> list[str]:

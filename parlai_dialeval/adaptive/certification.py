@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold, confidence_sequence, e_value
-from parlai_dialeval.analysis.cluster_robust import (UNIT_OF_INDEPENDENCE, cluster_outcomes, clustering_summary,
-                                                 vote_clusters)
+from parlai_dialeval.analysis.cluster_robust import UNIT_OF_INDEPENDENCE, clustering_summary
+from parlai_dialeval.analysis.collection_order import cluster_outcomes, vote_clusters
 from parlai_dialeval.analysis.pairwise import split_onboarding
 
 PAIR_COLUMNS = ["question", "unit", "model_a", "model_b", "outcomes", "votes", "order", "unit_of_independence",

@@ -2,7 +2,7 @@
 "b beats a", updated one outcome at a time, saved as JSON after every batch so a killed study resumes
 where it stopped. Same e-process as ``sequential`` (its grid and aGRAPA bettors, evidence never expires).
 
-One bet per item: an outcome given with its item's key (analysis.cluster_robust.record_outcomes) is bet only the first
+One bet per item: an outcome given with its item's key (analysis.collection_order.record_outcomes) is bet only the first
 time that item is read. Votes on an item read in a later batch (an item reused once the pair's items were
 all shown, a late HIT) would bet again on the same item, whose votes move together (the false claims of
 issue 25), so they are counted in ``repeats`` and not bet; `dialeval certify` on the export puts them in

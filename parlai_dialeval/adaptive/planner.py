@@ -222,7 +222,7 @@ def assumptions_from_pilot(comparisons: pd.DataFrame, turn_ratings: pd.DataFrame
     Only what the pilot holds is returned; a pilot that cannot tell models apart raises ValueError."""
     found: dict = {}
     if len(comparisons):
-        from parlai_dialeval.analysis.cluster_robust import cluster_outcomes, vote_clusters
+        from parlai_dialeval.analysis.collection_order import cluster_outcomes, vote_clusters
         from parlai_dialeval.analysis.pairwise import SECTION, oriented, win_rates, with_sections
 
         sections = with_sections(comparisons)

@@ -178,45 +178,12 @@ def ppi_mean(labels, judge_labelled, judge_unlabelled, clusters=None, clusters_u
     return _result(estimate, var, y.mean(), mean_covariance(y, c_l, ddof), lam, alpha, n, big_n, c_l, c_u, t_interval)
 
 
-def _expit(t: np.ndarray) -> np.ndarray:
-    from scipy.special import expit
-
-    return expit(t)
-
-
-def _logistic_fit(x, y, f, x_u, f_u, lam: float, max_iter: int = 100) -> np.ndarray:
-    """Minimiser of lam * loss(judge, unlabelled) + loss(people) - lam * loss(judge, labelled), the
-    rectified logistic loss (convex for lam in [0, 1]), by Newton's method with step halving."""
-    n, big_n = len(y), len(f_u)
-
-    def loss(theta):
-        t, t_u = x @ theta, x_u @ theta
-        value = np.mean(np.logaddexp(0, t) - y * t) - lam * np.mean(np.logaddexp(0, t) - f * t)
-        return value + (lam * np.mean(np.logaddexp(0, t_u) - f_u * t_u) if big_n else 0.0)
-
-    theta = np.zeros(x.shape[1])
-    for _ in range(max_iter):
-        mu, mu_u = _expit(x @ theta), _expit(x_u @ theta)
-        grad = x.T @ (mu - y) / n - lam * x.T @ (mu - f) / n
-        w = mu * (1 - mu)
-        hess = (1 - lam) * (x.T * w) @ x / n
-        if big_n:
-            grad = grad + lam * x_u.T @ (mu_u - f_u) / big_n
-            hess = hess + lam * (x_u.T * (mu_u * (1 - mu_u))) @ x_u / big_n
-        step = np.linalg.lstsq(hess, grad, rcond=None)[0]
-        current, size = loss(theta), 1.0
-        while loss(theta - size * step) > current + 1e-15 and size > 1e-10:
-            size /= 2
-        theta = theta - size * step
-        if np.max(np.abs(size * step)) < 1e-12:
-            break
-    return theta
-
-
 def _logistic_stats(theta, x, y, f, x_u, f_u, use_unlabelled: bool):
     """Per-row scores of the people, of the judge on labelled and unlabelled rows, and the inverse
     Hessian (on all rows when the judge is used, as ppi_py does)."""
-    mu, mu_u = _expit(x @ theta), _expit(x_u @ theta)
+    from scipy.special import expit
+
+    mu, mu_u = expit(x @ theta), expit(x_u @ theta)
     hess = (x.T * (mu * (1 - mu))) @ x
     if use_unlabelled:
         hess = (hess + (x_u.T * (mu_u * (1 - mu_u))) @ x_u) / (len(x) + len(x_u))
@@ -226,29 +193,46 @@ def _logistic_stats(theta, x, y, f, x_u, f_u, use_unlabelled: bool):
     return grads, grads_judge, x_u * (mu_u - f_u)[:, None], np.linalg.inv(hess)
 
 
-def ppi_logistic(x, labels, judge_labelled, x_unlabelled, judge_unlabelled, clusters=None,
-                 clusters_unlabelled=None, alpha: float = 0.05, lam: float | None = None,
-                 ddof: int = 1, t_interval: bool = True) -> PPIEstimate:
-    """PPI++ logistic regression without intercept (Bradley-Terry: rows are votes, ``x`` the pair's
-    indicator e_a - e_b without a reference model's column, labels 1 = a won, 0 = b, 1/2 = tie) with
-    the clustered sandwich variance A (V_unlabelled + V_labelled) A; ``lam`` None = power-tuned."""
-    x, x_u = np.asarray(x, dtype=float), np.asarray(x_unlabelled, dtype=float).reshape(-1, np.shape(x)[1])
+def ppi_bradley_terry(models: list[str], pairs, labels, judge_labelled, pairs_unlabelled, judge_unlabelled,
+                      clusters=None, clusters_unlabelled=None, alpha: float = 0.05, lam: float | None = None,
+                      ddof: int = 1, t_interval: bool = True) -> PPIEstimate:
+    """PPI++ Bradley-Terry: a logistic regression on pair indicators without intercept (the estimate: each
+    model's log-strength relative to ``models[0]``; ``centred`` makes them mean 0) with the clustered sandwich
+    variance A (V_unlabelled + V_labelled) A; ``lam`` None = power-tuned. ``pairs``: (first, second) model
+    indices of each human vote, ``labels`` 1 = first won, 0 lost, 1/2 tie; ``pairs_unlabelled`` those of the
+    judge-only rows. The fits are analysis.bradley_terry's: the rectified loss, people's loss minus lam times
+    the judge's on the labelled rows plus lam times the judge's on the unlabelled ones (each a mean), is a
+    logistic loss with weights (1 - lam) / n and lam / N and targets (y - lam f) / n and lam f_u / N."""
+    from parlai_dialeval.analysis import bradley_terry
+
+    first, second = (np.asarray(v, dtype=np.int64).reshape(-1) for v in pairs)
+    first_u, second_u = (np.asarray(v, dtype=np.int64).reshape(-1) for v in pairs_unlabelled)
     y, f, f_u = (np.asarray(v, dtype=float) for v in (labels, judge_labelled, judge_unlabelled))
     n, big_n = len(y), len(f_u)
     if n < 2:
         raise ValueError("PPI needs at least two human labels")
+    x = bradley_terry.design(first, second, len(models))
+    x_u = bradley_terry.design(first_u, second_u, len(models))
+    votes = bradley_terry.Votes(list(models), np.concatenate([first, first_u]), np.concatenate([second, second_u]),
+                                np.concatenate([y, f_u]))
+
+    def fitted(weight: float) -> np.ndarray:
+        share = weight / big_n if big_n else 0.0
+        weights = np.concatenate([np.full(n, (1 - weight) / n), np.full(big_n, share)])
+        targets = np.concatenate([(y - weight * f) / n, share * f_u])
+        return bradley_terry.fit(votes, weights=weights, targets=targets, covariance=False, tol=1e-10).params
+
     c_l, c_u = _clusters(clusters, n), _clusters(clusters_unlabelled, big_n)
     if big_n == 0:
         lam = 0.0
     if lam is None:
-        lam = tuned_weight(*_logistic_stats(_logistic_fit(x, y, f, x_u, f_u, 1.0), x, y, f, x_u, f_u, True),
-                           c_l, c_u)
-    theta = _logistic_fit(x, y, f, x_u, f_u, lam)
+        lam = tuned_weight(*_logistic_stats(fitted(1.0), x, y, f, x_u, f_u, True), c_l, c_u)
+    theta = fitted(lam)
     grads, grads_judge, grads_u, inv_h = _logistic_stats(theta, x, y, f, x_u, f_u, lam != 0)
     middle = mean_covariance(grads - lam * grads_judge, c_l, ddof)
     if big_n:
         middle = middle + mean_covariance(lam * grads_u, c_u, ddof)
-    human = _logistic_fit(x, y, f, x_u, f_u, 0.0)
+    human = fitted(0.0)
     h_grads, _, _, h_inv = _logistic_stats(human, x, y, f, x_u, f_u, False)
     return _result(theta, inv_h @ middle @ inv_h, human, h_inv @ mean_covariance(h_grads, c_l, ddof) @ h_inv,
                    lam, alpha, n, big_n, c_l, c_u, t_interval)
@@ -277,22 +261,12 @@ def estimate_row(result: PPIEstimate) -> dict:
             "judge_worth_judgments": result.effective_n - result.n_labelled, "note": note(result)}
 
 
-def bradley_terry_design(models: list[str], model_a, model_b, reference: str | None = None) -> np.ndarray:
-    """Rows e_a - e_b over ``models`` without the reference model's column (default the first)."""
-    index = {m: i for i, m in enumerate(models)}
-    full = np.zeros((len(model_a), len(models)))
-    rows = np.arange(len(model_a))
-    full[rows, [index[m] for m in model_a]] += 1
-    full[rows, [index[m] for m in model_b]] -= 1
-    return np.delete(full, index[reference if reference is not None else models[0]], axis=1)
-
-
 def centred(result: PPIEstimate, n_models: int, reference: int = 0) -> PPIEstimate:
     """Bradley-Terry log-strengths of all ``n_models`` with mean 0 (the reference model's parameter is
     0 in the fit), for the PPI and the human-only fit, covariances carried through the linear map."""
-    embed = np.delete(np.eye(n_models), reference, axis=1)
-    centre = np.eye(n_models) - 1 / n_models
-    m = centre @ embed
+    from parlai_dialeval.analysis.bradley_terry import centring
+
+    m = centring(n_models, reference)
     return PPIEstimate(m @ result.estimate, m @ result.cov @ m.T, m @ result.human_estimate,
                        m @ result.human_cov @ m.T, result.alpha, result.lam, result.n_labelled,
                        result.n_unlabelled, result.clusters_labelled, result.clusters_unlabelled, result.t_interval)

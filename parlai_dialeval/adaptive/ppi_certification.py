@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold
-from parlai_dialeval.analysis.cluster_robust import cluster_outcomes, vote_clusters
+from parlai_dialeval.analysis.collection_order import cluster_outcomes, vote_clusters
 from parlai_dialeval.adaptive.ppi_sequential import e_values
 
 COLUMNS = ["question", "unit", "model_a", "model_b", "units", "human_unjudged", "judge_pool", "judge_mean",

@@ -81,11 +81,12 @@ def bradley_terry(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05)
         base = {"question": question, "unit": unit, "human_judgments": len(labelled), "judge_only": len(only)}
         if len(models) < 2 or len(labelled) < 2:
             continue
-        x = ppi.bradley_terry_design(models, labelled["first"], labelled["second"])
-        x_u = ppi.bradley_terry_design(models, only["first"], only["second"])
+        index = pd.Index(models)
+        pairs = [index.get_indexer(frame[side]) for frame in (labelled, only) for side in ("first", "second")]
         try:
-            result = ppi.centred(ppi.ppi_logistic(x, labelled["outcome"], labelled["judge"], x_u, only["judge"],
-                                                  labelled["cluster"], only["cluster"], alpha=alpha), len(models))
+            result = ppi.centred(ppi.ppi_bradley_terry(models, pairs[:2], labelled["outcome"], labelled["judge"],
+                                                       pairs[2:], only["judge"], labelled["cluster"], only["cluster"],
+                                                       alpha=alpha), len(models))
         except np.linalg.LinAlgError:
             result = None
         if result is None or not np.all(np.abs(np.concatenate([result.estimate, result.human_estimate]))

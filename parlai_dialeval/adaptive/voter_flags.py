@@ -55,7 +55,7 @@ import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import wealth_paths
 from parlai_dialeval.adaptive.voter_taste import smoothed_share, taste_e_values, taste_variance
-from parlai_dialeval.analysis.cluster_robust import collection_order
+from parlai_dialeval.analysis.collection_order import collection_order
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
@@ -68,7 +68,7 @@ FLAG_COLUMNS = ["worker_id", "test", "target", "votes", "hits", "rate", "null", 
 @dataclass(frozen=True)
 class VoterSettings:
     """The tests' nulls (docstring of this module); alpha, side_share and words_per_second are command-line
-    options of the pairwise commands (scripts/voter_option.py)."""
+    options of the pairwise commands (results/sections/voters.py)."""
 
     alpha: float = 0.05
     side_share: float = 0.8
@@ -125,7 +125,7 @@ DESCRIBE = {"position": "picked one side", "against_crowd": "voted against the o
 
 def flag_voters(comparisons: pd.DataFrame, settings: VoterSettings = VoterSettings()) -> VoterFlags:
     """Run the tests on every worker's votes (automatic ties and onboarding left out), in collection order
-    (submit times where every vote has one, else file order: analysis.cluster_robust.collection_order)."""
+    (submit times where every vote has one, else file order: analysis.collection_order.collection_order)."""
     votes, _ = split_onboarding(comparisons)
     if "automatic" in votes:
         votes = votes[~votes["automatic"].eq(True)]

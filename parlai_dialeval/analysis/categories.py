@@ -60,7 +60,8 @@ def pairwise_rankings(comparisons: pd.DataFrame, membership: pd.DataFrame, alpha
     """Per question, unit and category: Bradley-Terry log-strengths (logistic, mean 0) with cluster-robust
     intervals at the Bonferroni level over the categories (style_control.bt_table's fit)."""
     from parlai_dialeval.analysis.pairwise import SECTION, with_sections
-    from parlai_dialeval.analysis.style_control import bt_table, encode_votes, vote_cluster_codes
+    from parlai_dialeval.analysis import bradley_terry
+    from parlai_dialeval.analysis.style_control import bt_table
 
     frame = comparisons if "unit" in comparisons else with_sections(comparisons)
     keep = ~frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.ones(len(frame), bool)
@@ -69,8 +70,7 @@ def pairwise_rankings(comparisons: pd.DataFrame, membership: pd.DataFrame, alpha
     for name in membership.columns:
         chosen = frame[keep & membership[name].to_numpy()]
         for (question, unit), part in chosen.groupby(SECTION, sort=False, dropna=False):
-            models, first, second, outcome = encode_votes(part)
-            table, _ = bt_table(first, second, outcome, models, vote_cluster_codes(part, first, second, len(models)), level)
+            table, _ = bt_table(bradley_terry.encode(part), level)
             tables.append(table.sort_values("bt", ascending=False, na_position="last").assign(
                 question=question, unit=unit, category=name, confidence=1 - level))
     columns = SECTION + PAIRWISE_COLUMNS

@@ -12,9 +12,9 @@
   reverses the order (doubling from the estimate, then bisecting). Votes of one kind (same pair and
   outcome) are interchangeable, so everything runs on counts of kinds (and of workers x kinds), never on
   votes x pairs. ``exact_bt_votes`` searches every removal smaller than that figure on small data.
-Strengths maximise the likelihood of the report's ranking (parlai_dialeval.analysis.rankings: ties half a win
-each way, BT_ALPHA pseudo-votes per pair), by Newton's method from the full data's fit after each removal,
-in the largest connected part of each section's comparison graph.
+Strengths maximise the Bradley-Terry likelihood (analysis.bradley_terry.fit: ties half a win each way,
+PSEUDO_VOTES per pair each way), by Newton's method from the full data's fit after each removal, in the largest
+connected part of each section's comparison graph.
 """
 from __future__ import annotations
 
@@ -26,16 +26,17 @@ import pandas as pd
 from scipy.sparse import csr_matrix
 from scipy.special import expit
 
+from parlai_dialeval.analysis import bradley_terry as bt
 from parlai_dialeval.analysis.pairwise import SECTION, oriented
-from parlai_dialeval.analysis.rankings import BT_ALPHA, components, win_matrix
 
 PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
                           "share", "workers", "workers_to_reverse", "sentence"]
 BT_COLUMNS = SECTION + ["order", "model", "over", "gap", "votes", "votes_to_reverse", "votes_exact",
                         "first_order_estimate", "share", "workers", "workers_to_reverse", "workers_exact", "sentence"]
 CHALLENGERS = 5  # the top model's nearest challengers in strength whose first-order estimates are compared
-STEP_CAP = 2.0
+PSEUDO_VOTES = 1e-3  # each way per model pair: a finite fit where a removal leaves a model without a loss
 NEWTON_STEPS = 50  # at most; a fit from the full data's strengths converges in a few
+TOLERANCE = 1e-9  # the largest step of the last iteration
 BISECTIONS = 40  # refits of the bisection at most: enough for 2^40 removals
 # y is above x after a removal only where its log-strength exceeds x's by more than this: Newton's steps stop
 # below 1e-9, and two models level after a removal (equal counts both ways) differ by rounding alone
@@ -118,20 +119,13 @@ class _Section:
 
     def __init__(self, comparisons: pd.DataFrame):
         votes = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
-        a_names = votes["model_a"].astype(str).to_numpy(dtype=object)
-        codes, models = pd.factorize(np.concatenate([a_names, votes["model_b"].astype(str).to_numpy(dtype=object)]))
-        a, b = codes[:len(votes)], codes[len(votes):]
-        outcome = np.select([votes["choice"].to_numpy() == "a", votes["choice"].to_numpy() == "b"], [1.0, 0.0], 0.5)
+        encoded = bt.encode(votes, clusters=False)
         self.models = []
-        if len(models) < 2:  # every vote an automatic tie, or one model only
+        if len(encoded.models) < 2:  # every vote an automatic tie, or one model only
             return
-        part = components(a, b, len(models))
-        keep = part[a] == 1
-        members = np.flatnonzero(part == 1)
-        local = np.full(len(models), -1)
-        local[members] = np.arange(len(members))
-        a, b, outcome = local[a[keep]], local[b[keep]], outcome[keep]
-        self.models = [str(models[i]) for i in members]
+        part, _, keep = encoded.largest_part()
+        a, b, outcome = part.first, part.second, part.outcome
+        self.models = part.models
         n = len(self.models)
         swap = a > b
         low, high = np.where(swap, b, a), np.where(swap, a, b)
@@ -139,42 +133,20 @@ class _Section:
         keys, kind = np.unique((low * n + high) * 3 + np.rint(outcome * 2).astype(np.int64), return_inverse=True)
         self.rows = np.column_stack([keys // 3 // n, keys // 3 % n, keys % 3 / 2])
         self.counts = np.bincount(kind, minlength=len(keys)).astype(float)
+        self.kinds = bt.Votes(self.models, self.rows[:, 0].astype(np.int64), self.rows[:, 1].astype(np.int64),
+                              self.rows[:, 2])
         worker = pd.factorize(votes["worker_id"].astype(str).to_numpy(dtype=object)[keep])[0]
         self.by_worker = csr_matrix((np.ones(len(kind)), (worker, kind)), shape=(worker.max() + 1, len(keys)))
-        self.inverse = None
-        self.theta = self.fit(self.counts, np.zeros(n))
-        wins = self._wins(self.counts)
-        self.inverse = np.linalg.inv(self._fisher(wins + wins.T, expit(self.theta[:, None] - self.theta[None, :])))
-
-    def _wins(self, counts: np.ndarray) -> np.ndarray:
-        return win_matrix(self.rows, counts, len(self.models)) + BT_ALPHA * (1 - np.eye(len(self.models)))
+        self.full = bt.fit(self.kinds, weights=self.counts, prior=PSEUDO_VOTES, covariance=False, max_iter=NEWTON_STEPS,
+                           tol=TOLERANCE)
+        self.theta, self.inverse = self.full.strengths, self.full.inverse_information
 
     def fit(self, counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
-        """Bradley-Terry log-strengths (mean 0) on the likelihood choix's I-LSR maximises for the report's
-        ranking (BT_ALPHA pseudo-votes each way per pair), from ``start`` (default: the full data's fit).
-        After a removal the steps use the full data's inverse Fisher information (a matrix product, no solve)
-        and fall back to Newton's where that is slow to converge. Hand-written: choix refits from scratch,
-        seconds at 200 models."""
-        wins = self._wins(counts)
-        theta = (self.theta if start is None else start).copy()
-        for iteration in range(NEWTON_STEPS):
-            p = expit(theta[:, None] - theta[None, :])
-            gradient = (wins - (wins + wins.T) * p).sum(axis=1)
-            if self.inverse is not None and iteration < NEWTON_STEPS // 2:
-                step = self.inverse @ gradient
-            else:
-                step = np.linalg.solve(self._fisher(wins + wins.T, p), gradient)
-            step = np.clip(step, -STEP_CAP, STEP_CAP)  # damped far from the optimum (nearly one-sided data)
-            theta = theta + step - step.mean()
-            if np.abs(step).max() < 1e-9:
-                break
-        return theta
-
-    @staticmethod
-    def _fisher(total: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The Fisher information, a weighted graph Laplacian, + 1 1'/n (which pins the mean at 0)."""
-        weight = total * p * (1 - p)
-        return np.diag(weight.sum(axis=1)) - weight + 1.0 / len(p)
+        """Bradley-Terry log-strengths (mean 0) with PSEUDO_VOTES each way per pair, after a removal (``counts``
+        of each kind), from ``start`` (default: the full data's fit); the first steps use the full data's
+        inverse information (a matrix product, no solve)."""
+        return bt.fit(self.kinds, weights=counts, prior=PSEUDO_VOTES, start=self.theta if start is None else start,
+                      inverse=self.full.bread, covariance=False, max_iter=NEWTON_STEPS, tol=TOLERANCE).strengths
 
     def influence(self, x: int, y: int) -> np.ndarray:
         """First-order change of theta_x - theta_y when one vote of each kind is removed: -(o - p) (u_lo - u_hi),

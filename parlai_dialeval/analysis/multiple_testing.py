@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parlai_dialeval.heap import frozen_heap
+from parlai_dialeval.gc_freeze import frozen_heap
 
 CORRECTIONS = ("holm", "bonferroni", "sidak", "holm-sidak", "fdr_bh", "fdr_by", "none")
 DEFAULT_CORRECTION = "holm"

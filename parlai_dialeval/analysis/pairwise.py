@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis.bradley_terry import model_codes
+from parlai_dialeval.data.schema import VOIDED
 from parlai_dialeval.metrics.distinct import distinct_counts
 
 # Every pairwise statistic is computed per question and per unit of judgement: votes on different
@@ -60,9 +62,43 @@ def binomial_ps(wins, losses) -> np.ndarray:
     return np.where(n > 0, p, np.nan)
 
 
+def split_voided(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(comparisons without the votes the collection kept and marked as void, how many were left out for each
+    reason of data.schema.VOIDED)."""
+    drop = pd.Series(False, index=comparisons.index)
+    counts = {}
+    for column, reason in VOIDED.items():
+        if column in comparisons:
+            marked = comparisons[column].eq(True) & ~drop
+            if marked.any():
+                counts[reason] = int(marked.sum())
+                drop |= marked
+    return (comparisons[~drop], counts) if counts else (comparisons, counts)
+
+
+def both_bad_counts(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Worker ties per question, unit and model pair (names in sorted order), and how many of them the worker
+    called "both bad" (``tie_kind``); ``comparisons`` with sections."""
+    worker = comparisons["choice"].eq("tie")
+    if "automatic" in comparisons:
+        worker &= ~comparisons["automatic"].eq(True)
+    ties = comparisons[worker]
+    low = np.minimum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    high = np.maximum(ties["model_a"].astype(str), ties["model_b"].astype(str))
+    both_bad = ties["tie_kind"].eq("both_bad") if "tie_kind" in ties else pd.Series(False, index=ties.index)
+    frame = pd.DataFrame({"question": ties["question"], "unit": ties["unit"], "model_a": low, "model_b": high,
+                          "ties": 1, "both_bad": both_bad.astype(int)})
+    return frame.groupby(SECTION + ["model_a", "model_b"], sort=False, as_index=False)[["ties", "both_bad"]].sum()
+
+
 def split_onboarding(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """(comparisons without onboarding items, how many onboarding comparisons were set aside)."""
+    """(comparisons without onboarding items, how many onboarding comparisons were set aside). Answers to check
+    items (attention, gold: docs/data_model.md) go too, uncounted here: ``load_data`` sets them aside and says so,
+    and a caller with records of its own (adaptive collection) must not take them for votes either."""
     onboarding = comparisons["onboarding"].eq(True) if "onboarding" in comparisons else None
+    if "check" in comparisons and comparisons["check"].notna().any():
+        comparisons = comparisons[comparisons["check"].isna()]
+        onboarding = onboarding[comparisons.index] if onboarding is not None else None
     if onboarding is None or not onboarding.any():
         return comparisons, 0
     return comparisons[~onboarding], int(onboarding.sum())
@@ -105,15 +141,6 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     score = np.where(flipped, -score, score)
     auto = frame["automatic"].eq(True).to_numpy() if "automatic" in frame else np.zeros(len(frame), bool)
     return frame.assign(first=names[first], second=names[np.where(flipped, a, b)], score=score, auto=auto)
-
-
-def model_codes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(model_a and model_b as codes of one numbering, in sorted order of the names; each code's name as str):
-    pairs are keyed on the codes, since comparing and grouping a million names as strings took seconds
-    (issue 43)."""
-    both = pd.concat([frame["model_a"].astype(str), frame["model_b"].astype(str)], ignore_index=True)
-    codes, names = pd.factorize(both, sort=True, use_na_sentinel=False)
-    return codes[:len(frame)], codes[len(frame):], np.asarray(names, dtype=object)
 
 
 def _count_table(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -159,7 +186,7 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     order): the clusters of decided votes (parlai_dialeval.analysis.cluster_robust's rule: the votes on one
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
     cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
-    the decided votes and ``p_two_way``, the test clustered by item and by worker (clustering.two_way_p)."""
+    the decided votes and ``p_two_way``, the test clustered by item and by worker (cluster_robust.two_way_p)."""
     from parlai_dialeval.analysis.cluster_robust import cluster_cells, cluster_ids, clustering_summaries, two_way_ps
 
     group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
@@ -242,7 +269,7 @@ CONVERSATION_TEST_COLUMNS = ["model_a", "model_b", "conversations", "conversatio
 
 
 def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None = None) -> pd.DataFrame:
-    """PW-Turn tested by conversation beside the per-turn binomial test (``clustering`` says why): per
+    """PW-Turn tested by conversation beside the per-turn binomial test (``cluster_robust`` says why): per
     model pair, conversations won (more turns won than lost), lost and tied, a two-sided binomial
     (sign) test over the decided conversations, the per-turn test on the same turns, the intraclass
     correlation of turn outcomes within conversations, the design effect, and whether the per-turn

@@ -69,27 +69,28 @@ def heatmap(wmt: pd.DataFrame, order: list[str]):
     font = min(10.0, max(2.0, 72 * 0.8 * size / max(len(order), 1)))  # one label per cell row, at most 80% of it
     ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=font)
     ax.set_yticks(range(len(order)), order, fontsize=font)
-    ax.set_xlabel("loses")
-    ax.set_ylabel("wins")
-    fig.colorbar(image, ax=ax, label="major score (win)")
+    ax.set_xlabel("against this model (column)")
+    ax.set_ylabel("this model (row) wins")
+    fig.colorbar(image, ax=ax, label="share of decided votes the row's model won")
     return fig
 
 
 def turn_plot(per_turn: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7, 4))
     for (a, b), part in per_turn.groupby(["model_a", "model_b"], sort=False):
-        ax.plot(part["turn_number"], part["win_rate_a"], marker="o", label=f"{a} vs {b}")
+        ax.plot(part["turn_number"], part["win_rate_a"], marker="o", label=f"{a} over {b}")
     ax.axhline(0.5, color="grey", lw=0.8)
     ax.set_xlabel("Bot Speaker turn")
-    ax.set_ylabel("win rate of model_a")
+    ax.set_ylabel("share of decided votes won by the first model")
     ax.legend(fontsize=7)
     return fig
 
 
-def histogram(values: pd.Series, label: str):
+def histogram(values: pd.Series, label: str, counted: str):
+    """``values`` in [-1, 1] (correlations) as a histogram; ``counted``: what one value is (annotators, prompts)."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.hist(values, bins=20, range=(-1, 1))
     ax.axvline(0, color="red", lw=0.8)
     ax.set_xlabel(label)
-    ax.set_ylabel("count")
+    ax.set_ylabel(counted)
     return fig

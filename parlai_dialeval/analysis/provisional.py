@@ -94,7 +94,7 @@ def from_comparisons(comparisons: pd.DataFrame, min_votes: int = DEFAULT_MIN_VOT
         opponents[second].add(first)
     fresh = None
     if fresh_since is not None:
-        from parlai_dialeval.analysis.cluster_robust import submit_times
+        from parlai_dialeval.analysis.collection_order import submit_times
 
         new = (submit_times(votes) >= pd.to_datetime(fresh_since, utc=True)).to_numpy()
         fresh = pd.concat([a[new], b[new]]).value_counts().to_dict()

@@ -71,7 +71,7 @@ def per_conversation_likert(dialog_ratings: pd.DataFrame) -> pd.DataFrame:
 
 def mean_interval(values: pd.Series, workers: pd.Series, alpha: float) -> tuple[float, float]:
     """Interval of a mean over conversations: Student t, or clustered by worker where a worker rated
-    several of them (clustering.workers_repeat)."""
+    several of them (cluster_robust.workers_repeat)."""
     from parlai_dialeval.analysis.cluster_robust import worker_robust_mean_interval, workers_repeat
 
     if workers_repeat(workers):
@@ -166,7 +166,7 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
     """Two-sided tests of ``value`` (one score per conversation) between the models of each pair, per
     group, with the interval of the difference of means: independent Student t-tests over
     conversations, or, where a worker rated several of the pair's conversations (``worker_id``), the
-    difference's OLS estimate with a covariance clustered by worker (clustering.worker_robust_fit).
+    difference's OLS estimate with a covariance clustered by worker (cluster_robust.worker_robust_fit).
     ``unit_of_independence`` says which; ``icc_within_worker`` how far one worker's scores move together.
     No test (t and p empty, ``note`` says why) where a model has fewer than two scores or both samples
     have zero variance (t would be infinite)."""

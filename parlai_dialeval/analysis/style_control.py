@@ -11,7 +11,7 @@ clusters - 1 degrees of freedom), clustered by the project's one rule (a model p
 cluster_robust.cluster_ids), so raw and controlled intervals are comparable with each other.
 
 Pure: DataFrames in, a StyleControlResult out. Entry points: ``pairwise_style_control`` (votes of A/B,
-PW-Turn, ACUTE), ``live_chat_style_control`` (per-conversation scores), ``fit_bradley_terry`` (one fit).
+PW-Turn, ACUTE), ``live_chat_style_control`` (per-conversation scores); the fits are analysis.bradley_terry's.
 """
 from __future__ import annotations
 
@@ -20,38 +20,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis import bradley_terry as bt
 from parlai_dialeval.metrics.style_features import FEATURES, PATTERNS, text_features
 
-# A log-strength beyond this: the model never lost (or never won) in the fit's votes, no finite estimate.
-SEPARATED = 15.0
 RANKING_COLUMNS = ["model", "votes", "bt_raw", "raw_ci_low", "raw_ci_high", "rank_raw", "bt_style", "style_ci_low",
                    "style_ci_high", "rank_style", "rank_change", "note"]
 COEFFICIENT_COLUMNS = ["covariate", "coefficient", "ci_low", "ci_high", "p_value", "contrast", "win_share",
                        "win_share_low", "win_share_high", "sentence"]
 LIVE_CHAT_COLUMNS = ["model", "conversations", "score_raw", "raw_ci_low", "raw_ci_high", "rank_raw", "score_style",
                      "style_ci_low", "style_ci_high", "rank_style", "rank_change"]
-
-
-@dataclass
-class BTFit:
-    """One logistic Bradley-Terry fit: log-strengths (mean 0) and covariate coefficients with their
-    cluster-robust covariance."""
-
-    models: list[str]
-    strengths: np.ndarray
-    strength_cov: np.ndarray
-    coefficients: np.ndarray
-    coefficient_cov: np.ndarray
-    clusters: int
-    converged: bool
-
-    def intervals(self, alpha: float, which: str = "strengths") -> tuple[np.ndarray, np.ndarray]:
-        from scipy import stats
-
-        values, cov = (self.strengths, self.strength_cov) if which == "strengths" else (self.coefficients,
-                                                                                        self.coefficient_cov)
-        half = stats.t.ppf(1 - alpha / 2, max(self.clusters - 1, 1)) * np.sqrt(np.clip(np.diag(cov), 0, None))
-        return values - half, values + half
 
 
 @dataclass
@@ -65,110 +42,6 @@ class StyleControlResult:
     covariates: dict[str, str]
     left_out: dict[str, int] = field(default_factory=dict)
     sentences: list[str] = field(default_factory=list)
-
-
-def fit_bradley_terry(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_models: int,
-                      covariates: np.ndarray | None = None, clusters: np.ndarray | None = None,
-                      start: np.ndarray | None = None, max_iter: int = 50) -> BTFit:
-    """Logistic Bradley-Terry with covariates by Newton's method, with the cluster-robust (CR1) sandwich
-    covariance statsmodels' GLM gives with cov_type="cluster" (tests/test_style_control.py checks both against
-    it). Hand-written because statsmodels' GLM and Logit need the dense design: a million votes by 200 models
-    is 1.6 GB. ``first``/``second``: model indices per vote; ``outcome``: 1, 1/2, 0 for ``first``;
-    ``covariates``: votes x k differences; ``clusters``: a label per vote (None: each vote its own), split by
-    model pair where one spans several (as the project's rule never does); ``start``: log-strengths to start
-    from (a raw fit's, for the controlled one)."""
-    from threadpoolctl import threadpool_limits
-
-    # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
-    with threadpool_limits(1, user_api="blas"):
-        return _fit(np.asarray(first, np.int64), np.asarray(second, np.int64), np.asarray(outcome, float),
-                    n_models, np.zeros((len(outcome), 0)) if covariates is None else np.asarray(covariates, float),
-                    clusters, start, max_iter)
-
-
-def _gram(low: np.ndarray, high: np.ndarray, pair_weights: np.ndarray, cross: np.ndarray, features: np.ndarray,
-          n_models: int) -> np.ndarray:
-    """sum_i t_i t_i' over rows t_i = [w_i (e_low - e_high), f_i] without model 0's column, from per-row pair
-    weights w_i^2 (``pair_weights``), cross terms w_i f_i (``cross``) and features f_i: sums per model
-    (np.bincount), never a rows x models matrix."""
-    m = n_models
-    pair = np.bincount(low * m + high, pair_weights, m * m).reshape(m, m)
-    laplacian = np.diag(pair.sum(axis=0) + pair.sum(axis=1)) - pair - pair.T
-    by_model = np.column_stack([(np.bincount(low, c, m) - np.bincount(high, c, m))[1:] for c in cross.T]) \
-        if cross.shape[1] else np.zeros((m - 1, 0))
-    return np.block([[laplacian[1:, 1:], by_model], [by_model.T, features.T @ features]])
-
-
-def _fit(first, second, y, m: int, features, clusters, start, max_iter: int) -> BTFit:
-    from scipy.special import expit
-
-    n, k = len(y), features.shape[1]
-
-    def linear(beta):
-        strengths = np.concatenate([[0.0], beta[:m - 1]])
-        return strengths[first] - strengths[second] + features @ beta[m - 1:]
-
-    def loglik(eta):
-        return float(np.sum(y * eta - np.logaddexp(0, eta)))
-
-    def hessian(prob):
-        w = prob * (1 - prob)
-        return _gram(first, second, w, w[:, None] * features, np.sqrt(w)[:, None] * features, m)
-
-    beta = np.zeros(m - 1 + k)
-    if start is not None:
-        beta[:m - 1] = (start - start[0])[1:]
-    eta = linear(beta)
-    current, converged = loglik(eta), False
-    for _ in range(max_iter):
-        prob = expit(eta)
-        residual = y - prob
-        gradient = np.concatenate([(np.bincount(first, residual, m) - np.bincount(second, residual, m))[1:],
-                                   features.T @ residual])
-        step = _solve(hessian(prob), gradient)
-        scale = 1.0
-        while True:  # halve the step until the likelihood does not fall
-            trial = linear(beta + scale * step)
-            value = loglik(trial)
-            if value >= current - 1e-12 or scale < 1e-4:
-                break
-            scale /= 2
-        beta, eta, current = beta + scale * step, trial, value
-        if np.max(np.abs(scale * step)) < 1e-8:
-            converged = True
-            break
-    prob = expit(eta)
-    bread = _solve(hessian(prob), np.eye(len(beta)))
-    # clusters nested in model pairs, so a cluster's score is R_g (e_low - e_high) over the models: the
-    # meat is a _gram over clusters, like the Hessian over votes
-    low, high = np.minimum(first, second), np.maximum(first, second)
-    given = np.zeros(n, np.int64) if clusters is None else pd.factorize(np.asarray(clusters))[0]
-    codes = np.arange(n) if clusters is None else pd.factorize(
-        (low * m + high) * (int(given.max(initial=0)) + 1) + given)[0]
-    groups = int(codes.max(initial=-1)) + 1
-    residual = y - prob
-    signed = np.bincount(codes, np.where(first == low, residual, -residual), groups)
-    sums = np.column_stack([np.bincount(codes, residual * f, groups) for f in features.T]) if k else \
-        np.zeros((groups, 0))
-    head = np.zeros(groups, np.int64)
-    head[codes] = np.arange(n)  # a vote of each cluster, for its pair
-    meat = _gram(low[head], high[head], signed ** 2, signed[:, None] * sums, sums, m)
-    correction = groups / max(groups - 1, 1) * (n - 1) / max(n - len(beta), 1)  # CR1, statsmodels' correction
-    cov = correction * bread @ meat @ bread
-    centre = (np.eye(m) - 1 / m) @ np.vstack([np.zeros(m - 1), np.eye(m - 1)])
-    j = m - 1
-    return BTFit([], centre @ beta[:j], centre @ cov[:j, :j] @ centre.T, beta[j:], cov[j:, j:], groups, converged)
-
-
-def _solve(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """matrix^-1 target by Cholesky (the Hessian is positive definite where every model won and lost); least
-    squares where it is singular (a model that never lost: its strength runs off, and is reported as such)."""
-    from scipy import linalg
-
-    try:
-        return linalg.cho_solve(linalg.cho_factor(matrix), target)
-    except linalg.LinAlgError:
-        return np.linalg.lstsq(matrix, target, rcond=None)[0]
 
 
 def normalised_differences(side_a: pd.DataFrame, side_b: pd.DataFrame,
@@ -194,7 +67,7 @@ def _contrast(name: str, side_a: pd.DataFrame, user: bool) -> tuple[str, float]:
     return f"with one {PATTERNS[name][1].split(' (')[0].rstrip('s')} more than the other (1 against 0)", 0.5
 
 
-def _coefficient_rows(fit: BTFit, names: list[str], side_a: pd.DataFrame, raw_sd: np.ndarray, user: set[str],
+def _coefficient_rows(fit: bt.Fit, names: list[str], side_a: pd.DataFrame, raw_sd: np.ndarray, user: set[str],
                       alpha: float) -> list[dict]:
     from scipy import stats
     from scipy.special import expit
@@ -204,6 +77,14 @@ def _coefficient_rows(fit: BTFit, names: list[str], side_a: pd.DataFrame, raw_sd
     rows = []
     for j, name in enumerate(names):
         words, raw = _contrast(name, side_a, name in user)
+        if fit.separated:
+            rows.append({"covariate": name, "coefficient": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                         "p_value": np.nan, "contrast": words, "win_share": np.nan, "win_share_low": np.nan,
+                         "win_share_high": np.nan,
+                         "sentence": f"What a reply {words} is worth cannot be estimated: the votes are separated (the "
+                                     "covariates, or a model that never lost or never won, decide them), so no "
+                                     "finite coefficient exists."})
+            continue
         step = 1.0 if name in user else raw / raw_sd[j]  # the contrast in the fit's standardised units
         share, share_low, share_high = (float(expit(v * step)) for v in (fit.coefficients[j], low[j], high[j]))
         p = float(2 * stats.t.sf(abs(fit.coefficients[j] / se[j]), max(fit.clusters - 1, 1))) if se[j] > 0 else np.nan
@@ -218,39 +99,59 @@ def _coefficient_rows(fit: BTFit, names: list[str], side_a: pd.DataFrame, raw_sd
 
 
 def _ranks(strengths: np.ndarray) -> np.ndarray:
-    return pd.Series(strengths).rank(ascending=False, method="min").to_numpy()
+    from parlai_dialeval.analysis.rankings import shared_ranks
+
+    ranks = shared_ranks(strengths)
+    return np.where(np.isfinite(strengths), ranks, np.nan)
 
 
-def bt_table(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, models: list[str], clusters,
-             alpha: float, covariates: np.ndarray | None = None,
-             start: BTFit | None = None) -> tuple[pd.DataFrame, BTFit | None]:
+NEVER = "no finite strength: it never lost or never won against the models it met"
+
+
+def _one_sided(votes: bt.Votes) -> np.ndarray:
+    """Per model: whether it won all its votes or none (a tie is half a win)."""
+    n = len(votes.models)
+    won = np.bincount(votes.first, votes.outcome, n) + np.bincount(votes.second, 1 - votes.outcome, n)
+    played = np.bincount(votes.first, minlength=n) + np.bincount(votes.second, minlength=n)
+    return (won == 0) | (won == played)
+
+
+def bt_table(votes: bt.Votes, alpha: float, covariates: np.ndarray | None = None,
+             start: np.ndarray | None = None) -> tuple[pd.DataFrame, bt.Fit | None]:
     """Per model (one connected part: the largest): votes, strength (mean 0), interval, rank, note; the fit
-    (``start``: an earlier fit of the same votes to start from). Models outside the largest part have no
-    strength (no vote links them to it)."""
-    from parlai_dialeval.analysis.rankings import components
-
-    n_models = len(models)
-    votes = np.bincount(first, minlength=n_models) + np.bincount(second, minlength=n_models)
-    table = pd.DataFrame({"model": models, "votes": votes, "bt": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+    (``start``: log-strengths of ``votes.models``, NaN where unknown, to start from). Models outside the largest
+    part have no strength (no vote links them to it). A model that never lost or never won has no finite
+    strength: it is said so and left out, and the others are fitted again without its votes, until none runs
+    off; where the covariates themselves separate the votes, no strength is given at all (``note``)."""
+    n_models = len(votes.models)
+    counted = np.bincount(votes.first, minlength=n_models) + np.bincount(votes.second, minlength=n_models)
+    table = pd.DataFrame({"model": votes.models, "votes": counted, "bt": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                           "rank": np.nan, "note": ""})
-    part = components(first, second, n_models)
-    members = np.flatnonzero(part == 1)
-    table.loc[part != 1, "note"] = "not connected by votes to the largest part of the comparison graph"
-    if len(members) < 2:
+    features = np.zeros((len(votes), 0)) if covariates is None else np.asarray(covariates, float)
+    local, members, keep = votes.largest_part()
+    table.loc[~np.isin(np.arange(n_models), members), "note"] = ("not connected by votes to the largest part of "
+                                                                 "the comparison graph")
+    fit = None
+    while len(members) >= 2:
+        fit = bt.fit(local, features[keep] if features.shape[1] else None,
+                     start=None if start is None else np.nan_to_num(start[members]))
+        runaway = (np.abs(fit.strengths) > bt.SEPARATED) & _one_sided(local)
+        if not runaway.any():
+            break
+        table.loc[members[runaway], "note"] = NEVER
+        within = np.isin(votes.first, members[~runaway]) & np.isin(votes.second, members[~runaway])
+        local, members, part_keep = votes.subset(within).largest_part()
+        keep = np.flatnonzero(within)[part_keep]
+    if fit is None or len(members) < 2:
+        table.loc[members, "note"] = "no other model with a finite strength to compare it with"
         return table, None
-    local = np.full(n_models, -1)
-    local[members] = np.arange(len(members))
-    keep = part[first] == 1
-    fit = fit_bradley_terry(local[first[keep]], local[second[keep]], outcome[keep], len(members),
-                            None if covariates is None else covariates[keep],
-                            None if clusters is None else np.asarray(clusters)[keep],
-                            None if start is None else start.strengths)
+    if fit.separated:
+        table.loc[members, "note"] = ("no finite strengths: the covariates separate the votes (they decide every "
+                                      "vote of a pair the same way)")
+        return table, fit
     low, high = fit.intervals(alpha)
     table.loc[members, "bt"], table.loc[members, "ci_low"], table.loc[members, "ci_high"] = fit.strengths, low, high
     table.loc[members, "rank"] = _ranks(fit.strengths)
-    separated = members[np.abs(fit.strengths) > SEPARATED]
-    table.loc[separated, "note"] = "no finite strength: it never lost or never won against the models it met"
-    table.loc[separated, ["bt", "ci_low", "ci_high"]] = np.nan
     return table, fit
 
 
@@ -288,34 +189,11 @@ def _user_sides(frame: pd.DataFrame, user: pd.DataFrame) -> tuple[pd.DataFrame, 
     return sides[0], sides[1]
 
 
-def encode_votes(votes: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """(models sorted by name, model_a and model_b as indices into them, outcome for model_a: 1, 1/2, 0),
-    with one factorisation of both columns (pd.Categorical over a million names took seconds)."""
-    names = np.concatenate([votes["model_a"].astype(str).to_numpy(object), votes["model_b"].astype(str).to_numpy(object)])
-    codes, uniques = pd.factorize(names)
-    order = np.argsort(np.asarray(uniques, dtype=str), kind="stable")
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    codes = rank[codes]
-    choice = votes["choice"].astype(str).to_numpy()
-    return ([str(uniques[i]) for i in order], codes[:len(votes)], codes[len(votes):],
-            np.select([choice == "a", choice == "b"], [1.0, 0.0], 0.5))
-
-
-def vote_cluster_codes(votes: pd.DataFrame, first: np.ndarray, second: np.ndarray, n_models: int) -> np.ndarray:
-    """An integer per vote naming its cluster as rankings.vote_clusters does (a model pair's votes on one
-    item, cluster_robust.cluster_ids), from integer keys: its strings of a million pairs took 5 s."""
-    from parlai_dialeval.analysis.cluster_robust import cluster_ids
-
-    items = pd.factorize(cluster_ids(votes))[0].astype(np.int64)
-    pair = np.minimum(first, second) * n_models + np.maximum(first, second)
-    return pd.factorize(pair * (int(items.max(initial=0)) + 1) + items)[0]
-
-
 def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.DataFrame | None = None,
                            user_covariates: pd.DataFrame | None = None, alpha: float = 0.05,
                            features: tuple[str, ...] = FEATURES) -> StyleControlResult:
-    """Raw and style-controlled Bradley-Terry per question and unit, on the votes that have every covariate.
+    """Raw and style-controlled Bradley-Terry per question and unit, on the votes that have every covariate, each
+    vote weighted by its ``weight`` where the comparisons carry one (bradley_terry.encode).
 
     ``comparisons``: canonical comparison records (onboarding already left out; automatic ties are left out
     here); ``conversation_style``: ``style_features.conversation_features`` of the data's conversations (for
@@ -341,11 +219,9 @@ def pairwise_style_control(comparisons: pd.DataFrame, conversation_style: pd.Dat
         a, b = side_a.loc[part.index], side_b.loc[part.index]
         diffs, sd = normalised_differences(a, b, [c for c in a.columns if c not in user])
         varied = [c for c, spread in zip(diffs.columns, sd) if spread > 0]
-        models, first, second, outcome = encode_votes(part)
-        clusters = vote_cluster_codes(part, first, second, len(models))
-        raw, raw_fit = bt_table(first, second, outcome, models, clusters, alpha)
-        styled, fit = bt_table(first, second, outcome, models, clusters, alpha,
-                               diffs[varied].to_numpy() if varied else None, raw_fit)
+        votes = bt.encode(part)
+        raw, raw_fit = bt_table(votes, alpha)
+        styled, fit = bt_table(votes, alpha, diffs[varied].to_numpy() if varied else None, raw["bt"].to_numpy())
         table = raw.rename(columns={"bt": "bt_raw", "ci_low": "raw_ci_low", "ci_high": "raw_ci_high",
                                     "rank": "rank_raw"})
         for column, new in (("bt", "bt_style"), ("ci_low", "style_ci_low"), ("ci_high", "style_ci_high"),

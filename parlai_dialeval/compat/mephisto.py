@@ -1,5 +1,6 @@
-"""Every change this project makes to Mephisto 1.1.1 but the router's ``server.js`` fix (moving to
-``compat/mephisto_router.py``). Each checks the installed version first and that it took effect after.
+"""The changes this project makes to Mephisto 1.1.1's start, configuration and pace (the router's ``server.js``
+is ``compat/mephisto_router.py``'s, the door's ``compat/mephisto_door.py``'s, what several threads at once need
+``compat/mephisto_threads.py``'s). Each checks the installed version first and that it took effect after.
 
 - ``SOURCE_FIX``: dataclass defaults Python 3.11 rejects, rewritten at import. Retire when Mephisto
   uses ``field(default_factory=...)`` in ``hydra_config.py``.
@@ -22,18 +23,6 @@
 - ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
   its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
   not at least 1.5 s. Retire when Mephisto joins them.
-- ``closed_channels_tolerated``: ``ClientIOHandler``'s channels close once, one stop at a time (two stops at
-  once raised KeyError in ``shutdown``); a status or live update for an agent whose channel is closed is dropped
-  instead of raising KeyError; the status ping iterates over a copy of the channels. Retire when Mephisto
-  guards its channel table.
-- ``safe_unit_launching``: a copied, fixed ``TaskLauncher.generate_units`` for the length of one launch
-  call. Retire when ``generate_units`` iterates over a copy of ``unlaunched_units`` upstream.
-- ``atomic_state_writes``: ``LocalMephistoDB.write_dict`` (every agent's state, after each message)
-  replaces its file instead of rewriting it in place: two threads writing one agent's state at once (the
-  world's and the socket's) left a file of two interleaved dumps, unreadable, in 7 units of 200 under
-  load (benchmarks/bench_load.py), and encodes it with ``json.dumps`` (the C encoder; ``json.dump`` to a
-  file runs the pure-Python one: at 500 participants a third of the server's interpreter time went to
-  these encodings, docs/scaling.md). Retire when Mephisto writes its files atomically.
 - ``share_unit``: a new agent of our provider is handed the ``Unit`` object its caller holds (whose
   ``worker_id`` was just set) through Mephisto's private ``_unit``, as Mephisto's own
   ``Agent.new_from_provider_data`` does; checked: ``Agent.get_unit`` still returns ``self._unit``. Retire
@@ -42,23 +31,20 @@
   providers (Prolific) register right after ``import mephisto`` finishes, whoever imports it, without
   importing Mephisto any earlier (a command that never touches Mephisto does not pay for it). Installed
   by ``compat.install()``. Retire when Mephisto discovers providers through entry points.
-- ``arrivals_checked``: ``WorkerPool.register_worker`` first asks the run's crowd provider whether the
-  arrival may have a place (``refuse_arrival``; Prolific checks the participant's session with Prolific),
-  before any worker, unit reservation or agent exists. Retire when Mephisto lets providers vet arrivals.
+
+The arrival checks (a provider vetting who gets a place) are in ``compat/mephisto_arrivals.py``.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
 import sys
 import threading
-import time
 from pathlib import Path
 
 from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, require_call, require_ours, require_source,
-                                             require_version, swapped)
+                                             require_version)
 from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
@@ -194,180 +180,6 @@ def joined_force_shutdown(operator=None) -> None:
     require_ours(operator.Operator, "force_shutdown", "joined_force_shutdown")
 
 
-def atomic_state_writes() -> None:
-    """Mephisto's ``write_dict`` writing a temporary file renamed over the target. Not ``atomic_open``:
-    this runs for every message of every participant, and a name per thread (each thread writes whole
-    files, the last rename wins) spares the unique-name search and permission change of ``mkstemp``.
-    ``json.dumps`` then one write: ``json.dump`` streams through the pure-Python encoder."""
-    require_version("mephisto", WRITTEN_FOR, "atomic_state_writes")
-    import json
-    import os
-
-    from mephisto.abstractions.databases.local_database import LocalMephistoDB
-
-    if is_ours(LocalMephistoDB.write_dict):
-        return
-
-    @ours
-    def write_dict(self, path_key: str, target_dict) -> None:
-        self._assert_path_in_domain(path_key)
-        os.makedirs(os.path.dirname(path_key), exist_ok=True)
-        part = f"{path_key}.{threading.get_ident()}.part"
-        text = json.dumps(target_dict)
-        with open(part, "w") as data_file:
-            data_file.write(text)
-        os.replace(part, path_key)
-
-    LocalMephistoDB.write_dict = write_dict
-    require_ours(LocalMephistoDB, "write_dict", "atomic_state_writes")
-
-
-_ARRIVALS = None  # the executor of providers' arrival checks, made on first use
-
-
-# Mephisto 1.1.1's ClientIOHandler._request_status_update, which the patch below copies (its loop, over a copy)
-REQUEST_STATUS_UPDATE_SOURCE = "dadc17dd7464135be9bd0f8aaebf3ba7bfdaf0d9f6a9d44ea59a2cf5422dc3d1"
-_CLOSING = threading.Lock()  # the channels' one closing at a time, across the process's runs (stops are rare)
-
-
-def closed_channels_tolerated() -> None:
-    """Mephisto's ``ClientIOHandler`` reaches a channel with ``self.channels[...]`` from several threads, while
-    a stop deletes them: the run tracker (on a finished run), the launch's own stop and ``force_shutdown`` each
-    close the channels, and two at once raised KeyError in ``shutdown``'s ``del self.channels[...]`` (seen at a
-    killed adaptive launch, 2026-11-27). After the close, a status (an agent still at work marked disconnected)
-    or a live update (the world's last message: its ``observe`` stores it first) raised KeyError too, into the
-    launch's log or the world's thread; the status ping could iterate the dict while it shrank. Now the
-    channels close once, one stop at a time; what is sent to a closed channel is dropped (no page can receive
-    it); the ping goes over a copy."""
-    require_version("mephisto", WRITTEN_FOR, "closed_channels_tolerated")
-    from mephisto.data_model.packet import PACKET_TYPE_REQUEST_STATUSES, Packet
-    from mephisto.operations.client_io_handler import SYSTEM_CHANNEL_ID, ClientIOHandler
-
-    if is_ours(ClientIOHandler.shutdown):
-        return
-    require_call(ClientIOHandler._get_channel_for_agent, "self.channels[channel_id]", "closed_channels_tolerated")
-    for sender in ("send_status_update", "send_live_update"):
-        require_call(getattr(ClientIOHandler, sender), "self._get_channel_for_agent(agent_id)", "closed_channels_tolerated")
-    require_call(ClientIOHandler.shutdown, "del self.channels[channel_id]", "closed_channels_tolerated")
-    require_call(ClientIOHandler.shutdown, "self.is_shutdown = True", "closed_channels_tolerated")
-    require_source(ClientIOHandler._request_status_update, REQUEST_STATUS_UPDATE_SOURCE, "closed_channels_tolerated")
-
-    def to_open_channel(send):
-        @ours
-        def send_if_open(self, agent_id: str, *args):
-            if self.agent_id_to_channel_id.get(agent_id) in self.channels:
-                send(self, agent_id, *args)
-        return send_if_open
-
-    original_shutdown = ClientIOHandler.shutdown
-
-    @ours
-    def shutdown(self) -> None:
-        with _CLOSING:
-            if not self.is_shutdown:  # set once every channel is closed and deleted
-                original_shutdown(self)
-
-    @ours
-    def _request_status_update(self) -> None:
-        for channel in list(self.channels.values()):
-            channel.enqueue_send(Packet(packet_type=PACKET_TYPE_REQUEST_STATUSES, subject_id=SYSTEM_CHANNEL_ID, data={}))
-
-    ClientIOHandler.send_status_update = to_open_channel(ClientIOHandler.send_status_update)
-    ClientIOHandler.send_live_update = to_open_channel(ClientIOHandler.send_live_update)
-    ClientIOHandler._request_status_update = _request_status_update
-    ClientIOHandler.shutdown = shutdown
-    for name in ("send_status_update", "send_live_update", "_request_status_update", "shutdown"):
-        require_ours(ClientIOHandler, name, "closed_channels_tolerated")
-
-
-def arrivals_checked() -> None:
-    """Mephisto 1.1.1's worker pool gives a place to whatever identity the page sends (``register_worker``
-    creates the worker, reserves a unit, creates the agent). A crowd provider with
-    ``refuse_arrival(task_run, crowd_data) -> message or None`` is asked first; a message goes to the page
-    as Mephisto's own refusals do (``failure_reason``) and nothing is created. The check runs in its own
-    four threads, not Mephisto's default executor, so slow answers from the provider (or a stranger's
-    flood of made-up identities) never hold up the threads every participant's unit needs."""
-    require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
-    import concurrent.futures
-    from functools import partial
-
-    from mephisto.operations.client_io_handler import ClientIOHandler
-    from mephisto.operations.worker_pool import AgentDetails, WorkerPool
-
-    require_call(ClientIOHandler._register_agent, "worker_pool.register_worker(crowd_data, request_id)",
-                 "arrivals_checked")
-    if is_ours(WorkerPool.register_worker):
-        return
-    original = WorkerPool.register_worker
-
-    @ours
-    async def register_worker(self, crowd_data, request_id):
-        global _ARRIVALS
-        live_run = self.get_live_run()
-        refuse = getattr(live_run.provider, "refuse_arrival", None)
-        if refuse is not None:
-            with _LOCK:
-                if _ARRIVALS is None:
-                    _ARRIVALS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="dialeval-arrival")
-            reason = await live_run.loop_wrap.loop.run_in_executor(
-                _ARRIVALS, partial(refuse, live_run.task_run, crowd_data))
-            if reason:
-                live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
-                return
-        await original(self, crowd_data, request_id)
-
-    WorkerPool.register_worker = register_worker
-    require_ours(WorkerPool, "register_worker", "arrivals_checked")
-
-
-def _safe_unit_launcher():
-    from mephisto.data_model.constants.assignment_state import AssignmentState
-    from mephisto.operations import task_launcher
-
-    class SafeUnitLauncher(task_launcher.TaskLauncher):
-        """Mephisto 1.1.1's unit thread iterates over ``unlaunched_units`` (launching a unit at every step)
-        while a generator's thread adds to it: "dictionary changed size during iteration" kills the unit
-        thread and no HIT is launched again. Same loop over a copy taken under the launcher's lock."""
-
-        @ours
-        def generate_units(self):
-            while self.keep_launching_units:
-                for db_id, unit in list(self.launched_units.items()):
-                    if unit.get_status() not in (AssignmentState.LAUNCHED, AssignmentState.ASSIGNED):
-                        self.launched_units.pop(db_id)
-                with self.unlaunched_units_access_condition:
-                    waiting = list(self.unlaunched_units.items())
-                room = self.max_num_concurrent_units - len(self.launched_units)
-                for db_id, unit in waiting if self.max_num_concurrent_units == 0 else waiting[:max(room, 0)]:
-                    self.launched_units[db_id] = unit
-                    with self.unlaunched_units_access_condition:
-                        self.unlaunched_units.pop(db_id)
-                    yield unit
-                time.sleep(task_launcher.UNIT_GENERATOR_WAIT_SECONDS)
-                if not self.unlaunched_units:
-                    break
-
-    return SafeUnitLauncher
-
-
-@contextlib.contextmanager
-def safe_unit_launching(operator=None):
-    """Within the block, the launchers Mephisto's operator creates are ``SafeUnitLauncher``s (for the
-    launch call of a run fed by a generator); Mephisto's own class is left as it is. ``operator``:
-    ``mephisto.operations.operator`` (or a copy of it, in tests)."""
-    require_version("mephisto", WRITTEN_FOR, "safe_unit_launching")
-    if operator is None:
-        from mephisto.operations import operator
-    require_call(operator.Operator._create_live_task_run, "launcher = TaskLauncher(", "safe_unit_launching")
-    with _LOCK, swapped(operator, "safe_unit_launching", TaskLauncher=_safe_unit_launcher()):
-        yield
-
-
-def require_safe_launcher(launcher) -> None:
-    """A launched run's launcher must be ours (``safe_unit_launching`` took effect)."""
-    require_ours(type(launcher), "generate_units", "safe_unit_launching")
-
-
 def require_onboarding_order() -> None:
     """The Mephisto 1.1.1 internals a static task's onboarding with several tries relies on
     (crowdsourcing/platform/onboarding_tries.py) are still there (CompatError otherwise): the
@@ -459,15 +271,7 @@ def check() -> list[str]:
     prompt_run_tracking()
     prompt_unit_launching()
     joined_force_shutdown()
-    atomic_state_writes()
-    arrivals_checked()
-    closed_channels_tolerated()
-    with safe_unit_launching():
-        from mephisto.operations import operator
-
-        require_ours(operator.TaskLauncher, "generate_units", "safe_unit_launching")
     require_onboarding_order()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
-            "launching every second, a joined force_shutdown, closed channels tolerated, safe unit "
-            "launching, atomic state writes, arrival checks, onboarding tries, our crowd providers"]
+            "launching every second, a joined force_shutdown, onboarding tries, our crowd providers"]

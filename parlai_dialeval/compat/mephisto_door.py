@@ -17,8 +17,10 @@
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 import shutil
 import sys
 import threading
@@ -30,8 +32,12 @@ from parlai_dialeval.compat.source_fixes import SourceFix
 
 WRITTEN_FOR = "1.1.1"
 DOOR = "dialeval_door.js"
+SOURCES = "dialeval_sources.js"  # whose address a request comes from (the door's and the claims' budgets)
 CONFIG = "dialeval_door.json"
 LOCAL_HOST = "127.0.0.1"  # a rehearsal with the mock provider: this machine only
+# A rehearsal's participants are the researcher and colleagues at this machine: its loopback is the lab's own
+# address, or a researcher trying the task in a few tabs would be told "too many people from your network".
+REHEARSAL_LAB = ("127.0.0.1", "::1")
 PUBLIC_HOST = "0.0.0.0"  # a crowd provider's participants come from anywhere
 
 # (what, exact text in server.js, replacement); each must match once, after compat/mephisto_router.py's
@@ -63,6 +69,20 @@ SOURCE_FIX = SourceFix("mephisto.abstractions.architects.channels.websocket_chan
      _READ + "                logger.warning(f\"dropped a packet the server cannot read: {e!r}\")  # dialeval: link kept"),
 ])
 
+# Stated limits at the door (docs/security.md): characters of an id in a request for a place (Prolific's are 24,
+# MTurk's 12-14), and of any text in a page's act (the tasks' own limits, 2,000 for a message and 5,000 for free
+# text by default, are enforced by their worlds below this)
+ID_CHARS = 128
+TEXT_CHARS = 20_000
+LIMITS = {"id_chars": ID_CHARS, "text_chars": TEXT_CHARS}
+PROXY_HEADER = "X-Forwarded-For"  # the header a proxy named in router_trusted_proxies sets with the client's address
+HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,64}")
+TRUSTED_PROXIES_HELP = (
+    "addresses or networks of reverse proxies or tunnel agents in front of the router whose forwarding header "
+    "names the participant's address (default: none, every header is ignored and the peer's address counts); behind "
+    "cloudflared or ngrok on this machine: [127.0.0.1], with router_host=127.0.0.1")
+PROXY_HEADER_HELP = ("the header those proxies set with the participant's address: X-Forwarded-For (default; the "
+                     "address right of the last named proxy counts), Forwarded, X-Real-IP or CF-Connecting-IP")
 ROUTER_HOST_HELP = ("address the task's router listens on; default 127.0.0.1 (this machine only) with the mock "
                     "provider, 0.0.0.0 (every interface) with a crowd provider; 127.0.0.1 behind a reverse proxy on "
                     "this machine")
@@ -82,14 +102,56 @@ def router_host(mephisto_args) -> str:
     return LOCAL_HOST if provider == "mock" else PUBLIC_HOST
 
 
+def address_list(values, key: str) -> list[str]:
+    """``values`` (a list of addresses or networks: "192.0.2.7", "10.0.0.0/8", "2001:db8::/48") checked and
+    written as dialeval_door.js reads them; DialevalError naming ``key`` and the bad entry otherwise."""
+    from parlai_dialeval.errors import DialevalError
+
+    if values is None:
+        return []
+    if isinstance(values, str) or not all(isinstance(value, str) for value in values):
+        raise DialevalError(f"mephisto.blueprint.{key}: a list of addresses or networks, e.g. {key}=[127.0.0.1] "
+                            f"(got {values!r})")
+    checked = []
+    for value in values:
+        try:
+            network = ipaddress.ip_network(value.strip(), strict=False)
+        except ValueError:
+            raise DialevalError(f"mephisto.blueprint.{key}: {value!r} is not an IP address or network "
+                                "(e.g. 127.0.0.1, 10.0.0.0/8, 2001:db8::/48)") from None
+        checked.append(str(network.network_address) if network.num_addresses == 1 else str(network))
+    return checked
+
+
+def door_config(mephisto_args) -> dict:
+    """dialeval_door.json for a launch's router: the address it listens on, the proxies whose forwarding header
+    names the client (none by default) and which header that is, and the lab's own addresses (no per-source
+    budget); raises DialevalError on a malformed list (``dialeval launch`` checks this before anything starts)."""
+    from parlai_dialeval.errors import DialevalError
+
+    blueprint = mephisto_args.get("blueprint") or {}
+    header = str(blueprint.get("router_proxy_header") or PROXY_HEADER)
+    if not HEADER_NAME.fullmatch(header):
+        raise DialevalError(f"mephisto.blueprint.router_proxy_header: {header!r} is not a header name "
+                            "(X-Forwarded-For, Forwarded, X-Real-IP, CF-Connecting-IP)")
+    lab = address_list(blueprint.get("router_lab_addresses"), "router_lab_addresses")
+    provider = (mephisto_args.get("provider") or {}).get("_provider_type", "mock")
+    if provider == "mock" and not lab:
+        lab = list(REHEARSAL_LAB)
+    return {**LIMITS, "host": router_host(mephisto_args),
+            "trusted_proxies": address_list(blueprint.get("router_trusted_proxies"), "router_trusted_proxies"),
+            "proxy_header": header.lower(), "lab_addresses": lab}
+
+
 def prepare(router_dir: Path, task_run) -> None:
-    """Put the door beside a built router's server.js, with the address it listens on (a router built
-    without a task run, as the router tests do, listens on this machine only)."""
-    host = router_host(task_run.args) if task_run is not None else LOCAL_HOST
+    """Put the door beside a built router's server.js, with its settings (a router built without a task run,
+    as the router tests do, listens on this machine only and trusts no proxy)."""
+    config = door_config(task_run.args) if task_run is not None else {**LIMITS, "host": LOCAL_HOST}
     from parlai_dialeval.compat.mephisto_router import ROUTER_DIR
 
-    shutil.copy2(ROUTER_DIR / DOOR, router_dir / DOOR)
-    (router_dir / CONFIG).write_text(json.dumps({"host": host}))
+    for name in (DOOR, SOURCES):
+        shutil.copy2(ROUTER_DIR / name, router_dir / name)
+    (router_dir / CONFIG).write_text(json.dumps(config))
 
 
 def _escaped(text: str, newlines: bool) -> str:

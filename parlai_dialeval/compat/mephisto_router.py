@@ -22,13 +22,12 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 - keeps what goes to a page whose socket has closed (a reload, a lost connection) until the page's new
   socket announces itself: Mephisto's router sent it into the closed socket and it was lost (a bot's reply
   showed only after a reload);
-- loads ``crowdsourcing/router/dialeval_claims.js``: a registration (in the participant's URL) is bound to a
-  secret of the page that first asked for it, and a request naming it without that secret is refused (no
-  one takes over another's agent through Mephisto's reconnect path); new registrations are limited per
-  source and time; an agent whose page opens no socket in time gives its place back. Mephisto's
-  ``ClientIOHandler.associate_agent_with_registration`` here keeps each agent's registration and claim (the
-  secret's SHA-256) in the run folder (``CLAIMS_LOG``): a relaunch after a crash starts its router with the
-  interrupted run's claims (``carry_claims``, platform/resume.py);
+- loads ``crowdsourcing/router/dialeval_claims.js``: registrations bound to their page's secret, new ones limited
+  per source, places of pages that never connect given back, a silent page's registration taken back with its
+  resume code; its settings, patches and the claims kept for a relaunch are ``compat/mephisto_claims.py``'s
+  (Mephisto's ``ClientIOHandler.associate_agent_with_registration`` is wrapped by its ``registering`` here);
+- loads ``crowdsourcing/router/dialeval_replay.js``: what goes to a page is numbered and kept until the page says
+  it has it, and a page's new socket gets what its dropping one lost (a bot's reply sent into it);
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
   page whose heartbeats stop ``ping_seconds`` (Mephisto: 15), before it marks the participant
   disconnected: under a crowd arriving at once a reload takes longer than 10 s (docs/scaling.md); set
@@ -48,13 +47,13 @@ import hashlib
 import hmac
 import json
 import os
-import time
 import secrets
 import shutil
 from importlib.util import find_spec
 from pathlib import Path
 
 from parlai_dialeval.compat import mephisto_door as door
+from parlai_dialeval.compat.mephisto_claims import CLAIM_PATCHES, CLAIMS_CONFIG, claims_config, registering
 from parlai_dialeval.compat.patching import CompatError, is_ours, ours, replace_once, require_ours, require_source, require_version
 
 MEPHISTO_VERSION = "1.1.1"
@@ -62,27 +61,20 @@ MEPHISTO_VERSION = "1.1.1"
 ROUTER_DIR = Path(find_spec("parlai_dialeval.crowdsourcing").origin).parent / "router"
 GUARD = "dialeval_guard.js"
 CLAIMS = "dialeval_claims.js"
-CLAIMS_CONFIG = "dialeval_claims.json"  # CLAIMS's settings, beside server.js
-CLAIMS_LOG = "dialeval_claims.jsonl"  # in the run folder: {"agent_id", "registration", "worker", "claim", "at"}
-CLAIM_KEY = "dialeval_claim"  # provider_data from the router: SHA-256 (hex) of the page's secret
+REPLAY = "dialeval_replay.js"
 SECRET_FILE = "dialeval_router_secret"
 SYSTEM_ID = "mephisto"
 ACK_KEY = "dialeval_ack"  # a live update to the page: the update ids of its acts the world has stored
+REFUSED_KEY = "dialeval_refused"  # ... of its acts refused (by the router's door, or by the world: refuse_taken)
+REFUSALS_KEPT = 100  # refused update ids an agent keeps, to say so again to a page that resends one
 # One secret per server process: every router it builds checks tokens against it.
 SECRET = secrets.token_bytes(32)
 
 
-# seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected
+# seconds a page has to reconnect / between heartbeats before the router calls its participant disconnected: a page
+# whose heartbeats stop (a browser that died, a phone locked) keeps its place this long, and comes back within it
 RECONNECT_SECONDS = 45
-PING_SECONDS = 45
-# places: new registrations a source may make per window (0: no limit); seconds a live page has to open
-# its socket before its agent is reported disconnected (0: never; static pages open none)
-CLAIMS_PER_SOURCE = 10
-CLAIMS_WINDOW_SECONDS = 600
-FIRST_SOCKET_SECONDS = 45
-# task name -> {"registrations": {registration: claim}, "workers": {worker: claim}} the next router built for
-# that task starts with (an interrupted run's)
-_carried: dict[str, dict[str, dict[str, str]]] = {}
+PING_SECONDS = 300
 TIMING = {"reconnect_seconds": ("const FAILED_RECONNECT_TIME = 10000;\n", "const FAILED_RECONNECT_TIME = {};\n"),
           "ping_seconds": ("const FAILED_PING_TIME = 15000;\n", "const FAILED_PING_TIME = {};\n")}
 
@@ -140,20 +132,19 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
 ]
 
 
-# (what, exact text in Mephisto 1.1.1's server.js, replacement): dialeval_claims.js hooked in
-CLAIM_PATCHES: list[tuple[str, str, str]] = [
-    ("load the claims", 'const path = require("path");\n',
-     'const path = require("path");\nconst claims = require("./dialeval_claims");\n'),
-    ("registrations bound to their page's secret", "// ===================== <Routing> ========================\n",
-     "// ===================== <Routing> ========================\n"
-     'app.post("/request_agent", claims.request_check);\napp.post("/submit_onboarding", claims.onboarding_check);\n'),
-    ("a page's socket announced its agent",
-     '    var agent = find_or_create_agent(agent_id);\n    debug_log("Am linking socket for " + agent_id);\n',
-     '    var agent = find_or_create_agent(agent_id);\n    claims.connected(agent_id);\n'
-     '    debug_log("Am linking socket for " + agent_id);\n'),
-    ("an agent whose page never connected gives its place back",
-     "  if (last_ping == 0) {\n    return; // Not a live task, nothing to check\n",
-     "  if (last_ping == 0 && !claims.abandoned(agent)) {\n    return; // Not a live task, nothing to check\n"),
+# (what, exact text in Mephisto 1.1.1's server.js, replacement): dialeval_replay.js hooked in
+REPLAY_PATCHES: list[tuple[str, str, str]] = [
+    ("load the replay", 'const fs = require("fs");\n', 'const fs = require("fs");\nconst replay = require("./dialeval_replay");\n'),
+    ("number and keep what goes to a page", "function forward_to_agent(packet) {\n",
+     "function forward_to_agent(packet) {\n  replay.number(packet);\n"),
+    ("a page's new socket gets what it has not had",
+     "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n",
+     "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n"
+     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"),
+    ("a page's heartbeat says what it has", '        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n',
+     '        replay.heard(packet);\n        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n'),
+    ("nothing more for a submitted unit's page", "  // Cleanup local state for a task that's already submitted\n",
+     "  // Cleanup local state for a task that's already submitted\n  replay.forget(agent_id);\n"),
 ]
 
 
@@ -171,7 +162,7 @@ def patch_server(source: str, reconnect_seconds: float = RECONNECT_SECONDS, ping
     seconds = {"reconnect_seconds": reconnect_seconds, "ping_seconds": ping_seconds}
     timing = [(f"{name}: {seconds[name]} s", old, new.format(int(seconds[name] * 1000)))
               for name, (old, new) in TIMING.items()]
-    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + timing:
+    for what, old, new in SERVER_PATCHES + door.SERVER_PATCHES + CLAIM_PATCHES + REPLAY_PATCHES + timing:
         source = replace_once(source, old, new, f"Mephisto's server.js (router patch {what!r})")
     return source
 
@@ -183,28 +174,6 @@ def router_modules() -> Path:
         raise CompatError(f"router dependencies missing in {modules}: run "
                                f"`cd {ROUTER_DIR} && npm ci --omit=dev` (install.sh does this)")
     return modules
-
-
-def carry_claims(task_name: str, entries) -> None:
-    """The next router built for ``task_name`` in this process starts with these claims (CLAIMS_LOG entries:
-    registration and worker -> SHA-256 of its page's secret): an interrupted run's, so that its participants,
-    and only they, get back in."""
-    kept = [entry for entry in entries if entry.get("claim")]
-    _carried[task_name] = {"registrations": {entry["registration"]: entry["claim"] for entry in kept},
-                           "workers": {entry["worker"]: entry["claim"] for entry in kept if entry.get("worker")}}
-
-
-def claims_config(task_run) -> dict:
-    """dialeval_claims.js's settings for a task run's router (None: a router built without one, in tests)."""
-    blueprint = (task_run.args.get("blueprint") if task_run is not None else None) or {}
-    static = blueprint.get("router_first_socket_seconds") is None  # static blueprints have no such option
-    first_socket = 0 if static else blueprint["router_first_socket_seconds"]
-    per_source = blueprint.get("router_claims_per_source")
-    window = blueprint.get("router_claims_window_seconds")
-    return {"claims_per_source": CLAIMS_PER_SOURCE if per_source is None else per_source,
-            "window_seconds": window or CLAIMS_WINDOW_SECONDS,
-            "first_socket_seconds": FIRST_SOCKET_SECONDS if task_run is None else first_socket,
-            "preload": _carried.pop(task_run.get_task().task_name, {}) if task_run is not None else {}}
 
 
 def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: float) -> None:
@@ -220,7 +189,7 @@ def prepare_router_dir(router_dir: Path, claims: dict | None = None, **timing: f
         elif path.is_dir():
             shutil.rmtree(path)
     server.write_text(patched)
-    for name in ("package.json", "package-lock.json", GUARD, CLAIMS):
+    for name in ("package.json", "package-lock.json", GUARD, CLAIMS, REPLAY):
         shutil.copy2(ROUTER_DIR / name, router_dir / name)
     (router_dir / CLAIMS_CONFIG).write_text(json.dumps(claims or claims_config(None)))
     (router_dir / "node_modules").symlink_to(modules, target_is_directory=True)
@@ -271,6 +240,25 @@ def acknowledge_taken(agent) -> None:
         agent.__dict__.setdefault("dialeval_acked", set()).update(taken)
 
 
+def refuse_taken(agent, act, reason: str) -> None:
+    """The world did not store ``act``, just taken from ``agent`` (a ParlAI wrapper or a Mephisto agent), and
+    tells the participant ``reason`` (a sentence of the page's catalogue): it is taken out of the acts to confirm,
+    and the page is told it was refused, with the reason (``REFUSED_KEY``, as the router's door tells it), so
+    the page never shows as sent a message that is not stored, and stops resending it."""
+    live = getattr(agent, "mephisto_agent", agent)
+    update_id = act.get("update_id") if isinstance(act, dict) else None
+    taken = getattr(live, "__dict__", {}).get("dialeval_taken") or []
+    if not isinstance(update_id, str) or update_id not in taken:
+        return
+    taken.remove(update_id)
+    refused = live.__dict__.setdefault("dialeval_refused", {})
+    refused[update_id] = reason
+    while len(refused) > REFUSALS_KEPT:  # said again to a page resending one (below); the oldest are forgotten
+        refused.pop(next(iter(refused)))
+    if live.agent_in_active_run():
+        live.get_live_run().client_io.send_live_update(live.get_agent_id(), {REFUSED_KEY: [update_id], "reason": reason})
+
+
 def _acknowledging(get_live_update):
     """Mephisto's ``Agent.get_live_update``, confirming to the page what the world has taken.
 
@@ -292,8 +280,9 @@ def _acknowledging(get_live_update):
 
 
 def _reacknowledging(on_message):
-    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored: the
-    page resends an act whose acknowledgement it never got, and Mephisto drops the copy by its update id."""
+    """Mephisto's ``ClientIOHandler._on_message``, acknowledging again a copy of an act already stored (or
+    refusing again one refused): the page resends an act whose answer it never got, and Mephisto drops the copy
+    by its update id."""
     if is_ours(on_message):
         return on_message
     from mephisto.data_model.packet import PACKET_TYPE_MEPHISTO_BOUND_LIVE_UPDATE
@@ -304,43 +293,12 @@ def _reacknowledging(on_message):
             agent = self.get_live_run().worker_pool.get_agent_for_id(packet.subject_id)
             if agent is not None and update_id in agent.__dict__.get("dialeval_acked", ()):
                 self.send_live_update(packet.subject_id, {ACK_KEY: [update_id]})
+            elif agent is not None and update_id in agent.__dict__.get("dialeval_refused", {}):
+                self.send_live_update(packet.subject_id, {REFUSED_KEY: [update_id],
+                                                          "reason": agent.__dict__["dialeval_refused"][update_id]})
         return on_message(self, packet, channel_id)
 
     return ours(on_message_reacknowledging)
-
-
-def _registering(associate):
-    """Mephisto's ``ClientIOHandler.associate_agent_with_registration``, keeping the agent's registration and
-    claim (``CLAIM_KEY``, from its request; a unit's agent after onboarding keeps its onboarding agent's) in
-    ``dialeval_claims`` and appended to the run folder's ``CLAIMS_LOG``."""
-    if is_ours(associate):
-        return associate
-
-    def associate_keeping_claims(self, agent_id, request_id, registration_id):
-        claims = self.__dict__.setdefault("dialeval_claims", {})
-        packet = self.request_id_to_packet.get(request_id)
-        provider = packet.data.get("provider_data") if packet is not None and isinstance(packet.data, dict) else None
-        claim = provider.get(CLAIM_KEY) if isinstance(provider, dict) else None
-        worker = provider.get("worker_name") if isinstance(provider, dict) else None
-        earlier = claims.get(self.agents_by_registration_id.get(registration_id))
-        if claim is None and earlier is not None and earlier["registration"] == registration_id:
-            claim, worker = earlier["claim"], earlier["worker"]
-        entry = {"agent_id": agent_id, "registration": registration_id, "worker": worker, "claim": claim,
-                 "at": time.time()}
-        claims[agent_id] = entry
-        associate(self, agent_id, request_id, registration_id)
-        log = Path(self.get_live_run().task_run.get_run_dir()) / CLAIMS_LOG
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a") as out:
-            out.write(json.dumps(entry) + "\n")
-
-    return ours(associate_keeping_claims)
-
-
-def claim_of(agent) -> dict | None:
-    """{"agent_id", "registration", "worker", "claim", "at"} of a Mephisto agent of the live run (None: not given out by this process)."""
-    client_io = agent.get_live_run().client_io if agent.agent_in_active_run() else None
-    return (client_io.__dict__.get("dialeval_claims") or {}).get(agent.get_agent_id()) if client_io else None
 
 
 def install() -> None:
@@ -361,7 +319,7 @@ def install() -> None:
     handler._send_alive = _send_alive
     _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
     handler._on_message = _reacknowledging(handler._on_message)
-    handler.associate_agent_with_registration = _registering(handler.associate_agent_with_registration)
+    handler.associate_agent_with_registration = registering(handler.associate_agent_with_registration)
     for owner, name in ((local_architect, "build_router"), (handler, "_send_alive"), (_AgentBase, "get_live_update"),
                         (handler, "_on_message"), (handler, "associate_agent_with_registration")):
         require_ours(owner, name, "the node router patches")
@@ -378,5 +336,5 @@ def check() -> list[str]:
         modules = f"dependencies in {router_modules()}"
     except CompatError as missing:
         modules = str(missing)
-    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
+    return [f"mephisto {MEPHISTO_VERSION} router: {len(SERVER_PATCHES) + len(door.SERVER_PATCHES) + len(CLAIM_PATCHES) + len(REPLAY_PATCHES) + len(TIMING)} server.js patches fit, session tokens "
             f"and acknowledgements installed; {modules}"]

@@ -1,5 +1,5 @@
-"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the self-refreshing
-overview, one page per participant with their work and the review actions, a confirmation step before
+"""The dashboard's web app (Flask, which Mephisto already brings): a login form, the overview (reloading itself
+until the researcher switches that off), one page per participant with their work and the review actions, a confirmation step before
 any action.
 
 Access: every page but the login form needs a session, opened by the secret (the token printed at
@@ -17,6 +17,7 @@ import time
 from flask import Flask, Response, abort, redirect, render_template, request, session, url_for
 from jinja2 import FileSystemLoader
 
+from parlai_dialeval.dashboard.markdown import bot_text
 from parlai_dialeval.dashboard.source import ACTIONS
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.report import TEMPLATES, bdi, bidi_shown
@@ -31,7 +32,7 @@ MAX_PENDING = 100  # confirmations asked for and not yet given
 def create_app(source, secret: str, refresh: int = 5) -> Flask:
     """The app over ``source`` (a ``TaskSource``); ``secret`` opens a session; the overview reloads itself
     every ``refresh`` seconds."""
-    from parlai_dialeval.providers.prolific.review import MIN_REJECT_MESSAGE, REJECTION_CATEGORIES
+    from parlai_dialeval.providers.prolific.review import MAX_MESSAGE, MIN_REJECT_MESSAGE, REJECTION_CATEGORIES, masked
 
     app = Flask(__name__)
     app.jinja_options = {**app.jinja_options, "finalize": bidi_shown}  # as the reports: bidi controls shown
@@ -40,9 +41,9 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
                       SESSION_COOKIE_NAME="dialeval_dashboard")
-    app.jinja_env.filters.update(bdi=bdi, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
+    app.jinja_env.filters.update(bdi=bdi, bot_text=bot_text, duration=duration, seconds=lambda v: "" if v is None else f"{v:.2f} s",
                                  number=lambda v: "" if v is None else f"{v:.3g}", money=money,
-                                 clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)))
+                                 clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)), masked=masked)
     pending: dict[str, dict] = {}  # confirmation id -> the action it confirms (used once)
 
     def signed_in() -> bool:
@@ -111,32 +112,42 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
 
     @app.route("/")
     def overview():
+        # reloading is the researcher's to switch off and on (WCAG 2.2.1), by an HTTP Refresh header: a page
+        # without scripts has no other way, and <meta http-equiv="refresh"> is an axe-core violation
+        if request.args.get("refresh") in ("on", "off"):
+            session["refresh"] = request.args["refresh"] == "on"
+            return redirect(url_for("overview"))
         data, money, error = None, None, session.pop("error", "")
         try:
             data = source.snapshot()
             money = source.money()
         except DialevalError as failure:  # Prolific's errors included: the page still shows what it has
             error = str(failure)
-        return page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
-                    message=session.pop("message", None))
+        reloading = session.get("refresh", True)
+        response = Response(page("dashboard.html", data=data, money=money, error=error, refresh=refresh,
+                                 reloading=reloading, message=session.pop("message", None)))
+        if reloading:
+            response.headers["Refresh"] = str(refresh)
+        return response
 
     @app.route("/participant/<path:worker>")
     def participant(worker: str):
         data = source.snapshot()
         row = next((q for q in data["quality"] if q["worker"] == worker), None)
         work, ratings = source.work(worker)
-        if row is None and not work:
-            abort(404)
         money, error = None, session.pop("error", None)
         try:
             money = source.money(fresh=True) if data["on_prolific"] else None
         except DialevalError as failure:  # Prolific unreachable: the work is still worth reading
             error = str(failure)
         submissions = [s for s in (money or {}).get("submissions", []) if s["participant"] == worker]
+        if row is None and not work and not ratings and not submissions:  # a rater's page, a participant's messages
+            abort(404)
         decisions = [d for d in (money or {}).get("decisions", []) if d["participant_id"] == worker]
         return page("dashboard_participant.html", worker=worker, row=row, work=work, ratings=ratings, on_prolific=data["on_prolific"],
                     submissions=submissions, decisions=decisions, categories=REJECTION_CATEGORIES,
-                    min_message=MIN_REJECT_MESSAGE, message=session.pop("message", None), error=error)
+                    min_message=MIN_REJECT_MESSAGE, max_message=MAX_MESSAGE, message=session.pop("message", None),
+                    error=error)
 
     @app.route("/participant/<path:worker>/<kind>", methods=["POST"])
     def ask(worker: str, kind: str):
@@ -165,6 +176,16 @@ def create_app(source, secret: str, refresh: int = 5) -> Flask:
         except DialevalError as failure:  # Prolific's errors too: the ledger keeps the decision's state
             session["error"] = str(failure)
         return redirect(url_for("participant", worker=action["worker"]))
+
+    @app.route("/leaderboard")
+    def leaderboard():
+        return page("dashboard_leaderboard.html", board=source.leaderboard(), read_at=time.time(), refresh=refresh)
+
+    @app.route("/integrity")
+    def integrity_page():
+        from parlai_dialeval.dashboard.integrity_view import integrity
+
+        return page("dashboard_integrity.html", data=integrity(source.records(), source.quality_table()))
 
     @app.route("/plot/certify.png")
     def certify_png():

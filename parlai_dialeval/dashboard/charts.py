@@ -31,18 +31,20 @@ def _render(draw, height: float, width: float = WIDE) -> str:
     return text[text.index("<svg"):]  # inline: without the XML declaration and doctype
 
 
-def progress_chart(history: list[tuple[float, int, int]]) -> str | None:
-    """Units done and in flight over the minutes since the first sample; None with fewer than two samples."""
-    if len(history) < 2:
+def progress_chart(history: list[dict]) -> str | None:
+    """Units done and in flight over time since the launch's first reading (platform/progress.py's samples, the
+    last one the page's own reading); None while the counts have never changed: a flat line says nothing."""
+    if len({(sample["done"], sample["in_flight"]) for sample in history}) < 2:
         return None
-    start = history[0][0]
-    minutes = [(t - start) / 60 for t, _, _ in history]
+    start = history[0]["at"]
+    hours = history[-1]["at"] - start > 3 * 3600
+    times = [(sample["at"] - start) / (3600 if hours else 60) for sample in history]
 
     def draw(axes):
-        axes.step(minutes, [done for _, done, _ in history], where="post", color=LINES[0], label="units done")
-        axes.step(minutes, [flight for _, _, flight in history], where="post", color=LINES[1], linestyle="--",
+        axes.step(times, [sample["done"] for sample in history], where="post", color=LINES[0], label="units done")
+        axes.step(times, [sample["in_flight"] for sample in history], where="post", color=LINES[1], linestyle="--",
                   label="in flight")
-        axes.set_xlabel("minutes since the dashboard started")
+        axes.set_xlabel(f"{'hours' if hours else 'minutes'} since the launch began")
         axes.set_ylabel("units")
         axes.yaxis.get_major_locator().set_params(integer=True)
         axes.legend(loc="upper left", frameon=False)

@@ -5,7 +5,9 @@ Waitress reads and writes every connection on one event loop and hands the app o
 idle or slow client (half its headers sent, a body trickling in) holds its own connection and nobody
 else's; it drops a connection idle for ``channel_timeout`` and refuses a body over ``MAX_BODY`` before
 reading it. Werkzeug's own server (Mephisto pins Werkzeug 1.0.1) served one connection at a time with no
-timeouts."""
+timeouts. dashboard/guard.py adds what waitress lacks: a deadline for a whole request (a client trickling a
+header line every few seconds is never idle), a cap on one source's connections, and a throttle on wrong
+sign-ins."""
 from __future__ import annotations
 
 import logging
@@ -21,6 +23,8 @@ from parlai_dialeval.errors import DialevalError
 DEFAULT_PORT = 3400
 PASSWORD_ENV = "DIALEVAL_DASHBOARD_PASSWORD"
 CHANNEL_TIMEOUT = 20  # seconds a connection may sit idle (a request half sent included) before it is closed
+REQUEST_SECONDS = 10  # seconds a request (headers and body) has to arrive whole (dashboard/guard.py)
+CONNECTION_LIMIT = 200  # connections at once; one source holds at most guard.CONNECTIONS_PER_SOURCE of them
 MAX_HEADERS = 16 * 1024  # bytes of request line and headers: the session cookie and a participant's address
 
 
@@ -84,9 +88,8 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
     ``token_dir`` readable by its owner only. The app answers one request at a time
     (one waitress thread: Mephisto's SQLite handle keeps a connection per thread, and one researcher's page
     needs no more); connections are read and written meanwhile by waitress's loop."""
-    from waitress.server import create_server
-
     from parlai_dialeval.dashboard.app import MAX_BODY, create_app
+    from parlai_dialeval.dashboard.guard import DashboardServer, LoginThrottle
     from parlai_dialeval.crowdsourcing.platform.ports import port_holder, port_is_free
 
     if refresh < 1:
@@ -100,10 +103,11 @@ def start(source, host: str = "127.0.0.1", port: int = DEFAULT_PORT, refresh: in
     if not port_is_free(port):
         raise DialevalError(f"dashboard port {port} is in use by {port_holder(port)}: stop that process or pick another "
                             "port (dialeval dashboard --port, dialeval launch --dashboard-port)")
-    server = create_server(create_app(source, password or token, refresh), host=host, port=port, threads=1,
-                           channel_timeout=CHANNEL_TIMEOUT, cleanup_interval=max(1, CHANNEL_TIMEOUT // 4),
-                           connection_limit=100, max_request_header_size=MAX_HEADERS, max_request_body_size=MAX_BODY,
-                           ident="", expose_tracebacks=False, asyncore_use_poll=True)  # ident "": no Server header
+    app = LoginThrottle(create_app(source, password or token, refresh))
+    server = DashboardServer(app, request_seconds=REQUEST_SECONDS, host=host, port=port, threads=1,
+                             channel_timeout=CHANNEL_TIMEOUT, cleanup_interval=1, connection_limit=CONNECTION_LIMIT,
+                             max_request_header_size=MAX_HEADERS, max_request_body_size=MAX_BODY,
+                             ident="", expose_tracebacks=False, asyncore_use_poll=True)  # ident "": no Server header
     thread = threading.Thread(target=server.run, name="dialeval-dashboard", daemon=True)
     thread.start()
     dashboard = Dashboard(server, thread, host, server.effective_port, token)  # port 0: the one the system chose

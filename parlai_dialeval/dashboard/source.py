@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 from parlai_dialeval.dashboard import summary
 from parlai_dialeval.errors import DialevalError
 
-ACTIONS = ("approve", "reject", "bonus", "block")
+ACTIONS = ("approve", "reject", "bonus", "block", "message")
 
 
 # a place held this long with no act of its page's is listed (a person reads the instructions first)
 IDLE_PLACE_SECONDS = 300
-HISTORY = 2000  # progress samples kept for the chart; past it every other old one goes (the chart's shape stays)
 
 
 class TaskSource:
@@ -45,13 +43,14 @@ class TaskSource:
         self._snapshot: tuple[float, dict] | None = None
         self._money: tuple[float, dict | None] | None = None
         self._records: list[dict] = []
-        self._history: list[tuple[float, int, int]] = []  # (time, units done, in flight) at each snapshot
         self._charts: dict[str, tuple[object, str | None]] = {}  # chart -> (its figures, its SVG), redrawn on change
+        self._board: tuple[int, dict] | None = None  # (the votes it was computed from, the leaderboard)
         # one handle for the dashboard's life: Mephisto keeps a SQLite connection per handle and thread
         self._db = LocalMephistoDB(database_path=str(database_path(self.data_dir)))
 
     # ------------------------------------------------------------ reading
     def snapshot(self) -> dict:
+        from parlai_dialeval.crowdsourcing.platform import progress as unit_progress
         from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
         from parlai_dialeval.crowdsourcing.platform.places import idle_places
 
@@ -60,7 +59,7 @@ class TaskSource:
                 return self._snapshot[1]
             report, spec = collect_from_db(self._db, self.task_name, self.task_type)
             records = report.records
-            units, started = unit_rows(self._db, self.task_name)
+            units, started = unit_progress.unit_rows(self._db, self.task_name)
             checks, check_note = None, ""
             if spec.worker_checks is not None:
                 try:
@@ -71,30 +70,35 @@ class TaskSource:
                 check_note = f"task {spec.name} has no worker check"
             now = time.time()
             progress = summary.progress(records, units, started, now)
-            self._sample(now, progress)
+            # the launch's record, and this reading as its last point
+            history = [*unit_progress.read_log(unit_progress.log_path(self.data_dir, self.task_name)),
+                       {"at": now, **{key: progress[key] for key in unit_progress.COUNTS}}]
             bots = summary.endpoints(records)
             data = {"task_name": self.task_name, "task_type": spec.name, "read_at": now,
                     "progress": progress, "groups": summary.per_group(records, units),
                     "quality": summary.quality(checks, records, onboarding_statuses(self._db, self.task_name)),
                     "check_note": check_note,
                     "endpoints": bots, "too_slow": summary.too_slow(bots, self.patience), "patience": self.patience,
-                    "notes": report.notes, **standings(records, list(self._history), self._charts),
+                    "notes": report.notes, **standings(records, history, self._charts),
                     "idle_places": idle_places(self._db, self.task_name, spec.extra.get("export_files", ()),
                                                IDLE_PLACE_SECONDS, now),
                     "on_prolific": self.on_prolific(), "adaptive": self.adaptive()}
-            self._records = records
+            self._records, self._quality = records, checks
             self._snapshot = (now, data)
             return data
-
-    def _sample(self, now: float, progress: dict) -> None:
-        self._history.append((now, progress["done"], progress["in_flight"]))
-        if len(self._history) > HISTORY:
-            self._history[:HISTORY // 2] = self._history[:HISTORY // 2:2]
 
     def records(self) -> list[dict]:
         """The canonical records of the newest snapshot."""
         self.snapshot()
         return self._records
+
+    def quality_table(self):
+        """The task's own worker test of the newest snapshot (worker_id, passed) for the integrity page, or None."""
+        self.snapshot()
+        table = getattr(self, "_quality", None)
+        if table is None or "passed" not in getattr(table, "columns", ()):
+            return None
+        return table[["worker_id", "passed"]].astype({"worker_id": str})
 
     def work(self, worker: str) -> tuple[list[dict], dict[str, list[dict]]]:
         """The participant's conversations and comparisons (as exported), and their ratings by conversation."""
@@ -104,6 +108,18 @@ class TaskSource:
             if record["type"] == "rating" and record.get("worker_id") == worker:
                 ratings.setdefault(record["conversation_id"], []).append(record)
         return [r for r in records if r["type"] in ("conversation", "comparison") and r.get("worker_id") == worker], ratings
+
+    def leaderboard(self) -> dict:
+        """dashboard/leaderboard.py over the newest snapshot's records, computed again only when they changed."""
+        from parlai_dialeval.dashboard.leaderboard import leaderboard
+
+        records = self.records()
+        key = hash(tuple((r.get("item_id"), r.get("turn_index"), r.get("worker_id"), r.get("choice"), r.get("unverified"))
+                         for r in records if r["type"] == "comparison"))
+        with self._lock:
+            if self._board is None or self._board[0] != key:
+                self._board = (key, leaderboard(records))
+            return self._board[1]
 
     def on_prolific(self) -> bool:
         from parlai_dialeval.providers.prolific.common import PROVIDER_TYPE, datastore
@@ -142,9 +158,10 @@ class TaskSource:
             return figures
 
     def review_table(self):
+        from parlai_dialeval.crowdsourcing.platform.quality import review_qc
         from parlai_dialeval.providers.prolific import review
 
-        return review.review_table(self._db, self.task_name, self.data_dir)
+        return review.review_table(self._db, self.task_name, *review_qc(self.task_name, self.data_dir))
 
     # ------------------------------------------------------------ review actions
     def check_action(self, kind: str, participant: str, fields: dict) -> dict:
@@ -172,6 +189,11 @@ class TaskSource:
             return {"amount": to_major(minor), "reason": fields["reason"].strip()}
         if kind == "block":
             return {"reason": (fields.get("reason") or "").strip() or "blocked from the dashboard"}
+        if kind == "message":
+            text = (fields.get("message") or "").strip()
+            if not text or len(text) > review.MAX_MESSAGE:
+                raise DialevalError(f"a message has 1 to {review.MAX_MESSAGE} characters (got {len(text)})")
+            return {"message": text}
         return {}
 
     def act(self, kind: str, participant: str, fields: dict) -> str:
@@ -194,15 +216,17 @@ class TaskSource:
                 elif kind == "reject":
                     review.reject(db, agent, fields["message"], fields["category"])
                     done = f"rejected {participant} ({fields['category']})"
+                elif kind == "message":
+                    done = review.send_message(db, agent, fields["message"])
                 else:
                     done = bonus.pay(db, agent, fields["amount"], fields["reason"])
             self._money = self._snapshot = None  # the next page shows the decision
             return done
 
 
-def standings(records: list[dict], history: list[tuple[float, int, int]], drawn: dict) -> dict:
+def standings(records: list[dict], history: list[dict], drawn: dict) -> dict:
     """Who is ahead so far, with charts: each bot's mean per criterion, each pair's win rate, progress over
-    ``history``. ``drawn``: chart name -> (its figures, its SVG), kept between calls so that a chart is drawn
+    ``history`` (platform/progress.py's samples, oldest first). ``drawn``: chart name -> (its figures, its SVG), kept between calls so that a chart is drawn
     again only when its figures changed (the page reloads every few seconds)."""
     from parlai_dialeval.dashboard import charts
 
@@ -222,31 +246,11 @@ def standings(records: list[dict], history: list[tuple[float, int, int]], drawn:
     pairs_chart = chart("pairs", pairs, lambda: charts.interval_chart(
         pairs, [f"{p['a']} vs {p['b']}" for p in pairs], "win rate of the first (95% interval)", 0.5, (0, 1))
         if pairs else None)
+    # drawn again when the counts changed, or a minute later (the last point is the reading, moving on)
+    figures = [*history[:-1], {**history[-1], "at": history[-1]["at"] // 60}] if history else []
     return {"criteria": criteria, "pairs": pairs, "pairs_chart": pairs_chart,
-            "progress_chart": chart("progress", history, lambda: charts.progress_chart(history)),
-            "history_since": history[0][0] if history else None}
-
-
-def unit_rows(db, task_name: str) -> tuple[list[summary.UnitRow], float | None]:
-    """Every unit of the task's runs (status from Mephisto's unit and agent rows, no provider call) and when
-    the first run started (seconds since the epoch)."""
-    tasks = db.find_tasks(task_name=task_name)
-    if not tasks:
-        return [], None
-    names: dict[str, str] = {}
-    agents = {agent.db_id: agent.db_status for agent in db.find_agents(task_id=tasks[0].db_id)}
-    rows = []
-    for unit in db.find_units(task_id=tasks[0].db_id):
-        worker = None
-        if unit.worker_id:
-            if unit.worker_id not in names:
-                names[unit.worker_id] = db.get_worker(unit.worker_id)["worker_name"]
-            worker = names[unit.worker_id]
-        status = summary.unit_status(unit.db_status, agents.get(unit.agent_id) if unit.agent_id else None)
-        rows.append(summary.UnitRow(str(unit.db_id), status, worker))
-    starts = [_timestamp(run.start_time) for run in db.find_task_runs(task_id=tasks[0].db_id)]
-    starts = [s for s in starts if s is not None]
-    return rows, min(starts) if starts else None
+            "progress_chart": chart("progress", figures, lambda: charts.progress_chart(history)),
+            "history_since": history[0]["at"] if history else None, "history_samples": len(history)}
 
 
 def onboarding_statuses(db, task_name: str) -> dict[str, list[str]]:
@@ -257,11 +261,3 @@ def onboarding_statuses(db, task_name: str) -> dict[str, list[str]]:
     for agent in sorted(agents, key=lambda a: int(a.db_id) if str(a.db_id).isdigit() else 0):
         attempts.setdefault(db.get_worker(agent.worker_id)["worker_name"], []).append(agent.db_status)
     return attempts
-
-
-def _timestamp(value) -> float | None:
-    """SQLite's CURRENT_TIMESTAMP text (UTC) -> seconds since the epoch."""
-    try:
-        return datetime.fromisoformat(str(value)).replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None

@@ -8,44 +8,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
+from parlai_dialeval.crowdsourcing.platform.progress import UNIT_DONE, UNIT_IN_FLIGHT, UnitRow, unit_counts
 from parlai_dialeval.providers.prolific.api import to_minor
 
-# Mephisto's unit statuses (mephisto.data_model.constants.assignment_state) grouped as the page counts them
-UNIT_DONE = {"completed", "accepted", "rejected", "soft_rejected", "mixed"}
-UNIT_IN_FLIGHT = {"assigned"}
-UNIT_LEFT = {"created", "launched"}
 # Prolific submission statuses whose reward is paid or promised (review.py's REVIEWABLE and the ones in work)
 PAID = {"APPROVED"}
 COMMITTED = {"AWAITING REVIEW", "ACTIVE", "PROCESSING", "PARTIALLY APPROVED"}
-
-
-# A unit's status from its agent's, as Mephisto's Unit.get_status computes it (which only the task launcher's
-# 10-second poll writes back to the unit's row); an agent who left (disconnect, return, timeout) frees the
-# unit for another worker, so it counts as left rather than in flight
-AGENT_TO_UNIT = {"none": "launched", "accepted": "assigned", "onboarding": "assigned", "waiting": "assigned",
-                 "in task": "assigned", "partner disconnect": "assigned", "completed": "completed",
-                 "approved": "accepted", "rejected": "rejected", "soft_rejected": "soft_rejected",
-                 "expired": "expired", "disconnect": "launched", "returned": "launched", "timeout": "launched"}
-
-
-def unit_status(unit_row_status: str, agent_status: str | None) -> str:
-    """The unit's status now: its row's when final or when no agent holds it, else from the agent's."""
-    if unit_row_status == "expired" or agent_status is None:
-        return unit_row_status
-    return AGENT_TO_UNIT.get(agent_status, unit_row_status)
-
-
-@dataclass(frozen=True)
-class UnitRow:
-    """One Mephisto unit as the page needs it: its id, status and the worker holding it (if any)."""
-
-    unit_id: str
-    status: str
-    worker: str | None = None
 
 
 def _collected(record: dict) -> bool:
@@ -65,8 +36,7 @@ def group_of(record: dict) -> str | None:
 def progress(records: list[dict], units: list[UnitRow], started: float | None, now: float) -> dict:
     """Units done / in flight / left, participants working now, median time per unit, and an estimated
     time to finish at the pace so far (units done per second since the run started)."""
-    counts = Counter("done" if u.status in UNIT_DONE else "in_flight" if u.status in UNIT_IN_FLIGHT
-                     else "left" if u.status in UNIT_LEFT else "withdrawn" for u in units)
+    counts = unit_counts(units)
     done_units = {u.unit_id for u in units if u.status in UNIT_DONE}
     seconds = unit_seconds(records, done_units)
     median = float(np.median(seconds)) if seconds else None
@@ -99,11 +69,13 @@ def unit_seconds(records: list[dict], units: set[str]) -> list[float]:
 
 
 def per_group(records: list[dict], units: list[UnitRow]) -> list[dict]:
-    """Per model (or pair): conversations or comparisons done, in flight (their unit is being worked on),
-    failed (a bot crashed) and dropped (returned, abandoned or never reached)."""
+    """Per model (or pair): conversations or comparisons done, in flight (the one a participant working now is
+    with), to come (planned for a participant working now, not reached yet), failed (a bot crashed) and dropped
+    (returned, abandoned or never reached)."""
     in_flight = {u.unit_id for u in units if u.status in UNIT_IN_FLIGHT}
+    current = _current_records(records, in_flight)
     table: dict[str, Counter] = defaultdict(Counter)
-    for record in records:
+    for position, record in enumerate(records):
         group = group_of(record)
         if group is None or not _collected(record):
             continue
@@ -112,12 +84,30 @@ def per_group(records: list[dict], units: list[UnitRow]) -> list[dict]:
             table[group]["done"] += 1
         elif status == "failed":
             table[group]["failed"] += 1
-        elif record.get("assignment_id") in in_flight:
+        elif position in current:
             table[group]["in_flight"] += 1
+        elif record.get("assignment_id") in in_flight and _work_status(record) == "not started":
+            table[group]["to_come"] += 1
         else:
             table[group]["dropped"] += 1
-    return [{"group": group, **{k: table[group][k] for k in ("done", "in_flight", "failed", "dropped")}}
+    return [{"group": group, **{k: table[group][k] for k in ("done", "in_flight", "to_come", "failed", "dropped")}}
             for group in sorted(table)]
+
+
+def _current_records(records: list[dict], in_flight: set[str]) -> set[int]:
+    """Positions of the record each unit in flight is at now: of its unfinished records that were reached, the one
+    of the latest slot (live chat plans a unit's slots ahead; a half chat a relaunch restarted comes later in the
+    list with the same slot, and is not current)."""
+    best: dict[str, tuple[int, int]] = {}
+    for position, record in enumerate(records):
+        unit = record.get("assignment_id")
+        if (unit not in in_flight or record["type"] != "conversation" or not _collected(record)
+                or record.get("status") in ("complete", "failed") or _work_status(record) == "not started"):
+            continue
+        slot = record.get("slot") if isinstance(record.get("slot"), int) else 0
+        if unit not in best or slot > best[unit][0]:
+            best[unit] = (slot, position)
+    return {position for _, position in best.values()}
 
 
 def onboarding_tries(statuses: list[str]) -> int:
@@ -242,18 +232,17 @@ def endpoints(records: list[dict]) -> list[dict]:
 
 
 def too_slow(bots: list[dict], patience: float) -> list[str]:
-    """A warning per bot whose replies keep people waiting longer than ``patience`` seconds one time in
-    twenty (95th percentile): before its first token shows (streamed replies) or for the whole reply."""
+    """A warning in words per bot whose replies keep people waiting longer than ``patience`` seconds one time in
+    twenty (95th percentile): before the first word of a reply shows (streamed replies) or for the whole reply."""
     out = []
     for bot in bots:
-        waits = [(what, bot[key]) for what, key in (("the first word of a reply", "first_token_p95"),
-                                                    ("a whole reply", "latency_p95")) if bot.get(key) is not None]
-        slow = [f"{what} {value:.1f} s" for what, value in waits if value > patience]
+        waits = [(what, bot[key]) for what, key in (("before its first word showed", "first_token_p95"),
+                                                    ("to arrive in full", "latency_p95")) if bot.get(key) is not None]
+        slow = [f"more than {value:.1f} s {what}" for what, value in waits if value > patience]
         if slow:
-            out.append(f"{bot['model']} is too slow for people: one reply in twenty waits longer than "
-                       f"{' and '.join(slow)} (over {patience:g} s, when people stop waiting and leave)")
+            out.append(f"{bot['model']} keeps people waiting too long: one reply in twenty took {' and '.join(slow)}, "
+                       f"and people stop waiting after about {patience:g} s")
     return out
-
 
 
 def money(review_rows: list[dict], studies: list[dict]) -> dict:
@@ -309,12 +298,16 @@ def bot_means(records: list[dict], alpha: float = 0.05) -> list[dict]:
 
 def win_rates(records: list[dict], alpha: float = 0.05) -> list[dict]:
     """Per pair (names sorted): wins of each, ties, and the first's win rate among decided comparisons with
-    its Wilson interval (statsmodels); worker comparisons only (no onboarding, no automatic ties)."""
+    its Wilson interval (statsmodels); worker comparisons only (no onboarding, no automatic ties, none the arena
+    voided: data.schema.VOIDED)."""
     from statsmodels.stats.proportion import proportion_confint
+
+    from parlai_dialeval.data.schema import VOIDED
 
     table: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for record in records:
-        if record["type"] != "comparison" or record.get("onboarding") or record.get("automatic"):
+        if record["type"] != "comparison" or record.get("onboarding") or record.get("automatic") or any(
+                record.get(column) for column in VOIDED):
             continue
         first, second = sorted((record["model_a"], record["model_b"]))
         chosen = {"a": record["model_a"], "b": record["model_b"]}.get(record.get("choice"))

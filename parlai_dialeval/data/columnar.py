@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.ipc as pa_ipc
 
+from parlai_dialeval.atomic import FILE_MODE, make_folder
 from parlai_dialeval.data import schema
 from parlai_dialeval.data.turns import TurnColumns
 from parlai_dialeval.data.versions import known
@@ -149,10 +150,11 @@ def _write_cache(table: pa.Table, cached: Path) -> None:
     """Best effort: a cache that cannot be written (read-only home, full disk) only costs speed."""
     temporary = cached.with_suffix(f".{os.getpid()}.tmp")
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(cached.parent)  # the cache holds the study's records: its owner's alone, as outputs are
         with pa_ipc.new_file(str(temporary), table.schema,
                              options=pa_ipc.IpcWriteOptions(compression="lz4")) as writer:
             writer.write_table(table)
+        os.chmod(temporary, FILE_MODE)
         os.replace(temporary, cached)
         _prune(cached)
     except (OSError, pa.ArrowException):

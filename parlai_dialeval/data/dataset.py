@@ -46,6 +46,7 @@ class EvalData:
         self.ratings = _empty("rating") if ratings is None else ratings
         self.comparisons = _empty("comparison") if comparisons is None else comparisons
         self._turns = turns  # pending: not yet a column of _conversations
+        self.checks: EvalData | None = None  # answers to check items a command set aside (without_checks)
 
     @property
     def conversations(self) -> pd.DataFrame:
@@ -123,6 +124,24 @@ class EvalData:
             return self, {}
         return EvalData(self.studies, self.conversations[~masks["conversation"]], self.ratings[~masks["rating"]],
                         self.comparisons[~masks["comparison"]]), left_out
+
+    def without_checks(self) -> tuple["EvalData", "EvalData", dict[str, int]]:
+        """(the data without answers to check items, those answers alone, how many of each type): ratings and
+        comparisons with a ``check`` (attention and gold items, docs/data_model.md) judge no model, so analyses
+        set them aside; the evidence about workers reads them. ``self`` and an empty set when there are none."""
+        def marked(frame: pd.DataFrame) -> pd.Series:
+            if "check" not in frame.columns:
+                return pd.Series(False, index=frame.index)
+            return frame["check"].notna()
+
+        masks = {t: marked(self.frame(t)) for t in ("rating", "comparison")}
+        counts = {t: int(m.sum()) for t, m in masks.items() if m.any()}
+        if not counts:
+            return self, EvalData(self.studies), {}
+        kept = EvalData(self.studies, self._conversations, self.ratings[~masks["rating"]],
+                        self.comparisons[~masks["comparison"]], self._turns)
+        checks = EvalData(self.studies, None, self.ratings[masks["rating"]], self.comparisons[masks["comparison"]])
+        return kept, checks, counts
 
     def turns(self, speaker: str | None = None) -> pd.DataFrame:
         """One row per turn (of ``speaker`` only, where given): conversation_id, turn_index, speaker, text,

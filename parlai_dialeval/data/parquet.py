@@ -1,7 +1,7 @@
 """Canonical records as Arrow tables (for Parquet) and back, one table per record type.
 
 The schema's scalar fields become typed columns; ``models`` and ``qc_models`` lists of strings; ``turns`` a
-list of ``{speaker, text, time, meta}`` structs; every other list, dict or string-or-list field (``meta``,
+list of ``{speaker, text, time, meta, provenance}`` structs (the objects as JSON text); every other list, dict or string-or-list field (``meta``,
 ``criteria``, ``personas``, ``context``) JSON text, since its shape varies from record to record and
 Parquet needs one type per column. ``records_of`` reverses it exactly (an int stored in a number column
 comes back as the equal float). The publishing command writes these tables and the importer of published
@@ -21,7 +21,8 @@ from parlai_dialeval.errors import DataError
 MANIFEST = "dialeval.json"
 CONFIGS = {"study": "studies", "conversation": "conversations", "rating": "ratings", "comparison": "comparisons"}
 TURN_TYPE = pa.struct([("speaker", pa.string()), ("text", pa.string()), ("time", pa.float64()),
-                       ("meta", pa.string())])
+                       ("meta", pa.string()), ("provenance", pa.string())])
+_TURN_OBJECTS = ("meta", "provenance")  # a turn's objects, each stored as JSON text
 _SCALAR = {schema.STR: pa.string(), schema.NUM: pa.float64(), schema.INT: pa.int64(), schema.BOOL: pa.bool_()}
 _STRING_LISTS = {"models", "qc_models"}
 JSON_TEXT = "json"  # the kind of a field stored as JSON text
@@ -49,7 +50,8 @@ def arrow_schema(record_type: str) -> pa.Schema:
 def _encode(kind: str, value):
     if kind == "turns":
         return [{"speaker": t.get("speaker"), "text": t.get("text"), "time": t.get("time"),
-                 "meta": None if t.get("meta") is None else json.dumps(t["meta"], ensure_ascii=False)}
+                 **{key: None if t.get(key) is None else json.dumps(t[key], ensure_ascii=False)
+                    for key in _TURN_OBJECTS}}
                 for t in value]
     if kind == "strings":
         return list(value)
@@ -80,8 +82,9 @@ def _decode(kind: str, value):
             plain = {"speaker": turn["speaker"], "text": turn["text"]}
             if turn.get("time") is not None:
                 plain["time"] = turn["time"]
-            if turn.get("meta") is not None:
-                plain["meta"] = json.loads(turn["meta"])
+            for key in _TURN_OBJECTS:
+                if turn.get(key) is not None:
+                    plain[key] = json.loads(turn[key])
             turns.append(plain)
         return turns
     if kind == JSON_TEXT:

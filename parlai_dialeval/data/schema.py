@@ -11,6 +11,7 @@ from dataclasses import dataclass
 FORMAT_VERSION = "1.1"  # data/versions.py: what each version meant
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
 CHOICES = ("a", "b", "tie")
+TIE_KINDS = ("tie", "both_bad")
 CONVERSATION_STATUSES = ("complete", "incomplete", "returned", "failed", "onboarding")
 # what became of the assignment (HIT) holding a conversation: only a submitted one is the worker's finished work
 SUBMISSIONS = ("submitted", "working", "returned", "disconnected", "timed_out")
@@ -34,10 +35,19 @@ COMMON_FIELDS = (
     Field("meta", DICT, False, "anything else the source held, kept verbatim"),
 )
 
-# work whose worker the crowd platform never confirmed (a Prolific identity Prolific does not know)
+# work the crowd platform does not vouch for (a Prolific identity Prolific does not know, a submission returned)
 UNVERIFIED = Field("unverified", BOOL, False,
-                   "true: the crowd platform never confirmed the worker's identity; analyses leave the record out "
-                   "unless --include-unverified")
+                   "true: the crowd platform never confirmed the worker's identity, or the worker gave the assignment "
+                   "back; analyses leave the record out unless --include-unverified")
+
+# How an answer was made, as the worker's page recorded it (docs/data_model.md, "How an answer was made"):
+# counts and times only, never key contents beyond the answer itself, never the mouse
+PROVENANCE = Field("provenance", DICT, False,
+                   "how the answer was made, as the page recorded it: {typed, pasted, ...} (docs/data_model.md)")
+# an item that checks the worker rather than a model (docs/data_model.md, "Checks"); analyses set it aside
+CHECK = Field("check", DICT, False,
+              "{kind: attention | gold, passed, expected?, item?}: an answer to a check item, not a judgment of a "
+              "model; analyses set it aside and the evidence table reads it")
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     "study": (
@@ -69,6 +79,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "the assignment holding it: submitted (default) | working | returned | disconnected | timed_out"),
         Field("feedback", STR, False, "worker's free-text feedback"),
         UNVERIFIED,
+        Field("provenance", DICT, False, "how the free text of the assignment was made: {feedback: {typed, "
+              "pasted, ...}} (docs/data_model.md)"),
     ),
     "rating": (
         Field("conversation_id", STR, True, "conversation (or item) rated"),
@@ -84,6 +96,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("assignment_id", STR, False, "the worker's unit of work"),
         Field("duration", NUM, False, "seconds spent on this rating"),
         UNVERIFIED,
+        PROVENANCE,
+        CHECK,
     ),
     "comparison": (
         Field("item_id", STR, True, "the compared item (prompt, conversation pair, turn)"),
@@ -108,10 +122,25 @@ FIELDS: dict[str, tuple[Field, ...]] = {
               "adaptive launch with a judge: the probability with which this item was drawn from its pair's pool"),
         Field("draw_pool_size", INT, False, "adaptive launch with a judge: items in that pool (N)"),
         Field("draw_floor", NUM, False, "adaptive launch with a judge: the pool's smallest N x draw probability"),
+        # the arena (crowdsourcing/arena): optional, so files without them read as before
+        Field("weight", NUM, False, "the vote's weight in the Bradley-Terry fits (default 1; the arena's inverse "
+                                    "sampling propensity, so an adaptive draw of pairs stays unbiased)"),
+        Field("sampling_probability", NUM, False, "arena: the probability with which this battle's model pair was drawn"),
+        Field("tie_kind", STR, False, "for a tie: tie (both equally good) | both_bad (neither is good)"),
+        Field("anonymity_leak", BOOL, False, "true: a reply named its model or maker; analyses leave the vote out "
+                                             "and count it"),
+        Field("duplicate_prompt", BOOL, False, "true: the battle's prompt repeats an earlier one of the study (the "
+                                               "arena's policy voids it); analyses leave the vote out and count it"),
         UNVERIFIED,
+        PROVENANCE,
+        CHECK,
     ),
 }
 
+# Comparison fields that mark a vote void (the arena): analyses and published training pairs leave such votes out,
+# and say why (analysis/pairwise.py split_voided, publish/preferences.py).
+VOIDED = {"anonymity_leak": "votes of battles where a reply named its model or maker (anonymity_leak)",
+          "duplicate_prompt": "votes on a prompt the study already had (duplicate_prompt)"}
 DRAW_FIELDS = ("draw_probability", "draw_pool_size", "draw_floor")  # a task export copies them from its item
 
 TURN_FIELDS = (
@@ -119,7 +148,35 @@ TURN_FIELDS = (
     Field("text", STR, True),
     Field("time", NUM, False),
     Field("meta", DICT, False),
+    Field("provenance", DICT, False),
 )
+
+# The keys of a provenance object (every one optional): a free text's record (a chat message, a justification,
+# the feedback) and a judgment screen's record (a rating, a choice). Numbers are >= 0.
+PROVENANCE_FIELDS = (
+    Field("typed", INT, False, "characters typed (keys, on-screen keyboards, autocorrect)"),
+    Field("pasted", INT, False, "characters pasted"),
+    Field("dropped", INT, False, "characters dropped in by drag and drop"),
+    Field("deleted", INT, False, "characters deleted"),
+    Field("pastes", LIST, False, "the size of each paste, in characters (at most 20)"),
+    Field("drops", LIST, False, "the size of each drop, in characters (at most 20)"),
+    Field("keys", INT, False, "typed insertions (key presses that wrote)"),
+    Field("compose_seconds", NUM, False, "seconds from the first key (or paste) to sending"),
+    Field("key_interval_ms", NUM, False, "median milliseconds between typed insertions"),
+    Field("pauses", INT, False, "pauses of 2 s or more between typed insertions"),
+    Field("longest_pause", NUM, False, "the longest of them, in seconds"),
+    Field("seconds", NUM, False, "a judgment: seconds from the screen shown to the answer sent"),
+    Field("reread", BOOL, False, "a judgment: the conversation was scrolled back or opened again"),
+    Field("changes", INT, False, "a judgment: answers changed before sending"),
+    Field("away", INT, False, "times the page lost focus or was hidden (another tab, another window) meanwhile"),
+    Field("away_seconds", NUM, False, "seconds it was away"),
+    Field("doubts", LIST, False, "what the server found implausible in the page's record (its own clock, the text)"),
+    Field("pasted_share", NUM, False, "a published dataset's coarse form of a text's record: the share of it pasted "
+                                      "or dropped, to a quarter (docs/publishing.md)"),
+)
+# provenance keys holding the record of a free text inside a judgment's (comparison) or a conversation's
+PROVENANCE_TEXTS = ("justification", "feedback")
+CHECK_KINDS = ("attention", "gold")
 
 
 
@@ -164,6 +221,7 @@ FILE_REQUIRED = ("format_version",)
 
 ENUMS = {
     ("comparison", "choice"): CHOICES,
+    ("comparison", "tie_kind"): TIE_KINDS,
     ("rating", "scale"): SCALE_TYPES,
     ("conversation", "status"): CONVERSATION_STATUSES,
     ("conversation", "submission"): SUBMISSIONS,

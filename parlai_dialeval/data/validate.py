@@ -111,16 +111,95 @@ def validate_frame(record_type: str, frame: pd.DataFrame) -> None:
               "nothing about either)", value_column=second)
     if record_type == "rating":
         _check_rating_values(frame)
+    if record_type == "comparison":
+        _check_weights(frame)
     if record_type == "conversation":
         _check_models(frame)
         if "turns" not in proven:  # the columnar reader proved every turn plain
             _check_turns(frame)
+    _check_objects(frame, "provenance", provenance_problem)
+    _check_objects(frame, "check", check_problem)
+
+
+_PROVENANCE_KINDS = {f.name: f.kind for f in schema.PROVENANCE_FIELDS}
+
+
+def provenance_problem(value, nested: bool = True) -> str | None:
+    """What is wrong with a provenance object (docs/data_model.md, "How an answer was made"), or None."""
+    if not isinstance(value, dict):
+        return "not an object"
+    for key, item in value.items():
+        if nested and key in schema.PROVENANCE_TEXTS:
+            inner = provenance_problem(item, nested=False)
+            if inner:
+                return f"{key}: {inner}"
+            continue
+        kind = _PROVENANCE_KINDS.get(key)
+        if kind is None:
+            return f"unknown key {key!r} (expected {', '.join(_PROVENANCE_KINDS)})"
+        if item is None:
+            continue
+        if not _type_ok(kind)(item):
+            return f"{key} is not {_EXPECTED[kind]}"
+        if kind == schema.LIST and key != "doubts" and not all(
+                _type_ok(schema.INT)(n) and n >= 0 for n in item):
+            return f"{key} holds something other than whole numbers >= 0"
+        if kind == schema.LIST and key == "doubts" and not all(isinstance(n, str) for n in item):
+            return f"{key} holds something other than text"
+        if kind in (schema.INT, schema.NUM) and not (np.isfinite(item) and item >= 0):
+            return f"{key} is not a finite number >= 0"
+    return None
+
+
+def check_problem(value) -> str | None:
+    """What is wrong with a check object (docs/data_model.md, "Checks"), or None."""
+    if not isinstance(value, dict):
+        return "not an object"
+    if value.get("kind") not in schema.CHECK_KINDS:
+        return f"kind must be one of {', '.join(schema.CHECK_KINDS)}"
+    if not isinstance(value.get("passed"), bool):
+        return "passed must be true or false"
+    return None
+
+
+def _check_objects(frame: pd.DataFrame, column: str, problem) -> None:
+    """Every non-null object of ``column`` passes ``problem`` (and every turn's, for ``provenance``)."""
+    if column in frame.columns:
+        values = frame[column].to_numpy(dtype=object)
+        for i in np.flatnonzero(frame[column].notna().to_numpy()):
+            found = problem(values[i])
+            if found:
+                row = frame.iloc[i]
+                raise DataError(row["_file"], f"{column}: {found}", line=record_line(row["_line"]), field=column,
+                                expected=f"a {column} object as docs/data_model.md describes", got=values[i])
+    if column == "provenance" and "turns" in frame.columns:
+        for turns, path, line in zip(frame["turns"], frame["_file"], frame["_line"]):
+            for index, turn in enumerate(turns if isinstance(turns, list) else []):
+                value = turn.get("provenance") if isinstance(turn, dict) else None
+                found = None if value is None else provenance_problem(value, nested=False)
+                if found:
+                    raise DataError(path, f"turn {index}'s provenance: {found}", line=record_line(line),
+                                    field=f"turns[{index}].provenance",
+                                    expected="a provenance object as docs/data_model.md describes", got=value)
 
 
 def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     if column not in frame.columns:
         return np.full(len(frame), np.nan)
     return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+
+
+def _check_weights(frame: pd.DataFrame) -> None:
+    """A weight is a finite number above 0, a sampling probability one in (0, 1], a tie kind only on a tie."""
+    weight = _numbers(frame, "weight")
+    _fail(frame, ~np.isnan(weight) & ~(np.isfinite(weight) & (weight > 0)), "not a positive finite weight",
+          field="weight", expected="a number above 0 (1 = an ordinary vote)", value_column="weight")
+    probability = _numbers(frame, "sampling_probability")
+    _fail(frame, ~np.isnan(probability) & ~((probability > 0) & (probability <= 1)), "not a probability",
+          field="sampling_probability", expected="a number in (0, 1]", value_column="sampling_probability")
+    if "tie_kind" in frame.columns:
+        _fail(frame, (frame["tie_kind"].notna() & frame["choice"].ne("tie")).to_numpy(), "a tie kind on a vote that "
+              "is not a tie", field="tie_kind", expected="no tie_kind where choice is a or b", value_column="tie_kind")
 
 
 def _check_rating_values(frame: pd.DataFrame) -> None:
@@ -242,7 +321,7 @@ def _explain_turns(turns: list, path, line) -> None:
         extra = set(turn) - _TURN_KEYS
         if extra:
             raise DataError(path, f"turn {index} has unknown keys {sorted(extra)}", line=line,
-                            field="turns", expected="speaker, text, time, meta")
+                            field="turns", expected="speaker, text, time, meta, provenance")
 
 
 def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
@@ -254,6 +333,8 @@ def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
         if not names:
             continue
         rows = ratings["study"] == study
+        if "check" in ratings.columns:  # a check item's answer rates no criterion of the study
+            rows &= ratings["check"].isna()
         unknown = rows & ~ratings["criterion"].isin(names)
         _fail(ratings, unknown.to_numpy(), f"criterion not declared by study '{study}'", field="criterion",
               expected="one of " + ", ".join(sorted(names)), value_column="criterion")

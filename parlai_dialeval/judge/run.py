@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from parlai_dialeval.atomic import FILE_MODE, make_folder
 from parlai_dialeval.judge.items import options, parse_reply, prompt
 
 SCALES = {"likert": "likert", "binary": "binary", "continuous": "continuous"}
@@ -38,7 +39,7 @@ class AnswerCache:
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # the last line of a killed run
         if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(self.path.parent)
 
     @staticmethod
     def key(judge: str, text: str) -> str:
@@ -52,7 +53,7 @@ class AnswerCache:
             self.entries[entry["key"]] = entry
             if self.path:
                 # One write of one line on an O_APPEND file: ranks sharing the file do not interleave.
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)  # prompts: people's words
                 try:
                     os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
                 finally:

@@ -8,10 +8,10 @@ the analyses map a stored wording back to its criterion, and the LLM judge asks 
 """
 from __future__ import annotations
 
-from parlai_dialeval.protocols import ji2022, lee2020, santhanam2020, smith2022
+from parlai_dialeval.protocols import arena, ji2022, lee2020, santhanam2020, smith2022
 from parlai_dialeval.protocols.base import KINDS, Protocol, ProtocolError, Question, TurnPolicy, normalise
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for module in (smith2022, lee2020, ji2022, santhanam2020)
+PROTOCOLS: dict[str, Protocol] = {p.name: p for module in (smith2022, lee2020, ji2022, santhanam2020, arena)
                                   for p in module.PROTOCOLS}
 ALIASES = {"acute": "pw_dialog", "pw_dialog_self": "pw_dialog", "ab_next_utterance": "ab"}
 

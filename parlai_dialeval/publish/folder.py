@@ -21,15 +21,15 @@ from parlai_dialeval.data import EvalData, schema
 from parlai_dialeval.data.dataset import FRAME_TYPES
 from parlai_dialeval.data.parquet import CONFIGS, MANIFEST, table_of
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.publish.card import write_card
+from parlai_dialeval.publish.card import describe, write_card
+from parlai_dialeval.publish.coarse import coarse_integrity
+from parlai_dialeval.publish.detectors import DETECTORS, MIN_ID_LENGTH, KnownIds
+from parlai_dialeval.publish.fields import PSEUDONYM, TEXT, TURNS, Publication, fields_with, study_ids
 from parlai_dialeval.publish.preferences import PairOptions, preference_pairs, rated_dialogues
-from parlai_dialeval.publish.privacy import PSEUDONYM_PREFIX, Pseudonymiser, ScrubReport, Scrubber
+from parlai_dialeval.publish.privacy import Pseudonymiser, ScrubReport, Scrubber
 
 SCRUB_REPORT = "scrub_report.csv"
 SPLIT = "train"  # one study is not a train/test partition: the Hub's single-split convention
-# Free text a participant (or a model echoing one) may have written: scrubbed before anything leaves.
-TEXT_FIELDS = {"conversation": ("turns", "feedback"), "comparison": ("justification", "context", "response_a",
-                                                                   "response_b")}
 
 
 @dataclass
@@ -39,6 +39,7 @@ class PublishOptions:
     language: str = "en"
     names: tuple[str, ...] = ()
     phone_region: str = "US"
+    strict: bool = False      # refuse to publish while a high-risk pattern is left in the text
     pairs: PairOptions = field(default_factory=PairOptions)
     pretty_name: str | None = None
 
@@ -50,12 +51,20 @@ class Published:
     scrubbed: Counter            # kind -> replacements
     pseudonymised: dict          # field -> distinct ids replaced
     left_out: dict               # config -> {reason: count}
+    scrub: dict = field(default_factory=dict)  # scrub_facts(): the detectors' table, high-risk patterns left
 
     def summary(self) -> str:
         rows = ", ".join(f"{n} {c}" for c, n in self.counts.items())
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.scrubbed.items())) or "nothing"
         ids = ", ".join(f"{n} {f}s" for f, n in sorted(self.pseudonymised.items())) or "none"
-        lines = [f"wrote {self.folder}: {rows}", f"pseudonymised {ids}; scrubbed {kinds} (see {SCRUB_REPORT})"]
+        lines = [f"wrote {self.folder}: {rows}", f"pseudonymised {ids}; replaced in text (see {SCRUB_REPORT}):"]
+        lines += [f"  {d['replaced']} {d['kind']}: {d['covers']}; not found: {d['cannot']}" for d in self.scrub["detectors"]]
+        lines.append(f"  names listed: {self.scrub['names']}" if self.scrub["names"] else
+                     "  no --names list: no name is scrubbed (no name recogniser runs offline)")
+        lines.append(f"  ids searched for in text: {self.scrub['ids_searched']}; not searched (shorter than "
+                     f"{self.scrub['id_min_length']} characters or without a digit): {self.scrub['ids_not_searched']}")
+        left = ", ".join(f"{n} {k}" for k, n in self.scrub["left"].items())
+        lines.append(f"high-risk patterns left in text: {left} (listed in {SCRUB_REPORT}; --strict refuses them)" if left
+                     else "high-risk patterns left in text: none")
         for config, reasons in self.left_out.items():
             lines += [f"  {config}: left out {n} {why}" for why, n in reasons.items()]
         return "\n".join(lines)
@@ -73,76 +82,6 @@ def refuse_unsafe_target(out: Path, inputs: list[Path]) -> None:
         if out == folder or folder in out.parents or out in folder.parents:
             raise DialevalError(f"--out {out}: inside or around the input's folder {folder} (publish never writes "
                                 "beside the raw data; choose a folder elsewhere)")
-
-
-class _Privacy:
-    """Pseudonyms and scrubbing applied to the data column by column (a million votes hold few distinct ids and
-    texts: each is replaced once), with the report of what was replaced."""
-
-    def __init__(self, pseudonymise: Pseudonymiser, scrubber: Scrubber):
-        self.pseudonymise, self.scrubber, self.report = pseudonymise, scrubber, ScrubReport()
-
-    def _text(self, text, where: dict):
-        clean, kinds = self.scrubber.scrub(text)
-        if kinds:
-            self.report.add(where, list(kinds))
-        return clean
-
-    def _walk(self, value, where: dict, path: str):
-        """Ids under a worker/assignment key pseudonymised, every other string scrubbed, at any depth."""
-        if isinstance(value, dict):
-            out = {}
-            for key, item in value.items():
-                id_field = next((f for f in PSEUDONYM_PREFIX if f.split("_")[0] in str(key).lower()), None)
-                out[key] = (self.pseudonymise(id_field, item) if id_field and isinstance(item, str)
-                            else self._walk(item, where, f"{path}.{key}"))
-            return out
-        if isinstance(value, list):
-            return [self._walk(item, where, f"{path}[{i}]") for i, item in enumerate(value)]
-        return self._text(value, {**where, "field": path}) if isinstance(value, str) else value
-
-    def _column(self, values: list, config: str, ids: list, name: str) -> list:
-        out, strings = [], {}  # a text repeats on every vote of its item: scrubbed once
-        for row, value in enumerate(values):
-            if isinstance(value, str):
-                found = strings.get(value)
-                if found is None:
-                    found = strings[value] = self.scrubber.scrub(value)
-                value = found[0]
-                if found[1]:
-                    self.report.add({"config": config, "row": row, "id": ids[row], "field": name}, list(found[1]))
-            elif isinstance(value, (dict, list)):
-                value = self._walk(value, {"config": config, "row": row, "id": ids[row]}, name)
-            out.append(value)
-        return out
-
-    def frame(self, record_type: str, frame: pd.DataFrame) -> pd.DataFrame:
-        """The frame's records with ids pseudonymised and text scrubbed (``turns``: each turn's text)."""
-        config, out = CONFIGS[record_type], pd.DataFrame(index=range(len(frame)))
-        key = {"conversation": "id", "rating": "conversation_id", "comparison": "item_id"}[record_type]
-        ids = _objects(frame[key])
-        for name in (c for c in frame.columns if not c.startswith("_")):
-            if frame[name].isna().all():  # a field no record holds (most of the schema's, in most studies)
-                out[name] = pd.Series(None, index=out.index, dtype=object)
-                continue
-            values = _objects(frame[name])
-            if name in PSEUDONYM_PREFIX:
-                values = [self.pseudonymise(name, v) if isinstance(v, str) else v for v in values]
-            elif name == "turns":
-                values = [[{**t, "text": self._text(t["text"], {"config": config, "row": row, "id": ids[row],
-                                                                "field": f"turns[{i}].text"})}
-                           for i, t in enumerate(turns)] for row, turns in enumerate(values)]
-            elif name in TEXT_FIELDS.get(record_type, ()) or name == "meta":
-                values = self._column(values, config, ids, name)
-            out[name] = pd.Series(values, dtype=object)
-        return out
-
-
-def _objects(column: pd.Series) -> list:
-    """A column as a list of Python values, missing ones None (to_numpy: iterating Arrow-backed strings is slow)."""
-    values = column.to_numpy(dtype=object, copy=True)
-    values[column.isna().to_numpy()] = None
-    return values.tolist()
 
 
 def _write_config(table, folder: Path, config: str) -> str:
@@ -185,9 +124,14 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
     if not options.statement or not options.statement.strip():
         raise DialevalError("no consent and anonymisation statement (--statement TEXT or @FILE): a published "
                             "dataset must say what participants agreed to and how their data were anonymised")
-    privacy = _Privacy(Pseudonymiser(key), Scrubber(options.names, options.phone_region))
-    public = EvalData([{k: v for k, v in s.items() if not k.startswith("_")} for s in data.studies],
-                      *(privacy.frame(t, data.frame(t)) for t in FRAME_TYPES))
+    data, checks_left_out = coarse_integrity(data)  # how answers were made: a coarse form only (publish/coarse.py)
+    frames = {t: data.frame(t) for t in FRAME_TYPES}
+    known = KnownIds(study_ids(data.studies, frames))
+    privacy = Publication(Pseudonymiser(key), Scrubber(options.names, options.phone_region, known), known)
+    public = EvalData(privacy.studies(data.studies), *(privacy.frame(t, frames[t]) for t in FRAME_TYPES))
+    scrub = scrub_facts(privacy.report, known, privacy.scrubber.names.count)
+    if options.strict and privacy.report.left:
+        raise DialevalError(strict_refusal(privacy.report))
     flagged = {privacy.pseudonymise("worker_id", w) for w in flagged_workers}
     tables = {CONFIGS["study"]: table_of("study", pd.DataFrame.from_records(public.studies))}
     tables.update({CONFIGS[t]: table_of(t, public.frame(t)) for t in FRAME_TYPES})
@@ -203,12 +147,14 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
         files = {config: _write_config(table, staging, config) for config, table in tables.items() if table.num_rows}
         counts = {config: tables[config].num_rows for config in files}
         _write_scrub_report(privacy.report, staging / SCRUB_REPORT)
+        text_fields = {t: sorted(set(fields) | set(fields_with(TURNS)[t])) for t, fields in fields_with(TEXT).items()}
         manifest = {"format_version": schema.FORMAT_VERSION, "configs": files, "split": SPLIT,
-                    "pseudonymised": sorted(PSEUDONYM_PREFIX), "scrubbed": {t: list(f) for t, f in TEXT_FIELDS.items()},
-                    "scrubbed_counts": dict(privacy.report.counts), "pairs": vars(options.pairs)}
+                    "pseudonymised": fields_with(PSEUDONYM), "scrubbed": text_fields,
+                    "scrubbed_counts": dict(privacy.report.counts), "left_counts": dict(privacy.report.left),
+                    "pairs": vars(options.pairs)}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        write_card(staging / "README.md", {**card, "counts": counts, "files": files, "options": options,
-                                             "scrubbed": dict(privacy.report.counts),
+        write_card(staging / "README.md", {**card, **describe(public), "counts": counts, "files": files,
+                                             "options": options, "scrub": scrub,
                                              "pseudonymised": privacy.pseudonymise.mapped(),
                                              "pairs_left_out": dict(pairs_left), "rated_left_out": dict(rated_left)})
         if out.exists():
@@ -217,8 +163,28 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    return Published(out, counts, privacy.report.counts, privacy.pseudonymise.mapped(),
-                     {k: dict(v) for k, v in (("preference_pairs", pairs_left), ("rated_dialogues", rated_left)) if v})
+    left_out = {k: dict(v) for k, v in (("preference_pairs", pairs_left), ("rated_dialogues", rated_left)) if v}
+    for record_type, count in checks_left_out.items():
+        left_out.setdefault(CONFIGS[record_type], {})["answers to attention and gold items"] = count
+    return Published(out, counts, privacy.report.counts, privacy.pseudonymise.mapped(), left_out, scrub)
+
+
+def scrub_facts(report: ScrubReport, known: KnownIds, names: int) -> dict:
+    """What the card and the command say about scrubbing: each detector's coverage and replacements, the
+    ids searched for, and the high-risk patterns left."""
+    return {"detectors": [{"kind": d.kind, "covers": d.covers, "cannot": d.cannot, "replaced": report.counts[d.kind]}
+                          for d in DETECTORS],
+            "ids_searched": len(known.owner), "ids_not_searched": known.too_short, "id_min_length": MIN_ID_LENGTH,
+            "names": names, "left": dict(report.left)}
+
+
+def strict_refusal(report: ScrubReport) -> str:
+    where = [f"{e['config']} row {e['row']} {e['field']} ({e['kind']})" for e in report.entries if e["action"] == "left"]
+    return (f"--strict: {sum(report.left.values())} high-risk pattern(s) left in the text after scrubbing ("
+            + ", ".join(f"{n} {k}" for k, n in report.left.items()) + "): " + "; ".join(where[:10])
+            + (f"; and {len(where) - 10} more" if len(where) > 10 else "")
+            + ". Nothing was written: edit those texts in a copy of the data (or publish without --strict and "
+              "read each in scrub_report.csv)")
 
 
 def _write_scrub_report(report: ScrubReport, path: Path) -> None:
@@ -226,4 +192,4 @@ def _write_scrub_report(report: ScrubReport, path: Path) -> None:
 
     from parlai_dialeval.csv_safe import write_csv
 
-    write_csv(pd.DataFrame(report.entries, columns=["config", "row", "id", "field", "kind"]), path)
+    write_csv(pd.DataFrame(report.entries, columns=["config", "row", "id", "field", "kind", "action"]), path)

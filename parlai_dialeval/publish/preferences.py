@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.data.schema import VOIDED
 from parlai_dialeval.data.validate import is_missing
 from parlai_dialeval.metrics.style_features import FEATURES, text_features
 
@@ -100,7 +101,8 @@ def preference_pairs(comparisons: pd.DataFrame, conversations: pd.DataFrame, opt
     for name, mask in (("onboarding items", votes["onboarding"].eq(True)),
                        ("automatic ties (identical responses, no worker)", votes["automatic"].eq(True)),
                        ("votes of workers failing quality control",
-                        votes["worker_id"].isin(flagged_workers) if options.qc_passing_only else None)):
+                        votes["worker_id"].isin(flagged_workers) if options.qc_passing_only else None),
+                       *((why, votes[column].eq(True)) for column, why in VOIDED.items() if column in votes)):
         if mask is not None and mask.any():
             left_out[name] += int(mask.sum())
             votes = votes[~mask.reindex(votes.index, fill_value=False)]

@@ -1,31 +1,32 @@
-"""Participants' privacy before a study leaves the machine: keyed pseudonyms for worker and assignment
-ids, and free text scrubbed of e-mail addresses, phone numbers, URLs and known names, with an account of
-every replacement that never repeats the replaced value.
+"""Participants' privacy before a study leaves the machine: keyed pseudonyms for worker, assignment and HIT
+ids, and free text scrubbed of e-mail addresses, phone numbers, URLs, listed names and the study's ids, with
+an account of every replacement (and of every high-risk pattern left) that never repeats the text.
 
 Pseudonyms are HMAC-SHA256 of the id under the study's secret key (``worker-`` + 16 hex digits): the same
 key maps the same id to the same pseudonym on every run, and without the key nobody can test a guessed id.
 The key is a file the researcher keeps (default ``$DIALEVAL_HOME/publish_keys/<study>.key``, created
 owner-only on first use); it is never written into a published folder.
 
-Text is scrubbed with scrubadub (pattern detectors only: nothing is downloaded or loaded from the network).
-It has no offline name recogniser (its TextBlob and spaCy detectors need tagger data or a model fetched
-at run time), so names are those the researcher lists (``names``), matched case-insensitively as words.
+Text is scrubbed by the detectors of publish/detectors.py on its canonical view (publish/textview.py):
+nothing is downloaded or loaded from the network. No name recogniser runs offline, so names are those
+the researcher lists (``names``).
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import os
-import re
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.publish.detectors import KnownIds, Names, Phones, emails, high_risk, urls
+from parlai_dialeval.publish.textview import TextView, view
 
 KEY_BYTES = 32
-PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-"}
+PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-", "hit_id": "hit-"}
 
 
 def read_or_create_key(path: Path, log=print) -> bytes:
@@ -65,73 +66,71 @@ class Pseudonymiser:
         return dict(Counter(name for name, _ in self._memo))
 
 
-def _email_detector():
-    import scrubadub.detectors
-
-    class PlainEmailDetector(scrubadub.detectors.EmailDetector):
-        # scrubadub's default also reads spelled-out forms ("me at jo dot com"), which match ordinary prose
-        # and cut real addresses short ("Mail me at jo.smith@x.org" -> "Mail {{EMAIL}}@x.org")
-        name = "email"
-        regex = re.compile(r"[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+", re.UNICODE)
-
-    return PlainEmailDetector
-
-
 @dataclass
 class ScrubReport:
-    """What was replaced: counts per kind, and one entry per replacement (where and what kind, no value)."""
+    """What was replaced (``counts`` per kind) and what high-risk patterns were left (``left`` per kind), with
+    one entry per finding (where, kind, replaced or left; never the text)."""
 
     counts: Counter = field(default_factory=Counter)
+    left: Counter = field(default_factory=Counter)
     entries: list[dict] = field(default_factory=list)
 
-    def add(self, where: dict, kinds: list[str]) -> None:
-        for kind in kinds:
+    def add(self, where: dict, scrubbed: Scrubbed) -> None:
+        """Count what ``scrubbed`` replaced and left at ``where`` (configuration, row, id, field)."""
+        for kind in scrubbed.kinds:
             self.counts[kind] += 1
-            self.entries.append({**where, "kind": kind})
+            self.entries.append({**where, "kind": kind, "action": "replaced"})
+        for kind in scrubbed.left:
+            self.left[kind] += 1
+            self.entries.append({**where, "kind": kind, "action": "left"})
+
+
+@dataclass(frozen=True)
+class Scrubbed:
+    text: str
+    kinds: tuple[str, ...] = ()    # what was replaced, in order
+    left: tuple[str, ...] = ()     # high-risk patterns still in ``text``
 
 
 class Scrubber:
-    """Replaces e-mail addresses, phone numbers (``region``'s numbering plan and international ones), URLs
-    and the listed ``names`` in text with ``{{KIND}}`` placeholders."""
+    """Replaces e-mail addresses, phone numbers, URLs, the listed ``names`` and the study's ``ids`` (with
+    Prolific- and MTurk-style ids) in text with ``{{KIND}}`` placeholders: each detector reads the text's
+    canonical view (publish/textview.py), and the ORIGINAL span behind each finding is replaced."""
 
-    def __init__(self, names: list[str] = (), region: str = "US"):
-        import scrubadub
-        from scrubadub.detectors import PhoneDetector, UrlDetector, UserSuppliedFilthDetector
+    def __init__(self, names=(), region: str = "US", ids: KnownIds | None = None):
+        self.names, self.ids = Names(names), ids or KnownIds({})
+        self._detectors = (("email", emails), ("url", urls), ("phone", Phones(region)), ("name", self.names),
+                           ("id", self.ids))
+        self._memo: dict[str, Scrubbed] = {}
 
-        self._scrubber = scrubadub.Scrubber(detector_list=[_email_detector(), PhoneDetector, UrlDetector],
-                                            locale=f"en_{region}")
-        names = sorted({n.strip() for n in names if n.strip()})
-        if names:
-            self._scrubber.add_detector(UserSuppliedFilthDetector(
-                [{"match": n, "filth_type": "name", "ignore_case": True, "ignore_partial_word_matches": True}
-                 for n in names], name="names"))
-        # What each detector needs before it can match ("@"; http or www., as scrubadub's URL pattern begins;
-        # five digits, fewer than any valid number with its country code; a listed name): texts without any
-        # (most chat turns) skip the detectors, which cost about 0.3 ms a text (a million votes' texts: minutes).
-        self._gate = re.compile("|".join([r"@", r"(?i:https?:|www\.)", r"(?:\d\D{0,3}){5}"]
-                                         + [r"(?i:" + re.escape(n) + ")" for n in names]))
-        self._memo: dict[str, tuple[str, tuple[str, ...]]] = {}
+    def _findings(self, seen: TextView) -> list[tuple[int, int, str]]:
+        """Original spans and kinds, overlaps merged into the earliest-starting (then longest) finding."""
+        spans = sorted(((*seen.span(start, end), kind) for kind, detect in self._detectors
+                        for start, end in detect(seen.text)), key=lambda s: (s[0], -s[1]))
+        merged: list[list] = []
+        for start, end, kind in spans:
+            if merged and start < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end, kind])
+        return [tuple(m) for m in merged]
 
-    def scrub(self, text: str) -> tuple[str, tuple[str, ...]]:
-        """(text with each finding replaced, the kinds found in order); the same text is scrubbed once."""
-        if not self._gate.search(text):
-            return text, ()
+    def scrub(self, text: str) -> Scrubbed:
+        """``text`` with each finding replaced, what was replaced, and what high-risk pattern is left; the
+        same text is scrubbed once."""
         known = self._memo.get(text)
         if known is not None:
             return known
-        found = list(self._scrubber.iter_filth(text))
-        if not found:
-            result = (text, ())
+        seen = view(text)
+        findings = self._findings(seen)
+        if not findings:
+            result = Scrubbed(text, (), tuple(high_risk(seen.text)))
         else:
-            pieces, kinds, end = [], [], 0
-            for filth in found:  # merged overlaps (a name inside an address) arrive as one finding
-                if filth.beg < end:
-                    continue
-                parts = getattr(filth, "filths", None) or [filth]
-                kind = parts[0].type
-                pieces += [text[end:filth.beg], "{{" + kind.upper() + "}}"]
-                kinds.append(kind)
-                end = filth.end
-            result = ("".join(pieces) + text[end:], tuple(kinds))
+            pieces, end = [], 0
+            for start, stop, kind in findings:
+                pieces += [text[end:start], "{{" + kind.upper() + "}}"]
+                end = stop
+            clean = "".join(pieces) + text[end:]
+            result = Scrubbed(clean, tuple(kind for *_, kind in findings), tuple(high_risk(view(clean).text)))
         self._memo[text] = result
         return result

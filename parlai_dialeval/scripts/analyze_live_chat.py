@@ -1,8 +1,9 @@
 """dialeval analyze_live_chat: system scores, quality control and significance for live-chat direct
 assessment (continuous ratings of live conversations, Ji et al. 2022).
 
-CLI glue only: the statistics live in parlai_dialeval.analysis.live_chat, the figures in
-analysis.live_chat_plots. See docs/live_chat_analysis.md.
+CLI glue only: the statistics live in parlai_dialeval.analysis.live_chat and the sections of
+results/live_chat_result.py (verdict, style adjustment, rankings per topic), the figures in
+analysis.live_chat_plots; this command writes them. See docs/live_chat_analysis.md.
 """
 from __future__ import annotations
 
@@ -10,21 +11,19 @@ import importlib
 import math
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from parlai.core.script import register_script
 
-from parlai_dialeval import verdict
 from parlai_dialeval.analysis import live_chat
 from parlai_dialeval.analysis.multiple_testing import describe
-from parlai_dialeval.heap import frozen_heap
+from parlai_dialeval.gc_freeze import frozen_heap
 from parlai_dialeval.lazy import lazy_module
-from parlai_dialeval.options import option
 from parlai_dialeval.report import Report, caught_warnings
-from parlai_dialeval.scripts import command_line, style_option
+from parlai_dialeval.results import live_chat_result
+from parlai_dialeval.scripts import categories_report, command_line, evidence_option, evidence_report, style_report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
 
@@ -38,15 +37,8 @@ WORKER_COLUMNS = ["worker_id", "n_hits", "n_hits_not_submitted", "n_ratings", "p
 SMALL_N = 5
 
 
-@dataclass
-class LiveChatCommandConfig(live_chat.LiveChatConfig):
-    """The analysis settings plus the report's own."""
-
-    sig_plot_threshold: float = option(0.1, "heatmap colours cells with p below this (the paper's Figure 3: 0.1)",
-                                       kind="probability")
-    style_control: str = option("auto", style_option.STYLE_HELP, choices=("auto", "off"))
-    style_covariates: str | None = option(None, style_option.COVARIATES_HELP, metavar="F.csv")
-    categories: str | None = option(None, style_option.CATEGORIES_HELP, metavar="F.yaml")
+# The analysis settings plus the report's own and every section's (results/live_chat_result.py).
+LiveChatCommandConfig = live_chat_result.LiveChatOptions
 
 
 def config_from_opt(opt) -> live_chat.LiveChatConfig:
@@ -63,9 +55,13 @@ def _with_labels(frame: pd.DataFrame, labels: dict, column: str = "model") -> pd
 
 
 def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
-                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None) -> dict:
-    """Tables, summary.json and report.html; with ``data`` (the loaded EvalData) and ``opt`` also style control
-    and per-topic rankings (scripts/style_option.py)."""
+                  timings: dict | None = None, library_warnings: list[str] = (), data=None, opt=None,
+                  evidence=None) -> dict:
+    """Tables, summary.json and report.html of ``result`` and its sections (results/live_chat_result.py; those not
+    computed yet are, from ``data``, the loaded EvalData, and ``opt``: without data, style control and per-topic
+    rankings are left out; with ``evidence`` the evidence about participants, scripts/evidence_option.py)."""
+    live_chat_result.complete(result, data, command_line.config_from_opt(opt or {}, LiveChatCommandConfig), evidence,
+                              bool((opt or {}).get("exclude_flagged")))
     s = result.settings
     scores_columns = ["model", "n", "overall", *s.criteria]
     tables = {"system_scores": result.system_scores[scores_columns],
@@ -91,11 +87,10 @@ def write_outputs(result: live_chat.LiveChatResult, out: Path, sig_threshold: fl
     if timings:
         summary["timings_seconds"] = timings
     report = build_report(result, out, sig_threshold, library_warnings)
-    if data is not None:
-        extra_tables, extra_summary = style_option.live_chat_section(report, result, data, opt or {})
-        tables.update(extra_tables)
-        summary.update(extra_summary)
-        summary["outputs"] += [f"{name}.csv" for name in extra_tables]
+    extra = live_chat_result.tables(result)
+    tables.update(extra)
+    summary.update(live_chat_result.summary(result))
+    summary["outputs"] += [f"{name}.csv" for name in extra]
     Outputs(tables, {"summary": summary}, report).write(out)
     return summary
 
@@ -155,29 +150,17 @@ def _warn(report: Report, result: live_chat.LiveChatResult, sig_threshold: float
                         f"one-sided Mann-Whitney p here is {floor.min():.3g} (1 / C(n_a + n_b, n_a)).")
 
 
-def _why_no_scores(summary: dict, qc_off: bool) -> str:
-    """Why no model has an overall score, in words (the verdict's reason where none has)."""
-    if not summary["n_dialogues"]:
-        return "no conversation with a genuine model was rated in a submitted assignment"
-    if not qc_off and not summary["n_workers_passed"]:
-        return (f"no worker passed quality control (the {summary['n_workers']:,} who submitted all failed it: "
-                "Worker quality control below says why)")
-    return "no rated genuine-model conversation is left to score"
-
-
 def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: float = 0.1,
                  library_warnings: list[str] = ()) -> Report:
+    live_chat_result.complete(result, None, None)  # the sections that need no data beside the result: the verdict
     s, summary, config = result.settings, result.summary, result.settings.config
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
     qc_off = config.qc_test == "none"
-    report.verdict(verdict.scores(result.intervals, "model", "mean", "ci_low", "ci_high",
-                                  "overall (mean per-conversation z of " + ("all workers)" if qc_off else
-                                                                            "passing workers)"),
-                                  result.significance, 0.05, "p_adjusted", "sd", "n_conversations",
-                                  why=_why_no_scores(summary, qc_off)))
-    for message in library_warnings:
+    for paragraph in result.parts["verdict"]:
+        report.verdict(paragraph)
+    for message in [*library_warnings, *(m for caught in result.library_warnings.values() for m in caught)]:
         report.warn(message)
     _warn(report, result, sig_threshold)
     left = summary.get("assignments_not_submitted") or {}
@@ -290,6 +273,13 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.table(result.inputs, caption="Median characters and words (whitespace tokens) of the worker's "
                      "messages, per input and per conversation", floatfmt="{:.1f}")
 
+    style_report.live_chat_view(report, result.parts.get("style"), live_chat_result.live_chat_style.ALPHA)
+    categories_part = result.parts.get("categories")
+    if isinstance(categories_part, str):
+        report.text(categories_part, note=True)
+    else:
+        categories_report.view(report, categories_part)
+    evidence_report.view(report, result.parts.get("evidence"))
     report.heading("Settings")
     report.table(pd.DataFrame([(k, str(v)) for k, v in s.as_dict().items()], columns=["setting", "value"]))
     return report
@@ -309,19 +299,36 @@ def import_in_background() -> threading.Thread:
 
 
 def run_analysis(opt, log=print) -> dict:
+    """Load ``opt["data"]``, analyse it and write every output into ``opt["out"]``; returns the summary (tests and
+    notebooks call this; the command does the same through AnalysisCommand)."""
     started = time.perf_counter()
+    data = _load(opt, log)
+    return _analyse_and_write(data, opt, started, time.perf_counter(), log)
+
+
+def _load(opt, log):
     imports = import_in_background()
     data = load_data(opt, log=log)
     imports.join()
-    loaded = time.perf_counter()
+    return data
+
+
+def _analyse_and_write(data, opt, started: float, loaded: float, log) -> dict:
+    options = command_line.config_from_opt(opt, LiveChatCommandConfig)
+    analysed_data, llm = data, None
+    if opt.get("exclude_flagged"):  # the rule without the QC test, which the analysis applies itself
+        first = evidence_option.build(data, opt, log=None)
+        analysed_data, llm = evidence_option.exclude(data, first, log), first.llm
     # the loaded records live until the end: keep the garbage collector from rescanning millions of
     # them during the analysis (about 15% of its time on 1.3M ratings)
     with frozen_heap(), caught_warnings() as caught:
-        result = live_chat.analyze(data, config_from_opt(opt))
+        result = live_chat_result.analyse(analysed_data, options)
     analysed = time.perf_counter()
-    summary = write_outputs(result, Path(opt["out"]), opt.get("sig_plot_threshold", 0.1),
+    # the evidence about every participant, the analysis's QC test among it
+    found = evidence_option.build(data, opt, quality=result.outcomes[["worker_id", "passed"]], log=log, llm=llm)
+    summary = write_outputs(result, Path(opt["out"]), options.sig_plot_threshold,
                             {"load": round(loaded - started, 2), "analyse": round(analysed - loaded, 2)}, caught,
-                            data, opt)
+                            data, opt, found)
     log(f"{summary['n_workers']} workers ({summary['n_workers_passed']} passed), {summary['n_dialogues']} dialogues "
         f"({summary['n_dialogues_passed']} passed); wrote {opt['out']}/report.html "
         f"in {time.perf_counter() - started:.1f} s")
@@ -334,7 +341,17 @@ class AnalyzeLiveChat(AnalysisCommand):
                    "agreement")
     options_title = "Live-chat analysis (defaults: Ji et al. 2022)"
     config_class = LiveChatCommandConfig
+    evidence_applies = True
+    excludes_itself = True  # and builds the evidence itself: its QC test is the analysis's (_analyse_and_write)
 
-    def run(self):
-        # run_analysis loads the data itself with the garbage collector paused (millions of ratings)
-        return run_analysis(self.opt)
+    def build_evidence(self, data, config, checks):
+        return None
+
+    def load(self, opt):
+        # the analysis's libraries import beside the load (import_in_background); timed for summary.json
+        self.started = time.perf_counter()
+        return _load(opt, print)
+
+    def analyse(self, data, config, checks, out):
+        summary = _analyse_and_write(data, self.opt, self.started, time.perf_counter(), print)
+        return {**summary, "written": summary["outputs"]}

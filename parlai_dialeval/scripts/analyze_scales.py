@@ -17,6 +17,7 @@ from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import option
 from parlai_dialeval import verdict
 from parlai_dialeval.report import Report
+from parlai_dialeval.scripts import evidence_report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
 # Loaded on first use, so --help and option errors do not wait for scipy and matplotlib.
@@ -44,7 +45,9 @@ def _groups(ratings: pd.DataFrame, workers: pd.DataFrame):
                     yield label, ratings[ratings["worker_id"].isin(chosen)]
 
 
-def analyze(data, out: Path, criteria: list[str] | None = None) -> dict:
+def analyze(data, out: Path, criteria: list[str] | None = None, evidence=None, excluded: bool = False) -> dict:
+    """Every table, written to ``out`` with report.html; ``evidence``: the evidence about participants
+    (scripts/evidence_option.py) or None, ``excluded`` whether its flagged workers were left out."""
     ratings = data.ratings[data.ratings["scale"].isin(sd.DESIGN_SCALES)]
     if criteria:
         ratings = ratings[ratings["criterion"].isin(criteria)]
@@ -56,7 +59,11 @@ def analyze(data, out: Path, criteria: list[str] | None = None) -> dict:
     with report.library_warnings():
         results = _tables(ratings)
     _report(results, report)
-    return {**results, "written": Outputs(results, {}, report).write(out)}
+    summary = {}
+    if evidence is not None:
+        evidence_report.add(report, evidence, excluded, results, summary)
+    documents = {"evidence_summary": summary["evidence"]} if summary else {}
+    return {**results, "written": Outputs(results, documents, report).write(out)}
 
 
 def _tables(ratings: pd.DataFrame) -> dict:
@@ -99,6 +106,7 @@ class AnalyzeScales(AnalysisCommand):
     description = "Rating-scale designs: Likert, RME, BME, best-worst (Santhanam 2020)"
     options_title = "Scale designs"
     config_class = ScalesConfig
+    evidence_applies = True
 
     def analyse(self, data, config, checks, out):
-        return analyze(data, out, config.criteria)
+        return analyze(data, out, config.criteria, self.evidence, self.excluded)

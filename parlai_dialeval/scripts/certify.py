@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from parlai.core.script import register_script
 
 from parlai_dialeval.options import option
+from parlai_dialeval.results.sections import voters as voter_tests
+from parlai_dialeval.results.sections.position import POSITION_HELP
+from parlai_dialeval.results.sections.ties import TIES_HELP
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.judge_option import HELP as JUDGE_HELP
-from parlai_dialeval.scripts import voter_option
 
 TABLE_COLUMNS = ["question", "unit", "model_a", "model_b", "unit_of_independence", "units", "votes", "icc",
                  "design_effect", "order", "win_rate_a", "cs_low", "cs_high",
@@ -27,24 +30,31 @@ class CertifyConfig:
     judge: str | None = option(None, JUDGE_HELP + "; here also claims certified with the judge, valid at every "
                                "look when people's items are drawn at random from the judge's (ppi_certified.csv)",
                                metavar="F.jsonl")
-    exclude_flagged: bool = voter_option.exclude_flagged_field()
-    side_share: float = voter_option.side_share_field()
-    words_per_second: float = voter_option.words_per_second_field()
+    exclude_flagged: bool = voter_tests.exclude_flagged_field()
+    side_share: float = voter_tests.side_share_field()
+    words_per_second: float = voter_tests.words_per_second_field()
+    ties: str = option("auto", TIES_HELP, choices=("auto", "off"))
+    position_effects: str = option("auto", POSITION_HELP, choices=("auto", "off"))
 
 
-def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None) -> dict:
+def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), judge=None, evidence=None) -> dict:
     """Certify every pair; write pairs.csv, certified.json and report.html into ``out``; ``judge``: an
     LLM judge's comparisons for the PPI sections (claims certified with the judge, anytime-valid, and
-    fixed-look PPI++ intervals) or None."""
+    fixed-look PPI++ intervals) or None; ``evidence``: the evidence about participants (scripts/evidence_option.py),
+    whose rule --exclude-flagged applies, or None (the voter tests alone)."""
     from parlai_dialeval.adaptive.certification import certified_order, certify
     from parlai_dialeval.adaptive.certification_plots import interval_plot
-    from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
+    from parlai_dialeval.analysis.pairwise import split_onboarding, split_voided, with_sections
     from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.report import Report
+    from parlai_dialeval.results.sections import evidence as evidence_section
+    from parlai_dialeval.results.sections import fragility, position, ties
+    from parlai_dialeval.scripts import evidence_report, fragility_report, ties_report, voters_report
 
     if comparisons.empty:
         raise DialevalError("no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes")
-    comparisons, voters, left_out = voter_option.flag_and_exclude(comparisons, config)
+    comparisons, voided = split_voided(comparisons)
+    comparisons, voters, left_out, workers_out = voter_tests.flag_and_exclude(comparisons, config, evidence)
     pairs = certify(comparisons, config.alpha)
     if pairs.empty:
         raise DialevalError("no comparison has two different models: nothing to certify")
@@ -64,6 +74,8 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                 "random draw); where a few workers give most votes and have their own taste for a model, a claim "
                 "about the population of workers is not covered (analyze_pairwise's p_two_way allows for it; "
                 "docs/adaptive_evaluation.md, \"Workers\").")
+    for reason, count in voided.items():
+        report.warn(f"Left out {count} {reason}: kept in the data, not counted here.")
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
@@ -82,13 +94,27 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
                       "settled pairs in blue")
         report.table(part[TABLE_COLUMNS[2:]], floatfmt="{:.4g}")
     tables, robustness = {"pairs": pairs[TABLE_COLUMNS]}, {}
-    voter_option.add_voter_flags(report, voters, left_out, config.exclude_flagged, tables, robustness)
-    voter_option.add_fragility(report, with_sections(split_onboarding(comparisons)[0]), tables, robustness)
+    flagged = voter_tests.Voters(voters, left_out, bool(config.exclude_flagged), None, evidence is not None,
+                                 workers_out)
+    inputs = SimpleNamespace(comparisons=with_sections(split_onboarding(comparisons)[0]))
+    described = [(voter_tests.SECTION, flagged, voters_report.view),
+                 (fragility.SECTION, fragility.of(inputs.comparisons), fragility_report.view),
+                 (ties.SECTION, ties.compute(inputs, config, {}), ties_report.ties_view),
+                 (position.SECTION, position.compute(inputs, config, {}), ties_report.position_view)]
+    if evidence is not None:
+        described.append((evidence_section.SECTION, evidence_section.Participants(evidence, flagged.excluded),
+                          evidence_report.view))
+    for section, part, view in described:
+        if part is None:
+            continue
+        tables.update(section.tables(part))
+        robustness.update(section.summary(part))
+        view(report, part)
     if judge is not None:
         tables["ppi_certified"] = _judge_certification(comparisons, judge, config, report)
         tables["ppi_win_rates"] = _judge_section(comparisons, judge, config, report)
     outputs = Outputs(tables=tables, documents={"certified": {"alpha": config.alpha, "sections": sections,
-                                                              **robustness}},
+                                                              "voided": voided, **robustness}},
                       report=report)
     return {"pairs": pairs, "sections": sections, "written": outputs.write(out), **tables}
 
@@ -143,6 +169,8 @@ class Certify(AnalysisCommand):
     description = "Certify which model beats which, valid however often it is run while votes come in"
     options_title = "Certification"
     config_class = CertifyConfig
+    evidence_applies = True
+    excludes_itself = True  # after its voter section (results/sections/voters.py flag_and_exclude)
 
     def analyse(self, data, config, checks, out):
         judge = None
@@ -150,4 +178,4 @@ class Certify(AnalysisCommand):
             from parlai_dialeval.judge.output import load_judge
 
             judge = load_judge(config.judge, "comparisons")
-        return analyze(data.comparisons, out, config, judge)
+        return analyze(data.comparisons, out, config, judge, self.evidence)

@@ -58,18 +58,25 @@ def _formats_help() -> str:
     return "Formats: " + "; ".join(f"{name}: {imp.help}" for name, imp in sorted(IMPORTERS.items()))
 
 
-def load_data(opt, log=print, key: str = "data"):
+def load_data(opt, log=print, key: str = "data", set_aside_checks: bool = True):
     """The data of ``--data`` (or the option ``key``), without records marked unverified unless
-    ``--include-unverified`` (said so)."""
+    ``--include-unverified`` (said so), and without answers to check items (attention and gold: they judge no
+    model), which stay readable as ``data.checks`` for the evidence about participants (analysis/evidence.py).
+    ``set_aside_checks=False`` keeps them in (convert, validate)."""
     from parlai_dialeval.importers import load
 
     data = load(opt[key], fmt=opt.get("data_format"), log=log)
-    if opt.get("include_unverified"):
-        return data
-    data, left_out = data.without_unverified()
-    if left_out and log is not None:
-        log("left out the work of unverified identities: " + ", ".join(f"{n} {t}(s)" for t, n in left_out.items())
-            + " (--include-unverified keeps it)")
+    if not opt.get("include_unverified"):
+        data, left_out = data.without_unverified()
+        if left_out and log is not None:
+            log("left out the work of unverified identities: " + ", ".join(f"{n} {t}(s)" for t, n in left_out.items())
+                + " (--include-unverified keeps it)")
+    if set_aside_checks:
+        data, checks, counts = data.without_checks()
+        data.checks = checks
+        if counts and log is not None:
+            log("set aside the answers to attention and gold items: " + ", ".join(
+                f"{n} {t}(s)" for t, n in counts.items()) + " (they judge no model; the evidence table reads them)")
     return data
 
 

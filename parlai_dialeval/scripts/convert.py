@@ -16,7 +16,7 @@ class Convert(ParlaiScript):
         return parser
 
     def run(self):
-        data = load_data(self.opt)
+        data = load_data(self.opt, set_aside_checks=False)
         written = data.save(self.opt["out"])
         counts = ", ".join(f"{n} {t}s" for t, n in data.counts().items() if n)
         print(f"wrote {written} records ({counts}) to {self.opt['out']}")

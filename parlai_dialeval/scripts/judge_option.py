@@ -1,13 +1,12 @@
-"""``--judge F.jsonl`` of the analysis commands (read by ``judge/output.py``): put a ``dialeval judge`` output's PPI++
-estimates in the report next to the human-only ones (docs/ppi.md). CLI glue only: the statistics live
-in parlai_dialeval.adaptive.ppi*."""
+"""``--judge F.jsonl`` of the analysis commands (read by ``judge/output.py``): the reports' section of a ``dialeval
+judge`` output's PPI++ estimates next to the human-only ones (docs/ppi.md). CLI glue only: the statistics live
+in parlai_dialeval.adaptive.ppi* and results/sections/ppi.py."""
 from __future__ import annotations
 
 from parlai_dialeval.adaptive.ppi import WEIGHT_NEGLIGIBLE
+from parlai_dialeval.results.sections.ppi import HELP, ppi_summary
 
-HELP = ("a `dialeval judge` output (canonical JSON Lines) on these items and more: adds prediction-powered "
-        "(PPI++) estimates next to the human-only ones, clustered by item, with the judge's power-tuning weight "
-        "and the human judgments it was worth (docs/ppi.md)")
+__all__ = ["HELP", "report_ppi"]
 
 
 def report_ppi(report, table, what: str, estimate: str, caption: str) -> dict:
@@ -24,11 +23,9 @@ def report_ppi(report, table, what: str, estimate: str, caption: str) -> dict:
         f"study would need for the same precision; judge_worth_judgments: how many of those the judge supplied.")
     report.table(table, caption=caption, floatfmt="{:.4g}")
     estimated = table[table["judge_weight"].notna()]
-    aside = estimated[estimated["judge_weight"] < WEIGHT_NEGLIGIBLE]
-    summary = {"estimated": int(len(estimated)), "judge_set_aside": int(len(aside)),
-               "median_judge_weight": float(estimated["judge_weight"].median()) if len(estimated) else None}
-    if len(aside):
-        report.warn(f"The judge was set aside (weight below {WEIGHT_NEGLIGIBLE:g}) in {len(aside)} of {len(estimated)} "
+    summary = ppi_summary(table)
+    if summary["judge_set_aside"]:
+        report.warn(f"The judge was set aside (weight below {WEIGHT_NEGLIGIBLE:g}) in {summary['judge_set_aside']} of {len(estimated)} "
                     f"{what} rows: its answers do not track the people's there, so those intervals are the "
                     "human-only ones.")
     if not len(estimated):

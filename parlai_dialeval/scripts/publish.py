@@ -50,8 +50,13 @@ class Publish(ParlaiScript):
                                 "to map ids the same way in later releases; never published). Default: "
                                 "$DIALEVAL_HOME/publish_keys/<first study name>.key")
         group.add_argument("--names", default=None, metavar="FILE",
-                           help="names to scrub from text, one per line (no name recogniser runs offline; e-mail "
-                                "addresses, phone numbers and URLs are always scrubbed)")
+                           help="names to scrub from text, one per line, found in any case and spacing (no name "
+                                "recogniser runs offline; e-mail addresses, phone numbers, URLs and the study's ids "
+                                "are always scrubbed)")
+        group.add_argument("--strict", type="bool", default=False,
+                           help="refuse to publish (write nothing) while a high-risk pattern is left in the text after "
+                                "scrubbing: a run of 9 or more digits, an @ next to a word, an at ... dot address, an "
+                                "id-like token (docs/publishing.md)")
         group.add_argument("--phone-region", default="US", metavar="CC", type=_region,
                            help="two-letter region whose national phone numbers are recognised (international "
                                 "+CC numbers always are)")
@@ -103,9 +108,9 @@ def headline(data, alpha: float) -> list[str]:
     from parlai_dialeval import verdict
     from parlai_dialeval.analysis import pairwise
     from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION
-    from parlai_dialeval.analysis.pairwise_result import win_rate_table
+    from parlai_dialeval.analysis.pairwise_tables import win_rate_table
 
-    comparisons, _ = pairwise.split_onboarding(data.comparisons)
+    comparisons, _ = pairwise.split_voided(pairwise.split_onboarding(data.comparisons)[0])
     if comparisons.empty:
         return []
     return verdict.pairwise(win_rate_table(pairwise.with_sections(comparisons), alpha, DEFAULT_CORRECTION), alpha)
@@ -116,7 +121,6 @@ def run(opt, log=print):
     log = log or (lambda *_: None)
     from parlai_dialeval.atomic import owner_only
     from parlai_dialeval.home import dialeval_home
-    from parlai_dialeval.publish.card import describe
     from parlai_dialeval.publish.folder import PublishOptions, publish
     from parlai_dialeval.publish.preferences import PairOptions
     from parlai_dialeval.publish.privacy import read_or_create_key
@@ -129,6 +133,7 @@ def run(opt, log=print):
                             "(what participants agreed to, how their data were anonymised); TEXT or @FILE")
     options = PublishOptions(statement=statement, license=opt["license"], language=opt["language"],
                              names=_names(opt.get("names")), phone_region=opt["phone_region"],
+                             strict=bool(opt.get("strict")),
                              pretty_name=opt.get("pretty_name"),
                              pairs=PairOptions(opt["pairs_ties"], opt["pairs_votes"],
                                                opt["pairs_workers"] == "passing", opt["pairs_style"]))
@@ -137,7 +142,7 @@ def run(opt, log=print):
     if len(data.conversation_fields()):  # without conversations no one typed a message (and the checker's import is slow)
         _, checks = run_worker_checks(data, "report")
         flagged, checked = set(checks.flagged()), len(checks.table)
-    facts = describe(data)
+    facts = {}  # the card's facts about the data come from the published records (publish/folder.py)
     excluded = sum(int(frame["worker_id"].isin(flagged).sum())
                    for frame in (data.conversation_fields(), data.ratings, data.comparisons))
     facts["qc"] = {"rule": QC_RULE, "workers_checked": checked, "flagged": len(flagged), "records_excluded": excluded}

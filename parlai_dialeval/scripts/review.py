@@ -1,5 +1,5 @@
 """dialeval review TASK_NAME: the Prolific submissions of a task, with QC results and suggested
-decisions; approve, reject, bonus and block (docs/crowdsourcing.md, "Run your study on Prolific")."""
+decisions; approve, reject, bonus, block and message (docs/crowdsourcing.md, "Run your study on Prolific")."""
 from __future__ import annotations
 
 from parlai.core.params import ParlaiParser
@@ -23,8 +23,10 @@ class Review(ParlaiScript):
                                  "in Mephisto and not failing the task's quality control)")
         parser.add_argument("--reject", default=None, metavar="WORKER",
                             help="reject this participant's submission (needs --message and --category)")
-        parser.add_argument("--message", default=None,
-                            help="with --reject: the reason shown to the participant, at least 100 characters")
+        parser.add_argument("--message", nargs="+", default=None, metavar="TEXT",
+                            help="with --reject: the reason shown to the participant, at least 100 characters; "
+                                 "alone, `--message WORKER TEXT` sends TEXT to that participant on Prolific (once: "
+                                 "the same text to the same participant is never sent twice)")
         parser.add_argument("--category", default=None,
                             help="with --reject: Prolific's rejection category: TOO_QUICKLY, TOO_SLOWLY, "
                                  "FAILED_INSTRUCTIONS, INCOMP_LONGITUDINAL, FAILED_CHECK, LOW_EFFORT, MALINGERING, "
@@ -48,8 +50,12 @@ class Review(ParlaiScript):
         from parlai_dialeval.errors import DialevalError
 
         opt = self.opt
-        if opt["reject"] and not (opt["message"] and opt["category"]):
-            raise DialevalError("--reject needs --message (100+ characters) and --category")
+        message = opt["message"] or []
+        if opt["reject"] and not (len(message) == 1 and opt["category"]):
+            raise DialevalError("--reject needs --message (one text of 100+ characters, quoted) and --category")
+        if message and not opt["reject"] and len(message) != 2:
+            raise DialevalError("--message WORKER TEXT: the participant and the text (quoted), or with --reject the "
+                                f"reason alone (got {len(message)} values)")
         if opt["bonus"] and not opt["reason"]:
             raise DialevalError("--bonus needs --reason")
         data_dir = prepare_mephisto(opt["mephisto_data"])
@@ -57,14 +63,17 @@ class Review(ParlaiScript):
             raise DialevalError(f"no Mephisto database at {database_path(data_dir)}; give --mephisto-data")
         from mephisto.abstractions.databases.local_database import LocalMephistoDB
 
+        from parlai_dialeval.crowdsourcing.platform.quality import review_qc
         from parlai_dialeval.providers.prolific import bonus, review
 
         db = LocalMephistoDB(database_path=str(database_path(data_dir)))
-        table, note = review.review_table(db, opt["task_name"], data_dir)
+        table, note = review.review_table(db, opt["task_name"], *review_qc(opt["task_name"], data_dir))
         done = []
         if opt["reject"]:
-            review.reject(db, review.agent_of(db, table, opt["reject"], "--reject"), opt["message"], opt["category"])
+            review.reject(db, review.agent_of(db, table, opt["reject"], "--reject"), message[0], opt["category"])
             done.append(f"rejected {opt['reject']} ({opt['category']})")
+        elif message:
+            done.append(review.send_message(db, review.agent_of(db, table, message[0], "--message"), message[1]))
         if opt["bonus"]:
             worker, amount = opt["bonus"]
             done.append(bonus.pay(db, review.agent_of(db, table, worker, "--bonus"), amount, opt["reason"]))
@@ -78,10 +87,17 @@ class Review(ParlaiScript):
                 review.approve(db, review.agent_of(db, table, row.participant, "--approve-passing"))
                 done.append(f"approved {row.participant}")
         if done:
-            table, note = review.review_table(db, opt["task_name"], data_dir)
+            table, note = review.review_table(db, opt["task_name"], *review_qc(opt["task_name"], data_dir))
         print(table.drop(columns=["agent_id"]).to_string(index=False) if len(table) else "no submissions yet")
         if note:
             print(f"quality control: n/a ({note})")
+        from parlai_dialeval.crowdsourcing.platform.quality import attention_failures
+
+        for worker, failed in attention_failures(opt["task_name"], data_dir).items():
+            # the one failure Prolific's attention-check policy accepts as grounds for a rejection
+            print(f"{worker}: failed {failed['failed']} of {failed['items']} attention checks, grounds for a rejection "
+                  f"under Prolific's policy: dialeval review {opt['task_name']} --reject {worker} --category "
+                  f"{failed['category']} --message \"{failed['message']}\"")
         for line in done:
             print(line)
         return table

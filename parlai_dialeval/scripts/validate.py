@@ -16,7 +16,7 @@ class Validate(ParlaiScript):
         return parser
 
     def run(self):
-        data = load_data(self.opt)
+        data = load_data(self.opt, set_aside_checks=False)
         for record_type, count in data.counts().items():
             print(f"{record_type}: {count}")
         print("valid")

@@ -76,9 +76,15 @@ def loaded(records: list[dict], folder: Path, old_version: bool):
 
 
 def pairwise_core(comparisons: pd.DataFrame, out: Path) -> dict:
-    from parlai_dialeval.scripts import analyze_pairwise
+    """analyze_pairwise's result (parlai_dialeval.results.pairwise) and its report written into ``out``; the
+    result's tables."""
+    from parlai_dialeval import results
+    from parlai_dialeval.scripts import pairwise_report
+    from parlai_dialeval.scripts.analysis_command import Outputs
 
-    return analyze_pairwise.analyze(comparisons, out, analyze_pairwise.PairwiseConfig(bootstrap_rounds=20), log=_quiet)
+    result = results.pairwise(comparisons, bootstrap_rounds=20)
+    Outputs(report=pairwise_report.build(result, out)).write(out)
+    return result.tables
 
 
 PAIRWISE = pairwise_core

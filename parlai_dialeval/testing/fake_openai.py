@@ -67,7 +67,8 @@ class ModelScript:
         with self._lock:
             self._served += 1
             fault = self._faults.pop(0) if self._faults and self._served > self.faults_after else None
-            reply = next(self._replies) if self._replies is not None and fault in (None, "break") else None
+            # a reply that comes late ("timeout") or breaks off is still the script's reply
+            reply = next(self._replies) if self._replies is not None and fault in (None, "break", "timeout") else None
             return fault, reply
 
 

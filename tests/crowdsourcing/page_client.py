@@ -30,8 +30,11 @@ NEVER_ANSWERED = "no agent before the deadline"  # seen: the router never answer
 class PageClient:
     """One worker's page, reduced to its packets."""
 
-    def __init__(self, name: str, port: int, inputs: int, think: float, deadline: float):
+    def __init__(self, name: str, port: int, inputs: int, think: float, deadline: float, address: str | None = None):
         self.name, self.inputs, self.think, self.deadline = name, inputs, think, deadline
+        # the loopback address its connections come from (None: the system's choice, 127.0.0.1): the router's
+        # budgets are per address, so a crowd is simulated with one each (127.0.0.0/8 is all this machine's)
+        self.address = address
         self.http_url, self.ws_url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
         self.sent: list[str] = []  # texts whose packet went out on an open socket
         self.confirmed: list[str] = []  # texts the server acknowledged as stored (what the page shows as sent)
@@ -52,10 +55,14 @@ class PageClient:
         self.secret = secrets.token_hex(32)
 
     # ------------------------------------------------------------ the page's connection
+    def registration(self) -> dict:
+        """What the page's wrapper sends for an agent (the mock provider's ids)."""
+        return {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
+                "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
+
     async def open(self, http: httpx.AsyncClient) -> bool:
         """Load the page: ask the router for an agent (retried while the server is away), then connect."""
-        registration = {"worker_name": self.name, "agent_registration_id": f"{self.name}-{self.name}",
-                        "assignment_id": self.name, "provider_type": "mock", "dialeval_secret": self.secret}
+        registration = self.registration()
         retry = 2.0
         while time.time() < self.deadline:
             try:
@@ -86,7 +93,7 @@ class PageClient:
             self._on_update(update)
         try:
             if self.ws is None or not self.connected:
-                self.ws = await websockets.connect(self.ws_url, max_size=None)
+                self.ws = await websockets.connect(self.ws_url, max_size=None, **self.bound())
                 self.connected = True
                 self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._heartbeat()),
                               asyncio.create_task(self._resend_unconfirmed())]
@@ -96,6 +103,15 @@ class PageClient:
             return True
         await self._resend()
         return True
+
+    def bound(self) -> dict:
+        """Connection options binding this page's sockets to its address."""
+        return {"local_addr": (self.address, 0)} if self.address else {}
+
+    def http_client(self, **options) -> httpx.AsyncClient:
+        """An HTTP client whose connections come from this page's address (pass it to ``run``)."""
+        transport = httpx.AsyncHTTPTransport(local_address=self.address) if self.address else None
+        return httpx.AsyncClient(transport=transport, **options)
 
     async def _resend(self) -> None:
         """transport.js on a new socket: the acts never acknowledged, again, to this page's agent now, naming
@@ -243,7 +259,12 @@ class PageClient:
         if state.get("task_done"):
             self.submission = {"USED_AGENT_ID": self.agent_id, "agent_token": self.token, "final_data": {},
                                "client_timestamp": time.time()}
-            reply = await http.post(self.http_url + "/submit_task", timeout=30, json=self.submission)
+            reply = await http.post(self.http_url + "/submit_task", timeout=60, json=self.submission)
+            for _ in range(36):  # as the page does (transport.js): "busy" is asked again after its Retry-After
+                if reply.status_code != 503:
+                    break
+                await asyncio.sleep(float(reply.headers.get("retry-after", 5)) * random.uniform(1, 2))
+                reply = await http.post(self.http_url + "/submit_task", timeout=60, json=self.submission)
             self.done = reply.status_code == 200
             if not self.done:
                 self.seen.append(f"submit refused: HTTP {reply.status_code}")

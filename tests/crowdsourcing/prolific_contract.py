@@ -29,12 +29,38 @@ reading (never copying):
   (model/study.go) has no ``actor``: the docs say more, and we follow them (``actor: researcher`` on the
   study's code, checked below).
 
+Added for issue 53 (messages, panels, demographics, webhooks):
+- CLI client/client.go SendMessage + client/payloads.go SendMessagePayload (``recipient_id``, ``study_id``,
+  ``body``); docs "Send a message" (all three required; "The message has been sent", no body read).
+- CLI docs/examples/study-with-participant-group-allow-list.json (a ``participant_group_allowlist`` filter;
+  completion code actions ``AUTOMATICALLY_APPROVE`` and ``ADD_TO_PARTICIPANT_GROUP`` with ``participant_group``);
+  Dallinger prolific.py:745-764 (the same actions in its dev service's study).
+- CLI ExportDemographics (POST, answers the CSV as is); docs "Export demographic data" (body ``filters``; the
+  base fields; the example answer begins ``Submission id,Participant id,Status,Started at,Completed at``).
+- CLI GetHookSecrets, CreateHookSecret (201), GetHooks (``workspace_id``, ``is_enabled``, ``limit``/``offset``;
+  ListHooksResponse: ``results`` + ``meta``), CreateHookSubscription (201, the ``X-Hook-Secret`` header),
+  ConfirmHookSubscription (``{secret}``), DeleteHookSubscription (204); model/hook.go (Hook: ``id``,
+  ``event_type``, ``target_url``, ``is_enabled``, ``workspace_id``), model/model.go (Secret: ``id``, ``value``,
+  ``workspace_id``). docs "Create a subscription" (``event_type``, ``target_url``, ``workspace_id`` required,
+  ``is_enabled`` optional; its example answer lists ``results``, the CLI decodes one Hook: we follow the CLI,
+  which runs against the API, and accept either), "Monitoring study progress" (target_url https and public;
+  confirm with the X-Hook-Secret).
+- Events (``EVENTS``, ``event_problems``): docs "Receiving" (``submission.status.change``: ``resource_id``,
+  ``event_type``, ``participant_id``, ``status``), "Verifying" (``X-Prolific-Request-Signature``: base64 of an
+  HMAC-SHA256 over ``X-Prolific-Request-Timestamp`` + body with the workspace's secret; the timestamp a UNIX
+  time), "Idempotency and the X-Event-ID header" (the same id on a redelivery), "Handling event order with
+  X-Timestamp" (a UNIX time; order not guaranteed).
+
 ``problems(call)`` checks one call of the fake's log (method, path, query, body, status, answer): an
 unknown endpoint, a field we send that Prolific does not take, a field missing or of the wrong type, and an
 answer field Prolific does not send (so the fake cannot invent one) all come back as lines.
 """
 from __future__ import annotations
 
+import base64
+import csv
+import io
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -77,6 +103,7 @@ class Endpoint:
     paged: str = ""  # "links": results + _links + meta; "meta": results + meta; "plain": results only
     statuses: frozenset = frozenset({200})
     check: object = None  # extra check of the body: body -> list of problems
+    text: bool = False  # answers CSV text, not JSON
 
 
 ME = Shape({"id": STR}, {"email": STR, "first_name": STR, "last_name": STR, "name": STR, "username": STR,
@@ -120,6 +147,15 @@ MEMBER = Shape({"participant_id": STR}, {"datetime_created": STR})
 BONUS_SETUP = Shape({"id": STR}, {"study": STR, "amount": NUMBER, "fees": NUMBER, "vat": NUMBER,
                                   "total_amount": NUMBER})
 MEMBERS_BODY = Shape({"participant_ids": LIST})
+SECRET = Shape({"id": STR, "value": STR, "workspace_id": STR})
+HOOK = Shape({"id": STR, "event_type": STR, "target_url": STR}, {"is_enabled": (bool,), "workspace_id": STR})
+HOOK_EVENT_TYPES = {"study.status.change", "submission.status.change", "study.progress.change",
+                    "study.has_high_return_rate", "participant.submission.created"}
+# docs "The submission object" and "Submission statuses explained", Mephisto api/constants.py
+SUBMISSION_STATUSES = {"RESERVED", "ACTIVE", "TIMED-OUT", "AWAITING REVIEW", "APPROVED", "RETURNED", "REJECTED",
+                       "SCREENED OUT", "PARTIALLY APPROVED", "PROCESSING"}
+CODE_ACTIONS = {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE", "ADD_TO_PARTICIPANT_GROUP",
+                "REMOVE_FROM_PARTICIPANT_GROUP", "REQUEST_RETURN", "DYNAMIC_PAYMENT"}
 # Each list takes one paging scheme (api.py OFFSET_PAGED, with its sources): the other's parameters are ignored
 # by Prolific, so sending them is a contract violation (it would read the first page again and again).
 PAGE_QUERY = frozenset({"page", "page_size", "ordering"})
@@ -131,6 +167,15 @@ def _study_body(body) -> list[str]:
     out += [f"completion code actor: {c['actor']!r} is not participant or researcher"
             for c in body.get("completion_codes") or [] if c.get("actor", "participant") not in ("participant",
                                                                                                  "researcher")]
+    for code in body.get("completion_codes") or []:
+        for action in code.get("actions") or [] if isinstance(code, dict) else []:
+            if action.get("action") not in CODE_ACTIONS:
+                out.append(f"completion code action {action.get('action')!r} is not Prolific's")
+            if action.get("action") == "ADD_TO_PARTICIPANT_GROUP" and not isinstance(action.get("participant_group"),
+                                                                                      str):
+                out.append("ADD_TO_PARTICIPANT_GROUP: no participant_group (a group id)")
+            out += [f"completion code action: field {k!r} is not in the contract" for k in action
+                    if k not in ("action", "participant_group")]
     out += [p for f in body.get("filters") or [] for p in FILTER.problems(f, "filter")]
     out += SUBMISSIONS_CONFIG.problems(body.get("submissions_config", {}), "submissions_config")
     if "{{%PROLIFIC_PID%}}" not in body.get("external_study_url", "{{%PROLIFIC_PID%}}"):
@@ -189,7 +234,21 @@ ENDPOINTS = [
     Endpoint("GET", rf"participant-groups/{ID}/participants/", answer=MEMBER, paged="plain"),
     Endpoint("POST", rf"participant-groups/{ID}/participants/", body=MEMBERS_BODY, answer=MEMBER, paged="plain"),
     Endpoint("DELETE", rf"participant-groups/{ID}/participants/", body=MEMBERS_BODY, answer=MEMBER, paged="plain"),
+    Endpoint("POST", r"messages/", body=Shape({"recipient_id": STR, "study_id": STR, "body": STR}),
+             statuses=frozenset({200, 201, 204})),
+    Endpoint("POST", rf"studies/{ID}/demographic-export/", body=Shape({}, {"filters": LIST}), text=True),
+    Endpoint("GET", r"hooks/secrets/", query=frozenset({"workspace_id"}), answer=SECRET, paged="plain"),
+    Endpoint("POST", r"hooks/secrets/", body=Shape({"workspace_id": STR}), answer=SECRET, statuses=frozenset({201})),
+    Endpoint("GET", r"hooks/subscriptions/", query=OFFSET_QUERY | {"workspace_id", "is_enabled"}, answer=HOOK,
+             paged="meta"),
+    Endpoint("POST", r"hooks/subscriptions/", body=Shape({"event_type": STR, "target_url": STR, "workspace_id": STR},
+                                                        {"is_enabled": (bool,)}),
+             answer=HOOK, statuses=frozenset({201}), check=_one_of("event_type", HOOK_EVENT_TYPES)),
+    Endpoint("POST", rf"hooks/subscriptions/{ID}/", body=Shape({"secret": STR}), answer=HOOK),
+    Endpoint("DELETE", rf"hooks/subscriptions/{ID}/", statuses=frozenset({204})),
 ]
+# the demographic export's first columns (docs "Export demographic data", its example answer)
+DEMOGRAPHIC_HEADER = ("Submission id", "Participant id", "Status", "Started at", "Completed at")
 LINK = Shape({"href": NULLABLE_STR}, {"title": STR})
 ERROR = Shape({"status": INT}, {"title": STR, "error_code": INT, "detail": None, "additional_information": STR})
 
@@ -220,6 +279,10 @@ def problems(call: dict) -> list[str]:
     if status not in ep.statuses:
         out.append(f"{what}: answered {status}, Prolific answers {sorted(ep.statuses)}")
     answer = call["answer"]
+    if ep.text:
+        header = tuple(next(csv.reader(io.StringIO(answer))) if isinstance(answer, str) and answer else ())
+        return out + ([] if header[:len(DEMOGRAPHIC_HEADER)] == DEMOGRAPHIC_HEADER else
+                      [f"{what}: answer: CSV header {header[:5]} is not Prolific's export's"])
     if ep.answer is None:
         return out
     if not ep.paged:
@@ -235,5 +298,37 @@ def problems(call: dict) -> list[str]:
     return out
 
 
-def violations(calls: list[dict]) -> list[str]:
-    return sorted({p for call in calls for p in problems(call)})
+def violations(calls: list[dict], deliveries: list[dict] = ()) -> list[str]:
+    return sorted({p for call in calls for p in problems(call)} | {p for d in deliveries for p in event_problems(d)})
+
+
+# ------------------------------------------------------------------ webhook events (what Prolific sends us)
+EVENTS = {"submission.status.change": Shape({"resource_id": STR, "event_type": STR, "participant_id": STR,
+                                             "status": STR}),
+          "study.status.change": Shape({"resource_id": STR, "event_type": STR, "status": STR}, {"metadata": DICT})}
+EVENT_HEADERS = ("X-Prolific-Request-Signature", "X-Prolific-Request-Timestamp", "X-Event-ID", "X-Timestamp")
+
+
+def event_problems(delivery: dict) -> list[str]:
+    """What in one webhook delivery (the fake's ``deliveries``: headers and body) Prolific would not send."""
+    headers = {k.lower(): v for k, v in delivery["headers"].items()}
+    out = [f"event: header {h} is missing" for h in EVENT_HEADERS if h.lower() not in headers]
+    for h in ("X-Prolific-Request-Timestamp", "X-Timestamp"):
+        if not str(headers.get(h.lower(), "0")).isdigit():
+            out.append(f"event: {h} is not a UNIX time")
+    try:
+        if len(base64.b64decode(headers.get("x-prolific-request-signature", ""), validate=True)) != 32:
+            out.append("event: the signature is not a base64 HMAC-SHA256")
+    except ValueError:
+        out.append("event: the signature is not base64")
+    try:
+        body = json.loads(delivery["body"])
+    except ValueError:
+        return out + ["event: the body is not JSON"]
+    shape = EVENTS.get(body.get("event_type") if isinstance(body, dict) else None)
+    if shape is None:
+        return out + [f"event: event_type {body.get('event_type') if isinstance(body, dict) else body!r} unknown"]
+    out += shape.problems(body, "event")
+    if body["event_type"] == "submission.status.change" and body.get("status") not in SUBMISSION_STATUSES:
+        out.append(f"event: status {body.get('status')!r} is not a submission status")
+    return out

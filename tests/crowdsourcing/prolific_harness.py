@@ -31,10 +31,11 @@ def fake_prolific(**kwargs) -> FakeProlific:
 @pytest.fixture
 def fake():
     """A running fake Prolific (import this fixture into a test module); afterwards every call made to it
-    must fit Prolific's contract (prolific_contract.py), requests and answers."""
+    must fit Prolific's contract (prolific_contract.py), requests and answers, and so must every webhook event
+    it sent."""
     with fake_prolific() as server:
         yield server
-    assert violations(server.state.calls) == []
+    assert violations(server.state.calls, server.state.deliveries) == []
 
 
 def register(data_dir: Path, fake: FakeProlific, monkeypatch) -> None:
@@ -64,6 +65,30 @@ def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
     answer = httpx.get(fake.study_url(study_id, pid), follow_redirects=False)
     assert answer.status_code == 302, answer.text
     return {k: v[0] for k, v in parse_qs(urlparse(answer.headers["location"]).query).items()}
+
+
+def knock(run, pid: str, session: str, study_id: str | None, registration: str | None = None,
+          source: str | None = None) -> dict:
+    """A registration straight to the task server, as a page (or anyone) sends it: ``registration`` defaults
+    to the page's own ``SESSION-PID`` (then a known one is a reload: Mephisto's reconnect); ``source``: the
+    address the router would add. Returns the agent details Mephisto sent back to that page."""
+    from mephisto.data_model.packet import PACKET_TYPE_REGISTER_AGENT
+
+    before = len(run.sent_details)
+    data = {"worker_name": pid, "assignment_id": session, "agent_registration_id": registration or f"{session}-{pid}",
+            "provider_type": "prolific", **({"study_id": study_id} if study_id else {}),
+            **({"dialeval_source": source} if source else {})}
+    run.server._send_message({"packet_type": PACKET_TYPE_REGISTER_AGENT, "subject_id": "MockServer",
+                              "data": {"request_id": data["agent_registration_id"], "provider_data": data}})
+    run.wait(lambda: len(run.sent_details) > before, 20, "the answer to the page")
+    run.settle()
+    (details,) = run.sent_details[before:]
+    return details
+
+
+def lookups(fake: FakeProlific, session: str) -> list[int]:
+    """The statuses of the calls that asked Prolific about ``session``."""
+    return [c["status"] for c in fake.state.calls if c["path"] == f"/api/v1/submissions/{session}/"]
 
 
 def back_to_prolific(fake: FakeProlific, pid: str) -> httpx.Response:

@@ -235,7 +235,8 @@ class CliRun:
         """Ctrl-C twice (the first one waits for units in flight, the second stops at once)."""
         for _ in range(2):
             if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGINT)
+                with contextlib.suppress(ProcessLookupError):  # it ended by itself meanwhile (its last unit done)
+                    os.killpg(self.proc.pid, signal.SIGINT)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(2)
         try:
@@ -387,22 +388,62 @@ def controls_out_of_reach(page) -> list[str]:
       .map(([e, r]) => `${e.outerHTML.slice(0, 80)} at ${Math.round(r.left)}..${Math.round(r.right)}`)""")
 
 
+def controls_over_labels(page) -> list[str]:
+    """Each visible radio, checkbox, slider or field that covers a letter of its own label (measured: the control's
+    box against the boxes of the label's text; axe-core does not see a radio sitting on an answer's first letter in a
+    right-to-left page), one line each."""
+    return page.evaluate("""() => {
+      const found = [];
+      for (const input of document.querySelectorAll('input, select, textarea')) {
+        if (input.type === 'hidden' || !input.getClientRects().length) continue;
+        const box = input.getBoundingClientRect();
+        for (const label of input.labels || []) {
+          const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+          while (walker.nextNode()) {
+            const text = walker.currentNode;
+            if (!text.textContent.trim()) continue;
+            const range = document.createRange();
+            range.selectNodeContents(text);
+            for (const r of range.getClientRects()) {
+              const w = Math.min(r.right, box.right) - Math.max(r.left, box.left);
+              const h = Math.min(r.bottom, box.bottom) - Math.max(r.top, box.top);
+              if (w > 1 && h > 1) {
+                found.push(`${input.outerHTML.slice(0, 70)} covers ${Math.round(w)}x${Math.round(h)} px of ` +
+                           `"${text.textContent.trim().slice(0, 30)}"`);
+              }
+            }
+          }
+        }
+      }
+      return found;
+    }""")
+
+
+DESKTOP = {"width": 1280, "height": 900}
+
+
 def look_at(page, screen: str) -> None:
-    """What every worker screen must be: no sideways scroll, no control out of reach, no serious or critical
-    axe-core violation; a phone's screen is checked at both phone sizes (390x844 and 360x740). With
-    DIALEVAL_GALLERY set, its screenshot goes there (docs/participant_pages.md is made this way)."""
+    """What every worker screen must be: no sideways scroll, no control out of reach or covering its label's text,
+    no serious or critical axe-core violation; a phone's screen is checked at both phone sizes (390x844 and
+    360x740), and a right-to-left page at those and on a desktop (1280 wide) whatever size it was reached at. With
+    DIALEVAL_GALLERY set, its screenshot goes there (docs/participant_pages.md is made this way): a right-to-left
+    page's at 390x844 and 1280 wide both."""
     size = page.viewport_size
-    others = [s["viewport"] for s in (PHONE, SMALL_PHONE) if s["viewport"] != size] if size["width"] < 600 else []
-    phones = [size, *others]
-    for viewport in phones:
+    rtl = page.evaluate("document.documentElement.dir") == "rtl"
+    phone = size["width"] < 600
+    phones = [s["viewport"] for s in (PHONE, SMALL_PHONE) if s["viewport"] != size] if phone or rtl else []
+    sizes = [size, *phones, *([DESKTOP] if rtl and size != DESKTOP else [])]
+    pictures = {"phone": PHONE["viewport"], "desktop": DESKTOP} if rtl else {"phone" if phone else "desktop": size}
+    for viewport in sizes:
         page.set_viewport_size(viewport)
         where = f"{screen} at {viewport['width']}x{viewport['height']}"
         assert horizontal_overflow(page) <= 0, f"{where}: the page scrolls sideways"
         assert not controls_out_of_reach(page), f"{where}: {controls_out_of_reach(page)}"
+        assert not controls_over_labels(page), f"{where}: {controls_over_labels(page)}"
         found = serious_accessibility_violations(page)
         assert not found, f"{where}: {found}"
-    page.set_viewport_size(size)
     gallery = os.environ.get("DIALEVAL_GALLERY")
-    if gallery:
-        size = "phone" if page.viewport_size["width"] < 600 else "desktop"
-        page.screenshot(path=str(Path(gallery) / f"{screen}-{size}.png"), full_page=True)
+    for name, viewport in pictures.items() if gallery else ():
+        page.set_viewport_size(viewport)
+        page.screenshot(path=str(Path(gallery) / f"{screen}-{name}.png"), full_page=True)
+    page.set_viewport_size(size)

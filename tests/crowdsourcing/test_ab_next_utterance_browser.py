@@ -51,8 +51,7 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path, language):
                 page.check(f"[data-testid=ab-{i}-{choice}]")
             page.click("[data-testid=submit-ab]")
             page.wait_for_selector("[data-testid=done]", timeout=30000)
-            if not hebrew:
-                look_at(page, "ab_done")
+            look_at(page, "ab_done_hebrew" if hebrew else "ab_done")
             page.wait_for_timeout(1500)
     finally:
         run.stop()

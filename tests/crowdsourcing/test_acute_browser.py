@@ -1,8 +1,12 @@
 """ACUTE-Eval end to end in a real browser: `dialeval launch acute` over a file of self-chats, a scripted
 worker in headless Chromium passes onboarding and judges a unit of pairs (the browser receives no model
 name), `dialeval export` (task read from the run) writes a valid file with the compared conversations and
-the onboarding attempt, `dialeval analyze_pairwise` reports on it, onboarding set aside."""
+the onboarding attempt, `dialeval analyze_pairwise` reports on it, onboarding set aside. Again in Hebrew
+(acute.language=he): each screen looked at right to left on a desktop and a phone."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +17,7 @@ from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, loo
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD_TEXT = "I love talking about books, what are you reading?"
+HEBREW = json.loads((Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "src" / "i18n" / "he.json").read_text())
 
 
 def self_chats(path):
@@ -27,9 +32,9 @@ def self_chats(path):
 GOOD_MARKERS = ("Yes, I have two cats", "I baked bread", GOOD_TEXT)  # onboarding pairs 0 and 1, then ours
 
 
-def judge(page, good: bool = True, pause_ms: int = 200) -> None:
+def judge(page, good: bool = True, pause_ms: int = 200, submit: str = "Submit") -> None:
     """Pick the side whose conversation holds a good speaker's line (``good=False``: the other side), for
-    every pair shown, reading each for ``pause_ms``; submit."""
+    every pair shown, reading each for ``pause_ms``; submit (the last pair's button reads ``submit``)."""
     while True:
         page.wait_for_selector("[data-testid=pair]", timeout=60000)
         page.wait_for_timeout(pause_ms)
@@ -37,25 +42,29 @@ def judge(page, good: bool = True, pause_ms: int = 200) -> None:
         good_left = any(marker in left for marker in GOOD_MARKERS)
         page.check("[data-testid=choose-left]" if good_left == good else "[data-testid=choose-right]")
         page.fill("[data-testid=justification]", "more engaging")
-        last = page.inner_text("[data-testid=next-pair]") == "Submit"
+        last = page.inner_text("[data-testid=next-pair]") == submit
         page.click("[data-testid=next-pair]")
         if last:
             return
         page.wait_for_timeout(200)
 
 
-def launch(tmp_path, port: int, task_name: str) -> CliRun:
-    """`dialeval launch acute` over two models' self-chats: one unit of three pairs."""
+def launch(tmp_path, port: int, task_name: str, *extra: str) -> CliRun:
+    """`dialeval launch acute` over two models' self-chats: one unit of three pairs (``extra``: more overrides)."""
     require_chromium()
     convs = tmp_path / "self_chats.jsonl"
     self_chats(convs)
     return CliRun("acute", tmp_path, [f"mephisto.architect.port={port}", f"mephisto.task.task_name={task_name}",
                                       f"acute.conversations=[{convs}]", "acute.seed=2", "acute.matchups_per_pair=3",
-                                      "acute.subtasks_per_unit=3"])
+                                      "acute.subtasks_per_unit=3", *extra])
 
 
-def test_acute_in_chromium_then_export_and_analyze(tmp_path):
-    run = launch(tmp_path, free_port(), "acute_e2e")
+@pytest.mark.parametrize("language", ["en", "he"])
+def test_acute_in_chromium_then_export_and_analyze(tmp_path, language):
+    hebrew = language == "he"
+    submit = HEBREW["common.submit"] if hebrew else "Submit"
+    practice = HEBREW["acute.practice"] if hebrew else "Practice round"
+    run = launch(tmp_path, free_port(), "acute_e2e", f"acute.language={language}")
     try:
         with chromium_page(tmp_path) as page:
             # the router's answers that carry init data: the onboarding's, then the unit's
@@ -64,14 +73,14 @@ def test_acute_in_chromium_then_export_and_analyze(tmp_path):
                                                                               "/submit_onboarding")) else None)
             page.goto(run.worker_url("e2e_worker"))
             page.wait_for_selector("[data-testid=pair]", timeout=60000)
-            assert "Practice round" in page.inner_text("body")
-            look_at(page, "acute_practice")
-            judge(page)  # onboarding, all right: the unit follows on the same page
-            page.wait_for_function("!document.body.innerText.includes('Practice round')", timeout=60000)
-            look_at(page, "acute_pair")
-            judge(page)
+            assert practice in page.inner_text("body")
+            look_at(page, "acute_practice_hebrew" if hebrew else "acute_practice")
+            judge(page, submit=submit)  # onboarding, all right: the unit follows on the same page
+            page.wait_for_function(f"!document.body.innerText.includes({json.dumps(practice)})", timeout=60000)
+            look_at(page, "acute_pair_hebrew" if hebrew else "acute_pair")
+            judge(page, submit=submit)
             page.wait_for_selector("[data-testid=done]", timeout=30000)
-            look_at(page, "acute_done")
+            look_at(page, "acute_done_hebrew" if hebrew else "acute_done")
             page.wait_for_timeout(1500)
             received = [r.text() for r in answers]
         assert len(received) == 2 and all("init_task_data" in text for text in received), received

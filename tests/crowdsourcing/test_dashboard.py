@@ -9,9 +9,10 @@ import re
 import pandas as pd
 import pytest
 
-from parlai_dialeval.dashboard import summary
+from parlai_dialeval.crowdsourcing.platform import progress as unit_progress
+from parlai_dialeval.crowdsourcing.platform.progress import UnitRow
+from parlai_dialeval.dashboard import charts, summary
 from parlai_dialeval.dashboard.source import standings
-from parlai_dialeval.dashboard.summary import UnitRow
 from parlai_dialeval.testing.ports import free_port
 
 from .zygote import dialeval_run
@@ -59,9 +60,27 @@ def test_per_group_by_model_and_pair():
                {"type": "comparison", "worker_id": "w1", "model_a": "y", "model_b": "x", "choice": "a"},
                {"type": "comparison", "worker_id": "w1", "model_a": "x", "model_b": "y", "choice": "b"}]
     assert summary.per_group(records, units) == [
-        {"group": "m", "done": 1, "in_flight": 1, "failed": 0, "dropped": 1},
-        {"group": "n", "done": 0, "in_flight": 0, "failed": 1, "dropped": 0},
-        {"group": "x vs y", "done": 2, "in_flight": 0, "failed": 0, "dropped": 0}]
+        {"group": "m", "done": 1, "in_flight": 1, "to_come": 0, "failed": 0, "dropped": 1},
+        {"group": "n", "done": 0, "in_flight": 0, "to_come": 0, "failed": 1, "dropped": 0},
+        {"group": "x vs y", "done": 2, "in_flight": 0, "to_come": 0, "failed": 0, "dropped": 0}]
+
+
+def test_in_flight_counts_only_the_bot_a_participant_is_with():
+    """Issue 50, item 8: every bot showed "in flight 1" while the participant was still with the first. A live-chat
+    unit plans its slots ahead: slot 0 rated, slot 1 being chatted in, slots 2 and 3 not reached; a half chat of slot
+    1 that a relaunch restarted (the same slot, later in the export) is not where the participant is."""
+    units = [UnitRow("1", "assigned", "w1")]
+    reached, ahead = {"reached": True}, {"reached": False}
+    records = [conversation("s0", "w1", "a", slot=0, meta=reached),
+               conversation("s1", "w1", "b", status="incomplete", slot=1, meta=reached),
+               conversation("s2", "w1", "c", status="incomplete", slot=2, meta=ahead),
+               conversation("s3", "w1", "d", status="incomplete", slot=3, meta=ahead),
+               conversation("s1_restarted0", "w1", "b", status="incomplete", slot=1, meta=reached)]
+    rows = {row["group"]: row for row in summary.per_group(records, units)}
+    assert [(g, rows[g]["done"], rows[g]["in_flight"], rows[g]["to_come"], rows[g]["dropped"]) for g in "abcd"] == [
+        ("a", 1, 0, 0, 0), ("b", 0, 1, 0, 1), ("c", 0, 0, 1, 0), ("d", 0, 0, 1, 0)]
+    # PW-Turn and SM-Eval: one conversation a unit, in flight while its unit is
+    assert summary.per_group([conversation("p", "w1", "x vs y", status="incomplete")], units)[0]["in_flight"] == 1
 
 
 def test_quality_puts_failing_participants_first():
@@ -187,9 +206,38 @@ def test_a_bot_too_slow_for_people_is_warned_of():
     bots = summary.endpoints([conversation("a", "w", "big", turns=slow), conversation("b", "w", "small", turns=quick)])
     warned = summary.too_slow(bots, 10.0)
     # big: whole replies 60..79 s (p95 = 60 + 0.95 * 19 = 78.05 s); small: one first token in twenty at 11 s,
-    # numpy's p95 = 0.2 + 0.05 * 10.8 = 0.74 s, under the threshold
-    assert len(warned) == 1 and warned[0].startswith("big is too slow") and "a whole reply 78.0 s" in warned[0]
+    # numpy's p95 = 0.2 + 0.05 * 10.8 = 0.74 s, under the threshold. In plain words (issue 50, item 8: "one reply in
+    # twenty waits longer than a whole reply 49.2 s")
+    assert warned == ["big keeps people waiting too long: one reply in twenty took more than 78.0 s to arrive in "
+                      "full, and people stop waiting after about 10 s"]
     assert summary.too_slow(bots, 100.0) == []
+    first = summary.endpoints([conversation("c", "w", "s", turns=[
+        {"speaker": "s", "text": "x", "meta": {"latency": 30.0, "first_token_latency": 12.0}}])])
+    assert summary.too_slow(first, 10.0) == [
+        "s keeps people waiting too long: one reply in twenty took more than 12.0 s before its first word showed and "
+        "more than 30.0 s to arrive in full, and people stop waiting after about 10 s"]
+
+
+def sample(at: float, done: int, in_flight: int, left: int = 0) -> dict:
+    return {"at": at, "done": done, "in_flight": in_flight, "left": left}
+
+
+def test_the_progress_chart_draws_the_launchs_record_and_never_a_flat_line():
+    """Issue 50, item 8: two page loads drew one flat line. The history is the launch's (platform/progress.py):
+    nothing changed since it began, no chart; a change, a chart over the minutes since the launch began."""
+    assert charts.progress_chart([sample(0.0, 0, 1, 3), sample(4.0, 0, 1, 3)]) is None
+    assert charts.progress_chart([sample(0.0, 0, 1, 3)]) is None
+    drawn = charts.progress_chart([sample(0.0, 0, 0, 4), sample(600.0, 0, 1, 3), sample(1500.0, 1, 0, 3)])
+    assert drawn.startswith("<svg") and "minutes since the launch began" in drawn
+    assert "hours since" in charts.progress_chart([sample(0.0, 0, 1), sample(5 * 3600.0, 1, 0)])
+
+
+def test_the_launchs_progress_log_is_read_back_without_a_half_written_line(tmp_path):
+    path = unit_progress.log_path(tmp_path, "study")
+    path.parent.mkdir()
+    path.write_text('{"at": 1.0, "done": 0, "in_flight": 1, "left": 3}\n{"at": 2.0, "done": 1, "in_f')
+    assert unit_progress.read_log(path) == [sample(1.0, 0, 1, 3)]
+    assert unit_progress.read_log(tmp_path / "nothing.jsonl") == []
 
 
 # ---------------------------------------------------------------- the pages
@@ -212,7 +260,7 @@ class StandIn:
                                                          "p_value": [0.5], "note": [""]}), self._records),
                 "endpoints": summary.endpoints(self._records), "notes": [], "on_prolific": self.on_prolific,
                 "adaptive": None, "too_slow": [], "patience": 10.0,
-                **standings(self._records, [(0.0, 0, 1), (60.0, 1, 0)], {})}
+                **standings(self._records, [sample(0.0, 0, 1), sample(60.0, 1, 0)], {})}
 
     def money(self, fresh=False):
         return None
@@ -283,6 +331,22 @@ def test_the_token_opens_a_session_and_participant_text_is_escaped(client):
     assert "ratings: fun 70" in client.get(worker_path()).get_data(as_text=True)
 
 
+def test_a_bots_markdown_is_shown_safely_and_a_participants_text_as_typed(client):
+    """Issue 50, item 14: bot replies showed raw markdown (`**Preheat the oven**`). Bold, lists and code are
+    rendered; HTML stays text, a link is no link; what the participant typed is shown as typed."""
+    reply = ("**Preheat the oven** to *200 C*:\n\n- flour\n- `salt`\n\n" + HOSTILE +
+             " [click](javascript:alert(1)) ![x](http://example.invalid/x.png)")
+    client.source._records[0]["turns"] = [{"speaker": "human", "text": "**my own stars**"}, {"speaker": "m", "text": reply}]
+    client.get(f"/?token={SECRET}")
+    page = client.get(worker_path()).get_data(as_text=True)
+    assert "<strong>Preheat the oven</strong>" in page and "<em>200 C</em>" in page
+    assert "<li>flour</li>" in page and "<code>salt</code>" in page
+    assert HOSTILE not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<a " not in page.split('data-testid="work"')[1] and "<img" not in page
+    assert "[click](javascript:alert(1))" in page
+    assert "<bdi>**my own stars**</bdi>" in page
+
+
 def test_the_quality_table_says_where_each_participant_stands_and_what_the_p_value_means(client):
     """Issue 40: 'pass, p-value 0.000309' was unexplained and a participant's state unknown."""
     client.get(f"/?token={SECRET}")
@@ -304,6 +368,20 @@ def test_the_overview_charts_who_is_ahead_and_says_why_there_is_no_money_panel(c
     assert 'data-criterion="not robotic"' in page and "<bdi>m</bdi> 80.0 [" in page
     assert "No money panel: this task\nruns on the mock provider" in page
     assert "<script" not in page and "<img" not in page
+
+
+def test_the_overview_reloads_by_an_http_header_the_researcher_switches_off(client):
+    """Issue 50, item 8: the page's <meta http-equiv="refresh"> is an axe-core critical violation (and a reader cannot
+    stop it). An HTTP Refresh header instead, with a link that stops it (and one that starts it again)."""
+    client.get(f"/?token={SECRET}")
+    page = client.get("/")
+    assert page.headers["Refresh"] == "5" and "http-equiv" not in page.get_data(as_text=True)
+    assert "stop reloading" in page.get_data(as_text=True)
+    assert client.get("/?refresh=off").status_code == 302
+    quiet = client.get("/")
+    assert "Refresh" not in quiet.headers and "reload every 5 s" in quiet.get_data(as_text=True)
+    client.get("/?refresh=on")
+    assert client.get("/").headers["Refresh"] == "5"
 
 
 def test_actions_need_the_form_token_and_a_confirmation_used_once(client):
@@ -429,6 +507,10 @@ def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
             worker._wait(lambda: worker.agent.get_status() == "completed")
         third = MockWorker(run, "THIRD")
         third.chat(0, 1)
+        # what the launch records every 10 s (runner.LaunchedTask.serve): a line when the counts changed
+        log = run.progress
+        assert log.path == unit_progress.log_path(run.data_dir, "lcda_test")
+        assert log.sample(1000.0) and not log.sample(1010.0)
         source = TaskSource("lcda_test", run.data_dir)
         data = source.snapshot()
         _, _, records = export_records(run, tmp_path)
@@ -438,12 +520,18 @@ def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
     # (Mephisto's unit rows still say "assigned" for the two done: only the launcher's 10 s poll updates them)
     assert (progress["done"], progress["in_flight"], progress["left"]) == (2, 1, 3)
     assert progress["active"] == ["THIRD_sandbox"]
+    # and once more as the launch stops: the third worker's unit is no longer in flight
+    first, last = unit_progress.read_log(log.path)
+    assert first == sample(1000.0, 2, 1, 3) and (last["done"], last["in_flight"]) == (2, 0)
+    # the launch's reading and this one agree: nothing to draw (the page's own loads never make a chart)
+    assert data["history_samples"] == 2 and data["progress_chart"] is None
     complete = {}
     for r in records:
         if r["type"] == "conversation" and r["status"] == "complete":
             complete[r["models"][0]] = complete.get(r["models"][0], 0) + 1
     assert {g["group"]: g["done"] for g in data["groups"]} == complete == {"qc": 2, "a": 2, "b": 2}
-    assert sum(g["in_flight"] for g in data["groups"]) == 3  # the third worker's three planned slots
+    # the third worker is with the first of their three planned slots (issue 50: all three counted)
+    assert sum(g["in_flight"] for g in data["groups"]) == 1 and sum(g["to_come"] for g in data["groups"]) == 2
     assert [(q["worker"], q["check"]) for q in data["quality"]] == [
         ("BAD_sandbox", "fail"), ("THIRD_sandbox", "-"), ("GOOD_sandbox", "pass")]
     assert data["on_prolific"] is False and source.money() is None
@@ -453,11 +541,11 @@ def test_source_reads_a_running_live_chat_task_as_the_export_does(tmp_path):
 
 
 def test_unit_status_follows_the_agent_as_mephisto_computes_it():
-    assert summary.unit_status("assigned", "completed") == "completed"
-    assert summary.unit_status("assigned", "in task") == "assigned"
-    assert summary.unit_status("assigned", "disconnect") == "launched"  # free for another worker
-    assert summary.unit_status("launched", None) == "launched"
-    assert summary.unit_status("expired", "in task") == "expired"
+    assert unit_progress.unit_status("assigned", "completed") == "completed"
+    assert unit_progress.unit_status("assigned", "in task") == "assigned"
+    assert unit_progress.unit_status("assigned", "disconnect") == "launched"  # free for another worker
+    assert unit_progress.unit_status("launched", None) == "launched"
+    assert unit_progress.unit_status("expired", "in task") == "expired"
 
 
 def test_dashboard_command_refuses_a_task_never_launched(tmp_path):

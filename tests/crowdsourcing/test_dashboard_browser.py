@@ -40,7 +40,9 @@ class DashboardLaunch(CliRun):
         self.proc = subprocess.Popen(DIALEVAL + [
             "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
             f"mephisto.architect.port={free_port()}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
-            "mephisto.blueprint.num_conversations=4", "live_chat.seed=0", "--mephisto-data", str(self.data_dir),
+            "mephisto.blueprint.num_conversations=4", "live_chat.seed=0",
+            "mephisto.blueprint.router_lab_addresses=[127.0.0.1]",  # its three participants share this machine
+            "--mephisto-data", str(self.data_dir),
             "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.router_pid, self.dashboard, end = None, None, time.time() + 180
@@ -160,6 +162,13 @@ def test_dashboard_watches_and_reviews_a_live_chat_study(tmp_path, monkeypatch):
                 take_part(browser, fake, study, CARELESS, [70, 70, 70], HOSTILE)
                 wait_for_figure(researcher, "units-done", 3)
                 assert figure(researcher, "units-left") + figure(researcher, "units-in-flight") == 1
+                # progress over time as the launch recorded it (crowdsourcing/platform/progress.py), not the page's
+                # reloads: a line whenever the counts changed, and the chart drawn from them (issue 50, item 8)
+                from parlai_dialeval.crowdsourcing.platform.progress import log_path, read_log
+
+                recorded = read_log(log_path(data, TASK))
+                assert len(recorded) >= 2 and max(r["done"] for r in recorded) >= 1, recorded
+                researcher.wait_for_selector("[data-testid=progress-chart] svg", timeout=30000)
 
                 # the careless participant is flagged, first
                 rows = researcher.locator("[data-testid=quality-row]")

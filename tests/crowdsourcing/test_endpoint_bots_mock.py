@@ -9,6 +9,7 @@ from parlai.agents.repeat_query.repeat_query import RepeatQueryAgent
 
 import parlai_dialeval  # noqa: F401  (Python 3.11 fix before mephisto)
 from parlai_dialeval.crowdsourcing.platform import runner
+from parlai_dialeval.crowdsourcing.platform.speed import PROBE_REPLIES
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 from parlai_dialeval.testing.ports import free_port
@@ -41,9 +42,9 @@ ZOO_VERSIONS = {"blender_90M": "v1.0", "blender_3B": "v1.0"}  # parlai/zoo/blend
 
 @pytest.fixture
 def fake(monkeypatch):
-    # model-b answers the launch ping and timing reply, then fails three times: one turn's requests with max_retries 2
+    # model-b answers the launch ping and timing replies, then fails three times: one turn's requests with max_retries 2
     with FakeOpenAI({"model-a": {"latency": 0.05},
-                     "model-b": {"latency": 0.05, "faults": ["500"] * 3, "faults_after": 2}}) as fake:
+                     "model-b": {"latency": 0.05, "faults": ["500"] * 3, "faults_after": 1 + PROBE_REPLIES}}) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         yield fake
 
@@ -121,13 +122,14 @@ def test_live_chat_endpoints_costs_in_meta_and_a_500_bot_ends_only_its_conversat
     last = fake.requests_for("model-a")[-1]["messages"]
     assert last[0]["role"] == "system" and last[0]["content"].endswith("jazz") and len(last) == 4
     assert bot_turns[1]["meta"]["prompt_tokens"] == sum(len(m["content"].split()) for m in last)
-    assert len(fake.requests_for("model-b")) == 2 + 3  # the ping and the timing reply, then one turn's three attempts
+    # the ping and the timing replies, then one turn's three attempts
+    assert len(fake.requests_for("model-b")) == 1 + PROBE_REPLIES + 3
     assert set(data.ratings["model"]) == {"model_a", "qc"}
 
 
 def test_live_chat_streams_and_a_stream_breaking_mid_reply_fails_with_its_partial_text(tmp_path, monkeypatch):
-    # model-b answers the launch ping and timing reply, then its reply's stream breaks off after half of its words
-    script = {"model-a": {"chunk_delay": 0.02}, "model-b": {"faults": ["break"], "faults_after": 2,
+    # model-b answers the launch ping and timing replies, then its reply's stream breaks off after half of its words
+    script = {"model-a": {"chunk_delay": 0.02}, "model-b": {"faults": ["break"], "faults_after": 1 + PROBE_REPLIES,
                                                             "replies": ["one two three four five six"]}}
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from parlai_dialeval.crowdsourcing.platform.speed import PROBE_REPLIES
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 from parlai_dialeval.testing.ports import free_port
 
@@ -30,7 +31,9 @@ def say(page, text) -> str:
 
 def test_endpoint_bots_in_a_real_hit(tmp_path, monkeypatch):
     require_chromium()
-    script = {"model-a": {"latency": 0.2}, "model-b": {"latency": 0.2, "faults": ["500"] * 3, "faults_after": 2}}
+    # model_b answers the launch's ping and its timed replies (speed.PROBE_REPLIES), then fails three times in the chat
+    script = {"model-a": {"latency": 0.2},
+              "model-b": {"latency": 0.2, "faults": ["500"] * 3, "faults_after": 1 + PROBE_REPLIES}}
     with FakeOpenAI(script) as fake:
         monkeypatch.setenv("DIALEVAL_BASE_URL", fake.base_url)
         run = CliRun("live_chat_da", tmp_path, [

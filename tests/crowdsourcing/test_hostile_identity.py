@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import socket
 import time
 from collections import Counter
 
 import httpx
 import pytest
+
+from parlai_dialeval.testing.ports import free_port
 
 from .page_client import PageClient
 from .protocol_harness import CliRun
@@ -29,11 +30,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 ATTACKER = "127.0.0.2"  # another source address on the loopback
 INPUTS = 2
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def launch(tmp_path, task: str, units: int, *extra: str) -> tuple[CliRun, int]:

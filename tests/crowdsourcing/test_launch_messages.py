@@ -11,6 +11,7 @@ from parlai_dialeval.crowdsourcing.platform.config import compose
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.testing.ports import free_port
 
 from .protocol_harness import DIALEVAL
 
@@ -77,13 +78,9 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path):
 def test_launch_ends_with_one_banner_and_keeps_the_libraries_chatter_in_its_log(tmp_path):
     """Issue 40 item 2: the terminal had ten `Mock task launched: ...worker_id=x` lines, three copies of a
     `trivia.yml ... skipped` warning and the router's lines around the one URL to open."""
-    import socket
-
     from .protocol_harness import CliRun
 
-    with socket.socket() as sock:  # a free port, taken at run time
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     run = CliRun("live_chat_da", tmp_path, [f"mephisto.architect.port={port}"], real_process=True)
     try:
         terminal = run.terminal()

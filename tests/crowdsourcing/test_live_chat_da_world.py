@@ -249,17 +249,13 @@ def test_a_worker_who_disconnects_is_counted_as_not_finishing_not_as_failing(tmp
     """Issue 40 item 1 end to end: W1 finishes and submits, W2 rates one chat and disconnects. The report,
     workers.csv and the dashboard count W2 as not having submitted; before, the report said "2 workers
     submitted 2 assignments ... 1 workers (50.0%) passed" and workers.csv had W2 failing."""
-    import socket
-
     import pandas as pd
 
     from parlai_dialeval.crowdsourcing.live_chat_da.quality import worker_checks
     from parlai_dialeval.dashboard import summary
     from parlai_dialeval.scripts.analyze_live_chat import run_analysis
 
-    with socket.socket() as sock:  # a free port, taken at run time
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     run = launch(tmp_path, port, {"qc": ECHO, "a": ECHO, "b": ECHO, "c": ECHO}, min_inputs=1)
     try:
         finisher, leaver = MockWorker(run, "W1"), MockWorker(run, "W2")

@@ -1,6 +1,7 @@
 """The load generator of issue 32 at a tiny scale, so that it cannot rot: benchmarks/bench_load.py runs 2
-live-chat participants split over two servers (``--servers 2``: one each) and 1 PW-Turn participant
-(onboarding included, one server) through the real routers and servers, against the fake endpoint, at a
+live-chat participants split over two servers (``--servers 2``: one each), 1 PW-Turn participant
+(onboarding included, one server), each from an address of its own, and 2 live-chat participants behind one
+address (``--lab 2``, named as the lab's) through the real routers and servers, against the fake endpoint, at a
 twentieth of human pace. Every message the server confirmed must be in the
 export, every HIT done, no unit exported twice, and the platform's latency measured for every action.
 """
@@ -28,12 +29,15 @@ def test_tiny_ramp_loses_nothing(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/bench_load.py"), "--live", "2", "--pw-turn", "1", "--baseline", "0",
          "--inputs", "2", "--turns", "2", "--pace", "0.05", "--abandon", "0", "--arrival", "1", "--duration", "150",
-         "--servers", "2", "--out", str(rows_file)],  # free ports for both servers and the fake bots
-        capture_output=True, text=True, timeout=400)
+         "--servers", "2", "--lab", "2", "--out", str(rows_file)],  # free ports for both servers and the fake bots
+        capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = {row["task"]: row for row in map(json.loads, rows_file.read_text().splitlines())}
-    assert set(rows) == {"live_chat", "pw_turn"}
-    live, pw = rows["live_chat"], rows["pw_turn"]
+    rows = {(row["task"], row["addresses"]): row for row in map(json.loads, rows_file.read_text().splitlines())}
+    assert set(rows) == {("live_chat", "one each"), ("pw_turn", "one each"), ("live_chat", "one (the lab's)")}
+    live, pw, lab = rows["live_chat", "one each"], rows["pw_turn", "one each"], rows["live_chat", "one (the lab's)"]
+    # every participant placed and every finished HIT handed in; the lab's two behind one address too
+    assert [(row["placed"], row["submits_refused"]) for row in (live, pw, lab)] == [(2, 0), (1, 0), (2, 0)]
+    assert (lab["done"], lab["lost"]) == (2, 0), lab
     # one live-chat participant on each server (each on a router of its own), both servers exported:
     # 3 complete conversations per HIT
     assert (live["servers"], pw["servers"], live["complete_convs"]) == (2, 1, 6), (live, pw)

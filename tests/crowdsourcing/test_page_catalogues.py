@@ -14,7 +14,7 @@ from parlai_dialeval.crowdsourcing.platform.registry import get_task
 
 I18N = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "src" / "i18n"
 EN = json.loads((I18N / "en.json").read_text())
-TASKS = ["live_chat_da", "sm_eval", "pw_turn", "acute", "ab_next_utterance", "scale_designs"]
+TASKS = ["live_chat_da", "sm_eval", "pw_turn", "acute", "ab_next_utterance", "scale_designs", "arena"]
 
 
 def placeholders(text) -> set[str]:
@@ -35,6 +35,7 @@ def server_key(text: str) -> str | None:
 def server_texts() -> list[str]:
     """Every text the Python side shows a participant, as it sends it (values filled in where it fills them)."""
     from parlai_dialeval.crowdsourcing.ab_next_utterance.protocol import QUESTION
+    from parlai_dialeval.crowdsourcing.arena import protocol as arena, worlds as arena_worlds
     from parlai_dialeval.crowdsourcing.acute.protocol import QUESTIONS as ACUTE_QUESTIONS
     from parlai_dialeval.crowdsourcing.live_chat_da import protocol as live_chat, worlds as live_chat_worlds
     from parlai_dialeval.crowdsourcing.live_chat_da.criteria import STATEMENTS
@@ -53,7 +54,12 @@ def server_texts() -> list[str]:
             sm_eval_worlds.RATE_ALL, pw_turn_worlds.CHOOSE_EVERY, pw_turn_worlds.LAST_TRY, pw_turn_worlds.CHOOSE_WHY,
             *sm_eval.TURN_LABELS.values(), sm_eval.LIKERT_PROMPT, *sm_eval.LIKERT_QUESTIONS.values(),
             *PW_QUESTIONS.values(), *ACUTE_QUESTIONS.values(), QUESTION, *CRITERION_QUESTIONS.values(),
-            *PRIOR_EXPERIENCE_QUESTIONS.values(), *STATEMENTS]
+            *PRIOR_EXPERIENCE_QUESTIONS.values(), *STATEMENTS,
+            arena.NO_NEW_BATTLE, arena.TURNS_DONE.format(turns=3), arena.VOTE_FIRST, arena.REPLIES_FIRST,
+            arena.CHOOSE_ONE, arena.NOTHING_TO_END, arena.LAST_VOTE_FIRST, arena.MORE_BATTLES.format(minimum=3),
+            arena_worlds.BATTLE_FAILED, arena_worlds.CERTIFIED, arena_worlds.ALL_BATTLES.format(battles=10),
+            arena_worlds.WRITE_FIRST, arena_worlds.UNREADABLE_ACTION, arena_worlds.SAME_PROMPT_MINE,
+            arena_worlds.SAME_PROMPT_STUDY]
 
 
 @pytest.mark.parametrize("language", sorted(path.stem for path in I18N.glob("*.json") if path.stem != "en"))
@@ -82,7 +88,7 @@ def test_every_task_takes_the_studys_language(task):
     from parlai_dialeval.crowdsourcing.platform.config import compose
 
     spec = get_task(task)
-    section = next(name for name in ("live_chat", "sm_eval", "pw_turn", "acute", "ab", "scale_designs")
+    section = next(name for name in ("live_chat", "sm_eval", "pw_turn", "acute", "ab", "scale_designs", "arena")
                    if name in compose(spec))
     assert compose(spec, [f"{section}.language=he"])[section]["language"] == "he"
     assert compose(spec)[section]["language"] == "en"

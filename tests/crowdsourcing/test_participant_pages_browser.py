@@ -2,7 +2,8 @@
 completes a live-chat HIT in headless Chromium at a person's pace: the task comes before the instructions, nothing scrolls sideways, axe-core
 finds no serious or critical violation on any screen, Enter pressed twice sends one message, the go-on
 note shows once the minimum is typed, the conversation can be reread while rating, every slider says
-whether it was moved, and the last screen says what happens next. The export holds what was typed."""
+whether it was moved (with no arrow keys to mention on a phone), and the last screen says what happens next (and,
+once sent, no longer asks for the press). The export holds what was typed."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (SMALL_PHONE, CliRun, chromium_page, look_at, pause, rate_this_chatbot, require_chromium,
-                               submit_hit, tab_to)
+from .protocol_harness import (SMALL_PHONE, CliRun, chromium_page, look_at, pause, require_chromium,
+                               set_slider, start_live_chat, submit_hit, tab_to)
 
 FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
 
@@ -71,7 +72,8 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
                 sliders = page.locator("[data-testid=rating-form] input[type=range]")
                 assert sliders.count() == 7
                 for k in range(7):
-                    assert page.inner_text(f"[data-testid=slider-state-{k}]").startswith("Not answered yet")
+                    hint = page.inner_text(f"[data-testid=slider-state-{k}]")
+                    assert hint.startswith("Not answered yet") and "arrow keys" not in hint  # a phone has none
                     tab_to(page, f"#slider-{k}")
                     page.keyboard.press("ArrowRight")
                     assert page.inner_text(f"[data-testid=slider-state-{k}]") == "Your answer: 51 of 100"
@@ -90,6 +92,7 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
             tab_to(page, "[data-testid=submit-hit]")
             page.keyboard.press("Enter")
             assert "You can close this tab now" in page.inner_text("[data-testid=after-submit]")
+            assert "Press the button" not in page.inner_text("[data-testid=submit-panel]")  # sent: nothing to press
         run.proc.wait(120)  # one unit: the run ends by itself once it is submitted
     finally:
         run.stop()
@@ -109,22 +112,26 @@ def test_live_chat_on_a_phone_by_keyboard_alone(tmp_path):
 @pytest.mark.timeout(420)
 def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
     """The study's language is Hebrew (live_chat.language=he, the shipped right-to-left catalogue): the page's
-    words come from it, the page runs right to left (the participant's bubbles on the left, the chatbot's on
-    the right), an English message keeps its own direction, and a participant completes the HIT."""
+    words come from it, the page runs right to left (text aligned to the right, each attitude radio beside its
+    answer rather than on its first letter: issue 50, item 12; the participant's bubbles on the left, the chatbot's
+    on the right), an English message keeps its own direction, and a participant completes the HIT, every screen
+    looked at on a desktop and a phone (look_at). A second participant is mid-chat when the researcher stops the
+    study: their page says so in Hebrew, in the catalogue's words, not Mephisto's English (issue 50, item 11)."""
     require_chromium()
     he = json.loads((FRONTEND / "src" / "i18n" / "he.json").read_text())
     run = CliRun("live_chat_da", tmp_path, [
         f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_hebrew",
-        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.num_slots=3",
+        "mephisto.blueprint.num_conversations=2", "live_chat.seed=0", "live_chat.num_slots=3",
         "live_chat.min_inputs=1", "live_chat.language=he"])
     try:
-        with chromium_page(tmp_path) as page:
+        with chromium_page(tmp_path / "first", phone=True) as page:  # touch: the slider hints of a phone
             page.goto(run.worker_url("hebrew_worker"))
             for slot in range(3):
                 page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
                 assert page.evaluate("[document.documentElement.dir, document.documentElement.lang]") == ["rtl", "he"]
                 assert page.inner_text("label[for=topic-input]") == he["live_chat.topic_question"]
                 if slot == 0:
+                    assert page.evaluate("getComputedStyle(document.querySelector('legend')).textAlign") == "right"
                     look_at(page, "live_chat_topic_hebrew")
                 page.fill("#topic-input", "גינון")
                 page.check("#attitude-like")
@@ -141,17 +148,43 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
                     assert page.locator(".dialeval-msg-self bdi").first.inner_text() == "What grows well in the shade?"
                     assert he["live_chat.go_on"] in page.inner_text("[data-testid=may-go-on]")
                     look_at(page, "live_chat_chat_hebrew")
-                rate_this_chatbot(page, 30)
+                page.click("[data-testid=next-chatbot]")
+                page.wait_for_selector("[data-testid=rating-form]")
+                if slot == 0:
+                    statement = page.locator(".dialeval-statement").first
+                    assert statement.evaluate("e => getComputedStyle(e).textAlign") == "right"
+                    look_at(page, "live_chat_rating_hebrew")
+                sliders = page.locator("[data-testid=rating-form] input[type=range]")
+                for k in range(sliders.count()):
+                    set_slider(sliders.nth(k), 30)
+                page.click("[data-testid=submit-ratings]")
             page.wait_for_selector("[data-testid=feedback-form]")
+            look_at(page, "live_chat_feedback_hebrew")
             page.click("[data-testid=send-feedback]")
+            page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
+            look_at(page, "live_chat_done_hebrew")
             submit_hit(page)
-        run.proc.wait(120)
+            panel = page.inner_text("[data-testid=submit-panel]")
+            assert he["submit.sent"] in panel and he["submit.press"] not in panel  # issue 50, item 14
+        with chromium_page(tmp_path / "second") as page:
+            page.goto(run.worker_url("stopped_worker"))
+            start_live_chat(page, "גינון")
+            page.fill(".response-text-input", "שלום")
+            page.click(".submit-response")
+            page.wait_for_selector(".dialeval-msg-other", timeout=60000)
+            run.stop()  # the researcher stops the study (Ctrl-C twice) while this participant chats
+            ended = page.wait_for_selector("[data-testid=inactive]", timeout=30000).inner_text()
+            assert ended == he["ended.stopped"]
+            look_at(page, "live_chat_ended_hebrew")
     finally:
         run.stop()
     out = tmp_path / "out.jsonl"
     run.export("lcda_hebrew", out)
     convs = [r for line in out.read_text().splitlines() for r in [json.loads(line)] if r["type"] == "conversation"]
-    assert [c["status"] for c in convs] == ["complete"] * 3 and {c["topic"] for c in convs} == {"גינון"}
+    done = [c for c in convs if c["worker_id"] == "hebrew_worker_sandbox"]
+    assert [c["status"] for c in done] == ["complete"] * 3 and {c["topic"] for c in done} == {"גינון"}
+    stopped = [c for c in convs if c["worker_id"] == "stopped_worker_sandbox"]
+    assert [t["text"] for c in stopped for t in c["turns"] if t["speaker"] == "human"] == ["שלום"]  # kept
 
 
 def test_a_language_without_a_catalogue_is_refused_with_the_ones_there_are():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificAuthError, ProlificClient, ProlificNotFound,
+from parlai_dialeval.providers.prolific.api import (ProlificAuthError, ProlificClient, ProlificNotFound,
                                                     ProlificRateLimited, ProlificServerError, to_major, to_minor)
 
 from .prolific_harness import TOKEN
@@ -33,17 +33,23 @@ def test_retries_wait_as_retry_after_says_and_stop(fake):  # noqa: F811
     sleeps.clear()
     fake.inject(429, 10, path="workspaces", retry_after=1)
     with pytest.raises(ProlificRateLimited, match="still rate limited after 3 retries"):
-        client.results("workspaces/")
+        client.workspaces()
     assert sleeps == [1.0, 1.0, 1.0]  # bounded: max_retries waits, then the error
 
 
 def test_calls_that_may_have_done_their_work_are_not_retried_on_5xx(fake):  # noqa: F811
+    """Paying bonuses and sending a message are not idempotent (endpoints.py: retried on 429 only); a read asked
+    not to wait is not retried either."""
     sleeps = []
     client = _client(fake, sleeps)
-    fake.inject(500, 1, path="study-cost-calculator")
+    fake.inject(500, 2, path="bulk-bonus-payments|messages")
     with pytest.raises(ProlificServerError, match="HTTP 500"):
-        client.call("POST", "study-cost-calculator/", json={"reward": 100, "total_available_places": 1},
-                    retry=RETRY_ON_429)
+        client.pay_bonuses("bon0001deadbeef")
+    with pytest.raises(ProlificServerError, match="HTTP 500"):
+        client.send_message("PID_1", "stu0001deadbeef", "Thank you")
+    fake.inject(503, 1, path="submissions/")
+    with pytest.raises(ProlificServerError, match="HTTP 503"):
+        client.submission("sub0001deadbeef", retry=frozenset())
     assert sleeps == []
 
 

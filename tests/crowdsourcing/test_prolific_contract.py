@@ -9,14 +9,15 @@ null or ``meta.count`` items are read; a client reading only the first page, or 
 fails ``check_pagination`` and the contract."""
 from __future__ import annotations
 
-import re
+import dataclasses
+import time
 
 import pytest
 
-from parlai_dialeval.providers.prolific import api
+from parlai_dialeval.providers.prolific import endpoints
 from parlai_dialeval.providers.prolific.api import ProlificClient
 from parlai_dialeval.providers.prolific.fake import API, PAGE_SIZE, ApiError
-from parlai_dialeval.providers.prolific.study import find_or_create
+from parlai_dialeval.providers.prolific.study import find_or_create_project
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_contract import ENDPOINTS, endpoint, problems, violations
@@ -33,9 +34,9 @@ def _client(fake, cls=ProlificClient):  # noqa: F811
 def _study(fake, places: int = 50) -> dict:  # noqa: F811
     """A published study on the fake, made through the client."""
     client = _client(fake)
-    ws = client.results("workspaces/")[0]["id"]
-    project = client.call("POST", f"workspaces/{ws}/projects/", json={"title": "contract"})["id"]
-    study = client.call("POST", "studies/", json={
+    ws = client.workspaces()[0]["id"]
+    project = client.create_project(ws, "contract")["id"]
+    study = client.create_study({
         "project": project, "name": "Rate replies", "internal_name": "contract", "description": "Rate replies",
         "external_study_url": "https://task.example/?PROLIFIC_PID={{%PROLIFIC_PID%}}",
         "prolific_id_option": "url_parameters", "completion_option": "code",
@@ -43,16 +44,48 @@ def _study(fake, places: int = 50) -> dict:  # noqa: F811
                               "actions": [{"action": "MANUALLY_REVIEW"}]}],
         "total_available_places": places, "estimated_completion_time": 10, "reward": 250,
         "submissions_config": {"max_submissions_per_participant": 1}})
-    client.call("POST", f"studies/{study['id']}/transition/", json={"action": "PUBLISH"})
+    client.transition_study(study["id"], "PUBLISH")
     return dict(study, workspace=ws)
 
 
 def _submit(fake, study_id: str, pid: str) -> str:  # noqa: F811
     with fake.state.lock:
         _, sub = fake.state.start(study_id, pid)
-    _client(fake).call("POST", f"submissions/{sub['id']}/transition/",  # our server completes it
-                       json={"action": "COMPLETE", "completion_code": CODE})
+    _client(fake).transition_submission(sub["id"], "COMPLETE", completion_code=CODE)  # our server completes it
     return sub["id"]
+
+
+def drive_hooks(client, ws: str) -> None:
+    """Every webhook endpoint once: a secret, a subscription created, confirmed with its X-Hook-Secret, listed
+    and deleted (nothing listens at its address: no event is sent between)."""
+    assert client.hook_secrets(ws) == []
+    secret = client.create_hook_secret(ws)
+    assert client.hook_secrets(ws) == [secret]
+    hook, hook_secret = client.create_hook_subscription(ws, "submission.status.change", "https://lab.example/hooks")
+    assert hook_secret and hook["is_enabled"] is False
+    assert client.confirm_hook_subscription(hook["id"], hook_secret)["is_enabled"] is True
+    assert [h["id"] for h in client.hook_subscriptions(ws)] == [hook["id"]]
+    client.delete_hook_subscription(hook["id"])
+
+
+def test_the_client_has_one_method_per_endpoint():
+    """Every row of the endpoint table is a method of the client of the same name and a handler of the fake;
+    the client has no other public method that calls Prolific, and no path is written outside the table."""
+    import inspect
+    import pathlib
+    import re as regex
+
+    from parlai_dialeval.providers.prolific.fake import FakeProlificState
+
+    public = {n for n, _ in inspect.getmembers(ProlificClient, inspect.isfunction) if not n.startswith("_")}
+    assert public - {"send", "call", "results", "close"} == set(endpoints.ENDPOINTS)
+    assert all(callable(getattr(FakeProlificState, f"api_{name}", None)) for name in endpoints.ENDPOINTS)
+    package = pathlib.Path(endpoints.__file__).parent
+    paths = regex.compile(r"[\"'](?:studies|submissions|participant-groups|workspaces|projects|hooks|messages|"
+                          r"bulk-bonus-payments|users|study-cost-calculator)/")
+    written = [f"{f.relative_to(package)}: {line.strip()}" for f in package.rglob("*.py") if f.name != "endpoints.py"
+               for line in f.read_text().splitlines() if paths.search(line) and not line.lstrip().startswith("#")]
+    assert written == []
 
 
 def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F811
@@ -61,30 +94,31 @@ def test_every_endpoint_we_use_fits_the_contract_on_both_sides(fake):  # noqa: F
     study = _study(fake)
     ws = study["workspace"]
     client.balance(ws)
-    assert [p["title"] for p in client.results(f"workspaces/{ws}/projects/")] == ["contract"]
+    assert [p["title"] for p in client.projects(ws)] == ["contract"]
     assert isinstance(client.cost(250, 3), int)
-    client.call("PATCH", f"studies/{study['id']}/", json={"total_available_places": 60})
-    client.results(f"projects/{study['project']}/studies/")
+    client.update_study(study["id"], {"total_available_places": 60})
+    client.project_studies(study["project"])
     first, second = _submit(fake, study["id"], "PID_1"), _submit(fake, study["id"], "PID_2")
     assert {s["id"] for s in client.submissions(study["id"])} == {first, second}
     client.transition_submission(first, "APPROVE")
     client.transition_submission(second, "REJECT", "x" * 120, "LOW_EFFORT")
-    setup = client.call("POST", "submissions/bonus-payments/",
-                        json={"study_id": study["id"], "csv_bonuses": "PID_1,0.50\n"})
-    client.call("POST", f"bulk-bonus-payments/{setup['id']}/pay/")
+    setup = client.set_up_bonuses(study["id"], "PID_1,0.50\n")
+    client.pay_bonuses(setup["id"])
     assert client.submission(first)["bonus_payments"]
-    group = client.call("POST", "participant-groups/", json={"workspace_id": ws, "name": "blocked"})
-    client.call("POST", f"participant-groups/{group['id']}/participants/", json={"participant_ids": ["PID_2"]})
-    client.call("GET", f"participant-groups/{group['id']}/participants/")
-    client.call("DELETE", f"participant-groups/{group['id']}/participants/", json={"participant_ids": ["PID_2"]})
+    group = client.create_group(ws, "blocked")
+    client.add_members(group["id"], ["PID_2"])
+    client.members(group["id"])
+    client.remove_members(group["id"], ["PID_2"])
     assert client.study(study["id"])["total_available_places"] == 60
     client.groups(ws)
-    client.call("DELETE", f"participant-groups/{group['id']}/")
-    client.call("POST", f"studies/{study['id']}/transition/", json={"action": "STOP"})
-    draft = client.call("POST", "studies/", json={k: v for k, v in fake.state.studies[study["id"]].items()
-                                                  if k not in ("id", "status")})
-    client.call("DELETE", f"studies/{draft['id']}/")
-    client.call("POST", "workspaces/", json={"title": "second"})
+    client.send_message("PID_1", study["id"], "Thank you for rating so carefully.")
+    assert client.demographic_export(study["id"]).startswith("Submission id,Participant id,")
+    drive_hooks(client, ws)
+    client.delete_group(group["id"])
+    client.transition_study(study["id"], "STOP")
+    draft = client.create_study({k: v for k, v in fake.state.studies[study["id"]].items() if k not in ("id", "status")})
+    client.delete_study(draft["id"])
+    client.create_workspace("second")
     assert violations(fake.state.calls) == []
     used = {(e.method, e.path) for e in (endpoint(c["method"], c["path"]) for c in fake.state.calls)}
     # the whole contract was driven
@@ -129,8 +163,7 @@ def test_complete_needs_a_researcher_code_of_the_study(fake):  # noqa: F811
         fake.state.studies[study["id"]]["completion_codes"].append(participant_code)
     for code in ("NOTOURS", "BYHAND"):
         with pytest.raises(ProlificError):
-            client.call("POST", f"submissions/{sub['id']}/transition/",
-                        json={"action": "COMPLETE", "completion_code": code}, retry=frozenset())
+            client.transition_submission(sub["id"], "COMPLETE", completion_code=code)
     assert fake.state.submissions[sub["id"]]["status"] == "ACTIVE"
     _submit(fake, study["id"], "PID_S")  # the study's own (researcher) code completes
 
@@ -147,13 +180,13 @@ def test_the_contract_catches_what_either_side_invents(monkeypatch):
 def _invented(fake, monkeypatch) -> str:  # noqa: F811
     client = _client(fake)
     state = type(fake.state)
-    answer = state.api_post_study_cost_calculator
-    monkeypatch.setattr(state, "api_post_study_cost_calculator",
+    answer = state.api_cost
+    monkeypatch.setattr(state, "api_cost",
                         lambda self, query, body: dict(answer(self, query, body), rewards=1, fees=1, vat=0))
     client.cost(250, 3)  # the fields our old preflight read, which Prolific does not send
     with pytest.raises(Exception):
-        client.call("POST", "study-cost-calculator/", json={"reward": 2.5, "total_available_places": 3})
-    client.call("GET", "users/me/", params={"verbose": 1})
+        client.call("cost", json={"reward": 2.5, "total_available_places": 3})
+    client.call("me", params={"verbose": 1})
     return "\n".join(violations(fake.state.calls))
 
 
@@ -167,24 +200,24 @@ def check_pagination(client, fake) -> None:  # noqa: F811
         for k in range(22):
             fake.state.add_workspace(f"lab {k}")
         for k in range(23):
-            fake.state.api_post_workspaces_X_projects(ws, {}, {"title": f"project {k}"})
-        fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "dialeval"})  # on the second page
-        dead = fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": "dialeval_blocked"})[1]
-        fake.state.api_delete_participant_groups_X(dead["id"], {}, {})  # soft-deleted: still listed without `active`
+            fake.state.api_create_project(ws, {}, {"title": f"project {k}"})
+        fake.state.api_create_project(ws, {}, {"title": "dialeval"})  # on the second page
+        dead = fake.state.api_create_group({}, {"workspace_id": ws, "name": "dialeval_blocked"})
+        fake.state.api_delete_group(dead["id"], {}, {})  # soft-deleted: still listed without `active`
         for k in range(24):
-            fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": f"group {k}"})
-        live = fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": "dialeval_blocked"})[1]
-        fake.state.api_post_studies({}, dict(fake.state.studies[study["id"]], internal_name="second"))
+            fake.state.api_create_group({}, {"workspace_id": ws, "name": f"group {k}"})
+        live = fake.state.api_create_group({}, {"workspace_id": ws, "name": "dialeval_blocked"})
+        fake.state.api_create_study({}, dict(fake.state.studies[study["id"]], internal_name="second"))
         for k in range(21):
-            fake.state.api_post_studies({}, dict(fake.state.studies[study["id"]], internal_name=f"other {k}"))
+            fake.state.api_create_study({}, dict(fake.state.studies[study["id"]], internal_name=f"other {k}"))
     assert {s["id"] for s in client.submissions(study["id"])} == subs
-    assert len(client.results("workspaces/")) == 23
-    assert len(client.results(f"workspaces/{ws}/projects/")) == 25
-    assert len(client.results(f"projects/{project}/studies/")) == 23
+    assert len(client.workspaces()) == 23
+    assert len(client.projects(ws)) == 25
+    assert len(client.project_studies(project)) == 23
     groups = client.groups(ws)
     assert len(groups) == 25 and [g["id"] for g in groups if g["name"] == "dialeval_blocked"] == [live["id"]]
     posts = len([c for c in fake.state.calls if c["method"] == "POST"])
-    assert find_or_create(client, f"workspaces/{ws}/projects/", {"title": "dialeval"}, "title", "dialeval") == [
+    assert find_or_create_project(client, ws, "dialeval") == [
         p["id"] for p in fake.state.projects.values() if p["title"] == "dialeval"][0]
     assert len([c for c in fake.state.calls if c["method"] == "POST"]) == posts  # found, not created again
 
@@ -196,7 +229,7 @@ def test_every_list_read_follows_the_pages(fake):  # noqa: F811
 
 def _list(fake, path: str, **query) -> dict:  # noqa: F811
     """A list's answer straight from the fake's state (not logged: a wrong query would fail the fixture)."""
-    return fake.state.handle("GET", API + path, {k: [str(v)] for k, v in query.items()}, {}, TOKEN)
+    return fake.state.handle("GET", API + path, {k: [str(v)] for k, v in query.items()}, {}, TOKEN)[1]
 
 
 def test_each_list_pages_its_own_way_and_ignores_the_other_way(fake):  # noqa: F811
@@ -222,24 +255,22 @@ def test_each_list_pages_its_own_way_and_ignores_the_other_way(fake):  # noqa: F
     assert _list(fake, "workspaces/", offset=99)["results"] == []  # past the end: empty, not a 404
 
 
-LISTS = ["workspaces/", "workspaces/{ws}/projects/", "participant-groups/", "submissions/",
-         "projects/{project}/studies/"]
+LISTS = ["workspaces", "projects", "groups", "submissions", "project_studies"]
 
 
 @pytest.mark.parametrize("wrong", LISTS)
 def test_a_list_read_with_the_wrong_scheme_fails_the_contract(wrong, monkeypatch):
-    """One list paged the other way (page/page_size where Prolific takes limit/offset, or the reverse):
-    items past the first page are lost (the same page comes back) and the request breaks the contract."""
-    offset_paged = {"workspaces/", "workspaces/{ws}/projects/", "participant-groups/"}
-    flipped = offset_paged ^ {wrong}
-    pattern = "|".join(p.replace("{ws}", "[^/]+").replace("{project}", "[^/]+") for p in flipped)
-    monkeypatch.setattr(api, "OFFSET_PAGED", re.compile(pattern))
+    """One list paged the other way by our client (page/page_size where Prolific takes limit/offset, or the
+    reverse; the fake pages as the table says): items past the first page are lost (the same page comes back)
+    and the request breaks the contract, which the table's own rows are held to."""
+    row = endpoints.ENDPOINTS[wrong]
+    flipped = dataclasses.replace(row, paging="page" if row.paging == "offset" else "offset")
+    monkeypatch.setattr(ProlificClient, "endpoints", {**endpoints.ENDPOINTS, wrong: flipped})
     with fake_prolific() as server:  # its own fake: the fixture's would fail on the violations made here
         with pytest.raises(AssertionError):
             check_pagination(_client(server), server)
         found = violations(server.state.calls)
-    scheme = "page" if wrong in offset_paged else "offset"  # what the wrong client sends
-    assert any(f"query '{scheme}' not taken" in line for line in found), found
+    assert any(f"query '{flipped.paging}' not taken" in line for line in found), found
 
 
 @pytest.mark.slow
@@ -251,13 +282,13 @@ def test_launch_finds_workspace_project_and_block_group_on_later_pages(tmp_path,
             fake.state.add_workspace(f"lab {k}")
         ws = fake.state.add_workspace("Our lab", balance=100_000)["id"]
         for k in range(21):
-            fake.state.api_post_workspaces_X_projects(ws, {}, {"title": f"project {k}"})
-        project = fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "dialeval"})[1]["id"]
-        dead = fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": "dialeval_blocked"})[1]
-        fake.state.api_delete_participant_groups_X(dead["id"], {}, {})
+            fake.state.api_create_project(ws, {}, {"title": f"project {k}"})
+        project = fake.state.api_create_project(ws, {}, {"title": "dialeval"})["id"]
+        dead = fake.state.api_create_group({}, {"workspace_id": ws, "name": "dialeval_blocked"})
+        fake.state.api_delete_group(dead["id"], {}, {})
         for k in range(21):
-            fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": f"group {k}"})
-        group = fake.state.api_post_participant_groups({}, {"workspace_id": ws, "name": "dialeval_blocked"})[1]["id"]
+            fake.state.api_create_group({}, {"workspace_id": ws, "name": f"group {k}"})
+        group = fake.state.api_create_group({}, {"workspace_id": ws, "name": "dialeval_blocked"})["id"]
     items = scale_items(tmp_path / "items.jsonl", 2)
     run = ProlificMockRun("scale_designs", data, free_port(), fake, [*scale_overrides(items, "sd_pages"),
                                                               "mephisto.provider.workspace=Our lab",
@@ -271,3 +302,52 @@ def test_launch_finds_workspace_project_and_block_group_on_later_pages(tmp_path,
         assert [g["name"] for g in fake.state.groups.values()].count("dialeval_blocked") == 2  # none created
     finally:
         run.shutdown()
+
+
+def test_every_event_the_fake_sends_fits_the_contract_and_the_contract_catches_a_wrong_one():
+    """Webhook events (docs "Receiving", "Verifying", "Idempotency and the X-Event-ID header", "Handling event
+    order with X-Timestamp"): what the fake sends to a subscriber is held to the contract like every answer, and
+    an event with a header missing, a status Prolific never gives or a field it never sends is caught."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from .prolific_contract import event_problems
+
+    class Listener(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            return
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        with fake_prolific() as server:
+            client = _client(server)
+            study = _study(server)
+            client.create_hook_secret(study["workspace"])
+            hook, hook_secret = client.create_hook_subscription(
+                study["workspace"], "submission.status.change", f"http://127.0.0.1:{listener.server_port}/")
+            client.confirm_hook_subscription(hook["id"], hook_secret)
+            sub = _submit(server, study["id"], "PID_1")  # started, then completed: two events
+            with server.state.lock:
+                server.state.set_status(server.state.submissions[sub], "RETURNED")
+            deadline = time.monotonic() + 10
+            while len([d for d in server.state.deliveries if d["status"] == 200]) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            delivered = list(server.state.deliveries)
+            assert violations(server.state.calls, delivered) == []
+    finally:
+        listener.shutdown()
+    statuses = [json.loads(d["body"])["status"] for d in delivered if d["status"] == 200]
+    assert statuses == ["ACTIVE", "AWAITING REVIEW", "RETURNED"]
+    good = delivered[-1]
+    no_id = dict(good, headers={k: v for k, v in good["headers"].items() if k != "X-Event-ID"})
+    assert event_problems(no_id) == ["event: header X-Event-ID is missing"]
+    wrong = dict(good, body=json.dumps(dict(json.loads(good["body"]), status="GONE", study_id="x")))
+    assert event_problems(wrong) == ["event: field 'study_id' is not in the contract",
+                                     "event: status 'GONE' is not a submission status"]

@@ -24,13 +24,13 @@ def _published(fake, places: int = 3) -> dict:  # noqa: F811
     st = fake.state
     with st.lock:
         ws = next(iter(st.workspaces))
-        project = st.api_post_workspaces_X_projects(ws, {}, {"title": "funds"})[1]["id"]
-        study = st.api_post_studies({}, {
+        project = st.api_create_project(ws, {}, {"title": "funds"})["id"]
+        study = st.api_create_study({}, {
             "project": project, "name": "t", "description": "t", "internal_name": "dialeval:funds:run1:" + CODE,
             "external_study_url": "https://x/?p={{%PROLIFIC_PID%}}", "prolific_id_option": "url_parameters",
             "completion_codes": [{"code": CODE, "code_type": "COMPLETED", "actor": "researcher", "actions": []}],
-            "total_available_places": places, "estimated_completion_time": 10, "reward": 250})[1]
-        st.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+            "total_available_places": places, "estimated_completion_time": 10, "reward": 250})
+        st.api_transition_study(study["id"], {}, {"action": "PUBLISH"})
     return study
 
 
@@ -51,14 +51,14 @@ def test_publishing_reserves_the_cost_and_completion_releases_what_is_unspent(fa
     study = _published(fake)
     assert _wallet(fake) == (4000, 5000)  # 10.00 held for 3 places
     with fake.state.lock:
-        fake.state.api_patch_studies_X(study["id"], {}, {"total_available_places": 4})
+        fake.state.api_update_study(study["id"], {}, {"total_available_places": 4})
         assert _wallet(fake) == (3667, 5000)  # one more place: 2.50 + 0.83
         approved, rejected = _finish(fake, study["id"], "PID_1"), _finish(fake, study["id"], "PID_2")
-        fake.state.api_post_submissions_X_transition(approved, {}, {"action": "APPROVE"})
+        fake.state.api_transition_submission(approved, {}, {"action": "APPROVE"})
         assert _wallet(fake) == (3667, 4667)  # one place paid out of what was held
-        fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "STOP"})
+        fake.state.api_transition_study(study["id"], {}, {"action": "STOP"})
         assert _wallet(fake) == (3667, 4667)  # a submission still awaits review: still held
-        fake.state.api_post_submissions_X_transition(rejected, {}, {
+        fake.state.api_transition_submission(rejected, {}, {
             "action": "REJECT", "message": "x" * 120, "rejection_category": "LOW_EFFORT"})
     assert _wallet(fake) == (4667, 4667)  # done: the three unspent places come back
 

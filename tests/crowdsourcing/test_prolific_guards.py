@@ -12,6 +12,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common, study  # noqa: F401  (study loads Mephisto before settings)
 from parlai_dialeval.providers.prolific.datastore import save_token
 from parlai_dialeval.providers.prolific.settings import preflight
+from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import (TOKEN, ProlificMockRun, fake_prolific, register, scale_items,
                                scale_overrides)
@@ -41,7 +42,7 @@ def test_returned_timed_out_and_screened_out_free_their_units(tmp_path, fake, mo
     data = tmp_path / "mephisto"
     register(data, fake, monkeypatch)
     items = scale_items(tmp_path / "items.jsonl", 3)
-    run = ProlificMockRun("scale_designs", data, _free_port(), fake, scale_overrides(items, "sd_gone"))
+    run = ProlificMockRun("scale_designs", data, free_port(), fake, scale_overrides(items, "sd_gone"))
     try:
         gone = {"PID_R": "RETURNED", "PID_T": "TIMED-OUT", "PID_S": "SCREENED OUT"}
         for pid in gone:
@@ -59,25 +60,18 @@ def test_returned_timed_out_and_screened_out_free_their_units(tmp_path, fake, mo
         run.shutdown()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def _published(fake, url: str, **fields) -> str:  # noqa: F811
     """A published study of one place on the fake, made in its state; returns its id."""
     st = fake.state
     with st.lock:
         ws = next(iter(st.workspaces))
-        project = st.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-        sid = st.api_post_studies({}, {
+        project = st.api_create_project(ws, {}, {"title": "p"})["id"]
+        sid = st.api_create_study({}, {
             "project": project, "name": "n", "description": "d", "external_study_url": url,
             "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-            "estimated_completion_time": 10, "reward": 200, **fields})[1]["id"]
-        st.api_post_studies_X_transition(sid, {}, {"action": "PUBLISH"})
+            "estimated_completion_time": 10, "reward": 200, **fields})["id"]
+        st.api_transition_study(sid, {}, {"action": "PUBLISH"})
     return sid
 
 

@@ -28,15 +28,15 @@ class Ledger:
         st = fake.state
         with st.lock:
             ws = next(iter(st.workspaces))
-            project = st.api_post_workspaces_X_projects(ws, {}, {"title": "money"})[1]["id"]
-            study = st.api_post_studies({}, {
+            project = st.api_create_project(ws, {}, {"title": "money"})["id"]
+            study = st.api_create_study({}, {
                 "project": project, "name": "t", "description": "t",
                 "external_study_url": "https://x/?p={{%PROLIFIC_PID%}}",
                 "prolific_id_option": "url_parameters", "completion_option": "code",
                 "completion_codes": [{"code": CODE, "code_type": "COMPLETED",
                                       "actions": [{"action": "MANUALLY_REVIEW"}]}],
-                "total_available_places": 1, "estimated_completion_time": 10, "reward": 200})[1]
-            st.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+                "total_available_places": 1, "estimated_completion_time": 10, "reward": 200})
+            st.api_transition_study(study["id"], {}, {"action": "PUBLISH"})
             _, sub = st.start(study["id"], "PID_A")
             st.complete(CODE, sub["id"], None)
         self.store = ProlificDatastore(root)

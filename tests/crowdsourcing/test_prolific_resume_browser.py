@@ -11,8 +11,8 @@ new place, is not refused for it (issue 42).
 Issue 38, item 6: first, two outsiders open the task's own address with identities Prolific never gave (the
 issue's PROLIFIC_PID ``=HYPERLINK(...)`` with SESSION_ID ``FAKESESSION``, and well-formed made-up ids): each
 page says there is no place for them and nothing of theirs exists; A, confirmed by Prolific before the kill,
-is let in after the relaunch on the confirmation kept in prolific.db (Prolific is not asked again), and
-nothing unverified is exported."""
+is checked again when the page reloads after the relaunch (issue 53: every arrival against the submission as
+it is now) and let in, and nothing unverified is exported."""
 from __future__ import annotations
 
 import json
@@ -145,7 +145,8 @@ def test_killed_prolific_launch_resumes_on_the_same_study(tmp_path, monkeypatch)
         assert sorted(name for (name,) in db.execute("SELECT worker_name FROM workers")) == [PID_A, PID_B]
     with sqlite3.connect(data / "prolific" / "prolific.db") as db:
         confirmed = dict(db.execute("SELECT participant_id, checked FROM verified WHERE source = 'arrival'"))
-    assert sorted(confirmed) == [PID_A, PID_B] and confirmed[PID_A] < killed_at  # A: not asked again after
+    # issue 53: A's reload after the relaunch is checked with Prolific again (A's submission is still ACTIVE)
+    assert sorted(confirmed) == [PID_A, PID_B] and confirmed[PID_A] > killed_at
 
     out = tmp_path / "lc_prolific_kill.jsonl"
     done = dialeval("export", "lc_prolific_kill", "--out", str(out), "--mephisto-data", str(data))

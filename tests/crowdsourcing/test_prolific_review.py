@@ -153,7 +153,8 @@ def test_review_and_register_help_explain_every_option(capsys):
     for command, options in (("review", ["--approve-passing", "--reject", "--message", "--category", "--bonus",
                                          "--reason", "--block", "--bonus-unpaid", "--mephisto-data", "100 characters",
                                          "FAILED_CHECK"]),
-                             ("prolific", ["register", "--token-env", "--token-file", "--api-base-url"])):
+                             ("prolific", ["register", "--token-env", "--token-file", "--api-base-url", "panel create",
+                                           "panel add", "panel list", "demographics", "--requester", "--out"])):
         with pytest.raises(SystemExit) as exited:
             main([command, "--help"])
         out = " ".join(capsys.readouterr().out.split())  # unwrapped
@@ -163,7 +164,7 @@ def test_review_and_register_help_explain_every_option(capsys):
 def test_a_participant_who_did_not_submit_is_not_failed_in_the_review_table():
     """Issue 40 item 1: the live-chat check has no row for a participant who disconnected; the review table
     says they did not submit (not '-' as if pending, never 'fail')."""
-    from parlai_dialeval.providers.prolific.review import qc_of
+    from parlai_dialeval.crowdsourcing.platform.quality import qc_of
 
     passed = {"ann": True, "bob": False}
     assert [qc_of(p, passed, "", "completed") for p in ("ann", "bob")] == ["pass", "fail"]

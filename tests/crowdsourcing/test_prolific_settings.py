@@ -25,11 +25,11 @@ from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 def _draft(fake, **fields) -> dict:  # noqa: F811
     """An unpublished study on the fake, made in its state directly (call under its lock)."""
     ws = next(iter(fake.state.workspaces))
-    project = fake.state.api_post_workspaces_X_projects(ws, {}, {"title": "p"})[1]["id"]
-    return fake.state.api_post_studies({}, {
+    project = fake.state.api_create_project(ws, {}, {"title": "p"})["id"]
+    return fake.state.api_create_study({}, {
         "project": project, "name": "n", "description": "d", "external_study_url": "https://x/?{{%PROLIFIC_PID%}}",
         "prolific_id_option": "url_parameters", "completion_codes": [], "total_available_places": 1,
-        "estimated_completion_time": 10, "reward": 200, **fields})[1]
+        "estimated_completion_time": 10, "reward": 200, **fields})
 
 
 def _args(**provider):
@@ -81,7 +81,7 @@ def test_the_page_holds_no_completion_code(tmp_path, fake):  # noqa: F811
     assert "cc=" not in text and "completionCode" not in text
     with fake.state.lock:
         study = _draft(fake, completion_codes=[{"code": "SECRET1", "code_type": "COMPLETED", "actions": []}])
-        fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+        fake.state.api_transition_study(study["id"], {}, {"action": "PUBLISH"})
         _, sub = fake.state.start(study["id"], "PID_X")
     import httpx
 
@@ -149,7 +149,7 @@ def test_review_completes_what_the_server_could_not_before_approving(tmp_path, f
     with fake.state.lock:
         study = _draft(fake, completion_codes=[{"code": "SECRET2", "code_type": "COMPLETED", "actor": "researcher",
                                                   "actions": []}])
-        fake.state.api_post_studies_X_transition(study["id"], {}, {"action": "PUBLISH"})
+        fake.state.api_transition_study(study["id"], {}, {"action": "PUBLISH"})
         _, sub = fake.state.start(study["id"], "PID_Y")
     store.run("INSERT INTO studies (task_run_id, task_name, requester_name, api_base_url, study_id, completion_code, "
               "status) VALUES ('8', 't', 'lab', ?, ?, 'SECRET2', 'published')", fake.api_base_url, study["id"])

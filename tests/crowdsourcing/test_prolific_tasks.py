@@ -133,3 +133,27 @@ def test_ab_next_utterance_unit_via_prolific(tmp_path, fake, monkeypatch):
     finally:
         run.shutdown()
     assert finished == completed_on_prolific(run, "PID_AB_1")
+
+
+def test_arena_unit_via_prolific(tmp_path, fake, monkeypatch):
+    register(tmp_path / "mephisto", fake, monkeypatch)
+    run = ProlificMockRun("arena", tmp_path / "mephisto", free_port(), fake, [
+        "mephisto.blueprint.num_conversations=1", "arena.seed=0", "arena.min_battles=1", "arena.max_battles=1"])
+
+    def until(agent, phase):
+        run.wait(lambda: any((m.get("task_data") or {}).get("phase") == phase for m in
+                             run.live_agent(agent).state.get_data()["outputs"]["messages"]), 60, f"phase {phase}")
+
+    try:
+        run.register("PID_AR_1")
+        agent = run.unit_agent("PID_AR_1")
+        until(agent, "prompt")
+        for phase, task_data, text in (("vote", {"action": "message"}, "Which book should I read next?"),
+                                       ("voted", {"action": "vote", "choice": "both_bad"}, ""),
+                                       ("revealed", {"action": "end"}, ""), ("done", {"action": "finish"}, "")):
+            run.act(agent, task_data, text=text)
+            until(agent, phase)
+        finished = _submit_live(run, "PID_AR_1")
+    finally:
+        run.shutdown()
+    assert finished == completed_on_prolific(run, "PID_AR_1")

@@ -3,46 +3,26 @@ SESSION_ID sent straight to the task server got a unit (the issue's outsider: PI
 ``=HYPERLINK("http://example.invalid","x")``, SESSION_ID ``FAKESESSION``, finished a HIT that `dialeval export`
 wrote as complete and `dialeval review` never listed). Now, against the fake Prolific (which knows the
 sessions it started): made-up, borrowed, returned and other studies' identities are refused with a message
-for their page and nothing of theirs is created; the genuine participant is confirmed with one call,
-remembered across a restart; Prolific's 429 is waited out, its failure refuses for now without remembering.
+for their page and nothing of theirs is created; the genuine participant is confirmed with one call, recorded
+in prolific.db, and asked about again at a page load more than a few seconds later (issue 53); Prolific's
+429 is waited out, its failure refuses for now without remembering.
 Work from a launch without the check (or any way around it) is exported marked unverified, left out of what
 analyses load unless asked, listed by the review, and confirmed there when Prolific lists the session as
 theirs."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 
+from parlai_dialeval.testing.ports import free_port
+
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
-from .prolific_harness import (ProlificMockRun, arrive, register, scale_answers, scale_items, scale_overrides,
-                               submit_scale_unit, submit_static_unit)
+from .prolific_harness import (ProlificMockRun, arrive, knock, lookups, register, scale_answers, scale_items,
+                               scale_overrides, submit_scale_unit, submit_static_unit)
 
 pytestmark = pytest.mark.slow
 OUTSIDER = '=HYPERLINK("http://example.invalid","x")'
 PID_A, PID_B, PID_C = "5f0c1d2e3a4b5c6d7e8f9a0a", "5f0c1d2e3a4b5c6d7e8f9a0b", "5f0c1d2e3a4b5c6d7e8f9a0c"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def knock(run, pid: str, session: str, study_id: str | None) -> dict:
-    """What the issue's outsider did: a registration straight to the task server (no Prolific in between);
-    returns the agent details Mephisto sent back to that page."""
-    from mephisto.data_model.packet import PACKET_TYPE_REGISTER_AGENT
-
-    before = len(run.sent_details)
-    data = {"worker_name": pid, "assignment_id": session, "agent_registration_id": f"{session}-{pid}",
-            "provider_type": "prolific", **({"study_id": study_id} if study_id else {})}
-    run.server._send_message({"packet_type": PACKET_TYPE_REGISTER_AGENT, "subject_id": "MockServer",
-                              "data": {"request_id": data["agent_registration_id"], "provider_data": data}})
-    run.wait(lambda: len(run.sent_details) > before, 20, "the answer to the page")
-    run.settle()
-    (details,) = run.sent_details[before:]
-    return details
 
 
 def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
@@ -55,11 +35,6 @@ def launch(tmp_path, fake, monkeypatch, task_name: str, units: int):
     study = run.study["study_id"]
     run.wait(lambda: fake.state.studies[study]["total_available_places"] == units, what="a place per unit")
     return run, arrive(fake, study, PID_A), arrive(fake, study, PID_B)
-
-
-def lookups(fake, session: str) -> list[int]:
-    """The statuses of the calls that asked Prolific about ``session``."""
-    return [c["status"] for c in fake.state.calls if c["path"] == f"/api/v1/submissions/{session}/"]
 
 
 def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypatch):
@@ -78,6 +53,8 @@ def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypa
             "B, returned": knock(run, PID_B, b["SESSION_ID"], study),
             "no study named": knock(run, PID_C, "FAKESESSION2", None),
         }
+        gone = refused.pop("B, returned")  # issue 53: told that the session ended, not that Prolific knows none
+        assert gone["agent_id"] is None and gone["failure_reason"] == verify.GONE_MESSAGE
         for who, details in refused.items():
             assert details["agent_id"] is None and details["failure_reason"] == verify.UNKNOWN, who
         assert "open the study from your Prolific account" in verify.UNKNOWN
@@ -95,10 +72,17 @@ def test_identities_prolific_does_not_know_get_no_place(tmp_path, fake, monkeypa
         # also have asked about A's submission (ProlificUnit.get_status: at most once per POLL_SECONDS per unit)
         asked = lookups(fake, a["SESSION_ID"])
         assert asked in ([200, 200], [200, 200, 200])  # ...
-        assert verify.refusal(run.db, run.live_run.task_run.db_id, {
-            "worker_name": PID_A, "assignment_id": a["SESSION_ID"], "study_id": study}) is None
-        assert lookups(fake, a["SESSION_ID"]) == asked  # ... and remembered in prolific.db (a relaunch reads it)
-        assert verify.confirmed(run.db, a["SESSION_ID"])["participant_id"] == PID_A
+        now = verify.clock()
+        monkeypatch.setattr(verify, "clock", lambda: now)
+        again = {"worker_name": PID_A, "assignment_id": a["SESSION_ID"], "study_id": study}
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        asked = lookups(fake, a["SESSION_ID"])  # (asked again only if A's arrival was CONFIRMED_SECONDS ago)
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        assert lookups(fake, a["SESSION_ID"]) == asked  # ... a page load within seconds is not asked about again
+        assert verify.confirmed(run.db, a["SESSION_ID"])["participant_id"] == PID_A  # recorded in prolific.db
+        monkeypatch.setattr(verify, "clock", lambda: now + 15)  # issue 53: one 15 s later is
+        assert verify.refusal(run.db, run.live_run.task_run.db_id, again, reconnecting="A's agent") is None
+        assert lookups(fake, a["SESSION_ID"]) == [*asked, 200]
     finally:
         run.shutdown()
 
@@ -151,7 +135,9 @@ def test_unverified_work_is_marked_left_out_and_listed(tmp_path, fake, monkeypat
                 {r["worker_id"] for r in ratings if not r.get("unverified")}, report)
 
     assert exported()[:2] == ({OUTSIDER, PID_A}, set())
-    table, _ = review.review_table(run.db, "sd_unverified", data)
+    from parlai_dialeval.crowdsourcing.platform.quality import review_qc
+
+    table, _ = review.review_table(run.db, "sd_unverified", *review_qc("sd_unverified", data))
     rows = {r.participant: r for r in table.itertuples()}
     assert rows[PID_A].prolific_status == "AWAITING REVIEW" and rows[PID_A].suggestion == "approve"
     assert rows[OUTSIDER].prolific_status == review.UNVERIFIED and rows[OUTSIDER].submission == "FAKESESSION"

@@ -43,6 +43,13 @@ def onboarding_by_keyboard(page, correct: bool) -> None:
     page.keyboard.press("Enter")
 
 
+def assert_history_at_its_last_turn(page) -> None:
+    """The box of turns, longer than itself, shows its last turn (issue 50, item 14: it stayed at the first)."""
+    top, height, full = page.locator("[data-testid=history]").evaluate("e => [e.scrollTop, e.clientHeight, e.scrollHeight]")
+    assert full > height, "the history fits its box: nothing to scroll"
+    assert top + height >= full - 2, (top, height, full)
+
+
 def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
     require_chromium()
     run = CliRun("pw_turn", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=pwt_e2e",
@@ -62,6 +69,7 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
             onboarding_by_keyboard(page, correct=True)
             finish = page.locator("[data-testid=finish-onboarding]")
             finish.wait_for(timeout=30000)
+            assert page.locator("[data-testid=history]").count() == 0  # no empty box of turns (issue 50, item 14)
             look_at(page, "pw_turn_practice_passed")
             pause(page, 2)
             tab_to(page, "[data-testid=finish-onboarding]")
@@ -80,6 +88,8 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                 page.keyboard.type(f"sounds natural {turn}", delay=60)
                 pause(page, 2)
                 tab_to(page, "[data-testid=submit-choice]")
+                if turn == 2:  # a short window: the history is longer than its box (55% of the window's height)
+                    page.set_viewport_size({"width": 360, "height": 480})
                 page.keyboard.press("Enter")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
@@ -96,6 +106,11 @@ def test_pw_turn_in_chromium_then_export_and_analyze(tmp_path):
                         f"[...document.querySelectorAll('[data-testid=history-turn]')].some("
                         f"(e) => e.textContent === 'tell me more about topic {turn}')", timeout=30000)
             page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
+            # the history ends with the last reply chosen, in view (issue 50, item 14: neither)
+            page.wait_for_function("(t) => [...document.querySelectorAll('[data-testid=history-turn]')].pop()"
+                                   ".innerText === t", arg=chosen[-1], timeout=10000)
+            assert_history_at_its_last_turn(page)
+            page.set_viewport_size(SMALL_PHONE["viewport"])
             tab_to(page, "[data-testid=submit-hit]")
             page.keyboard.press("Enter")
             pause(page, 1.5)
@@ -153,5 +168,50 @@ def test_pw_turn_two_failed_tries_screen_out_and_ask_to_return(tmp_path):
             page.reload()
             page.wait_for_selector(".alert-danger", timeout=60000)
             assert page.query_selector("[data-testid=onboarding]") is None
+    finally:
+        run.stop()
+
+
+def test_pw_turn_in_hebrew_reads_right_to_left(tmp_path):
+    """Every PW-Turn screen in Hebrew (pw_turn.language=he) on a phone (look_at: also on a desktop), right to left,
+    each radio beside its option's name: the practice, passed, a choice, the chat and the end."""
+    require_chromium()
+    import json
+    from pathlib import Path
+
+    he = json.loads((Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend" / "src" / "i18n" / "he.json").read_text())
+    run = CliRun("pw_turn", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=pwt_hebrew",
+                                       "mephisto.blueprint.num_conversations=1", "pw_turn.seed=0", "pw_turn.num_turns=2",
+                                       "pw_turn.language=he"])
+    try:
+        with chromium_page(tmp_path, phone=True) as page:
+            page.goto(run.worker_url("hebrew_worker"))
+            page.wait_for_selector("[data-testid=onboarding]", timeout=60000)
+            assert page.evaluate("document.documentElement.dir") == "rtl"
+            look_at(page, "pw_turn_practice_hebrew")
+            onboarding(page, correct=True)
+            page.wait_for_selector("[data-testid=finish-onboarding]", timeout=30000)
+            assert he["pw_turn.passed"] in page.inner_text("[data-testid=onboarding-done]")
+            look_at(page, "pw_turn_practice_passed_hebrew")
+            page.click("[data-testid=finish-onboarding]")
+            for turn in range(2):
+                page.wait_for_selector("[data-testid=choose-panel]", timeout=60000)
+                if turn == 0:
+                    assert page.inner_text("[data-testid=question]") == he["server.pw_preference"]
+                    look_at(page, "pw_turn_choose_hebrew")
+                page.check("[data-testid=choose-left]")
+                page.fill("#justification", "נשמע טבעי")
+                page.click("[data-testid=submit-choice]")
+                if turn == 0:
+                    page.wait_for_selector(".response-text-input", timeout=30000)
+                    look_at(page, "pw_turn_chat_hebrew")
+                    page.fill(".response-text-input", "ספר לי עוד")
+                    page.click(".submit-response")
+            page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
+            look_at(page, "pw_turn_done_hebrew")
+            page.click("[data-testid=submit-hit]")
+            pause(page, 1.5)
+            assert_still_active(page)
+        run.proc.wait(120)
     finally:
         run.stop()

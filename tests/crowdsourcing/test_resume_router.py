@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import websockets
 
+from parlai_dialeval.compat import mephisto_claims
 from parlai_dialeval.compat import mephisto_router as compat_router
 
 from .test_router_hostile import require_router, run_router
@@ -69,11 +70,12 @@ HELD_BYTES_LIMIT = 32 * 1024 * 1024  # crowdsourcing/router/dialeval_guard.js
 
 
 async def flood_before_the_server_connects(port: int, requests: int, name_bytes: int) -> tuple[int, int]:
-    """``requests`` anonymous requests for an agent, each with a ``name_bytes`` worker name, while no server is
-    connected; then the server connects: how many were answered "busy" before it did, how many reach it."""
+    """``requests`` anonymous requests for an agent, each with ``name_bytes`` of text in its provider_data (not in
+    an id: ids longer than 128 characters are refused at the door), while no server is connected; then the server
+    connects: how many were answered "busy" before it did, how many reach it."""
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=requests)) as http:
         posts = [asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=15, json={
-            "provider_data": {"worker_name": f"{i:03d}" + "x" * name_bytes, "agent_registration_id": f"flood-{i}",
+            "provider_data": {"worker_name": f"{i:03d}", "padding": "x" * name_bytes, "agent_registration_id": f"flood-{i}",
                               "assignment_id": "flood", "provider_type": "mock"}, "client_timestamp": time.time()}))
             for i in range(requests)]
         # every request is with the router: past the bound each one that arrives is answered busy at once, so
@@ -110,8 +112,8 @@ def test_what_the_router_keeps_for_an_absent_server_is_bounded(tmp_path):
     require_router()
     router = built_router(tmp_path)
     # this bound, not the claims' limit per address (dialeval_claims.js), which would refuse the flood first
-    config = {**compat_router.claims_config(None), "claims_per_source": 0}
-    (router / compat_router.CLAIMS_CONFIG).write_text(json.dumps(config))
+    config = {**mephisto_claims.claims_config(None), "claims_per_source": 0}
+    (router / mephisto_claims.CLAIMS_CONFIG).write_text(json.dumps(config))
     name_bytes, requests = 480 * 1024, 90  # 90 x 480 KiB = 42 MiB, past the 32 MiB kept
     (busy, reached), output = run_router(router, lambda port: flood_before_the_server_connects(port, requests, name_bytes))
     assert "refused packet for the server: no server connected" in output

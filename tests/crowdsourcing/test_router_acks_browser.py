@@ -2,9 +2,9 @@
 node router, headless Chromium). Playwright sits on the page's websocket: it drops one chat message on its
 way to the router, and later the server's acknowledgement of another (the socket closed once the bot's
 reply to it has passed), closing the page's socket each time as a network failure would. The page
-(crowdsourcing/frontend/src/components/transport.js) reconnects and sends both again; the bot answers the
-lost one, the server acknowledges the copy of the other again (so the page stops resending it), and the
-export holds each message exactly once. Until the server confirms a message, the chat log marks it
+(crowdsourcing/frontend/src/components/transport.js) reconnects and sends the lost message again (the bot answers it); the lost acknowledgement reaches its next socket
+again (the router sends a page's new socket what its old one lost: dialeval_replay.js), and the export holds each
+message exactly once. Until the server confirms a message, the chat log marks it
 "sending...".
 """
 from __future__ import annotations
@@ -104,9 +104,12 @@ def test_page_resends_unacknowledged_messages_after_a_reconnect(tmp_path):
     finally:
         run.stop()
     assert seen["dropped_message"] and seen["dropped_ack"]
-    # each sent again (once, or more when the page opens another socket before the acknowledgement comes)
-    assert seen["sent"].count(LOST) >= 2 and seen["sent"].count(ACK_LOST) >= 2
-    assert seen["acked"].count(seen["ack_lost_id"]) >= 2  # the copy acknowledged again (the export: stored once)
+    # the lost message sent again (once, or more when the page opens another socket before the acknowledgement comes)
+    assert seen["sent"].count(LOST) >= 2
+    # the lost acknowledgement reaches the page's next socket again: the router keeps what it sends a page until the
+    # page says it has it (dialeval_replay.js), or the page sends the message again and the server acknowledges that
+    # copy again (the export: stored once)
+    assert seen["acked"].count(seen["ack_lost_id"]) >= 2
 
     out = tmp_path / "out.jsonl"
     run.export("acks_browser", out)
@@ -165,3 +168,68 @@ def test_page_resends_an_unconfirmed_message_on_a_socket_that_never_dropped(tmp_
     records = [json.loads(line) for line in out.read_text().splitlines()]
     human = [t["text"] for r in records if r["type"] == "conversation" for t in r["turns"] if t["speaker"] == "human"]
     assert human == [QUIETLY_LOST, "and one after it"]
+
+
+MARKDOWN = "**Preheat the oven** and *wait*"
+
+
+def _dropping_socket(seen: dict):
+    """A websocket route that passes everything, but lets the bot's first reply to MARKDOWN reach the router's side
+    only: the page's socket is dropping when the reply comes, so the router's send succeeds and the page never gets
+    it; the socket then closes, as a lost connection's does (issue 50, item 13)."""
+
+    def route(ws):
+        server = ws.connect_to_server()
+        seen["sockets"] += 1
+
+        def to_page(message):
+            packet = json.loads(message)
+            data = packet.get("data") or {}
+            if seen["asked"] and not seen["dropped"] and data.get("text") and packet.get("dialeval_seq"):
+                seen["dropped"] = packet["dialeval_seq"]
+                ws.close()
+                return
+            ws.send(message)
+
+        def to_server(message):
+            data = json.loads(message).get("data") or {}
+            if data.get("text") == MARKDOWN:
+                seen["asked"] = True
+            server.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
+    return route
+
+
+def test_a_reply_sent_while_the_socket_drops_reaches_the_page_when_it_reconnects(tmp_path):
+    """The echo bot answers at once, into a socket that is dropping: the page never receives that reply on it. Its next
+    socket says how far it had everything, and the router sends it the reply it lost (crowdsourcing/router/
+    dialeval_replay.js); before, the participant waited, told nothing is lost, for a reply that had come. The reply's
+    markdown shows as bold and italics, the participant's own stars as typed (issue 50, item 14). Then the researcher
+    stops the study, and the page says so in its own words (item 11), not Mephisto's "Our server appears to have gone
+    down"."""
+    require_chromium()
+    from parlai_dialeval.testing.real_model import free_port
+
+    run = CliRun("live_chat_da", tmp_path, ["conf=offline_small", f"mephisto.architect.port={free_port()}",
+                                             "mephisto.task.task_name=replay_browser",  # seed 2: the echo bot first
+                                             "mephisto.blueprint.num_conversations=1", "live_chat.seed=2"])
+    seen = {"asked": False, "dropped": 0, "sockets": 0}
+    try:
+        with chromium_page(tmp_path) as page:
+            page.route_web_socket(lambda url: url.startswith("ws://"), _dropping_socket(seen))
+            _start_chat(page, run.worker_url("replay_worker"))
+            _say(page, MARKDOWN)  # answered only on the page's next socket
+            assert seen["dropped"] and seen["sockets"] >= 2
+            reply = page.locator(".dialeval-msg-other .dialeval-md").last
+            assert reply.inner_text() == "Preheat the oven and wait"  # the echo bot's reply, rendered
+            assert reply.locator("strong").inner_text() == "Preheat the oven" and reply.locator("em").count() == 1
+            assert page.locator(".dialeval-msg-self bdi").last.inner_text() == MARKDOWN  # typed, not rendered
+            assert page.locator(".dialeval-msg-other").count() == 1  # once, though sent twice
+            run.stop()  # the researcher ends the study (Ctrl-C twice) with this participant mid-chat
+            ended = page.wait_for_selector("[data-testid=inactive]", timeout=30000).inner_text()
+            assert ended == "The researcher has ended this study. What you did is saved."
+    finally:
+        run.stop()

@@ -12,6 +12,7 @@ import time
 import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.compat.mephisto_door import TEXT_CHARS
 
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, run_router
@@ -21,8 +22,11 @@ BURST, PER_SECOND = 1024 * 1024, 64 * 1024  # dialeval_guard.js: AGENT_BYTES_BUR
 
 
 def live_update(agent: str, text: str) -> str:
+    """A live update carrying ``text``, in pieces each within the door's text limit (a longer text is refused
+    before the byte budget is reached), so that only the budget stands between a big frame and the server."""
+    pieces = [text[i:i + TEXT_CHARS] for i in range(0, len(text), TEXT_CHARS)]
     return json.dumps({"packet_type": "mephisto_bound_live_update", "subject_id": agent,
-                       "agent_token": compat_router.token(agent), "data": {"text": text}})
+                       "agent_token": compat_router.token(agent), "data": {"text": pieces[0], "more": pieces[1:]}})
 
 
 async def flood_from_two_sockets(port: int, frames: int) -> tuple[int, float, int, bool]:

@@ -61,18 +61,21 @@ class Mallory:
         self.port = port
         self.received: list[dict] = []
 
+    ADDRESS = "127.0.0.12"  # her own (places per address are a share of the study's)
+
     async def open(self, http: httpx.AsyncClient) -> None:
         registration = {"worker_name": "mallory", "agent_registration_id": "mallory-mallory",
                         "assignment_id": "mallory", "provider_type": "mock"}
-        reply = await http.post(f"http://127.0.0.1:{self.port}/request_agent", timeout=60,
-                                json={"provider_data": registration, "client_timestamp": time.time()})
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=self.ADDRESS)) as own:
+            reply = await own.post(f"http://127.0.0.1:{self.port}/request_agent", timeout=60,
+                                   json={"provider_data": registration, "client_timestamp": time.time()})
         details = reply.json()["data"]
         self.agent_id, self.token = details["agent_id"], details["agent_token"]
         self.ws = await self.connect()
         await self.send({"packet_type": "alive", "subject_id": self.agent_id, "agent_token": self.token, "data": {}})
 
     async def connect(self):
-        ws = await websockets.connect(f"ws://127.0.0.1:{self.port}", max_size=None)
+        ws = await websockets.connect(f"ws://127.0.0.1:{self.port}", max_size=None, local_addr=(self.ADDRESS, 0))
         asyncio.get_running_loop().create_task(self._read(ws))
         return ws
 

@@ -18,6 +18,7 @@ test being the Mephisto server. Found by attacking a `live_chat_da` launch with 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import httpx
@@ -33,9 +34,10 @@ def signed(agent: str, **fields) -> dict:
     return {"USED_AGENT_ID": agent, "agent_token": compat_router.token(agent), "client_timestamp": 0, **fields}
 
 
-async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
-    """Each POST's HTTP status by name, and the packets the server got."""
-    statuses, packets, url = {}, [], f"http://127.0.0.1:{port}"
+@contextlib.asynccontextmanager
+async def as_mephisto_server(port: int, packets: list):
+    """This test as the Mephisto server: a socket to the router announced with the system token; every packet
+    the router sends it is appended to ``packets`` until the block ends (a second later)."""
     async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=None) as server:
         await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                       "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
@@ -45,6 +47,17 @@ async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
                 packets.append(json.loads(raw))
 
         reader = asyncio.create_task(read())
+        try:
+            yield server
+        finally:
+            await asyncio.sleep(1.0)
+            reader.cancel()
+
+
+async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
+    """Each POST's HTTP status by name, and the packets the server got."""
+    statuses, packets, url = {}, [], f"http://127.0.0.1:{port}"
+    async with as_mephisto_server(port, packets):
         posts = {
             "files": ("/submit_task", signed("1", final_data={"answers": [], "files": [{"filename": "../etc/passwd"}]})),
             "string files": ("/submit_task", signed("2", final_string_data=json.dumps({"files": 5}))),
@@ -95,8 +108,6 @@ async def post_all(port: int) -> tuple[dict[str, int], list[dict]]:
                 await asyncio.sleep(1.0)
             honest.cancel()
             honest_registration.cancel()
-        await asyncio.sleep(1.0)
-        reader.cancel()
     return statuses, [p for p in packets if p.get("packet_type") != "alive"]
 
 

@@ -52,8 +52,8 @@ def test_sm_eval_in_chromium_then_export_and_analyze(tmp_path, language):
                 page.click("[data-testid=submit-marks]")
                 if turn < 2:
                     page.wait_for_selector(".response-text-input", timeout=30000)
-                    if turn == 0 and not hebrew:
-                        look_at(page, "sm_eval_chat")
+                    if turn == 0:
+                        look_at(page, "sm_eval_chat_hebrew" if hebrew else "sm_eval_chat")
                     pause(page, 3)  # thinking of a reply
                     page.fill(".response-text-input", f"I really enjoy cooking pasta dish {turn}")
                     pause(page, 1)

@@ -56,7 +56,8 @@ class AdaptiveConfig(TaskConfig):
     adaptive_worker_cap: int = field(default=0, metadata={
         "help": "most judgments of one worker counted as evidence (later ones are exported, not counted); 0 = no cap"})
     adaptive_exclude_flagged: bool = field(default=False, metadata={
-        "help": "leave out the votes of workers the voter tests flag (docs/pairwise_analysis.md, \"Voter tests\"), "
+        "help": "leave out the votes of workers the evidence table flags (the rule of --exclude-flagged: a voter test, "
+                "failed attention checks, or two other signals; docs/data_model.md, \"Evidence about participants\"), "
                 "run on every vote read so far after each batch; votes already counted stay counted"})
     adaptive_seed: Optional[int] = field(default=None, metadata={"help": "seed of pair choice and item order"})
     adaptive_judge: str = field(default="", metadata={
@@ -88,6 +89,15 @@ class ChatPairwise:
     conversation count as one outcome, their mean (turns of a conversation are not independent)."""
 
     models: Callable[[object], list[str]]  # shared state -> the models of the launch
+
+
+@dataclass(frozen=True)
+class LivePairwise:
+    """A task that draws the pair of each judgment itself as it goes (the arena: one participant, many battles):
+    ``start(cfg, shared, db, settings, say)`` returns its study, whose ``hits()`` generator Mephisto runs and
+    whose ``bind(launched)`` the launch calls, as the Controller's."""
+
+    start: Callable
 
 
 def check_overrides(spec, overrides: list[str]) -> None:

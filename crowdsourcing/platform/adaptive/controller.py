@@ -13,7 +13,7 @@ import numpy as np
 
 from parlai_dialeval.adaptive.allocation import ALLOCATORS, all_pairs, current_ranking
 from parlai_dialeval.adaptive.ledger import Ledger
-from parlai_dialeval.analysis.cluster_robust import record_outcomes
+from parlai_dialeval.analysis.collection_order import record_outcomes
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.blueprint import SERVER_KEY
 from parlai_dialeval.errors import DialevalError
@@ -39,21 +39,30 @@ def within_cap(judgments: list[tuple], counts: dict[str, int], cap: int) -> tupl
 
 # what the voter tests read of a vote, kept in the state file (not the texts: too_fast uses its 1 s floor here)
 VOTER_FIELDS = ("worker_id", "model_a", "model_b", "choice", "item_id", "question", "turn_index", "automatic",
-                "onboarding", "duration")
+                "onboarding", "duration", "assignment_id", "justification", "provenance", "check")
 
 
 def drop_flagged(records: list[dict], seen: list[dict], alpha: float) -> tuple[list[dict], list[str], int]:
-    """(``records`` without the votes of workers the voter tests flag, the flagged workers, votes left out):
-    the tests (parlai_dialeval.adaptive.voter_flags) run on every vote read so far, ``seen`` (kept in the
-    state file, extended here with these records' comparisons). A worker flagged late keeps the votes
-    already bet on: the ledger's bets are never taken back; allocation and later bets ignore them."""
+    """(``records`` without the votes of workers the evidence table flags, the flagged workers, votes left out):
+    the one rule of `--exclude-flagged` (parlai_dialeval.analysis.evidence: the voter tests at ``alpha``, failed
+    attention checks, two other signals together) on every vote read so far, ``seen`` (kept in the state file,
+    extended here with these records' comparisons). A worker flagged late keeps the votes already bet on: the
+    ledger's bets are never taken back; allocation and later bets ignore them."""
     import pandas as pd
 
     from parlai_dialeval.adaptive.voter_flags import VoterSettings, flag_voters
+    from parlai_dialeval.analysis.evidence import evidence_table
 
     seen.extend({key: r.get(key) for key in VOTER_FIELDS} for r in records if r.get("type") == "comparison")
-    votes = pd.DataFrame(seen, columns=list(VOTER_FIELDS))
-    flagged = flag_voters(votes, VoterSettings(alpha=alpha)).flagged if len(votes) else []
+    frame = pd.DataFrame(seen, columns=list(VOTER_FIELDS))
+    if not len(frame):
+        return records, [], 0
+    checked = frame["check"].notna()
+    votes, answers = frame[~checked], frame[checked]
+    voters = flag_voters(votes, VoterSettings(alpha=alpha)) if len(votes) else None
+    studies = [r for r in records if r.get("type") == "study"]
+    empty = pd.DataFrame(columns=["worker_id"])
+    flagged = evidence_table(empty, empty, votes, answers, studies, voters).flagged
     out = set(flagged)
     kept = [r for r in records if not (r.get("type") == "comparison" and r.get("worker_id") in out)]
     return kept, flagged, len(records) - len(kept)
@@ -148,7 +157,7 @@ class Controller:
 
     def bind(self, launched) -> None:
         """The launched run: its TaskLauncher says when Mephisto stops taking HITs."""
-        from parlai_dialeval.compat.mephisto import require_safe_launcher
+        from parlai_dialeval.compat.mephisto_threads import require_safe_launcher
 
         for run in launched.operator.get_running_task_runs().values():
             require_safe_launcher(run.task_launcher)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, Settings
+from parlai_dialeval.crowdsourcing.platform.adaptive.config import ChatPairwise, LivePairwise, Settings
 from parlai_dialeval.crowdsourcing.platform.adaptive.controller import Controller
 from parlai_dialeval.crowdsourcing.platform.blueprint import GENERATED_HITS
 from parlai_dialeval.errors import DialevalError
@@ -17,7 +17,7 @@ from parlai_dialeval.errors import DialevalError
 def launching(controller: Optional[Controller]):
     """The context of Mephisto's launch call: a generated run's units are launched by the thread-safe
     launcher of compat/mephisto.py (Mephisto's own loses its unit thread to the generator's)."""
-    from parlai_dialeval.compat.mephisto import safe_unit_launching
+    from parlai_dialeval.compat.mephisto_threads import safe_unit_launching
 
     return contextlib.nullcontext() if controller is None else safe_unit_launching()
 
@@ -28,6 +28,10 @@ def attach(spec, cfg, shared, db, data_dir: Path, resumed: bool) -> Optional[Con
     if not cfg.get("adaptive"):
         return None
     settings = Settings.from_config(cfg)
+    if isinstance(spec.extra["adaptive"], LivePairwise):  # the task draws its pairs itself (the arena)
+        study = spec.extra["adaptive"].start(cfg, shared, db, settings, print)
+        setattr(shared, GENERATED_HITS, study.hits())
+        return study
     path = Path(cfg.adaptive_state or Path(data_dir) / "adaptive" / f"{cfg.mephisto.task.task_name}.json")
     state = json.loads(path.read_text()) if path.is_file() else None
     if state is None and resumed:

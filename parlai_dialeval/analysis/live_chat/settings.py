@@ -109,6 +109,10 @@ class LiveChatResult:
     intervals: pd.DataFrame | None = None  # per model: unit, n_conversations, mean overall z, t interval
     # workers.csv: every worker, who submitted (with the QC result) or did not, with ``outcome`` in words
     outcomes: pd.DataFrame | None = None
+    # the sections computed on this result (results/live_chat_result.py: verdict, style, categories) by name,
+    # and the warnings statistics libraries raised in each
+    parts: dict = field(default_factory=dict)
+    library_warnings: dict = field(default_factory=dict)
 
 
 

@@ -1,36 +1,29 @@
-"""A small client for Prolific's REST API: typed errors, bounded retries that honour ``Retry-After``.
+"""Prolific's REST API as one client: one method per endpoint of ``endpoints.TABLE`` (named as its row), typed
+errors, bounded retries that honour ``Retry-After``.
 
-Which calls are retried is decided per call (``retry``): reads, transitions (idempotent on Prolific) and
-bonus set-ups (an unpaid set-up costs nothing) are retried on 429 and 5xx; creating a study and paying
-bonuses only on 429 (the request was refused unprocessed), because after a 5xx the work may have been
-done: the caller checks (an orphan study is looked up and deleted; a bonus is left "pending: check on
-Prolific" and never paid again by itself, bonus.py). Lists are read whole, page after page (``results``),
-each as its endpoint pages (``OFFSET_PAGED``). The token is sent in a header only, only to ``base_url``, and
+Which failures are retried is the endpoint's (its row's ``retry``, narrowed by a caller that must not wait):
+reads, transitions (idempotent on Prolific) and bonus set-ups (an unpaid set-up costs nothing) on 429 and 5xx;
+creating a study, paying bonuses and sending a message only on 429 (refused unprocessed), because after a 5xx
+the work may have been done: the caller checks (an orphan study is looked up and deleted; a bonus or a message
+is left "unsure" in the ledger and never sent again by itself, bonus.py, review.py). Lists are read whole, page
+after page, each as its row pages (``results``). The token is sent in a header only, only to ``base_url``, and
 never appears in an error message or in ``repr``.
 """
 from __future__ import annotations
 
 import logging
-import re
 import time
 from decimal import ROUND_HALF_UP, Decimal
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.providers.prolific.endpoints import ENDPOINTS, Endpoint
 from parlai_dialeval.retry import RetryPolicy
 
 DEFAULT_API_BASE_URL = "https://api.prolific.com/api/v1/"
 DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
-RETRY_ON_429 = frozenset({429})
-RETRY_ON_429_5XX = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After means the caller should come back later
-DEFAULT_TIMEOUT = 30.0  # seconds per request; a pay call that times out is ambiguous (review.py)
+DEFAULT_TIMEOUT = 30.0  # seconds per request; a pay call that times out is ambiguous (bonus.py)
 PAGE_SIZE = 100  # items asked per page of a list (Prolific's default is 20; Dallinger asks 100 of the live API)
-# Lists paged by limit/offset, as Prolific's own CLI reads them (prolific-oss/cli client/client.go
-# GetWorkspaces, GetProjects, GetParticipantGroups: ``?limit=&offset=``) and as Dallinger reads workspaces
-# (dallinger/prolific.py get_workspaces: "?limit=1000", "without the limit param ... limited to 20"); they
-# ignore ``page``. Every other list pages by ``page``/``page_size`` (docs "List submissions": "Paginate by
-# page_size and page"; Dallinger _get_all_pages on submissions/ and studies/, checked against the live API).
-OFFSET_PAGED = re.compile(r"workspaces/|workspaces/[^/]+/projects/|participant-groups/")
 
 
 # httpx logs every request at INFO under Mephisto's logging set-up; our own messages say what matters.
@@ -43,6 +36,7 @@ class ProlificError(DialevalError):
     def __init__(self, message: str, status: int = 0):
         super().__init__(message)
         self.status = status
+        self.retry_after: str | None = None  # the answer's Retry-After, if it gave one
 
 
 class ProlificAuthError(ProlificError):
@@ -112,7 +106,10 @@ def _more_pages(body: dict, read: int, batch: int) -> bool:
 
 
 class ProlificClient:
-    """``ProlificClient(base_url, token)``; ``call(method, path, json=..., retry=...)`` returns the JSON."""
+    """``ProlificClient(base_url, token)``: one method per Prolific endpoint this project uses
+    (``endpoints.TABLE``), each answering Prolific's JSON (lists: every item, all pages read)."""
+
+    endpoints = ENDPOINTS  # the rows the methods send by (a test may give one client other rows)
 
     def __init__(self, base_url: str, token: str, timeout: float | None = None, max_retries: int = 5,
                  backoff: float = 1.0, sleep=time.sleep):
@@ -131,13 +128,18 @@ class ProlificClient:
     def close(self) -> None:
         self._http.close()
 
-    def call(self, method: str, path: str, json=None, params=None, retry: frozenset = RETRY_ON_429_5XX):
+    def send(self, name: str, *ids: str, json=None, params=None, retry: frozenset | None = None):
+        """The response of endpoint ``name`` (its row of ``endpoints``) for ``ids``; ``retry`` narrows which
+        failures are sent again (never widens the row's). Raises a ``ProlificError`` for any failure."""
         import httpx
 
-        what = f"Prolific {method} {path}"
+        endpoint: Endpoint = self.endpoints[name]
+        path = endpoint.url(*ids)
+        retry = endpoint.retry if retry is None else endpoint.retry & retry
+        what = f"Prolific {endpoint.method} {path}"
         for attempt in range(self.max_retries + 1):
             try:
-                response = self._http.request(method, path.lstrip("/"), json=json, params=params)
+                response = self._http.request(endpoint.method, path, json=json, params=params)
             except httpx.TransportError as error:
                 if 503 not in retry or attempt == self.max_retries:
                     raise ProlificServerError(
@@ -145,8 +147,7 @@ class ProlificClient:
                 self.sleep(self.retry.wait(attempt + 1))
                 continue
             if response.status_code < 400:
-                is_json = response.content and "json" in response.headers.get("content-type", "")
-                return response.json() if is_json else None
+                return response
             status = response.status_code
             wait = self.retry.wait(attempt + 1, response.headers.get("Retry-After"))
             if status in retry and attempt < self.max_retries and wait is not None:
@@ -155,30 +156,33 @@ class ProlificClient:
             cls = _error_class(status)
             hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
                                        "`dialeval prolific register NAME`)",
-                    ProlificRateLimited: f" (still rate limited after {self.max_retries} retries; try again later)",
+                    ProlificRateLimited: f" (still rate limited after {attempt} retries; try again later)",
                     ProlificServerError: f" (Prolific failed{f' after {attempt} retries' if attempt else ''})",
                     }.get(cls, "")
-            raise cls(f"{what}: HTTP {status}: {_detail(response)}{hint}", status)
+            error = cls(f"{what}: HTTP {status}: {_detail(response)}{hint}", status)
+            error.retry_after = response.headers.get("Retry-After")
+            raise error
         raise AssertionError("unreachable")
 
-    # ---- the calls the provider and the review loop use
-    def me(self) -> dict:
-        return self.call("GET", "users/me/")
+    def call(self, name: str, *ids: str, json=None, params=None, retry: frozenset | None = None):
+        """Endpoint ``name``'s JSON answer (None for an empty one)."""
+        response = self.send(name, *ids, json=json, params=params, retry=retry)
+        is_json = response.content and "json" in response.headers.get("content-type", "")
+        return response.json() if is_json else None
 
-    def results(self, path: str, params=None) -> list[dict]:
-        """Every item of a list endpoint, page after page as that endpoint pages (``OFFSET_PAGED``:
-        ``limit``/``offset``, others ``page``/``page_size``) until Prolific's ``_links.next`` is null (or,
-        where a list carries no links, until ``meta.count`` items are read). The next page is asked by
-        number rather than by following the ``next`` address, so that the token only ever goes to
-        ``base_url``. A page that brings nothing new ends the read (a list that ignores paging would
-        otherwise be read for ever)."""
-        by_offset = OFFSET_PAGED.fullmatch(path.lstrip("/")) is not None
+    def results(self, name: str, *ids: str, params=None) -> list[dict]:
+        """Every item of list endpoint ``name``, page after page as its row pages (``offset``: ``limit``/``offset``,
+        ``page``: ``page``/``page_size``) until Prolific's ``_links.next`` is null (or, where a list carries no
+        links, until ``meta.count`` items are read). The next page is asked by number rather than by following
+        the ``next`` address, so that the token only ever goes to ``base_url``. A page that brings nothing new
+        ends the read (a list that ignores paging would otherwise be read for ever)."""
+        by_offset = self.endpoints[name].paging == "offset"
         items: list[dict] = []
         seen: set = set()
         page = 1
         while True:
             paging = {"limit": PAGE_SIZE, "offset": len(items)} if by_offset else {"page": page, "page_size": PAGE_SIZE}
-            body = self.call("GET", path, params={**(params or {}), **paging})
+            body = self.call(name, *ids, params={**(params or {}), **paging})
             batch = [item for item in body["results"] or [] if item.get("id") not in seen]
             items.extend(batch)
             seen.update(item.get("id") for item in batch)
@@ -186,31 +190,120 @@ class ProlificClient:
                 return items
             page += 1
 
+    # ---- account, workspaces, projects
+    def me(self) -> dict:
+        return self.call("me")
+
+    def workspaces(self) -> list[dict]:
+        return self.results("workspaces")
+
+    def create_workspace(self, title: str) -> dict:
+        return self.call("create_workspace", json={"title": title})
+
+    def balance(self, workspace_id: str) -> dict:
+        return self.call("balance", workspace_id)
+
+    def projects(self, workspace_id: str) -> list[dict]:
+        return self.results("projects", workspace_id)
+
+    def create_project(self, workspace_id: str, title: str) -> dict:
+        return self.call("create_project", workspace_id, json={"title": title})
+
+    # ---- studies
+    def project_studies(self, project_id: str) -> list[dict]:
+        return self.results("project_studies", project_id)
+
     def cost(self, reward_minor: int, places: int) -> int:
         """What ``places`` places at ``reward_minor`` cost with Prolific's fees (minor units): the cost
         calculator answers ``total_cost`` only."""
-        return self.call("POST", "study-cost-calculator/",
-                         json={"reward": reward_minor, "total_available_places": places})["total_cost"]
+        return self.call("cost", json={"reward": reward_minor, "total_available_places": places})["total_cost"]
 
-    def balance(self, workspace_id: str) -> dict:
-        return self.call("GET", f"workspaces/{workspace_id}/balance/")
+    def create_study(self, body: dict) -> dict:
+        return self.call("create_study", json=body)
 
     def study(self, study_id: str) -> dict:
-        return self.call("GET", f"studies/{study_id}/")
+        return self.call("study", study_id)
 
-    def submission(self, submission_id: str) -> dict:
-        return self.call("GET", f"submissions/{submission_id}/")
+    def update_study(self, study_id: str, fields: dict, retry: frozenset | None = None) -> dict:
+        return self.call("update_study", study_id, json=fields, retry=retry)
 
+    def delete_study(self, study_id: str) -> None:
+        self.call("delete_study", study_id)
+
+    def transition_study(self, study_id: str, action: str, retry: frozenset | None = None) -> dict:
+        return self.call("transition_study", study_id, json={"action": action}, retry=retry)
+
+    # ---- submissions
     def submissions(self, study_id: str) -> list[dict]:
-        return self.results("submissions/", params={"study": study_id})
+        return self.results("submissions", params={"study": study_id})
 
-    def groups(self, workspace_id: str) -> list[dict]:
-        """The workspace's participant groups that are not deleted (deletes are soft on Prolific)."""
-        return self.results("participant-groups/", params={"workspace_id": workspace_id, "active": "true"})
+    def submission(self, submission_id: str, retry: frozenset | None = None) -> dict:
+        return self.call("submission", submission_id, retry=retry)
 
     def transition_submission(self, submission_id: str, action: str, message: str | None = None,
-                              category: str | None = None) -> dict:
+                              category: str | None = None, completion_code: str | None = None) -> dict:
         body = {"action": action}
         if action == "REJECT":
             body.update(message=message, rejection_category=category)
-        return self.call("POST", f"submissions/{submission_id}/transition/", json=body)
+        if action == "COMPLETE":
+            body["completion_code"] = completion_code
+        return self.call("transition_submission", submission_id, json=body)
+
+    # ---- bonuses
+    def set_up_bonuses(self, study_id: str, csv_bonuses: str) -> dict:
+        """``csv_bonuses``: lines ``PARTICIPANT_ID,AMOUNT`` in major units (nothing is paid yet)."""
+        return self.call("set_up_bonuses", json={"study_id": study_id, "csv_bonuses": csv_bonuses})
+
+    def pay_bonuses(self, setup_id: str) -> None:
+        self.call("pay_bonuses", setup_id)
+
+    # ---- participant groups
+    def groups(self, workspace_id: str) -> list[dict]:
+        """The workspace's participant groups that are not deleted (deletes are soft on Prolific)."""
+        return self.results("groups", params={"workspace_id": workspace_id, "active": "true"})
+
+    def create_group(self, workspace_id: str, name: str, description: str | None = None) -> dict:
+        return self.call("create_group", json={"workspace_id": workspace_id, "name": name,
+                                               **({"description": description} if description else {})})
+
+    def delete_group(self, group_id: str) -> None:
+        self.call("delete_group", group_id)
+
+    def members(self, group_id: str) -> list[dict]:
+        return self.call("members", group_id)["results"]
+
+    def add_members(self, group_id: str, participant_ids: list[str]) -> list[dict]:
+        return self.call("add_members", group_id, json={"participant_ids": list(participant_ids)})["results"]
+
+    def remove_members(self, group_id: str, participant_ids: list[str]) -> list[dict]:
+        return self.call("remove_members", group_id, json={"participant_ids": list(participant_ids)})["results"]
+
+    # ---- messages and demographics
+    def send_message(self, participant_id: str, study_id: str, body: str) -> None:
+        self.call("send_message", json={"recipient_id": participant_id, "study_id": study_id, "body": body})
+
+    def demographic_export(self, study_id: str) -> str:
+        """The study's demographic export, Prolific's CSV (no filters: the base demographic fields)."""
+        return self.send("demographic_export", study_id, json={"filters": []}).text
+
+    # ---- webhooks
+    def hook_secrets(self, workspace_id: str) -> list[dict]:
+        return self.call("hook_secrets", params={"workspace_id": workspace_id})["results"]
+
+    def create_hook_secret(self, workspace_id: str) -> dict:
+        return self.call("create_hook_secret", json={"workspace_id": workspace_id})
+
+    def hook_subscriptions(self, workspace_id: str) -> list[dict]:
+        return self.results("hook_subscriptions", params={"workspace_id": workspace_id})
+
+    def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
+        """(the subscription, its X-Hook-Secret header: what confirms it)."""
+        response = self.send("create_hook_subscription", json={"workspace_id": workspace_id,
+                                                               "event_type": event_type, "target_url": target_url})
+        return response.json(), response.headers.get("X-Hook-Secret", "")
+
+    def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
+        return self.call("confirm_hook_subscription", subscription_id, json={"secret": hook_secret})
+
+    def delete_hook_subscription(self, subscription_id: str) -> None:
+        self.call("delete_hook_subscription", subscription_id)

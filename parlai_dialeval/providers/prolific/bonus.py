@@ -24,7 +24,7 @@ from mephisto.abstractions.blueprint import AgentState
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import common
-from parlai_dialeval.providers.prolific.api import RETRY_ON_429, ProlificError, ProlificServerError, to_major, to_minor
+from parlai_dialeval.providers.prolific.api import ProlificError, ProlificServerError, to_major, to_minor
 
 SUBMITTED = {AgentState.STATUS_COMPLETED, AgentState.STATUS_APPROVED, AgentState.STATUS_REJECTED,
              AgentState.STATUS_SOFT_REJECTED}
@@ -83,12 +83,11 @@ def _pay_once(store, client, study, decision) -> str:
     did, pid = decision["id"], decision["participant_id"]
     setup_id = decision["setup_id"]
     if not setup_id:
-        setup_id = client.call("POST", "submissions/bonus-payments/", json={
-            "study_id": study["study_id"], "csv_bonuses": f"{pid},{to_major(decision['amount_minor'])}\n"})["id"]
+        setup_id = client.set_up_bonuses(study["study_id"], f"{pid},{to_major(decision['amount_minor'])}\n")["id"]
         store.set_decision(did, setup_id=setup_id, state="set up")
     store.set_decision(did, state="paying")  # from here on a crash leaves it ambiguous, never re-paid
     try:
-        client.call("POST", f"bulk-bonus-payments/{setup_id}/pay/", retry=RETRY_ON_429)
+        client.pay_bonuses(setup_id)
     except ProlificServerError as error:  # 5xx or no answer: Prolific may have taken the payment
         store.set_decision(did, state="unsure", detail=str(error))
         raise DialevalError(f"{_pending_message(decision)} (pay answered: {error})") from None

@@ -9,6 +9,9 @@ from parlai_dialeval.providers.prolific.api import ProlificClient
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore, load_credentials
 
 PROVIDER_TYPE = "prolific"
+# Prolific submission statuses that end a participant's work without a submission to review (Prolific's
+# "Submission statuses explained"; SCREENED OUT: the study screened the participant out): the place goes back
+GONE = frozenset({"RETURNED", "TIMED-OUT", "SCREENED OUT"})
 
 
 def provider_root() -> Path:
@@ -42,6 +45,16 @@ def check_api_url(url: str) -> None:
     if parsed.scheme != "https" and not (parsed.scheme == "http" and local):
         raise DialevalError(f"{url}: the Prolific API address must be https:// (http only on 127.0.0.1, for a "
                             "fake Prolific); the token would travel in clear")
+
+
+def check_public_url(url: str, option: str) -> None:
+    """An address Prolific is to call: https (Prolific's docs: "target_url must use https:// and be publicly
+    accessible"), or http on loopback for a fake Prolific's rehearsal."""
+    parsed = urlparse(url)
+    local = parsed.hostname in ("127.0.0.1", "localhost", "::1")
+    if not parsed.hostname or (parsed.scheme != "https" and not (parsed.scheme == "http" and local)):
+        raise DialevalError(f"{option}: {url!r} must be an https:// address Prolific can reach (http only on "
+                            "127.0.0.1, for a fake Prolific)")
 
 
 def client_for(requester_name: str, api_base_url: str | None = None, max_retries: int = 5) -> ProlificClient:

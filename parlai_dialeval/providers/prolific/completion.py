@@ -13,20 +13,23 @@ from __future__ import annotations
 from mephisto.utils.logger_core import get_logger
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific import common, verify
 from parlai_dialeval.providers.prolific.api import ProlificError
 
 logger = get_logger(name=__name__)
 DONE = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED", "PROCESSING"})
 
 
-def complete(client, submission_id: str, code: str) -> None:
-    """COMPLETE the submission with the study's code; one already completed counts as done."""
+def complete(client, submission_id: str, code: str, db=None) -> None:
+    """COMPLETE the submission with the study's code; one already completed counts as done. One Prolific says
+    is no longer under way is noted (``db``) and raises."""
     try:
-        client.call("POST", f"submissions/{submission_id}/transition/",
-                    json={"action": "COMPLETE", "completion_code": code})
+        client.transition_submission(submission_id, "COMPLETE", completion_code=code)
     except ProlificError:
-        if client.submission(submission_id).get("status") not in DONE:
+        status = client.submission(submission_id).get("status")
+        if status not in DONE:
+            if db is not None:  # e.g. returned meanwhile: its work is kept apart (verify.ended)
+                verify.note_status(db, submission_id, status)
             raise
 
 
@@ -35,7 +38,7 @@ def complete_submission(db, agent) -> bool:
     try:
         client, study = common.client_for_run(db, agent.task_run_id)
         try:
-            complete(client, agent.submission_id(), study["completion_code"])
+            complete(client, agent.submission_id(), study["completion_code"], db)
         finally:
             client.close()
     except (ProlificError, DialevalError) as error:

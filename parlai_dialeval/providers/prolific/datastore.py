@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     participant_id TEXT, kind TEXT, amount_minor INTEGER, currency TEXT, reason TEXT, category TEXT,
     state TEXT, setup_id TEXT, bonuses_before INTEGER, detail TEXT, created REAL, updated REAL);
 CREATE UNIQUE INDEX IF NOT EXISTS one_bonus_per_reason ON decisions (submission_id, reason) WHERE kind = 'bonus';
+CREATE UNIQUE INDEX IF NOT EXISTS one_message_per_text ON decisions (participant_id, study_id, reason)
+    WHERE kind = 'message';
 """
 
 
@@ -113,8 +115,9 @@ class ProlificDatastore:
             marks = ", ".join("?" * len(fields))
             return self.run(f"INSERT INTO decisions ({names}) VALUES ({marks})", *fields.values())
         except sqlite3.IntegrityError:
-            raise DialevalError(f"a bonus for submission {fields.get('submission_id')} with reason "
-                                f"{fields.get('reason')!r} is already recorded (see `dialeval review`)") from None
+            raise DialevalError(f"a {fields.get('kind')} for submission {fields.get('submission_id')} with "
+                                f"{'reason' if fields.get('kind') == 'bonus' else 'text'} {fields.get('reason')!r} is "
+                                "already recorded (see `dialeval review`)") from None
 
     def set_decision(self, decision_id: int, **fields) -> None:
         self.update("decisions", "id", decision_id, updated=time.time(), **fields)

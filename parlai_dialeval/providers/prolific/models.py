@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional
 
-from mephisto.abstractions.blueprint import AgentState
 from mephisto.data_model.agent import Agent
 from mephisto.data_model.constants.assignment_state import AssignmentState
 from mephisto.data_model.requester import Requester, RequesterArgs
@@ -21,8 +21,9 @@ from mephisto.utils.logger_core import get_logger
 
 from parlai_dialeval.compat import mephisto as compat_mephisto
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific import common, verify
 from parlai_dialeval.providers.prolific.api import DEFAULT_API_BASE_URL, ProlificError
+from parlai_dialeval.providers.prolific.endpoints import RETRY_NONE
 from parlai_dialeval.providers.prolific.datastore import load_credentials, save_token
 
 logger = get_logger(name=__name__)
@@ -98,7 +99,7 @@ class ProlificRequester(Requester):
         """The first workspace's available balance, in major units."""
         client = common.client_for(self.requester_name)
         try:
-            workspaces = client.results("workspaces/")
+            workspaces = client.workspaces()
             return client.balance(workspaces[0]["id"])["available_balance"] / 100 if workspaces else 0.0
         finally:
             client.close()
@@ -153,9 +154,7 @@ class ProlificWorker(Worker):
         return ProlificWorker._register_worker(db, worker_name, PROVIDER_TYPE)
 
 
-# Prolific submission statuses that end a participant's work without a submission to review (Prolific's
-# "Submission statuses explained"; SCREENED OUT: the study screened the participant out).
-GONE = {"RETURNED", "TIMED-OUT", "SCREENED OUT"}
+GONE = common.GONE
 POLL_SECONDS = 10.0  # Prolific asked about a unit at most this often; Mephisto's launcher polls it every second
 
 
@@ -196,14 +195,13 @@ class ProlificUnit(Unit):
         try:
             client, _ = common.client_for_run(self.db, self.task_run_id)
             try:
-                remote = client.call("GET", f"submissions/{row['submission_id']}/", retry=frozenset())
+                remote = client.submission(row["submission_id"], retry=RETRY_NONE)
             finally:
                 client.close()
         except (ProlificError, DialevalError) as error:
             logger.warning(f"could not poll Prolific submission {row['submission_id']}: {error}")
             return status
-        if remote.get("status") in GONE and agent.get_status() not in AgentState.complete():
-            agent.update_status(AgentState.STATUS_RETURNED)
+        verify.changed(self.db, self.task_run_id, row["submission_id"], remote.get("status"))
         return status
 
     def expire(self) -> float:
@@ -225,10 +223,20 @@ class ProlificUnit(Unit):
 
 
 class ProlificAgent(Agent):
+    # agent id -> the object Mephisto's worker pool holds (the one made here): a status set on another copy
+    # reaches the database but not the run, whose unit would wait on for the agent's work
+    _live: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def live(cls, db, agent_id: str) -> Agent:
+        """The run's own object of an agent where the run holds one, else one read from the database."""
+        return cls._live.get(str(agent_id)) or Agent.get(db, agent_id)
+
     @classmethod
     def new_from_provider_data(cls, db, worker, unit, provider_data: Mapping[str, Any]) -> "Agent":
         """A participant arriving from Prolific: remember which submission (SESSION_ID) this agent is."""
         agent = cls.new(db, worker, unit)
+        cls._live[str(agent.db_id)] = agent
         unit.worker_id = worker.db_id
         compat_mephisto.share_unit(agent, unit)
         study = common.datastore(db).study_of_run(unit.task_run_id) or {}

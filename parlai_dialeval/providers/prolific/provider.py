@@ -13,15 +13,13 @@ from mephisto.abstractions.crowd_provider import CrowdProvider
 from mephisto.operations.registry import register_mephisto_abstraction
 from mephisto.utils.logger_core import get_logger
 
-from parlai_dialeval.crowdsourcing.platform import launch_log
-from parlai_dialeval.providers.prolific import common, study, verify
-from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL
+from parlai_dialeval.providers.prolific import common, study, verify, webhooks
+from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL, ProlificClient
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
 from parlai_dialeval.providers.prolific.models import (ProlificAgent, ProlificRequester, ProlificUnit,
                                                        ProlificWorker)
 from parlai_dialeval.providers.prolific.page import render_wrapper
 from parlai_dialeval.providers.prolific.settings import ProlificProviderArgs, preflight
-from parlai_dialeval.providers.prolific.settings import require_requester  # noqa: F401  (platform/runner.py)
 
 logger = get_logger(name=__name__)
 
@@ -38,6 +36,8 @@ class ProlificProvider(CrowdProvider):
     # assert_task_args (a classmethod, before the run exists) hands its checked plan to setup here
     _plan: ClassVar[dict] = {}
     _wrapper: ClassVar[Optional[Path]] = None
+    # task run id -> the line saying where its study is (the launch shows it: crowdsourcing/platform/runner.py)
+    _announced: ClassVar[dict] = {}
 
     def initialize_provider_datastore(self, storage_path: str) -> Any:
         return ProlificDatastore(storage_path)
@@ -57,17 +57,46 @@ class ProlificProvider(CrowdProvider):
         plan = type(self)._plan
         if not plan or plan["requester_name"] != task_run.get_requester().requester_name:
             plan = preflight(args, shared_state)
-        launch_log.say(study.set_up(self.datastore, task_run, plan, args, server_url))  # shown in the terminal
+        verify.configure(task_run.db_id, args.provider)
+        line = study.set_up(self.datastore, task_run, plan, args, server_url)
+        if args.provider.get("webhook_url"):
+            client = ProlificClient(plan["api_base_url"], plan["token"], max_retries=plan["max_retries"])
+            try:
+                line += "\n" + webhooks.start(self.db, task_run.db_id, client, plan["workspace_id"],
+                                              args.provider.webhook_url, int(args.provider.get("webhook_port") or 0))
+            finally:
+                client.close()
+        for part in line.splitlines():
+            logger.info(part)
+        type(self)._announced[str(task_run.db_id)] = line
+
+    @classmethod
+    def announcement(cls, task_run_id: str) -> Optional[str]:
+        """What the launch tells the researcher about run ``task_run_id``'s study (None before it is set up)."""
+        return cls._announced.get(str(task_run_id))
 
     def refuse_arrival(self, task_run, crowd_data) -> Optional[str]:
-        """Asked before an arrival gets a place (compat/mephisto.py, ``arrivals_checked``): None when Prolific
-        confirms the participant's session (verify.py), else the message their page shows. Never raises:
-        an exception here would leave the page waiting for an answer."""
+        """Asked before an arrival gets a place (compat/mephisto_arrivals.py): None when Prolific confirms the
+        participant's session and it has no unit yet (verify.py), else the message their page shows. Never
+        raises: an exception here would leave the page waiting for an answer."""
+        return self._refusal(task_run, crowd_data, None)
+
+    def arrival_settled(self, task_run, crowd_data) -> None:
+        """An arrival it admitted has its agent, or Mephisto had no place for it: no longer on its way."""
+        verify.settled(task_run.db_id, (crowd_data or {}).get("assignment_id"))
+
+    def refuse_reconnect(self, task_run, crowd_data, agent_id: str) -> Optional[str]:
+        """Asked before a reloading page gets its agent back: None while the session is still under way."""
+        return self._refusal(task_run, crowd_data, str(agent_id))
+
+    def _refusal(self, task_run, crowd_data, reconnecting: Optional[str]) -> Optional[str]:
         try:
-            return verify.refusal(self.db, task_run.db_id, dict(crowd_data) if isinstance(crowd_data, dict) else {})
+            return verify.refusal(self.db, task_run.db_id, dict(crowd_data) if isinstance(crowd_data, dict) else {},
+                                  reconnecting)
         except Exception as error:  # noqa: BLE001  (a bug or a broken prolific.db: refuse, say why in the log)
             logger.exception(f"checking an arrival failed: {type(error).__name__}")
             return verify.UNCONFIRMED
 
     def cleanup_resources_from_task_run(self, task_run, server_url: str) -> None:
         study.stop_if_done(self.db, task_run.db_id)
+        webhooks.stop(self.db, task_run.db_id)

@@ -7,7 +7,7 @@ from mephisto.abstractions.blueprint import AgentState
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific import bonus, common, verify
-from parlai_dialeval.providers.prolific.api import ProlificError, ProlificNotFound, to_major
+from parlai_dialeval.providers.prolific.api import ProlificError, ProlificNotFound, ProlificServerError, to_major
 from parlai_dialeval.providers.prolific.bonus import SUBMITTED
 from parlai_dialeval.providers.prolific.completion import complete
 
@@ -86,8 +86,7 @@ def block(db, worker_name: str, reason: str, requester_name: str | None = None) 
     decision = store.record_decision(task_name=study["task_name"], study_id=study["study_id"],
                                      participant_id=worker_name, kind="block", reason=reason)
     try:
-        client.call("POST", f"participant-groups/{study['block_group_id']}/participants/",
-                    json={"participant_ids": [worker_name]})
+        client.add_members(study["block_group_id"], [worker_name])
     except ProlificError as error:
         store.set_decision(decision, state="failed", detail=str(error))
         raise
@@ -101,21 +100,74 @@ def unblock(db, worker_name: str, requester_name: str | None = None) -> None:
     store = common.datastore(db)
     client, study = _block_context(db, requester_name)
     try:
-        client.call("DELETE", f"participant-groups/{study['block_group_id']}/participants/",
-                    json={"participant_ids": [worker_name]})
+        client.remove_members(study["block_group_id"], [worker_name])
     finally:
         client.close()
     store.set_blocked(worker_name, None)
 
 
+# ---------------------------------------------------------------- messages
+MAX_MESSAGE = 5000  # characters of a message (ours: Prolific documents none; a page of text)
+AMBIGUOUS_MESSAGE = ("sending", "unsure")  # may have reached the participant: never sent again by itself
+
+
+def masked(participant_id: str) -> str:
+    """A participant id as pages show it: enough to tell people apart, never the whole id."""
+    pid = str(participant_id)
+    return f"{pid[:4]}…{pid[-3:]}" if len(pid) > 10 else f"{pid[:2]}…"
+
+
+def send_message(db, agent, text: str) -> str:
+    """Message the agent's participant on Prolific about the agent's study, once: the ledger (``decisions``,
+    kind ``message``) records it before the call, and the same text to the same participant is not sent again
+    (a retried command or form; an answer lost after Prolific took it leaves it "unsure", never resent)."""
+    text = (text or "").strip()
+    if not text or len(text) > MAX_MESSAGE:
+        raise DialevalError(f"--message: the text must have 1 to {MAX_MESSAGE} characters (got {len(text)})")
+    store = common.datastore(db)
+    client, study = common.client_for_run(db, agent.task_run_id)
+    pid = agent.get_worker().worker_name
+    try:
+        earlier = store.decisions(kind="message", participant_id=pid, study_id=study["study_id"], reason=text)
+        if earlier and earlier[0]["state"] == "sent":
+            raise DialevalError(f"this message was sent to {masked(pid)} already (decision {earlier[0]['id']}); "
+                                "not sending it again")
+        if earlier and earlier[0]["state"] in AMBIGUOUS_MESSAGE:
+            raise DialevalError(f"this message to {masked(pid)} may have been sent (decision {earlier[0]['id']}: "
+                                "Prolific did not answer); check your messages on app.prolific.com; it is not sent "
+                                "again, reword it to send another")
+        decision = earlier[0]["id"] if earlier else store.record_decision(
+            task_name=study["task_name"], study_id=study["study_id"], submission_id=agent.submission_id(),
+            participant_id=pid, kind="message", reason=text, state="recorded")
+        store.set_decision(decision, state="sending")  # from here on a crash leaves it ambiguous, never resent
+        try:
+            client.send_message(pid, study["study_id"], text)
+        except ProlificServerError as error:  # 5xx or no answer: Prolific may have sent it
+            store.set_decision(decision, state="unsure", detail=str(error))
+            raise DialevalError(f"Prolific did not confirm the message to {masked(pid)} ({error}); it may have been "
+                                "sent: check on app.prolific.com; it is not sent again by itself") from None
+        except ProlificError as error:  # refused unprocessed (4xx): may be sent again
+            store.set_decision(decision, state="failed", detail=str(error))
+            raise
+        store.set_decision(decision, state="sent")
+    finally:
+        client.close()
+    return f"sent a message to {masked(pid)}"
+
+
 # ---------------------------------------------------------------- the review table
-def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return") -> str:
+def suggest(prolific_status: str, mephisto_status: str, qc: str, failed_check: str = "return",
+            attention: dict | None = None) -> str:
     """What to do with one submission, from Prolific's status, Mephisto's, the worker's QC result and the
     run's ``mephisto.provider.failed_check`` policy (Prolific allows a rejection for failed checks only as
-    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy")."""
+    its attention-check policy says: docs/crowdsourcing.md, "Checks and Prolific's policy"); ``attention``: the
+    worker's failed attention checks where they qualify for a rejection (platform/quality.attention_failures)."""
     if prolific_status == "AWAITING REVIEW" or (prolific_status == "ACTIVE" and mephisto_status in SUBMITTED):
         if mephisto_status not in SUBMITTED:
             return "reject NO_DATA (no finished work in Mephisto)"
+        if attention:
+            return (f"reject {attention['category']} (failed {attention['failed']} of {attention['items']} attention "
+                    "checks: Prolific's policy allows a rejection; read the work first)")
         if qc == "fail" and failed_check == "reject":
             return "reject FAILED_CHECK (failed quality control: read the work first)"
         if qc == "fail":
@@ -142,34 +194,18 @@ def failed_check_policy(db, task_run_id: str) -> str:
     return OmegaConf.select(TaskRun.get(db, task_run_id).args, "provider.failed_check", default=None) or "return"
 
 
-def qc_results(task_name: str, data_dir=None) -> tuple[dict[str, bool], str]:
-    """({worker name: passed}, note) from the task's own worker check (the QC-bot test for live chat, the
-    acceptability checks for SM-Eval and PW-Turn); tasks without one give ({}, why)."""
-    from parlai_dialeval.crowdsourcing.platform.quality import check_workers
-
-    try:
-        table, _ = check_workers(task_name, data_dir)
-    except DialevalError as error:
-        return {}, str(error)
-    return {str(w): bool(p) for w, p in zip(table["worker_id"], table["passed"])}, ""
+def no_qc(participant: str, mephisto_status: str) -> str:
+    return "n/a"
 
 
-def qc_of(participant: str, passed: dict[str, bool], note: str, mephisto_status: str) -> str:
-    """The review table's qc: pass / fail from the task's check; ``did not submit`` for a participant who
-    returned, disconnected or timed out without submitting (never a failure: nothing was checked); else ``-``."""
-    from parlai_dialeval.crowdsourcing.platform.export import submission_of
-
-    if note:
-        return "n/a"
-    if participant in passed:
-        return "pass" if passed[participant] else "fail"
-    return "-" if submission_of(mephisto_status) in ("submitted", "working") else "did not submit"
-
-
-def review_table(db, task_name: str, data_dir=None):
-    """One row per Prolific submission of the task's studies, with what we know and suggest, and one per
-    agent whose session Prolific never confirmed as theirs (``UNVERIFIED``: verify.py). Agents found among
-    the study's submissions on Prolific are confirmed here (work from before the arrival check)."""
+def review_table(db, task_name: str, qc=no_qc, note: str = "", attention: dict | None = None):
+    """(one row per Prolific submission of the task's studies, with what we know and suggest, and one per
+    agent whose session Prolific never confirmed as theirs (``UNVERIFIED``: verify.py); ``note``).
+    ``qc(participant, mephisto status)``: the worker's quality-control result, pass / fail / ... (the task's
+    own check, which the layer above runs: crowdsourcing/platform/quality.py ``review_qc``), and ``note`` why
+    there is none; ``attention``: {participant: their failed attention checks} where they qualify for a rejection
+    (quality.py ``attention_failures``). Agents found among the study's submissions on Prolific are confirmed here
+    (work from before the arrival check)."""
     import pandas as pd
     from mephisto.data_model.agent import Agent
 
@@ -179,7 +215,7 @@ def review_table(db, task_name: str, data_dir=None):
     if not runs:
         raise DialevalError(f"no Prolific study of task {task_name!r} in {store.path} (launched with "
                             "mephisto/provider=prolific and this --mephisto-data?)")
-    passed, note = qc_results(task_name, data_dir)
+    attention = attention or {}
     rows = []
     for run in runs:
         client = common.client_for(run["requester_name"], run["api_base_url"])
@@ -202,13 +238,13 @@ def review_table(db, task_name: str, data_dir=None):
                             sub["id"], verify.participant(sub))
             status = Agent.get(db, row["agent_id"]).get_status() if row else "none"
             pid = sub["participant_id"]
-            qc = qc_of(pid, passed, note, status)
+            qc_result = qc(pid, status)
             paid = sum(d["amount_minor"] for d in store.decisions(kind="bonus", submission_id=sub["id"], state="paid"))
             rows.append({"participant": pid, "submission": sub["id"], "study": run["study_id"],
-                         "prolific_status": sub["status"], "mephisto_status": status, "qc": qc,
+                         "prolific_status": sub["status"], "mephisto_status": status, "qc": qc_result,
                          "bonus_paid": to_major(paid),
                          "bonus_pending": f"{pending[sub['id']]} {bonus.PENDING}" if sub["id"] in pending else "",
-                         "suggestion": suggest(sub["status"], status, qc, policy),
+                         "suggestion": suggest(sub["status"], status, qc_result, policy, attention.get(pid)),
                          "agent_id": row["agent_id"] if row else None})
         for agent in agents:  # work Prolific never confirmed: no submission of theirs to review
             if verify.unconfirmed(db, agent["agent_id"], agent["participant_id"]):

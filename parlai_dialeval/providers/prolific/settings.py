@@ -11,7 +11,7 @@ from typing import Any, List, Optional
 from mephisto.abstractions.crowd_provider import ProviderArgs
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
+from parlai_dialeval.providers.prolific import common, panels
 from parlai_dialeval.providers.prolific.api import DEFAULT_COMPLETION_URL, ProlificClient, to_major, to_minor
 from parlai_dialeval.providers.prolific.datastore import ProlificDatastore
 
@@ -71,6 +71,32 @@ class ProlificProviderArgs(ProviderArgs):
                 "(the QC bot, the acceptability checks): `return` (ask them to return it; never a rejection) or "
                 "`reject` (FAILED_CHECK: only where the check meets Prolific's attention-check policy, e.g. two "
                 "failed checks in a study of 5 minutes or more; docs/crowdsourcing.md)"})
+    units_per_submission: int = field(default=1, metadata={
+        "help": "units one Prolific submission (one participant's SESSION_ID) may take in the run, whatever "
+                "Mephisto's maximum_units_per_worker says: 1, one reward for one unit of work (the page sends the "
+                "participant back to Prolific after a unit; this stops a page that makes up registrations, or a "
+                "submission whose completion failed, from taking more); 0: no limit of ours, Mephisto's alone. "
+                "For several units per participant, let them take part again: max_submissions_per_participant"})
+    panel: Optional[str] = field(default=None, metadata={
+        "help": "admit only the members of this panel (a participant group of the workspace: `dialeval prolific "
+                "panel create|add`), by the study's participant_group_allowlist filter"})
+    add_to_panel: Optional[str] = field(default=None, metadata={
+        "help": "add everyone whose submission is completed to this panel (created when missing): the "
+                "completion code's ADD_TO_PARTICIPANT_GROUP action"})
+    auto_approve: bool = field(default=False, metadata={
+        "help": "Prolific approves (and pays) each completed submission at once (AUTOMATICALLY_APPROVE) instead of "
+                "keeping it for `dialeval review`: only for studies whose quality check runs before submission"})
+    webhook_url: Optional[str] = field(default=None, metadata={
+        "help": "the public https address Prolific sends this study's events to (your reverse proxy, forwarding to "
+                "webhook_port on this machine): returns and time-outs then free their places at once. Unset: "
+                "polling only (every unit in work asked about every 10 s)"})
+    webhook_port: int = field(default=0, metadata={
+        "help": "the local port the webhook receiver listens on (127.0.0.1); 0: any free port (rehearsals)"})
+    arrival_checks_per_source: int = field(default=30, metadata={
+        "help": "calls to Prolific that arrivals from one address may cause per minute (the check of their "
+                "session); beyond it they are told to reload in a minute (docs/security.md)"})
+    arrival_checks_per_minute: int = field(default=300, metadata={
+        "help": "calls to Prolific that all arrivals together may cause per minute"})
     max_retries: int = field(default=5, metadata={
         "help": "retries of a call answered 429 or 5xx (waiting as Retry-After says, else backing off)"})
     resume_from_run: Optional[str] = field(default=None, metadata={
@@ -108,6 +134,11 @@ def settings(args) -> dict:
             f"{to_major(minimum)} {currency}/hour; raise the reward or lower estimated_completion_time")
     if p.get("failed_check", "return") not in ("return", "reject"):
         raise DialevalError(f"mephisto.provider.failed_check: `return` or `reject` (got {p.get('failed_check')!r})")
+    for key in ("units_per_submission", "webhook_port", "arrival_checks_per_source", "arrival_checks_per_minute"):
+        if int(p.get(key) or 0) < 0:
+            raise DialevalError(f"mephisto.provider.{key}: 0 or more (got {p.get(key)})")
+    if p.get("webhook_url"):
+        common.check_public_url(p.webhook_url, "mephisto.provider.webhook_url")
     per_participant = int(p.get("max_submissions_per_participant", 1))
     if per_participant == 0 or per_participant < -1:
         raise DialevalError("mephisto.provider.max_submissions_per_participant: 1 or more, or -1 for no limit "
@@ -140,7 +171,7 @@ def require_requester(args, db) -> None:
 
 
 def find_workspace(client, title: str | None) -> dict:
-    workspaces = client.results("workspaces/")
+    workspaces = client.workspaces()
     if not workspaces:
         raise DialevalError("your Prolific account has no workspace; create one on app.prolific.com")
     if title is None:
@@ -165,6 +196,8 @@ def preflight(args, shared_state, out=print) -> dict:
     try:
         client.me()  # a wrong token stops here, before anything is created
         workspace = find_workspace(client, args.provider.get("workspace"))
+        if args.provider.get("panel"):  # a study for a panel that does not exist would admit nobody
+            panels.group_id(client, workspace["id"], args.provider.panel, what="mephisto.provider.panel")
         balance = client.balance(workspace["id"])
         places = expected_places(args, shared_state)
         earlier = args.provider.get("resume_from_run")

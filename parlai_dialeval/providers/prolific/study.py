@@ -11,9 +11,9 @@ from mephisto.utils.logger_core import get_logger
 from omegaconf import OmegaConf
 
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.providers.prolific import common
-from parlai_dialeval.providers.prolific.api import (RETRY_ON_429, ProlificClient, ProlificError, ProlificNotFound,
-                                                    ProlificServerError)
+from parlai_dialeval.providers.prolific import common, panels, webhooks
+from parlai_dialeval.providers.prolific.api import ProlificClient, ProlificError, ProlificNotFound, ProlificServerError
+from parlai_dialeval.providers.prolific.endpoints import RETRY_NONE, RETRY_ON_429
 from parlai_dialeval.providers.prolific.page import external_study_url, study_address
 
 logger = get_logger(name=__name__)
@@ -28,11 +28,11 @@ REUSABLE = PUBLISHED | {"PAUSED", "AWAITING REVIEW"}
 FINISHED_ON_PROLIFIC = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED", "PROCESSING"})
 
 
-def find_or_create(client, list_path: str, create_body: dict, key: str, value: str, params=None) -> str:
-    for item in client.results(list_path, params=params):
-        if item.get(key) == value:
-            return item["id"]
-    return client.call("POST", list_path, json=create_body)["id"]
+def find_or_create_project(client, workspace_id: str, title: str) -> str:
+    for project in client.projects(workspace_id):
+        if project.get("title") == title:
+            return project["id"]
+    return client.create_project(workspace_id, title)["id"]
 
 
 def set_up(store, task_run, plan: dict, args, server_url: str) -> str:
@@ -103,7 +103,7 @@ def take_over(client, store, earlier_run: str, task_run, url: str) -> str | None
             "be stranded: relaunch at the study's address (the interrupted launch's mephisto.architect.port "
             "and mephisto.provider.public_url), or under another mephisto.task.task_name for a new study")
     if remote["status"] == "PAUSED":
-        client.call("POST", f"studies/{old['study_id']}/transition/", json={"action": "START"})
+        client.transition_study(old["study_id"], "START")
     finished = finished_places(client, old["study_id"])
     fields = {k: v for k, v in old.items() if k not in ("task_run_id", "launched", "places", "status")}
     store.run(f"INSERT OR REPLACE INTO studies (task_run_id, launched, places, status, {', '.join(fields)}) VALUES "
@@ -122,13 +122,11 @@ def create(client, store, task_run, plan: dict, args, url: str) -> str:
     project_id = None
     try:
         ws = plan["workspace_id"]
-        project_id = find_or_create(client, f"workspaces/{ws}/projects/", {"title": args.provider.project},
-                                    "title", args.provider.project)
-        group = args.provider.block_group
-        group_id = next((g["id"] for g in client.groups(ws) if g.get("name") == group), None) or client.call(
-            "POST", "participant-groups/", json={"workspace_id": ws, "name": group})["id"]
-        study = client.call("POST", "studies/", json=study_body(plan, args, url, internal, project_id, group_id),
-                            retry=RETRY_ON_429)
+        project_id = find_or_create_project(client, ws, args.provider.project)
+        group_id = panels.group_id(client, ws, args.provider.block_group, create=True)
+        study = client.create_study(study_body(plan, args, url, internal, project_id, group_id,
+                                               panels.study_filters(client, ws, args.provider),
+                                               panels.completion_actions(client, ws, args.provider)))
         store.update("studies", "task_run_id", str(task_run.db_id), study_id=study["id"], workspace_id=ws,
                      project_id=project_id, block_group_id=group_id, places=1)
         publish(client, study["id"])
@@ -145,10 +143,13 @@ def create(client, store, task_run, plan: dict, args, url: str) -> str:
     return study["id"]
 
 
-def study_body(plan: dict, args, url: str, internal: str, project_id: str, group_id: str) -> dict:
-    """POST studies/ (fields as in Prolific's CLI model/study.go CreateStudy; money in minor units)."""
+def study_body(plan: dict, args, url: str, internal: str, project_id: str, group_id: str,
+               panel_filters: list[dict] | None = None, actions: list[dict] | None = None) -> dict:
+    """POST studies/ (fields as in Prolific's CLI model/study.go CreateStudy; money in minor units);
+    ``panel_filters`` and the completion code's ``actions``: panels.py."""
     p = args.provider
     filters = OmegaConf.to_container(p.eligibility_filters, resolve=True) if p.get("eligibility_filters") else []
+    filters += panel_filters or []
     filters.append({"filter_id": "participant_group_blocklist", "selected_values": [group_id]})
     if p.get("block_list"):
         filters.append({"filter_id": "custom_blocklist", "selected_values": list(p.block_list)})
@@ -162,7 +163,7 @@ def study_body(plan: dict, args, url: str, internal: str, project_id: str, group
         # actor researcher: our server sends the code (a COMPLETE transition, completion.py), which
         # Prolific's documentation allows only for such a code
         "completion_codes": [{"code": plan["code"], "code_type": "COMPLETED", "actor": "researcher",
-                              "actions": [{"action": "MANUALLY_REVIEW"}]}],
+                              "actions": actions or [{"action": "MANUALLY_REVIEW"}]}],
         "total_available_places": 1, "estimated_completion_time": plan["minutes"],
         "reward": plan["reward_minor"], "filters": filters,
         "submissions_config": {"max_submissions_per_participant": plan["max_submissions_per_participant"]},
@@ -171,7 +172,7 @@ def study_body(plan: dict, args, url: str, internal: str, project_id: str, group
 
 def publish(client, study_id: str) -> None:
     try:
-        client.call("POST", f"studies/{study_id}/transition/", json={"action": "PUBLISH"}, retry=RETRY_ON_429)
+        client.transition_study(study_id, "PUBLISH", retry=RETRY_ON_429)
     except ProlificServerError:
         if client.study(study_id).get("status") not in PUBLISHED:  # a 5xx may still have published it
             raise
@@ -184,9 +185,9 @@ def remove_orphans(client, project_id: str | None, internal_name: str) -> list[s
         return []
     removed = []
     try:
-        for study in client.results(f"projects/{project_id}/studies/"):
+        for study in client.project_studies(project_id):
             if study.get("internal_name") == internal_name and study.get("status") == "UNPUBLISHED":
-                client.call("DELETE", f"studies/{study['id']}/")
+                client.delete_study(study["id"])
                 removed.append(study["id"])
     except ProlificError as error:
         logger.error(f"could not look for the half-created study {internal_name}: {error}")
@@ -211,8 +212,7 @@ def _sync_places(db, task_run_id: str) -> None:
         client, study = common.client_for_run(db, task_run_id)
         try:
             # no retries here: this thread launches the other units; the next launch or poll asks again
-            client.call("PATCH", f"studies/{study['study_id']}/", json={"total_available_places": row["launched"]},
-                        retry=frozenset())
+            client.update_study(study["study_id"], {"total_available_places": row["launched"]}, retry=RETRY_NONE)
         finally:
             client.close()
     except (ProlificError, DialevalError) as error:
@@ -235,9 +235,10 @@ def stop_if_done(db, task_run_id: str) -> None:
         return
     client, _ = common.client_for_run(db, task_run_id)
     try:
-        client.call("POST", f"studies/{study['study_id']}/transition/", json={"action": "STOP"})
+        client.transition_study(study["study_id"], "STOP")
         store.update("studies", "task_run_id", str(task_run_id), status="stopped")
     except ProlificError as error:
         logger.warning(f"could not stop Prolific study {study['study_id']}: {error}")
     finally:
         client.close()
+    webhooks.stop(db, task_run_id)  # nothing left to free

@@ -3,6 +3,9 @@
 import React from "react";
 import { t } from "./i18n";
 
+// A phone has no arrow keys to mention (its hint says drag or tap): touch screens are told apart by their touch points
+const TOUCH = typeof window !== "undefined" && (window.navigator.maxTouchPoints > 0 || "ontouchstart" in window);
+
 export function ContinuousSlider({ name, statement, value, onChange, left = t("slider.disagree"), right = t("slider.agree") }) {
   const moved = value !== null && value !== undefined;
   const id = "slider-" + name;
@@ -28,7 +31,7 @@ export function ContinuousSlider({ name, statement, value, onChange, left = t("s
         <span>{right}</span>
       </div>
       <div className={"dialeval-slider-value" + (moved ? " dialeval-moved" : "")} data-testid={"slider-state-" + name}>
-        {moved ? t("slider.value", { value }) : t("slider.untouched")}
+        {moved ? t("slider.value", { value }) : t(TOUCH ? "slider.untouched_touch" : "slider.untouched")}
       </div>
     </div>
   );

@@ -2,19 +2,21 @@
 // messages over `maxLength` characters (the world's limit, sent in its state): the page says so instead.
 // While `busy` (a bot reply still arriving) nothing typed is lost or merged with the next draft: with
 // `queue` (live chat, where the chat goes on after the reply) a message waits in a queue of one, shown
-// under the box, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
+// under the box with `queuedNote`, and goes out when the reply ends; otherwise (the reply is rated next) it stays in the
 // box, and the page says why.
 import React from "react";
 import { t } from "./i18n";
+import { useTextRecord } from "./answerRecord";
 
-export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false }) {
+export function MessageInput({ onSend, placeholder = t("input.placeholder"), label = t("input.label"), maxLength, busy = false, queue = false, queuedNote = t("input.queued") }) {
   const [text, setText] = React.useState("");
   const [queued, setQueued] = React.useState(null);
   const [note, setNote] = React.useState(null);
   const tooLong = maxLength && text.trim().length > maxLength;
+  const record = useTextRecord(); // how the message was made, sent with it (answerRecord.js)
   React.useEffect(() => {
     if (!busy && queued !== null) {
-      onSend(queued);
+      onSend(queued.message, queued.record);
       setQueued(null);
       setNote(null);
     }
@@ -25,12 +27,12 @@ export function MessageInput({ onSend, placeholder = t("input.placeholder"), lab
       return;
     }
     if (!busy) {
-      onSend(message);
+      onSend(message, record.take());
     } else if (!queue) {
       setNote(t("input.wait"));
       return;
     } else if (queued === null) {
-      setQueued(message);
+      setQueued({ message, record: record.take() });
     } else {
       setNote(t("input.queue_full"));
       return;
@@ -42,6 +44,7 @@ export function MessageInput({ onSend, placeholder = t("input.placeholder"), lab
     <div>
       <div className="dialeval-input-row">
         <input
+          ref={record.ref}
           className="form-control response-text-input"
           aria-label={label}
           placeholder={placeholder}
@@ -60,7 +63,7 @@ export function MessageInput({ onSend, placeholder = t("input.placeholder"), lab
       </div>
       {queued !== null ? (
         <p className="dialeval-queued" data-testid="msg-queued" role="status">
-          {t("input.queued")} <bdi>{queued}</bdi>
+          {queuedNote} <bdi>{queued.message}</bdi>
         </p>
       ) : null}
       {note ? (

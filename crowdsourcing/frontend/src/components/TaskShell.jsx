@@ -1,7 +1,9 @@
 // Page layout shared by every task: the task first, the instructions beside it (folded under it on a
 // phone), and the loading / blocked / ended / submit screens every Mephisto task needs.
 import React from "react";
-import { t } from "./i18n";
+import { serverText, t } from "./i18n";
+import { RecordingNotice } from "./Checks";
+import { ResumeCode, ResumeForm } from "./Resume";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -9,7 +11,14 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   const [wide] = React.useState(() => typeof window === "undefined" || window.innerWidth >= 992);
   let body;
   if (blockedReason) {
-    body = <div className="alert alert-danger">{blockedExplanation || blockedReason}</div>;
+    // the router's refusals are catalogued server texts (translated); a task's own explanation is an element
+    const why = blockedExplanation || blockedReason;
+    body = (
+      <div>
+        <div className="alert alert-danger" data-testid="blocked">{typeof why === "string" ? serverText(why) : why}</div>
+        <ResumeForm />
+      </div>
+    );
   } else if (isPreview) {
     body = <div className="alert alert-info">{t("shell.preview")}</div>;
   } else if (isLoading) {
@@ -28,9 +37,11 @@ export function TaskShell({ mephisto, title, instructions, children }) {
           <details open={wide}>
             <summary>{t("shell.instructions")}</summary>
             {instructions}
+            <RecordingNotice taskConfig={mephisto.taskConfig} />
           </details>
         </aside>
       </div>
+      {blockedReason || inactiveText ? null : <ResumeCode />}
     </div>
   );
 }
@@ -62,7 +73,8 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
   return (
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
       <p>
-        <b>{t("submit.complete")}</b> {t("submit.press")}
+        {/* once sent, the box no longer asks for the press */}
+        <b>{t("submit.complete")}</b> {sent ? null : t("submit.press")}
       </p>
       <SubmitOnceButton
         onSubmit={() => {

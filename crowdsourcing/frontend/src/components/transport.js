@@ -4,7 +4,8 @@
 // token, so this module adds it underneath: to each websocket packet the page sends (a WebSocket
 // subclass) and to each POST body naming USED_AGENT_ID (an interceptor on mephisto-task's axios). The
 // same subclass keeps what the server has not acknowledged yet and sends it again after a reconnect, a
-// reload, or a few seconds without its acknowledgement.
+// reload, or a few seconds without its acknowledgement; and, the other way, tells the router what it has received
+// of what the router sent (dialeval_seen), so that a new socket gets what a dropping one lost.
 // Importing it once (components/index.js) installs both before any task connects.
 import { axiosInstance } from "mephisto-task";
 
@@ -71,12 +72,47 @@ function secretKey(config) {
     : "registration:" + data.agent_registration_id;
 }
 
+// The way back after a browser died (dialeval_claims.js): the page of a session shows its resume code (the router
+// gives it with the agent); a page refused because the session is held elsewhere may offer the code the participant
+// noted (ResumeForm in Resume.jsx), kept for this page address until the router has given the session back.
+const CODE_FIELD = "dialeval_resume_code";
+const CODE_KEY = CODE_FIELD + window.location.search;
+const way = { code: null, offered: false };
+
+export function resumeCode() {
+  return way.code;
+}
+
+export function reclaimOffered() {
+  return way.offered;
+}
+
+export function offerResumeCode(code) {
+  try {
+    window.sessionStorage.setItem(CODE_KEY, code);
+  } catch (error) {
+    return false; // storage refused: the code cannot outlive the reload that sends it
+  }
+  window.location.reload();
+  return true;
+}
+
+function offeredCode() {
+  try {
+    return window.sessionStorage.getItem(CODE_KEY);
+  } catch (error) {
+    return null;
+  }
+}
+
 axiosInstance.interceptors.request.use((config) => {
   const body = config.data;
   const key = secretKey(config);
   if (key !== null) {
     const sent = typeof body === "string" ? JSON.parse(body) : body; // a string when asked again (busyRetry)
-    config.data = { ...sent, provider_data: { ...sent.provider_data, dialeval_secret: pageSecret(key) } };
+    const code = offeredCode();
+    config.data = { ...sent, provider_data: { ...sent.provider_data, dialeval_secret: pageSecret(key),
+      ...(code ? { [CODE_FIELD]: code } : {}) } };
     return config;
   }
   if (body && typeof body === "object") {
@@ -88,9 +124,11 @@ axiosInstance.interceptors.request.use((config) => {
 });
 
 // The router answers a request for an agent (or an onboarding submission) 503 "busy" when it cannot keep it
-// while a relaunched server is away (dialeval_guard.js's hold): ask again after its Retry-After, with jitter
-// so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for ever.
-const BUSY_PATHS = ["/request_agent", "/submit_onboarding"];
+// while a relaunched server is away (dialeval_guard.js's hold), and a submission of finished work when too many
+// of its address's wait for their turn (dialeval_door.js's wait_for_budget): ask again after its Retry-After,
+// with jitter so a crowd does not come back at once, for a few minutes; mephisto-task would otherwise wait for
+// ever (or lose the submission).
+const BUSY_PATHS = ["/request_agent", "/submit_onboarding", "/submit_task"];
 const BUSY_TRIES = 36;
 
 function busyRetry(error) {
@@ -100,6 +138,7 @@ function busyRetry(error) {
   const refused = response && (response.status === 403 || response.status === 429) && response.data &&
     response.data.data && typeof response.data.data.failure_reason === "string";
   if (refused && secretKey(config) !== null) {
+    way.offered = response.data.data.dialeval_reclaim === "code"; // the way back, when it is open
     return Promise.resolve(response);
   }
   const busy = response && response.status === 503 && response.data && response.data.status === "busy";
@@ -117,10 +156,22 @@ function busyRetry(error) {
 
 axiosInstance.interceptors.response.use((response) => {
   remember(response.data);
-  const issued = response.data && response.data.data && response.data.data.registration_secret;
+  const details = (response.data && response.data.data) || {};
+  const issued = details.registration_secret;
   const key = secretKey(response.config);
   if (typeof issued === "string" && key !== null) {
     storedSecret(key, issued);
+  }
+  if (key !== null) {
+    way.offered = details.dialeval_reclaim === "code";
+    if (typeof details[CODE_FIELD] === "string") {
+      way.code = details[CODE_FIELD];
+      try {
+        window.sessionStorage.removeItem(CODE_KEY); // the session is this page's now
+      } catch (error) {
+        // storage refused: nothing was kept
+      }
+    }
   }
   return response;
 }, busyRetry);
@@ -142,10 +193,13 @@ const RESEND_AFTER_OPEN_MS = 500; // after mephisto-task's own `alive` on the ne
 // The world's confirmation follows its reply to the act, so this is well past a reply's usual time.
 const RESEND_UNCONFIRMED_MS = 8000;
 const RESEND_UNCONFIRMED_MAX_MS = 60000;
-const REFUSED_KEY = "dialeval_refused"; // the router's answer to an act it will never pass on (dialeval_door.js)
+// the answer to an act that will not be stored: from the router's door (dialeval_door.js) or the world
+// (compat/mephisto_router.py refuse_taken), with the reason, which the page shows beside the message
+const REFUSED_KEY = "dialeval_refused";
 const resendDue = new Map(); // update id -> { at: ms, wait: ms }, for acts sent on an open socket
 const outbox = loadOutbox(); // update id -> packet (without token), insertion order = sending order
 const ackListeners = new Set();
+const refusalListeners = new Set();
 
 function loadOutbox() {
   try {
@@ -176,6 +230,12 @@ export function onAcknowledged(listener) {
   return () => ackListeners.delete(listener);
 }
 
+// listener(update ids, reason): acts the server will not store, and why (a sentence for the participant)
+export function onRefused(listener) {
+  refusalListeners.add(listener);
+  return () => refusalListeners.delete(listener);
+}
+
 function forget(id) {
   outbox.delete(id);
   resendDue.delete(id);
@@ -184,6 +244,53 @@ function forget(id) {
 
 function signed(packet) {
   return tokens.has(packet.subject_id) ? { ...packet, agent_token: tokens.get(packet.subject_id) } : packet;
+}
+
+// What the router sent this page, numbered per agent (dialeval_seq, crowdsourcing/router/dialeval_replay.js): the
+// page says on each heartbeat how far it has everything (dialeval_seen), and on the `alive` of a new socket, so the
+// router sends again what the page has not had (a bot's reply sent while the old socket was dropping), once.
+const SEQ_KEY = "dialeval_seq";
+const SEEN_KEY = "dialeval_seen";
+// agent id -> { upTo: every packet up to this number had, above: Set of later ones had, fresh: nothing had yet }
+const received = new Map();
+
+function receivedOnce(agent, seq) {
+  const got = received.get(agent) || { upTo: 0, above: new Set(), fresh: true };
+  received.set(agent, got);
+  if (got.fresh) {
+    // the first number this page gets: what came before it the server gave the page with its agent
+    got.fresh = false;
+    got.upTo = seq - 1;
+  }
+  if (seq <= got.upTo || got.above.has(seq)) {
+    return false;
+  }
+  got.above.add(seq);
+  while (got.above.has(got.upTo + 1)) {
+    got.upTo += 1;
+    got.above.delete(got.upTo);
+  }
+  return true;
+}
+
+// heartbeats and a new socket's `alive` carry how far this page has what the router sent (not on the first socket
+// of a page: a loaded page gets everything so far from the server with its agent)
+function withSeen(packet) {
+  const type = packet.packet_type;
+  const got = received.get(packet.subject_id);
+  if ((type !== "heartbeat" && type !== "alive") || got === undefined) {
+    return packet;
+  }
+  return { ...packet, data: { ...(packet.data || {}), [SEEN_KEY]: got.upTo } };
+}
+
+// The researcher ended the study (crowdsourcing/platform/runner.py tells each page still in it): the page says so.
+const ENDED_KEY = "dialeval_ended";
+const endedListeners = new Set();
+
+export function onEnded(listener) {
+  endedListeners.add(listener);
+  return () => endedListeners.delete(listener);
 }
 
 const PageSocket = class extends window.WebSocket {
@@ -230,7 +337,11 @@ const PageSocket = class extends window.WebSocket {
       resendDue.set(packet.data.update_id, { at: Date.now() + RESEND_UNCONFIRMED_MS, wait: 2 * RESEND_UNCONFIRMED_MS });
       storeOutbox();
     }
-    return super.send(JSON.stringify(signed(packet)));
+    if (packet && packet.packet_type === "alive" && !received.has(packet.subject_id)) {
+      received.set(packet.subject_id, { upTo: 0, above: new Set(), fresh: true }); // its next socket's alive says how far
+      return super.send(JSON.stringify(signed(packet)));
+    }
+    return super.send(JSON.stringify(signed(packet && typeof packet === "object" ? withSeen(packet) : packet)));
   }
 
   // mephisto-task reads packets through onmessage: acknowledgements are taken out before it sees them.
@@ -242,13 +353,20 @@ const PageSocket = class extends window.WebSocket {
       } catch (error) {
         // not ours to judge: mephisto-task gets it as it is
       }
+      if (packet && typeof packet[SEQ_KEY] === "number" && !receivedOnce(packet.subject_id, packet[SEQ_KEY])) {
+        return undefined; // had already: sent again on this socket after a drop
+      }
       const live = packet && packet.packet_type === "client_bound_live_update" && packet.data;
+      if (live && live[ENDED_KEY]) {
+        endedListeners.forEach((listener) => listener(live[ENDED_KEY]));
+        return undefined;
+      }
       const acked = live && live[ACK_KEY];
       const refused = live && live[REFUSED_KEY];
       if (Array.isArray(refused)) {
-        // never passed on, so never to be resent: the router said why (an act no person's typing produces)
+        // never stored, so never to be resent: the router's door or the world said why, for the participant
         refused.forEach((id) => forget(id));
-        console.warn("the study's server refused an action of this page:", live.reason);
+        refusalListeners.forEach((listener) => listener(refused, live.reason));
         return undefined;
       }
       if (Array.isArray(acked)) {

@@ -2,17 +2,21 @@
 // `messages` (every chat line, in order) and `state` (the latest task_data the world sent,
 // merged). Worlds drive the page by sending task_data; pages answer with sendAction.
 import React from "react";
-import { useMephistoLiveTask, AGENT_STATUS, STATUS_TO_TEXT_MAP } from "mephisto-task";
-import { onAcknowledged } from "./transport";
+import { useMephistoLiveTask, AGENT_STATUS } from "mephisto-task";
+import { t } from "./i18n";
+import { onAcknowledged, onEnded, onRefused } from "./transport";
 
-const INACTIVE = [
-  AGENT_STATUS.DISCONNECT,
-  AGENT_STATUS.RETURNED,
-  AGENT_STATUS.EXPIRED,
-  AGENT_STATUS.TIMEOUT,
-  AGENT_STATUS.PARTNER_DISCONNECT,
-  AGENT_STATUS.MEPHISTO_DISCONNECT,
-];
+// Mephisto's statuses that end the task for this page -> our own words (the catalogue's, in the study's language),
+// never mephisto-task's stock texts ("Our server appears to have gone down..."). The server says when the
+// researcher stopped the study (transport.js onEnded): that is said, whatever status follows.
+const ENDED = {
+  [AGENT_STATUS.DISCONNECT]: "ended.disconnected",
+  [AGENT_STATUS.RETURNED]: "ended.other",
+  [AGENT_STATUS.EXPIRED]: "ended.expired",
+  [AGENT_STATUS.TIMEOUT]: "ended.timed_out",
+  [AGENT_STATUS.PARTNER_DISCONNECT]: "ended.other",
+  [AGENT_STATUS.MEPHISTO_DISCONNECT]: "ended.server_gone",
+};
 
 export function useLiveTask() {
   // A message the worker sent stays `pending` until the server confirms it stored it (transport.js).
@@ -23,16 +27,23 @@ export function useLiveTask() {
     if (message.dialevalAcked) {
       return previous.map((m) => (m.pending && message.dialevalAcked.includes(m.update_id) ? { ...m, pending: false } : m));
     }
+    if (message.dialevalRefused) { // not stored: shown as not sent, with the reason (ChatLog)
+      const { ids, reason } = message.dialevalRefused;
+      return previous.map((m) => (m.pending && ids.includes(m.update_id) ? { ...m, pending: false, refused: reason || "" } : m));
+    }
     return [...previous, message];
   }, []);
   React.useEffect(() => onAcknowledged((ids) => addMessage({ dialevalAcked: ids })), []);
+  React.useEffect(() => onRefused((ids, reason) => addMessage({ dialevalRefused: { ids, reason } })), []);
   const [state, updateState] = React.useReducer((old, update) => ({ ...old, ...update }), {});
   const [inactiveText, setInactiveText] = React.useState(null);
+  const [stopped, setStopped] = React.useState(false);
+  React.useEffect(() => onEnded(() => setStopped(true)), []);
 
   const mephisto = useMephistoLiveTask({
     onStatusUpdate: ({ status }) => {
-      if (INACTIVE.includes(status)) {
-        setInactiveText(STATUS_TO_TEXT_MAP[status] || "This task has ended.");
+      if (status in ENDED) {
+        setInactiveText(t(ENDED[status]));
       }
     },
     onLiveUpdate: (message) => {
@@ -67,7 +78,7 @@ export function useLiveTask() {
     [agentId, sendLiveUpdate]
   );
 
-  return { ...mephisto, messages, state, inactiveText, sendAction };
+  return { ...mephisto, messages, state, inactiveText: stopped ? t("ended.stopped") : inactiveText, sendAction };
 }
 
 // For buttons that send an answer to the world: after one click the button stays disabled until the

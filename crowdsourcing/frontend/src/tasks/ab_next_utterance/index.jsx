@@ -1,11 +1,13 @@
 // ChatEval A/B next-utterance test (Lee et al. 2020, 2.1 + Appendix A): a static task. initialTaskData
 // holds the question and `shown` items (context, response_a, response_b; A/B order already
 // randomised, identical pairs never sent). The worker answers A, B or tie for each and submits
-// {answers: {item_id: {choice, duration}}}.
+// {answers: {item_id: {choice, duration, provenance}}}. An item with `attention` is an attention check: its
+// instruction says which answer to give (crowdsourcing/platform/checks.py).
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell, t, useLanguage, serverText } from "../../components";
+import { BotText, TaskShell, t, useLanguage, serverText, AttentionInstruction } from "../../components";
+import { awayBetween } from "../../components/answerRecord";
 
 const OPTIONS = [
   ["a", "ab.a_better"],
@@ -15,19 +17,21 @@ const OPTIONS = [
 
 function Item({ item, index, answer, onChange }) {
   const shownAt = React.useRef(Date.now());
+  const label = Object.fromEntries(OPTIONS);
   return (
     <div className="card p-2 mb-3" data-testid="ab-item">
       <div className="text-muted">{t("ab.conversation", { number: index + 1 })}</div>
+      {item.attention ? <AttentionInstruction text={t("check.choose", { option: t(label[item.attention.choose]) })} /> : null}
       {item.context.map((turn, i) => (
         <div key={i}>
           <bdi>{turn}</bdi>
         </div>
       ))}
       <div className="mt-2">
-        <b>A:</b> <bdi data-testid="response-a">{item.response_a}</bdi>
+        <b>A:</b> <BotText text={item.response_a} testid="response-a" />
       </div>
       <div>
-        <b>B:</b> <bdi data-testid="response-b">{item.response_b}</bdi>
+        <b>B:</b> <BotText text={item.response_b} testid="response-b" />
       </div>
       <div className="mt-1">
         {OPTIONS.map(([value, label]) => (
@@ -54,6 +58,18 @@ function AbApp() {
   const [answers, setAnswers] = React.useState({});
   const [submitted, setSubmitted] = React.useState(false);
   const items = (initialTaskData && initialTaskData.shown) || [];
+  // every item is on one page: an item's time is from the previous first answer (or the page) to its own
+  // first answer; changing an answer later counts as a change (answerRecord.js's record, built here)
+  const lastAnswer = React.useRef(Date.now());
+  const answer = (item, choice, duration) => {
+    const now = Date.now();
+    const old = answers[item.item_id];
+    const provenance = old
+      ? { ...old.provenance, changes: old.provenance.changes + 1 }
+      : { seconds: Math.round((now - lastAnswer.current) / 100) / 10, reread: false, changes: 0, ...awayBetween(lastAnswer.current, now) };
+    if (!old) lastAnswer.current = now;
+    setAnswers({ ...answers, [item.item_id]: { choice, duration, provenance } });
+  };
   let body;
   if (submitted) {
     body = <div className="alert alert-success" data-testid="done">{t("common.answers_sent")}</div>;
@@ -72,7 +88,7 @@ function AbApp() {
             item={item}
             index={index}
             answer={answers[item.item_id] && answers[item.item_id].choice}
-            onChange={(choice, duration) => setAnswers({ ...answers, [item.item_id]: { choice, duration } })}
+            onChange={(choice, duration) => answer(item, choice, duration)}
           />
         ))}
         <button

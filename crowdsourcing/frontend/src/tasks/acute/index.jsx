@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { ScreenedOut, TaskShell, t, useLanguage, serverText } from "../../components";
+import { BotText, ScreenedOut, TaskShell, t, useLanguage, serverText, useScreenRecord, useTextRecord, AttentionInstruction } from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -15,7 +15,7 @@ function Conversation({ turns, label, testid }) {
       <div className="dialeval-chat-log">
         {turns.map((turn, idx) => (
           <div key={idx} className={turn.evaluated ? "dialeval-msg-other font-weight-bold" : "dialeval-msg-self text-muted"}>
-            {turn.evaluated ? label : t("common.partner")}: <bdi>{turn.text}</bdi>
+            {turn.evaluated ? label : t("common.partner")}: {turn.evaluated ? <BotText text={turn.text} /> : <bdi>{turn.text}</bdi>}
           </div>
         ))}
       </div>
@@ -23,16 +23,24 @@ function Conversation({ turns, label, testid }) {
   );
 }
 
+// pair.attention: {choose: side} when the pair is an attention check (crowdsourcing/platform/checks.py)
 function PairView({ pair, question, index, total, onAnswer }) {
   const [choice, setChoice] = React.useState(null);
   const [why, setWhy] = React.useState("");
   const started = React.useRef(Date.now());
+  const screen = useScreenRecord(); // the judgment's record, the justification's nested in it (answerRecord.js)
+  const reason = useTextRecord();
   return (
     <div data-testid="pair">
       <p>
-        {t("acute.pair", { number: index + 1, total })} <b data-testid="question">{serverText(question)}</b>
+        {t("acute.pair", { number: index + 1, total })}{" "}
+        {pair.attention ? (
+          <AttentionInstruction text={t("check.choose", { option: t("acute.speaker", { number: pair.attention.choose === "left" ? 1 : 2 }) })} />
+        ) : (
+          <b data-testid="question">{serverText(question)}</b>
+        )}
       </p>
-      <div className="row">
+      <div className="row" onScrollCapture={screen.onScroll}>
         <Conversation turns={pair.left} label={t("acute.speaker", { number: 1 })} testid="conversation-left" />
         <Conversation turns={pair.right} label={t("acute.speaker", { number: 2 })} testid="conversation-right" />
       </div>
@@ -41,7 +49,16 @@ function PairView({ pair, question, index, total, onAnswer }) {
         ["right", 2],
       ].map(([side, number]) => (
         <label key={side} className="mr-3">
-          <input type="radio" name="acute-choice" data-testid={"choose-" + side} checked={choice === side} onChange={() => setChoice(side)} />{" "}
+          <input
+            type="radio"
+            name="acute-choice"
+            data-testid={"choose-" + side}
+            checked={choice === side}
+            onChange={() => {
+              screen.changed();
+              setChoice(side);
+            }}
+          />{" "}
           {t("acute.speaker", { number })}
         </label>
       ))}
@@ -50,6 +67,7 @@ function PairView({ pair, question, index, total, onAnswer }) {
         placeholder={t("acute.explain")}
         aria-label={t("acute.explain")}
         data-testid="justification"
+        ref={reason.ref}
         value={why}
         onChange={(e) => setWhy(e.target.value)}
       />
@@ -58,7 +76,13 @@ function PairView({ pair, question, index, total, onAnswer }) {
         data-testid="next-pair"
         disabled={!choice || !why.trim()}
         onClick={() =>
-          onAnswer({ pair_id: pair.pair_id, choice, justification: why.trim(), duration: (Date.now() - started.current) / 1000 })
+          onAnswer({
+            pair_id: pair.pair_id,
+            choice,
+            justification: why.trim(),
+            duration: (Date.now() - started.current) / 1000,
+            provenance: { ...screen.take(), justification: reason.take() },
+          })
         }
       >
         {t(index + 1 < total ? "acute.next" : "common.submit")}

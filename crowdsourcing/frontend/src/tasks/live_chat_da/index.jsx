@@ -3,7 +3,20 @@
 // phases through task_data; this page only renders them and sends the worker's actions back.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, ChatLog, ContinuousSlider, TaskShell, SubmitPanel, MessageInput, t, useLanguage, serverText } from "../../components";
+import {
+  useLiveTask,
+  useSendOnce,
+  ChatLog,
+  ContinuousSlider,
+  TaskShell,
+  SubmitPanel,
+  MessageInput,
+  t,
+  usePageOptions,
+  serverText,
+  useScreenRecord,
+  useTextRecord,
+} from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = ["like", "ambivalent", "dislike"];
@@ -95,7 +108,7 @@ function ChatPanel({ state, messages, sendAction }) {
         maxLength={state.max_message_chars}
         busy={typeof state.streaming === "string"}
         queue
-        onSend={(text) => sendAction({ action: "message" }, text)}
+        onSend={(text, record) => sendAction({ action: "message", provenance: record }, text)}
       />
       {enough ? (
         <p className="dialeval-go-on" role="status" data-testid="may-go-on" style={{ marginTop: 8 }}>
@@ -135,36 +148,55 @@ function ChatPanel({ state, messages, sendAction }) {
   );
 }
 
+// The seven statements; with an attention check (state.attention: {value, position}) an eighth slider among
+// them asks for a stated value instead (crowdsourcing/platform/checks.py).
 function RatingForm({ state, messages, sendAction }) {
   const statements = state.statements || [];
   const [values, setValues] = React.useState(statements.map(() => null));
-  const done = values.every((v) => v !== null);
+  const attention = state.attention || null;
+  const [checked, setChecked] = React.useState(null);
+  const done = values.every((v) => v !== null) && (!attention || checked !== null);
   const [pending, sendOnce] = useSendOnce(state);
+  const screen = useScreenRecord();
+  const sliders = statements.map((statement, idx) => (
+    <ContinuousSlider
+      key={state.slot + "-" + idx}
+      name={String(idx)}
+      statement={serverText(statement)}
+      value={values[idx]}
+      onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
+    />
+  ));
+  if (attention) {
+    sliders.splice(Math.min(attention.position || 0, sliders.length), 0, (
+      <ContinuousSlider
+        key={state.slot + "-attention"}
+        name="attention"
+        statement={t("check.slider", { value: attention.value })}
+        value={checked}
+        onChange={setChecked}
+        left="0"
+        right="100"
+      />
+    ));
+  }
   return (
     <div data-testid="rating-form">
       {messages.length ? (
-        <details className="dialeval-reread">
+        <details className="dialeval-reread" onToggle={screen.reread} onScrollCapture={screen.onScroll}>
           <summary>{t("live_chat.reread")}</summary>
           <ChatLog messages={messages} botId={state.bot_id} />
         </details>
       ) : null}
       <h2 className="h5">{t("live_chat.rate_question")}</h2>
-      {statements.map((statement, idx) => (
-        <ContinuousSlider
-          key={state.slot + "-" + idx}
-          name={String(idx)}
-          statement={serverText(statement)}
-          value={values[idx]}
-          onChange={(v) => setValues(values.map((old, i) => (i === idx ? v : old)))}
-        />
-      ))}
+      {sliders}
       {done ? null : <p className="dialeval-note">{t("live_chat.move_every_slider")}</p>}
       {state.warning ? <div className="alert alert-warning">{serverText(state.warning)}</div> : null}
       <button
         className="btn btn-primary"
         data-testid="submit-ratings"
         disabled={pending || !done}
-        onClick={() => sendOnce(() => sendAction({ action: "rating", values }))}
+        onClick={() => sendOnce(() => sendAction({ action: "rating", values, provenance: screen.take(), ...(attention ? { attention: checked } : {}) }))}
       >
         {t("live_chat.rate_next")}
       </button>
@@ -187,16 +219,17 @@ function FailedPanel({ state, sendAction }) {
 function FeedbackForm({ state, sendAction }) {
   const [feedback, setFeedback] = React.useState("");
   const [pending, sendOnce] = useSendOnce(state);
+  const record = useTextRecord();
   return (
     <div data-testid="feedback-form">
       <label htmlFor="feedback">{t("live_chat.feedback")}</label>
-      <textarea id="feedback" className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
+      <textarea id="feedback" ref={record.ref} className="form-control" rows="4" value={feedback} onChange={(e) => setFeedback(e.target.value)} />
       <button
         className="btn btn-primary"
         style={{ marginTop: 8 }}
         data-testid="send-feedback"
         disabled={pending}
-        onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback }))}
+        onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback, provenance: record.take() }))}
       >
         {t("live_chat.finish")}
       </button>
@@ -207,7 +240,7 @@ function FeedbackForm({ state, sendAction }) {
 function LiveChatApp() {
   const live = useLiveTask();
   const { state, messages, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;

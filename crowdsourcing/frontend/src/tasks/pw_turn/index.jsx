@@ -15,8 +15,12 @@ import {
   StreamingReply,
   ScreenedOut,
   t,
-  useLanguage,
+  usePageOptions,
   serverText,
+  BotText,
+  useScreenRecord,
+  useTextRecord,
+  AttentionInstruction,
 } from "../../components";
 
 const NUMBERS = { left: 1, right: 2 };
@@ -29,29 +33,41 @@ function Option({ side, text, chosen, onChoose }) {
       <span className="dialeval-option-head">
         <input type="radio" name="pw-choice" checked={chosen} onChange={onChoose} data-testid={"choose-" + side} /> <b>{optionName(side)}</b>
       </span>
-      <bdi data-testid={"text-" + side}>{text}</bdi>
+      <BotText text={text} testid={"text-" + side} />
     </label>
   );
 }
 
-function ChoosePanel({ state, sendAction }) {
+// state.attention: {choose: side} when this turn is an attention check (crowdsourcing/platform/checks.py); `screen`:
+// the judgment's record (answerRecord.js), the justification's own nested in it
+function ChoosePanel({ state, sendAction, screen }) {
   const [choice, setChoice] = React.useState(null);
   const [why, setWhy] = React.useState("");
   const [pending, sendOnce] = useSendOnce(state);
+  const reason = useTextRecord();
+  const pick = (side) => {
+    screen.changed();
+    setChoice(side);
+  };
   return (
     <div data-testid="choose-panel">
       <p>
-        {t("pw_turn.turn", { turn: state.turn, turns: state.num_turns })} <b data-testid="question">{serverText(state.question)}</b>
+        {t("pw_turn.turn", { turn: state.turn, turns: state.num_turns })}{" "}
+        {state.attention ? (
+          <AttentionInstruction text={t("check.choose", { option: optionName(state.attention.choose) })} />
+        ) : (
+          <b data-testid="question">{serverText(state.question)}</b>
+        )}
       </p>
-      <Option side="left" text={state.left} chosen={choice === "left"} onChoose={() => setChoice("left")} />
-      <Option side="right" text={state.right} chosen={choice === "right"} onChoose={() => setChoice("right")} />
+      <Option side="left" text={state.left} chosen={choice === "left"} onChoose={() => pick("left")} />
+      <Option side="right" text={state.right} chosen={choice === "right"} onChoose={() => pick("right")} />
       <label htmlFor="justification">{t("pw_turn.why")}</label>
-      <input id="justification" className="form-control" data-testid="justification" value={why} onChange={(e) => setWhy(e.target.value)} />
+      <input id="justification" ref={reason.ref} className="form-control" data-testid="justification" value={why} onChange={(e) => setWhy(e.target.value)} />
       <button
         className="btn btn-primary mt-2"
         data-testid="submit-choice"
         disabled={pending || !choice || !why.trim()}
-        onClick={() => sendOnce(() => sendAction({ action: "choose", choice, justification: why.trim() }))}
+        onClick={() => sendOnce(() => sendAction({ action: "choose", choice, justification: why.trim(), provenance: { ...screen.take(), justification: reason.take() } }))}
       >
         {t("pw_turn.choose")}
       </button>
@@ -86,7 +102,7 @@ function Onboarding({ state, sendAction }) {
                 />{" "}
                 <b>{optionName(side)}</b>
               </span>
-              <bdi data-testid={"onboarding-" + idx + "-" + side + "-text"}>{pair[side]}</bdi>
+              <BotText text={pair[side]} testid={"onboarding-" + idx + "-" + side + "-text"} />
             </label>
           ))}
         </div>
@@ -106,7 +122,9 @@ function Onboarding({ state, sendAction }) {
 function PairwiseTurnApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
+  const screen = useScreenRecord(); // the choice screen's record (answerRecord.js); the history's scrolls in it
+  React.useEffect(screen.restart, [state.phase, state.turn]);
   const warning = state.warning ? (
     <div className="alert alert-warning" data-testid="warning">
       {serverText(state.warning)}
@@ -128,7 +146,7 @@ function PairwiseTurnApp() {
   } else if (state.phase === "onboarding") {
     body = <Onboarding key={state.try} state={state} sendAction={sendAction} />;
   } else if (state.phase === "choose") {
-    body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} />;
+    body = <ChoosePanel key={state.turn + "-" + (state.history || []).length} state={state} sendAction={sendAction} screen={screen} />;
   } else if (state.phase === "chat") {
     const streaming = typeof state.streaming_left === "string" || typeof state.streaming_right === "string";
     body = (
@@ -143,7 +161,11 @@ function PairwiseTurnApp() {
               />
             ))
           : null}
-        <MessageInput maxLength={state.max_message_chars} busy={streaming} onSend={(text) => sendAction({ action: "message" }, text)} />
+        <MessageInput
+          maxLength={state.max_message_chars}
+          busy={streaming}
+          onSend={(text, record) => sendAction({ action: "message", provenance: record }, text)}
+        />
       </div>
     );
   } else {
@@ -157,7 +179,11 @@ function PairwiseTurnApp() {
   );
   return (
     <TaskShell mephisto={screenedOut} title={t("pw_turn.title")} instructions={instructions}>
-      {state.phase !== "onboarding" ? <TurnHistory history={state.history} /> : null}
+      {state.phase !== "onboarding" ? (
+        <div onScrollCapture={screen.onScroll}>
+          <TurnHistory history={state.history} />
+        </div>
+      ) : null}
       {warning}
       {body}
     </TaskShell>

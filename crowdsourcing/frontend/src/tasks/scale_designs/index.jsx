@@ -2,11 +2,12 @@
 // initialTaskData: design, scale {kind, min, max}, criteria, prior_questions and `shown` items
 // (context, reference with its anchor value for magnitude estimation, responses under neutral keys).
 // Submits {ratings: {item_id: {criterion: {values: {key: n}} | {best, worst}}}, prior_experience,
-// duration, item_durations}.
+// duration, item_durations, item_provenance}. An item with `attention` is an attention check: its questions say
+// what to answer (crowdsourcing/platform/checks.py).
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { TaskShell, t, useLanguage, serverText } from "../../components";
+import { BotText, TaskShell, t, useLanguage, serverText, useScreenRecord, AttentionInstruction } from "../../components";
 
 function ValueInput({ kind, min, max, value, onChange, testid, label }) {
   if (kind === "likert") {
@@ -51,9 +52,19 @@ const inRange = (value, min, max) => typeof value === "number" && value >= min &
 function ItemForm({ data, item, index, onDone }) {
   const started = React.useRef(Date.now());
   const [answers, setAnswers] = React.useState({});
+  const screen = useScreenRecord(); // the item's record (answerRecord.js)
   const { kind, min, max } = data.scale;
   const keys = item.responses.map((r) => r.key);
-  const set = (criterion, update) => setAnswers({ ...answers, [criterion]: { ...(answers[criterion] || {}), ...update } });
+  // `answer`: which answer of the screen this is (giving it again counts as a change; typed numbers do not)
+  const set = (criterion, update, answer = null) => {
+    if (answer !== null) screen.changed(criterion + ":" + answer);
+    setAnswers({ ...answers, [criterion]: { ...(answers[criterion] || {}), ...update } });
+  };
+  const instruction = item.attention
+    ? "best" in item.attention
+      ? t("check.best_worst", { best: item.attention.best, worst: item.attention.worst })
+      : t("check.scale_value", { value: item.attention.value })
+    : null;
   const valid = (value) => inRange(value, min, max);
   const complete = data.criteria.every(({ name }) => {
     const a = answers[name] || {};
@@ -71,14 +82,14 @@ function ItemForm({ data, item, index, onDone }) {
         </div>
       ))}
       <div className="mt-2">
-        <b>{t("scale.reference")}</b> <bdi>{item.reference}</bdi>
+        <b>{t("scale.reference")}</b> <BotText text={item.reference} testid="reference" />
       </div>
       {data.criteria.map(({ name, question }) => {
         const anchor = item.reference_values[name];
         const a = answers[name] || {};
         return (
           <div key={name} className="card p-2 mt-2" data-testid={"criterion-" + name}>
-            <b>{serverText(question)}</b>
+            {instruction ? <AttentionInstruction text={instruction} /> : <b>{serverText(question)}</b>}
             {anchor !== null && anchor !== undefined ? (
               <div data-testid={"anchor-" + name}>
                 {t("scale.anchor", { anchor, min, max })}
@@ -86,14 +97,14 @@ function ItemForm({ data, item, index, onDone }) {
             ) : null}
             {item.responses.map((r, i) => (
               <div key={r.key} className="mt-1">
-                <bdi data-testid={"response-" + i}>{r.text}</bdi>{" "}
+                <BotText text={r.text} testid={"response-" + i} />
                 {kind === "best_worst" ? (
                   <span>
                     <label className="mr-2">
-                      <input type="radio" name={name + "-best"} data-testid={name + "-best-" + i} checked={a.best === r.key} onChange={() => set(name, { best: r.key })} /> {t("scale.best")}
+                      <input type="radio" name={name + "-best"} data-testid={name + "-best-" + i} checked={a.best === r.key} onChange={() => set(name, { best: r.key }, "best")} /> {t("scale.best")}
                     </label>
                     <label>
-                      <input type="radio" name={name + "-worst"} data-testid={name + "-worst-" + i} checked={a.worst === r.key} onChange={() => set(name, { worst: r.key })} /> {t("scale.worst")}
+                      <input type="radio" name={name + "-worst"} data-testid={name + "-worst-" + i} checked={a.worst === r.key} onChange={() => set(name, { worst: r.key }, "worst")} /> {t("scale.worst")}
                     </label>
                   </span>
                 ) : (
@@ -104,7 +115,7 @@ function ItemForm({ data, item, index, onDone }) {
                     testid={name + "-value-" + i}
                     label={t("scale.score_label", { criterion: name, number: i + 1, min, max })}
                     value={(a.values || {})[r.key]}
-                    onChange={(v) => set(name, { values: { ...(a.values || {}), [r.key]: v } })}
+                    onChange={(v) => set(name, { values: { ...(a.values || {}), [r.key]: v } }, kind === "likert" ? r.key : null)}
                   />
                 )}
               </div>
@@ -117,7 +128,7 @@ function ItemForm({ data, item, index, onDone }) {
           {kind === "best_worst" ? t("scale.hint_best_worst") : t("scale.hint_values", { min, max })}
         </p>
       )}
-      <button className="btn btn-primary mt-2" data-testid="next-item" disabled={!complete} onClick={() => onDone(answers, (Date.now() - started.current) / 1000)}>
+      <button className="btn btn-primary mt-2" data-testid="next-item" disabled={!complete} onClick={() => onDone(answers, (Date.now() - started.current) / 1000, screen.take())}>
         {t("common.next")}
       </button>
     </div>
@@ -156,6 +167,7 @@ function ScaleApp() {
   const started = React.useRef(Date.now());
   const [ratings, setRatings] = React.useState({});
   const [durations, setDurations] = React.useState({});
+  const [records, setRecords] = React.useState({});
   const [submitted, setSubmitted] = React.useState(false);
   let body;
   if (submitted) {
@@ -171,9 +183,10 @@ function ScaleApp() {
           data={data}
           item={data.shown[index]}
           index={index}
-          onDone={(answers, seconds) => {
+          onDone={(answers, seconds, record) => {
             const id = data.shown[index].item_id;
             setDurations({ ...durations, [id]: seconds });
+            setRecords({ ...records, [id]: record });
             setRatings({ ...ratings, [id]: answers });
           }}
         />
@@ -182,7 +195,13 @@ function ScaleApp() {
           questions={data.prior_questions}
           onDone={(prior) => {
             setSubmitted(true);
-            handleSubmit({ ratings, prior_experience: prior, duration: (Date.now() - started.current) / 1000, item_durations: durations });
+            handleSubmit({
+              ratings,
+              prior_experience: prior,
+              duration: (Date.now() - started.current) / 1000,
+              item_durations: durations,
+              item_provenance: records,
+            });
           }}
         />
       );

@@ -3,15 +3,30 @@
 // task_done. The page sends {checked: [...]}, a chat message, or {ratings: {criterion: 1..5}}.
 import React from "react";
 import ReactDOM from "react-dom";
-import { useLiveTask, useSendOnce, TaskShell, SubmitPanel, MessageInput, TurnHistory, StreamingReply, t, useLanguage, serverText } from "../../components";
+import {
+  useLiveTask,
+  useSendOnce,
+  TaskShell,
+  SubmitPanel,
+  MessageInput,
+  TurnHistory,
+  StreamingReply,
+  t,
+  usePageOptions,
+  serverText,
+  useScreenRecord,
+  AttentionInstruction,
+} from "../../components";
 
 const QUALITIES = ["engaging", "humanlike", "interesting"];
 
-function Annotate({ state, sendAction }) {
+// state.attention: {tick} when this screen is an attention check (crowdsourcing/platform/checks.py)
+function Annotate({ state, sendAction, screen }) {
   const [checked, setChecked] = React.useState([]);
   const [pending, sendOnce] = useSendOnce(state);
   const labels = state.labels || {};
   const toggle = (name) => {
+    screen.changed(name);
     if (name === "none") {
       setChecked(checked.includes("none") ? [] : ["none"]);
     } else {
@@ -21,7 +36,13 @@ function Annotate({ state, sendAction }) {
   };
   return (
     <div data-testid="annotate">
-      <p>{t("sm_eval.annotate")}</p>
+      <p>
+        {state.attention ? (
+          <AttentionInstruction text={t("check.tick", { label: serverText(labels[state.attention.tick] || state.attention.tick) })} />
+        ) : (
+          t("sm_eval.annotate")
+        )}
+      </p>
       {[...QUALITIES, "none"].map((name) => (
         <div className="form-check form-check-inline" key={name}>
           <input
@@ -42,7 +63,7 @@ function Annotate({ state, sendAction }) {
           className="btn btn-primary mt-2"
           data-testid="submit-marks"
           disabled={pending || checked.length === 0}
-          onClick={() => sendOnce(() => sendAction({ checked }))}
+          onClick={() => sendOnce(() => sendAction({ checked, provenance: screen.take() }))}
         >
           {t("common.continue")}
         </button>
@@ -51,7 +72,7 @@ function Annotate({ state, sendAction }) {
   );
 }
 
-function Rate({ state, sendAction }) {
+function Rate({ state, sendAction, screen }) {
   const questions = state.questions || [];
   const [ratings, setRatings] = React.useState({});
   const [pending, sendOnce] = useSendOnce(state);
@@ -70,7 +91,10 @@ function Rate({ state, sendAction }) {
                 name={"likert-" + q.criterion}
                 data-testid={"likert-" + q.criterion + "-" + v}
                 checked={ratings[q.criterion] === v}
-                onChange={() => setRatings({ ...ratings, [q.criterion]: v })}
+                onChange={() => {
+                  screen.changed(q.criterion);
+                  setRatings({ ...ratings, [q.criterion]: v });
+                }}
               />{" "}
               {v}
             </label>
@@ -81,7 +105,7 @@ function Rate({ state, sendAction }) {
         className="btn btn-primary"
         data-testid="submit-ratings"
         disabled={pending || questions.some((q) => !ratings[q.criterion])}
-        onClick={() => sendOnce(() => sendAction({ ratings }))}
+        onClick={() => sendOnce(() => sendAction({ ratings, provenance: screen.take() }))}
       >
         {t("sm_eval.finish")}
       </button>
@@ -92,22 +116,25 @@ function Rate({ state, sendAction }) {
 function SingleModelApp() {
   const live = useLiveTask();
   const { state, sendAction, handleSubmit, taskConfig } = live;
-  useLanguage(taskConfig);
+  usePageOptions(taskConfig);
+  // one judgment screen's record per annotation or rating screen (answerRecord.js), the history's scrolls in it
+  const screen = useScreenRecord();
+  React.useEffect(screen.restart, [state.phase, state.turn_index]);
   let body;
   if (state.task_done) {
     body = <SubmitPanel handleSubmit={handleSubmit} />;
   } else if (state.phase === "annotate") {
-    body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} />;
+    body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} screen={screen} />;
   } else if (state.phase === "chat") {
     body = (
       <MessageInput
         maxLength={state.max_message_chars}
         busy={typeof state.streaming === "string"}
-        onSend={(text) => sendAction({ action: "message" }, text)}
+        onSend={(text, record) => sendAction({ action: "message", provenance: record }, text)}
       />
     );
   } else if (state.phase === "rate") {
-    body = <Rate state={state} sendAction={sendAction} />;
+    body = <Rate state={state} sendAction={sendAction} screen={screen} />;
   } else {
     body = <div className="alert alert-secondary">{t("common.connecting")}</div>;
   }
@@ -131,7 +158,9 @@ function SingleModelApp() {
   return (
     <TaskShell mephisto={live} title={t("sm_eval.title")} instructions={instructions}>
       {persona /* with the task, not the folded instructions: a phone shows it too */}
-      <TurnHistory history={state.history} />
+      <div onScrollCapture={screen.onScroll}>
+        <TurnHistory history={state.history} />
+      </div>
       <StreamingReply streaming={state.streaming} otherName={t("common.partner")} />
       {state.warning ? (
         <div className="alert alert-warning" data-testid="warning">

@@ -1,0 +1,1 @@
+"""arena crowdsourcing task (docs/crowdsourcing_protocols.md, "Arena")."""

@@ -1,0 +1,3 @@
+from parlai_dialeval.providers.prolific.fake.server import main
+
+main()

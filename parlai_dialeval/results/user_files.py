@@ -1,0 +1,80 @@
+"""The files a researcher gives an analysis beside the data, read with one clear line on bad input: their own
+style covariates (``--style-covariates F.csv``), category rules (``--categories F.yaml``) and model families
+(``--variants F.json``). A library call may pass the file's path or what it holds."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from parlai_dialeval.errors import DataError
+
+
+def read_covariates(path: str | Path, keys: tuple[str, ...]) -> pd.DataFrame:
+    """The user's covariates: ``keys`` as strings, every other column numeric and finite."""
+    try:
+        frame = pd.read_csv(path, dtype={key: str for key in keys}, keep_default_na=False, na_values=[""])
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise DataError(path, f"cannot read the covariates CSV: {error}") from None
+    for key in keys:
+        if key not in frame:
+            raise DataError(path, "missing column", 1, key, f"a header with {', '.join(keys)} and covariate columns")
+    names = [c for c in frame.columns if c not in keys]
+    if not names:
+        raise DataError(path, "no covariate column", 1, expected="at least one numeric column besides "
+                        + ", ".join(keys))
+    for name in names:
+        values = pd.to_numeric(frame[name], errors="coerce")
+        bad = np.flatnonzero(~np.isfinite(values.to_numpy(float)))
+        if len(bad):
+            raise DataError(path, "not a finite number", f"row {bad[0] + 2}", name, "a number",
+                            frame[name].iloc[bad[0]])
+        frame[name] = values.astype(float)
+    duplicated = np.flatnonzero(frame.duplicated(list(keys)).to_numpy())
+    if len(duplicated):
+        raise DataError(path, "the same key twice", f"row {duplicated[0] + 2}", ", ".join(keys), "one row per key")
+    return frame
+
+
+def read_rules(path: str | Path) -> dict[str, list[str]]:
+    """Category -> regular expressions from a YAML mapping (a single expression may stand alone)."""
+    import yaml
+
+    try:
+        rules = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise DataError(path, f"cannot read the category rules: {error}") from None
+    if not isinstance(rules, dict) or not rules:
+        raise DataError(path, "not a mapping of categories", expected="category: [regular expression, ...]")
+    out = {}
+    for name, patterns in rules.items():
+        patterns = [patterns] if isinstance(patterns, str) else patterns
+        if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
+            raise DataError(path, "not a list of regular expressions", field=str(name), expected="[text, ...]",
+                            got=patterns)
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise DataError(path, f"not a regular expression: {error}", field=str(name), got=pattern) from None
+        out[str(name)] = patterns
+    return out
+
+
+def read_variants(path: str | Path) -> dict[str, str]:
+    """--variants: {family: [model, ...]} -> {model: family}."""
+    try:
+        families = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(path, f"unreadable ({error})", expected='a JSON object {"family": ["model", ...]}') from None
+    if not isinstance(families, dict):
+        raise DataError(path, "not an object", expected='{"family": ["model", ...]}', got=families)
+    out = {}
+    for family, models in families.items():
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise DataError(path, "not a list of model names", field=family, expected='["model", ...]', got=models)
+        out.update({model: family for model in models})
+    return out
