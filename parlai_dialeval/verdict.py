@@ -4,6 +4,7 @@ both the analyses and adaptive/ (whose planner sizes what is unsettled), below t
 from __future__ import annotations
 
 import math
+import warnings
 
 import pandas as pd
 
@@ -15,6 +16,8 @@ def _pct(x: float) -> str:
 
 
 def _p(p: float) -> str:
+    if not _finite(p):  # the sign test counts items won and lost: every item level leaves nothing to test
+        return "no test: no item won by either"
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
@@ -33,12 +36,33 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
     return max(0, fixed_items(votes, alpha, power) - int(items))
 
 
-def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
-    """One paragraph per question and unit of ``analyze_pairwise``'s win_rates table (p_adjusted decides)."""
+def _fragile(losses: pd.DataFrame | None, row) -> str:
+    """How few removals would lose a settled pair's significance (analysis/significance_loss.py), in words."""
+    if losses is None or losses.empty:
+        return ""
+    mine = losses[(losses["question"] == row.question) & (losses["unit"] == row.unit)
+                  & (losses["model_a"] == row.model_a) & (losses["model_b"] == row.model_b)]
+    if mine.empty or pd.isna(mine.iloc[0]["votes_to_lose_significance"]):
+        return ""
+    loss = mine.iloc[0]
+    text = (f"; it would no longer be significant if {int(loss['votes_to_lose_significance']):,} of "
+            f"{int(loss['votes']):,} decided votes were removed")
+    if pd.notna(loss["workers_to_lose_significance"]):
+        text += (f" (or the votes of {'' if loss['workers_exact'] else 'at most '}"
+                 f"{int(loss['workers_to_lose_significance']):,} of {int(loss['workers']):,} workers)")
+    return text
+
+
+def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = None) -> list[str]:
+    """One paragraph per question and unit of ``analyze_pairwise``'s win_rates table (p_adjusted decides);
+    with ``losses`` (analysis/significance_loss.py) each settled pair says how few removals would unsettle it."""
     out = []
     for (question, unit), part in rates.groupby(["question", "unit"], sort=False):
         settled, open_ = [], []
         for row in part.itertuples():
+            if not row.wins_a + row.wins_b:  # no win rate exists: every vote a tie
+                open_.append(f"{row.model_a} and {row.model_b}: no decided vote yet ({row.ties:,} tie(s))")
+                continue
             a_ahead = row.win_rate_a >= 0.5
             best, other = (row.model_a, row.model_b) if a_ahead else (row.model_b, row.model_a)
             rate = row.win_rate_a if a_ahead else 1 - row.win_rate_a
@@ -46,7 +70,7 @@ def pairwise(rates: pd.DataFrame, alpha: float) -> list[str]:
             said = (f"{best} over {other}: {_pct(rate)} of decided votes ({100 * (1 - alpha):g}% interval "
                     f"{_pct(low)}-{_pct(high)}, {_p(row.p_adjusted)})")
             if row.p_adjusted < alpha:
-                settled.append((best, said))
+                settled.append((best, said + _fragile(losses, row)))
             elif len(open_) >= MAX_PAIRS:  # not named: the planner's search (tens of ms a pair) is skipped
                 open_.append(said)
             else:
@@ -83,20 +107,52 @@ def more_per_model(top: pd.Series, second: pd.Series, mean: str, sd: str, n: str
     spread = math.sqrt((top[sd] ** 2 + second[sd] ** 2) / 2)
     if not (math.isfinite(spread) and spread > 0) or top[mean] == second[mean]:
         return None
-    return max(0, math.ceil(sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)) - int(max(top[n], second[n])))
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():  # its "returning nan" is answered below, in words: not a warning in a report
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        needed = sm_dialog_per_model(top[mean], second[mean], spread, alpha, power)
+    if not math.isfinite(needed):  # statsmodels' root finder did not converge (a huge effect, a tiny n): no claim
+        return None
+    return max(0, math.ceil(needed) - int(max(top[n], second[n])))
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _interval(row: pd.Series, low: str, high: str, n: str | None, unit: str) -> str:
+    """", 95% interval a to b", or why there is none (one unit, or no spread among them): never nan."""
+    if _finite(row[low]) and _finite(row[high]):
+        return f", 95% interval {row[low]:.2f} to {row[high]:.2f}"
+    count = int(row[n]) if n and pd.notna(row[n]) else None
+    if count is None:
+        return "; no interval"
+    if count < 2:
+        return f"; no interval from {'one' if count else 'no'} {unit.removesuffix('s')}"
+    return f"; no interval: its {count:,} {unit} scored alike"
 
 
 def scores(table: pd.DataFrame, model: str, mean: str, low: str, high: str, what: str,
            significance: pd.DataFrame | None = None, alpha: float = 0.05, p: str = "p_adjusted",
-           sd: str | None = None, n: str | None = None, unit: str = "conversations") -> str:
+           sd: str | None = None, n: str | None = None, unit: str = "conversations", why: str = "") -> str:
     """Best by ``mean`` with its interval, and whether it is significantly ahead of each other model
     (``significance``: model_a, model_b, one-sided ``p`` that a beats b); with ``sd`` and ``n``, how many
-    more ``unit`` per model would settle the first two where they are not settled."""
+    more ``unit`` per model would settle the first two where they are not settled. ``why``: the reason no
+    model has a score, where none has (said after the sentence that none has)."""
     ranked = table.dropna(subset=[mean]).sort_values(mean, ascending=False)
     if ranked.empty:
-        return f"No model has a {what} yet."
+        return f"No model has a score for {what} yet" + (f": {why}." if why else ".")
     top = ranked.iloc[0]
-    text = (f"Best {what}: {top[model]} ({top[mean]:.2f}, 95% interval {top[low]:.2f} to {top[high]:.2f})")
+    level = ranked[ranked[mean] == top[mean]]
+    if len(level) > 1:  # a shared first place is said as one: no model is ahead of the others
+        names = ", ".join(map(str, level[model]))
+        text = f"Best {what}: {names} share first place ({top[mean]:.2f} each)"
+        return text + ("; no model is significantly higher than the others" if len(ranked) > 1 else "") + "."
+    text = f"Best {what}: {top[model]} ({top[mean]:.2f}{_interval(top, low, high, n, unit)})"
     if len(ranked) > 1:
         second = ranked.iloc[1]
         text += f", ahead of {second[model]} ({second[mean]:.2f}) by {top[mean] - second[mean]:.2f}"

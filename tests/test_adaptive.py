@@ -218,6 +218,20 @@ def test_planner_sizes_the_exact_test_the_analysis_runs():
     assert math.ceil(planner.sm_turn_per_model(0.70, 0.65, turns_per_dialog=5, icc=0.1)) == 1927
 
 
+def test_the_decided_share_of_items_stays_a_share_at_one_vote_an_item():
+    # Issue 50 item 1: at one vote an item and icc 0.1 the beta moments summed to 1.0000000000000013 and the
+    # verdict's planner took the square root of a negative variance (ValueError: math domain error), which
+    # crashed analyze_pairwise on about 1 honest study in 250. With one vote an item and no ties every item is
+    # decided: won 0.8, lost 0.2 (the win rate itself, whatever the icc), and the planner sizes the plain test.
+    won, lost = planner.Votes(0.8, 0.0, 1, 0.1).item_outcomes()
+    assert won + lost <= 1 and won == pytest.approx(0.8) and lost == pytest.approx(0.2)
+    from parlai_dialeval import verdict
+
+    n = verdict.more_items_needed(0.8, 0.0, 1, 0.1, 0, 0.05)  # items beyond none: the fixed design's size
+    assert exact_power(n, 0.8) >= 0.8 > exact_power(n - 1, 0.8)  # scipy's binomtest, above
+    assert verdict.more_items_needed(0.8, 0.0, 1, 0.1, 50, 0.05) == max(0, n - 50)
+
+
 def test_plan_costs_follow_from_judgments():
     costs = planner.Costs(seconds_per_judgment=60, qc_pass_rate=0.5, hourly_pay=10, fee=0.5)
     table = costs.table(120)

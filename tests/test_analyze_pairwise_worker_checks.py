@@ -52,3 +52,26 @@ def test_worker_checks_modes(tmp_path, mode, wins_alpha, wins_beta, flagged):
         assert sorted(checks.loc[checks["flagged"], "worker_id"]) == ["shouter"]
         assert summary["worker_checks"]["flagged"] == flagged
         assert "Worker checks (Smith App. B)" in (out / "report.html").read_text()
+
+
+def test_participants_who_left_after_the_practice_are_not_flagged(tmp_path):
+    # Issue 50 item 3: two PW-Turn participants who stopped after the practice were "2 flagged", "short messages
+    # 1" each: their only turn is the "Hi!" the page sends by itself. Their records as the PW-Turn export writes
+    # a unit whose session never finished (crowdsourcing/pw_turn/task.py: status incomplete, the fixed opening
+    # marked meta.fixed, no comparison).
+    leavers = [{"type": "conversation", "id": f"pw-left{n}", "models": ["alpha", "beta"], "worker_id": f"left{n}",
+                "turns": [{"speaker": "human", "text": "Hi!", "meta": {"fixed": True}}], "task": "pw_turn",
+                "status": "incomplete"} for n in range(2)]
+    data = tmp_path / "pw.jsonl"
+    write_jsonl(records() + leavers, data)
+    out = tmp_path / "report"
+    assert dialeval(["analyze_pairwise", "--data", str(data), "--out", str(out), "--bootstrap-rounds", "20"]) == 0
+    checks = pd.read_csv(out / "worker_checks.csv")
+    assert sorted(checks["worker_id"]) == ["careful", "shouter"]
+    assert sorted(checks.loc[checks["flagged"], "worker_id"]) == ["shouter"]
+    report = (out / "report.html").read_text()
+    # the evidence table (issue 51) lists every participant, the leavers too: there, and only there, not flagged
+    evidence = pd.read_csv(out / "evidence.csv").set_index("worker_id")
+    assert not evidence.loc[["left0", "left1"], "flagged"].any() and evidence.loc["shouter", "flagged"]
+    before_table = report.split("evidence.csv holds every worker")[0]
+    assert "on 2 worker(s): 1 flagged (shouter)" in report and "left0" not in before_table

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from parlai_dialeval.data import EvalData, from_records, read_jsonl, write_jsonl
+from parlai_dialeval.data import FORMAT_VERSION, EvalData, from_records, read_jsonl, write_jsonl
 from parlai_dialeval.errors import DataError
 
 STUDY = {"type": "study", "name": "s", "qc_models": ["qc"],
@@ -41,7 +41,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     second = tmp_path / "b.jsonl"
     data.save(second)
     reread = [json.loads(line) for line in second.read_text().splitlines()]
-    originals = [dict(r, format_version="1.0") for r in RECORDS]
+    originals = [dict(r, format_version=FORMAT_VERSION) for r in RECORDS]  # the stamp of this release
     assert reread == originals
 
 

@@ -577,3 +577,38 @@ def test_the_figures_read_alike_for_the_colour_blind_and_in_greyscale():
     fig = live_chat_plots.agreement_histogram(np.array([0.5, 0.6, 0.7]), np.array([-0.1, 0.0]))
     hatches = {patch.get_hatch() for patch in fig.axes[0].patches}
     assert hatches == {None, "//"} or hatches == {"", "//"}
+
+
+def _report_text(result, tmp_path) -> tuple[str, str]:
+    """(the verdict, the whole report) as text, tags and runs of spaces gone."""
+    import re
+
+    from parlai_dialeval.scripts.analyze_live_chat import build_report
+
+    report = build_report(result, tmp_path)
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", report.render()))
+    return " ".join(report.verdicts), words
+
+
+def test_the_verdict_when_the_only_worker_fails_quality_control_says_why(tmp_path):
+    # Issue 50 item 4: "No model has a overall (mean per-conversation z of passing workers) yet." with no reason
+    result = analyze(from_records(synthetic(workers=1, bad_workers=(0,), seed=3)))
+    assert not result.workers["passed"].any()
+    verdict, words = _report_text(result, tmp_path)
+    assert verdict == ("No model has a score for overall (mean per-conversation z of passing workers) yet: no worker "
+                       "passed quality control (the 1 who submitted all failed it: Worker quality control below "
+                       "says why).")
+    assert "nan" not in words and " a overall" not in words
+
+
+def test_the_report_with_quality_control_off_has_no_nan_and_no_pass_count(tmp_path):
+    # Issue 50 item 4, --qc-test none with one worker: "95% interval nan to nan" (one conversation a model),
+    # "quality control off" beside "1 workers (100.0%) passed quality control", and a "(they fail)" table listing
+    # "quality control off: 1"
+    result = analyze(from_records(synthetic(workers=1)), LiveChatConfig(qc_test="none"))
+    verdict, words = _report_text(result, tmp_path)
+    assert verdict.startswith("Best overall (mean per-conversation z of all workers): good (") and \
+        "; no interval from one conversation)" in verdict
+    assert "nan" not in words and "passed quality control" not in words and "they fail" not in words
+    assert "Quality control is off (--qc-test none): no worker was checked" in words
+    assert result.outcomes["outcome"].tolist() == ["not checked (quality control off)"]

@@ -19,6 +19,18 @@ Added since, and checked here as added (ADDED): issue 55 (the arena) puts in the
 void (``voided``: anonymity_leak, duplicate_prompt, by reason), empty for every one of these studies; merged into
 issue 56's branch, every other number of the ten studies is still d138b2d's.
 
+Changed on purpose by issue 50, and checked here in their new form (``_issue50``), every other number as before:
+- item 7, the voter tests allow the crowd's spread of honest tastes (adaptive/voter_taste.py): ``voter_flags.csv``
+  and the summary's ``voter_flags`` ``evidence`` and ``tests`` (the crowd tests' descriptions) are new, and
+  ``taste_sd`` is added; the workers flagged, and so every table after them, are d138b2d's (tests/test_voter_flags.py
+  and tests/test_voter_taste.py check the new tests themselves).
+- item 6, fragility: ``fragility_rankings.csv`` gains ``votes_exact`` and ``workers_exact``; its counts are made
+  exact by exhaustive search where that is feasible, so a count may only fall, or appear where d138b2d found no
+  removal (``votes_to_reverse``, ``workers_to_reverse``); each sentence says "at most" and "(exact ...)" or
+  "(approximate ...)", and says the same as d138b2d's otherwise where its counts are unchanged. The loss of
+  significance is new (``fragility_significance.csv``, the summary's ``fragility.significance``: its sentences),
+  checked against brute force in tests/test_fragility.py.
+
 One exception, by rule (``_without_empty_refits``): a Bradley-Terry order "reversed" by removing every worker's
 votes. The refit then has no data, its strengths are equal, and which comes first was decided by a rounding
 error (d138b2d: -9e-18 against 8e-17 after the refactor, both exactly 0; issue 50 item 6 gives fragility a
@@ -29,6 +41,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -41,6 +54,9 @@ pytestmark = pytest.mark.slow
 TOLERANCE = 1e-12
 CHANGED = {("small", "style_control"), ("small", "style_coefficients")}
 ADDED = {"voided": {}}  # summary keys added after d138b2d, and their value in every study here
+ADDED_TABLES = {"fragility_significance"}  # issue 50 item 6 (the docstring)
+NEW_VOTER_FLAGS = ("evidence", "tests", "taste_sd")  # issue 50 item 7: the summary's voter_flags keys changed
+EXACT = {"votes_to_reverse": "votes_exact", "workers_to_reverse": "workers_exact"}  # issue 50 item 6
 
 
 def _said_in_words(name: str, table: str, got: pd.DataFrame) -> list[str]:
@@ -100,6 +116,50 @@ def _fragility_sentences(summary: dict, tables: dict) -> dict:
     return summary
 
 
+def _old_sentence(sentence: str) -> str:
+    """A fragility_rankings sentence as d138b2d said it: without issue 50's "at most" and "(exact ...)" or
+    "(approximate ...)" at its end."""
+    return re.sub(r" \((exact|approximate)[^()]*(\([^()]*\)[^()]*)*\)$", "", sentence.replace("at most ", ""))
+
+
+def _issue50_fragility(got: pd.DataFrame, want: pd.DataFrame, where: str) -> tuple[list[str], pd.DataFrame]:
+    """issue 50 item 6 in fragility_rankings: the exact columns added, counts that may only fall (or appear where
+    d138b2d found none), sentences that say what d138b2d's said where the counts are d138b2d's. Returns the
+    problems and the table with d138b2d's columns, counts and sentences where these hold, to compare as before."""
+    problems = [f"{where}: no column {c}" for c in EXACT.values() if c not in got]
+    if problems or len(got) != len(want):
+        return problems, got
+    same = pd.Series(True, index=got.index)
+    for count in EXACT:
+        g, w = got[count].astype(float), want[count].astype(float)
+        fell = w.isna() | (g <= w)
+        problems += [f"{where}.{count}[{row}]: {g[row]!r}, more than d138b2d's {w[row]!r}"
+                     for row in np.flatnonzero(~(fell | g.isna()).to_numpy())]
+        same &= (g == w) | (g.isna() & w.isna())
+    shown = got.drop(columns=list(EXACT.values()))
+    for count in EXACT:
+        shown[count] = np.where(same, shown[count], want[count])  # a count that fell is checked above
+    shown["sentence"] = [_old_sentence(text) if kept else old for text, kept, old
+                         in zip(got["sentence"], same, want["sentence"])]
+    return problems, shown
+
+
+def _issue50_summary(summary: dict, want: dict, tables: dict, name: str) -> tuple[list[str], dict, dict]:
+    """issue 50 item 7 and 6 in the summary (the docstring): the new voter_flags keys and the significance
+    sentences set aside after checking what can be; the rest as d138b2d's."""
+    problems = []
+    flags, old_flags = dict(summary["voter_flags"]), dict(want["voter_flags"])
+    if not isinstance(flags.get("taste_sd"), (float, type(None))):
+        problems.append(f"{name}: voter_flags.taste_sd {flags.get('taste_sd')!r}")
+    for key in NEW_VOTER_FLAGS:
+        flags.pop(key, None), old_flags.pop(key, None)
+    fragility = dict(summary["fragility"])
+    if fragility.pop("significance", None) != list(tables["fragility_significance"]["sentence"]):
+        problems.append(f"{name}: fragility.significance is not fragility_significance.csv's sentences")
+    return (problems, {**summary, "voter_flags": flags, "fragility": fragility},
+            {**want, "voter_flags": old_flags})
+
+
 def _same_table(got: pd.DataFrame, want: pd.DataFrame, where: str) -> list[str]:
     if list(got.columns) != list(want.columns) or len(got) != len(want):
         return [f"{where}: columns {list(got.columns)} x {len(got)} rows, expected {list(want.columns)} x {len(want)}"]
@@ -124,7 +184,7 @@ def test_pairwise_outputs_equal_those_of_d138b2d(name):
         got = library_outputs(frame, settings, Path(folder))
     golden = FIXTURES / name
     expected = {path.stem for path in golden.glob("*.csv")}
-    assert set(got["tables"]) == expected
+    assert set(got["tables"]) == expected | ADDED_TABLES
     problems, tables, golden_tables = [], {}, {}
     for table in sorted(expected):
         want = pd.read_csv(golden / f"{table}.csv", float_precision="round_trip", keep_default_na=False,
@@ -134,10 +194,18 @@ def test_pairwise_outputs_equal_those_of_d138b2d(name):
         if (name, table) in CHANGED:
             problems += _said_in_words(name, table, tables[table])
             continue
+        if table == "voter_flags":  # issue 50 item 7: new tests, new evidence (the docstring)
+            continue
+        if table == "fragility_rankings":
+            found, tables[table] = _issue50_fragility(tables[table], golden_tables[table], f"{name}/{table}")
+            problems += found
         problems += _same_table(tables[table], golden_tables[table], f"{name}/{table}")
     want = json.loads((golden / "summary.json").read_text(encoding="utf-8"))
     summary = dict(got["summary"])
     problems += [f"{name}: summary {key} = {summary.get(key)!r}, expected {value!r}" for key, value in ADDED.items()
                  if summary.pop(key, None) != value]
-    problems += _same_json(_fragility_sentences(summary, tables), _fragility_sentences(want, golden_tables), name)
+    tables["fragility_significance"] = _frame(got["tables"]["fragility_significance"])
+    found, summary, want = _issue50_summary(summary, want, tables, name)
+    problems += found + _same_json(_fragility_sentences(summary, tables), _fragility_sentences(want, golden_tables),
+                                   name)
     assert not problems, "\n".join(problems[:40])

@@ -21,13 +21,26 @@ def test_honest_clustered_position_biased_crowds_are_not_flagged():
     studies = [flag_voters(crowd_study(np.random.default_rng(seed), votes=2000)) for seed in range(8)]
     assert sum(bool(flags.flagged) for flags in studies) <= 1
     # 8 models, few workers with many votes and stronger tastes (SD 0.5 per model; 75 votes per worker and
-    # model): the rigging test's taste margin (odds x e) keeps them unflagged; at odds x e^0.5 two of these
-    # six studies flag a worker for rigging (more than one: probability <= 3.3% at alpha 0.05, as above)
+    # model): the tastes the crowd shows keep them unflagged (more than one: probability <= 3.3% at alpha 0.05)
     tastes = [flag_voters(crowd_study(np.random.default_rng(seed), strengths=np.linspace(0.0, 1.4, 8), workers=10,
                                       votes=6000, worker_sd=0.5)) for seed in range(6)]
     assert sum(bool(flags.flagged) for flags in tastes) <= 1
     a_share = crowd_study(np.random.default_rng(0), votes=2000).query("choice != 'tie'")["choice"].eq("a").mean()
     assert 0.55 < a_share < 0.7  # the crowd does have position bias
+
+
+@pytest.mark.slow
+def test_honest_workers_with_strong_tastes_are_not_flagged():
+    # Issue 50 item 7: with tastes of SD 1 logit per worker and model (the calibration setting of
+    # docs/adaptive_evaluation.md), 10 workers x 600 votes, 21 of 30 honest studies flagged someone (43 of 300
+    # workers, 42 by rigging) under the fixed margin of odds x e; 4 of these 6 (8 workers) before the fix. The
+    # crowd's own spread of tastes is what an honest worker may have: more than one of 6 studies flagged has
+    # probability <= 3.3% at alpha 0.05; at SD 1.5, more than one of 3: <= 0.7%.
+    for sd, seeds in ((1.0, 6), (1.5, 3)):
+        studies = [flag_voters(crowd_study(np.random.default_rng(seed), strengths=np.linspace(0.0, 1.4, 8),
+                                           workers=10, votes=6000, worker_sd=sd)) for seed in range(seeds)]
+        assert sum(bool(flags.flagged) for flags in studies) <= 1, sd
+        assert all(flags.taste_sd > sd for flags in studies if flags.taste_sd is not None)  # a pair's taste: SD sd x 2^0.5
 
 
 def _bt_rank(votes: pd.DataFrame, model: str) -> int:
@@ -83,8 +96,8 @@ def test_riggers_with_a_fifth_of_all_votes_are_found_by_the_rigging_test():
 
 
 def test_a_lone_rigger_with_one_percent_of_the_votes_is_found():
-    # 40 votes, all for the second weakest of 8 models; the null (the others' share, odds x e) is about 60%
-    # for it, so certify's truncated bets gain about 1.33 per vote; the likelihood ratios up to 1 / 0.6
+    # 40 votes, all for the second weakest of 8 models, about 40% of the others' votes on its pairs: beyond any
+    # taste of this crowd (SD 0.3 per model)
     strengths = np.linspace(0.0, 1.4, 8)
     for seed in range(1000, 1004):
         study = crowd_study(np.random.default_rng(seed), strengths=strengths, votes=4000, rigging_share=0.01,
@@ -92,32 +105,37 @@ def test_a_lone_rigger_with_one_percent_of_the_votes_is_found():
         assert flag_voters(study.drop(columns=["honest"])).flagged == ["rig0"]
 
 
-def test_rigging_null_is_the_other_workers_share_for_the_model_with_the_taste_margin():
-    # x beats y on 4 of the other 5 workers' votes (one each); the tested worker votes for y 30 times: null
-    # for y = odds (1/4) x e^1 as a probability = 0.6796 / 1.6796 = 0.4046, whatever the worker's own votes
+def test_rigging_null_is_the_other_workers_share_for_the_model_with_honest_tastes_around_it():
+    # x beats y on 4 of the other 5 workers' votes (one each); the tested worker votes for y 30 times, on both
+    # sides: the null's centre is the others' share for y with half a worker each way, (1 + 0.5) / 6 = 0.25,
+    # whatever the worker's own votes. (Was: that share's odds times a fixed e^1, 0.4046; issue 50 item 7 made
+    # the allowance the spread of honest tastes, estimated from the crowd or set with ``taste``.)
     others = [("x", "y", "a" if worker < 4 else "b", f"o{worker}") for worker in range(5)]
-    own = [("y", "x", "a", "t")] * 30
-    votes = pd.DataFrame(others + own, columns=["model_a", "model_b", "choice", "worker_id"])
+    own = [("y", "x", "a"), ("x", "y", "b")] * 15
+    votes = pd.DataFrame(others + [(a, b, c, "t") for a, b, c in own], columns=["model_a", "model_b", "choice",
+                                                                                "worker_id"])
     votes["item_id"] = [f"i{n}" for n in range(len(votes))]
-    table = flag_voters(votes, VoterSettings(alpha=0.5)).table.set_index(["worker_id", "test"])
-    row = table.loc[("t", "rigging")]
-    assert (row["target"], row["votes"], row["hits"]) == ("y", 30, 30)
-    assert row["null"] == pytest.approx(0.4046, abs=1e-4)
-    assert flag_voters(votes, VoterSettings(alpha=0.5, taste=0.0)).table.set_index(
-        ["worker_id", "test"]).loc[("t", "rigging"), "null"] == pytest.approx(0.2)
+    narrow, wide = (flag_voters(votes, VoterSettings(taste=sd)).table.set_index(["worker_id", "test"])
+                    .loc[("t", "rigging")] for sd in (0.0, 5.0))
+    assert (narrow["target"], narrow["votes"], narrow["hits"]) == ("y", 30, 30)
+    assert narrow["null"] == pytest.approx(0.25) and wide["null"] == pytest.approx(0.25)
+    # 30 of 30 for y where the others give it a quarter: beyond any taste of SD 0, within one of SD 5
+    assert narrow["flagged"] and not wide["flagged"]
 
 
 def test_random_clickers_are_flagged_for_the_weaker_model_they_vote_for_too_often():
     # a worker who picks A or B at random votes for the weaker model of each pair about half the time: never
     # against the crowd more often than not, but far above the weaker model's share (what one ChatEval
     # worker does: 156 of 300 votes for a model the others chose on 15% of theirs). Lopsided pairs (1.5 apart
-    # on the logit) and 400 votes each: with the taste margin (odds x e) the edge is small elsewhere
+    # on the logit) and 400 votes each: the weak models' shares are far below a half, beyond any taste here
     study = crowd_study(np.random.default_rng(11), strengths=np.linspace(0.0, 4.5, 4), votes=2000,
                         random_workers=2, dishonest_votes=400)
     flags = flag_voters(study)
     evidence = flags.evidence()
     assert set(flags.flagged) == {"random0", "random1"}
-    assert set(evidence["test"]) == {"rigging"} and set(evidence["target"]) == {"m0"}
+    # against the crowd too since issue 50 item 7 (a taste-aware null, and an alternative of any constant share)
+    rigging = evidence[evidence["test"] == "rigging"]
+    assert set(rigging["worker_id"]) == {"random0", "random1"} and set(rigging["target"]) <= {"m0", "m1"}
 
 
 def test_one_sided_and_too_fast_workers_are_flagged_by_their_own_test():
@@ -135,9 +153,11 @@ def test_threshold_is_bonferroni_over_workers_tests_and_models():
     study = crowd_study(np.random.default_rng(7), votes=600, workers=10)
     flags = flag_voters(study, VoterSettings(alpha=0.1))
     table = flags.table
-    # 4 tests x 10 workers / 0.1; rigging also x 4 models (independent arithmetic)
-    assert np.allclose(table.loc[table["test"] != "rigging", "threshold"], 400)
-    assert np.allclose(table.loc[table["test"] == "rigging", "threshold"], 1600)
+    # 4 tests x 10 workers / 0.1; the crowd tests also x 4 models (independent arithmetic; against_crowd is per
+    # worker and model since issue 50 item 7, where it was per worker: 400)
+    crowd = table["test"].isin(["rigging", "against_crowd"])
+    assert np.allclose(table.loc[~crowd, "threshold"], 400)
+    assert np.allclose(table.loc[crowd, "threshold"], 1600)
 
 
 def test_tests_that_cannot_apply_say_why():
@@ -148,7 +168,8 @@ def test_tests_that_cannot_apply_say_why():
     assert flags.tests["too_fast"].startswith("not run: the records hold no times")
     assert flags.tests["position"].startswith("not run: no pair was shown in both orders")
     assert set(flags.table["test"]) == {"against_crowd", "rigging"}
-    assert np.allclose(flags.table["threshold"].min(), 2 * flags.workers / 0.05)
+    models = len(set(study["model_a"]) | set(study["model_b"]))  # both crowd tests per model too (issue 50 item 7)
+    assert np.allclose(flags.table["threshold"].min(), 2 * flags.workers * models / 0.05)
 
 
 @pytest.mark.slow

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parlai_dialeval.data.versions import FINISHED_AGENT_STATUSES as FINISHED
+from parlai_dialeval.data.versions import submission_of  # the canonical `submission`, read here too
 from parlai_dialeval.errors import DialevalError
 
-# Mephisto agent status -> what the work became, for the canonical `status` field.
-FINISHED = {"completed", "approved", "rejected", "soft_rejected"}
+# Mephisto agent status -> what the work became, for the canonical `status` field; the `submission` field's
+# mapping lives with the data model, which reads it back from the exports of format 1.0 (data/versions.py).
 RETURNED = {"returned", "expired"}
-# Mephisto agent status of an assignment not submitted -> the canonical `submission` field (data/schema.py)
-NOT_SUBMITTED = {"returned": "returned", "expired": "returned", "disconnect": "disconnected",
-                 "partner disconnect": "disconnected", "timeout": "timed_out"}
 
 
 def record_status(record: dict) -> str:
@@ -39,12 +38,6 @@ def work_status(agent_status: str) -> str:
     if agent_status in RETURNED:
         return "returned"
     return "incomplete"
-
-
-def submission_of(agent_status: str) -> str:
-    """What became of the assignment: submitted, returned, disconnected, timed_out, else working (the
-    agent still holds it: accepted, onboarding, waiting, in task)."""
-    return "submitted" if agent_status in FINISHED else NOT_SUBMITTED.get(agent_status, "working")
 
 
 @dataclass

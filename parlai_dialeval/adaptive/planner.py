@@ -76,7 +76,10 @@ class Votes:
                           math.exp(special.betaln(shape[0] + wins, shape[1] + losses) - special.betaln(*shape)))
                 chance = ways * t ** (m - wins - losses) * (1 - t) ** (wins + losses) * moment
                 won, lost = (won + chance, lost) if wins > losses else (won, lost + chance)
-        return won, lost
+        # shares of one distribution: rounding can take their sum past 1 (1 + 1.3e-15 at one vote an item,
+        # icc 0.1), and the decided share's variance 1 - share below 0
+        decided = won + lost
+        return (won / decided, lost / decided) if decided > 1 else (won, lost)
 
     def simulate_items(self, rng: np.random.Generator, items: int) -> np.ndarray:
         """Betting outcomes of ``items`` items for the better model: the mean of their votes (1, 1/2, 0)."""

@@ -19,6 +19,7 @@ connected part of each section's comparison graph.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -30,13 +31,17 @@ from parlai_dialeval.analysis.pairwise import SECTION, oriented
 
 PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
                           "share", "workers", "workers_to_reverse", "sentence"]
-BT_COLUMNS = SECTION + ["order", "model", "over", "gap", "votes", "votes_to_reverse", "first_order_estimate",
-                        "share", "workers", "workers_to_reverse", "sentence"]
+BT_COLUMNS = SECTION + ["order", "model", "over", "gap", "votes", "votes_to_reverse", "votes_exact",
+                        "first_order_estimate", "share", "workers", "workers_to_reverse", "workers_exact", "sentence"]
 CHALLENGERS = 5  # the top model's nearest challengers in strength whose first-order estimates are compared
 PSEUDO_VOTES = 1e-3  # each way per model pair: a finite fit where a removal leaves a model without a loss
 NEWTON_STEPS = 50  # at most; a fit from the full data's strengths converges in a few
 TOLERANCE = 1e-9  # the largest step of the last iteration
 BISECTIONS = 40  # refits of the bisection at most: enough for 2^40 removals
+# y is above x after a removal only where its log-strength exceeds x's by more than this: Newton's steps stop
+# below 1e-9, and two models level after a removal (equal counts both ways) differ by rounding alone
+TOLERANCE = 1e-6
+MAX_FITS = 1000  # refits an exhaustive search may take: beyond it a count stays approximate (the influence order's)
 
 
 def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -190,7 +195,7 @@ def _reverse(section: _Section, x: int, y: int, workers: bool) -> tuple[float, f
     def reversed_after(k: float) -> bool:
         taken = _prefix(order, reach, available, k)
         theta = section.fit(section.counts - (section.by_worker.T @ taken if workers else taken))
-        return bool(theta[y] > theta[x])
+        return _above(theta, y, x)
 
     low, high = 0.0, float(min(estimate, reach[-1]))
     while not reversed_after(high):
@@ -205,24 +210,52 @@ def _reverse(section: _Section, x: int, y: int, workers: bool) -> tuple[float, f
     return high, estimate
 
 
-def exact_bt_votes(section: _Section, x: int, y: int, upper: float, max_fits: int = 5000) -> float:
-    """The fewest votes whose removal puts y above x, searching every removal of fewer than ``upper`` votes
-    (the confirmed approximation bounds the search); nan where that takes more than ``max_fits`` refits."""
+def _above(theta: np.ndarray, y: int, x: int) -> bool:
+    return bool(theta[y] - theta[x] > TOLERANCE)
+
+
+def exact_bt_votes(section: _Section, x: int, y: int, upper: float, max_fits: int = MAX_FITS) -> float:
+    """The fewest votes whose removal puts y above x, every removal of fewer than ``upper`` votes tried (every
+    removal at all where ``upper`` is nan: none found), or nan where that would take more than ``max_fits``
+    refits (counted before any is made: removals of each size, as multisets of vote kinds)."""
     kinds = len(section.counts)
-    sizes = range(1, int(upper)) if np.isfinite(upper) else range(1, int(section.counts.sum()) + 1)
-    fits = 0
-    for size in sizes:
+    total = int(section.counts.sum())
+    top = total if not np.isfinite(upper) else min(int(upper) - 1, total)
+    if sum(_multisets(kinds, size) for size in range(1, top + 1)) > max_fits:
+        return np.nan
+    for size in range(1, top + 1):
         for chosen in itertools.combinations_with_replacement(range(kinds), size):
             drop = np.bincount(np.asarray(chosen), minlength=kinds)
-            if (drop > section.counts).any():
-                continue
-            fits += 1
-            if fits > max_fits:
-                return np.nan
-            theta = section.fit(section.counts - drop)
-            if theta[y] > theta[x]:
+            if (drop <= section.counts).all() and _above(section.fit(section.counts - drop), y, x):
                 return float(size)
-    return float(upper)
+    return float(upper) if np.isfinite(upper) else np.inf
+
+
+def exact_bt_workers(section: _Section, x: int, y: int, upper: float, max_fits: int = MAX_FITS) -> float:
+    """The fewest workers whose votes' removal puts y above x, every set of fewer than ``upper`` workers tried
+    (every set where ``upper`` is nan), or nan where that would take more than ``max_fits`` refits."""
+    workers = section.by_worker.shape[0]
+    top = workers if not np.isfinite(upper) else min(int(upper) - 1, workers)
+    if sum(math.comb(workers, size) for size in range(1, top + 1)) > max_fits:
+        return np.nan
+    for size in range(1, top + 1):
+        for chosen in itertools.combinations(range(workers), size):
+            drop = np.asarray(section.by_worker[list(chosen)].sum(axis=0)).ravel()
+            if _above(section.fit(section.counts - drop), y, x):
+                return float(size)
+    return float(upper) if np.isfinite(upper) else np.inf
+
+
+def _multisets(kinds: int, size: int) -> int:
+    return math.comb(kinds + size - 1, size)
+
+
+def _exact(approximate: float, exact: float) -> tuple[float, bool]:
+    """(the count, whether it is exact): the exhaustive search's where it ran (inf: nothing reverses it),
+    else the influence order's."""
+    if np.isnan(exact):
+        return approximate, False
+    return (np.nan if np.isinf(exact) else exact), True
 
 
 def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
@@ -242,11 +275,14 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
         checks += [("adjacent", order[i], order[i + 1]) for i in range(min(pairs, len(order) - 1))]
         for kind, x, y in checks:
             votes, estimate = _reverse(section, x, y, workers=False)
+            votes, votes_exact = _exact(votes, exact_bt_votes(section, x, y, votes))
             workers, _ = _reverse(section, x, y, workers=True)
+            workers, workers_exact = _exact(workers, exact_bt_workers(section, x, y, workers))
             row = {"question": question, "unit": unit, "order": kind, "model": section.models[x],
                    "over": section.models[y], "gap": float(section.theta[x] - section.theta[y]), "votes": total,
-                   "votes_to_reverse": votes, "first_order_estimate": estimate, "share": votes / total,
-                   "workers": n_workers, "workers_to_reverse": workers}
+                   "votes_to_reverse": votes, "votes_exact": votes_exact, "first_order_estimate": estimate,
+                   "share": votes / total, "workers": n_workers, "workers_to_reverse": workers,
+                   "workers_exact": workers_exact}
             row["sentence"] = _bt_sentence(row)
             rows.append(row)
     return pd.DataFrame(rows, columns=BT_COLUMNS)
@@ -261,8 +297,18 @@ def _first_guess(section: _Section, x: int, y: int) -> float:
 def _bt_sentence(row: dict) -> str:
     subject = (f"{row['model']} is top; {row['over']} overtakes it" if row["order"] == "top"
                else f"{row['model']} over {row['over']} (Bradley-Terry) reverses")
+    head = subject.split(";")[0]
     if np.isnan(row["votes_to_reverse"]):
-        return f"{subject.split(';')[0]}: no removal of votes found that reverses it"
-    workers = ("" if np.isnan(row["workers_to_reverse"])
-               else f", or the votes of {_count(row['workers_to_reverse'], row['workers'], 'workers')}")
-    return f"{subject} if {_count(row['votes_to_reverse'], row['votes'], 'votes')} are dropped{workers}"
+        return (f"{head}: no removal of votes reverses it (every removal tried)" if row["votes_exact"] else
+                f"{head}: no removal of votes found that reverses it (an approximate search: trying every "
+                f"removal would take more than {MAX_FITS:,} refits)")
+    votes = _count(row["votes_to_reverse"], row["votes"], "votes")
+    votes = votes if row["votes_exact"] else f"at most {votes}"
+    workers = ("" if np.isnan(row["workers_to_reverse"]) else ", or the votes of " + (
+        "" if row["workers_exact"] else "at most ") + _count(row["workers_to_reverse"], row["workers"], "workers"))
+    exact = [name for name, flag in (("votes", row["votes_exact"]), ("workers", row["workers_exact"])) if flag]
+    how = ("exact: every smaller removal tried" if len(exact) == 2 or (exact == ["votes"] and not workers) else
+           f"exact for {exact[0]} (every smaller removal tried), approximate for the other" if exact else
+           "approximate: found in the order of the votes' influence; trying every smaller removal would take "
+           f"more than {MAX_FITS:,} refits")
+    return f"{subject} if {votes} are dropped{workers} ({how})"

@@ -117,10 +117,13 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
                      "design_effect": design_effect(max(icc, 0.0), part["n_turns"].mean()),
                      "icc_within_worker": icc_oneway(part["success"].to_numpy(), part["worker_id"].to_numpy())
                      if unit == "worker" else np.nan})
+    columns = ["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",
+               "wta_ci_high", "n_conversations", "unit_of_independence", "workers", "icc_within_conversation",
+               "design_effect", "icc_within_worker"]
+    if not rows:  # no SM-Turn ratings (a study of SM-Dialog alone): the table is empty, not an error
+        return pd.DataFrame(columns=columns)
     out = linear.join(pd.DataFrame(rows).set_index(["model", "criterion"])).reset_index()
-    return out[["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",
-                "wta_ci_high", "n_conversations", "unit_of_independence", "workers", "icc_within_conversation",
-                "design_effect", "icc_within_worker"]]
+    return out[columns]
 
 
 def per_turn_table(turn_ratings: pd.DataFrame) -> pd.DataFrame:

@@ -111,11 +111,20 @@ def worker_messages(turns: Sequence[dict], fixed_opening: str | None = FIXED_OPE
 
 def check_conversations(conversations: pd.DataFrame, settings: CheckSettings = CheckSettings(),
                         fixed_opening: str | None = FIXED_OPENING) -> pd.DataFrame:
-    """One row per human-model conversation (those with a worker_id): checks as booleans plus ``failed``."""
+    """One row per human-model conversation handed in (with a worker_id, finished, of a submitted assignment:
+    analysis/completeness.py): checks as booleans plus ``failed``. Work not handed in is not analysed, so it is
+    not judged either: a PW-Turn participant who stopped after the practice holds only the page's own "Hi!",
+    which is no short message of theirs (issue 50 item 3)."""
     import pandas as pd  # a live task's worlds check messages with this module and need no pandas (0.4 s)
 
+    from parlai_dialeval.analysis.completeness import finished, submitted
+
+    handed_in = pd.Series(True, index=conversations.index)
+    for column, kept in (("status", finished), ("submission", submitted)):
+        if column in conversations:
+            handed_in &= kept(conversations[column])
     rows = []
-    for conv in conversations.itertuples(index=False):
+    for conv in conversations[handed_in].itertuples(index=False):
         if not isinstance(conv.worker_id, str):
             continue
         result = check_messages(worker_messages(conv.turns, fixed_opening), settings)

@@ -29,6 +29,7 @@ import pyarrow.ipc as pa_ipc
 from parlai_dialeval.atomic import FILE_MODE, make_folder
 from parlai_dialeval.data import schema
 from parlai_dialeval.data.turns import TurnColumns
+from parlai_dialeval.data.versions import known
 
 _CHUNK = 1 << 24  # bytes read at a time to count lines
 _BLOCK = 1 << 24  # bytes pyarrow's JSON reader parses at a time: the table's chunks
@@ -181,9 +182,8 @@ def _convert(table: pa.Table, lines: int, path: Path, name: str):
         raise Unsupported("type or format_version not a string")
     if types.null_count or versions.null_count or not set(pc.unique(types).to_pylist()) <= set(schema.RECORD_TYPES):
         raise Unsupported("unknown or missing record type")
-    major = schema.FORMAT_VERSION.split(".")[0]
-    if any(v.split(".")[0] != major for v in pc.unique(versions).to_pylist()):
-        raise Unsupported("format version")
+    if not all(known(v) for v in pc.unique(versions).to_pylist()):
+        raise Unsupported("format version")  # the detailed path names it
     studies, frames, turns = [], {}, None
     for record_type in schema.RECORD_TYPES:
         mask = pc.equal(types, record_type)

@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from parlai_dialeval.data import schema
+from parlai_dialeval.data import schema, versions
 from parlai_dialeval.data.turns import TurnColumns, turn_table
 from parlai_dialeval.data.validate import check_criteria, check_unique, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
@@ -237,9 +237,9 @@ class _Builder:
                                     expected=f'"{schema.FORMAT_VERSION}" on every record of a canonical file '
                                     "(write_jsonl and dialeval convert stamp it)")
         version = record.get("format_version")
-        if version is not None and str(version).split(".")[0] != schema.FORMAT_VERSION.split(".")[0]:
+        if version is not None and not versions.known(version):
             raise DataError(path, "unsupported format version", line=line, field="format_version",
-                            expected=schema.FORMAT_VERSION, got=version)
+                            expected=versions.EXPECTED, got=version)
         if record_type == "study":
             self.studies.append(dict(record, _file=path, _line=line))
         else:
@@ -257,7 +257,7 @@ def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], turns: TurnCo
     done = {}
     for record_type in FRAME_TYPES:
         frame = frames.get(record_type)
-        frame = _empty(record_type) if frame is None else frame
+        frame = _empty(record_type) if frame is None else versions.read_as_meant(record_type, frame)
         if validate:
             validate_frame(record_type, frame)
         frame.attrs.pop("proven", None)  # holds only for the frame as read

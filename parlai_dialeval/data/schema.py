@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # data/versions.py: what each version meant
 RECORD_TYPES = ("study", "conversation", "rating", "comparison")
 CHOICES = ("a", "b", "tie")
 TIE_KINDS = ("tie", "both_bad")

@@ -157,6 +157,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     labels = s.labels
     models = result.system_scores["model"].tolist()
     report = Report(f"Live-chat direct assessment: {s.study or 'study'}", out, "live_chat.html")
+    qc_off = config.qc_test == "none"
     for paragraph in result.parts["verdict"]:
         report.verdict(paragraph)
     for message in [*library_warnings, *(m for caught in result.library_warnings.values() for m in caught)]:
@@ -167,8 +168,11 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
         f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
-        f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality control; "
-        f"system scores use their {summary['n_dialogues_passed']:,} genuine-model conversations "
+        + ("Quality control is off (--qc-test none): no worker was checked, and system scores use every "
+           "worker's " if qc_off else
+           f"{summary['n_workers_passed']:,} workers ({_percent(summary['worker_pass_rate'])}) passed quality "
+           "control; system scores use their ")
+        + f"{summary['n_dialogues_passed']:,} genuine-model conversations "
         f"({summary['n_ratings_passed_genuine']:,} ratings)."
         + (f" {sum(left.values()):,} more assignment(s) were started and not submitted ("
            + ", ".join(f"{n} {live_chat.NOT_SUBMITTED.get(k, k)}" for k, n in left.items())
@@ -181,7 +185,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     table1 = result.table1.copy()
     table1["pass_rate"] = table1["pass_rate"].map(_percent)
     table1["passed"] = table1["passed"].map(lambda n: "" if pd.isna(n) else f"{n:,}")  # empty: nothing was checked
-    report.table(table1)
+    report.table(table1.drop(columns=["passed", "pass_rate"]) if qc_off else table1,
+                 caption="quality control off: nothing was checked" if qc_off else None)
     if not result.durations.empty:
         report.table(result.durations, caption="Durations in minutes: per HIT, and per conversation (the HIT's "
                      "time divided by its conversations, as the paper's Table 1; measured when recorded)",
@@ -254,7 +259,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
                       "worker_p_values", "Workers' quality-control p-values (all listed in workers.csv).")
     counts = result.outcomes.groupby(["outcome", "n_hits"]).size().rename("workers").reset_index()
     report.table(counts, caption="Workers by outcome and number of HITs submitted")
-    notes = workers[workers["note"] != ""].groupby("note").size().rename("workers").reset_index()
+    notes = workers[(workers["note"] != "") & ~workers["passed"].astype(bool)].groupby("note").size().rename(
+        "workers").reset_index()
     if len(notes):
         report.table(notes, caption="Workers with nothing to test or constant ratings (they fail)")
 

@@ -39,7 +39,9 @@ class WorkerChecks:
     def add_to(self, report) -> None:
         report.heading("Worker checks (Smith App. B)")
         report.text(self.text() + " A worker is flagged when at least one of their conversations fails a check "
-                    "(docs/crowdsourcing_protocols.md). Workers who typed no messages (ACUTE, A/B) are never checked.")
+                    "(docs/crowdsourcing_protocols.md). Workers who typed no messages (ACUTE, A/B) are never checked, nor is "
+                    "work not handed in (a conversation left unfinished, an assignment not submitted): it is not "
+                    "analysed either.")
         report.table(self.table, empty="No worker typed a message, so there was nothing to check.")
 
 

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from parlai_dialeval.analysis.completeness import submitted
 from parlai_dialeval.analysis.live_chat.prepare import is_in
-from parlai_dialeval.analysis.live_chat.settings import HUMAN, Settings
+from parlai_dialeval.analysis.live_chat.settings import HUMAN, QC_OFF, Settings
 
 
 # the canonical ``submission`` of a HIT not handed in (data/schema.py SUBMISSIONS), in words
@@ -51,6 +51,7 @@ def worker_outcomes(workers: pd.DataFrame, unsubmitted: pd.DataFrame) -> pd.Data
     out["outcome"] = np.where(out["passed"].astype(bool), "passed quality control", "failed quality control")
     noted = out["note"].fillna("").ne("") & ~out["passed"].astype(bool)
     out.loc[noted, "outcome"] = "failed quality control: " + out.loc[noted, "note"]
+    out.loc[out["note"].eq(QC_OFF), "outcome"] = "not checked (quality control off)"
     only_left = [w for w in left.index if w not in set(out["worker_id"])]
     if only_left:
         out = pd.concat([out, pd.DataFrame({

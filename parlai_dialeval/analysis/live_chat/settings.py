@@ -15,6 +15,7 @@ from parlai_dialeval.options import option
 # as OVERALL_RATED, so that neither column hides the other.
 OVERALL, OVERALL_RATED = "overall", "overall (rated)"
 QC_TESTS = ("mannwhitney", "ttest", "none")
+QC_OFF = "quality control off"  # the note of every worker when qc_test is none: none was checked
 SIG_TESTS = ("mannwhitney", "ttest")
 AGREEMENT_BY = ("models", "hit")
 HUMAN = "human"

@@ -8,7 +8,7 @@ import pandas as pd
 from parlai_dialeval.analysis.intervals import mean_intervals
 from parlai_dialeval.analysis.live_chat.two_sample_tests import grouped_test, two_sample_p
 from parlai_dialeval.analysis.live_chat.prepare import group_sd, is_in
-from parlai_dialeval.analysis.live_chat.settings import Settings
+from parlai_dialeval.analysis.live_chat.settings import QC_OFF, Settings
 from parlai_dialeval.analysis.multiple_testing import DEFAULT_CORRECTION, adjust
 from parlai_dialeval.errors import DialevalError
 
@@ -39,7 +39,7 @@ def quality_control(frame: pd.DataFrame, settings: Settings, extra_workers: dict
     if config.qc_test == "none":
         p = np.full(n, np.nan)
         passed = np.ones(n, bool)
-        note[:] = "quality control off"
+        note[:] = QC_OFF
     else:
         rows = frame["criterion"].isin(settings.qc_criteria).to_numpy()
         model = frame["model"].to_numpy()[rows]
