@@ -74,6 +74,18 @@ def test_a_live_chat_verdict_where_the_power_solver_does_not_converge():
     assert edge_sweep.run("replicate", shape).status != "raised"
 
 
+def test_constant_raters_and_level_responses_are_said_in_words():
+    # replicate: "Pearson r = nan (Spearman nan, Kendall nan)" where every rater gave one value; analyze_scales: an
+    # ICC cell "-inf" where best-worst responses never differ (ICC(C,k) divided by a zero between-response variance)
+    shape = {"seed": 2, "models": 1, "raters": ["constant"], "missing": 0.0, "left": False, "qc_test": "none",
+             "old_version": False}
+    outcome = edge_sweep.run("replicate", shape)
+    assert outcome.status == "ok" and not outcome.problems, outcome
+    shape = {"seed": 6834300, "items": 2, "workers": 3, "models": 1, "designs": ["best_worst"], "constant": False}
+    outcome = edge_sweep.run("analyze_scales", shape)
+    assert outcome.status == "ok" and not outcome.problems, outcome
+
+
 def test_models_level_in_strength_share_a_rank():
     # issue 50 item 5, fixed by issue 56 (bt56): rankings.py numbered level models 1 and 2
     shape = {"seed": 1, "models": 2, "items": 1, "votes_per_item": 1, "workers": 1, "mode": "all_ties",

@@ -106,9 +106,13 @@ def two_way_icc(table: np.ndarray) -> dict:
     ms_cols = n * ((cols - grand) ** 2).sum() / (k - 1)
     ms_err = ((table - rows - cols + grand) ** 2).sum() / ((n - 1) * (k - 1))
     p = float(stats.f.sf(ms_rows / ms_err, n - 1, (n - 1) * (k - 1))) if ms_err > 0 else np.nan
-    return {"icc_c": (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err), "icc_c_p": p,
-            "icc_a": (ms_rows - ms_err) / (ms_rows + (k - 1) * ms_err + k * (ms_cols - ms_err) / n), "icc_a_p": p,
-            "icc_ck": (ms_rows - ms_err) / ms_rows, "icc_ak": (ms_rows - ms_err) / (ms_rows + (ms_cols - ms_err) / n)}
+
+    def ratio(top: float, bottom: float) -> float:  # no ICC where the responses do not differ at all: not -inf
+        return float(top / bottom) if bottom > 0 else np.nan
+
+    return {"icc_c": ratio(ms_rows - ms_err, ms_rows + (k - 1) * ms_err), "icc_c_p": p,
+            "icc_a": ratio(ms_rows - ms_err, ms_rows + (k - 1) * ms_err + k * (ms_cols - ms_err) / n), "icc_a_p": p,
+            "icc_ck": ratio(ms_rows - ms_err, ms_rows), "icc_ak": ratio(ms_rows - ms_err, ms_rows + (ms_cols - ms_err) / n)}
 
 
 def criteria_spearman(ratings: pd.DataFrame) -> pd.DataFrame:

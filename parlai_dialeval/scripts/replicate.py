@@ -110,9 +110,13 @@ def replicate(dir_a, dir_b, out, levels=None, column: str = "p_value", log=print
     labels = {**(b["summary"].get("model_labels") or {}), **(a["summary"].get("model_labels") or {})}
     names = tuple(r["summary"].get("study") or Path(r["path"]).name for r in (a, b))
     report = Report("Self-replication: " + " vs ".join(names), out)
-    report.text(f"{len(models)} models scored in both runs. Overall system scores correlate at Pearson r = "
-                f"{result['overall']['pearson']:.3f} (Spearman {result['overall']['spearman']:.3f}, Kendall "
-                f"{result['overall']['kendall']:.3f}). Pairwise significance conclusions agree for "
+    overall = result["overall"]
+    if all(np.isfinite(overall[k]) for k in ("pearson", "spearman", "kendall")):
+        correlate = (f"Overall system scores correlate at Pearson r = {overall['pearson']:.3f} (Spearman "
+                     f"{overall['spearman']:.3f}, Kendall {overall['kendall']:.3f}).")
+    else:  # a run whose models all scored the same: a correlation does not exist
+        correlate = "Overall system scores have no correlation: in at least one run every model scored the same."
+    report.text(f"{len(models)} models scored in both runs. {correlate} Pairwise significance conclusions agree for "
                 + ", ".join(f"{100 * row['share']:.0f}% of pairs at p < {row['level']:g}"
                             for row in agreement.to_dict(orient="records")) + ".")
     if only_a or only_b:
@@ -129,7 +133,9 @@ def replicate(dir_a, dir_b, out, levels=None, column: str = "p_value", log=print
             report.table(differing.drop(columns="same"), caption=f"Pairs with different conclusions at p < {level:g}")
     Outputs({"replication": correlations, "significance_agreement": agreement}, {"replication": result},
             report).write(out)
-    log(f"overall Pearson r = {result['overall']['pearson']:.3f}; wrote {out}/replication.json and report.html")
+    pearson = result["overall"]["pearson"]
+    said = f"overall Pearson r = {pearson:.3f}" if np.isfinite(pearson) else "no overall correlation (a run's scores all equal)"
+    log(f"{said}; wrote {out}/replication.json and report.html")
     return result
 
 
