@@ -92,14 +92,18 @@ LINES_PER_SECOND = 50  # Mephisto's own lines of a crowd arriving at once stay w
 LINES_BURST = 500
 
 
+def rehearsal(mephisto_args) -> bool:
+    """Whether the launch runs on the mock provider: a rehearsal whose participants are at this machine."""
+    return (mephisto_args.get("provider") or {}).get("_provider_type", "mock") == "mock"
+
+
 def router_host(mephisto_args) -> str:
     """The address the node router listens on: ``mephisto.blueprint.router_host`` when set, else this machine
     only for the mock provider and every interface for a crowd provider."""
     blueprint = mephisto_args.get("blueprint") or {}
     if blueprint.get("router_host"):
         return str(blueprint.get("router_host"))
-    provider = (mephisto_args.get("provider") or {}).get("_provider_type", "mock")
-    return LOCAL_HOST if provider == "mock" else PUBLIC_HOST
+    return LOCAL_HOST if rehearsal(mephisto_args) else PUBLIC_HOST
 
 
 def address_list(values, key: str) -> list[str]:
@@ -135,8 +139,7 @@ def door_config(mephisto_args) -> dict:
         raise DialevalError(f"mephisto.blueprint.router_proxy_header: {header!r} is not a header name "
                             "(X-Forwarded-For, Forwarded, X-Real-IP, CF-Connecting-IP)")
     lab = address_list(blueprint.get("router_lab_addresses"), "router_lab_addresses")
-    provider = (mephisto_args.get("provider") or {}).get("_provider_type", "mock")
-    if provider == "mock" and not lab:
+    if rehearsal(mephisto_args) and not lab:
         lab = list(REHEARSAL_LAB)
     return {**LIMITS, "host": router_host(mephisto_args),
             "trusted_proxies": address_list(blueprint.get("router_trusted_proxies"), "router_trusted_proxies"),
