@@ -161,14 +161,18 @@ def sentence(question: str, unit: str, figures: dict, table: pd.DataFrame) -> st
     """How well one question separates the models, in words: tie rate, nu and the spread of strengths."""
     both_bad = f" ({100 * figures['both_bad_rate']:.0f}% 'both bad')" if figures["both_bad_rate"] > 0 else ""
     words = (f"'{question}' ({unit}): {100 * figures['tie_rate']:.0f}% of {figures['votes']} worker votes are "
-             f"ties{both_bad}, tie parameter nu = {figures['nu']:.2f} [{figures['nu_low']:.2f}, "
-             f"{figures['nu_high']:.2f}]; Davidson's log-strengths span {figures['spread']:.2f} "
-             f"({table['model'].iloc[0]} to {table['model'].iloc[-1]}), and {figures['separated_pairs']} of "
-             f"{figures['pairs']} model pairs have intervals apart")
+             f"ties{both_bad}")
+    if figures["separated"]:
+        # under separation the fit runs off to infinity: its nu and span are artefacts, not estimates
+        return words + ("; some model never lost or never won, so neither the tie parameter nor the strengths "
+                        "have a finite estimate: more votes are needed before this question can say how well it "
+                        "separates the models.")
+    upper = f"{figures['nu_high']:.2f}" if np.isfinite(figures["nu_high"]) else "no finite upper bound"
+    words += (f", tie parameter nu = {figures['nu']:.2f} [{figures['nu_low']:.2f}, {upper}]; Davidson's "
+              f"log-strengths span {figures['spread']:.2f} ({table['model'].iloc[0]} to {table['model'].iloc[-1]}), "
+              f"and {figures['separated_pairs']} of {figures['pairs']} model pairs have intervals apart")
     if figures["separated_pairs"] == 0:
         words += ": the question does not tell any two models apart"
-    if figures["separated"]:
-        words += " (some model never lost or never won: its strength has no finite estimate)"
     if figures["order_changes"]:
         words += ". Counting ties as information changes the order from the plain fit's (ties half a win)"
     return words + "."
