@@ -155,7 +155,9 @@ def main() -> int:
         f"mephisto.architect.port={args.port}", "mephisto.task.task_name=bench_live_chat",
         f"mephisto.blueprint.num_conversations={args.workers + 1}", "mephisto.task.allowed_concurrent=1",
         "mephisto.task.max_num_concurrent_units=0", f"live_chat.num_slots={SLOTS}", f"live_chat.min_inputs={INPUTS}",
-        "live_chat.seed=0"], data_dir=tmp / "mephisto")
+        "live_chat.seed=0",
+        # the simulated workers answer at machine speed; the per-participant rate limit is sized for people
+        "live_chat.limits.rate_per_minute=100000", "live_chat.limits.rate_burst=100000"], data_dir=tmp / "mephisto")
     live = list(run.operator.get_running_task_runs().values())[0]
     rss_loaded = rss_mb()
     try:
