@@ -264,3 +264,68 @@ def weighted_rankings(comparisons: pd.DataFrame, worker_weight: pd.Series, alpha
             "weighted_ci_high": weighted["ci_high"], "rank_weighted": weighted["rank"],
             "note": [" ".join(filter(None, (a, b if b != a else ""))) for a, b in zip(plain["note"], weighted["note"])]}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def score_disagreement(scores: np.ndarray, models: np.ndarray, workers: np.ndarray, labels: np.ndarray,
+                       permutations: int = 999, seed: int = 0) -> tuple[float, float]:
+    """The live chat's disagreement test: (the residual sum of squares a group x model interaction removes from an
+    additive model + group fit of the conversations' ``scores``, its permutation p-value): ``models`` and
+    ``workers`` codes per conversation, ``labels`` a group code per worker, shuffled across workers."""
+    y = np.asarray(scores, float)
+    n_models, groups_ = int(models.max()) + 1, int(labels.max()) + 1
+    model_part = np.eye(n_models)[models]
+
+    def statistic(assigned: np.ndarray) -> float:
+        group = assigned[workers]
+        cell = group * n_models + models
+        sizes = np.bincount(cell, minlength=groups_ * n_models)
+        sums = np.bincount(cell, y, groups_ * n_models)
+        full = np.sum(y ** 2) - np.sum(np.divide(sums ** 2, sizes, out=np.zeros_like(sums), where=sizes > 0))
+        design = np.hstack([model_part, np.eye(groups_)[group][:, 1:]])
+        residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+        return float(residual @ residual - full)
+
+    observed = statistic(labels)
+    rng = np.random.default_rng(seed)
+    exceed = sum(statistic(rng.permutation(labels)) >= observed - 1e-9 * abs(observed) for _ in range(permutations))
+    return observed, (1 + exceed) / (1 + permutations)
+
+
+def live_chat_groups(conversations: pd.DataFrame, worker_level: pd.Series, alpha: float = 0.05,
+                     min_workers: int = 10, permutations: int = 999, seed: int = 0) -> GroupResult:
+    """Per group of workers, each model's mean score (``conversations``: conversation_id, worker_id, model, score:
+    the passing workers' z-scored overall ratings) with an interval clustered by worker at the Bonferroni level
+    (categories.live_chat_rankings), and whether the named groups with at least ``min_workers`` workers disagree
+    (``score_disagreement``). One row of ``tests``, question 'overall z'."""
+    from parlai_dialeval.analysis.categories import live_chat_rankings
+
+    worker = conversations["worker_id"].astype(str)
+    label = worker.map(worker_level).fillna(NOT_GIVEN).to_numpy(dtype=object)
+    names = sorted(pd.unique(label), key=lambda name: (name == NOT_GIVEN, name))
+    counts = {name: worker[label == name].nunique() for name in names}
+    fitted = [name for name in names if counts[name] >= min_workers]
+    rows = [{"question": "overall z", "unit": "conversation", "group": name,
+             "workers": counts[name] if name in fitted else np.nan,
+             "conversations": int(np.sum(label == name)) if name in fitted else np.nan,
+             "status": "fitted" if name in fitted else f"too small: fewer than {min_workers} workers, not shown"}
+            for name in names]
+    membership = pd.DataFrame({name: label == name for name in fitted}, index=conversations.index)
+    rankings = live_chat_rankings(conversations, membership, alpha).rename(columns={"category": "group"})
+    rankings = rankings.assign(bt=rankings["score"])  # ``leader`` reads bt
+    tested = [name for name in fitted if name != NOT_GIVEN]
+    means = conversations.groupby("model")["score"].mean()
+    test = {"question": "overall z", "unit": "conversation", "groups": ", ".join(tested), "statistic": np.nan,
+            "p_value": np.nan, "permutations": permutations, "leader": str(means.idxmax()) if len(means) else None,
+            "note": ""}
+    if len(tested) < 2:
+        test["note"] = "fewer than two named groups with enough workers: nothing to compare"
+    else:
+        keep = np.isin(label, tested)
+        codes, owners = pd.factorize(worker[keep])
+        code_of = {name: i for i, name in enumerate(tested)}
+        labels = np.array([code_of[worker_level.get(w, NOT_GIVEN)] for w in owners], np.int64)
+        models = pd.factorize(conversations["model"].astype(str)[keep])[0]
+        test["statistic"], test["p_value"] = score_disagreement(conversations["score"].to_numpy(float)[keep], models,
+                                                                codes, labels, permutations, seed)
+    return GroupResult(rankings.assign(question="overall z", unit="conversation"), pd.DataFrame(rows),
+                       pd.DataFrame([test]))

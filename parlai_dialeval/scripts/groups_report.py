@@ -4,11 +4,11 @@ from __future__ import annotations
 
 GROUPS_TEXT = ("Each worker's group comes from the participants file (--participants), joined on worker_id; the "
                "attributes stay here, in group-level numbers only. Each group's intervals are at 1 - alpha / K for K "
-               "groups (Bonferroni: all K hold together with probability 1 - alpha), clustered by item and by worker "
-               "(one person's taste moves their votes together). Whether the groups disagree is a score test of a "
-               "group x model interaction whose p-value comes from shuffling the groups' labels across workers: it "
-               "holds its level however votes of one worker or one item depend on each other. docs/pairwise_analysis.md, "
-               "\"Results by the people who judged\".")
+               "groups (Bonferroni: all K hold together with probability 1 - alpha), clustered by worker (and, for "
+               "votes, by item): one person's taste moves their judgements together. Whether the groups disagree is "
+               "a test of a group x model interaction whose p-value comes from shuffling the groups' labels across "
+               "workers: it holds its level however one worker's judgements depend on each other. "
+               "docs/pairwise_analysis.md, \"Results by the people who judged\".")
 WEIGHTS_TEXT = ("Weighted: each worker's votes count by the worker's raking weight, which makes the workers' shares of "
                 "every attribute in the targets file exactly the target population's; Kish's effective sample size "
                 "(sum w)^2 / sum w^2 says how many unweighted workers the weighted ones are worth. Intervals clustered "
@@ -28,8 +28,7 @@ def view(report, part, result=None, section=None) -> None:
         report.table(part.result.groups, caption="groups.csv: workers and votes per group (too small: not shown)")
         report.table(part.result.tests, caption="group_tests.csv: do the groups disagree? (permutation p-value)",
                      floatfmt="{:.3g}")
-        report.table(part.result.rankings, caption="group_rankings.csv: Bradley-Terry log-strengths per group "
-                     "(mean 0), intervals at the Bonferroni level in column confidence", floatfmt="{:.3g}")
+        report.table(part.result.rankings, caption=f"group_rankings.csv: {part.measure}", floatfmt="{:.3g}")
     if part.weighting is not None:
         report.text(WEIGHTS_TEXT)
         report.table(part.weighting.rankings, caption="weighted_rankings.csv: unweighted and weighted strengths "

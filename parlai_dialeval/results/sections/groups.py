@@ -46,6 +46,8 @@ class Groups:
     not_described: int  # workers of the votes the participants file does not describe
     sentences: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)
+    measure: str = ("Bradley-Terry log-strengths per group (mean 0), intervals clustered by item and worker at the "
+                    "Bonferroni level in column confidence")
 
 
 def participants_of(value) -> pd.DataFrame:
