@@ -230,3 +230,24 @@ def test_the_command_says_on_its_first_screen_where_groups_disagree(tmp_path):
         if path.suffix == ".csv" and path.stem in ("groups", "group_rankings", "group_tests", "weighted_rankings"):
             text = path.read_text()
             assert "young-" not in text and "old-" not in text and "Female" not in text
+
+
+def test_a_demographic_export_is_never_read_as_data_to_publish(tmp_path):
+    # dialeval publish reads its --data through the importers: the export is not recognised, and forced through any
+    # format no record holds a participant's id or answer, so no attribute can reach a published dataset
+    from parlai_dialeval.importers import registry
+
+    _, people = group_study(np.random.default_rng(1), {"a": BASE}, {"a": 3})
+    path = tmp_path / "demographics.csv"
+    prolific_export(people, path)
+    with pytest.raises(DialevalError, match="format not recognised"):
+        registry.load([path], log=lambda *_: None)
+    registry.load_importer_modules()
+    for fmt in registry.IMPORTERS:
+        try:
+            data = registry.load([path], fmt=fmt, log=lambda *_: None)
+        except DialevalError:
+            continue
+        held = " ".join(frame.to_string() if isinstance(frame, pd.DataFrame) else str(frame)
+                        for frame in (data.studies, data.conversations, data.ratings, data.comparisons))
+        assert "a-0" not in held and "United Kingdom" not in held and "Female" not in held, fmt
