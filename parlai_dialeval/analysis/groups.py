@@ -193,6 +193,25 @@ def _section_votes(part: pd.DataFrame, worker_ids: np.ndarray) -> tuple[bt.Votes
     return votes, pd.Index(worker_ids).get_indexer(kept["worker_id"].astype(str))
 
 
+def _test(question, unit, fitted: list[str], leader_name, permutations: int, label: np.ndarray, workers: np.ndarray,
+          statistic) -> dict:
+    """A row of ``tests``: the named ``fitted`` groups compared by ``statistic`` (which rows, a code per worker of
+    those rows, a group code per worker -> (statistic, p)), from each row's group ``label`` and worker key."""
+    tested = [name for name in fitted if name != NOT_GIVEN]
+    row = {"question": question, "unit": unit, "groups": ", ".join(tested), "statistic": np.nan, "p_value": np.nan,
+           "permutations": permutations, "leader": leader_name, "note": ""}
+    if len(tested) < 2:
+        row["note"] = "fewer than two named groups with enough workers: nothing to compare"
+        return row
+    keep = np.isin(label, tested)
+    codes = pd.factorize(workers[keep])[0]
+    _, first = np.unique(codes, return_index=True)
+    code_of = {name: i for i, name in enumerate(tested)}
+    labels = np.array([code_of[name] for name in label[keep][first]], np.int64)
+    row["statistic"], row["p_value"] = statistic(keep, codes, labels)
+    return row
+
+
 def group_rankings(comparisons: pd.DataFrame, worker_level: pd.Series, alpha: float = 0.05, min_workers: int = 10,
                    permutations: int = 999, seed: int = 0) -> GroupResult:
     """Per question and unit (``comparisons`` with sections: pairwise.with_sections), the ranking of each group of
@@ -223,19 +242,9 @@ def group_rankings(comparisons: pd.DataFrame, worker_level: pd.Series, alpha: fl
                           for i in range(len(votes.models))]
             rankings.append(table.assign(question=question, unit=unit, group=name, workers=workers_of,
                                          confidence=1 - level))
-        tested = [name for name in fitted if name != NOT_GIVEN]
-        row = {"question": question, "unit": unit, "groups": ", ".join(tested), "statistic": np.nan,
-               "p_value": np.nan, "permutations": permutations, "leader": leader(bt_table(votes, alpha)[0]),
-               "note": ""}
-        if len(tested) < 2:
-            row["note"] = "fewer than two named groups with enough workers: nothing to compare"
-        else:
-            keep = np.isin(label, tested)
-            codes, owners = pd.factorize(workers[keep])
-            code_of = {name: i for i, name in enumerate(tested)}
-            labels = np.array([code_of[worker_level.iloc[w]] for w in owners], np.int64)
-            row["statistic"], row["p_value"] = disagreement(votes.subset(keep), codes, labels, permutations, seed)
-        tests.append(row)
+        tests.append(_test(question, unit, fitted, leader(bt_table(votes, alpha)[0]), permutations, label, workers,
+                           lambda keep, codes, labels: disagreement(votes.subset(keep), codes, labels, permutations,
+                                                                    seed)))
     table = pd.concat(rankings, ignore_index=True)[RANKING_COLUMNS] if rankings else pd.DataFrame(columns=RANKING_COLUMNS)
     return GroupResult(table, pd.DataFrame(groups), pd.DataFrame(tests))
 
@@ -312,20 +321,11 @@ def live_chat_groups(conversations: pd.DataFrame, worker_level: pd.Series, alpha
     membership = pd.DataFrame({name: label == name for name in fitted}, index=conversations.index)
     rankings = live_chat_rankings(conversations, membership, alpha).rename(columns={"category": "group"})
     rankings = rankings.assign(bt=rankings["score"])  # ``leader`` reads bt
-    tested = [name for name in fitted if name != NOT_GIVEN]
     means = conversations.groupby("model")["score"].mean()
-    test = {"question": "overall z", "unit": "conversation", "groups": ", ".join(tested), "statistic": np.nan,
-            "p_value": np.nan, "permutations": permutations, "leader": str(means.idxmax()) if len(means) else None,
-            "note": ""}
-    if len(tested) < 2:
-        test["note"] = "fewer than two named groups with enough workers: nothing to compare"
-    else:
-        keep = np.isin(label, tested)
-        codes, owners = pd.factorize(worker[keep])
-        code_of = {name: i for i, name in enumerate(tested)}
-        labels = np.array([code_of[worker_level.get(w, NOT_GIVEN)] for w in owners], np.int64)
-        models = pd.factorize(conversations["model"].astype(str)[keep])[0]
-        test["statistic"], test["p_value"] = score_disagreement(conversations["score"].to_numpy(float)[keep], models,
-                                                                codes, labels, permutations, seed)
+    scores, models = conversations["score"].to_numpy(float), pd.factorize(conversations["model"].astype(str))[0]
+    test = _test("overall z", "conversation", fitted, str(means.idxmax()) if len(means) else None, permutations,
+                 label, worker.to_numpy(dtype=object),
+                 lambda keep, codes, labels: score_disagreement(scores[keep], pd.factorize(models[keep])[0], codes,
+                                                                labels, permutations, seed))
     return GroupResult(rankings.assign(question="overall z", unit="conversation"), pd.DataFrame(rows),
                        pd.DataFrame([test]))
