@@ -251,3 +251,38 @@ def test_a_demographic_export_is_never_read_as_data_to_publish(tmp_path):
         held = " ".join(frame.to_string() if isinstance(frame, pd.DataFrame) else str(frame)
                         for frame in (data.studies, data.conversations, data.ratings, data.comparisons))
         assert "a-0" not in held and "United Kingdom" not in held and "Female" not in held, fmt
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_edges_give_true_sentences_never_a_crash(data):
+    # tiny or lopsided studies: a few workers, a model that never loses, ties, groups below the minimum, workers
+    # without an answer or absent from the file
+    from parlai_dialeval.results.pairwise_result import PairwiseConfig
+    from parlai_dialeval.results.sections import groups as section
+
+    n_workers = data.draw(st.integers(2, 14), label="workers")
+    models = data.draw(st.integers(2, 4), label="models")
+    rows = []
+    for w in range(n_workers):
+        for k in range(data.draw(st.integers(1, 4), label="votes")):
+            a, b = data.draw(st.lists(st.integers(0, models - 1), min_size=2, max_size=2, unique=True))
+            choice = "a" if a == 0 else data.draw(st.sampled_from(["a", "b", "tie"]))  # m0 never loses
+            rows.append({"item_id": f"i{k}", "worker_id": f"w{w}", "model_a": f"m{a}", "model_b": f"m{b}",
+                         "choice": choice, "question": "q"})
+    comparisons = pd.DataFrame(rows).drop_duplicates(["item_id", "worker_id", "model_a", "model_b"])
+    ages = data.draw(st.lists(st.one_of(st.none(), st.integers(16, 80)), min_size=n_workers, max_size=n_workers))
+    people = pd.DataFrame({"worker_id": [f"w{w}" for w in range(n_workers)], "age": pd.array(ages, dtype="Float64")})
+    people = people.iloc[:data.draw(st.integers(1, n_workers), label="described")]
+    min_workers = data.draw(st.integers(1, 4), label="min workers")
+    inputs = type("Inputs", (), {"comparisons": pairwise.with_sections(comparisons)})
+    config = PairwiseConfig(participants=people.assign(age=people["age"].astype(float)), by="age",
+                            min_group_workers=min_workers, group_permutations=9)
+    part = section.compute(inputs, config, {})
+    said = " ".join(part.sentences + part.verdicts)
+    assert "nan" not in said.lower() and "None" not in said
+    for name, rows_ in part.result.rankings.groupby("group"):
+        ranked = rows_.dropna(subset=["bt"]).sort_values("bt", ascending=False)
+        assert list(ranked["rank"]) == sorted(ranked["rank"])  # ranks agree with the strengths
+        assert (ranked["ci_low"] <= ranked["bt"] + 1e-9).all() and (ranked["bt"] <= ranked["ci_high"] + 1e-9).all()
+    assert (part.result.groups.loc[part.result.groups["status"] != "fitted", "workers"].isna()).all()

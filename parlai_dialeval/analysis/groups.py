@@ -34,6 +34,8 @@ NOT_GIVEN = "(not given)"
 AGE_EDGES = (18, 30, 50)  # --by age: under 18, 18-29, 30-49, 50+
 RANKING_COLUMNS = ["question", "unit", "group", "model", "votes", "workers", "bt", "ci_low", "ci_high", "rank",
                    "note", "confidence"]
+WEIGHTED_COLUMNS = ["question", "unit", "model", "votes", "bt", "ci_low", "ci_high", "rank", "bt_weighted",
+                    "weighted_ci_low", "weighted_ci_high", "rank_weighted", "note"]
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,7 @@ def weighted_rankings(comparisons: pd.DataFrame, worker_weight: pd.Series, alpha
             "bt_weighted": weighted["bt"], "weighted_ci_low": weighted["ci_low"],
             "weighted_ci_high": weighted["ci_high"], "rank_weighted": weighted["rank"],
             "note": [" ".join(filter(None, (a, b if b != a else ""))) for a, b in zip(plain["note"], weighted["note"])]}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=WEIGHTED_COLUMNS)
 
 
 def score_disagreement(scores: np.ndarray, models: np.ndarray, workers: np.ndarray, labels: np.ndarray,
