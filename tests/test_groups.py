@@ -181,6 +181,9 @@ def test_targets_file_errors_name_file_and_line(tmp_path):
         section.compute(inputs, PairwiseConfig(by="group"), {})
     with pytest.raises(DialevalError, match="no column 'country'"):
         section.compute(inputs, PairwiseConfig(participants=people, by="country"), {})
+    strangers = people.assign(worker_id="someone-else-" + people["worker_id"])
+    with pytest.raises(DialevalError, match="none of the votes' 20 workers is in the participants file"):
+        section.compute(inputs, PairwiseConfig(participants=strangers, by="group"), {})
 
 
 def test_nothing_changes_without_participants():

@@ -56,6 +56,17 @@ def participants_of(value) -> pd.DataFrame:
     return read_participants(value) if isinstance(value, str) else value.assign(worker_id=value["worker_id"].astype(str))
 
 
+def described(workers, participants: pd.DataFrame) -> int:
+    """How many of ``workers`` the participants file does not describe; an error where it describes none (ids
+    pseudonymised by publishing, or another study's file)."""
+    missing = int((~pd.Index(workers).isin(participants["worker_id"].astype(str))).sum())
+    if len(workers) and missing == len(workers):
+        raise DialevalError(f"none of the votes' {len(workers)} workers is in the participants file: its "
+                            "'Participant id' must be the votes' worker_id (Prolific's participant ids, as exported "
+                            "before dialeval publish pseudonymises them)")
+    return missing
+
+
 def spec(text: str, participants: pd.DataFrame, where: str = "--by"):
     """A By for ``text``: its column must be in the participants file; a numeric column is banded."""
     from parlai_dialeval.analysis.groups import parse_by
@@ -109,7 +120,7 @@ def compute(inputs, config, done: dict) -> Groups | None:
     participants = participants_of(config.participants)
     comparisons = inputs.comparisons
     workers = pd.unique(comparisons["worker_id"].astype(str))
-    not_described = int((~pd.Index(workers).isin(participants["worker_id"].astype(str))).sum())
+    not_described = described(workers, participants)
     result = None
     if given(config.by):
         by = spec(config.by, participants)

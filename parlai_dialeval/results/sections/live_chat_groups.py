@@ -27,10 +27,10 @@ def compute(inputs, config, done: dict) -> groups.Groups | None:
     participants = groups.participants_of(config.participants)
     conversations = passing(inputs.core)
     workers = conversations["worker_id"].astype(str).unique()
+    not_described = groups.described(workers, participants)
     levels = statistics.worker_levels(workers, participants, groups.spec(config.by, participants))
     result = statistics.live_chat_groups(conversations, levels, ALPHA, config.min_group_workers,
                                          config.group_permutations, config.seed)
-    not_described = int((~levels.index.isin(participants["worker_id"].astype(str))).sum())
     part = groups.Groups(str(config.by), result, None, config.min_group_workers, not_described, measure=MEASURE)
     groups.words(part, ALPHA)
     return part
