@@ -38,8 +38,8 @@ ALPHA = 0.05
 def prepared(comparisons, people):
     frame = pairwise.with_sections(comparisons)
     levels = groups.worker_levels(frame["worker_id"], people, groups.By("group"))
-    workers = pd.Index(levels.index).get_indexer(frame["worker_id"].astype(str))
-    return frame, levels, bt.encode(frame), workers
+    votes, workers, _ = groups.section_votes(frame, levels.index)
+    return frame, levels, votes, workers
 
 
 def rejection(studies: int, permutations: int, strengths: dict, size: int, taste: float, seed: int):

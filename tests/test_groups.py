@@ -25,9 +25,8 @@ FLIPPED = np.array([-0.4, 0.5, 0.0, -0.1])  # m1 leads this group, m0 the other
 def section_votes(comparisons, participants, by="group"):
     frame = pairwise.with_sections(comparisons)
     levels = groups.worker_levels(frame["worker_id"], participants, groups.By(by))
-    votes = bt.encode(frame)
-    workers = pd.Index(levels.index).get_indexer(frame["worker_id"].astype(str))
-    return votes, workers, levels
+    votes, workers, items = groups.section_votes(frame, levels.index)
+    return votes, workers, items, levels
 
 
 def test_groups_that_truly_disagree_are_detected():
@@ -37,7 +36,7 @@ def test_groups_that_truly_disagree_are_detected():
     for seed in range(6):
         comparisons, people = group_study(np.random.default_rng(seed), {"young": BASE, "old": FLIPPED},
                                           {"young": 30, "old": 30})
-        votes, workers, levels = section_votes(comparisons, people)
+        votes, workers, _, levels = section_votes(comparisons, people)
         labels = (levels.to_numpy() == "old").astype(np.int64)
         p_values.append(groups.disagreement(votes, workers, labels, permutations=99, seed=seed)[1])
     assert sum(p < 0.05 for p in p_values) >= 5, p_values
@@ -51,7 +50,7 @@ def test_the_disagreement_test_holds_its_level_where_groups_agree():
     for seed in range(40):
         comparisons, people = group_study(np.random.default_rng(100 + seed), {"a": BASE, "b": BASE},
                                           {"a": 12, "b": 12}, votes_per_worker=15, taste_sd=0.8)
-        votes, workers, levels = section_votes(comparisons, people)
+        votes, workers, _, levels = section_votes(comparisons, people)
         p_values.append(groups.disagreement(votes, workers, (levels.to_numpy() == "b").astype(np.int64),
                                             permutations=39, seed=seed)[1])
     p_values = np.array(p_values)
@@ -79,13 +78,13 @@ def test_per_group_rankings_suppress_small_groups_and_correct_for_the_number_of_
 def test_two_way_intervals_are_wider_than_item_clustered_ones_where_workers_have_tastes():
     comparisons, people = group_study(np.random.default_rng(3), {"g": BASE}, {"g": 20}, votes_per_worker=30,
                                       taste_sd=1.0)
-    votes, workers, _ = section_votes(comparisons, people)
+    votes, workers, items, _ = section_votes(comparisons, people)
     from parlai_dialeval.analysis.style_control import bt_table
 
-    items, _ = bt_table(votes, 0.05)
-    both, _ = groups.two_way_fit(votes, workers, 0.05)
-    assert np.allclose(items["bt"], both["bt"])
-    assert np.all((both["ci_high"] - both["ci_low"]) > (items["ci_high"] - items["ci_low"]))
+    by_pair, _ = bt_table(votes, 0.05)  # the fit's own sandwich: a model pair's votes on one item a cluster
+    both, _ = groups.two_way_fit(votes, workers, items, 0.05)
+    assert np.allclose(by_pair["bt"], both["bt"])
+    assert np.all((both["ci_high"] - both["ci_low"]) > (by_pair["ci_high"] - by_pair["ci_low"]))
 
 
 def test_age_bands():
@@ -134,9 +133,10 @@ def test_raking_errors_name_what_is_wrong():
 
 
 def test_the_weighted_ranking_covers_the_target_population():
-    # The sample has 3 old to 1 young worker; the population is 1 to 3. Over 12 studies the weighted 95% intervals
-    # cover the population's truth (testing/group_votes.population_truth, its own fit) at least 10 times in 12 for
-    # every model, where the unweighted estimate of the leader's margin is biased towards the old's ranking.
+    # The sample has 3 old to 1 young worker; the population is 1 to 3. The weighted 95% intervals cover the
+    # population's truth (testing/group_votes.population_truth, its own fit) in at least 40 of 48 cases (12 studies x 4
+    # models; 0.90-0.95 each over 200 studies in benchmarks/bench_groups.py), where the unweighted estimate of the
+    # leader's margin is biased towards the old's ranking.
     strengths = {"young": BASE, "old": FLIPPED}
     truth = population_truth(strengths, {"young": 0.75, "old": 0.25})
     covered, plain_gap = np.zeros(4), []
@@ -149,7 +149,7 @@ def test_the_weighted_ranking_covers_the_target_population():
         table = groups.weighted_rankings(frame, weights, 0.05).set_index("model").loc[["m0", "m1", "m2", "m3"]]
         covered += (table["weighted_ci_low"] <= truth) & (truth <= table["weighted_ci_high"])
         plain_gap.append(table["bt"].iloc[0] - table["bt"].iloc[1])
-    assert np.all(covered >= 10), covered
+    assert covered.sum() >= 40, covered
     assert np.mean(plain_gap) < truth[0] - truth[1] - 0.2  # unweighted: the old's m1 pulled up
 
 

@@ -6,10 +6,10 @@ target population (analysis/raking.py).
   ``age:18,30,50`` for the bands' lower edges); ``worker_levels`` gives each worker their level, a worker the
   file does not describe, or whose answer is missing, the level NOT_GIVEN.
 - Strengths per group: the one Bradley-Terry (bradley_terry.fit through style_control.bt_table: a model that never
-  lost said so, disconnected models left out) with a covariance clustered two ways, by item (the project's cluster
-  rule, a model pair's votes on one item) and by worker (Cameron, Gelbach & Miller 2011: V_item + V_worker -
-  V_item x worker, t with min(clusters) - 1 degrees of freedom), since one worker's taste moves their votes on many
-  items together. Each group's intervals are at level 1 - alpha / K for K groups (Bonferroni: the K groups'
+  lost said so, disconnected models left out) with a covariance clustered two ways, by item (cluster_robust.cluster_ids)
+  and by worker (Cameron, Gelbach & Miller 2011: V_item + V_worker - V_item x worker, t with min(effective
+  clusters) - 1 degrees of freedom), each cluster whole across model pairs (``clustered_cov``), since one worker's
+  taste for a model moves their votes on many items and pairs together. Each group's intervals are at level 1 - alpha / K for K groups (Bonferroni: the K groups'
   intervals hold together with probability at least 1 - alpha). A group of fewer than ``min_workers`` workers is
   reported as too small, not fitted.
 - Disagreement: a score (Rao) statistic of a group x model interaction at the pooled fit, sum_g U_g' I_g^+ U_g,
@@ -106,9 +106,36 @@ def worker_levels(workers, participants: pd.DataFrame, by: By) -> pd.Series:
     return found.reindex(ids).fillna(NOT_GIVEN)
 
 
-def two_way_fit(votes: bt.Votes, workers: np.ndarray, level: float) -> tuple[pd.DataFrame, bt.Fit | None]:
-    """style_control.bt_table's table of ``votes`` (clustered by item) with its intervals clustered by item and by
-    worker (``workers``: a code per vote) at ``level``."""
+def clustered_cov(votes: bt.Votes, fit: bt.Fit, codes: np.ndarray) -> tuple[np.ndarray, float]:
+    """(the CR1 covariance of ``fit``'s strengths (mean 0) with the votes clustered by ``codes``, the effective
+    number of clusters). The fit's own sandwich splits each cluster by model pair; here a cluster is whole, since one
+    worker's taste for a model (or one item's difficulty for it) moves their votes in every pair with that model
+    together. The effective number is Kish's over the clusters' total weights, (sum W)^2 / sum W^2: where a few
+    heavily weighted workers carry the estimate (raking), the t reference has as few degrees of freedom as they
+    are (CR1 with G nominal clusters covered 86-95% in benchmarks/bench_groups.py)."""
+    from scipy.special import expit
+
+    m, n = len(votes.models), len(votes)
+    w = np.ones(n) if votes.weights is None else votes.weights
+    residual = w * (votes.outcome - expit(fit.strengths[votes.first] - fit.strengths[votes.second]))
+    codes = pd.factorize(codes)[0]
+    clusters = int(codes.max(initial=-1)) + 1
+    sums = np.zeros((clusters, m))
+    np.add.at(sums, (codes, votes.first), residual)
+    np.add.at(sums, (codes, votes.second), -residual)
+    scores = sums[:, 1:]  # the fit's parameters: strengths relative to the first model
+    correction = clusters / max(clusters - 1, 1) * (n - 1) / max(n - (m - 1), 1)  # CR1, as the fit's own
+    centre = bt.centring(m)
+    totals = np.bincount(codes, np.abs(w), clusters)
+    return (centre @ (correction * fit.bread @ (scores.T @ scores) @ fit.bread) @ centre.T,
+            float(totals.sum() ** 2 / np.sum(totals ** 2)))
+
+
+def two_way_fit(votes: bt.Votes, workers: np.ndarray, items: np.ndarray,
+                level: float) -> tuple[pd.DataFrame, bt.Fit | None]:
+    """style_control.bt_table's table of ``votes`` with its intervals clustered by item and by worker (``items``,
+    ``workers``: a code per vote; Cameron, Gelbach & Miller 2011, t with min(effective items, effective workers) - 1
+    degrees of freedom) at ``level``."""
     from scipy import stats
     from parlai_dialeval.analysis.style_control import bt_table
 
@@ -121,13 +148,11 @@ def two_way_fit(votes: bt.Votes, workers: np.ndarray, level: float) -> tuple[pd.
     local = np.full(len(votes.models), -1)
     local[members] = np.arange(len(members))
     part = votes.subset(within, local, [votes.models[i] for i in members])
-    worker = workers[within]
-    both = pd.factorize(part.clusters * (int(worker.max(initial=0)) + 1) + worker)[0]
-    by_worker, by_both = (bt.fit(bt.Votes(part.models, part.first, part.second, part.outcome, codes, part.weights),
-                                 start=fit.strengths) for codes in (worker, both))
-    cov = fit.strength_cov + by_worker.strength_cov - by_both.strength_cov
-    df = max(min(fit.clusters, by_worker.clusters) - 1, 1)
-    half = stats.t.ppf(1 - level / 2, df) * np.sqrt(np.clip(np.diag(cov), 0, None))
+    worker, item = workers[within], items[within]
+    (by_item, n_items), (by_worker, n_workers), (by_both, _) = (
+        clustered_cov(part, fit, codes) for codes in (item, worker, item * (int(worker.max(initial=0)) + 1) + worker))
+    cov = by_item + by_worker - by_both
+    half = stats.t.ppf(1 - level / 2, max(min(n_items, n_workers) - 1, 1.0)) * np.sqrt(np.clip(np.diag(cov), 0, None))
     table.loc[members, "ci_low"], table.loc[members, "ci_high"] = fit.strengths - half, fit.strengths + half
     return table, fit
 
@@ -188,11 +213,15 @@ class GroupResult:
     weighted: pd.DataFrame | None = None
 
 
-def _section_votes(part: pd.DataFrame, worker_ids: np.ndarray) -> tuple[bt.Votes, np.ndarray]:
-    """The section's worker votes (bradley_terry.encode: automatic ties left out) and a worker code per vote."""
+def section_votes(part: pd.DataFrame, worker_ids: np.ndarray) -> tuple[bt.Votes, np.ndarray, np.ndarray]:
+    """The section's worker votes (bradley_terry.encode: automatic ties left out), a worker code per vote (its
+    index in ``worker_ids``) and an item code per vote (cluster_robust.cluster_ids: the item judged)."""
+    from parlai_dialeval.analysis.cluster_robust import cluster_ids
+
     votes = bt.encode(part)
     kept = part[~part["automatic"].eq(True)] if "automatic" in part else part
-    return votes, pd.Index(worker_ids).get_indexer(kept["worker_id"].astype(str))
+    return (votes, pd.Index(worker_ids).get_indexer(kept["worker_id"].astype(str)),
+            pd.factorize(cluster_ids(kept))[0])
 
 
 def _test(question, unit, fitted: list[str], leader_name, permutations: int, label: np.ndarray, workers: np.ndarray,
@@ -225,7 +254,7 @@ def group_rankings(comparisons: pd.DataFrame, worker_level: pd.Series, alpha: fl
     ids = np.asarray(worker_level.index, dtype=object)
     rankings, groups, tests = [], [], []
     for (question, unit), part in comparisons.groupby(SECTION, sort=False, dropna=False):
-        votes, workers = _section_votes(part, ids)
+        votes, workers, items = section_votes(part, ids)
         label = worker_level.to_numpy(dtype=object)[workers]
         names = sorted(pd.unique(label), key=lambda name: (name == NOT_GIVEN, name))
         counts = {name: len(np.unique(workers[label == name])) for name in names}
@@ -239,7 +268,7 @@ def group_rankings(comparisons: pd.DataFrame, worker_level: pd.Series, alpha: fl
                 continue
             groups.append({"question": question, "unit": unit, "group": name, "workers": counts[name],
                            "votes": int(rows.sum()), "status": "fitted"})
-            table, _ = two_way_fit(votes.subset(rows), workers[rows], level)
+            table, _ = two_way_fit(votes.subset(rows), workers[rows], items[rows], level)
             workers_of = [len(np.unique(workers[rows & ((votes.first == i) | (votes.second == i))]))
                           for i in range(len(votes.models))]
             rankings.append(table.assign(question=question, unit=unit, group=name, workers=workers_of,
@@ -263,11 +292,11 @@ def weighted_rankings(comparisons: pd.DataFrame, worker_weight: pd.Series, alpha
         part = part[part["worker_id"].astype(str).isin(ids)]
         if part.empty:
             continue
-        votes, workers = _section_votes(part, ids)
-        plain, _ = two_way_fit(votes, workers, alpha)
+        votes, workers, items = section_votes(part, ids)
+        plain, _ = two_way_fit(votes, workers, items, alpha)
         given = np.ones(len(votes)) if votes.weights is None else votes.weights
         weighted, _ = two_way_fit(bt.Votes(votes.models, votes.first, votes.second, votes.outcome, votes.clusters,
-                                           given * worker_weight.to_numpy(float)[workers]), workers, alpha)
+                                           given * worker_weight.to_numpy(float)[workers]), workers, items, alpha)
         rows.append(pd.DataFrame({
             "question": question, "unit": unit, "model": plain["model"], "votes": plain["votes"],
             "bt": plain["bt"], "ci_low": plain["ci_low"], "ci_high": plain["ci_high"], "rank": plain["rank"],
