@@ -87,6 +87,27 @@ def test_two_way_intervals_are_wider_than_item_clustered_ones_where_workers_have
     assert np.all((both["ci_high"] - both["ci_low"]) > (by_pair["ci_high"] - by_pair["ci_low"]))
 
 
+def test_whole_worker_clusters_equal_statsmodels_and_exceed_the_pair_split_ones():
+    # Independent computation: statsmodels' Binomial GLM on the dense design (e_first - e_second without the first
+    # model), cov_type="cluster" by worker. The fit's own sandwich splits a worker by model pair, which misses a
+    # taste for one model moving the worker's votes in every pair with it: its variances are smaller here.
+    import statsmodels.api as sm
+
+    comparisons, people = group_study(np.random.default_rng(4), {"g": BASE}, {"g": 15}, votes_per_worker=30,
+                                      taste_sd=1.0)
+    votes, workers, _, _ = section_votes(comparisons, people)
+    fit = bt.fit(votes)
+    cov, effective = groups.clustered_cov(votes, fit, workers)
+    design = bt.design(votes.first, votes.second, len(votes.models))
+    glm = sm.GLM(votes.outcome, design, family=sm.families.Binomial()).fit(cov_type="cluster",
+                                                                            cov_kwds={"groups": workers})
+    centre = bt.centring(len(votes.models))
+    np.testing.assert_allclose(cov, centre @ glm.cov_params() @ centre.T, rtol=1e-6, atol=1e-12)
+    assert effective == pytest.approx(15)  # 15 workers of 30 votes each: Kish's number is the count
+    split = bt.fit(bt.Votes(votes.models, votes.first, votes.second, votes.outcome, workers))
+    assert np.all(np.diag(split.strength_cov) < np.diag(cov))
+
+
 def test_age_bands():
     assert groups.band_labels(groups.AGE_EDGES) == ["under 18", "18-29", "30-49", "50+"]
     by = groups.parse_by("age", numeric=True)
