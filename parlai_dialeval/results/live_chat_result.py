@@ -1,6 +1,7 @@
 """The live-chat analysis as one object: analysis.live_chat's result (quality control, system scores,
 significance, agreement) with the sections computed on it in ``parts`` (results/section.py): the verdict, the
-scores with and without style adjustment, rankings per topic, the evidence about participants. ``parlai_dialeval.results.live_chat`` builds it for
+scores with and without style adjustment, rankings per topic, scores per group of the people who judged
+(--participants, --by), the evidence about participants. ``parlai_dialeval.results.live_chat`` builds it for
 a notebook; scripts/analyze_live_chat.py writes its tables, summary.json and report."""
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 
 from parlai_dialeval.options import option
 from parlai_dialeval.results import section as sections_api
-from parlai_dialeval.results.sections import evidence, live_chat_categories, live_chat_style, live_chat_verdict
+from parlai_dialeval.results.sections import (evidence, live_chat_categories, live_chat_groups, live_chat_style,
+                                              live_chat_verdict)
 
-SECTIONS = [live_chat_verdict.SECTION, live_chat_style.SECTION, live_chat_categories.SECTION, evidence.SECTION]
+SECTIONS = [live_chat_verdict.SECTION, live_chat_style.SECTION, live_chat_categories.SECTION, live_chat_groups.SECTION,
+            evidence.SECTION]
 
 
 def _options() -> type:

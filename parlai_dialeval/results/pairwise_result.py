@@ -1,7 +1,7 @@
 """The pairwise analysis as one object: ``PairwiseResult`` holds every section the analysis computes (the core
 tables, the verdict, voter flags, "both bad" ties, provisional places, style control, ties as information
-(Davidson), position effects per model, categories, fragility, PPI with an LLM judge, the evidence about
-participants), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
+(Davidson), position effects per model, categories, results by the people who judged (--participants), fragility,
+PPI with an LLM judge, the evidence about participants), built by ``analyse`` (``parlai_dialeval.results.pairwise`` for a notebook; scripts/analyze_pairwise.py
 writes its tables, summary and report). ``SECTIONS`` lists the sections in order (results/section.py): a new
 statistic is a module under results/sections/ and one line here; ``PairwiseConfig`` holds every section's
 options (the command's options, with their help)."""
@@ -14,7 +14,7 @@ import pandas as pd
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.results import section as sections_api
-from parlai_dialeval.results.sections import (both_bad, categories, core, evidence, fragility, position, ppi,
+from parlai_dialeval.results.sections import (both_bad, categories, core, evidence, fragility, groups, position, ppi,
                                               provisional, style, ties, verdict, voters)
 
 SECTIONS = [
@@ -27,6 +27,7 @@ SECTIONS = [
     ties.SECTION,
     position.SECTION,
     categories.SECTION,
+    groups.SECTION,
     fragility.SECTION,
     ppi.SECTION,
     evidence.SECTION,

@@ -78,3 +78,41 @@ def read_variants(path: str | Path) -> dict[str, str]:
             raise DataError(path, "not a list of model names", field=family, expected='["model", ...]', got=models)
         out.update({model: family for model in models})
     return out
+
+
+TARGET_COLUMNS = ("attribute", "level", "share")
+
+
+def read_targets(path: str | Path) -> pd.DataFrame:
+    """--weights: the target population's margins, one row per attribute and level (``attribute``: a column of the
+    participants file, a number with its bands as in --by, ``age:18,30,50``; ``level``: a level as the groups name
+    it, ``50+``; ``share``: its share of the population, each attribute's summing to 1), with each row's ``line``."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise DataError(path, f"cannot read the targets CSV: {error}") from None
+    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    for column in TARGET_COLUMNS:
+        if column not in frame:
+            raise DataError(path, "missing column", 1, column, "a header attribute,level,share")
+    if frame.empty:
+        raise DataError(path, "no targets", 2, expected="a row per attribute and level")
+    frame = frame[list(TARGET_COLUMNS)].apply(lambda column: column.str.strip()).assign(line=frame.index + 2)
+    shares = pd.to_numeric(frame["share"], errors="coerce").to_numpy(float)
+    for row, value in zip(frame.itertuples(), shares):
+        if not row.attribute or not row.level:
+            raise DataError(path, "empty cell", row.line, "attribute" if not row.attribute else "level",
+                            "an attribute and a level")
+        if not (np.isfinite(value) and 0 <= value <= 1):
+            raise DataError(path, "not a share", row.line, "share", "a number from 0 to 1", row.share)
+    frame["share"] = shares
+    duplicated = frame.duplicated(["attribute", "level"]).to_numpy()
+    if duplicated.any():
+        row = frame[duplicated].iloc[0]
+        raise DataError(path, "the same attribute and level twice", row["line"], "level", "one row each",
+                        row["level"])
+    for attribute, rows in frame.groupby("attribute", sort=False):
+        if abs(rows["share"].sum() - 1) > 1e-6:
+            raise DataError(path, f"the shares of {attribute!r} sum to {rows['share'].sum():.6g}",
+                            int(rows["line"].iloc[0]), "share", "shares of each attribute summing to 1")
+    return frame.reset_index(drop=True)

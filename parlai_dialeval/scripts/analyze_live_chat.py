@@ -23,7 +23,8 @@ from parlai_dialeval.gc_freeze import frozen_heap
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.report import Report, caught_warnings
 from parlai_dialeval.results import live_chat_result
-from parlai_dialeval.scripts import categories_report, command_line, evidence_option, evidence_report, style_report
+from parlai_dialeval.scripts import (categories_report, command_line, evidence_option, evidence_report, groups_report,
+                                     style_report)
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 from parlai_dialeval.scripts.command_line import load_data
 
@@ -279,6 +280,7 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.text(categories_part, note=True)
     else:
         categories_report.view(report, categories_part)
+    groups_report.view(report, result.parts.get("groups"))
     evidence_report.view(report, result.parts.get("evidence"))
     report.heading("Settings")
     report.table(pd.DataFrame([(k, str(v)) for k, v in s.as_dict().items()], columns=["setting", "value"]))

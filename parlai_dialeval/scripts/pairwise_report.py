@@ -10,8 +10,8 @@ from parlai_dialeval.analysis.pairwise_tables import WIN_RATE_COLUMNS, sections
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import turns_text
 from parlai_dialeval.report import Report
-from parlai_dialeval.scripts import (categories_report, evidence_report, fragility_report, judge_option, style_report,
-                                     ties_report, voters_report)
+from parlai_dialeval.scripts import (categories_report, evidence_report, fragility_report, groups_report, judge_option,
+                                     style_report, ties_report, voters_report)
 
 pairwise_plots = lazy_module("parlai_dialeval.analysis.pairwise_plots")
 pairwise, rankings = (lazy_module(f"parlai_dialeval.analysis.{name}") for name in ("pairwise", "rankings"))
@@ -224,4 +224,5 @@ def _both_bad(report: Report, counts, result, section) -> None:
 VIEWS = {"core": _core, "both_bad": _both_bad, "verdict": _verdict, "voters": voters_report.view,
          "provisional": _provisional, "style": style_report.pairwise_view, "categories": categories_report.pairwise_view,
          "fragility": fragility_report.view, "ppi": _ppi, "evidence": evidence_report.view,
-         "ties": ties_report.ties_view, "position": ties_report.position_view}
+         "ties": ties_report.ties_view, "position": ties_report.position_view,
+         "groups": groups_report.view}
