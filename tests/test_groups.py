@@ -249,6 +249,9 @@ def test_the_command_says_on_its_first_screen_where_groups_disagree(tmp_path):
     assert "among participants aged 18-29, m0 leads (m1 leads overall); the groups by age disagree " \
            "(permutation test, p = 0.005)" in verdict
     assert "weighted to the target population (age), m0 leads, where m1 leads unweighted" in verdict
+    for stem, columns in (("group_rankings", ["rank"]), ("weighted_rankings", ["rank", "rank_weighted"])):
+        ranks = pd.read_csv(out / f"{stem}.csv")[columns]
+        assert all(pd.api.types.is_integer_dtype(ranks[c]) for c in columns), (stem, ranks.dtypes)  # "1", not "1.0"
     summary = json.loads((out / "agreement.json").read_text())["groups"]
     assert summary["weighting"]["workers"] == 20 and summary["tests"][0]["p_value"] == 0.005
     # group-level numbers only: no worker id and no attribute value per worker in any file written

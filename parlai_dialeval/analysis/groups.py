@@ -277,7 +277,12 @@ def group_rankings(comparisons: pd.DataFrame, worker_level: pd.Series, alpha: fl
                            lambda keep, codes, labels: disagreement(votes.subset(keep), codes, labels, permutations,
                                                                     seed)))
     table = pd.concat(rankings, ignore_index=True)[RANKING_COLUMNS] if rankings else pd.DataFrame(columns=RANKING_COLUMNS)
-    return GroupResult(table, pd.DataFrame(groups), pd.DataFrame(tests))
+    return GroupResult(_whole_ranks(table, "rank"), pd.DataFrame(groups), pd.DataFrame(tests))
+
+
+def _whole_ranks(table: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """Ranks as whole numbers (missing where a model has no strength), not '3.0'."""
+    return table.astype({column: "Int64" for column in columns})
 
 
 def weighted_rankings(comparisons: pd.DataFrame, worker_weight: pd.Series, alpha: float = 0.05) -> pd.DataFrame:
@@ -303,7 +308,8 @@ def weighted_rankings(comparisons: pd.DataFrame, worker_weight: pd.Series, alpha
             "bt_weighted": weighted["bt"], "weighted_ci_low": weighted["ci_low"],
             "weighted_ci_high": weighted["ci_high"], "rank_weighted": weighted["rank"],
             "note": [" ".join(filter(None, (a, b if b != a else ""))) for a, b in zip(plain["note"], weighted["note"])]}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=WEIGHTED_COLUMNS)
+    return _whole_ranks(pd.concat(rows, ignore_index=True), "rank", "rank_weighted") if rows else \
+        pd.DataFrame(columns=WEIGHTED_COLUMNS)
 
 
 def score_disagreement(scores: np.ndarray, models: np.ndarray, workers: np.ndarray, labels: np.ndarray,
