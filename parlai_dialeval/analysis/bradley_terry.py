@@ -24,7 +24,6 @@ analysis/ties.py) and a position effect per model (covariates with ``fit``'s rid
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -295,15 +294,6 @@ class Fit:
         return values - half, values + half
 
 
-@functools.cache
-def _threadpools():
-    """threadpoolctl's view of the loaded thread pools, found once: ``threadpool_limits`` looks for them on every
-    call (2-8 ms a fit, most of fragility's hundreds of refits); numpy's BLAS is loaded before any fit."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray | None = None,
         targets: np.ndarray | None = None, prior: float = 0.0, start: np.ndarray | None = None,
         inverse: np.ndarray | None = None, covariance: bool = True, max_iter: int = 50, tol: float = 1e-8,
@@ -321,6 +311,8 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     no solve) are taken first; ``covariance`` False skips the sandwich; ``penalty``: a ridge (penalised
     likelihood, -penalty_c beta_c^2 / 2) per covariate; ``likelihood``: a ``bt_likelihood.Likelihood`` subclass's constructor
     (Davidson's ties: its extra parameters follow the covariates' in ``coefficients``)."""
+    from threadpoolctl import threadpool_limits
+
     m = len(votes.models)
     first, second, y = votes.first.astype(np.int64), votes.second.astype(np.int64), np.asarray(votes.outcome, float)
     features = np.zeros((len(y), 0)) if covariates is None else np.asarray(covariates, float)
@@ -335,7 +327,7 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         t = np.concatenate([t, np.full(len(low), prior), np.zeros(len(low))])
         features = np.vstack([features, np.zeros((2 * len(low), features.shape[1]))])
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
-    with _threadpools().limit(limits=1, user_api="blas"):
+    with threadpool_limits(1, user_api="blas"):
         model = (likelihood or Likelihood)(first, second, t, w, features, m)
         if penalty is not None:
             model.ridge[m - 1:m - 1 + features.shape[1]] = penalty
