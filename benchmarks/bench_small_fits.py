@@ -5,8 +5,8 @@ keeping BLAS on one thread per fit, against the fit itself.
 
 Measured in the same run, on the same votes: ``bradley_terry.fit`` (BLAS limited through a controller that found
 the libraries once, bt_likelihood.one_blas_thread), the same fit wrapped in a fresh ``threadpool_limits`` as fit
-did before (threadpoolctl scans every loaded shared object each time), and the scan alone. Results in
-benchmarks/README.md ("Many small fits").
+did before (threadpoolctl scans every loaded shared object each time). Result in benchmarks/README.md
+("The test suite").
 """
 from __future__ import annotations
 
