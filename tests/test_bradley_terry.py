@@ -235,3 +235,35 @@ def test_bootstrap_intervals_are_unchanged_by_batching():
     boot = np.array([bt.ilsr(bt.win_matrix(unique, d, 5)) for d in draws])
     assert np.allclose(low, np.percentile(boot, 2.5, axis=0), atol=1e-6)
     assert np.allclose(high, np.percentile(boot, 97.5, axis=0), atol=1e-6)
+
+
+def test_fits_run_blas_on_one_thread_and_scan_the_libraries_once(monkeypatch):
+    """A fresh threadpool_limits per fit scanned every loaded shared object (5 ms; a fifth of fragility's
+    thousands of small fits): the BLAS libraries are found once, limited to one thread during a fit, restored."""
+    import threadpoolctl
+
+    from parlai_dialeval.analysis import bt_likelihood
+
+    bt.fit(_votes(5)[0])  # the scan, if none was made yet
+    probe = threadpoolctl.ThreadpoolController().select(user_api="blas")
+
+    def blas_threads():
+        return {info["num_threads"] for info in probe.info()}
+
+    scans, observed = [], []
+    real_init, real_maximise = threadpoolctl.ThreadpoolController.__init__, bt_likelihood.Likelihood.maximise
+
+    def counted(self, *args, **kwargs):
+        scans.append(1)
+        real_init(self, *args, **kwargs)
+
+    def watched(self, *args, **kwargs):
+        observed.append(blas_threads())
+        return real_maximise(self, *args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "__init__", counted)
+    monkeypatch.setattr(bt_likelihood.Likelihood, "maximise", watched)
+    before = blas_threads()
+    for seed in range(3):
+        bt.fit(_votes(seed)[0])
+    assert scans == [] and observed == [{1}] * 3 and blas_threads() == before

@@ -183,3 +183,32 @@ def test_cluster_ids_equal_the_rule_applied_vote_by_vote():
     turns = [["Hi", "Hello"], ["Hi", "Hello"], None, ["Bye"]]
     frame = pd.DataFrame({"item_id": [1, 2, 3, 4], "context": turns, "unit": "response"})
     assert list(cluster_ids(frame)) == [f"context:{['Hi', 'Hello']}"] * 2 + ["item:3", f"context:{['Bye']}"]
+
+
+def test_cluster_outcomes_are_a_loop_over_the_votes_of_each_cluster():
+    """collection_order.cluster_outcomes against a loop written here: per (question, unit, first, second, cluster)
+    in order of its first vote, the mean outcome, the number of votes, the first position and the first named
+    worker; a vote with a missing key belongs to no cluster."""
+    from parlai_dialeval.analysis.collection_order import CLUSTER_KEY, cluster_outcomes
+
+    rng = np.random.default_rng(3)
+    n = 60
+    votes = pd.DataFrame({"question": rng.choice(["q1", "q2"], n), "unit": "response",
+                          "first": rng.choice(["x", "y"], n), "second": "z", "cluster": rng.choice(list("abcdef"), n),
+                          "outcome": rng.choice([0.0, 0.5, 1.0], n), "position": np.arange(n),  # sorted, as vote_clusters
+                          "worker_id": rng.choice(["w1", "w2", None], n)})
+    votes.loc[7, "question"] = None
+    groups: dict = {}
+    for row in votes.to_dict("records"):
+        if any(pd.isna(row[k]) for k in CLUSTER_KEY):
+            continue
+        group = groups.setdefault(tuple(row[k] for k in CLUSTER_KEY), {"outcomes": [], "position": row["position"],
+                                                                       "worker": None})
+        group["outcomes"].append(row["outcome"])
+        if group["worker"] is None and pd.notna(row["worker_id"]):
+            group["worker"] = row["worker_id"]
+    expected = [(*key, sum(g["outcomes"]) / len(g["outcomes"]), len(g["outcomes"]), g["position"], g["worker"])
+                for key, g in groups.items()]
+    got = cluster_outcomes(votes)
+    assert list(got.columns) == [*CLUSTER_KEY, "outcome", "votes", "position", "worker"]
+    assert [tuple(None if pd.isna(v) else v for v in row) for row in got.itertuples(index=False)] == expected

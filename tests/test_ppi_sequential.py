@@ -108,6 +108,23 @@ def test_the_bets_are_waudby_smith_and_ramdas_agrapa_by_hand():
     assert process.best_below == 1.0 and process.log_below == 0.0
 
 
+def test_a_draws_bets_in_floats_are_the_vectorised_bets_bit_for_bit():
+    """RectifiedBetting.add bets in floats (agrapa_bet_pair), the paths in arrays (agrapa_bets): the same numbers,
+    to the last bit, including a null at the range's end (no cap on that side) and no past at all."""
+    from parlai_dialeval.adaptive.ppi_sequential import agrapa_bet_pair, agrapa_bets
+
+    rng = np.random.default_rng(4)
+    n = np.concatenate([[0, 0, 3], rng.integers(0, 500, 200)])
+    mean, var = rng.random(len(n)), rng.random(len(n)) / 4
+    low = np.concatenate([[0.5, 0.0, -1.3], -rng.random(len(n) - 3)])
+    high = np.concatenate([[1.0, 0.5, 2.1], 1 + rng.random(len(n) - 3)])
+    above, below = agrapa_bets(n, mean, var, low, high)
+    pairs = [agrapa_bet_pair(int(k), float(m), float(v), float(lo), float(hi))
+             for k, m, v, lo, hi in zip(n, mean, var, low, high)]
+    assert [a for a, _ in pairs] == above.tolist() and [b for _, b in pairs] == below.tolist()
+    assert all(isinstance(a, float) and isinstance(b, float) for a, b in pairs)
+
+
 def test_without_a_judge_it_is_certify_and_a_judge_without_spread_gets_half_of_it():
     """use_judge=False on uniform draws is certify's e-process (adaptive/sequential.py's vectorised paths, a
     separate implementation); a judge without spread gets lam 0, so the mixture is half aGRAPA on people's

@@ -82,11 +82,30 @@ def agrapa_bets(n, mean, var, low=0.0, high=1.0, null=NULL):
     ``mean`` and ``var``iance (arrays broadcast): the edge over the variance, both shrunk towards (null, 1/4)
     by one pseudo-outcome, truncated at ``TRUNCATION`` of the largest bet that keeps wealth positive."""
     n, null = np.asarray(n, dtype=float), np.asarray(null, dtype=float)
-    mean = (null + n * np.asarray(mean, dtype=float)) / (n + 1)
-    var = (0.25 + n * np.asarray(var, dtype=float)) / (n + 1)
-    bet = (mean - null) / (var + (mean - null) ** 2)  # var >= 0.25 / (n + 1) > 0
+    bet = _shrunk_bet(n, np.asarray(mean, dtype=float), np.asarray(var, dtype=float), null)
     with np.errstate(divide="ignore"):  # a null at the range's end: no cap on that side (inf)
         return (np.clip(bet, 0.0, TRUNCATION / (null - low)), np.clip(-bet, 0.0, TRUNCATION / (high - null)))
+
+
+def agrapa_bet_pair(n: int, mean: float, var: float, low: float = 0.0, high: float = 1.0,
+                    null: float = NULL) -> tuple[float, float]:
+    """``agrapa_bets`` for one process, in floats: the same operations, so the same bits (a bet per draw in
+    numpy took three quarters of ``RectifiedBetting.add``)."""
+    bet = _shrunk_bet(n, mean, var, null)
+    return min(max(bet, 0.0), _cap(null - low)), min(max(-bet, 0.0), _cap(high - null))
+
+
+def _shrunk_bet(n, mean, var, null):
+    """The edge over the variance, both shrunk towards (null, 1/4) by one pseudo-outcome (floats or arrays)."""
+    mean = (null + n * mean) / (n + 1)
+    var = (0.25 + n * var) / (n + 1)
+    edge = mean - null
+    return edge / (var + edge * edge)  # var >= 0.25 / (n + 1) > 0
+
+
+def _cap(room: float) -> float:
+    """TRUNCATION / room, infinite (of room's sign) where room is 0, as numpy divides."""
+    return TRUNCATION / room if room else math.copysign(math.inf, room)
 
 
 @dataclass
@@ -168,9 +187,8 @@ class RectifiedBetting:
         (low, high), (low0, high0) = self._range(lam), self._range(0.0)
         # one call for both processes' aGRAPA bets: the judge's (at lam) and people's (lam = 0, on z0)
         (mean, var), (mean0, var0) = self._moments(lam), self._moments(0.0)
-        above, below = agrapa_bets(self.n, np.array([mean, mean0]), np.array([var, var0]),
-                                   np.array([low, low0]), np.array([high, high0]))
-        (bet_above, people_above), (bet_below, people_below) = above.tolist(), below.tolist()
+        bet_above, bet_below = agrapa_bet_pair(self.n, mean, var, low, high)
+        people_above, people_below = agrapa_bet_pair(self.n, mean0, var0, low0, high0)
         w = 1 / scaled
         z = lam * self.pool_mean + w * (y - lam * f) + (1 - w) * self.centre(lam)  # w = 1: exactly the uncentred Z
         self.log_above += math.log1p(bet_above * (z - NULL))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parlai_dialeval.adaptive.ppi_sequential import agrapa_bets
+from parlai_dialeval.adaptive.ppi_sequential import agrapa_bet_pair, agrapa_bets
 
 BETS = np.linspace(0.025, 0.5, 20)  # the note's grid; every bet keeps wealth positive for any p0 in [0, 1]
 NULL_WIN_RATE = 0.5
@@ -81,13 +81,14 @@ def agrapa_log_steps(n: int, total: float, squares: float, outcome: float) -> tu
     sum ``total`` and sum of squares ``squares``: agrapa_paths one outcome at a time (adaptive collection)."""
     mean = total / n if n else 0.0
     var = max(squares / n - mean ** 2, 0.0) if n else 0.0
-    above, below = agrapa_bets(n, mean, var)
-    return math.log1p(float(above) * (outcome - NULL_WIN_RATE)), math.log1p(-float(below) * (outcome - NULL_WIN_RATE))
+    above, below = agrapa_bet_pair(n, mean, var)
+    return math.log1p(above * (outcome - NULL_WIN_RATE)), math.log1p(-below * (outcome - NULL_WIN_RATE))
 
 
 def combined_wealth(log_grid: np.ndarray, log_agrapa: float) -> float:
     """wealth_paths' value from the grid's log-wealths (one per bet) and aGRAPA's log-wealth."""
-    return float((1 - AGRAPA_SHARE) * np.exp(np.minimum(log_grid, LOG_CAP)).mean()
+    grid = np.exp(np.minimum(log_grid, LOG_CAP))
+    return float((1 - AGRAPA_SHARE) * (grid.sum() / grid.size)  # = grid.mean(), bit for bit, without its overhead
                  + AGRAPA_SHARE * math.exp(min(log_agrapa, LOG_CAP)))
 
 

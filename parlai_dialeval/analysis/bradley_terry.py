@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.analysis.bt_likelihood import Likelihood, solve
+from parlai_dialeval.analysis.bt_likelihood import Likelihood, one_blas_thread, solve
 
 # A log-strength beyond this: the model never lost (or never won) in the fit's votes, no finite estimate.
 SEPARATED = 15.0
@@ -311,8 +311,6 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
     no solve) are taken first; ``covariance`` False skips the sandwich; ``penalty``: a ridge (penalised
     likelihood, -penalty_c beta_c^2 / 2) per covariate; ``likelihood``: a ``bt_likelihood.Likelihood`` subclass's constructor
     (Davidson's ties: its extra parameters follow the covariates' in ``coefficients``)."""
-    from threadpoolctl import threadpool_limits
-
     m = len(votes.models)
     first, second, y = votes.first.astype(np.int64), votes.second.astype(np.int64), np.asarray(votes.outcome, float)
     features = np.zeros((len(y), 0)) if covariates is None else np.asarray(covariates, float)
@@ -327,7 +325,7 @@ def fit(votes: Votes, covariates: np.ndarray | None = None, weights: np.ndarray 
         t = np.concatenate([t, np.full(len(low), prior), np.zeros(len(low))])
         features = np.vstack([features, np.zeros((2 * len(low), features.shape[1]))])
     # one BLAS thread: on a busy 2-core machine OpenBLAS's threads made each 200 x 200 Cholesky 0.13 s, not 1 ms
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         model = (likelihood or Likelihood)(first, second, t, w, features, m)
         if penalty is not None:
             model.ridge[m - 1:m - 1 + features.shape[1]] = penalty

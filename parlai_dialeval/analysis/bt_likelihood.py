@@ -122,3 +122,19 @@ def solve(matrix: np.ndarray, target: np.ndarray) -> np.ndarray:
         return linalg.cho_solve(linalg.cho_factor(matrix), target)
     except linalg.LinAlgError:
         return np.linalg.lstsq(matrix, target, rcond=None)[0]
+
+
+_BLAS = None
+
+
+def one_blas_thread():
+    """A context that runs BLAS on one thread. threadpoolctl finds the loaded BLAS libraries once (scipy's and
+    numpy's, both loaded here first): a fresh ``threadpool_limits`` scans every shared object of the process each
+    time, 5 ms, which was a fifth of fragility's thousands of small fits."""
+    global _BLAS
+    if _BLAS is None:
+        from scipy import linalg  # noqa: F401 (scipy's OpenBLAS loaded before the scan)
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController().select(user_api="blas")
+    return _BLAS.limit(limits=1)

@@ -63,9 +63,11 @@ def cluster_outcomes(votes: pd.DataFrame) -> pd.DataFrame:
     """One row per cluster of ``vote_clusters`` votes, in the collection order of its first vote: the
     key, ``outcome`` (the mean of its votes for ``first``), ``votes``, and the ``position`` and
     ``worker`` of its first vote."""
-    out = votes.groupby(CLUSTER_KEY, sort=False).agg(
-        outcome=("outcome", "mean"), votes=("outcome", "size"), position=("position", "min"),
-        worker=("worker_id", "first")).reset_index()
+    group = votes.groupby(CLUSTER_KEY, sort=False)
+    # one column at a time on the one grouping: half the time of named aggregation (the adaptive launch's ledger
+    # reads each batch through here)
+    out = pd.DataFrame({"outcome": group["outcome"].mean(), "votes": group["outcome"].size(),
+                        "position": group["position"].min(), "worker": group["worker_id"].first()}).reset_index()
     return out.sort_values("position", kind="stable").reset_index(drop=True)
 
 
