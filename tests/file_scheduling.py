@@ -139,12 +139,15 @@ class FileTimingRecorder:
 
 
 def merge_recorded(path: Path) -> None:
+    """The workers' figures in one file; a test file whose tests ran on several workers (a run without
+    ``--dist loadfile``) gets the sum of their figures, not the last worker's share."""
     merged: dict[str, list[float]] = {}
     for shard in sorted(path.parent.glob(f"{path.name}.*")):
         for file, (wall, cpu) in json.loads(shard.read_text()).items():
-            merged[file] = [round(wall, 1), round(cpu, 1)]
+            total = merged.setdefault(file, [0.0, 0.0])
+            total[0], total[1] = total[0] + wall, total[1] + cpu
         shard.unlink()
-    write_timings(path, merged)
+    write_timings(path, {file: [round(wall, 1), round(cpu, 1)] for file, (wall, cpu) in merged.items()})
 
 
 def write_timings(path: Path, timings: dict) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from types import SimpleNamespace
 
-from file_scheduling import CpuAwareFileScheduling, read_timings
+from file_scheduling import CpuAwareFileScheduling, merge_recorded, read_timings
 
 # (wall seconds, CPU seconds, tests) per file: two cores' worth of computing and browser-like waiting
 FILES = {f"tests/compute_{i}.py": (30.0, 27.0, 3) for i in range(6)}
@@ -115,3 +115,14 @@ def test_the_committed_timings_name_files_that_exist():
     gone = sorted(file for file in timings if not (REPO / file).is_file())
     assert not gone, f"tests/file_timings.json names files that no longer exist: {gone}"
     assert all(wall >= 0 and cpu >= 0 for wall, cpu in timings.values())
+
+
+def test_a_file_split_over_workers_records_the_sum_of_their_figures(tmp_path):
+    # without --dist loadfile one file's tests run on several workers: the last shard's share (7.3 of about 85
+    # CPU-s for test_edge_sweep.py) was written as the file's figure
+    path = tmp_path / "timings.json"
+    (tmp_path / "timings.json.gw0").write_text('{"tests/a.py": [10.0, 4.0], "tests/b.py": [1.0, 1.0]}')
+    (tmp_path / "timings.json.gw1").write_text('{"tests/a.py": [5.0, 3.5]}')
+    merge_recorded(path)
+    assert read_timings(path) == {"tests/a.py": (15.0, 7.5), "tests/b.py": (1.0, 1.0)}
+    assert not list(tmp_path.glob("timings.json.gw*"))
