@@ -21,6 +21,9 @@ from .protocol_harness import (DESKTOP, PHONE, CliRun, chromium_page, controls_o
                                submit_hit)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+# two participants, one battle each, the offline rehearsal bots, every question of the catalogue asked
+ASKING_TWO = ["mephisto.task.task_name=arena_q", "mephisto.blueprint.num_conversations=2", "arena.seed=1",
+              "arena.min_battles=1", "arena.questionnaire.enabled=true"]
 
 
 def one_battle_to_the_questionnaire(page, url: str, prompt: str) -> None:
@@ -47,9 +50,7 @@ def checked_and_pictured(page, path) -> None:
 
 def test_questionnaire_answered_with_consent_declined_by_another_exported_apart_and_analysed(tmp_path):
     require_chromium()
-    run = CliRun("arena", tmp_path, [f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=arena_q",
-                                     "mephisto.blueprint.num_conversations=2", "arena.seed=1", "arena.min_battles=1",
-                                     "arena.questionnaire.enabled=true"])
+    run = CliRun("arena", tmp_path, [f"mephisto.architect.port={free_port()}", *ASKING_TWO])
     try:
         with chromium_page(tmp_path / "desktop") as page:
             page.set_viewport_size(DESKTOP)
