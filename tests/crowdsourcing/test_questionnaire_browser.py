@@ -82,6 +82,7 @@ def test_questionnaire_answered_with_consent_declined_by_another_exported_apart_
     exported = run.export("arena_q", out)
     assert "questionnaire: 1 participant(s) answered with consent, 1 submission(s) declined" in exported.stdout
     people = tmp_path / "export" / "arena.participants.csv"
+    assert f"wrote {people} (the questionnaire's answers; keep it private)" in exported.stdout
     assert stat.S_IMODE(people.stat().st_mode) == 0o600
     with people.open(newline="") as handle:
         # the mock provider's worker name (a Prolific participant id on Prolific), as the votes have it
