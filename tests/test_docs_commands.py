@@ -71,6 +71,7 @@ RULES = [
               "checks that it asks for the model by the name the server is started with"),
     Rule("docs/crowdsourcing.md", r"dialeval launch live_chat_da( |$)(?!.*provider=)", skip=LAUNCH),
     Rule("docs/crowdsourcing.md", r"dialeval launch acute", skip=LAUNCH),
+    Rule("docs/crowdsourcing.md", r"dialeval launch arena .*questionnaire", skip=LAUNCH),
     Rule("docs/crowdsourcing.md", r"provider=mturk", skip="needs MTurk credentials and Heroku"),
     Rule("docs/crowdsourcing.md", r"provider=prolific", skip="needs Prolific credentials"),
     Rule("docs/security.md", r"provider=prolific .*router_trusted_proxies", skip="needs Prolific credentials; "

@@ -13,7 +13,7 @@ from parlai_dialeval.crowdsourcing.arena.anonymity import LeakRules
 from parlai_dialeval.crowdsourcing.arena.prompts import POLICIES, DedupPolicy, PromptIndex
 from parlai_dialeval.crowdsourcing.arena.protocol import battle_outcome
 from parlai_dialeval.crowdsourcing.arena.worlds import RECORD_FILE
-from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform import checks, questionnaire
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, LivePairwise
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units
@@ -67,6 +67,7 @@ class ArenaArgs:
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of the pairs drawn and the sides"})
+    questionnaire: questionnaire.QuestionnaireArgs = questionnaire.questionnaire_field()
     checks: checks.ChecksArgs = checks.checks_field(
         "Arena: positions count the battles, among the first arena.min_battles (never the first battle); an "
         "attention battle's first vote says which of the four answers to give; a gold battle pits the drawn model "
@@ -172,7 +173,8 @@ def shared_state(cfg) -> Any:
     args = cfg.arena
     if len(args.models) < 2:
         raise DialevalError("arena needs at least two models (arena.models)")
-    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
+    # a language without a catalogue, or a questionnaire outside the catalogue: refused before the bots load
+    page = chat_page_options(args.language, **questionnaire.page_options(args.questionnaire))
     try:
         arena = build_shared(cfg)
         limits = InputLimits(**args.limits)

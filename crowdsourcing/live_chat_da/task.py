@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.crowdsourcing.live_chat_da.worlds import MAX_INPUTS
-from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform import checks, questionnaire
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
 from parlai_dialeval.crowdsourcing.platform.registry import TaskSpec
@@ -41,6 +41,7 @@ class LiveChatArgs:
     allow_zoo: bool = field(default=False, metadata={
         "help": "allow zoo: model files (they download from parl.ai); off by default"})
     language: str = language_field()
+    questionnaire: questionnaire.QuestionnaireArgs = questionnaire.questionnaire_field()
     checks: checks.ChecksArgs = checks.checks_field(
         "live chat: an attention check is an eighth slider on a conversation's rating screen whose statement asks "
         "for a stated value (positions count rating screens); the silent known-answer items are the QC-bot "
@@ -63,7 +64,8 @@ def shared_state(cfg):
     from parlai_dialeval.crowdsourcing.platform.frontend import chat_page_options
 
     args = cfg.live_chat
-    page = chat_page_options(args.language, num_slots=args.num_slots, min_inputs=args.min_inputs)  # before the bots load
+    page = chat_page_options(args.language, num_slots=args.num_slots, min_inputs=args.min_inputs,  # before the bots load
+                             **questionnaire.page_options(args.questionnaire))
     pool = BotPool(OmegaConf.to_container(args.models, resolve=True), list(args.qc_models), seed=args.seed,
                    allow_zoo=args.allow_zoo, **quota_args(cfg))
     world_opt = {"pool": pool, "num_slots": args.num_slots, "min_inputs": args.min_inputs,

@@ -84,6 +84,11 @@ class ExportReport:
     onboarding_by_status: dict[str, int] = field(default_factory=dict)  # onboarding attempts read
     # units whose submission could not be exported: {agent_id, unit_id, worker_id, onboarding, reason}
     malformed: list[dict] = field(default_factory=list)
+    # the optional questionnaire (platform/questionnaire.py), apart from the records: the questions the launch
+    # asked ([]: none), a row per participant who consented, how many submissions declined
+    questions: list[str] = field(default_factory=list)
+    participants: list[dict] = field(default_factory=list)
+    declined: int = 0
 
     def summary(self) -> str:
         def counts(by_status: dict[str, int]) -> str:
@@ -100,6 +105,9 @@ class ExportReport:
                  + f" ({onboarding} of them onboarding)"]
         if self.malformed:
             lines.append(f"{len(self.malformed)} malformed submission(s) not exported (see the notes)")
+        if self.questions:
+            lines.append(f"questionnaire: {len(self.participants)} participant(s) answered with consent, "
+                         f"{self.declined} submission(s) declined (kept apart from the votes)")
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -356,6 +364,7 @@ def collect(task_name: str, data_dir: str | Path | None = None, task_type: str |
 def collect_from_db(db, task_name: str, task_type: str | None = None):
     """(ExportReport, TaskSpec): every unit and onboarding attempt of ``task_name`` through its task's export.
     The task is ``task_type``, else the one recorded in the run (its blueprint's ``frontend_entry``)."""
+    from parlai_dialeval.crowdsourcing.platform import questionnaire
     from parlai_dialeval.crowdsourcing.platform.registry import available_tasks, get_task
 
     _task(db, task_name)  # a name never launched: say so before anything else
@@ -380,6 +389,9 @@ def collect_from_db(db, task_name: str, task_type: str | None = None):
                          f"{task_type} exports no onboarding records" for u in attempts]
     report.notes += [f"{'onboarding attempt ' + u.agent_id if u.onboarding else 'unit ' + u.unit_id} "
                      f"(worker {u.worker_id}): {p}" for u in units + attempts for p in u.problems]
+    report.questions = questionnaire.asked_in_db(db, task_name)
+    if report.questions:
+        report.participants, report.declined = questionnaire.participant_rows(units, report.questions)
     report.units = len(units)
     for unit in units:
         report.by_status[unit.agent_status] = report.by_status.get(unit.agent_status, 0) + 1
@@ -395,4 +407,8 @@ def export_task(task_name: str, out: str | Path, data_dir: str | Path | None = N
     report, _, _ = collect(task_name, data_dir, task_type)
     from_records([dict(r) for r in report.records], source=f"mephisto task {task_name}")  # validates
     write_jsonl(report.records, out)
+    if report.questions:  # the questionnaire's answers: their own file, never in the records
+        from parlai_dialeval.crowdsourcing.platform.questionnaire import participants_path, write_participants
+
+        write_participants(report.participants, report.questions, participants_path(out))
     return report

@@ -293,7 +293,9 @@ def start(task: str, overrides: list[str] | None = None, data_dir: str | Path | 
         _require_router(launched, port)
     from mephisto.data_model.task_run import TaskRun
 
-    resume.write_marker(TaskRun.get(db, run_id), port=port, **_router(launched))
+    asked = [q["name"] for q in (getattr(shared, "frontend_task_opts", None) or {}).get("questionnaire", [])]
+    # the questions asked, for the export (Mephisto keeps only its own part of the config)
+    resume.write_marker(TaskRun.get(db, run_id), port=port, questionnaire=asked, **_router(launched))
     if interrupted is not None:
         refused = resume.close(interrupted)
         launched.resume_note = "\n".join(filter(None, [note, orphan, refused])) or None

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from parlai_dialeval.analysis.worker_checks import worker_report
-from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform import checks, questionnaire
 from parlai_dialeval.crowdsourcing.platform.adaptive.config import AdaptiveConfig, ChatPairwise
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
@@ -35,6 +35,7 @@ class PwTurnArgs:
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})
     study: str = field(default="pw_turn", metadata={"help": "study name written into the export"})
+    questionnaire: questionnaire.QuestionnaireArgs = questionnaire.questionnaire_field()
     checks: checks.ChecksArgs = checks.checks_field(
         "PW-Turn: positions count the turns; an attention check's question tells which response to choose (the "
         "dialogue goes on with it); a gold turn shows a clearly broken reply on one side (the other is right, and "
@@ -54,7 +55,8 @@ def shared_state(cfg) -> Any:
     from parlai_dialeval.crowdsourcing.pw_turn import worlds
 
     args = cfg.pw_turn
-    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
+    # a language without a catalogue, or a questionnaire outside the catalogue: refused before the bots load
+    page = chat_page_options(args.language, **questionnaire.page_options(args.questionnaire))
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     if len(pool.genuine_models) < 2:
         raise ValueError("pw_turn needs at least two models (pw_turn.models or mephisto.blueprint.model_opt_path)")

@@ -7,7 +7,7 @@ from typing import Any, Optional
 from mephisto.operations.hydra_config import TaskConfig
 
 from parlai_dialeval.analysis.worker_checks import worker_report
-from parlai_dialeval.crowdsourcing.platform import checks
+from parlai_dialeval.crowdsourcing.platform import checks, questionnaire
 from parlai_dialeval.crowdsourcing.platform.config import language_field, turn_timeout_field
 from parlai_dialeval.crowdsourcing.platform.export import ExportReport, guard_units, record_status
 from parlai_dialeval.crowdsourcing.platform.participant_input import InputLimits
@@ -32,6 +32,7 @@ class SmEvalArgs:
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})
+    questionnaire: questionnaire.QuestionnaireArgs = questionnaire.questionnaire_field()
     checks: checks.ChecksArgs = checks.checks_field(
         "SM-Eval: positions count the bot turns; an attention check asks, on that turn's screen, to tick one quality "
         "alone; a gold item replaces that bot reply with a clearly broken one ('none of the above' is right; the "
@@ -51,7 +52,8 @@ def shared_state(cfg) -> Any:
     from parlai_dialeval.crowdsourcing.sm_eval import worlds
 
     args = cfg.sm_eval
-    page = chat_page_options(args.language)  # a language without a catalogue: refused before the bots load
+    # a language without a catalogue, or a questionnaire outside the catalogue: refused before the bots load
+    page = chat_page_options(args.language, **questionnaire.page_options(args.questionnaire))
     pool = BotPool(args.models, seed=args.seed, **quota_args(cfg))
     # world_module given here: see pw_turn/task.py (Mephisto imports every world_file as `worlds`)
     return SharedParlAITaskState(world_module=worlds, world_opt={

@@ -15,7 +15,10 @@ class Export(ParlaiScript):
                               "returned work and onboarding attempts included, marked) to canonical JSON Lines")
         parser.add_argument("task_name", help="the Mephisto task name (mephisto.task.task_name of the launch)")
         parser.add_argument("--out", required=True, metavar="FILE.jsonl", type=output_file,
-                            help="canonical JSON Lines output (a missing folder is created, and said so)")
+                            help="canonical JSON Lines output (a missing folder is created, and said so); when the "
+                                 "launch asked the optional questionnaire (TASK.questionnaire.enabled=true), its "
+                                 "consented answers go apart from the votes to FILE.participants.csv (owner-only), for "
+                                 "analyze_pairwise --participants")
         add_mephisto_data_arg(parser)
         add_task_type_arg(parser)
         return parser
@@ -35,4 +38,8 @@ class Export(ParlaiScript):
                              task_type=self.opt["task_type"])
         print(report.summary())
         print(f"wrote {self.opt['out']}")
+        if report.questions:
+            from parlai_dialeval.crowdsourcing.platform.questionnaire import participants_path
+
+            print(f"wrote {participants_path(self.opt['out'])} (the questionnaire's answers; keep it private)")
         return report

@@ -17,8 +17,9 @@ from parlai_dialeval.options import option
 from parlai_dialeval.results.section import Section
 from parlai_dialeval.results.sections.style import given
 
-PARTICIPANTS_HELP = ("Prolific's demographic export (dialeval prolific demographics TASK), joined on worker_id for "
-                     "--by and --weights; its attributes stay out of every table (group-level numbers only)")
+PARTICIPANTS_HELP = ("Prolific's demographic export (dialeval prolific demographics TASK) or the study's own questionnaire "
+                     "(FILE.participants.csv beside dialeval export's FILE.jsonl), joined on worker_id for --by and "
+                     "--weights; its attributes stay out of every table (group-level numbers only)")
 BY_HELP = ("rankings per group of this column of --participants, intervals corrected for the number of groups "
            "(Bonferroni), and a permutation test of whether the groups disagree; a number in bands: age alone is "
            "under 18, 18-29, 30-49, 50+; NAME:18,30,50 gives the bands' lower edges")
@@ -112,7 +113,8 @@ def compute(inputs, config, done: dict) -> Groups | None:
     if not given(config.participants):
         if given(config.by) or given(config.weights):
             raise DialevalError("--by and --weights need --participants F.csv (Prolific's demographic export: "
-                                "dialeval prolific demographics TASK)")
+                                "dialeval prolific demographics TASK; or the questionnaire's FILE.participants.csv "
+                                "beside dialeval export's FILE.jsonl)")
         return None
     if not given(config.by) and not given(config.weights):
         raise DialevalError("--participants: say what to do with it: --by ATTRIBUTE (rankings per group) and/or "

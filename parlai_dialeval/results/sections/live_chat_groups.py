@@ -20,7 +20,8 @@ def compute(inputs, config, done: dict) -> groups.Groups | None:
     if not given(config.participants):
         if given(config.by):
             raise DialevalError("--by needs --participants F.csv (Prolific's demographic export: dialeval prolific "
-                                "demographics TASK)")
+                                "demographics TASK; or the questionnaire's FILE.participants.csv beside dialeval "
+                                "export's FILE.jsonl)")
         return None
     if not given(config.by):
         raise DialevalError("--participants: say what to do with it: --by ATTRIBUTE (model scores per group)")

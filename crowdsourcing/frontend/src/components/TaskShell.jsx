@@ -4,6 +4,8 @@ import React from "react";
 import { serverText, t } from "./i18n";
 import { RecordingNotice } from "./Checks";
 import { ResumeCode, ResumeForm } from "./Resume";
+import { Questionnaire, questionnaireSubmission } from "./Questionnaire";
+import { questionnaireAsked } from "./pageOptions";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -65,10 +67,13 @@ export function SubmitOnceButton({ onSubmit, testid, label, pendingLabel }) {
   );
 }
 
-// The last screen: what to press, then what happens next. On Prolific (PROLIFIC_PID in the address) the
-// provider's wrapper takes the participant back to Prolific with the completion code after the submit.
+// The last screen: the optional questionnaire when the task asks it (sent with the submit, apart from the task's
+// own record), what to press, then what happens next. On Prolific (PROLIFIC_PID in the address) the provider's
+// wrapper takes the participant back to Prolific with the completion code after the submit.
 export function SubmitPanel({ handleSubmit, data = {} }) {
   const [sent, setSent] = React.useState(false);
+  const questions = questionnaireAsked();
+  const [about, setAbout] = React.useState({ consent: false, answers: {} });
   const onProlific = typeof window !== "undefined" && /[?&]PROLIFIC_PID=/.test(window.location.search);
   return (
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
@@ -76,10 +81,11 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
         {/* once sent, the box no longer asks for the press */}
         <b>{t("submit.complete")}</b> {sent ? null : t("submit.press")}
       </p>
+      {questions.length > 0 && !sent ? <Questionnaire questions={questions} value={about} onChange={setAbout} /> : null}
       <SubmitOnceButton
         onSubmit={() => {
           setSent(true);
-          handleSubmit(data);
+          handleSubmit(questions.length > 0 ? { ...data, questionnaire: questionnaireSubmission(questions, about) } : data);
         }}
         testid="submit-hit"
         label={t("submit.button")}
