@@ -270,7 +270,13 @@ def set_slider(slider, value) -> None:
 
 def start_live_chat(page, topic: str = "gardening", timeout: float = 60000) -> None:
     """A live-chat slot's topic form, once it shows within ``timeout`` ms: ``topic``, liked, Start."""
-    page.wait_for_selector("[data-testid=topic-form]", timeout=timeout)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_selector("[data-testid=topic-form]", timeout=timeout)
+    except PlaywrightTimeout:  # what the participant saw instead, for the failure's message
+        raise AssertionError(f"no topic form within {timeout / 1000:.0f} s; the page said: "
+                             f"{page.inner_text('body')[-1500:]!r}") from None
     page.fill("#topic-input", topic)
     page.check("#attitude-like")
     page.click("[data-testid=start-chat]")
