@@ -8,6 +8,23 @@ from parlai_dialeval.dashboard.server import add_server_args
 from parlai_dialeval.scripts.command_line import add_mephisto_data_arg
 
 
+def exit_at_once_on_interrupt() -> None:
+    """The run is over, saved and said: a further Ctrl-C or SIGTERM while the process exits (the dashboard stopping,
+    the interpreter's clean-up) ends it at once and successfully, instead of interrupting that clean-up, which
+    printed a traceback (KeyboardInterrupt in torch's finalizers) under "Saved in ..."."""
+    import os
+    import signal
+    import sys
+
+    def now(signum, frame):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, now)
+
+
 @register_script("launch")
 class Launch(ParlaiScript):
     @classmethod
@@ -68,6 +85,7 @@ class Launch(ParlaiScript):
                            if dashboard and dashboard.token and dashboard.token in text else None)
             try:
                 launched.serve(launch_log.say)
+                exit_at_once_on_interrupt()
             finally:
                 if dashboard is not None:
                     dashboard.stop()

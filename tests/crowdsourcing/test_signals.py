@@ -121,6 +121,29 @@ def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
     assert agent_statuses(run) == ["completed"]
 
 
+CTRL_C_WHILE_EXITING = """
+import atexit, os, signal, sys, time
+if sys.argv[1] == "saved":
+    from parlai_dialeval.scripts.launch import exit_at_once_on_interrupt
+    exit_at_once_on_interrupt()
+print("Saved in the data folder", flush=True)
+atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(30)))  # Ctrl-C during the clean-up
+"""
+
+
+def test_a_ctrl_c_after_the_run_is_saved_ends_the_launch_at_once_and_quietly():
+    # a fresh clone's CI at e6bb891: test_packaging's launch printed a KeyboardInterrupt traceback from torch's
+    # finalizers under "Saved in ...", its second Ctrl-C having come while the interpreter cleaned up
+    before = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_EXITING, "before"], capture_output=True, text=True,
+                            timeout=60)
+    assert "Traceback" in before.stderr  # what happened without the handler: the clean-up interrupted
+    start = time.monotonic()
+    saved = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_EXITING, "saved"], capture_output=True, text=True,
+                           timeout=60)
+    assert saved.returncode == 0 and "Traceback" not in saved.stderr and "Saved in" in saved.stdout, saved
+    assert time.monotonic() - start < 25  # at once, not after the clean-up's 30 s
+
+
 def test_launch_on_a_port_in_use_names_the_holder(tmp_path):
     port = free_port()
     holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "0.0.0.0"],
