@@ -20,8 +20,9 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
 - no longer resends every packet: its ws send callback gets ``null`` on success, which Mephisto's
   router took for a failure;
 - keeps what goes to a page whose socket has closed (a reload, a lost connection) until the page's new
-  socket announces itself: Mephisto's router sent it into the closed socket and it was lost (a bot's reply
-  showed only after a reload);
+  socket announces itself, then sends it before anything newer: Mephisto's router sent it into the closed socket
+  and it was lost (a bot's reply showed only after a reload), and what came just after the alive overtook it (the
+  page took the newer number for its first and dropped the older one: a page waited for ever for its next phase);
 - loads ``crowdsourcing/router/dialeval_claims.js``: registrations bound to their page's secret, new ones limited
   per source, places of pages that never connect given back, a silent page's registration taken back with its
   resume code; its settings, patches and the claims kept for a relaunch are ``compat/mephisto_claims.py``'s
@@ -123,8 +124,9 @@ SERVER_PATCHES: list[tuple[str, str, str]] = [
     # bounded by what the world sends that agent (its bot's replies) until it ends the agent's unit
     ("keep what goes to a page until its socket is back",
      "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket) {\n",
-     "  let socket = agent_id_to_socket[agent.agent_id];\n  if (socket && socket.readyState !== 1) {\n"
-     "    agent.unsent_messages.push(packet);  // sent by the main thread once the page's new socket is alive\n"
+     "  let socket = agent_id_to_socket[agent.agent_id];\n"
+     "  if (socket && (socket.readyState !== 1 || agent.unsent_messages.length > 0)) {\n"
+     "    agent.unsent_messages.push(packet);  // sent by the main thread once the page's socket is alive, in order\n"
      "  } else if (socket) {\n"),
     ("the main thread sends what it kept for a page only into an open socket",
      "      if (!agent_state.is_alive) {\n",
@@ -140,7 +142,10 @@ REPLAY_PATCHES: list[tuple[str, str, str]] = [
     ("a page's new socket gets what it has not had",
      "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n",
      "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n"
-     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"),
+     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"
+     "    for (const waiting of agent.get_sendable_messages()) {\n"
+     "      _send_message(socket, waiting);  // before anything newer: the page takes its first number as its start\n"
+     "    }\n"),
     ("a page's heartbeat says what it has", '        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n',
      '        replay.heard(packet);\n        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n'),
     ("nothing more for a submitted unit's page", "  // Cleanup local state for a task that's already submitted\n",
