@@ -72,13 +72,18 @@ def test_validate_counts_records(tmp_path):
     (["--data", "/nonexistent/x.jsonl"], "/nonexistent/x.jsonl: no such file or folder"),
     (["--data", "{tmp}/notes.txt"], "format not recognised"),
     (["--data", "{tmp}/notes.txt", "--from", "no-such-format"], "unknown format 'no-such-format'"),
+    # a folder of exports (not a dataset dialeval publish wrote) is named as such, with its files to give instead
+    (["--data", "{tmp}"], "not a published dataset (no dialeval.json in it) (expected the export files themselves, "
+                          "e.g. --data {tmp}/a.jsonl {tmp}/b.jsonl)"),
 ])
 def test_convert_bad_input_is_one_clear_line(tmp_path, args, expected):
     (tmp_path / "notes.txt").write_text("just some notes\n")
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text("")
     out = tmp_path / "out.jsonl"
     result = run("convert", *[a.format(tmp=tmp_path) for a in args], "--out", str(out))
     assert result.returncode == 2
-    assert expected in result.stderr
+    assert expected.format(tmp=tmp_path) in result.stderr
     assert "Traceback" not in result.stderr
     assert not out.exists()
 

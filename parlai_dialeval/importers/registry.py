@@ -115,6 +115,13 @@ def detect_format(path: str | os.PathLike) -> str:
     for importer in IMPORTERS.values():
         if importer.detect(path):
             return importer.name
+    if path.is_dir():  # read as one dataset only when its manifest says so: a folder may hold unrelated studies
+        from parlai_dialeval.data.parquet import MANIFEST
+
+        files = sorted(str(p) for p in path.glob("*.jsonl"))
+        raise DataError(path, f"a folder that is not a published dataset (no {MANIFEST} in it)",
+                        expected="the export files themselves, e.g. --data " + " ".join(files[:3]) if files
+                        else "export files (it holds no .jsonl file) or a folder written by dialeval publish")
     raise DataError(path, "format not recognised",
                     expected="canonical JSON Lines or one of: " + ", ".join(sorted(IMPORTERS))
                     + " (force one with --from)")

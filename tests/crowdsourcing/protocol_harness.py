@@ -349,8 +349,19 @@ def chromium_page(tmp_path: Path, phone: bool | dict = False):
         page.on("dialog", lambda dialog: dialog.accept())
         try:
             yield page
+        except Exception as error:  # a wait that timed out says no more than the selector: what the page showed
+            error.add_note(showing(page))
+            raise
         finally:
             browser.close()
+
+
+def showing(page) -> str:
+    """What a page shows a reader now (its address and the first 2,000 characters of its text), for a failure."""
+    try:
+        return f"the page at {page.url} showed:\n" + page.inner_text("body", timeout=3000)[:2000]
+    except Exception as error:  # a page that crashed or closed: said so, the test's own failure kept
+        return f"the page's text could not be read: {error}"
 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}

@@ -74,6 +74,13 @@ def test_every_catalogue_has_every_text_of_every_page(language):
             assert len(text) == len(english), key
 
 
+@pytest.mark.parametrize("path", sorted(I18N.glob("*.json")), ids=lambda path: path.name)
+def test_no_catalogue_names_a_text_twice(path):
+    """JSON keeps the last of two same keys without a word: a translator's edit to the first would be lost."""
+    keys = json.loads(path.read_text(), object_pairs_hook=lambda pairs: [key for key, _ in pairs])
+    assert sorted({key for key in keys if keys.count(key) > 1}) == []
+
+
 def test_every_text_the_server_shows_a_participant_has_its_catalogue_entry():
     texts = server_texts()
     missing = [text for text in texts if server_key(text) is None]
