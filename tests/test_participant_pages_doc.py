@@ -1,4 +1,4 @@
-"""docs/participant_pages.md shows every worker screen the browser tests look at (protocol_harness.look_at),
+"""docs/participant_pages.md shows every worker screen the browser tests look at (browser_page.look_at),
 at the size the test sees it, and nothing else: each picture it links exists, each picture in its folder is
 linked, and each screen a test names has its picture. The pictures themselves are made by those tests
 (DIALEVAL_GALLERY, the command in the page), so they show the pages the tests passed."""

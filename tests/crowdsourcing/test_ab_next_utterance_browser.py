@@ -12,7 +12,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import SMALL_PHONE, CliRun, chromium_page, dialeval, look_at, require_chromium
+from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, dialeval
 from .test_sm_eval_browser import HEBREW
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]

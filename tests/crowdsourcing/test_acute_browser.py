@@ -13,7 +13,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl, write_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, assert_blind, chromium_page, dialeval, look_at, require_chromium
+from .browser_page import chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, assert_blind, dialeval
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD_TEXT = "I love talking about books, what are you reading?"

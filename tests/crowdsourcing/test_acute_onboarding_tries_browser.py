@@ -11,7 +11,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import SMALL_PHONE, chromium_page, look_at
+from .browser_page import SMALL_PHONE, chromium_page, look_at
 from .test_acute_browser import judge, launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]

@@ -13,8 +13,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (PHONE, CliRun, chromium_page, dialeval, look_at, pause, require_chromium, submit_hit,
-                               tab_to)
+from .browser_page import PHONE, chromium_page, look_at, require_chromium, tab_to
+from .protocol_harness import CliRun, dialeval, pause, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -16,8 +16,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (CliRun, chromium_page, live_chat_conversation, pause, rate_this_chatbot,
-                               require_chromium)
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, live_chat_conversation, pause, rate_this_chatbot
 from .test_live_chat_da_pace_browser import chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]

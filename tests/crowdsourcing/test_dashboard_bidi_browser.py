@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from . import test_dashboard
-from .protocol_harness import CHROMIUM, require_chromium
+from .browser_page import CHROMIUM, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 RLO = "\u202e"

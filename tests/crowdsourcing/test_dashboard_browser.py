@@ -20,8 +20,8 @@ import pytest
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
-from .protocol_harness import (CHROMIUM, DIALEVAL, CliRun, dialeval, live_chat_conversation, pause,
-                               require_chromium)
+from .browser_page import CHROMIUM, require_chromium
+from .protocol_harness import DIALEVAL, CliRun, dialeval, live_chat_conversation, pause
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TASK = "lcda_dashboard"

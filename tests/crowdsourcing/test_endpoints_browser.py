@@ -12,7 +12,8 @@ from parlai_dialeval.crowdsourcing.platform.speed import PROBE_REPLIES
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, require_chromium, set_slider
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, dialeval, set_slider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 PAUSE_MS = 800  # between a person's actions

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from .protocol_harness import (chromium_page, live_chat_conversation, pause, rate_this_chatbot, require_chromium,
-                               start_live_chat, submit_hit)
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import live_chat_conversation, pause, rate_this_chatbot, start_live_chat, submit_hit
 from .test_hostile_identity import INPUTS, launch
 from .test_live_chat_da_pace_browser import chat
 

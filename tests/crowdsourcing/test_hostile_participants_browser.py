@@ -8,7 +8,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, pause, rate_partner_and_submit, require_chromium
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, pause, rate_partner_and_submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 TOO_LONG = "I really enjoy cooking pasta with fresh basil from the garden"  # 61 characters

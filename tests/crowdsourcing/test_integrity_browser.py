@@ -18,7 +18,8 @@ from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.providers.prolific.review import check_rejection
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium, set_slider, submit_hit
+from .browser_page import chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, dialeval, set_slider, submit_hit
 from .test_acute_browser import GOOD_MARKERS, judge, self_chats
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]

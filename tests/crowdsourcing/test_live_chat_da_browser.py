@@ -12,7 +12,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, look_at, require_chromium, set_slider, submit_hit
+from .browser_page import chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, dialeval, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 XSS = "<img src=x onerror=alert(1)>"

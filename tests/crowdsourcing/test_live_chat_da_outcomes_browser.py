@@ -10,8 +10,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (CliRun, chromium_page, dialeval, pause, rate_this_chatbot, require_chromium,
-                               start_live_chat, submit_hit)
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, dialeval, pause, rate_this_chatbot, start_live_chat, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TASK = "lcda_outcomes"

@@ -15,7 +15,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, pause, require_chromium, set_slider, submit_hit
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, pause, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -13,8 +13,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (SMALL_PHONE, CliRun, chromium_page, look_at, pause, require_chromium,
-                               set_slider, start_live_chat, submit_hit, tab_to)
+from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium, tab_to
+from .protocol_harness import CliRun, pause, set_slider, start_live_chat, submit_hit
 
 FRONTEND = Path(__file__).resolve().parents[2] / "crowdsourcing" / "frontend"
 

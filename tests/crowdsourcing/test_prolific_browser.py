@@ -13,7 +13,8 @@ import pytest
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import TOKEN, ProlificCliRun, fake_prolific, provider_overrides, register
-from .protocol_harness import chromium_page, dialeval, pause, require_chromium, set_slider
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import dialeval, pause, set_slider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(480)]
 PID = "5f0c1d2e3a4b5c6d7e8f9a0b"  # Prolific participant ids are 24 hex characters

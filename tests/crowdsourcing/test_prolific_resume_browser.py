@@ -30,7 +30,8 @@ from parlai_dialeval.providers.prolific.verify import UNKNOWN
 from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import ProlificCliRun, fake_prolific, provider_overrides, register
-from .protocol_harness import DIALEVAL, chromium_page, dialeval, live_chat_conversation, require_chromium
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import DIALEVAL, dialeval, live_chat_conversation
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 PID_A, PID_B = "5f0c1d2e3a4b5c6d7e8f9a01", "5f0c1d2e3a4b5c6d7e8f9a02"

@@ -11,8 +11,8 @@ from parlai_dialeval.crowdsourcing.pw_turn.protocol import ONBOARDING_CONVERSATI
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (SMALL_PHONE, CliRun, assert_still_active, chromium_page, dialeval, look_at, pause,
-                               require_chromium, tab_to)
+from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium, tab_to
+from .protocol_harness import CliRun, assert_still_active, dialeval, pause
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 GOOD = {pair.good for _, pair in ONBOARDING_CONVERSATION}

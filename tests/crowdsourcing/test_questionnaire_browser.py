@@ -16,9 +16,10 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (DESKTOP, PHONE, CliRun, chromium_page, controls_out_of_reach, controls_over_labels,
-                               dialeval, horizontal_overflow, require_chromium, serious_accessibility_violations,
-                               submit_hit)
+from .browser_page import (
+    DESKTOP, PHONE, chromium_page, controls_out_of_reach, controls_over_labels, horizontal_overflow,
+    require_chromium, serious_accessibility_violations)
+from .protocol_harness import CliRun, dialeval, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 # two participants, one battle each, the offline rehearsal bots, every question of the catalogue asked

@@ -13,7 +13,7 @@ import pytest
 
 from parlai_dialeval.cli import main as dialeval
 
-from .protocol_harness import chromium_page, require_chromium, serious_accessibility_violations
+from .browser_page import chromium_page, require_chromium, serious_accessibility_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 WINDOW = {"width": 1280, "height": 900}

@@ -15,7 +15,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, dialeval, live_chat_conversation, require_chromium
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, dialeval, live_chat_conversation
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 OVERRIDES = ["mephisto.task.task_name=lc_kill",

@@ -14,7 +14,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, require_chromium
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 BUSY_ANSWERS = 2

@@ -13,7 +13,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import SMALL_PHONE, CliRun, chromium_page, dialeval, look_at, require_chromium
+from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, dialeval
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 # hred's reply in markdown: the page shows it rendered ("hiking" in bold, issue 50 item 14), not "**hiking**"

@@ -22,7 +22,8 @@ import pytest
 from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import DIALEVAL, CliRun, chromium_page, require_chromium
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import DIALEVAL, CliRun
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 OVERRIDES = ["mephisto.blueprint.num_conversations=2", "sm_eval.num_turns=2", "~sm_eval.models.retrieval"]

@@ -14,8 +14,8 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import (SMALL_PHONE, CliRun, assert_still_active, chromium_page, dialeval, look_at, pause,
-                               rate_partner_and_submit, require_chromium)
+from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium
+from .protocol_harness import CliRun, assert_still_active, dialeval, pause, rate_partner_and_submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
 MARKS = [["engaging"], ["none"], ["humanlike", "interesting"]]

@@ -14,7 +14,8 @@ import pytest
 
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import CliRun, chromium_page, require_chromium, start_live_chat
+from .browser_page import chromium_page, require_chromium
+from .protocol_harness import CliRun, start_live_chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 PAUSE_MS = 1500  # between a person's actions
