@@ -3,7 +3,7 @@ by the per-turn tasks, whose worker checks are rules without a significance leve
 from __future__ import annotations
 
 import pytest
-from test_live_chat_analysis import synthetic
+from test_live_chat_studies import synthetic
 from test_worker_checks import GOOD, _conv
 
 from parlai_dialeval.analysis import live_chat

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_live_chat_analysis import synthetic
+from test_live_chat_studies import synthetic
 
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.errors import DataError

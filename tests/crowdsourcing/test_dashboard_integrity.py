@@ -8,7 +8,8 @@ import pandas as pd
 
 from parlai_dialeval.dashboard.app import create_app
 
-from .test_dashboard import HOSTILE, SECRET, conversation
+from .test_dashboard import HOSTILE, SECRET
+from .test_dashboard_figures import conversation
 
 PASTED = {"typed": 0, "pasted": 60, "pastes": [60], "keys": 0, "compose_seconds": 1.0, "away": 1, "away_seconds": 9.0}
 TYPED = {"typed": 60, "pasted": 0, "keys": 60, "key_interval_ms": 170.0, "compose_seconds": 11.0, "away": 0}
