@@ -9,6 +9,7 @@ import warnings
 import pandas as pd
 
 MAX_PAIRS = 6  # pairs named one by one; beyond, the verdict counts them (the tables list every one)
+ITEMS_LIMIT = 1_000_000  # items beyond which "more items would settle it" is no longer a plan anyone can carry out
 
 
 def _pct(x: float) -> str:
@@ -25,7 +26,7 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
                       alpha: float, power: float = 0.8) -> int | None:
     """Items (prompts, conversations) beyond ``items`` for the sign test to reach ``power`` if the true win
     rate is the one seen (adaptive/planner.py's exact power on clustered votes); None where the models look
-    equal (nothing to detect) or the planner's search would not end."""
+    equal (nothing to detect), or more than ITEMS_LIMIT items would be needed (as good as equal)."""
     from parlai_dialeval.adaptive.planner import Votes, fixed_items
 
     rate = max(win_rate, 1 - win_rate)
@@ -33,7 +34,8 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
         return None
     votes = Votes(rate, min(max(tie_rate, 0.0), 0.95), max(1, round(votes_per_item)),
                   min(max(icc if math.isfinite(icc) else 0.0, 0.0), 0.95))
-    return max(0, fixed_items(votes, alpha, power) - int(items))
+    needed = fixed_items(votes, alpha, power, limit=ITEMS_LIMIT)
+    return None if needed is None else max(0, needed - int(items))
 
 
 def _fragile(losses: pd.DataFrame | None, row) -> str:

@@ -115,3 +115,15 @@ def test_studies_are_what_the_shapes_say():
                                             "left": True, "qc_test": "none", "old_version": True})
     leaver = [r for r in records if r["type"] == "conversation" and r["worker_id"] == "w1"]
     assert {r["meta"]["agent_status"] for r in leaver} == {"disconnect"} and not any("submission" in r for r in leaver)
+
+
+def test_more_items_needed_stops_at_a_million_items():
+    """The verdict's planner doubled its search without end where nearly every vote ties and the rest barely lean
+    one way (the 3,200-study sweep: a worker grew to 23 GB and was killed); past a million items it says the models
+    look equal instead."""
+    from parlai_dialeval.adaptive.planner import Votes, fixed_items
+    from parlai_dialeval.verdict import ITEMS_LIMIT, more_items_needed
+
+    votes = Votes(0.5001, 0.0, 1, 0.0)  # about 200 million items: the exact power's arrays alone would need GBs
+    assert fixed_items(votes, 0.05, 0.8, limit=ITEMS_LIMIT) is None
+    assert more_items_needed(0.5201, 0.95, 1, 0.0, 5, 0.05) is not None  # 0.52 and 95% ties: still a plan

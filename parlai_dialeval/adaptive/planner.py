@@ -115,10 +115,11 @@ def sign_test_power(items: np.ndarray, won: float, lost: float, level: float) ->
     return np.array(out)
 
 
-def fixed_items(votes: Votes, level: float = 0.05, power: float = 0.8) -> int:
+def fixed_items(votes: Votes, level: float = 0.05, power: float = 0.8, limit: int | None = None) -> int | None:
     """The fewest items whose exact sign test reaches ``power`` (at independent votes without ties: 786
     decided votes at 0.55, where the normal approximation says 782). Exact power is saw-toothed in n, so
-    a few larger sizes can fall just short."""
+    a few larger sizes can fall just short. None where more than ``limit`` items would be needed (the search's
+    arrays grow with the items: nearly all ties or one verdict per item asked for billions)."""
     won, lost = votes.item_outcomes()
 
     def reaches(sizes):
@@ -126,6 +127,8 @@ def fixed_items(votes: Votes, level: float = 0.05, power: float = 0.8) -> int:
 
     high = 16
     while not reaches([high])[0]:
+        if limit is not None and high > limit:
+            return None
         high *= 2
     low = high // 2 if high > 16 else 0  # bisect the (nearly monotone) power curve for a crossing
     while high - low > 1:
