@@ -142,10 +142,7 @@ REPLAY_PATCHES: list[tuple[str, str, str]] = [
     ("a page's new socket gets what it has not had",
      "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n",
      "    agent_id_to_socket[agent_id] = socket;\n    socket_id_to_agent[socket.id] = agent;\n"
-     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"
-     "    for (const waiting of agent.get_sendable_messages()) {\n"
-     "      _send_message(socket, waiting);  // before anything newer: the page takes its first number as its start\n"
-     "    }\n"),
+     "    replay.resume(alive_packet, (kept) => _send_message(socket, kept));\n"),
     ("a page's heartbeat says what it has", '        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n',
      '        replay.heard(packet);\n        packet["data"] = { last_mephisto_ping: last_mephisto_ping };\n'),
     ("nothing more for a submitted unit's page", "  // Cleanup local state for a task that's already submitted\n",
