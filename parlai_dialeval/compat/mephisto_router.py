@@ -29,6 +29,9 @@ Every launch builds its router from Mephisto's ``server.js``; ``install()`` wrap
   (Mephisto's ``ClientIOHandler.associate_agent_with_registration`` is wrapped by its ``registering`` here);
 - loads ``crowdsourcing/router/dialeval_replay.js``: what goes to a page is numbered and kept until the page says
   it has it, and a page's new socket gets what its dropping one lost (a bot's reply sent into it);
+- is listening before LocalArchitect's ``deploy`` returns (``_deploy_until_listening``): Mephisto sleeps 1 s after
+  starting node and lets its server's channel connect; on a busy machine node took longer, the connection was
+  refused and the launch's log showed an ERROR ("Connect call failed ... attempting restart") before it recovered;
 - gives a page that reloads or loses its socket ``reconnect_seconds`` (Mephisto: 10) to come back, and a
   page whose heartbeats stop ``ping_seconds`` (Mephisto: 15), before it marks the participant
   disconnected: under a crowd arriving at once a reload takes longer than 10 s (docs/scaling.md); set
@@ -50,12 +53,16 @@ import json
 import os
 import secrets
 import shutil
+import socket
+import time
 from importlib.util import find_spec
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from parlai_dialeval.compat import mephisto_door as door
 from parlai_dialeval.compat.mephisto_claims import CLAIM_PATCHES, CLAIMS_CONFIG, claims_config, registering
-from parlai_dialeval.compat.patching import CompatError, is_ours, ours, replace_once, require_ours, require_source, require_version
+from parlai_dialeval.compat.patching import (CompatError, is_ours, ours, replace_once, require_call, require_ours,
+                                             require_source, require_version)
 
 MEPHISTO_VERSION = "1.1.1"
 # crowdsourcing/ of the repository, installed as parlai_dialeval.crowdsourcing (found without importing it)
@@ -223,6 +230,39 @@ def router_builder(build_router):
     return ours(build)
 
 
+# node starts the router in about 0.3 s on a quiet machine; past this the launch goes on and Mephisto's channel
+# retries on its own (logging each refusal)
+ROUTER_START_SECONDS = 30.0
+
+
+def wait_until_listening(process, host: str, port: int, seconds: float = ROUTER_START_SECONDS) -> bool:
+    """True once ``host:port`` accepts a connection; False when ``process`` (the router) exits first or
+    ``seconds`` pass (an exited router is the launch's own check to report: runner._require_router)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and process.poll() is None:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def _deploy_until_listening(deploy):
+    """LocalArchitect's ``deploy``, returning once the router accepts connections at the address its server's
+    channel will connect to (idempotent)."""
+    if is_ours(deploy):
+        return deploy
+
+    def deploy_until_listening(self) -> str:
+        address = deploy(self)
+        url = urlsplit(self._get_socket_urls()[0])
+        wait_until_listening(self.server_process, url.hostname, url.port)
+        return address
+
+    return ours(deploy_until_listening)
+
+
 @ours
 def _send_alive(self, channel_id: str) -> bool:
     """Mephisto's ``ClientIOHandler._send_alive`` with the system token the router asks for."""
@@ -318,12 +358,17 @@ def install() -> None:
     if not is_ours(handler._send_alive):
         require_source(handler._send_alive, SEND_ALIVE_SOURCE, "the system alive token")
     local_architect.build_router = router_builder(local_architect.build_router)
+    architect = local_architect.LocalArchitect
+    if not is_ours(architect.deploy):
+        require_call(architect.deploy, "time.sleep(1)", "the router listening before the channel connects")
+    require_call(architect.get_channels, "self._get_socket_urls()", "the router listening before the channel connects")
+    architect.deploy = _deploy_until_listening(architect.deploy)
     handler._send_alive = _send_alive
     _AgentBase.get_live_update = _acknowledging(_AgentBase.get_live_update)
     handler._on_message = _reacknowledging(handler._on_message)
     handler.associate_agent_with_registration = registering(handler.associate_agent_with_registration)
-    for owner, name in ((local_architect, "build_router"), (handler, "_send_alive"), (_AgentBase, "get_live_update"),
-                        (handler, "_on_message"), (handler, "associate_agent_with_registration")):
+    for owner, name in ((local_architect, "build_router"), (architect, "deploy"), (handler, "_send_alive"),
+                        (_AgentBase, "get_live_update"), (handler, "_on_message"), (handler, "associate_agent_with_registration")):
         require_ours(owner, name, "the node router patches")
 
 

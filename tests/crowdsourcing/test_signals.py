@@ -71,6 +71,23 @@ def test_sigterm_stops_at_once_when_nobody_is_working(tmp_path):
     assert "waiting for 0 unit(s) in flight" in log
 
 
+# node's own option: every process it starts first blocks this long, as a busy machine's router start does
+SLOW_ROUTER_START = "Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\n"
+
+
+def test_a_router_slow_to_start_is_waited_for_before_the_server_connects(tmp_path):
+    # a fresh clone's CI at 108f073: the router took over the 1 s Mephisto gives it, the server's first connection
+    # was refused and the launch's log showed "ERROR ... Connect call failed ... attempting restart"
+    slow = tmp_path / "slow_start.js"
+    slow.write_text(SLOW_ROUTER_START)
+    port = free_port()
+    run = CliRun("sm_eval", tmp_path, [f"mephisto.architect.port={port}", *OVERRIDES], real_process=True,
+                 env={**os.environ, "NODE_OPTIONS": f"--require {slow}"})
+    wait_for(lambda: "channel open" in run.log(), 60, "the server's channel to the router")
+    os.kill(run.proc.pid, signal.SIGTERM)
+    assert_clean_exit(run, port)  # no ERROR, no Traceback
+
+
 @contextlib.contextmanager
 def ctrl_c_with_a_worker_in_flight(run: CliRun, tmp_path):
     """A worker's page open on their first SM-Turn step, then one Ctrl-C; yields the page."""
