@@ -5,13 +5,17 @@ contradict their tables, and level models ranked apart (issue 50 item 5, fixed b
 
 Run: .venv/bin/python benchmarks/bench_edge_sweep.py [--studies 10000] [--processes 2]. The studies are split
 over the commands, each command's share drawn by hypothesis in chunks of its own seed (one process per chunk).
-Results in benchmarks/README.md.
+Each process may hold ``--memory-gb`` of data and each study may take ``--study-seconds``: a study past either is
+counted as raised (MemoryError, TimeoutError) with its shape, instead of the kernel killing the sweep (a 3,200-study
+run's workers grew to 14 and 23 GB). The slowest study of each command is printed. Results in benchmarks/README.md.
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import multiprocessing
+import resource
+import signal
 import time
 import warnings
 
@@ -23,18 +27,36 @@ COMMANDS = ("analyze_pairwise", "certify", "analyze_live_chat", "replicate", "an
 CHUNK = 50  # studies per hypothesis run
 
 
-def sweep_chunk(job: tuple[str, int, int]) -> dict:
-    command, number, studies = job
+def limit_process(memory_gb: float) -> None:
+    """A pool worker's data (heap and anonymous maps) bounded: past it, allocations raise MemoryError."""
+    limit = int(memory_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def _too_long(signum, frame):
+    raise TimeoutError("the study ran past --study-seconds")
+
+
+def sweep_chunk(job: tuple[str, int, int, int]) -> dict:
+    command, number, studies, study_seconds = job
     warnings.simplefilter("ignore")
     from parlai_dialeval.testing import edge_sweep
 
-    counts, examples = collections.Counter(), {}
+    counts, examples, slowest = collections.Counter(), {}, (0.0, None)
+    signal.signal(signal.SIGALRM, _too_long)
 
     @seed(number)
     @settings(max_examples=studies, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(edge_sweep.SHAPES[command]())
     def check(shape):
-        outcome = edge_sweep.run(command, shape)
+        nonlocal slowest
+        started = time.perf_counter()
+        signal.alarm(study_seconds)
+        try:
+            outcome = edge_sweep.run(command, shape)
+        finally:
+            signal.alarm(0)
+        slowest = max(slowest, (time.perf_counter() - started, shape), key=lambda pair: pair[0])
         counts["studies"] += 1
         counts[outcome.status] += 1
         for kind, found in (("words", outcome.problems), ("contradictions", outcome.contradictions),
@@ -47,21 +69,27 @@ def sweep_chunk(job: tuple[str, int, int]) -> dict:
 
     started = time.perf_counter()
     check()
-    return {"command": command, "seconds": time.perf_counter() - started, "counts": counts, "examples": examples}
+    return {"command": command, "seconds": time.perf_counter() - started, "counts": counts, "examples": examples,
+            "slowest": slowest}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=10_000, help="studies in all, split over the commands")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--memory-gb", type=float, default=6.0, help="data each process may hold")
+    parser.add_argument("--study-seconds", type=int, default=300, help="wall seconds a study may take")
     args = parser.parse_args()
     per_command = max(1, args.studies // len(COMMANDS))
-    jobs = [(command, number, min(CHUNK, per_command - start))
+    jobs = [(command, number, min(CHUNK, per_command - start), args.study_seconds)
             for command in COMMANDS for number, start in enumerate(range(0, per_command, CHUNK))]
-    with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
+    with multiprocessing.get_context("spawn").Pool(args.processes, initializer=limit_process,
+                                                   initargs=(args.memory_gb,)) as pool:
         results = pool.map(sweep_chunk, jobs, chunksize=1)
-    rows, examples = {}, {}
+    rows, examples, slowest = {}, {}, {}
     for result in results:
+        slowest[result["command"]] = max(slowest.get(result["command"], (0.0, None)), result["slowest"],
+                                         key=lambda pair: pair[0])
         row = rows.setdefault(result["command"], collections.Counter())
         row.update(result["counts"])
         row["seconds"] += result["seconds"]
@@ -77,6 +105,8 @@ def main():
           f"{int(table['level_ranks'].sum())} with level models ranked apart (issue 50 item 5)")
     for (command, kind), (what, shape) in examples.items():
         print(f"{command} {kind}: {what}\n    {shape}")
+    for command, (seconds, shape) in slowest.items():
+        print(f"{command} slowest study: {seconds:.1f} s\n    {shape}")
 
 
 if __name__ == "__main__":
