@@ -5,7 +5,8 @@ Target: well under 0.5 s for the bootstrap fits. Measured in the same run, on th
             rounds' win matrices at once (parlai_dialeval.analysis.bradley_terry.bootstrap);
   per-round the same multinomial draws, one choix fit per round (this project's code before batching);
   fastchat  FastChat's compute_bootstrap_bt (fastchat/serve/monitor/rating_systems.py, L-BFGS per round in
-            a process pool), given with --fastchat DIR (a FastChat checkout; not part of this project);
+            a process pool), given with --fastchat DIR (a FastChat checkout, or a folder holding its
+            rating_systems.py; not part of this project);
   rows      resample the vote rows, count them into a win matrix, fit choix (per round, extrapolated);
   naive     resample the vote rows, choix.ilsr_pairwise on the (winner, loser) list (extrapolated).
 Usage: .venv/bin/python benchmarks/bench_bradley_terry.py [--votes N] [--rounds R] [--fastchat DIR]
@@ -64,8 +65,12 @@ def fastchat_bootstrap(folder: Path, a, b, outcome, rounds):
     """FastChat's compute_bootstrap_bt on the same votes, imported from a checkout's file."""
     import pandas as pd
 
-    spec = importlib.util.spec_from_file_location(
-        "rating_systems", folder / "fastchat" / "serve" / "monitor" / "rating_systems.py")
+    # a FastChat checkout, or a folder holding the file itself (../shared/anchors/fastchat)
+    found = [path for path in (folder / "fastchat" / "serve" / "monitor" / "rating_systems.py",
+                               folder / "rating_systems.py") if path.is_file()]
+    if not found:
+        raise SystemExit(f"--fastchat {folder}: neither a FastChat checkout nor a folder holding rating_systems.py")
+    spec = importlib.util.spec_from_file_location("rating_systems", found[0])
     module = importlib.util.module_from_spec(spec)
     sys.modules["rating_systems"] = module  # its process pool pickles functions by module name
     spec.loader.exec_module(module)
@@ -89,7 +94,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--naive-rounds", type=int, default=2, help="rounds timed for the naive baseline")
     parser.add_argument("--rows-rounds", type=int, default=20, help="rounds timed for the rows baseline")
-    parser.add_argument("--fastchat", type=Path, default=None, help="a FastChat checkout, for its baseline")
+    parser.add_argument("--fastchat", type=Path, default=None, help="a FastChat checkout (or a folder holding rating_systems.py), for its baseline")
     args = parser.parse_args()
     a, b, outcome, truth = make_votes(args.votes, args.models)
     print(f"{args.votes:,} votes, {args.models} models, {args.rounds} bootstrap rounds; "
