@@ -67,9 +67,10 @@ def sweep_chunk(job: tuple[str, int, int, int]) -> dict:
         if outcome.status == "raised":
             examples.setdefault("raised", (outcome.message, shape))
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     check()
-    return {"command": command, "seconds": time.perf_counter() - started, "counts": counts, "examples": examples,
+    return {"command": command, "seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu,
+            "counts": counts, "examples": examples,
             "slowest": slowest}
 
 
@@ -93,11 +94,13 @@ def main():
         row = rows.setdefault(result["command"], collections.Counter())
         row.update(result["counts"])
         row["seconds"] += result["seconds"]
+        row["cpu"] += result["cpu"]
         for kind, example in result["examples"].items():
             examples.setdefault((result["command"], kind), example)
     table = pd.DataFrame([{"command": command, **{k: row.get(k, 0) for k in (
         "studies", "ok", "refused", "raised", "words", "contradictions", "level_ranks")},
-        "seconds per study": row["seconds"] / max(row["studies"], 1)} for command, row in rows.items()])
+        "wall s a study": row["seconds"] / max(row["studies"], 1), "CPU-s a study": row["cpu"] / max(row["studies"], 1)}
+        for command, row in rows.items()])
     print(table.to_string(index=False, float_format="{:.2f}".format))
     print(f"in all: {int(table['studies'].sum()):,} studies, {int(table['raised'].sum())} exceptions, "
           f"{int(table['words'].sum())} reports with nan / inf / 'a overall', "
