@@ -94,7 +94,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--naive-rounds", type=int, default=2, help="rounds timed for the naive baseline")
     parser.add_argument("--rows-rounds", type=int, default=20, help="rounds timed for the rows baseline")
-    parser.add_argument("--fastchat", type=Path, default=None, help="a FastChat checkout (or a folder holding rating_systems.py), for its baseline")
+    parser.add_argument("--fastchat", type=Path, default=None,
+                        help="a FastChat checkout (or a folder holding rating_systems.py), for its baseline")
     args = parser.parse_args()
     a, b, outcome, truth = make_votes(args.votes, args.models)
     print(f"{args.votes:,} votes, {args.models} models, {args.rounds} bootstrap rounds; "

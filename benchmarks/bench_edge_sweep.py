@@ -70,8 +70,7 @@ def sweep_chunk(job: tuple[str, int, int, int]) -> dict:
     started, cpu = time.perf_counter(), time.process_time()
     check()
     return {"command": command, "seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu,
-            "counts": counts, "examples": examples,
-            "slowest": slowest}
+            "counts": counts, "examples": examples, "slowest": slowest}
 
 
 def main():

@@ -153,7 +153,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer studies and 200,000 arena votes")
     parser.add_argument("--studies", type=int, default=None, help="honest studies per cell of the grid (default 100)")
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--speed-only", action="store_true", help="only the times (the whole run: about 21 minutes on 2 quiet cores)")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="only the times (the whole run: about 21 minutes on 2 quiet cores)")
     args = parser.parse_args()
     studies = args.studies or (10 if args.quick else 100)
     pd.set_option("display.width", 200)

@@ -368,7 +368,8 @@ def install() -> None:
     handler._on_message = _reacknowledging(handler._on_message)
     handler.associate_agent_with_registration = registering(handler.associate_agent_with_registration)
     for owner, name in ((local_architect, "build_router"), (architect, "deploy"), (handler, "_send_alive"),
-                        (_AgentBase, "get_live_update"), (handler, "_on_message"), (handler, "associate_agent_with_registration")):
+                        (_AgentBase, "get_live_update"), (handler, "_on_message"),
+                        (handler, "associate_agent_with_registration")):
         require_ours(owner, name, "the node router patches")
 
 
