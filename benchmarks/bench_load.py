@@ -99,6 +99,12 @@ def quantiles(values) -> str:
     return " / ".join(f"{np.percentile(values, q):.0f}" for q in (50, 95, 99)) if len(values) else "-"
 
 
+def by_minute(answers: list[tuple[float, float]]) -> dict[str, str]:
+    """The platform's p50 / p95 / p99 in each minute of the step (arrivals come in the first): where the time went."""
+    minutes = sorted({int(at // 60) for at, _ in answers})
+    return {f"{m}-{m + 1} min": quantiles([x for at, x in answers if int(at // 60) == m]) for m in minutes}
+
+
 def summed(resources: list[Resources], part: str) -> str:
     """The servers' CPU and memory together: their 1 s samples added up (``Resources.summary``'s form)."""
     if len(resources) == 1:
@@ -126,7 +132,8 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
     with ThreadPoolExecutor(servers) as starting:  # the K launches start side by side, not one after the other
         runs = list(starting.map(lambda at, launch: harness.CliRun(kind, at, launch, env=env), folders, launches))
     run, where_run, launch = runs[0], folders[0], launches[0]
-    deadline = time.time() + args.duration
+    started = time.time()
+    deadline = started + args.duration
     pace = Pace(scale=args.pace, abandon=args.abandon, reload=args.reload)
     clients = [client_class(f"{task[:2]}{n}_{i:03d}", ports[i % servers], args.inputs, deadline, pace, args.bots,
                             seed=i, address=LAB_ADDRESS if lab else own_address(i)) for i in range(n)]
@@ -186,9 +193,10 @@ def step(task: str, n: int, settings: str, servers: int, args, folder: Path, env
         "load": (load_start, os.getloadavg()[0]),
         "sent": len(sent), "confirmed": len(confirmed), "stored": sum(human[t] > 0 for t in set(sent)),
         "lost": len(lost), "doubled": sum(human[t] > 1 for t in set(sent)),
-        "platform": quantiles([x for c in clients for _, x in c.platform]),
-        "by_action": {a: quantiles([x for c in clients for b, x in c.platform if b == a])
-                      for a in sorted({a for c in clients for a, _ in c.platform})},
+        "platform": quantiles([x for c in clients for _, x, _ in c.platform]),
+        "by_action": {a: quantiles([x for c in clients for b, x, _ in c.platform if b == a])
+                      for a in sorted({a for c in clients for a, _, _ in c.platform})},
+        "by_minute": by_minute([(at - started, x) for c in clients for _, x, at in c.platform]),
         "socket": quantiles([x for c in clients for x in c.latencies]),
         "joined": quantiles([c.joined for c in clients if c.joined is not None]),
         "router": summed(samplers, "router"), "server": summed(samplers, "server"),

@@ -122,8 +122,8 @@ class Participant(PageClient):
                  address: str | None = None):
         super().__init__(name, port, inputs, think=0.0, deadline=deadline, address=address)
         self.pace, self.bots, self.rng = pace, bots, random.Random(seed)
-        # (action, seconds the platform added to its answer: the bots' endpoint time subtracted)
-        self.platform: list[tuple[str, float]] = []
+        # (action, seconds the platform added to its answer: the bots' endpoint time subtracted, when answered)
+        self.platform: list[tuple[str, float, float]] = []
         self.bot_seconds: list[float] = []
         self.joined: float | None = None  # seconds from arrival to the first state on the page
         self.reloads = 0
@@ -153,7 +153,7 @@ class Participant(PageClient):
         return replied
 
     def timed(self, action: str, seconds: float) -> None:
-        self.platform.append((action, seconds))
+        self.platform.append((action, seconds, time.time()))
 
     def reply_seconds(self) -> float:
         return self.bots.seconds(self.last_reply)

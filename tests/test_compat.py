@@ -4,6 +4,7 @@ another name) changed the way an upstream release could change it."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import threading
 import time
@@ -268,6 +269,94 @@ def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
     assert is_ours(LocalMephistoDB.write_dict)
     assert json.loads(target.read_text()) == state
     assert [p.name for p in target.parent.iterdir()] == ["agent_data.json"]
+
+
+def test_state_writes_leave_a_file_holding_the_same_small_text_alone(tmp_path):
+    """Mephisto rewrites an agent's metadata with its state after every message, unchanged: the patched
+    write_dict leaves a file that already holds that text alone (the same inode: no new file renamed in), and
+    writes it when the text changes; a large state (an agent's messages) is always written whole."""
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    from parlai_dialeval.compat.mephisto_threads import SMALL_STATE_CHARS
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")
+    db = LocalMephistoDB(database_path=str(data_dir / "database.db"))
+    meta, state = data_dir / "data" / "agent" / "agent_meta.json", data_dir / "data" / "agent" / "agent_data.json"
+
+    def inode_after(path, data):
+        db.write_dict(str(path), data)
+        return path.stat().st_ino
+
+    first = inode_after(meta, {"task_start": 1.5, "task_end": None})
+    assert inode_after(meta, {"task_start": 1.5, "task_end": None}) == first
+    assert inode_after(meta, {"task_start": 1.5, "task_end": 9.0}) != first
+    assert json.loads(meta.read_text()) == {"task_start": 1.5, "task_end": 9.0}
+    big = {"messages": ["x" * SMALL_STATE_CHARS]}
+    assert inode_after(state, big) != inode_after(state, big)
+
+
+class ChatAgentStub:
+    """What a ParlAI-chat agent state uses of its agent: the database and the agent's data folder."""
+
+    def __init__(self, db, folder):
+        self.db, self.folder = db, folder
+
+    def get_data_dir(self) -> str:
+        return str(self.folder)
+
+
+def chat_state(tmp_path, name: str):
+    from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_agent_state import ParlAIChatAgentState
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+
+    from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
+
+    data_dir = prepare_mephisto(tmp_path / "mephisto")
+    agent = ChatAgentStub(LocalMephistoDB(database_path=str(data_dir / "database.db")), data_dir / "data" / name)
+    return agent, ParlAIChatAgentState(agent)
+
+
+def stored_messages(agent) -> list[str]:
+    path = agent.folder / "state.json"
+    return [m["text"] for m in json.loads(path.read_text())["outputs"]["messages"]] if path.exists() else []
+
+
+def test_a_chat_agents_state_is_written_beside_the_messages_path_not_in_it(tmp_path, monkeypatch):
+    """chat_states_written_behind: Mephisto's update_data (a participant's act, a reply observed) keeps the
+    message and returns without writing; flush_chat_states writes every state due, whole; a final submission
+    (update_submit) is written at once, messages and all, and a later flush does not put an older state back."""
+    agent, state = chat_state(tmp_path, "a1")
+    monkeypatch.setattr(mephisto_threads, "STATES_BEHIND", mephisto_threads._StatesBehind(3600))
+    state.update_data({"text": "hello"})
+    state.update_data({"text": "the reply"})
+    assert stored_messages(agent) == [] and [m["text"] for m in state.messages] == ["hello", "the reply"]
+    mephisto_threads.flush_chat_states()
+    assert stored_messages(agent) == ["hello", "the reply"]
+    state.update_data({"text": "bye"})
+    state.update_submit({"rating": 5})
+    mephisto_threads.flush_chat_states()
+    saved = json.loads((agent.folder / "state.json").read_text())
+    assert stored_messages(agent) == ["hello", "the reply", "bye"] and saved["outputs"]["final_submission"] == {
+        "rating": 5}
+    assert json.loads((agent.folder / "agent_meta.json").read_text())["task_end"] is not None
+
+
+def test_a_chat_agents_state_reaches_its_file_within_the_interval_of_its_own(tmp_path):
+    """Without any flush: the writer thread writes a state within STATE_WRITE_SECONDS of its last message,
+    also after its agent is gone (a finished unit's; the state holds it weakly)."""
+    import gc
+
+    agent, state = chat_state(tmp_path, "a2")
+    folder = agent.folder
+    state.update_data({"text": "written by the writer thread"})
+    del agent
+    gc.collect()
+    deadline = time.monotonic() + 10 * mephisto_threads.STATE_WRITE_SECONDS
+    while not (folder / "state.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [m["text"] for m in json.loads((folder / "state.json").read_text())["outputs"]["messages"]] == [
+        "written by the writer thread"]
 
 
 class RecordingChannel:

@@ -133,3 +133,26 @@ def test_the_library_writes_for_its_owner_only_under_umask_022(tmp_path):
     made = [p for p in tmp_path.rglob("*") if p != tmp_path / "mine"]
     assert len(made) == 9 and [str(p.relative_to(tmp_path)) for p in made if not private(p)] == []
     assert stat.S_IMODE((tmp_path / "mine").stat().st_mode) == 0o755
+
+
+def test_a_servers_per_message_write_replaces_the_file_whole_for_its_owner_only(tmp_path):
+    """atomic.replace_text (the live server's record and Mephisto's state writes, after every message): under
+    umask 022 the file and the folders made on the way are 0600/0700; a shorter text leaves nothing of the
+    longer one it replaces; no part file stays; a folder removed since the last write is made again."""
+    import shutil
+
+    from parlai_dialeval.atomic import replace_text
+
+    target = tmp_path / "runs" / "unit" / "record.json"
+    previous = os.umask(0o022)
+    try:
+        replace_text(str(target), "é" * 5000)
+        replace_text(str(target), '{"ok": "✓"}')
+        shutil.rmtree(tmp_path / "runs")
+        replace_text(str(target), '{"again": 1}')
+    finally:
+        os.umask(previous)
+    assert target.read_text(encoding="utf-8") == '{"again": 1}'
+    assert [p.name for p in target.parent.iterdir()] == ["record.json"]
+    made = [tmp_path / "runs", tmp_path / "runs" / "unit", target]
+    assert [str(p.relative_to(tmp_path)) for p in made if not private(p)] == []

@@ -32,6 +32,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     compat_mephisto.joined_force_shutdown()  # and a stop takes what its steps take, not at least 1.5 s
     mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
     mephisto_threads.atomic_state_writes()  # agents' state files stay readable under load
+    mephisto_threads.chat_states_written_behind()  # and are written beside a message's path, not in it
     mephisto_arrivals.arrivals_checked()  # a provider may refuse an identity before it gets a place (Prolific)
     mephisto_threads.closed_channels_tolerated()  # two stops at once, and a stop's last updates, raise nothing
     from parlai_dialeval.crowdsourcing.platform import blueprint  # noqa: F401  (registers our blueprints)

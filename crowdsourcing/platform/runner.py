@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from parlai_dialeval.compat import mephisto as compat_mephisto, mephisto_claims, mephisto_door as compat_door
+from parlai_dialeval.compat import mephisto_threads
 from parlai_dialeval.crowdsourcing.platform import resume
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 from parlai_dialeval.crowdsourcing.platform.launch_log import say
@@ -172,6 +173,7 @@ class LaunchedTask:
             # makes Mephisto's socket log a traceback and try to reconnect
             run.client_io.shutdown()
         self.operator.force_shutdown(timeout=5)
+        mephisto_threads.flush_chat_states()  # the worlds' last messages, in Mephisto's state files now
         if self.task_run_id and self.config.mephisto.provider.get("_provider_type") == "prolific":
             from parlai_dialeval.providers.prolific import webhooks
 

@@ -17,14 +17,16 @@ is taken only by the unit it was first sent to (``SENT_TO_KEY``, the agent ids t
 """
 from __future__ import annotations
 
+import itertools
 import json
+import secrets
 import time
 from pathlib import Path
 
 from mephisto.data_model.exceptions import AbsentAgentError
 
 from parlai_dialeval.analysis.worker_checks import check_messages, violations, worker_messages
-from parlai_dialeval.atomic import atomic_open
+from parlai_dialeval.atomic import replace_text
 from parlai_dialeval.compat.mephisto_router import acknowledge_taken, refuse_taken
 from parlai_dialeval.crowdsourcing.platform.participant_input import FloodGuard, limits_of, screen
 from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_resumable
@@ -32,6 +34,9 @@ from parlai_dialeval.crowdsourcing.platform.resume import CONTINUED_FROM, take_r
 SYSTEM_ID = "System"
 ACTS_KEY = "acts"  # record key: the update ids of the participant's acts the world took, in order
 AGENTS_KEY = "agent_ids"  # record key: the Mephisto agents this unit ran under (one more per relaunch)
+# display-only updates' ids: unique in this process and apart from other launches' (uuid4 costs a system call,
+# and a streamed reply sends several updates a second to each page)
+DISPLAY_ID_PREFIX, DISPLAY_IDS = f"show-{secrets.token_hex(8)}-", itertools.count()
 MAX_UPDATE_ID_CHARS = 64  # a longer update id is not kept in the record (it could only bloat it)
 SENT_TO_KEY = "dialeval_sent_to"  # act key the page adds to a resent act: the agent it was first sent to
 PARTICIPANT_ID = "You"  # the participant's own messages when a world shows them again (any id but bot/System)
@@ -53,12 +58,8 @@ def save_record(agent, record: dict, name: str) -> None:
     """Write ``record`` as JSON file ``name`` in the worker's Mephisto data folder (read back by export)."""
     mephisto_agent = getattr(agent, "mephisto_agent", None)
     if mephisto_agent is not None:
-        # atomic: Mephisto's own write_dict rewrites in place, and export may read it half-written
-        path = Path(mephisto_agent.get_data_dir()) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(record)  # the C encoder: json.dump to a file runs the pure-Python one
-        with atomic_open(path) as handle:
-            handle.write(text)
+        # whole or not at all: export may read it at any moment; json.dumps is the C encoder (json.dump is not)
+        replace_text(str(Path(mephisto_agent.get_data_dir()) / name), json.dumps(record))
 
 
 def block_worker(agent, qualification: str) -> None:
@@ -226,15 +227,14 @@ class SessionWorld:
         state, which rewrites the agent's whole state file for every message it keeps (under hundreds of
         participants those rewrites held the server, docs/scaling.md). The reply's final message is kept,
         so a page reloaded mid-stream loses nothing."""
-        from uuid import uuid4
-
         mephisto_agent = getattr(self.agent, "mephisto_agent", None)
         message = {"id": SYSTEM_ID, "text": "", "task_data": task_data}
         if mephisto_agent is None or not mephisto_agent.agent_in_active_run():
             self.agent.observe(message)
             return
+        update_id = f"{DISPLAY_ID_PREFIX}{next(DISPLAY_IDS)}"
         mephisto_agent.get_live_run().client_io.send_live_update(mephisto_agent.get_agent_id(),
-                                                                 {**message, "update_id": str(uuid4())})
+                                                                 {**message, "update_id": update_id})
 
     def bot_failed(self, error: str) -> None:
         """End this conversation as ``failed`` with the error in the record and the worker told."""

@@ -141,6 +141,9 @@ def test_one_ctrl_c_lets_the_worker_in_flight_finish_then_exits(tmp_path):
 
 CTRL_C_WHILE_EXITING = """
 import atexit, os, signal, sys, time
+# Ctrl-C at its default, as a shell starts a command: an in-process test before this one in the same pytest
+# worker can leave SIGINT ignored, which exec keeps (the "before" case then exited quietly: -n 7, 2026-11-29)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if sys.argv[1] == "saved":
     from parlai_dialeval.scripts.launch import exit_at_once_on_interrupt
     exit_at_once_on_interrupt()
