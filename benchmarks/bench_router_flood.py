@@ -24,6 +24,11 @@ token; the budgets of arrival checks (providers/prolific/budget.py) allow one so
 waves as above, and how many of the stranger's registrations reached the server and how many calls to
 Prolific they caused.
 
+On a machine of two cores or more the attackers' process runs on a core of its own (the last; `--attacker-core`)
+and the server and the honest participants on the others, in both waves: a real attacker's CPU is not the server's,
+and on shared cores the ratio measured the attacker's own Python (0.88 of 2 cores in one run) as much as the
+server. `--attacker-core -1` shares every core.
+
     .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460] [--prolific]
 """
 from __future__ import annotations
@@ -142,8 +147,48 @@ async def insider(port: int, until, counts: dict) -> None:
     await mallory.close()
 
 
-def attacker(port: int, stop, results) -> None:
+def own_core(core: int) -> None:
+    """This process (an attacker) on ``core`` alone, if one was set apart."""
+    if core >= 0:
+        os.sched_setaffinity(0, {core})
+
+
+def set_attacker_apart(core: int) -> int:
+    """The core the attackers get (-1: none); this process and what it starts (the server) keep the others."""
+    cores = sorted(os.sched_getaffinity(0))
+    if core < 0 or len(cores) < 2:
+        print("cores: the attackers share every core with the server")
+        return -1
+    core = core if core in cores else cores[-1]
+    os.sched_setaffinity(0, set(cores) - {core})
+    print(f"cores: the server and honest participants on {sorted(set(cores) - {core})}, the attackers on [{core}]")
+    return core
+
+
+def cpu_seconds(attacker_pid: int | None = None) -> dict:
+    """CPU seconds so far of this process (the honest clients, the fake Prolific), of its descendants by name (the
+    server's: node the router, python Mephisto's server), the attackers' process apart."""
+    import psutil
+
+    me = psutil.Process()
+    seconds = {"benchmark (honest clients)": sum(me.cpu_times()[:2])}
+    for child in me.children(recursive=True):
+        try:
+            name = "attackers" if child.pid == attacker_pid else f"server: {child.name()}"
+            seconds[name] = seconds.get(name, 0.0) + sum(child.cpu_times()[:2])
+        except psutil.Error:  # ended meanwhile
+            pass
+    return seconds
+
+
+def cpu_line(label: str, before: dict, after: dict, wall: float) -> str:
+    shares = {k: (after[k] - before.get(k, 0.0)) / wall for k in after}
+    return f"{label} CPU (cores): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(shares.items()) if v >= 0.005)
+
+
+def attacker(port: int, core: int, stop, results) -> None:
     """The outsider and the insider, until ``stop`` is set; their counts go to ``results``."""
+    own_core(core)
     counts: dict = {}
 
     async def both():
@@ -167,7 +212,7 @@ async def flood_run(args, tmp: Path, CliRun) -> None:
         async def attack():
             # its own process: the attackers' work must not slow the honest clients' event loop in this one
             stop, results = multiprocessing.Event(), multiprocessing.Queue()
-            process = multiprocessing.Process(target=attacker, args=(args.port, stop, results))
+            process = multiprocessing.Process(target=attacker, args=(args.port, args.attacker_core, stop, results))
             process.start()
             while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
                 await asyncio.sleep(0.5)
@@ -220,10 +265,11 @@ class ProlificPage(load_generator.PageClient):
             return await super().open(own)
 
 
-def stranger(port: int, study_id: str, stop, results) -> None:
+def stranger(port: int, study_id: str, core: int, stop, results) -> None:
     """Requests for an agent with made-up Prolific sessions from one address, eight at a time, until ``stop``."""
     import secrets
 
+    own_core(core)
     statuses: dict = {}
 
     async def ask(http):
@@ -282,17 +328,21 @@ async def prolific_run(args, tmp: Path) -> None:
         outcome: dict = {}
         try:
             quiet = pages("q", 10)
+            cpu_before = cpu_seconds()
             quiet_wall = await bench_router_load.wave(quiet)
+            print(cpu_line("no attack", cpu_before, cpu_seconds(), quiet_wall))
             attacked = pages("a", 10 + args.workers)
             before = len(fake.state.calls)
 
             async def attack():
                 stop, results = multiprocessing.Event(), multiprocessing.Queue()
-                process = multiprocessing.Process(target=stranger, args=(args.port, study_id, stop, results))
+                process = multiprocessing.Process(target=stranger,
+                                                  args=(args.port, study_id, args.attacker_core, stop, results))
                 process.start()
-                started = time.time()
+                started, cpu_before = time.time(), cpu_seconds(process.pid)
                 while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
                     await asyncio.sleep(0.5)
+                print(cpu_line("under attack", cpu_before, cpu_seconds(process.pid), time.time() - started))
                 stop.set()
                 outcome.update(statuses=await asyncio.to_thread(results.get, True, 120), minutes=(time.time() - started) / 60)
                 await asyncio.to_thread(process.join, 30)
@@ -326,7 +376,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     bench_router_load.add_wave_args(parser, workers=20, duration=300, port=3460)
     parser.add_argument("--prolific", action="store_true", help="the Prolific amplification instead (see above)")
+    parser.add_argument("--attacker-core", type=int, default=os.cpu_count() - 1,
+                        help="the core the attackers' process runs on alone (default the last; -1: share every core)")
     args = parser.parse_args()
+    args.attacker_core = set_attacker_apart(args.attacker_core)
     tmp, CliRun = bench_router_load.start(args, "bench_router_flood_")
     asyncio.run(prolific_run(args, tmp) if args.prolific else flood_run(args, tmp, CliRun))
     return 0

@@ -26,6 +26,12 @@
  * compat/mephisto_router.py claims_per_source), the lab's own addresses `lab_places` (0: no limit); and an agent whose page opens no socket within
  * `first_socket_seconds` of being given out is reported disconnected, which gives its unit back (live tasks
  * only: a static task's page never opens one, and there it is 0, off).
+ *
+ * A source whose new registrations the crowd provider refused `refusals_per_source` times within a minute (made-up
+ * Prolific sessions: compat/mephisto_arrivals.py marks such an answer `dialeval_refused`) is refused here for the rest
+ * of that minute, before the server: each refusal cost the server a check (the Prolific flood of issue 52: 26 a
+ * second from one address took a fifth of a core), and the provider would refuse them all anyway (its budget of
+ * checks per source is as many a minute). Honest arrivals are not refused by the provider, so they are not counted.
  */
 "use strict";
 
@@ -55,12 +61,15 @@ const MAX_CODE_TRIES = 10; // wrong codes a registration takes; then only the pa
 const CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"; // no 0/O, 1/I: read off a screen and typed back
 const BUSY = "Too many people have just started this study from your network. Please try again in a few minutes.";
 const LOG_EVERY = 100; // after the first 50 refusals, one line in LOG_EVERY: a flood must not fill the disk
+const REFUSED_FIELD = "dialeval_refused"; // server -> router: the provider refused the identity (mephisto_arrivals.py)
+const REFUSALS_WINDOW_MS = 60 * 1000;
 
 const claims = new Map(); // registration -> { hash (hex), agent_id }
 const workers = new Map(); // worker name -> hash of the secret of its first registration
 const byAgent = new Map(); // agent id -> its claim (an onboarding agent's claim passes to its unit's agent)
 const givenAt = new Map(); // agent id -> ms it was given to a page; removed by that page's first alive
 const sources = new Map(); // source -> ms of its new claims within the window
+const refusals = new Map(); // source -> ms of the provider's refusals of its new registrations within the minute
 const heardAt = new Map(); // agent id -> ms its page last spoke (alive, heartbeat)
 const codeTries = new Map(); // registration -> wrong resume codes given
 const startedAt = Date.now(); // a claim carried over from an interrupted run: its page silent since the router started
@@ -99,21 +108,27 @@ function wait_for_claim(from, limit, now) {
     return 0;
   }
   const window = CONFIG.window_seconds * 1000;
-  const recent = (sources.get(from) || []).filter((at) => now - at < window);
+  const recent = recent_times(sources, from, window, now);
   if (recent.length >= limit) {
-    sources.set(from, recent);
     return Math.ceil((recent[0] + window - now) / 1000);
   }
   recent.push(now);
-  sources.set(from, recent);
-  if (sources.size > 10000) {  // many sources, each gone quiet: forget those outside the window
-    for (const [key, times] of sources) {
-      if (now - times[times.length - 1] >= window) {
-        sources.delete(key);
+  return 0;
+}
+
+// The ms times of ``list`` within ``window`` ms before ``now`` (older ones dropped); ``map`` is pruned of sources
+// gone quiet once it holds more than 10,000 (a spoofing flood cannot grow it without bound).
+function recent_times(map, from, window, now) {
+  const recent = (map.get(from) || []).filter((at) => now - at < window);
+  map.set(from, recent);
+  if (map.size > 10000) {
+    for (const [key, times] of map) {
+      if (key !== from && (times.length === 0 || now - times[times.length - 1] >= window)) {
+        map.delete(key);
       }
     }
   }
-  return 0;
+  return recent;
 }
 
 // A counted claim that got no place (none free, server busy): a person asking again is not held back by it.
@@ -243,6 +258,15 @@ function request_check(req, res, next) {
   delete data[CODE_FIELD];
   const freshWorker = worker !== null && !workers.has(worker);
   const from = addresses.source_of(req);
+  if (fresh && CONFIG.refusals_per_source > 0 && !addresses.from_lab(req)) {
+    const refused = recent_times(refusals, from, REFUSALS_WINDOW_MS, at);
+    if (refused.length >= CONFIG.refusals_per_source) {
+      const wait = Math.ceil((refused[0] + REFUSALS_WINDOW_MS - at) / 1000);
+      res.set("Retry-After", String(wait));
+      return refuse(res, 429, BUSY, `the provider refused ${refused.length} new registrations from ${from} ` +
+                    "within a minute", registration);
+    }
+  }
   if (fresh) {
     const limit = place_limit(req);
     const wait = wait_for_claim(from, limit, at);
@@ -263,6 +287,12 @@ function request_check(req, res, next) {
   const json = res.json.bind(res);
   res.json = (packet) => {
     const agent_id = packet && packet.data ? packet.data.agent_id : null;
+    if (packet && packet.data && packet.data[REFUSED_FIELD] !== undefined) {
+      delete packet.data[REFUSED_FIELD]; // for the router alone
+      if (fresh && CONFIG.refusals_per_source > 0) {
+        recent_times(refusals, from, REFUSALS_WINDOW_MS, Date.now()).push(Date.now());
+      }
+    }
     if (typeof agent_id === "string" && agent_id !== "") {
       given_out(agent_id, claim);
       if (issued !== null) {

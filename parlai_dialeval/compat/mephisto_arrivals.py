@@ -7,7 +7,9 @@ whatever became of the participant's session meanwhile; a crowd provider may vet
   ``refuse_reconnect(task_run, crowd_data, agent_id)`` where the provider has it (Prolific: the session is
   checked with Prolific, verify.py). A message goes to the page as Mephisto's own refusals do
   (``failure_reason``) and nothing is created or handed back; ``arrival_settled(task_run, crowd_data)`` is told
-  once an admitted registration has its place or was refused one by Mephisto. The checks run in four threads of their own,
+  once an admitted registration has its place or was refused one by Mephisto. A provider's refusal is marked
+  ``dialeval_refused`` for the router, which refuses a source's new registrations itself after as many of them in
+  a minute as the provider would check (crowdsourcing/router/dialeval_claims.js), and removes the mark. The checks run in four threads of their own,
   not Mephisto's default executor, so slow answers from the provider (or a stranger's flood of made-up
   identities) never hold up the threads every participant's unit needs. Retire when Mephisto lets providers
   vet arrivals.
@@ -23,6 +25,7 @@ from parlai_dialeval.compat.patching import is_ours, ours, require_call, require
 WRITTEN_FOR = "1.1.1"
 _LOCK = threading.Lock()
 _ARRIVALS = None  # the executor of providers' arrival checks, made on first use
+REFUSED_FIELD = "dialeval_refused"  # agent_details -> router: the provider refused this identity
 
 
 def _executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -39,7 +42,8 @@ async def _refused(live_run, request_id: str, check) -> bool:
 
     reason = await live_run.loop_wrap.loop.run_in_executor(_executor(), check)
     if reason:
-        live_run.client_io.enqueue_agent_details(request_id, AgentDetails(failure_reason=reason).to_dict())
+        details = {**AgentDetails(failure_reason=reason).to_dict(), REFUSED_FIELD: True}
+        live_run.client_io.enqueue_agent_details(request_id, details)
     return bool(reason)
 
 

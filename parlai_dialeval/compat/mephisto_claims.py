@@ -38,6 +38,7 @@ CLAIMS_SHARE = 0.1
 CLAIMS_MINIMUM = 2
 CLAIMS_PER_SOURCE = 10
 CLAIMS_WINDOW_SECONDS = 600
+REFUSALS_PER_SOURCE = 30  # a minute; the provider's checks per source unless its settings say otherwise
 FIRST_SOCKET_SECONDS = 45
 # task name -> {"registrations": {registration: claim}, "workers": {worker: claim}} the next router built for
 # that task starts with (an interrupted run's)
@@ -101,7 +102,8 @@ def claims_config(task_run) -> dict:
     if per_source is None:
         per_source = claims_per_source(places, blueprint.get("router_claims_share", CLAIMS_SHARE))
     window = blueprint.get("router_claims_window_seconds")
-    provider = ((task_run.args.get("provider") if task_run is not None else None) or {}).get("_provider_type")
+    provider_args = (task_run.args.get("provider") if task_run is not None else None) or {}
+    provider = provider_args.get("_provider_type")
     return {"claims_per_source": per_source,
             "window_seconds": window or CLAIMS_WINDOW_SECONDS,
             "lab_places": blueprint.get("router_lab_places") or 0,
@@ -109,6 +111,9 @@ def claims_config(task_run) -> dict:
             "reclaim_seconds": RECLAIM_SECONDS if task_run is None else reclaim,
             # Prolific checked the identity in the URL at the first arrival (providers/prolific/verify.py)
             "reclaim_by_identity": provider == "prolific",
+            # a source's new registrations the provider refused in a minute, then refused at the door: as many
+            # as the provider checks a minute (providers/prolific/budget.py)
+            "refusals_per_source": int(provider_args.get("arrival_checks_per_source") or REFUSALS_PER_SOURCE),
             "preload": _carried.pop(task_name, {}) if task_run is not None else {}}
 
 

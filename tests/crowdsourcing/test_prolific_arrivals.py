@@ -233,3 +233,76 @@ def test_the_router_tells_the_server_where_an_arrival_came_from(tmp_path):
     require_router()
     seen, _ = run_router(built_router(tmp_path), _registration_seen_by_the_server)
     assert seen["dialeval_source"] == "127.0.0.2" and source_of(seen) == "127.0.0.2"
+
+
+async def _registrations_a_refusing_server_sees(port: int) -> dict:
+    """A server that refuses every new registration, marking the provider's refusals (compat/mephisto_arrivals.py)
+    for those named ``made-up-*``; 35 of them from 127.0.0.2, then 35 unmarked refusals from 127.0.0.4 (Mephisto's
+    own: no place free), then an honest page from 127.0.0.3. What the server saw and what each page got."""
+    import asyncio
+    import json
+    import time
+
+    import httpx
+    import websockets
+
+    from parlai_dialeval.compat import mephisto_router as compat_router
+    from parlai_dialeval.compat.mephisto_arrivals import REFUSED_FIELD
+
+    seen: list[str] = []
+
+    async def serve(server):
+        while True:
+            packet = json.loads(await server.recv())
+            if packet["packet_type"] != "register_agent":
+                continue
+            data = packet["data"]
+            worker = data["provider_data"]["worker_name"]
+            seen.append(worker)
+            details = {"request_id": data["request_id"], "failure_reason": "no place for you"}
+            if worker.startswith("made-up"):
+                details[REFUSED_FIELD] = True
+            elif worker == "honest":
+                details = {"request_id": data["request_id"], "agent_id": "7", "worker_id": "1"}
+            await server.send(json.dumps({"packet_type": "agent_details", "subject_id": data["request_id"],
+                                          "data": details}))
+
+    async def ask(address: str, worker: str) -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address)) as http:
+            return await http.post(f"http://127.0.0.1:{port}/request_agent", timeout=20, json={
+                "client_timestamp": time.time(), "provider_data": {
+                    "worker_name": worker, "agent_registration_id": f"S{worker}-{worker}", "assignment_id": f"S{worker}",
+                    "provider_type": "prolific"}})
+
+    async with websockets.connect(f"ws://127.0.0.1:{port}") as server:
+        await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
+                                      "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
+        serving = asyncio.create_task(serve(server))
+        made_up = [await ask("127.0.0.2", f"made-up-{k}") for k in range(35)]
+        unmarked = [await ask("127.0.0.4", f"mephisto-full-{k}") for k in range(35)]
+        honest = await ask("127.0.0.3", "honest")
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+    return {"seen": seen, "made_up": [(r.status_code, r.json()) for r in made_up],
+            "unmarked": [r.status_code for r in unmarked], "honest": (honest.status_code, honest.json())}
+
+
+def test_router_refuses_a_source_the_provider_keeps_refusing(tmp_path):
+    """Issue 52's Prolific flood: every made-up session that passed the router cost the server a check (26 a second
+    from one address, a fifth of a core, honest p95 up to 2.1x). After 30 refusals by the provider in a minute
+    (the provider's checks per source) the router refuses that source itself; refusals the provider did not
+    mark (no place free) are not counted; another source is served; the mark never reaches a page."""
+    from .test_resume_router import built_router
+    from .test_router_hostile import require_router, run_router
+
+    require_router()
+    got, log = run_router(built_router(tmp_path), _registrations_a_refusing_server_sees)
+    made_up = [w for w in got["seen"] if w.startswith("made-up")]
+    assert made_up == [f"made-up-{k}" for k in range(30)], made_up
+    assert [status for status, _ in got["made_up"]] == [200] * 30 + [429] * 5
+    assert all("dialeval_refused" not in json_body["data"] for _, json_body in got["made_up"])
+    assert got["made_up"][0][1]["data"]["failure_reason"] == "no place for you"
+    assert "try again" in got["made_up"][-1][1]["data"]["failure_reason"]
+    assert got["unmarked"] == [200] * 35 and sum(w.startswith("mephisto-full") for w in got["seen"]) == 35
+    assert got["honest"][0] == 200 and got["honest"][1]["data"]["agent_id"] == "7"
+    assert "the provider refused 30 new registrations from 127.0.0.2 within a minute" in log

@@ -94,7 +94,8 @@ class ProlificProviderArgs(ProviderArgs):
         "help": "the local port the webhook receiver listens on (127.0.0.1); 0: any free port (rehearsals)"})
     arrival_checks_per_source: int = field(default=30, metadata={
         "help": "calls to Prolific that arrivals from one address may cause per minute (the check of their "
-                "session); beyond it they are told to reload in a minute (docs/security.md)"})
+                "session); beyond it they are told to reload in a minute, and after as many refusals of its new arrivals in a "
+                "minute the router refuses that address's new arrivals itself until the minute is over (docs/security.md)"})
     arrival_checks_per_minute: int = field(default=300, metadata={
         "help": "calls to Prolific that all arrivals together may cause per minute"})
     max_retries: int = field(default=5, metadata={
