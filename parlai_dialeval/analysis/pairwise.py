@@ -10,6 +10,8 @@ tests. The binomial test excludes ties (TIE_POLICY).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -58,8 +60,17 @@ def binomial_ps(wins, losses) -> np.ndarray:
     p = np.minimum(1.0, stats.binom.cdf(low, n, 0.5) + stats.binom.sf(n - low - 1, n, 0.5))
     p = np.where(2 * low == n, 1.0, p)
     for i in np.flatnonzero(~strict & (2 * low != n)):
-        p[i] = stats.binomtest(int(wins[i]), int(n[i]), 0.5, alternative="two-sided").pvalue
+        p[i] = _binomtest_p(int(wins[i]), int(n[i]))
     return np.where(n > 0, p, np.nan)
+
+
+@functools.lru_cache(maxsize=2 ** 16)
+def _binomtest_p(wins: int, n: int) -> float:
+    """scipy's two-sided binomtest at 0.5, kept: the significance-loss search asks for the same near-even splits
+    (an odd count split k to k + 1) thousands of times."""
+    from scipy import stats
+
+    return stats.binomtest(wins, n, 0.5, alternative="two-sided").pvalue
 
 
 def split_voided(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

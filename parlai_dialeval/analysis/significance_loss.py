@@ -42,19 +42,21 @@ def significance_loss(comparisons: pd.DataFrame, rates: pd.DataFrame, alpha: flo
         return pd.DataFrame(columns=COLUMNS)
     frame = oriented(comparisons, SECTION)
     frame = frame[~frame["auto"] & (frame["score"] != 0)]
-    frame = frame.assign(cluster=pd.factorize(cluster_ids(frame))[0])
     groups = frame.groupby(SECTION + ["first", "second"], sort=False, dropna=False).indices
+    # codes for the whole frame once: a pair's are factorized again from these (the same order as its strings')
+    all_scores, all_clusters = frame["score"].to_numpy(), pd.factorize(cluster_ids(frame))[0]
+    all_workers = pd.factorize(frame["worker_id"].astype(str))[0]
     p_values = rates["p_value"].to_numpy(dtype=float)
     rows = []
     for index in settled:
         rate = rates.loc[index]
         key = tuple(rate[c] for c in SECTION) + (rate["model_a"], rate["model_b"])
-        votes = frame.iloc[groups[key]]
+        votes = groups[key]
         leader_is_a = rate["clusters_won_a"] > rate["clusters_won_b"]
-        score = votes["score"].to_numpy() * (1 if leader_is_a else -1)  # +1: a vote for the leader
+        score = all_scores[votes] * (1 if leader_is_a else -1)  # +1: a vote for the leader
         test = corrected(p_values, rates.index.get_loc(index), correction), alpha
-        cluster = pd.factorize(votes["cluster"])[0]
-        worker = pd.factorize(votes["worker_id"].astype(str))[0]
+        cluster = pd.factorize(all_clusters[votes])[0]
+        worker = pd.factorize(all_workers[votes])[0]
         fewest_workers, exact = _workers_to_lose(score, cluster, worker, test)
         rows.append({**{c: rate[c] for c in SECTION}, "model_a": rate["model_a"], "model_b": rate["model_b"],
                      "leader": rate["model_a"] if leader_is_a else rate["model_b"],
@@ -179,6 +181,8 @@ def _fewest_more_lost(won: np.ndarray, lost: int, test) -> np.ndarray:
 def _workers_to_lose(score: np.ndarray, cluster: np.ndarray, worker: np.ndarray, test) -> tuple[float, bool]:
     """(the fewest workers whose removal loses the test, whether every smaller set was tried)."""
     n = int(worker.max(initial=-1)) + 1
+    lead, trail = _outcomes(score, cluster)
+    won, lost = int((lead > trail).sum()), int((lead < trail).sum())
 
     def lost_without(drop) -> bool:
         keep = ~np.isin(worker, list(drop))
@@ -186,11 +190,61 @@ def _workers_to_lose(score: np.ndarray, cluster: np.ndarray, worker: np.ndarray,
         return bool(_lost((lead > trail).sum(), (lead < trail).sum(), test)[0])
 
     order = np.argsort(-np.bincount(worker, score, n), kind="stable")  # the leader's strongest workers first
-    bound = next((k for k in range(1, n + 1) if lost_without(order[:k])), None)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    # the items won and lost once the first k of ``order`` are gone, every k at once (each vote leaves with its
+    # worker, at k = its worker's rank + 1), and once each worker alone is gone: the same tests as dropping
+    # them one set at a time, in one pass over the votes
+    won_k, lost_k = _outcomes_as_workers_leave(score, cluster, rank[worker] + 1, n + 1, lead, trail)
+    losing = np.flatnonzero(_lost(won + won_k[1:], lost + lost_k[1:], test))
+    bound = int(losing[0]) + 1 if len(losing) else None
     limit = n if bound is None else bound - 1  # sets smaller than the bound are what is left to try
     if sum(math.comb(n, k) for k in range(1, limit + 1)) > MAX_WORKER_SETS:
         return (np.nan if bound is None else float(bound)), False
-    for size in range(1, limit + 1):
+    if limit >= 1:
+        won_w, lost_w = _outcomes_as_workers_leave(score, cluster, worker, n, lead, trail, cumulative=False)
+        if _lost(won + won_w, lost + lost_w, test).any():
+            return 1.0, True
+    for size in range(2, limit + 1):
         if any(lost_without(drop) for drop in itertools.combinations(range(n), size)):
             return float(size), True
     return (np.nan if bound is None else float(bound)), True
+
+
+def _outcomes_as_workers_leave(score: np.ndarray, cluster: np.ndarray, leaves: np.ndarray, times: int,
+                               lead: np.ndarray, trail: np.ndarray, cumulative: bool = True):
+    """(change in items won, in items lost) by the leader, per time t < ``times``: with ``cumulative``, once every
+    vote whose ``leaves`` is at most t has gone; else once the votes whose ``leaves`` is t alone have gone.
+    ``lead``, ``trail``: each item's votes before. An item changes only where its own votes go, so each run of
+    an item's votes leaving at one time is one change (hand-written: no library groups removals this way)."""
+    order = np.lexsort((leaves, cluster))
+    item, when, sign = cluster[order], leaves[order], score[order]
+    new_item = np.r_[True, item[1:] != item[:-1]]
+    run_ends = np.flatnonzero(np.r_[(item[1:] != item[:-1]) | (when[1:] != when[:-1]), True])
+
+    def gone(values: np.ndarray) -> np.ndarray:  # the item's votes of this side gone by each of its votes
+        total = np.cumsum(values)
+        starts = np.flatnonzero(new_item)
+        return total - np.repeat(np.r_[0, total[starts[1:] - 1]], np.diff(np.r_[starts, len(total)]))
+
+    if cumulative:
+        lead_after, trail_after = lead[item] - gone(sign > 0), trail[item] - gone(sign < 0)
+    else:  # only this run's votes gone: the run's own votes, not the item's earlier runs'
+        run_of = np.cumsum(np.r_[True, (item[1:] != item[:-1]) | (when[1:] != when[:-1])]) - 1
+        run_lead = np.bincount(run_of, sign > 0)[run_of]
+        run_trail = np.bincount(run_of, sign < 0)[run_of]
+        lead_after, trail_after = lead[item] - run_lead, trail[item] - run_trail
+    won_after = (lead_after > trail_after)[run_ends]
+    lost_after = (lead_after < trail_after)[run_ends]
+    items = item[run_ends]
+    won_before, lost_before = lead[items] > trail[items], lead[items] < trail[items]
+    if cumulative:  # before this run: as the item's previous run left it
+        previous = np.r_[False, items[1:] == items[:-1]]
+        won_before = np.where(previous, np.roll(won_after, 1), won_before)
+        lost_before = np.where(previous, np.roll(lost_after, 1), lost_before)
+    at = when[run_ends]
+    won_change = np.bincount(at, won_after.astype(int) - won_before, times).astype(np.int64)
+    lost_change = np.bincount(at, lost_after.astype(int) - lost_before, times).astype(np.int64)
+    if cumulative:
+        return np.cumsum(won_change), np.cumsum(lost_change)
+    return won_change, lost_change
