@@ -38,15 +38,12 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
     return None if needed is None else max(0, needed - int(items))
 
 
-def _fragile(losses: pd.DataFrame | None, row) -> str:
-    """How few removals would lose a settled pair's significance (analysis/significance_loss.py), in words."""
-    if losses is None or losses.empty:
+def _fragile(losses: dict, row) -> str:
+    """How few removals would lose a settled pair's significance (analysis/significance_loss.py), in words;
+    ``losses``: its rows by (question, unit, model_a, model_b)."""
+    loss = losses.get((row.question, row.unit, row.model_a, row.model_b))
+    if loss is None or pd.isna(loss["votes_to_lose_significance"]):
         return ""
-    mine = losses[(losses["question"] == row.question) & (losses["unit"] == row.unit)
-                  & (losses["model_a"] == row.model_a) & (losses["model_b"] == row.model_b)]
-    if mine.empty or pd.isna(mine.iloc[0]["votes_to_lose_significance"]):
-        return ""
-    loss = mine.iloc[0]
     text = (f"; it would no longer be significant if {int(loss['votes_to_lose_significance']):,} of "
             f"{int(loss['votes']):,} decided votes were removed")
     if pd.notna(loss["workers_to_lose_significance"]):
@@ -59,6 +56,11 @@ def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = No
     """One paragraph per question and unit of ``analyze_pairwise``'s win_rates table (p_adjusted decides);
     with ``losses`` (analysis/significance_loss.py) each settled pair says how few removals would unsettle it."""
     out = []
+    by_pair: dict = {}  # each pair's (first) row of ``losses``: one lookup a pair, not a filter of the table
+    if losses is not None:
+        keys = losses[["question", "unit", "model_a", "model_b"]].itertuples(index=False, name=None)
+        for key, loss in zip(keys, losses.to_dict(orient="records")):
+            by_pair.setdefault(key, loss)
     for (question, unit), part in rates.groupby(["question", "unit"], sort=False):
         settled, open_ = [], []
         for row in part.itertuples():
@@ -72,7 +74,7 @@ def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = No
             said = (f"{best} over {other}: {_pct(rate)} of decided votes ({100 * (1 - alpha):g}% interval "
                     f"{_pct(low)}-{_pct(high)}, {_p(row.p_adjusted)})")
             if row.p_adjusted < alpha:
-                settled.append((best, said + _fragile(losses, row)))
+                settled.append((best, said + _fragile(by_pair, row)))
             elif len(open_) >= MAX_PAIRS:  # not named: the planner's search (tens of ms a pair) is skipped
                 open_.append(said)
             else:

@@ -22,6 +22,9 @@ and fragility").
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
@@ -45,6 +48,16 @@ LEVEL = 0.99  # the upper end of v's one-sided interval is what the tests allow
 SHIFTS = np.array([2.0, 3.0, 4.0, 6.0, 8.0])  # alternatives: log-odds above the crowd's
 CONSTANTS = np.array([0.95, 0.99])  # alternatives: P(vote for m) whatever the crowd
 CHUNK = 2 ** 13  # votes whose (votes x 100 nodes) arrays are built at once: about 7 MB each
+
+
+def _on_cores(function, jobs: list) -> list:
+    """``function(*job)`` for each job, on up to four of the machine's cores at once: the jobs are array
+    operations, which let go of the interpreter's lock, and each result is what it would be one after another."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores < 2 or len(jobs) < 2:
+        return [function(*job) for job in jobs]
+    with ThreadPoolExecutor(min(cores, 4), thread_name_prefix="dialeval-taste") as pool:
+        return list(pool.map(lambda job: function(*job), jobs))
 
 
 def smoothed_share(share: np.ndarray, workers: np.ndarray) -> np.ndarray:
@@ -104,7 +117,8 @@ def taste_variance(y: np.ndarray, share: np.ndarray, block: np.ndarray, worker: 
         n, yes, share, worker = n[chosen], yes[chosen], share[chosen], np.unique(worker[chosen], return_inverse=True)[1]
         workers = MAX_WORKERS
     # log-likelihood of every worker's blocks at each variance of the grid
-    table = np.stack([np.bincount(worker, _block_loglik(yes, n - yes, share, v), workers) for v in VARIANCES], axis=1)
+    logliks = _on_cores(_block_loglik, [(yes, n - yes, share, v) for v in VARIANCES])
+    table = np.stack([np.bincount(worker, loglik, workers) for loglik in logliks], axis=1)
     # EM from several starting variances (a few far-off workers can hold one start at a wide v), the best kept
     g, weight = max((_em(table, int(np.searchsorted(VARIANCES, start))) for start in STARTS),
                     key=lambda fit: fit[2])[:2]
@@ -166,14 +180,19 @@ def taste_e_values(y: np.ndarray, share: np.ndarray, group: np.ndarray, block: n
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     # whole groups at a time, about CHUNK votes each
     bounds = np.searchsorted(np.cumsum(sizes), np.arange(CHUNK, sizes.sum() + CHUNK, CHUNK), side="right")
-    first = 0
+    spans, first = [], 0
     for last in np.unique(np.minimum(bounds, groups)):
-        if last <= first:
-            continue
+        if last > first:
+            spans.append((first, last))
+            first = last
+
+    def chunk(first: int, last: int) -> np.ndarray:
         rows = order[starts[first]:starts[last - 1] + sizes[last - 1]]
         local = np.repeat(np.arange(last - first), sizes[first:last])
-        e[targets[first:last]] = _chunk_e_values(y[rows], offset[rows], local, block[rows], last - first, v)
-        first = last
+        return _chunk_e_values(y[rows], offset[rows], local, block[rows], last - first, v)
+
+    for (first, last), values in zip(spans, _on_cores(chunk, spans)):
+        e[targets[first:last]] = values
     return e
 
 

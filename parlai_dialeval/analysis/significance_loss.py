@@ -47,6 +47,7 @@ def significance_loss(comparisons: pd.DataFrame, rates: pd.DataFrame, alpha: flo
     all_scores, all_clusters = frame["score"].to_numpy(), pd.factorize(cluster_ids(frame))[0]
     all_workers = pd.factorize(frame["worker_id"].astype(str))[0]
     p_values = rates["p_value"].to_numpy(dtype=float)
+    sign_tests = SignTests()
     rows = []
     for index in settled:
         rate = rates.loc[index]
@@ -54,7 +55,7 @@ def significance_loss(comparisons: pd.DataFrame, rates: pd.DataFrame, alpha: flo
         votes = groups[key]
         leader_is_a = rate["clusters_won_a"] > rate["clusters_won_b"]
         score = all_scores[votes] * (1 if leader_is_a else -1)  # +1: a vote for the leader
-        test = corrected(p_values, rates.index.get_loc(index), correction), alpha
+        test = corrected(p_values, rates.index.get_loc(index), correction), alpha, sign_tests
         cluster = pd.factorize(all_clusters[votes])[0]
         worker = pd.factorize(all_workers[votes])[0]
         fewest_workers, exact = _workers_to_lose(score, cluster, worker, test)
@@ -127,12 +128,28 @@ def _log1m(p) -> np.ndarray:
         return np.log1p(-np.asarray(p, dtype=float))
 
 
+class SignTests:
+    """binomial_ps of (won, lost) counts, each computed once (the search asks for the same counts across pairs
+    and bisection steps: 26,000 calls of scipy's binomial functions for 3,236 pairs of a million votes)."""
+
+    def __init__(self):
+        self.known: dict = {}
+
+    def __call__(self, won: np.ndarray, lost: np.ndarray) -> np.ndarray:
+        keys = list(zip(np.asarray(won, dtype=np.int64).tolist(), np.asarray(lost, dtype=np.int64).tolist()))
+        missing = [key for key in dict.fromkeys(keys) if key not in self.known]
+        if missing:
+            counts = np.array(missing, dtype=np.int64)
+            self.known.update(zip(missing, binomial_ps(counts[:, 0], counts[:, 1]).tolist()))
+        return np.array([self.known[key] for key in keys], dtype=float)
+
+
 def _lost(won, lost, test) -> np.ndarray:
     """Items won and lost by the leader (arrays) after which the claim is not significant in its favour;
-    ``test``: the corrected p of a raw p, and alpha."""
+    ``test``: the corrected p of a raw p, alpha, and the sign tests (``SignTests``)."""
     won, lost = np.atleast_1d(np.asarray(won)), np.atleast_1d(np.asarray(lost))
-    correct, alpha = test
-    return (won <= lost) | (correct(binomial_ps(won, lost)) >= alpha)
+    correct, alpha, sign_tests = test
+    return (won <= lost) | (correct(sign_tests(won, lost)) >= alpha)
 
 
 def _outcomes(score: np.ndarray, cluster: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
