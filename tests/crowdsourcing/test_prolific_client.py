@@ -61,3 +61,20 @@ def test_errors_name_the_call_never_the_token(fake):  # noqa: F811
     assert "tok-wrong-5d1c" not in repr(_client(fake, sleeps, token="tok-wrong-5d1c"))
     with pytest.raises(ProlificNotFound, match="study stu0999deadbeef not found"):
         _client(fake, sleeps).study("stu0999deadbeef")
+
+
+def test_clients_share_one_load_of_the_certificates(monkeypatch):
+    """A client is made for every arrival check and unit status poll; httpx loaded the certificate bundle for
+    each (38 ms of CPU), half the launch's time under a flood of made-up Prolific arrivals (issue 52)."""
+    import ssl
+
+    from parlai_dialeval.providers.prolific import api
+
+    api._certificates.cache_clear()
+    loads = []
+    load = ssl.SSLContext.load_verify_locations
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", lambda self, *a, **k: loads.append(1) or load(self, *a, **k))
+    clients = [ProlificClient("https://api.prolific.com/api/v1/", TOKEN) for _ in range(5)]
+    assert len(loads) == 1
+    for client in clients:
+        client.close()
