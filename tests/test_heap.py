@@ -47,3 +47,36 @@ def test_holms_own_collection_sees_the_heap_frozen_and_the_values_are_statsmodel
     assert np.allclose(adjusted[finite], [0.04, 0.09, 0.09, 0.2], rtol=1e-12)
     monkeypatch.undo()
     assert list(multipletests(p[finite], method="holm")[1]) == list(adjusted[finite])
+
+
+def test_a_launch_serves_with_what_start_up_loaded_frozen(tmp_path, monkeypatch):
+    # dialeval launch's server: a full collection scanning ParlAI, torch and the bots held every reply 0.26 s
+    # (bench_router_flood.py --prolific, a gc callback in the server); so it serves inside a frozen block
+    import os
+    import signal
+
+    from parlai_dialeval.crowdsourcing.platform import runner
+    from parlai_dialeval.scripts import launch
+
+    loaded = [[i] for i in range(1000)]
+    seen = []
+
+    class Launched:  # runner.LaunchedTask as far as the command uses it
+        def serve(self, say):
+            seen.append(_frozen(loaded))
+            served = [0]
+            seen.append(_frozen(served))
+
+    monkeypatch.setattr(runner, "start", lambda *args, **kwargs: Launched())
+    monkeypatch.setattr(launch, "banner", lambda *args: "banner")
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    umask = os.umask(0o022)
+    os.umask(umask)
+    try:
+        launch.Launch.main("live_chat_da", "--mephisto-data", str(tmp_path / "mephisto"))
+    finally:  # the command sets these for its own process
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        os.umask(umask)
+    assert seen == [True, False]
+    assert gc.get_freeze_count() == 0 and not _frozen(loaded)

@@ -54,6 +54,7 @@ class Launch(ParlaiScript):
         from parlai_dialeval.atomic import owner_only
         from parlai_dialeval.crowdsourcing.platform import registry, runner
         from parlai_dialeval.errors import DialevalError
+        from parlai_dialeval.gc_freeze import frozen_heap
 
         if self.opt["list"] or not self.opt["crowd_task"]:
             for name in registry.available_tasks():
@@ -84,7 +85,10 @@ class Launch(ParlaiScript):
             launch_log.say(text, text.replace(dashboard.token, "(token shown in the terminal only)")
                            if dashboard and dashboard.token and dashboard.token in text else None)
             try:
-                launched.serve(launch_log.say)
+                # start-up's objects (ParlAI, torch, the bots) live as long as the launch: out of the collector's
+                # full scans, one of which held every participant's reply for 0.26 s (benchmarks/README.md)
+                with frozen_heap():
+                    launched.serve(launch_log.say)
                 exit_at_once_on_interrupt()
             finally:
                 if dashboard is not None:
