@@ -24,10 +24,11 @@ token; the budgets of arrival checks (providers/prolific/budget.py) allow one so
 waves as above, and how many of the stranger's registrations reached the server and how many calls to
 Prolific they caused.
 
-On a machine of two cores or more the attackers' process runs on a core of its own (the last; `--attacker-core`)
-and the server and the honest participants on the others, in both waves: a real attacker's CPU is not the server's,
-and on shared cores the ratio measured the attacker's own Python (0.88 of 2 cores in one run) as much as the
-server. `--attacker-core -1` shares every core.
+The attackers' process runs at the lowest priority (`nice 19`, `--attacker-nice`): it takes only the CPU the
+server and the honest participants leave, as an attacker on another machine takes none of the server's, while the
+server keeps every core, as in the quiet wave. At the same priority the ratio measured the attackers' own Python (0.88
+of the 2 cores in one run) as much as the server; with the attackers pinned to a core of their own the server had one
+core left, half of what it has in the quiet wave. `--attacker-nice 0` shares the cores at the same priority.
 
     .venv/bin/python benchmarks/bench_router_flood.py [--workers 20] [--port 3460] [--prolific]
 """
@@ -147,22 +148,10 @@ async def insider(port: int, until, counts: dict) -> None:
     await mallory.close()
 
 
-def own_core(core: int) -> None:
-    """This process (an attacker) on ``core`` alone, if one was set apart."""
-    if core >= 0:
-        os.sched_setaffinity(0, {core})
-
-
-def set_attacker_apart(core: int) -> int:
-    """The core the attackers get (-1: none); this process and what it starts (the server) keep the others."""
-    cores = sorted(os.sched_getaffinity(0))
-    if core < 0 or len(cores) < 2:
-        print("cores: the attackers share every core with the server")
-        return -1
-    core = core if core in cores else cores[-1]
-    os.sched_setaffinity(0, set(cores) - {core})
-    print(f"cores: the server and honest participants on {sorted(set(cores) - {core})}, the attackers on [{core}]")
-    return core
+def lowest_priority(niceness: int) -> None:
+    """This process (an attacker) ``niceness`` steps below the server's priority."""
+    if niceness > 0:
+        os.nice(niceness)
 
 
 def cpu_seconds(attacker_pid: int | None = None) -> dict:
@@ -186,9 +175,9 @@ def cpu_line(label: str, before: dict, after: dict, wall: float) -> str:
     return f"{label} CPU (cores): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(shares.items()) if v >= 0.005)
 
 
-def attacker(port: int, core: int, stop, results) -> None:
+def attacker(port: int, niceness: int, stop, results) -> None:
     """The outsider and the insider, until ``stop`` is set; their counts go to ``results``."""
-    own_core(core)
+    lowest_priority(niceness)
     counts: dict = {}
 
     async def both():
@@ -205,17 +194,21 @@ async def flood_run(args, tmp: Path, CliRun) -> None:
     try:
         quiet = bench_router_load.clients_for([f"q{i:02d}" for i in range(args.workers)], args,
                                               time.time() + args.duration)
+        cpu_before = cpu_seconds()
         quiet_wall = await bench_router_load.wave(quiet)
+        print(cpu_line("no attack", cpu_before, cpu_seconds(), quiet_wall))
         attacked = bench_router_load.clients_for([f"a{i:02d}" for i in range(args.workers)], args,
                                                  time.time() + args.duration, first=args.workers)
 
         async def attack():
             # its own process: the attackers' work must not slow the honest clients' event loop in this one
             stop, results = multiprocessing.Event(), multiprocessing.Queue()
-            process = multiprocessing.Process(target=attacker, args=(args.port, args.attacker_core, stop, results))
+            process = multiprocessing.Process(target=attacker, args=(args.port, args.attacker_nice, stop, results))
             process.start()
+            started, cpu_before = time.time(), cpu_seconds(process.pid)
             while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
                 await asyncio.sleep(0.5)
+            print(cpu_line("under attack", cpu_before, cpu_seconds(process.pid), time.time() - started))
             stop.set()
             counts.update(await asyncio.to_thread(results.get, True, 120))
             await asyncio.to_thread(process.join, 30)
@@ -265,11 +258,11 @@ class ProlificPage(load_generator.PageClient):
             return await super().open(own)
 
 
-def stranger(port: int, study_id: str, core: int, stop, results) -> None:
+def stranger(port: int, study_id: str, niceness: int, stop, results) -> None:
     """Requests for an agent with made-up Prolific sessions from one address, eight at a time, until ``stop``."""
     import secrets
 
-    own_core(core)
+    lowest_priority(niceness)
     statuses: dict = {}
 
     async def ask(http):
@@ -337,7 +330,7 @@ async def prolific_run(args, tmp: Path) -> None:
             async def attack():
                 stop, results = multiprocessing.Event(), multiprocessing.Queue()
                 process = multiprocessing.Process(target=stranger,
-                                                  args=(args.port, study_id, args.attacker_core, stop, results))
+                                                  args=(args.port, study_id, args.attacker_nice, stop, results))
                 process.start()
                 started, cpu_before = time.time(), cpu_seconds(process.pid)
                 while not (all(c.done or c.gone for c in attacked) or time.time() > attacked[0].deadline):
@@ -376,10 +369,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     bench_router_load.add_wave_args(parser, workers=20, duration=300, port=3460)
     parser.add_argument("--prolific", action="store_true", help="the Prolific amplification instead (see above)")
-    parser.add_argument("--attacker-core", type=int, default=os.cpu_count() - 1,
-                        help="the core the attackers' process runs on alone (default the last; -1: share every core)")
+    parser.add_argument("--attacker-nice", type=int, default=19,
+                        help="how far below the server's priority the attackers' process runs (0: the same)")
     args = parser.parse_args()
-    args.attacker_core = set_attacker_apart(args.attacker_core)
+    print(f"the attackers' process at nice +{args.attacker_nice}, every core shared")
     tmp, CliRun = bench_router_load.start(args, "bench_router_flood_")
     asyncio.run(prolific_run(args, tmp) if args.prolific else flood_run(args, tmp, CliRun))
     return 0
