@@ -48,16 +48,26 @@ def _split(part: pd.DataFrame):
     labelled = people[people["judge"].notna()]
     judged_keys = pd.MultiIndex.from_frame(people[KEY].drop_duplicates())
     only = answers[~answers.index.isin(judged_keys)].reset_index()
-    return labelled, only, int(people["judge"].isna().sum())
+    return labelled, only, people[people["judge"].isna()]
 
 
 def win_rates(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per question, unit and model pair: model_a's vote share (ties 1/2) by people alone and by PPI++
     with the judge, clustered by item, with the power-tuning weight and the effective human votes."""
     frame = matched(human, judge)
+    pair = SECTION + ["first", "second"]
+    # split once, then by pair (KEY holds the pair, so each pair's parts are what splitting it alone gives; a
+    # split per pair cost 40 ms of pandas each: 5 minutes for the 7,884 pairs of 200 models)
+    labelled_all, only_all, unjudged_all = _split(frame)
+    labelled_of = dict(iter(labelled_all.groupby(pair, sort=False)))
+    only_of = dict(iter(only_all.groupby(pair, sort=False)))
+    unjudged_of = unjudged_all.groupby(pair, sort=False).size().to_dict()
     rows = []
-    for (question, unit, first, second), part in frame.groupby(SECTION + ["first", "second"], sort=False):
-        labelled, only, unjudged = _split(part)
+    for question, unit, first, second in frame[pair].drop_duplicates().itertuples(index=False, name=None):
+        key = (question, unit, first, second)
+        labelled = labelled_of.get(key, labelled_all.iloc[:0])
+        only = only_of.get(key, only_all.iloc[:0]).reset_index(drop=True)
+        unjudged = int(unjudged_of.get(key, 0))
         row = {"question": question, "unit": unit, "model_a": first, "model_b": second,
                "human_judgments": len(labelled), "judge_only": len(only), "human_unjudged": unjudged,
                "clusters": labelled["cluster"].nunique()}
