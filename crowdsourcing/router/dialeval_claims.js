@@ -109,11 +109,17 @@ function wait_for_claim(from, limit, now) {
   }
   const window = CONFIG.window_seconds * 1000;
   const recent = recent_times(sources, from, window, now);
-  if (recent.length >= limit) {
-    return Math.ceil((recent[0] + window - now) / 1000);
+  const wait = seconds_until_room(recent, limit, window, now);
+  if (wait === 0) {
+    recent.push(now);
   }
-  recent.push(now);
-  return 0;
+  return wait;
+}
+
+// Seconds until ``recent`` (ms times within ``window`` before ``now``, oldest first) holds fewer than ``limit``;
+// 0 when it does now.
+function seconds_until_room(recent, limit, window, now) {
+  return recent.length >= limit ? Math.ceil((recent[0] + window - now) / 1000) : 0;
 }
 
 // The ms times of ``list`` within ``window`` ms before ``now`` (older ones dropped); ``map`` is pruned of sources
@@ -260,8 +266,8 @@ function request_check(req, res, next) {
   const from = addresses.source_of(req);
   if (fresh && CONFIG.refusals_per_source > 0 && !addresses.from_lab(req)) {
     const refused = recent_times(refusals, from, REFUSALS_WINDOW_MS, at);
-    if (refused.length >= CONFIG.refusals_per_source) {
-      const wait = Math.ceil((refused[0] + REFUSALS_WINDOW_MS - at) / 1000);
+    const wait = seconds_until_room(refused, CONFIG.refusals_per_source, REFUSALS_WINDOW_MS, at);
+    if (wait > 0) {
       res.set("Retry-After", String(wait));
       return refuse(res, 429, BUSY, `the provider refused ${refused.length} new registrations from ${from} ` +
                     "within a minute", registration);
@@ -290,7 +296,8 @@ function request_check(req, res, next) {
     if (packet && packet.data && packet.data[REFUSED_FIELD] !== undefined) {
       delete packet.data[REFUSED_FIELD]; // for the router alone
       if (fresh && CONFIG.refusals_per_source > 0) {
-        recent_times(refusals, from, REFUSALS_WINDOW_MS, Date.now()).push(Date.now());
+        const now = Date.now();
+        recent_times(refusals, from, REFUSALS_WINDOW_MS, now).push(now);
       }
     }
     if (typeof agent_id === "string" && agent_id !== "") {
