@@ -4,7 +4,6 @@ study URL the fake hands out, redirected to the task with PROLIFIC_PID, STUDY_ID
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
 
 from .prolific_contract import violations
-from .protocol_harness import DIALEVAL, CliRun, MockRun
+from .protocol_harness import CliRun, MockRun, start_in_session
 
 TOKEN = "tok-Secret-7f3a9c1e5b"  # distinctive, so a leak is found by grep
 REQUESTER = "lab"
@@ -212,8 +211,8 @@ class ProlificCliRun(CliRun):
         self.tmp_path, self.data_dir = tmp_path, data_dir or tmp_path / "mephisto"
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
-        self.proc = subprocess.Popen(DIALEVAL + ["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
-                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = start_in_session(["launch", task, *overrides, "--mephisto-data", str(self.data_dir)],
+                                     self.log_path)
         self.url, self.router_pid, end = None, None, time.time() + 180
         served = None
         while time.time() < end and not (self.router_pid and served) and self.proc.poll() is None:

@@ -163,12 +163,8 @@ class CliRun:
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.log_path = tmp_path / "launch.log"
         data = ["--mephisto-data", str(self.data_dir)] if own_data else []
-        args = ["launch", task, *overrides, *data]
-        forker = None if real_process or command is not DIALEVAL or env or cwd else zygote()
-        with open(self.log_path, "w") as log, open(os.devnull) as stdin:
-            self.proc = (forker.start(args, stdin.fileno(), log.fileno(), log.fileno(), new_session=True) if forker
-                         else subprocess.Popen(command + args, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True, env=env, cwd=cwd))
+        self.proc = start_in_session(["launch", task, *overrides, *data], self.log_path, command=command, env=env,
+                                     cwd=cwd, real_process=real_process)
         self.url, self.router_pid, end = None, None, time.time() + 180
         while time.time() < end and (self.url is None or self.router_pid is None):
             text = self.log()
@@ -240,6 +236,19 @@ class CliRun:
                 os.kill(self.router_pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+
+def start_in_session(args: list[str], log_path: Path, *, command: list[str] = DIALEVAL, env: dict | None = None,
+                     cwd: Path | None = None, real_process: bool = False):
+    """`dialeval ARGS` in a process group of its own, printing into ``log_path``: a fork of this test process's
+    zygote (its imports done: 3 s of CPU less a command), else (``real_process``, another installation's
+    ``command``, an ``env`` or ``cwd`` of its own) a process of its own. Returns what ``poll``/``wait``/``pid``."""
+    forker = None if real_process or command is not DIALEVAL or env or cwd else zygote()
+    with open(log_path, "w") as log, open(os.devnull) as stdin:
+        if forker:
+            return forker.start(args, stdin.fileno(), log.fileno(), log.fileno(), new_session=True)
+        return subprocess.Popen(command + args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=env, cwd=cwd)
 
 
 def dialeval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ from parlai_dialeval.testing.ports import free_port
 
 from .prolific_harness import TOKEN, fake_prolific, provider_overrides, register
 from .browser_page import CHROMIUM, require_chromium
-from .protocol_harness import DIALEVAL, CliRun, dialeval, live_chat_conversation, pause
+from .protocol_harness import DIALEVAL, CliRun, dialeval, live_chat_conversation, pause, start_in_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 TASK = "lcda_dashboard"
@@ -37,14 +37,13 @@ class DashboardLaunch(CliRun):
 
     def __init__(self, tmp_path: Path, fake):
         self.tmp_path, self.data_dir, self.log_path = tmp_path, tmp_path / "mephisto", tmp_path / "launch.log"
-        self.proc = subprocess.Popen(DIALEVAL + [
+        self.proc = start_in_session([
             "launch", "live_chat_da", "conf=offline_small", *provider_overrides(fake, "3.00", 20),
             f"mephisto.architect.port={free_port()}", f"mephisto.task.task_name={TASK}", "live_chat.min_inputs=2",
             "mephisto.blueprint.num_conversations=4", "live_chat.seed=0",
             "mephisto.blueprint.router_lab_addresses=[127.0.0.1]",  # its three participants share this machine
             "--mephisto-data", str(self.data_dir),
-            "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"],
-            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            "--dashboard", "--dashboard-port", str(free_port()), "--dashboard-refresh", "2"], self.log_path)
         self.router_pid, self.dashboard, end = None, None, time.time() + 180
         while time.time() < end and self.proc.poll() is None and not (self.router_pid and self.dashboard):
             found = re.search(r"Server running locally with pid (\d+)", self.log())

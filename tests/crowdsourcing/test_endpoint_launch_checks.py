@@ -3,7 +3,6 @@ base URL, a missing key variable or an unknown model name stops the launch with 
 time each (the slowest counts), and a bot too slow for people is warned of."""
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
@@ -14,7 +13,7 @@ from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.fake_openai import FakeOpenAI
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import DIALEVAL
+from .zygote import dialeval_run
 
 
 def endpoint(base_url, model="model-a", **opt):
@@ -103,12 +102,11 @@ def test_bad_endpoints_stop_the_load_with_one_line(case, expected, monkeypatch):
 
 
 @pytest.mark.slow
-def test_dialeval_launch_with_an_unreachable_endpoint_exits_2_with_one_line(tmp_path):
+def test_dialeval_launch_with_an_unreachable_endpoint_exits_2_with_one_line(tmp_path, monkeypatch):
     url, port = dead_url(), free_port()
-    done = subprocess.run(DIALEVAL + ["launch", "live_chat_da", "conf=endpoints", f"mephisto.architect.port={port}",
-                                      "--mephisto-data", str(tmp_path / "mephisto")], capture_output=True, text=True,
-                          timeout=240,
-                          env={**__import__("os").environ, "DIALEVAL_BASE_URL": url})
+    monkeypatch.setenv("DIALEVAL_BASE_URL", url)
+    done = dialeval_run(["launch", "live_chat_da", "conf=endpoints", f"mephisto.architect.port={port}",
+                         "--mephisto-data", str(tmp_path / "mephisto")], 240)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         f"dialeval: error: bot 'model_a': {url}/chat/completions is unreachable: ConnectError: [Errno 111] "

@@ -3,7 +3,6 @@ naming the problem and what is valid, never a traceback."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 
@@ -13,7 +12,7 @@ from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import DIALEVAL
+from .zygote import dialeval_run
 
 
 @pytest.mark.parametrize("override, message", [
@@ -62,13 +61,11 @@ def test_export_creates_a_missing_out_folder_and_says_so(tmp_path, capsys):
 @pytest.mark.slow
 def test_cli_errors_are_one_line_without_traceback(tmp_path):
     data = str(tmp_path / "mephisto")
-    typo = subprocess.run(DIALEVAL + ["launch", "live_chat_da", "live_chat.num_slot=4", "--mephisto-data", data],
-                          capture_output=True, text=True, timeout=240)
+    typo = dialeval_run(["launch", "live_chat_da", "live_chat.num_slot=4", "--mephisto-data", data], 240)
     assert typo.returncode == 2 and "Traceback" not in typo.stderr + typo.stdout
     assert typo.stderr.strip().splitlines()[-1].startswith(
         "dialeval: error: live_chat.num_slot: no such setting in live_chat; valid keys: ")
-    never = subprocess.run(DIALEVAL + ["export", "never_ran", "--out", str(tmp_path / "x.jsonl"),
-                                       "--mephisto-data", data], capture_output=True, text=True, timeout=240)
+    never = dialeval_run(["export", "never_ran", "--out", str(tmp_path / "x.jsonl"), "--mephisto-data", data], 240)
     assert never.returncode == 2 and "Traceback" not in never.stderr
     assert never.stderr.strip() == (f"dialeval: error: no task named 'never_ran': nothing was ever launched with "
                                     f"data directory {data} (no database.db); give the launch's --mephisto-data")
