@@ -3,7 +3,6 @@ base URL, a missing key variable or an unknown model name stops the launch with 
 time each (the slowest counts), and a bot too slow for people is warned of."""
 from __future__ import annotations
 
-
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform import speed
