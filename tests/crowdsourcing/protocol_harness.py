@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
@@ -124,8 +125,12 @@ class MockRun:
         return len(self.live_agent(agent).state.get_data()["outputs"]["messages"])
 
     def act(self, agent, task_data: dict, text: str = "") -> None:
-        self.server.send_agent_act(agent.get_agent_id(), {"text": text, "task_data": task_data,
-                                                          "id": "worker", "episode_done": False})
+        """The worker's page sends an act, with an update id as every page's act has (Mephisto's frontend adds one).
+        MockServer writes to tornado's socket from this thread, which tornado does not support, and retries a write
+        that raised even if its frame went out: without the id, Mephisto cannot drop the copies, and a loaded CI run
+        once stored one message three times (test_resume.py)."""
+        self.server.send_agent_act(agent.get_agent_id(), {"text": text, "task_data": task_data, "id": "worker",
+                                                          "episode_done": False, "update_id": str(uuid.uuid4())})
         self.settle()
 
     def shutdown(self) -> None:

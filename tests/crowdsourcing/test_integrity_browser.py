@@ -405,8 +405,10 @@ def test_arena_records_each_prompt_and_vote_careless_voter_listed_careful_one_no
     records = [json.loads(line) for line in out.read_text().splitlines()]
     votes = {w: [r for r in records if r["type"] == "comparison" and r["worker_id"] == f"{w}_sandbox"]
              for w in ("careless", "careful")}
-    assert all(len(v) == 4 and all(x["provenance"]["seconds"] > 0 for x in v) for v in votes.values())
-    assert min(v["provenance"]["seconds"] for v in votes["careful"]) > 2
+    assert {w: len(v) for w, v in votes.items()} == {"careless": 4, "careful": 4}
+    # the time on the vote screen, in tenths of a second: a vote the instant both replies end reads 0.0
+    seconds = {w: [x["provenance"]["seconds"] for x in v] for w, v in votes.items()}
+    assert min(seconds["careful"]) > 2 and min(seconds["careless"]) >= 0, seconds
     prompts = {w: [t for r in records if r["type"] == "conversation" and r["worker_id"] == f"{w}_sandbox"
                    and r["meta"]["side"] == "a" for t in r["turns"] if t["speaker"] == "human"]
                for w in ("careless", "careful")}
