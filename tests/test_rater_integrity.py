@@ -11,6 +11,8 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parlai_dialeval.analysis import answer_signals, evidence, live_agreement
 from parlai_dialeval.crowdsourcing.platform import checks
@@ -179,6 +181,56 @@ def test_typing_faster_than_people_type_and_shared_text_are_signals():
     assert table.loc["machine", "signals"] == "typing" and "median of 12 ms" in table.loc["machine", "reasons"]
     assert table.loc["copy_a", "signals"] == "shared_text" and table.loc["copy_b", "signals"] == "shared_text"
     assert table.loc["alone", "signals"] == ""  # the same text four times is one's own, not shared
+
+
+def _copies_by_hand(texts: pd.DataFrame) -> dict:
+    """Per worker: (long texts, how many another worker also wrote, the other workers), by comparing every pair of
+    texts after case and spacing, in plain Python (independent of shared_text's sparse products)."""
+    long = [(str(w), t, " ".join(t.lower().split())) for w, t in zip(texts["worker_id"], texts["text"])
+            if len(t) >= 40]
+    found = {str(w): [0, 0, set()] for w in texts["worker_id"]}
+    for worker, _, normal in long:
+        others = {v for v, _, m in long if m == normal and v != worker}
+        found[worker][0] += 1
+        found[worker][1] += bool(others)
+        found[worker][2] |= others
+    return found
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 14), st.integers(0, 5), st.booleans()), min_size=1, max_size=60))
+def test_exact_copies_and_who_shares_them_match_a_count_by_hand(written):
+    """Both of shared_text's ways (near copies up to MAX_NEAR texts, exact copies past it) on texts that are exact
+    copies (after case and spacing) or far apart: the counts, partners and the first NAMED of them as by hand."""
+    from parlai_dialeval.analysis import shared_text
+
+    lines = ["Sailing around small islands is my favourite summer pastime", "What would you cook for twelve hungry "
+             "guests tonight?", "Oil painting takes patience; watercolours forgive nothing at all",
+             "My knees ache after every long descent from a mountain pass", "Tomatoes, beans and courgettes grow "
+             "well in our allotment", "Throwing pots on a wheel is harder than it looks, believe me"]
+    texts = pd.DataFrame({"worker_id": [f"w{w:02d}" for w, _, _ in written],
+                          "text": [lines[k].upper() + "  " if loud else lines[k] for _, k, loud in written]},
+                         columns=["worker_id", "text"])
+    want = _copies_by_hand(texts)
+    for max_near in (shared_text.MAX_NEAR, 0):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(shared_text, "MAX_NEAR", max_near)
+            table = shared_text.shared_texts(texts)
+        got = {r["worker_id"]: (r["long_texts"], r["shared_texts"], r["sharing_workers"], r["shared_with"])
+               for r in table.to_dict("records")}
+        assert got == {w: (n, k, len(o), ", ".join(sorted(o)[:shared_text.NAMED])) for w, (n, k, o) in want.items()}
+
+
+def test_the_sentence_names_three_sharing_workers_and_counts_the_rest():
+    from parlai_dialeval.analysis.shared_text import reason, shared_texts
+
+    line = "the very same sentence pasted by every single account here"
+    texts = pd.DataFrame({"worker_id": [f"acct{i:02d}" for i in range(25) for _ in range(2)],
+                          "text": [f"{line} {k}" for _ in range(25) for k in range(2)]})
+    row = shared_texts(texts).iloc[0]
+    assert (row["shared_texts"], row["sharing_workers"]) == (2, 24)
+    assert row["shared_with"] == ", ".join(f"acct{i:02d}" for i in range(1, 11))
+    assert reason(row).startswith("2 of 2 texts identical or nearly so to texts of acct01, acct02, acct03 and 21 more")
 
 
 def test_a_gold_accuracy_under_the_rule_is_a_supporting_signal():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 MIN_CHARS = 40
 SIMILAR = 0.9
@@ -22,59 +23,67 @@ MIN_SHARED = 2  # texts a worker shares with others before it is a signal (one c
 MIN_SHARE = 0.2  # ... and that share of the worker's long texts at least
 CHUNK = 256  # texts compared with all others at once (char 3-grams make the similarity matrix nearly dense)
 MAX_NEAR = 20_000  # texts beyond which only exact copies (after case and spacing) are looked for: n^2 comparisons
+NAMED = 10  # workers named in ``shared_with``; ``sharing_workers`` counts them all
 
 
 def shared_texts(texts: pd.DataFrame, min_chars: int = MIN_CHARS, similar: float = SIMILAR) -> pd.DataFrame:
     """Per worker with texts: ``long_texts`` (of ``min_chars`` or more), ``shared_texts`` (how many of them another
-    worker wrote too, or nearly), ``shared_with`` (those workers, sorted) and ``example`` (one shared text, cut)."""
+    worker wrote too, or nearly), ``sharing_workers`` (how many other workers wrote them), ``shared_with`` (the
+    first ``NAMED`` of those workers, sorted) and ``example`` (one shared text, cut)."""
     long = texts[texts["text"].str.len() >= min_chars]
     workers = sorted(set(texts["worker_id"].astype(str)))
-    counts = {w: 0 for w in workers}
-    partners: dict[str, set[str]] = {w: set() for w in workers}
-    example: dict[str, str] = {}
+    index = {w: i for i, w in enumerate(workers)}
+    owner = long["worker_id"].astype(str).map(index).to_numpy(dtype=np.int64)
     normal = long["text"].str.lower().str.split().str.join(" ")
-    owner = long["worker_id"].astype(str).to_numpy()
+    shared = np.zeros(len(long), dtype=bool)  # per long text: another worker wrote it too, or nearly
+    wrote = sparse.csr_matrix((np.ones(len(long)), (owner, np.arange(len(long)))), shape=(len(workers), len(long)))
+    # worker-by-worker sharing = left @ right.T, a sparse product in C, a block of workers at a time (Python sets
+    # of partners were quadratic in a text's writers: minutes on a study whose texts each have a thousand writers)
     if long["worker_id"].nunique() >= 2 and len(long) > MAX_NEAR:
         codes = pd.factorize(normal)[0]
-        # each text's writers once (not a scan of every text per shared row: a study where most long texts were
-        # copied, 500,000 of them, ran for hours)
-        writers = pd.Series(owner).groupby(codes).agg(set)  # indexed by code: factorize numbers them 0, 1, ...
-        shared = np.flatnonzero(writers.map(len).to_numpy()[codes] >= 2)
-        writers_of = writers.to_dict()
-        for row in shared:
-            counts[owner[row]] += 1
-            partners[owner[row]] |= writers_of[codes[row]] - {owner[row]}
-            example.setdefault(owner[row], str(long["text"].iloc[row])[:80])
+        shared = pd.Series(owner).groupby(codes).nunique().to_numpy()[codes] >= 2
+        copies = sparse.csr_matrix((np.ones(len(long)), (np.arange(len(long)), codes)))  # text x distinct text
+        left = right = wrote @ copies
     elif long["worker_id"].nunique() >= 2:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3)).fit_transform(normal)
-        rows, cols = [], []
+        blocks = []
         for start in range(0, vectors.shape[0], CHUNK):
-            block = (vectors[start:start + CHUNK] @ vectors.T).tocoo()  # L2-normalised rows: the cosine
-            close = block.data >= similar
-            rows.append(block.row[close] + start)
-            cols.append(block.col[close])
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        other = owner[rows] != owner[cols]
-        for row, col in zip(rows[other], cols[other]):
-            partners[owner[row]].add(owner[col])
-        for row in np.unique(rows[other]):
-            counts[owner[row]] += 1
-            example.setdefault(owner[row], str(long["text"].iloc[row])[:80])
-    long_counts = long["worker_id"].astype(str).value_counts()
-    return pd.DataFrame({"worker_id": workers,
-                         "long_texts": [int(long_counts.get(w, 0)) for w in workers],
-                         "shared_texts": [counts[w] for w in workers],
-                         "shared_with": [", ".join(sorted(partners[w])) for w in workers],
-                         "example": [example.get(w, "") for w in workers]})
+            block = (vectors[start:start + CHUNK] @ vectors.T).tocsr()  # L2-normalised rows: the cosine
+            block.data = (block.data >= similar).astype(float)
+            block.eliminate_zeros()
+            blocks.append(block)
+        matches = sparse.vstack(blocks).tocoo()  # text x text: near-identical (not transitive: no groups)
+        other = owner[matches.row] != owner[matches.col]
+        shared[np.unique(matches.row[other])] = True
+        left, right = wrote @ matches.tocsr(), wrote
+    else:
+        left = right = wrote
+    right_t = right.T.tocsr()
+    partners = np.zeros(len(workers), dtype=np.int64)
+    named: list[str] = [""] * len(workers)
+    for start in range(0, len(workers), CHUNK):
+        block = (left[start:start + CHUNK] @ right_t).tocsr()
+        block.sort_indices()
+        for k in range(block.shape[0]):
+            others = block.indices[block.indptr[k]:block.indptr[k + 1]]
+            others = others[others != start + k]
+            partners[start + k] = len(others)
+            named[start + k] = ", ".join(workers[j] for j in others[:NAMED])
+    counts = np.bincount(owner[shared], minlength=len(workers))
+    examples = long["text"].astype(str).str[:80][shared].groupby(owner[shared]).first()
+    long_counts = np.bincount(owner, minlength=len(workers))
+    return pd.DataFrame({"worker_id": workers, "long_texts": long_counts, "shared_texts": counts,
+                         "sharing_workers": partners, "shared_with": named,
+                         "example": [str(examples.get(i, "")) for i in range(len(workers))]})
 
 
 def reason(row) -> str:
     """The signal's sentence for one worker's row of ``shared_texts`` ("" when it does not fire)."""
     if row["shared_texts"] < max(MIN_SHARED, MIN_SHARE * row["long_texts"]):
         return ""
-    others = row["shared_with"].split(", ")
-    named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    others, count = row["shared_with"].split(", ")[:3], int(row["sharing_workers"])
+    named = ", ".join(others) + (f" and {count - len(others)} more" if count > len(others) else "")
     return (f"{row['shared_texts']} of {row['long_texts']} texts identical or nearly so to texts of {named} "
             f"(e.g. \"{row['example']}\")")
