@@ -242,6 +242,30 @@ def test_a_gold_accuracy_under_the_rule_is_a_supporting_signal():
 
 
 # ---------------------------------------------------------------- live agreement
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 12), st.sampled_from(["scale", "continuous"]), st.integers(0, 2 ** 32 - 1))
+def test_interval_alpha_equals_the_krippendorff_package(raters, units, kind, seed):
+    """live_agreement.interval_alpha (closed form) against the krippendorff package's coincidence tables, on
+    matrices with gaps, few or many distinct values, constant ones and too few pairable units (both NaN then)."""
+    import krippendorff
+
+    rng = np.random.default_rng(seed)
+    matrix = (rng.integers(1, 6, (raters, units)).astype(float) if kind == "scale"
+              else rng.normal(50, 20, (raters, units)))
+    matrix[rng.random((raters, units)) < rng.uniform(0, 0.7)] = np.nan
+    try:
+        want = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"))
+    except ValueError:  # one value, or no unit rated twice
+        want = np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        got = live_agreement.interval_alpha(matrix)
+    pairable = (np.isfinite(matrix).sum(axis=0) >= 2).sum()
+    if pairable < 2 or not np.isfinite(want):  # undefined: never a number
+        assert np.isnan(got), (got, want)
+    else:
+        assert got == pytest.approx(want, abs=1e-12, rel=1e-12)
+
+
 def test_rating_agreement_and_majority_by_hand():
     rows = []
     rng = np.random.default_rng(0)

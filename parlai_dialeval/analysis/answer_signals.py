@@ -176,31 +176,40 @@ def worker_answers(texts: pd.DataFrame, screens: pd.DataFrame,
     })
     any_record = bool(text_stats["recorded"].any() or screen_stats["recorded"].any())
     workers = sorted(set(text_stats["worker_id"].astype(str)) | set(screen_stats["worker_id"].astype(str)))
-    by_text = dict(tuple(text_stats.groupby(text_stats["worker_id"].astype(str))))
-    by_screen = dict(tuple(screen_stats.groupby(screen_stats["worker_id"].astype(str))))
-    rows = [_row(worker, by_text.get(worker, text_stats.iloc[:0]), by_screen.get(worker, screen_stats.iloc[:0]),
-                 any_record, settings) for worker in workers]
-    return pd.DataFrame(rows)
+    # each worker's counts in one groupby per table (a pandas reduction per worker took 36 s for 25,000 workers)
+    timed = np.isfinite(screen_stats["seconds"].to_numpy())
+    by_text = text_stats.assign(unrecorded=~text_stats["recorded"]).groupby(
+        text_stats["worker_id"].astype(str)).agg(
+        texts=("chars", "size"), chars=("chars", "sum"), pasted_chars=("pasted_chars", "sum"),
+        long_texts=("long", "sum"), pasted=("pasted", "sum"), key_ms=("key_ms", "median"), away=("away", "sum"),
+        unrecorded=("unrecorded", "sum"), doubted=("doubted", "sum")).reindex(workers)
+    by_screen = screen_stats.assign(unrecorded=~screen_stats["recorded"], timed=timed,
+                                    fast=screen_stats["fast"] & timed).groupby(
+        screen_stats["worker_id"].astype(str)).agg(
+        screens=("seconds", "size"), away=("away", "sum"), unrecorded=("unrecorded", "sum"),
+        doubted=("doubted", "sum"), timed=("timed", "sum"), fast=("fast", "sum"), median_seconds=("seconds", "median"),
+        rated=("rated", "sum"), constant=("constant", "sum")).reindex(workers)
+    counts = by_text.drop(columns="key_ms").fillna(0).astype(int).join(
+        by_screen.drop(columns="median_seconds").fillna(0).astype(int), rsuffix="_screens")
+    counts = counts.assign(key_ms=by_text["key_ms"], median_seconds=by_screen["median_seconds"])
+    return pd.DataFrame([_row(worker, row, any_record, settings)
+                         for worker, row in zip(workers, counts.to_dict("records"))])
 
 
-def _row(worker, t: pd.DataFrame, s: pd.DataFrame, any_record: bool, settings: AnswerSettings) -> dict:
-    chars, pasted_chars = int(t["chars"].sum()), int(t["pasted_chars"].sum())
-    long_texts = int(t["long"].sum())
-    pasted = int(t["pasted"].sum())
-    key_ms = float(np.nanmedian(t["key_ms"])) if t["key_ms"].notna().any() else np.nan
-    answers = len(t) + len(s)
-    away = int(t["away"].sum() + s["away"].sum())
-    unrecorded = int((~t["recorded"]).sum() + (~s["recorded"]).sum()) if any_record else 0
-    doubted = int(t["doubted"].sum() + s["doubted"].sum())
-    timed = s[np.isfinite(s["seconds"])]
-    fast = int(timed["fast"].sum())
-    rated = int(s["rated"].sum())
-    constant = int(s["constant"].sum())
-    out = {"worker_id": worker, "texts": len(t), "pasted_texts": pasted,
+def _row(worker, c: dict, any_record: bool, settings: AnswerSettings) -> dict:
+    """One worker's row from their counts ``c`` (worker_answers): shares, and each signal's reason in words."""
+    chars, pasted_chars, long_texts, pasted = c["chars"], c["pasted_chars"], c["long_texts"], c["pasted"]
+    key_ms = float(c["key_ms"])
+    answers = c["texts"] + c["screens"]
+    away = c["away"] + c["away_screens"]
+    unrecorded = c["unrecorded"] + c["unrecorded_screens"] if any_record else 0
+    doubted = c["doubted"] + c["doubted_screens"]
+    timed, fast, rated, constant = c["timed"], c["fast"], c["rated"], c["constant"]
+    out = {"worker_id": worker, "texts": c["texts"], "pasted_texts": pasted,
            "pasted_share": pasted_chars / chars if chars else np.nan, "typing_ms": key_ms, "answers": answers,
-           "away_answers": away, "unrecorded": unrecorded, "doubted": doubted, "screens": len(s),
-           "median_seconds": float(timed["seconds"].median()) if len(timed) else np.nan,
-           "fast_share": fast / len(timed) if len(timed) else np.nan,
+           "away_answers": away, "unrecorded": unrecorded, "doubted": doubted, "screens": c["screens"],
+           "median_seconds": float(c["median_seconds"]) if timed else np.nan,
+           "fast_share": fast / timed if timed else np.nan,
            "constant_share": constant / rated if rated else np.nan}
     why = {
         "pasted": pasted and f"pasted {pasted} of {long_texts} texts of {settings.min_text_chars}+ characters "
@@ -215,8 +224,8 @@ def _row(worker, t: pd.DataFrame, s: pd.DataFrame, any_record: bool, settings: A
             "page, or a script)",
         "doubted": doubted and f"the server doubted the page's record of {doubted} answers (times beyond its own "
                                "clock, or text the record does not account for)",
-        "fast": len(timed) >= settings.min_screens and fast >= settings.fast_share * len(timed)
-        and f"answered {fast} of {len(timed)} judgment screens in under {settings.seconds_per_answer:g} s per answer "
+        "fast": timed >= settings.min_screens and fast >= settings.fast_share * timed
+        and f"answered {fast} of {timed} judgment screens in under {settings.seconds_per_answer:g} s per answer "
             f"(median {out['median_seconds']:.1f} s a screen)",
         "constant": rated >= settings.min_screens and constant >= settings.constant_share * rated
         and f"gave one value to every rating of {constant} of {rated} rating screens",

@@ -1,7 +1,7 @@
 """Agreement while a study runs and per worker, as pure functions (the dashboard's integrity page and the evidence
 table read them; analysis/agreement.py holds the paper-level statistics of the reports).
 
-- Ratings: Krippendorff's alpha (interval; the ``krippendorff`` package) per criterion over the units rated by two
+- Ratings: Krippendorff's alpha (interval, ``interval_alpha``) per criterion over the units rated by two
   or more workers, and per worker the alpha between them and the mean of the others on the units they share. A
   unit is a rated item (the same conversation or item, turn, response and criterion) where workers share items
   (scale designs, SM-Turn over shared conversations); where each worker rates their own conversations (live
@@ -13,23 +13,33 @@ table read them; analysis/agreement.py holds the paper-level statistics of the r
 """
 from __future__ import annotations
 
-import krippendorff
 import numpy as np
 import pandas as pd
 
 MIN_UNITS = 3  # shared units below which a worker's alpha says nothing
 
 
-def _alpha(matrix: np.ndarray, level: str) -> float:
-    if matrix.shape[1] < 2 or (np.isfinite(matrix).sum(axis=0) >= 2).sum() < 2:
+def interval_alpha(matrix: np.ndarray) -> float:
+    """Krippendorff's alpha with the interval metric of a raters x units matrix (NaN: not rated), NaN where it is
+    undefined (fewer than two units rated twice, or one value everywhere). Equal to the ``krippendorff`` package's
+    (tests/test_rater_integrity.py), in closed form: with the distance (c - k)^2 the coincidences reduce to each
+    unit's sum and sum of squares, where the package builds a values x values table per unit, as large as the
+    number of distinct values (minutes on a study of 25,000 workers' mean ratings)."""
+    present = np.isfinite(matrix)
+    rated = present.sum(axis=0)
+    pairable = rated >= 2
+    if matrix.ndim != 2 or pairable.sum() < 2:
         return np.nan
-    finite = matrix[np.isfinite(matrix)]
-    if finite.size == 0 or np.all(finite == finite[0]):
+    values = matrix[:, pairable]
+    kept = present[:, pairable]
+    values = np.where(kept, values - values[kept].mean(), 0.0)  # centred: the sums of squares below lose no digits
+    m, sums, squares = rated[pairable], values.sum(axis=0), (values ** 2).sum(axis=0)
+    n = m.sum()
+    within = (2 * (m * squares - sums ** 2) / (m - 1)).sum()  # sum over units of (v_i - v_j)^2 / (m_u - 1), i != j
+    total = 2 * (n * squares.sum() - sums.sum() ** 2)  # (v_c - v_k)^2 over every ordered pair of pairable values
+    if not total > 0:
         return np.nan  # one value everywhere: agreement is undefined, not perfect
-    try:
-        return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
-    except ValueError:
-        return np.nan
+    return float(1 - (n - 1) * within / total)
 
 
 def rating_units(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -63,7 +73,7 @@ def rating_agreement(ratings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
         matrix = part.pivot_table(index="worker_id", columns="unit", values="value", aggfunc="mean")
         shared = int((matrix.notna().sum() >= 2).sum())
         overall.append({"criterion": criterion, "units": shared, "workers": int(matrix.shape[0]),
-                        "alpha": _alpha(matrix.to_numpy(dtype=float), "interval") if shared else np.nan})
+                        "alpha": interval_alpha(matrix.to_numpy(dtype=float)) if shared else np.nan})
     keyed = units.assign(key=units["criterion"].astype(str) + "|" + units["unit"].astype(str))
     matrix = keyed.pivot_table(index="worker_id", columns="key", values="value", aggfunc="mean")
     values = matrix.to_numpy(dtype=float)
@@ -74,7 +84,7 @@ def rating_agreement(ratings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
         with np.errstate(invalid="ignore", divide="ignore"):
             others = (totals - np.where(present[i], values[i], 0)) / (counts - present[i])
         both = present[i] & np.isfinite(others)
-        alpha = _alpha(np.vstack([values[i, both], others[both]]), "interval") if both.sum() >= MIN_UNITS else np.nan
+        alpha = interval_alpha(np.vstack([values[i, both], others[both]])) if both.sum() >= MIN_UNITS else np.nan
         per_worker.append({"worker_id": worker, "shared_units": int(both.sum()), "rating_alpha": alpha})
     return (pd.DataFrame(overall, columns=["criterion", "units", "workers", "alpha"]),
             pd.DataFrame(per_worker, columns=["worker_id", "shared_units", "rating_alpha"]))

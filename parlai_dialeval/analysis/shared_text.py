@@ -34,7 +34,8 @@ def shared_texts(texts: pd.DataFrame, min_chars: int = MIN_CHARS, similar: float
     workers = sorted(set(texts["worker_id"].astype(str)))
     index = {w: i for i, w in enumerate(workers)}
     owner = long["worker_id"].astype(str).map(index).to_numpy(dtype=np.int64)
-    normal = long["text"].str.lower().str.split().str.join(" ")
+    same, distinct = pd.factorize(long["text"])  # each distinct text normalised once (copies are what is sought)
+    normal = pd.Series(pd.Series(distinct, dtype=object).str.lower().str.split().str.join(" ").to_numpy()[same])
     shared = np.zeros(len(long), dtype=bool)  # per long text: another worker wrote it too, or nearly
     wrote = sparse.csr_matrix((np.ones(len(long)), (owner, np.arange(len(long)))), shape=(len(workers), len(long)))
     # worker-by-worker sharing = left @ right.T, a sparse product in C, a block of workers at a time (Python sets
@@ -64,13 +65,13 @@ def shared_texts(texts: pd.DataFrame, min_chars: int = MIN_CHARS, similar: float
     partners = np.zeros(len(workers), dtype=np.int64)
     named: list[str] = [""] * len(workers)
     for start in range(0, len(workers), CHUNK):
-        block = (left[start:start + CHUNK] @ right_t).tocsr()
-        block.sort_indices()
-        for k in range(block.shape[0]):
-            others = block.indices[block.indptr[k]:block.indptr[k + 1]]
-            others = others[others != start + k]
-            partners[start + k] = len(others)
-            named[start + k] = ", ".join(workers[j] for j in others[:NAMED])
+        block = (left[start:start + CHUNK] @ right_t).tocsr()  # its rows' indices unsorted: only a few are named
+        rows = np.arange(block.shape[0])
+        partners[start:start + len(rows)] = np.diff(block.indptr) - np.asarray(block[rows, start + rows] != 0).ravel()
+        for k in np.flatnonzero(partners[start:start + len(rows)]):
+            found = block.indices[block.indptr[k]:block.indptr[k + 1]]
+            first = np.sort(found if len(found) <= NAMED + 1 else np.partition(found, NAMED)[:NAMED + 1])
+            named[start + k] = ", ".join(workers[j] for j in first[first != start + k][:NAMED])
     counts = np.bincount(owner[shared], minlength=len(workers))
     examples = long["text"].astype(str).str[:80][shared].groupby(owner[shared]).first()
     long_counts = np.bincount(owner, minlength=len(workers))
