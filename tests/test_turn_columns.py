@@ -165,6 +165,13 @@ def test_live_chat_analysis_never_builds_turn_dicts(tmp_path, monkeypatch):
     result = live_chat.analyze(read_jsonl([path]))
     pd.testing.assert_frame_equal(result.inputs, expected.inputs)
     pd.testing.assert_frame_equal(result.system_scores, expected.system_scores)
+    # and as the commands load it: setting aside unverified work and check answers builds no turn either (asking
+    # for the ratings built every conversation's turns, and doubled the warm load of a 616 MB study)
+    from parlai_dialeval.scripts.command_line import load_data
+
+    loaded = load_data({"data": [str(path)]}, log=None)
+    loaded.without_checks()
+    pd.testing.assert_frame_equal(live_chat.analyze(loaded).system_scores, expected.system_scores)
     # the worker's inputs: 3 per conversation, "how are you" and the like: 3 words, 11-13 characters
     assert result.inputs.set_index("workers").loc["all", "median_words_per_input"] == 3
     assert result.inputs.set_index("workers").loc["all", "median_words_per_conversation"] == 9

@@ -65,8 +65,9 @@ class EvalData:
         return frame.drop(columns="turns") if "turns" in frame.columns else frame.copy(deep=False)
 
     def frame(self, record_type: str) -> pd.DataFrame:
-        return {"conversation": self.conversations, "rating": self.ratings,
-                "comparison": self.comparisons}[record_type]
+        # only the frame asked for: ``conversations`` builds every turn's dict where the loader kept them in columns
+        return getattr(self, {"conversation": "conversations", "rating": "ratings",
+                              "comparison": "comparisons"}[record_type])
 
     def counts(self) -> dict[str, int]:
         return {"study": len(self.studies), "conversation": len(self._conversations),
