@@ -165,9 +165,7 @@ def _vote_sides(frame: pd.DataFrame, conversation_style: pd.DataFrame | None) ->
         if f"response_{side}" in frame:
             texts = frame[f"response_{side}"]
             has = texts.notna().to_numpy()
-            # each distinct text counted once (ChatEval shows one response to three workers)
-            codes, unique = pd.factorize(texts[has])
-            out.loc[has] = text_features(pd.Series(unique, dtype=object)).to_numpy()[codes]
+            out.loc[has] = text_features(texts[has]).to_numpy()
         conversation = f"conversation_{side}"
         if conversation_style is not None and conversation in frame:
             dialog = frame["unit"].eq("dialog").to_numpy() & frame[conversation].notna().to_numpy()

@@ -26,10 +26,13 @@ FEATURES = tuple(PATTERNS)
 
 
 def text_features(texts: pd.Series) -> pd.DataFrame:
-    """One row per text (same index), one count column per FEATURES; a missing text counts nothing."""
+    """One row per text (same index), one count column per FEATURES; a missing text counts nothing. Each distinct
+    text is counted once: replies repeat (ChatEval shows one response to three workers, a bot says "hi" often)."""
     texts = texts.astype(object).where(texts.notna(), "").astype(str)
-    return pd.DataFrame({name: texts.str.count(pattern).astype(float) for name, (pattern, _) in PATTERNS.items()},
-                        index=texts.index)
+    codes, distinct = pd.factorize(texts)
+    distinct = pd.Series(distinct)
+    counts = {name: distinct.str.count(pattern).to_numpy(dtype=float)[codes] for name, (pattern, _) in PATTERNS.items()}
+    return pd.DataFrame(counts, index=texts.index)
 
 
 def conversation_features(turns: pd.DataFrame, human: str = "human") -> pd.DataFrame:
