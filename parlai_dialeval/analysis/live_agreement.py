@@ -25,10 +25,12 @@ def interval_alpha(matrix: np.ndarray) -> float:
     (tests/test_rater_integrity.py), in closed form: with the distance (c - k)^2 the coincidences reduce to each
     unit's sum and sum of squares, where the package builds a values x values table per unit, as large as the
     number of distinct values (minutes on a study of 25,000 workers' mean ratings)."""
+    if matrix.ndim != 2:
+        return np.nan
     present = np.isfinite(matrix)
     rated = present.sum(axis=0)
     pairable = rated >= 2
-    if matrix.ndim != 2 or pairable.sum() < 2:
+    if pairable.sum() < 2:
         return np.nan
     values = matrix[:, pairable]
     kept = present[:, pairable]

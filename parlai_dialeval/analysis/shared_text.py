@@ -35,20 +35,21 @@ def shared_texts(texts: pd.DataFrame, min_chars: int = MIN_CHARS, similar: float
     index = {w: i for i, w in enumerate(workers)}
     owner = long["worker_id"].astype(str).map(index).to_numpy(dtype=np.int64)
     same, distinct = pd.factorize(long["text"])  # each distinct text normalised once (copies are what is sought)
-    normal = pd.Series(pd.Series(distinct, dtype=object).str.lower().str.split().str.join(" ").to_numpy()[same])
+    normal = pd.Series(distinct, dtype=object).str.lower().str.split().str.join(" ")
+    several = len(np.unique(owner)) >= 2
     shared = np.zeros(len(long), dtype=bool)  # per long text: another worker wrote it too, or nearly
     wrote = sparse.csr_matrix((np.ones(len(long)), (owner, np.arange(len(long)))), shape=(len(workers), len(long)))
     # worker-by-worker sharing = left @ right.T, a sparse product in C, a block of workers at a time (Python sets
     # of partners were quadratic in a text's writers: minutes on a study whose texts each have a thousand writers)
-    if long["worker_id"].nunique() >= 2 and len(long) > MAX_NEAR:
-        codes = pd.factorize(normal)[0]
+    if several and len(long) > MAX_NEAR:
+        codes = pd.factorize(normal)[0][same]  # the same text after case and spacing
         shared = pd.Series(owner).groupby(codes).nunique().to_numpy()[codes] >= 2
         copies = sparse.csr_matrix((np.ones(len(long)), (np.arange(len(long)), codes)))  # text x distinct text
         left = right = wrote @ copies
-    elif long["worker_id"].nunique() >= 2:
+    elif several:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3)).fit_transform(normal)
+        vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3)).fit_transform(normal.to_numpy()[same])
         blocks = []
         for start in range(0, vectors.shape[0], CHUNK):
             block = (vectors[start:start + CHUNK] @ vectors.T).tocsr()  # L2-normalised rows: the cosine
