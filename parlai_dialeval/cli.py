@@ -27,7 +27,7 @@ from parlai_dialeval.compat.parlai import import_core_without_torch, let_help_sk
 from parlai_dialeval.errors import DialevalError  # noqa: E402
 
 SCRIPTS_DIR = Path(__file__).with_name("scripts")
-LIST_COMMANDS = {None, "help", "h", "helpall", "--help", "-h", "--helpall", "--version"}
+LIST_COMMANDS = {None, "help", "h", "helpall", "--help", "-h", "--helpall"}
 _REGISTRATION = re.compile(r"""@register_script\(\s*["']([^"']+)["'](?:[^)]*?aliases\s*=\s*[\[(]([^\])]*)[\])])?""")
 
 
@@ -109,8 +109,17 @@ def cached_command_list(args: list[str]) -> None:
         partial.replace(cache)
 
 
+def version() -> str:
+    """This plugin's version and those of the two frameworks it runs on (ParlAI's superscript printed only its own)."""
+    from importlib.metadata import version as installed
+
+    return f"dialeval {parlai_dialeval.__version__} (ParlAI {installed('parlai')}, Mephisto {installed('mephisto')})"
+
+
 def dispatch(args: list[str]):
     command = args[0] if args else None
+    if args == ["--version"]:
+        return print(version())
     module = plugin_script_modules().get(command)
     if module is not None:
         import_core_without_torch()

@@ -22,6 +22,16 @@ def test_help_lists_plugin_commands():
         assert command in result.stdout
 
 
+def test_version_names_this_plugin_and_the_frameworks_it_runs_on():
+    # ParlAI's superscript answered --version with "ParlAI version 1.7.2" alone; the versions are the installed ones
+    # (setup.py's and install.sh's pins), read here from their sources, not from the code under test
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"dialeval {version('parlai_dialeval')} (ParlAI 1.7.2, Mephisto 1.1.1)\n"
+
+
 def test_parlai_self_chat_still_works(tmp_path):
     out = tmp_path / "chats"
     result = run("self_chat", "-m", "repeat_query", "--num-self-chats", "1", "--outfile", str(out), cwd=tmp_path)

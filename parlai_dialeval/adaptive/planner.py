@@ -90,25 +90,34 @@ class Votes:
         return (wins + tie / 2) / self.votes_per_item
 
 
+def _rejecting_count(decided: np.ndarray, level: float) -> np.ndarray:
+    """For each number of decided items D, the largest count k with 2 P(X <= k) <= level under p = 1/2 (it
+    rejects, and so does D - k): from the normal approximation, stepped to the exact value."""
+    k = np.floor(decided / 2 - stats.norm.isf(level / 2) * np.sqrt(decided) / 2)
+    while (up := stats.binom.cdf(k + 1, decided, 0.5) <= level / 2).any():
+        k = k + up
+    while (down := (stats.binom.cdf(k, decided, 0.5) > level / 2) & (k >= 0)).any():
+        k = k - down
+    return k
+
+
 def sign_test_power(items: np.ndarray, won: float, lost: float, level: float) -> np.ndarray:
     """Power of the two-sided exact binomial test at ``level`` over items won vs lost (ties left out), for
     each number of items: averaged over how many items are decided (within 8 SD of the mean: the rest
     weighs less than 1e-14)."""
     items = np.atleast_1d(items)
     decided_share, rate = won + lost, won / (won + lost)
-    # for each number of decided items D, the largest count k with 2 P(X <= k) <= level under p = 1/2
-    # rejects, and so does D - k: from the normal approximation, stepped to the exact value
-    every = np.arange(int(items.max()) + 1)
-    k = np.floor(every / 2 - stats.norm.isf(level / 2) * np.sqrt(every) / 2)
-    while (up := stats.binom.cdf(k + 1, every, 0.5) <= level / 2).any():
-        k = k + up
-    while (down := (stats.binom.cdf(k, every, 0.5) > level / 2) & (k >= 0)).any():
-        k = k - down
-    out = []
+    spans = []  # the numbers of decided items each size's sum weighs
     for n in items:
         spread = 8 * math.sqrt(n * decided_share * (1 - decided_share)) + 1
-        decided = np.arange(max(0, int(n * decided_share - spread)), min(n, int(n * decided_share + spread)) + 1)
-        critical = k[decided]
+        spans.append((max(0, int(n * decided_share - spread)), min(n, int(n * decided_share + spread))))
+    # critical counts once, for those numbers only: for every number up to a million items it took seconds a call
+    first = min(low for low, _ in spans)
+    k = _rejecting_count(np.arange(first, max(high for _, high in spans) + 1), level)
+    out = []
+    for n, (low, high) in zip(items, spans):
+        decided = np.arange(low, high + 1)
+        critical = k[low - first:high - first + 1]
         power = np.where(critical >= 0, stats.binom.cdf(critical, decided, rate)
                          + stats.binom.sf(decided - critical - 1, decided, rate), 0)
         out.append(float(np.sum(stats.binom.pmf(decided, n, decided_share) * power)))

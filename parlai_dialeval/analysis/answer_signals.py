@@ -190,7 +190,7 @@ def worker_answers(texts: pd.DataFrame, screens: pd.DataFrame,
         doubted=("doubted", "sum"), timed=("timed", "sum"), fast=("fast", "sum"), median_seconds=("seconds", "median"),
         rated=("rated", "sum"), constant=("constant", "sum")).reindex(workers)
     counts = by_text.drop(columns="key_ms").fillna(0).astype(int).join(
-        by_screen.drop(columns="median_seconds").fillna(0).astype(int), rsuffix="_screens")
+        by_screen.drop(columns="median_seconds").fillna(0).astype(int), suffixes=("", "_screens"))
     counts = counts.assign(key_ms=by_text["key_ms"], median_seconds=by_screen["median_seconds"])
     return pd.DataFrame([_row(worker, row, any_record, settings)
                          for worker, row in zip(workers, counts.to_dict("records"))])

