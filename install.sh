@@ -19,8 +19,9 @@ $PIP install --quiet -c requirements/constraints.txt uv
 # Bytecode as pip writes it (where PYTHONDONTWRITEBYTECODE is set, as in CI's image, every process would otherwise
 # compile torch, Mephisto and pandas from source); uv writes it only for what each call installs.
 UV=(.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python -c requirements/constraints.txt)
-$PIP download --quiet --no-deps -d .venv/wheels torch==2.13.0
-"${UV[@]}" .venv/wheels/torch-2.13.0*.whl
+TORCH_VERSION=2.13.0
+$PIP download --quiet --no-deps -d .venv/wheels "torch==$TORCH_VERSION"
+"${UV[@]}" .venv/wheels/torch-"$TORCH_VERSION"*.whl
 "${UV[@]}" mephisto==1.1.1
 "${UV[@]}" --no-deps parlai==1.7.2
 "${UV[@]}" -r requirements/parlai-runtime.txt

@@ -119,7 +119,8 @@ def version() -> str:
 def dispatch(args: list[str]):
     command = args[0] if args else None
     if args == ["--version"]:
-        return print(version())
+        print(version())
+        return None
     module = plugin_script_modules().get(command)
     if module is not None:
         import_core_without_torch()

@@ -135,7 +135,8 @@ def test_torchrun_two_gloo_processes_write_the_single_process_output(fed_setup, 
     # (shown whatever TQDM_DISABLE says: the command asks for them) would hide it
     told = "\n".join(line for line in err.splitlines() if line.strip() and not line.startswith("FED:"))
     assert again.returncode == 0, told if len(told) < 6000 else f"{told[:4000]}\n...\n{told[-2000:]}"
-    assert f"{PARTS} parts of up to 2 items, {len(kept)} already written, {PARTS - len(kept)} to score on 2 processes" in out
+    assert (f"{PARTS} parts of up to 2 items, {len(kept)} already written, {PARTS - len(kept)} to score on 2 "
+            "processes") in out
     assert {name: (shards / name).stat().st_mtime_ns for name in kept} == kept
     assert (root / "two.jsonl").read_bytes() == expected
 

@@ -93,8 +93,9 @@ def build() -> Path:
     # torch from wherever pip's configuration finds it, given to uv as a file so that no resolver ever picks
     # another: the file install.sh installed (already in this venv's wheels/, so uv links what it unpacked)
     wheels = Path(sys.prefix) / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", TORCH, "-d", str(wheels)], check=True)
-    torch = next(wheels.glob("torch-2.13.0*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", TORCH, "-d", str(wheels)],
+                   check=True)
+    torch = next(wheels.glob(f"torch-{TORCH.split('==')[1]}*.whl"))
     subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python",
                     str(serve_python()), str(torch), f"transformers[serving]=={transformers}", "gguf"], check=True)
     print(f"real model: serving venv in {time.monotonic() - start:.0f} s", flush=True)
