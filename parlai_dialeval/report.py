@@ -28,6 +28,9 @@ TEMPLATES = Path(__file__).with_name("templates")
 # into parts, its leading label columns (at most KEY_COLUMNS) repeated in each
 MAX_COLUMNS = 9
 KEY_COLUMNS = 4
+# a table of more rows than this is shown in part, saying so: nobody reads 5,000 rows in a page (the CSV files hold
+# them), and pandas' to_html took 17 s for the million-vote study's tables
+MAX_ROWS = 200
 # parts of column names said in words in the HTML (the CSV files keep the names themselves)
 WORDS = {"ci": "CI", "sd": "SD", "se": "SE", "a": "A", "b": "B", "wmt": "WMT", "bt": "Bradley-Terry", "icc": "ICC",
          "pct": "%", "n": "n", "num": "number of", "avg": "mean", "std": "SD", "z": "z", "alpha": "alpha"}
@@ -127,7 +130,8 @@ class Report:
               index: bool = False, empty: str = "No rows.") -> None:
         """A table, or the ``empty`` sentence when the frame has no rows. pandas escapes every cell. A table with
         ``question`` and ``unit`` columns and several rows of one question is shown as one table per question and
-        unit, named in its caption, rather than the question repeated in every row."""
+        unit, named in its caption, rather than the question repeated in every row. Past MAX_ROWS rows, the first
+        ones, and a note of how many there are."""
         if frame is None or frame.empty:
             self.sections.append({"kind": "text", "text": (caption + ": " if caption else "") + empty})
             return
@@ -140,12 +144,15 @@ class Report:
         self._table(frame, caption, floatfmt, index)
 
     def _table(self, frame: pd.DataFrame, caption: str | None, floatfmt: str, index: bool) -> None:
+        rows = len(frame)
+        frame = frame.head(MAX_ROWS)
         frame = frame.rename(columns=in_words) if not isinstance(frame.columns, pd.MultiIndex) else frame
         parts = column_parts(frame, index)
         for number, part in enumerate(parts, 1):
             rendered = part.to_html(index=index, float_format=floatfmt.format, border=0, na_rep="", escape=True)
             shown = caption if len(parts) == 1 or not caption else f"{caption} (part {number} of {len(parts)})"
-            self.sections.append({"kind": "table", "caption": shown, "html": Markup(rendered)})
+            self.sections.append({"kind": "table", "caption": shown, "html": Markup(rendered),
+                                  "rows": rows, "shown": len(frame)})
 
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""

@@ -45,7 +45,10 @@ def item_ids(votes: pd.DataFrame) -> pd.Series:
 
 def item_table(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Items x categories (a, b, tie): how many workers chose each, per item (see item_keys)."""
-    votes = worker_votes(comparisons)
+    return _tabulate(worker_votes(comparisons))
+
+
+def _tabulate(votes: pd.DataFrame) -> pd.DataFrame:
     table = (votes.assign(choice=votes["choice"].astype(str))
              .groupby(item_keys(votes) + ["choice"], dropna=False, sort=False).size().unstack(fill_value=0))
     return table.reindex(columns=list(CATEGORIES), fill_value=0)
@@ -55,7 +58,19 @@ def fleiss_kappa(comparisons: pd.DataFrame) -> dict:
     """Fleiss' kappa over items with the most common number of votes (Fleiss' kappa needs a constant
     number per item), plus Krippendorff's alpha (nominal) over every item with two or more votes.
     ``vote_counts`` = {votes: items} over all items, so two-vote items are visible."""
-    table = item_table(comparisons)
+    votes = worker_votes(comparisons)
+    return _kappa_of(votes, _tabulate(votes))
+
+
+def kappa_and_weak_agreement(comparisons: pd.DataFrame) -> tuple[dict, dict]:
+    """fleiss_kappa's and weak_agreement's results from one reading of the votes (a report section shows both;
+    each reading orients the votes anew, the most of a small study's agreement time)."""
+    votes = worker_votes(comparisons)
+    table = _tabulate(votes)
+    return _kappa_of(votes, table), _weak_of(table)
+
+
+def _kappa_of(votes: pd.DataFrame, table: pd.DataFrame) -> dict:
     n = table.sum(axis=1)
     counts = {int(k): int(v) for k, v in n.value_counts().sort_index().items()}
     table = table[n >= 2]
@@ -67,11 +82,15 @@ def fleiss_kappa(comparisons: pd.DataFrame) -> dict:
     kappa = _fleiss(equal.to_numpy()) if len(equal) > 1 else np.nan
     return {"fleiss_kappa": float(kappa), "items": int(len(equal)), "votes_per_item": modal,
             "items_left_out": int(len(n) - len(equal)), "vote_counts": counts,
-            "krippendorff_alpha": _alpha(comparisons)}
+            "krippendorff_alpha": _alpha_of(votes)}
 
 
-def _alpha(comparisons: pd.DataFrame) -> float:
-    votes = worker_votes(comparisons)
+def nominal_alpha(comparisons: pd.DataFrame) -> float:
+    """Krippendorff's alpha (nominal) of the worker votes over the items (see item_keys); nan below two items."""
+    return _alpha_of(worker_votes(comparisons))
+
+
+def _alpha_of(votes: pd.DataFrame) -> float:
     item = item_ids(votes)
     # Krippendorff's reliability data is raters x units; one row per vote slot within an item keeps
     # repeat votes by the same worker on the same item (ChatEval has them) instead of overwriting them.
@@ -92,7 +111,10 @@ def weak_agreement(comparisons: pd.DataFrame) -> dict:
     """Lee et al. 2020 (5.1, Tables 4-8) per item with two or more worker votes: allagree (all votes in
     one category), onedis (exactly two of a, b, tie chosen), alldis (all three chosen), so allagree +
     onedis + alldis = items; A/Bdis (votes for both A and B, no tie) is the part of onedis without ties."""
-    table = item_table(comparisons)
+    return _weak_of(item_table(comparisons))
+
+
+def _weak_of(table: pd.DataFrame) -> dict:
     table = table[table.sum(axis=1) >= 2]
     has = table > 0
     kinds = has.sum(axis=1)

@@ -95,7 +95,7 @@ def rating_agreement(ratings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 def majority_agreement(comparisons: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per question: decided votes with a leave-one-out majority, their share with it, Krippendorff's alpha;
     per worker: those votes and their share with the majority)."""
-    from parlai_dialeval.analysis.agreement import _alpha as nominal_alpha, item_keys, worker_votes
+    from parlai_dialeval.analysis.agreement import item_keys, nominal_alpha, worker_votes
 
     columns = (["question", "votes", "with_majority", "alpha"], ["worker_id", "majority_votes", "with_majority"])
     if comparisons.empty:

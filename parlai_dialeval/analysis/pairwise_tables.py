@@ -47,8 +47,7 @@ def keyed(frame: pd.DataFrame, question: str, unit: str) -> pd.DataFrame:
 def _agreement_row(votes: pd.DataFrame) -> dict:
     from parlai_dialeval.analysis import agreement
 
-    fleiss = agreement.fleiss_kappa(votes)
-    weak = agreement.weak_agreement(votes)
+    fleiss, weak = agreement.kappa_and_weak_agreement(votes)
     return {"items": sum(fleiss["vote_counts"].values()),
             "votes_per_item": ", ".join(f"{n} vote{'s' * (n != 1)}: {k} item{'s' * (k != 1)}"
                                         for n, k in fleiss["vote_counts"].items()),
