@@ -12,6 +12,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss
 
+from parlai_dialeval.analysis.keys import first_seen_codes
+
 CATEGORIES = ("a", "b", "tie")
 SCORE = {"a": 1.0, "tie": 0.0, "b": -1.0}
 WEAK = ("allagree", "A/Bdis", "onedis", "alldis")
@@ -40,7 +42,7 @@ def item_keys(votes: pd.DataFrame) -> list[str]:
 
 def item_ids(votes: pd.DataFrame) -> pd.Series:
     """One integer per item (see item_keys), missing keys kept."""
-    return votes.groupby(item_keys(votes), dropna=False, sort=False).ngroup()
+    return pd.Series(first_seen_codes([votes[key] for key in item_keys(votes)]), index=votes.index)
 
 
 def item_table(comparisons: pd.DataFrame) -> pd.DataFrame:

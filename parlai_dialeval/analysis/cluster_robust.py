@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from parlai_dialeval.analysis.keys import first_seen_codes
+
 # Above this intraclass correlation the per-turn test's independence assumption is called doubtful.
 DOUBTFUL_ICC = 0.05
 
@@ -171,8 +173,7 @@ def two_way_ps(group: np.ndarray, won, items, workers) -> np.ndarray:
 
     def crv1(*keys):
         """(variance of the mean clustered by ``keys`` within each group, number of clusters)."""
-        codes = pd.DataFrame({"g": group, **{str(i): k for i, k in enumerate(keys)}}).groupby(
-            list(map(str, range(len(keys)))) + ["g"], sort=False).ngroup().to_numpy()
+        codes = first_seen_codes([*keys, group])
         owner = np.zeros(codes.max(initial=-1) + 1, dtype=np.int64)
         owner[codes] = group
         sums = np.bincount(codes, residual)

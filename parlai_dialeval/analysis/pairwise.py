@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.bradley_terry import model_codes
+from parlai_dialeval.analysis.keys import first_seen_codes
 from parlai_dialeval.data.schema import VOIDED
 from parlai_dialeval.metrics.distinct import distinct_counts
 
@@ -133,7 +134,7 @@ def group_ids(frame: pd.DataFrame, by: list[str] | None) -> pd.Series:
     dropped); 0 for every row when ``by`` is empty."""
     if not by:
         return pd.Series(0, index=frame.index)
-    return frame.groupby(list(by), dropna=False, sort=False).ngroup()
+    return pd.Series(first_seen_codes([frame[column] for column in by]), index=frame.index)
 
 
 def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
@@ -141,9 +142,7 @@ def oriented(comparisons: pd.DataFrame, by: list[str] | None = None) -> pd.DataF
     ``score`` (+1 when ``first`` was chosen, -1 for ``second``, 0 for a tie) and a boolean ``auto``."""
     frame = comparisons.reset_index(drop=True)
     a, b, names = model_codes(frame)
-    pair_key = pd.DataFrame({"group": group_ids(frame, by).to_numpy(), "low": np.minimum(a, b),
-                             "high": np.maximum(a, b)})
-    codes = pair_key.groupby(["group", "low", "high"], sort=False).ngroup().to_numpy()
+    codes = first_seen_codes([group_ids(frame, by).to_numpy(), np.minimum(a, b), np.maximum(a, b)])
     _, first_row = np.unique(codes, return_index=True)  # the row where each pair is first seen
     first = a[first_row[codes]]
     flipped = a != first
@@ -200,7 +199,7 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     the decided votes and ``p_two_way``, the test clustered by item and by worker (cluster_robust.two_way_p)."""
     from parlai_dialeval.analysis.cluster_robust import cluster_cells, cluster_ids, clustering_summaries, two_way_ps
 
-    group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()  # _count_table's row order
+    group = first_seen_codes([frame[key] for key in keys])  # _count_table's row order
     groups = int(group.max()) + 1 if len(group) else 0
     decided = (~frame["auto"] & (frame["score"] != 0)).to_numpy()
     part_of = frame.loc[decided, [c for c in ("item_id", "context", "unit", "worker_id", "score") if c in frame]]
