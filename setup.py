@@ -7,7 +7,14 @@ own pins (docformatter ...), which cannot be met on Python 3.11 (ResolutionImpos
 installs it with --no-deps and requirements/parlai-runtime.txt lists what it really needs. `datasets`
 (dialeval publish) is left out the same way: requirements/datasets-runtime.txt, installed by install.sh.
 """
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+# the version is written once, as the package's __version__ (read as text: importing the package needs Mephisto)
+VERSION = re.search(r'^__version__ = "([^"]+)"$', Path("parlai_dialeval/__init__.py").read_text(encoding="utf-8"),
+                    re.M).group(1)
 
 ROOTS = {"parlai_dialeval": "parlai_dialeval", "parlai_dialeval.tasks": "tasks",
          "parlai_dialeval.crowdsourcing": "crowdsourcing"}
@@ -16,7 +23,7 @@ PACKAGES = [name for prefix, folder in ROOTS.items()
 
 setup(
     name="parlai_dialeval",
-    version="0.1.0",
+    version=VERSION,
     description="Reliable human evaluation of open-domain chatbots on ParlAI and Mephisto",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
