@@ -53,7 +53,7 @@ def naive_scores(model, tokenizer, conversations, followups, qualities):
     from parlai_dialeval.metrics.fed import SEPARATOR, normalise
 
     def nll(text):
-        ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
+        ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]], device=model.device)
         return model(ids, labels=ids).loss.item()
 
     out = []
