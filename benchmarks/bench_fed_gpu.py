@@ -5,6 +5,10 @@ DialoGPT-small's shape (12 layers, 768 wide) and DialoGPT-large's (36 layers, 12
 
     python benchmarks/bench_fed_gpu.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3] [--shapes small,large]
         [--dtypes float32,bfloat16] [--check-turn 4] [--check-dialog 2] [--repeat 3] [--json OUT]
+        [--save-items ITEMS.json | --items ITEMS.json]
+
+--save-items writes the chosen items and stops; --items reads them back, for a machine without the importers'
+dependencies (the tokenizer is still trained on --fed).
 
 One process. Per shape: the CPU fp32 scores of the first ``--check-turn`` turn-level and ``--check-dialog``
 dialog-level items in both modes (the correctness reference), then per dtype and mode ``FedScorer`` on the
@@ -185,6 +189,8 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a 2-layer, 64-wide model of each shape's vocabulary "
                                                             "(to try the script quickly on a CPU)")
     parser.add_argument("--json", help="write every figure and score here")
+    parser.add_argument("--items", help="read the items from this JSON (written by --save-items) instead of --fed")
+    parser.add_argument("--save-items", help="write the items chosen from --fed to this JSON and stop")
     args = parser.parse_args()
     args.dtypes = args.dtypes.split(",")
     if args.dtypes[0] != "float32":
@@ -199,7 +205,14 @@ def main() -> None:
     def log(line):
         print(line, flush=True)
 
-    items = load_items(Path(args.fed), args.turn, args.dialog)
+    if args.items:  # a JSON {"turn": [...], "dialog": [...]} of conversation strings (no importers needed)
+        saved = json.loads(Path(args.items).read_text())
+        items = {"turn": saved["turn"][: args.turn], "dialog": saved["dialog"][: args.dialog]}
+    else:
+        items = load_items(Path(args.fed), args.turn, args.dialog)
+    if args.save_items:
+        Path(args.save_items).write_text(json.dumps(items))
+        return
     check = {"turn": items["turn"][: args.check_turn], "dialog": items["dialog"][: args.check_dialog]}
     env = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "torch": torch.__version__,
            "transformers": transformers.__version__, "python": platform.python_version(), "device": args.device,
