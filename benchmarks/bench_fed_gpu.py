@@ -5,7 +5,7 @@ DialoGPT-small's shape (12 layers, 768 wide) and DialoGPT-large's (36 layers, 12
 
     python benchmarks/bench_fed_gpu.py [--fed PATH/fed_data.json] [--turn 10] [--dialog 3] [--shapes small,large]
         [--dtypes float32,bfloat16] [--check-turn 4] [--check-dialog 2] [--repeat 3] [--json OUT]
-        [--save-items ITEMS.json | --items ITEMS.json]
+        [--save-items ITEMS.json | --items ITEMS.json] [--without-parlai]
 
 --save-items writes the chosen items and stops; --items reads them back, for a machine without the importers'
 dependencies (the tokenizer is still trained on --fed).
@@ -191,7 +191,12 @@ def main() -> None:
     parser.add_argument("--json", help="write every figure and score here")
     parser.add_argument("--items", help="read the items from this JSON (written by --save-items) instead of --fed")
     parser.add_argument("--save-items", help="write the items chosen from --fed to this JSON and stop")
+    parser.add_argument("--without-parlai", action="store_true",
+                        help="skip the package's __init__ (it registers ParlAI's dialeval: prefix), for a GPU machine "
+                             "without ParlAI; the metric's modules import neither ParlAI nor Mephisto")
     args = parser.parse_args()
+    if args.without_parlai:
+        skip_package_init()
     args.dtypes = args.dtypes.split(",")
     if args.dtypes[0] != "float32":
         args.dtypes.insert(0, "float32")
@@ -233,6 +238,15 @@ def main() -> None:
             if args.json:  # after every shape, so a run cut short keeps what it measured
                 Path(args.json).write_text(json.dumps(results, indent=1))
     log(summary(results))
+
+
+def skip_package_init() -> None:
+    """parlai_dialeval as a bare namespace of its folder: its submodules import, its __init__ never runs."""
+    import types
+
+    package = types.ModuleType("parlai_dialeval")
+    package.__path__ = [str(REPO / "parlai_dialeval")]
+    sys.modules["parlai_dialeval"] = package
 
 
 def summary(results) -> str:
