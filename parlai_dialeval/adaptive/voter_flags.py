@@ -56,6 +56,7 @@ import pandas as pd
 from parlai_dialeval.adaptive.sequential import wealth_paths
 from parlai_dialeval.adaptive.voter_taste import smoothed_share, taste_e_values, taste_variance
 from parlai_dialeval.analysis.collection_order import collection_order
+from parlai_dialeval.analysis.keys import first_seen_codes
 from parlai_dialeval.analysis.pairwise import split_onboarding, with_sections
 
 TESTS = ("position", "against_crowd", "too_fast", "rigging")
@@ -246,7 +247,7 @@ def _pairs(votes: pd.DataFrame) -> dict:
     low, high = np.minimum(a, b), np.maximum(a, b)
     keys = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
                                                     votes["unit"].to_numpy())]
-    pair = pd.factorize(pd.MultiIndex.from_arrays(keys + [low, high]))[0]
+    pair = first_seen_codes(keys + [low, high])
     decided = _decided(votes)
     low_won = np.where(votes["choice"].astype(str).to_numpy() == "a", a, b)[decided] == low[decided]
     frame = pd.DataFrame({"pair": pair[decided], "worker": pd.factorize(votes["worker_id"].astype(str))[0][decided],

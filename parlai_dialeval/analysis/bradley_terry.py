@@ -226,10 +226,13 @@ def bootstrap(votes: Votes, rounds: int = 1000, ci: float = 0.95, seed: int = 0,
     # Fitted as drawn, a bounded number of rounds per batched fit: all rounds' rounds x models^2 arrays at
     # once took 20 GB for 800 models (issue 43).
     step = max(1, min(250, FIT_BYTES // (8 * n_models * n_models)))
-    boot = np.concatenate([ilsr_rounds(chunk[start:start + step])
-                           for chunk in tqdm(draws, total=-(-rounds // 250), desc="Bradley-Terry bootstrap",
-                                             disable=not progress)
-                           for start in range(0, len(chunk), step)])
+    # one BLAS thread: OpenBLAS's threads spin on each small LU (250 rounds of 100 models: 12-18 CPU-s on the busy
+    # 2-core machine, 0.6-0.8 on one thread); the intervals move by rounding (1e-15), as with another core count
+    with one_blas_thread():
+        boot = np.concatenate([ilsr_rounds(chunk[start:start + step])
+                               for chunk in tqdm(draws, total=-(-rounds // 250), desc="Bradley-Terry bootstrap",
+                                                 disable=not progress)
+                               for start in range(0, len(chunk), step)])
     tail = (1 - ci) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail], axis=0)
     return strengths, low, high

@@ -27,6 +27,7 @@ from scipy.sparse import csr_matrix
 from scipy.special import expit
 
 from parlai_dialeval.analysis import bradley_terry as bt
+from parlai_dialeval.analysis.keys import first_seen_codes
 from parlai_dialeval.analysis.pairwise import SECTION, oriented
 
 PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
@@ -79,8 +80,7 @@ def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
 def _codes(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """One integer per distinct combination of ``keys``, numbered in first-seen order (factorized columns:
     grouping by strings was most of the time on a million votes)."""
-    columns = [pd.factorize(frame[key].astype(str).to_numpy(dtype=object))[0] for key in keys]
-    return pd.factorize(pd.MultiIndex.from_arrays(columns))[0]
+    return first_seen_codes([pd.factorize(frame[key].astype(str).to_numpy(dtype=object))[0] for key in keys])
 
 
 def _workers_to_reverse(net: pd.DataFrame, margin: np.ndarray) -> np.ndarray:
