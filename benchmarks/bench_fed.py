@@ -98,9 +98,7 @@ def run_variant(variant: str, model_path: str, items_path: str, out_path: str, t
     result = {"loaded_rss_mib": loaded_rss / 1024}
     tokens = []  # tokens fed to the model (padding included): the work both variants do
     model = scorer.model if variant == "fed" else model
-    model.register_forward_pre_hook(
-        lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
-        with_kwargs=True)
+    count_tokens(model, tokens)
     for level in ("turn", "dialog"):
         runs = []
         for _ in range(repeat if variant == "fed" else 1):
@@ -162,9 +160,22 @@ def _training_texts(fed_path: Path) -> list[str]:
 
 # The benchmark model: GPT-2, 12 layers, 768 wide, 50,257-token output layer.
 LAYERS, WIDTH, VOCAB = 12, 768, 50257
-# Multiply-adds of one token in the linear layers: per layer attention's 3d + d and the MLP's 4d + 4d
-# outputs of d inputs each (12 d^2), then the output layer. Attention scores are left out (a few %).
-LINEAR_MACS = LAYERS * 12 * WIDTH ** 2 + WIDTH * VOCAB
+
+
+def linear_macs(n_layer: int, n_embd: int, **_) -> int:
+    """Multiply-adds of one token in the linear layers: per layer attention's 3d + d and the MLP's 4d + 4d
+    outputs of d inputs each (12 d^2), then the output layer. Attention scores are left out (a few %)."""
+    return n_layer * 12 * n_embd ** 2 + n_embd * VOCAB
+
+
+LINEAR_MACS = linear_macs(LAYERS, WIDTH)
+
+
+def count_tokens(model, tokens: list[int]):
+    """Append the tokens of every forward pass of ``model`` (padding included) to ``tokens``; returns the hook."""
+    return model.register_forward_pre_hook(
+        lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
+        with_kwargs=True)
 
 
 def gemm_gflops(threads: int, rows: int = 256) -> dict[str, float]:

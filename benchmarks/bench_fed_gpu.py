@@ -30,16 +30,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fed import VOCAB, count_tokens, linear_macs  # noqa: E402  (imports neither torch nor the package)
 
 SHAPES = {"small": {"n_layer": 12, "n_embd": 768, "n_head": 12},  # microsoft/DialoGPT-small
           "large": {"n_layer": 36, "n_embd": 1280, "n_head": 20}}  # microsoft/DialoGPT-large
-VOCAB = 50257
 LEVELS = ("turn", "dialog")
-
-
-def linear_macs(n_layer: int, n_embd: int, **_) -> int:
-    """Multiply-adds of one token in the linear layers (bench_fed.LINEAR_MACS at another shape)."""
-    return n_layer * 12 * n_embd ** 2 + n_embd * VOCAB
 
 
 def sync(device) -> None:
@@ -47,12 +42,6 @@ def sync(device) -> None:
 
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize()
-
-
-def count_tokens(model, tokens: list[int]):
-    return model.register_forward_pre_hook(
-        lambda module, args, kwargs: tokens.append(kwargs.get("input_ids", args[0] if args else None).numel()),
-        with_kwargs=True)
 
 
 def timed(fn, device, repeat: int, tokens: list[int]):
@@ -161,7 +150,8 @@ def run_shape(name, path, items, check, args, log) -> dict:
                 f"({n / seconds:.2f} items/s, {n_tokens} tokens, {n_tokens / seconds:,.0f} tokens/s)")
         fed = out["device"][dtype]["reference"]
         res["vs_fed"] = dict(zip(("abs", "rel"), largest_difference(
-            [s for level in LEVELS for s in fed[level]["scores"]], [s for level in LEVELS for s in res[level]["scores"]])))
+            [s for level in LEVELS for s in fed[level]["scores"]],
+            [s for level in LEVELS for s in res[level]["scores"]])))
         res["speed_up"] = {level: res[level]["seconds"] / fed[level]["seconds"] for level in LEVELS}
         res["speed_up"]["all"] = (sum(res[level]["seconds"] for level in LEVELS)
                                   / sum(fed[level]["seconds"] for level in LEVELS))

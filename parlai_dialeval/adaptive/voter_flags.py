@@ -245,9 +245,7 @@ def _pairs(votes: pd.DataFrame) -> dict:
     codes, models = pd.factorize(np.concatenate([a, b]))
     a, b = codes[:len(a)], codes[len(a):]
     low, high = np.minimum(a, b), np.maximum(a, b)
-    keys = [pd.factorize(column)[0] for column in (votes["question"].astype(str).to_numpy(dtype=object),
-                                                    votes["unit"].to_numpy())]
-    pair = first_seen_codes(keys + [low, high])
+    pair = first_seen_codes([votes["question"].astype(str).to_numpy(dtype=object), votes["unit"].to_numpy(), low, high])
     decided = _decided(votes)
     low_won = np.where(votes["choice"].astype(str).to_numpy() == "a", a, b)[decided] == low[decided]
     frame = pd.DataFrame({"pair": pair[decided], "worker": pd.factorize(votes["worker_id"].astype(str))[0][decided],

@@ -78,9 +78,9 @@ def pair_fragility(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 
 def _codes(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """One integer per distinct combination of ``keys``, numbered in first-seen order (factorized columns:
-    grouping by strings was most of the time on a million votes)."""
-    return first_seen_codes([pd.factorize(frame[key].astype(str).to_numpy(dtype=object))[0] for key in keys])
+    """One integer per distinct combination of ``keys`` read as text, numbered in first-seen order (grouping by
+    the strings was most of the time on a million votes)."""
+    return first_seen_codes([frame[key].astype(str).to_numpy(dtype=object) for key in keys])
 
 
 def _workers_to_reverse(net: pd.DataFrame, margin: np.ndarray) -> np.ndarray:
