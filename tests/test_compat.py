@@ -109,6 +109,39 @@ def test_arrival_checks_refuse_a_client_io_that_no_longer_asks_the_worker_pool(m
         mephisto_arrivals.arrivals_checked()
 
 
+def test_a_class_is_checked_without_parsing_its_module(monkeypatch):
+    """CI of 5bcc0d8 failed once with "SystemError: AST constructor recursion depth mismatch" in use_data_dir's
+    check of LocalArchitect: Python 3.11's inspect finds a class by ast.parse, whose depth counter another
+    thread (formatting a traceback) shared (cpython gh-106905). The class checks must not parse, and must
+    still see a call in any method, a classmethod or a property, and miss one that is not there."""
+    import ast
+
+    from mephisto.abstractions.architects.local_architect import LocalArchitect
+    from mephisto.operations.operator import Operator
+
+    parsed = []
+    with monkeypatch.context() as parsing:  # counted, not raised: pytest parses to report a failure
+        parsing.setattr(ast, "parse",
+                        lambda *args, parse=ast.parse, **kwargs: parsed.append(args) or parse(*args, **kwargs))
+        patching.require_call(LocalArchitect, "get_mephisto_tmp_dir()", "use_data_dir")
+        patching.require_call(Operator, "start_metrics_server()", "metrics_server_off")
+    assert parsed == []
+
+    class Upstream:
+        @classmethod
+        def made(cls):
+            return cls.launch()
+
+        @property
+        def size(self):
+            return len(self.parts())
+
+    for call in ("cls.launch()", "self.parts()"):
+        patching.require_call(Upstream, call, "a patch")
+    with pytest.raises(CompatError, match="a patch: .*Upstream no longer calls 'self.stop\\(\\)'"):
+        patching.require_call(Upstream, "self.stop()", "a patch")
+
+
 # ------------------------------------------------------------------ functions replaced at run time
 def test_downloads_are_refused_on_a_copy_and_restored_after(tmp_path):
     build_data = load_copy("parlai.core.build_data", tmp_path)

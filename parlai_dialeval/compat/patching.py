@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import inspect
+import re
 
 OURS = "__dialeval_patch__"  # set on every function this package puts into someone else's code
 
@@ -53,10 +54,27 @@ def is_ours(value) -> bool:
     return getattr(value, OURS, False) is True
 
 
+def source_text(code) -> str:
+    """The source of a module, class or function, read without ``ast``. Python 3.11's inspect finds a class
+    by ``ast.parse`` of its module, and the AST constructor's depth counter is shared by the interpreter's
+    threads: a traceback formatted by another thread at the same time (3.11 parses each line for its carets)
+    makes it raise "SystemError: AST constructor recursion depth mismatch" (cpython gh-106905; seen here in
+    CI while Mephisto's threads ran). A class is found as Python 3.8's inspect found it, by its ``class``
+    line in the module's text and the indented block after it (tokens, not a tree)."""
+    if not inspect.isclass(code):
+        return inspect.getsource(code)
+    lines = inspect.getsource(inspect.getmodule(code)).splitlines(keepends=True)
+    name = code.__qualname__.rsplit(".", 1)[-1]
+    starts = [number for number, line in enumerate(lines) if re.match(rf"\s*class\s+{name}\b", line)]
+    if len(starts) != 1:
+        raise CompatError(f"parlai_dialeval.compat: {len(starts)} classes named {name} in {code.__module__}")
+    return "".join(inspect.getblock(lines[starts[0]:]))
+
+
 def require_call(code, call: str, patch: str) -> None:
     """``code`` (a module, class or function) must still contain ``call``: a replaced module global
     reaches only the callers that look it up by that name."""
-    if call not in inspect.getsource(code):
+    if call not in source_text(code):
         raise CompatError(f"parlai_dialeval.compat: {patch}: {getattr(code, '__qualname__', code.__name__)} no "
                           f"longer calls {call!r}: the upstream code changed")
 
