@@ -152,7 +152,7 @@ class Report:
             rendered = part.to_html(index=index, float_format=floatfmt.format, border=0, na_rep="", escape=True)
             shown = caption if len(parts) == 1 or not caption else f"{caption} (part {number} of {len(parts)})"
             self.sections.append({"kind": "table", "caption": shown, "html": Markup(rendered),
-                                  "rows": rows, "shown": len(frame)})
+                                  "rows": rows, "shown": len(frame), "last_part": number == len(parts)})
 
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""

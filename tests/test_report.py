@@ -73,6 +73,21 @@ def test_a_long_table_shows_its_first_rows_and_says_how_many_there_are(tmp_path)
     assert "The first 200 of 4,950 rows." in without_files  # where no file is listed, none is promised
 
 
+def test_a_long_table_split_into_column_parts_says_how_many_rows_once_after_its_last_part(tmp_path):
+    """A 4,950-row table wider than MAX_COLUMNS is shown in parts: the note ended each part, three times for one
+    table (seen in the 100-model study's report)."""
+    from parlai_dialeval.report import MAX_COLUMNS
+
+    wide = pd.DataFrame({"pair": [f"m{k}" for k in range(4950)],
+                         **{f"n{c}": range(4950) for c in range(2 * MAX_COLUMNS)}})
+    report = Report("Title", tmp_path)
+    report.table(wide, caption="Pairs")
+    html = report.render()
+    parts = html.count("<table")
+    assert parts >= 3 and html.count("The first 200 of 4,950 rows.") == 1
+    assert html.index("The first 200 of 4,950 rows.") > html.rindex("</table>")
+
+
 def test_library_warnings_become_report_lines_and_deprecations_are_dropped(tmp_path, recwarn):
     report = Report("Title", tmp_path)
     with report.library_warnings():
