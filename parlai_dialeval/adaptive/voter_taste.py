@@ -22,7 +22,6 @@ and fragility").
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -31,6 +30,7 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import expit, log_expit, logit
 
 from parlai_dialeval.adaptive.sequential import LOG_CAP
+from parlai_dialeval.cores import usable_cores
 
 NODES, WEIGHTS = hermegauss(24)  # N(0, 1): nodes x_q, weights w_q (summing to sqrt(2 pi))
 SHARED, _SHARED_WEIGHTS = hermegauss(10)  # the two tastes of the null's nested integral, 10 x 10 nodes
@@ -53,7 +53,7 @@ CHUNK = 2 ** 13  # votes whose (votes x 100 nodes) arrays are built at once: abo
 def _on_cores(function, jobs: list) -> list:
     """``function(*job)`` for each job, on up to four of the machine's cores at once: the jobs are array
     operations, which let go of the interpreter's lock, and each result is what it would be one after another."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     if cores < 2 or len(jobs) < 2:
         return [function(*job) for job in jobs]
     with ThreadPoolExecutor(min(cores, 4), thread_name_prefix="dialeval-taste") as pool:

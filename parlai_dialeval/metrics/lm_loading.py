@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import torch
 
+from parlai_dialeval.cores import usable_cores
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.metrics.lm_packing import fuse_gelu, pack_linear_layers
 
@@ -48,7 +49,7 @@ def free_cpu_threads(device) -> int | None:
     took 0.49 s on one thread and 5.3-7.0 s on two (benchmarks/README.md, issue 28)."""
     if pick_device(device).type != "cpu" or os.environ.get("OMP_NUM_THREADS"):
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
     return max(1, min(torch.get_num_threads(), cores - busy))
 
