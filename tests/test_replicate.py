@@ -71,6 +71,18 @@ def test_conclusions_per_pair():
     assert table.loc[0, ["same_conclusion", "opposite_conclusions"]].tolist() == [2, 1]
 
 
+def test_a_run_whose_models_all_scored_the_same_has_no_correlation_and_no_library_warning():
+    """scipy warned "An input array is constant" on stderr beside a report that says it in words (CI log)."""
+    import warnings
+
+    a = pd.DataFrame({"model": ["x", "y", "z"], "overall": [0.5, 0.5, 0.5]})
+    b = pd.DataFrame({"model": ["x", "y", "z"], "overall": [0.1, 0.4, 0.2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = replication.score_correlations(a, b, ["overall"])
+    assert table[["pearson", "spearman", "kendall"]].isna().all(axis=None)
+
+
 def test_missing_run_output_is_named(tmp_path):
     (tmp_path / "a").mkdir()
     with pytest.raises(DataError, match="system_scores.csv"):

@@ -116,6 +116,7 @@ def test_worker_groups_time_and_experience():
     assert groups["prior_experience_evaluating"].to_dict() == {"w0": True, "w1": False, "w2": False}
 
 
+@pytest.mark.filterwarnings("error")  # pandas 3 warned, and pandas 4 will raise, where task_duration filled time_s
 def test_worker_without_a_time_is_in_neither_time_group():
     # w2's time is unknown (no durations, no meta.task_duration): it is neither above nor below the average
     # of the known times (40, 80: mean 60), so the RQ2 split must not count it among the fast workers.
@@ -124,6 +125,16 @@ def test_worker_without_a_time_is_in_neither_time_group():
     groups = worker_groups(frame).set_index("worker_id")
     assert groups.loc["w0", "above_average_time"] == False  # noqa: E712 (the stored value, not truthiness)
     assert groups.loc["w1", "above_average_time"] == True  # noqa: E712
+    assert pd.isna(groups.loc["w2", "above_average_time"])
+
+
+def test_a_task_duration_that_is_not_a_number_is_an_unknown_time():
+    # meta comes from the participant's page: a number, a numeral, or anything else (unknown, never an error)
+    frame = _ratings(TABLE)
+    frame["duration"] = None
+    frame["meta"] = [{"task_duration": value} for value in (30.0, "45", {"x": 1})] * 4
+    groups = worker_groups(frame).set_index("worker_id")
+    assert groups["time_s"].tolist()[:2] == [30.0, 45.0] and pd.isna(groups.loc["w2", "time_s"])
     assert pd.isna(groups.loc["w2", "above_average_time"])
 
 

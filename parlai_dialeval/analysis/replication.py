@@ -4,6 +4,7 @@ significance conclusions. Pure functions over the tables ``analyze_live_chat`` w
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -33,8 +34,10 @@ def score_correlations(a: pd.DataFrame, b: pd.DataFrame, columns: list[str]) -> 
         if column not in left.columns or column not in right.columns:
             continue
         x, y = left[column].to_numpy(float), right[column].to_numpy(float)
-        rows.append({"score": column, "n_models": len(models), "pearson": stats.pearsonr(x, y).statistic,
-                     "spearman": stats.spearmanr(x, y).statistic, "kendall": stats.kendalltau(x, y).statistic})
+        with warnings.catch_warnings():  # a constant run's correlation is nan, and the report says why in words
+            warnings.simplefilter("ignore", stats.ConstantInputWarning)
+            rows.append({"score": column, "n_models": len(models), "pearson": stats.pearsonr(x, y).statistic,
+                         "spearman": stats.spearmanr(x, y).statistic, "kendall": stats.kendalltau(x, y).statistic})
     return pd.DataFrame(rows)
 
 

@@ -137,7 +137,8 @@ def worker_groups(ratings: pd.DataFrame) -> pd.DataFrame:
     rating meta."""
     frame = ratings.copy()
     meta = frame["meta"].map(lambda m: m if isinstance(m, dict) else {})
-    frame["_task_duration"] = meta.map(lambda m: m.get("task_duration"))
+    # seconds, or unknown (NaN) where a record has none or not a number: a float column, so that it fills time_s
+    frame["_task_duration"] = pd.to_numeric(meta.map(lambda m: m.get("task_duration")), errors="coerce")
     for key in PRIOR_EXPERIENCE_KEYS:
         frame[key] = meta.map(lambda m, k=key: m.get(k))
     grouped = frame.groupby("worker_id")
