@@ -10,6 +10,8 @@ See docs/reports.md for how to add a report.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ from markupsafe import Markup  # noqa: E402
 from parlai_dialeval.atomic import atomic_open, atomic_path  # noqa: E402
 
 TEMPLATES = Path(__file__).with_name("templates")
+MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")  # matplotlib's warning for a character it cannot draw
 # a table of more columns than this does not fit a 1,280 px page (the reports' body is 1,100 px): it is split
 # into parts, its leading label columns (at most KEY_COLUMNS) repeated in each
 MAX_COLUMNS = 9
@@ -157,8 +160,17 @@ class Report:
     def figure(self, fig, name: str, caption: str = "") -> Path:
         """Save a matplotlib figure as NAME.png beside the report and show it."""
         path = self.out_dir / f"{name}.png"
-        with atomic_path(path) as tmp:  # makes the folder, owner-only
+        with atomic_path(path) as tmp, warnings.catch_warnings(record=True) as caught:  # makes the folder, owner-only
+            warnings.simplefilter("always")
             fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+        missing = sorted({chr(int(found.group(1))) for w in caught if (found := MISSING_GLYPH.match(str(w.message)))})
+        for w in caught:
+            if not MISSING_GLYPH.match(str(w.message)):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if missing:  # matplotlib says "Glyph 65309 missing from font(s) DejaVu Sans" on stderr, once per glyph
+            self.warn(f"The figure \"{caption or name}\" draws characters that the fonts installed here lack as empty "
+                      f"boxes: {', '.join(f'{c} ({unicodedata.name(c, hex(ord(c)))})' for c in missing)}. The tables "
+                      "and CSV files show them.")
         import matplotlib.pyplot as plt  # here, not at the top: only figures need pyplot (0.5 s to import)
 
         plt.close(fig)

@@ -88,6 +88,27 @@ def test_a_long_table_split_into_column_parts_says_how_many_rows_once_after_its_
     assert html.index("The first 200 of 4,950 rows.") > html.rindex("</table>")
 
 
+def test_a_figure_with_characters_no_font_has_says_so_in_the_report_not_on_stderr(tmp_path):
+    """A model named "＝cmd" (test_csv_injection) made matplotlib print "Glyph 65309 missing from font(s) DejaVu
+    Sans" on stderr, and the figure showed a box the reader could not explain. The machine has DejaVu and
+    Liberation only (fc-list), neither with CJK: 評 is drawn as a box too."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.bar(["＝cmd", "評価", "plain"], [1, 2, 3])
+    report = Report("Title", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report.figure(fig, "bars", "Votes per model")
+    assert (tmp_path / "bars.png").is_file()
+    [said] = report.warnings
+    assert said.startswith('The figure "Votes per model" draws characters that the fonts installed here lack')
+    assert "＝ (FULLWIDTH EQUALS SIGN)" in said and "評 (CJK UNIFIED IDEOGRAPH-8A55)" in said
+    assert "p (" not in said  # characters the font has are not named
+
+
 def test_library_warnings_become_report_lines_and_deprecations_are_dropped(tmp_path, recwarn):
     report = Report("Title", tmp_path)
     with report.library_warnings():
