@@ -111,6 +111,7 @@ class Report:
         self.context = context
         self.sections: list[dict] = []
         self.warnings: list[str] = []
+        self.missing_glyphs: set[str] = set()  # characters a figure drew as boxes: no installed font has them
         self.files: list[str] = []
         self.verdicts: list[str] = []
 
@@ -163,14 +164,11 @@ class Report:
         with atomic_path(path) as tmp, warnings.catch_warnings(record=True) as caught:  # makes the folder, owner-only
             warnings.simplefilter("always")
             fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-        missing = sorted({chr(int(found.group(1))) for w in caught if (found := MISSING_GLYPH.match(str(w.message)))})
-        for w in caught:
-            if not MISSING_GLYPH.match(str(w.message)):
+        for w in caught:  # matplotlib's "Glyph 65309 missing from font(s) DejaVu Sans" becomes one report warning
+            if found := MISSING_GLYPH.match(str(w.message)):
+                self.missing_glyphs.add(chr(int(found.group(1))))
+            else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if missing:  # matplotlib says "Glyph 65309 missing from font(s) DejaVu Sans" on stderr, once per glyph
-            self.warn(f"The figure \"{caption or name}\" draws characters that the fonts installed here lack as empty "
-                      f"boxes: {', '.join(f'{c} ({unicodedata.name(c, hex(ord(c)))})' for c in missing)}. The tables "
-                      "and CSV files show them.")
         import matplotlib.pyplot as plt  # here, not at the top: only figures need pyplot (0.5 s to import)
 
         plt.close(fig)
@@ -193,7 +191,13 @@ class Report:
 
     def render(self) -> str:
         template = environment().get_template(self.template)
-        return template.render(title=self.title, sections=self.sections, warnings=self.warnings,
+        said = self.warnings
+        if self.missing_glyphs:
+            said = said + ["Figures draw these characters as empty boxes (no font installed where the analysis ran has "
+                           "them): " + ", ".join(f"{c} ({unicodedata.name(c, f'U+{ord(c):04X}')})"
+                                                 for c in sorted(self.missing_glyphs))
+                           + ". The CSV files hold them as written."]
+        return template.render(title=self.title, sections=self.sections, warnings=said,
                                verdicts=self.verdicts, files=self.files, **self.context)
 
     def write(self, name: str = "report.html") -> Path:

@@ -96,17 +96,19 @@ def test_a_figure_with_characters_no_font_has_says_so_in_the_report_not_on_stder
 
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots()
-    ax.bar(["＝cmd", "評価", "plain"], [1, 2, 3])
     report = Report("Title", tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        report.figure(fig, "bars", "Votes per model")
-    assert (tmp_path / "bars.png").is_file()
-    [said] = report.warnings
-    assert said.startswith('The figure "Votes per model" draws characters that the fonts installed here lack')
+        for name, labels in (("bars", ["＝cmd", "評価", "plain"]), ("more", ["評価", "x"])):
+            fig, ax = plt.subplots()
+            ax.bar(labels, range(len(labels)))
+            report.figure(fig, name)
+    assert (tmp_path / "bars.png").is_file() and (tmp_path / "more.png").is_file()
+    html = report.render()
+    assert html.count("Figures draw these characters as empty boxes") == 1  # one line for every figure
+    said = html[html.index("Figures draw"):html.index("as written.")]
     assert "＝ (FULLWIDTH EQUALS SIGN)" in said and "評 (CJK UNIFIED IDEOGRAPH-8A55)" in said
-    assert "p (" not in said  # characters the font has are not named
+    assert "p (" not in said and "x (" not in said  # characters the font has are not named
 
 
 def test_library_warnings_become_report_lines_and_deprecations_are_dropped(tmp_path, recwarn):
