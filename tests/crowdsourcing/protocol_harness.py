@@ -5,6 +5,7 @@ participant takes on the live tasks' pages.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -39,6 +40,7 @@ class MockRun:
         self.operator.launch_task_run(self.config.mephisto, shared_state=self.spec.shared_state(self.config))
         self.live_run = list(self.operator.get_running_task_runs().values())[0]
         self.server = self.live_run.architect.server
+        writes_on_the_server_loop(self.server)
         self._record_agent_details()
 
     def wait(self, condition, timeout: float = 10.0, what: str = "condition") -> None:
@@ -125,10 +127,7 @@ class MockRun:
         return len(self.live_agent(agent).state.get_data()["outputs"]["messages"])
 
     def act(self, agent, task_data: dict, text: str = "") -> None:
-        """The worker's page sends an act, with an update id as every page's act has (Mephisto's frontend adds one).
-        MockServer writes to tornado's socket from this thread, which tornado does not support, and retries a write
-        that raised even if its frame went out: without the id, Mephisto cannot drop the copies, and a loaded CI run
-        once stored one message three times (test_resume.py)."""
+        """The worker's page sends an act, with an update id as every page's act has (Mephisto's frontend adds one)."""
         self.server.send_agent_act(agent.get_agent_id(), {"text": text, "task_data": task_data, "id": "worker",
                                                           "episode_done": False, "update_id": str(uuid.uuid4())})
         self.settle()
@@ -141,6 +140,36 @@ class MockRun:
             self.operator.force_shutdown(timeout=5)
         finally:
             self.server.shutdown_mock()
+
+
+def writes_on_the_server_loop(server) -> None:
+    """Every packet of Mephisto's MockServer written on its IOLoop thread. MockServer writes to tornado's socket
+    from the caller's thread, which tornado does not support, and retries a write that raised even where its frame
+    went out: loaded runs stored one act three times (test_resume.py) and delivered one registration twice, two
+    workers made at once and one failing (test_acute_mock.py)."""
+    from tornado.ioloop import IOLoop
+
+    loop = server.running_instance
+
+    def write(text: str, done: concurrent.futures.Future) -> None:
+        try:
+            server._get_sub().write_message(text)
+            done.set_result(None)
+        except Exception as error:  # handed to the sending thread
+            done.set_exception(error)
+
+    def send(message: dict) -> None:
+        end = time.monotonic() + 10
+        while not server.subs and time.monotonic() < end:  # Mephisto's channel still connecting
+            time.sleep(0.05)
+        done = concurrent.futures.Future()
+        if IOLoop.current(instance=False) is loop:
+            write(json.dumps(message), done)
+        else:
+            loop.add_callback(write, json.dumps(message), done)
+        done.result(timeout=10)
+
+    server._send_message = send
 
 
 def assert_blind(payload, model_names) -> None:

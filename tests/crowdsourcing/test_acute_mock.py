@@ -138,3 +138,30 @@ def test_onboarding_then_units_and_export(run):
         assert (row.model_a if row.choice == "a" else row.model_b) == "good_bot"
         assert {row.conversation_a, row.conversation_b} <= set(data.conversations["id"])
     assert comps["question"].iloc[0] == "Who would you prefer to talk to for a long conversation?"
+
+
+def test_the_harness_writes_every_packet_on_the_servers_own_thread(run):
+    """A loaded run of the test above once timed out with W2's registration delivered twice (two workers made at
+    once, one failing with EntryAlreadyExists): MockServer wrote from the test's thread, which tornado does not
+    support, and retried a write that raised after its frame went out. protocol_harness now writes on the
+    server's IOLoop thread; here every write is watched."""
+    import concurrent.futures
+    import threading
+
+    server_thread = concurrent.futures.Future()
+    run.server.running_instance.add_callback(lambda: server_thread.set_result(threading.get_ident()))
+    socket = run.server._get_sub()
+    write, threads = socket.write_message, []
+
+    def watched(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return write(*args, **kwargs)
+
+    socket.write_message = watched
+    for worker in ("W1", "W2"):
+        run.register(worker, f"REG_{worker}")
+        run.onboarding_agent(worker)
+    run.server.disconnect_mock_agent(run.onboarding_agent("W1").get_agent_id())
+    assert len(threads) == 3
+    assert {thread.ident for thread in threads} == {server_thread.result(timeout=10)}
+    assert onboardings_of(run, "W1") == onboardings_of(run, "W2") == 1

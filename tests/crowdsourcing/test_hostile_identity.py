@@ -184,7 +184,7 @@ def test_places_held_without_an_act_are_listed_for_the_dashboard(tmp_path, monke
         idle.wait_phase("topic", 0)
         act = {"text": "", "task_data": {"action": "topic", "topic": "books", "attitude": "like"}, "id": active.agent_id,
                "episode_done": False, "update_id": "topic-act"}  # a page's act carries its update id
-        active.server.running_instance.add_callback(active.server.send_agent_act, active.agent_id, act)
+        active.server.send_agent_act(active.agent_id, act)
         active.wait_phase("chat", 0)
         files = get_task("live_chat_da").extra["export_files"]
         held = idle_places(run.db, "idle_places", files, idle_seconds=0)

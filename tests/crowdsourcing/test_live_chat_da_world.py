@@ -16,6 +16,8 @@ from parlai_dialeval.crowdsourcing.platform import export, runner
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
+from .protocol_harness import writes_on_the_server_loop
+
 pytestmark = pytest.mark.timeout(240)
 
 ECHO = {"opt": {"model": "repeat_query"}}
@@ -36,6 +38,7 @@ class MockWorker:
     def __init__(self, run, name):
         live = list(run.operator.get_running_task_runs().values())[0]
         self.run, self.server, self.db = run, live.architect.server, run.db
+        writes_on_the_server_loop(self.server)
         before = {a.db_id for a in self.db.find_agents()}
         self.server.register_mock_agent(name, f"assignment-{name}")
         agent_id = self._wait(lambda: [a for a in self.db.find_agents() if a.db_id not in before])[0].db_id
@@ -62,9 +65,8 @@ class MockWorker:
         return self.db.read_dict(path) if self.db.key_exists(path) else None
 
     def send(self, task_data, text=""):
-        # write on the mock server's own IOLoop thread: a write from this thread may sit unflushed
         act = {"text": text, "task_data": task_data, "id": self.agent_id, "episode_done": False}
-        self.server.running_instance.add_callback(self.server.send_agent_act, self.agent_id, act)
+        self.server.send_agent_act(self.agent_id, act)
 
     def phase_messages(self):
         return [m for m in self.agent.state.get_data()["outputs"]["messages"]
