@@ -13,6 +13,9 @@ whatever became of the participant's session meanwhile; a crowd provider may vet
   not Mephisto's default executor, so slow answers from the provider (or a stranger's flood of made-up
   identities) never hold up the threads every participant's unit needs. Retire when Mephisto lets providers
   vet arrivals.
+- Two pages of one new participant that register at once (two tabs, a double click) both find no worker and
+  both create one; Mephisto's second creation raises ``EntryAlreadyExistsException`` before anything else is made,
+  and that page waited for an answer that never came. The registration is now run again, finding the worker.
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ async def _refused(live_run, request_id: str, check) -> bool:
 
 def arrivals_checked() -> None:
     require_version("mephisto", WRITTEN_FOR, "arrivals_checked")
+    from mephisto.abstractions.database import EntryAlreadyExistsException
     from mephisto.operations.client_io_handler import ClientIOHandler
     from mephisto.operations.worker_pool import WorkerPool
 
@@ -60,6 +64,8 @@ def arrivals_checked() -> None:
                  "arrivals_checked")
     if is_ours(WorkerPool.register_worker):
         return
+    # the registration is run again only where making its worker raced: the worker is the first thing it makes
+    require_call(WorkerPool.register_worker, "crowd_provider.WorkerClass.new_from_provider_data", "arrivals_checked")
     register, reconnect = WorkerPool.register_worker, WorkerPool.reconnect_agent
 
     @ours
@@ -69,7 +75,10 @@ def arrivals_checked() -> None:
         if refuse is not None and await _refused(live_run, request_id, partial(refuse, live_run.task_run, crowd_data)):
             return
         try:
-            await register(self, crowd_data, request_id)
+            try:
+                await register(self, crowd_data, request_id)
+            except EntryAlreadyExistsException:  # the worker was made meanwhile by this participant's other page
+                await register(self, crowd_data, request_id)
         finally:  # placed or not: the provider stops counting it as on its way
             settled = getattr(live_run.provider, "arrival_settled", None)
             if refuse is not None and settled is not None:

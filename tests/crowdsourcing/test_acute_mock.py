@@ -3,6 +3,8 @@
 and the export (task told from the run) with the compared conversations and the onboarding attempts."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from parlai_dialeval.data import from_records, write_jsonl
@@ -165,3 +167,28 @@ def test_the_harness_writes_every_packet_on_the_servers_own_thread(run):
     assert len(threads) == 3
     assert {thread.ident for thread in threads} == {server_thread.result(timeout=10)}
     assert onboardings_of(run, "W1") == onboardings_of(run, "W2") == 1
+
+
+def test_two_pages_of_a_new_participant_registering_at_once_both_get_an_answer(run):
+    """Two tabs (or a double click) of one new participant: both registrations look for the worker before
+    either has made it. Mephisto's second creation raised EntryAlreadyExistsException and that page never got
+    an answer (compat/mephisto_arrivals.py runs it again). The look-up is held back so both miss."""
+    import threading
+
+    find, looked = run.db.find_workers, threading.Barrier(2)
+
+    def both_look_first(*args, **kwargs):
+        found = find(*args, **kwargs)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            looked.wait(timeout=3)
+        return found
+
+    run.db.find_workers = both_look_first
+    before = len(run.sent_details)
+    run.server.register_mock_agent("NEW", "NEW-tab1")
+    run.server.register_mock_agent("NEW", "NEW-tab2")
+    run.wait(lambda: len(run.sent_details) >= before + 2, what="an answer to each page")
+    answers = run.sent_details[before:]
+    assert len(answers) == 2 and all(d["agent_id"] and not d.get("failure_reason") for d in answers), answers
+    assert answers[0]["agent_id"] != answers[1]["agent_id"]  # each tab its own onboarding, as Mephisto gives
+    assert len([w for w in run.db.find_workers() if w.worker_name == "NEW_sandbox"]) == 1
