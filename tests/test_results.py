@@ -93,3 +93,24 @@ def test_an_option_naming_a_file_takes_its_contents_too(tmp_path):
 def test_an_unknown_option_is_refused():
     with pytest.raises(TypeError, match="no_such_option"):
         results.pairwise(_study(), no_such_option=1)
+
+
+def test_a_frame_with_arrow_strings_is_analysed_as_one_with_python_strings():
+    """Importing parlai_dialeval.data sets pandas' string storage to Python (docs/library.md); a notebook's frame
+    made before that holds pandas 3's default Arrow strings, and where the two storages meet a merge makes object
+    keys. Every table and the verdict must be the same, text and dtypes."""
+    python = _study()
+    arrow = python.astype({column: pd.StringDtype("pyarrow", na_value=np.nan)
+                           for column in python.columns if pd.api.types.is_string_dtype(python[column])})
+    assert type(python["model_a"].array).__name__ == "StringArray"
+    assert type(arrow["model_a"].array).__name__ == "ArrowStringArray"
+    from_arrow, from_python = (results.pairwise(frame, bootstrap_rounds=30) for frame in (arrow, python))
+    assert from_arrow.verdict == from_python.verdict
+    assert from_arrow.tables.keys() == from_python.tables.keys()
+    for name, table in from_python.tables.items():
+        other = from_arrow.tables[name]
+        if table is None:
+            assert other is None, name
+            continue
+        assert other.to_csv(index=False) == table.to_csv(index=False), name
+        assert list(other.dtypes.astype(str)) == list(table.dtypes.astype(str)), name
