@@ -95,6 +95,7 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
         reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.1", 0))
         requests = [f"GET /is_alive HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.{i // 250}.{i % 250 + 1}\r\n\r\n"
                     for i in range(600)]
+        start = time.monotonic()
         writer.write("".join(requests).encode())
         await writer.drain()
         answers = b""
@@ -103,6 +104,7 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
             if not chunk:
                 break
             answers += chunk
+        seen["seconds"] = time.monotonic() - start
         writer.close()
         seen["requests"] = (answers.count(b"HTTP/1.1 200"), answers.count(b"HTTP/1.1 429"))
         await asyncio.sleep(11)  # its request budget refills (a burst of 400 at 40 a second)
@@ -110,7 +112,10 @@ def test_item_2_a_rotating_forwarded_for_header_buys_no_budget(launch):
         return seen
 
     seen = asyncio.run(chat_while(clients, attack))
-    assert seen["requests"][1] >= 150, seen  # before: 600 answered, none refused
+    # the source's budget (dialeval_door.js): a burst of 400, refilled at 40 a second while the 600 are served.
+    # Before: 600 answered, none refused. (A fixed ">= 150 refused" failed once in CI: 462 answered in a slow run.)
+    answered, refused = seen["requests"]
+    assert answered + refused == 600 and answered <= 400 + 40 * seen["seconds"] + 1, seen
     opened, refused = seen["sockets"]  # the Mephisto server's own socket comes from 127.0.0.1 too
     assert opened in (99, 100) and opened + refused == 150, seen  # before: 150 of 150 (300 of 300 in the issue)
     assert_stored_once(launch, clients)
