@@ -3,7 +3,9 @@
 and the export (task told from the run) with the compared conversations and the onboarding attempts."""
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import threading
 
 import pytest
 
@@ -147,9 +149,6 @@ def test_the_harness_writes_every_packet_on_the_servers_own_thread(run):
     once, one failing with EntryAlreadyExists): MockServer wrote from the test's thread, which tornado does not
     support, and retried a write that raised after its frame went out. protocol_harness now writes on the
     server's IOLoop thread; here every write is watched."""
-    import concurrent.futures
-    import threading
-
     server_thread = concurrent.futures.Future()
     run.server.running_instance.add_callback(lambda: server_thread.set_result(threading.get_ident()))
     socket = run.server._get_sub()
@@ -173,8 +172,6 @@ def test_two_pages_of_a_new_participant_registering_at_once_both_get_an_answer(r
     """Two tabs (or a double click) of one new participant: both registrations look for the worker before
     either has made it. Mephisto's second creation raised EntryAlreadyExistsException and that page never got
     an answer (compat/mephisto_arrivals.py runs it again). The look-up is held back so both miss."""
-    import threading
-
     find, looked = run.db.find_workers, threading.Barrier(2)
 
     def both_look_first(*args, **kwargs):
