@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -38,6 +39,11 @@ class MockRun:
         self.config = augment_config_from_db(cfg, self.db)
         self.operator = Operator(self.db)
         self.operator.launch_task_run(self.config.mephisto, shared_state=self.spec.shared_state(self.config))
+        self._hold_live_run()
+
+    def _hold_live_run(self) -> None:
+        """The operator's running task run and its mock server, every packet written on the server's loop; what
+        every way of starting a run (this one, runner.start's) must do before a worker sends anything."""
         self.live_run = list(self.operator.get_running_task_runs().values())[0]
         self.server = self.live_run.architect.server
         writes_on_the_server_loop(self.server)
@@ -170,6 +176,27 @@ def writes_on_the_server_loop(server) -> None:
         done.result(timeout=10)
 
     server._send_message = send
+
+
+class WriteThreads:
+    """The thread of every packet ``server`` writes to its socket from now on, and the thread of its IOLoop:
+    the check that a way of starting a run went through ``writes_on_the_server_loop``."""
+
+    def __init__(self, server):
+        loop_thread = concurrent.futures.Future()
+        server.running_instance.add_callback(lambda: loop_thread.set_result(threading.get_ident()))
+        socket, self.writes = server._get_sub(), []
+        write = socket.write_message
+
+        def watched(*args, **kwargs):
+            self.writes.append(threading.get_ident())
+            return write(*args, **kwargs)
+
+        socket.write_message = watched
+        self.loop = loop_thread.result(timeout=10)
+
+    def off_the_loop(self) -> int:
+        return sum(ident != self.loop for ident in self.writes)
 
 
 def assert_blind(payload, model_names) -> None:

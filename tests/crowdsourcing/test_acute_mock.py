@@ -3,7 +3,6 @@
 and the export (task told from the run) with the compared conversations and the onboarding attempts."""
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import threading
 
@@ -12,7 +11,7 @@ import pytest
 from parlai_dialeval.data import from_records, write_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import MockRun, assert_blind
+from .protocol_harness import MockRun, WriteThreads, assert_blind
 
 pytestmark = pytest.mark.slow
 STUDY = "acute_study_1"  # not a task folder name: export must read the task type from the run
@@ -149,22 +148,12 @@ def test_the_harness_writes_every_packet_on_the_servers_own_thread(run):
     once, one failing with EntryAlreadyExists): MockServer wrote from the test's thread, which tornado does not
     support, and retried a write that raised after its frame went out. protocol_harness now writes on the
     server's IOLoop thread; here every write is watched."""
-    server_thread = concurrent.futures.Future()
-    run.server.running_instance.add_callback(lambda: server_thread.set_result(threading.get_ident()))
-    socket = run.server._get_sub()
-    write, threads = socket.write_message, []
-
-    def watched(*args, **kwargs):
-        threads.append(threading.current_thread())
-        return write(*args, **kwargs)
-
-    socket.write_message = watched
+    watched = WriteThreads(run.server)
     for worker in ("W1", "W2"):
         run.register(worker, f"REG_{worker}")
         run.onboarding_agent(worker)
     run.server.disconnect_mock_agent(run.onboarding_agent("W1").get_agent_id())
-    assert len(threads) == 3
-    assert {thread.ident for thread in threads} == {server_thread.result(timeout=10)}
+    assert len(watched.writes) == 3 and watched.off_the_loop() == 0
     assert onboardings_of(run, "W1") == onboardings_of(run, "W2") == 1
 
 

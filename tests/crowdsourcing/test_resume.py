@@ -22,7 +22,7 @@ from parlai_dialeval.crowdsourcing.platform.registry import get_task
 from parlai_dialeval.data import from_records
 from parlai_dialeval.testing.ports import free_port
 
-from .protocol_harness import MockRun
+from .protocol_harness import MockRun, WriteThreads
 from .test_acute_mock import pass_acute_onboarding, write_conversations
 from .test_pw_turn_mock import ECHO_ONLY, pass_pw_turn_onboarding
 
@@ -37,9 +37,7 @@ class LaunchedRun(MockRun):
                                             "mephisto.architect.should_run_server=true", *overrides], data_dir=data_dir)
         self.spec, self.db, self.config = get_task(task), self.launched.db, self.launched.config
         self.operator = self.launched.operator
-        self.live_run = list(self.operator.get_running_task_runs().values())[0]
-        self.server = self.live_run.architect.server
-        self._record_agent_details()
+        self._hold_live_run()
 
     def kill(self) -> None:
         self.operator.force_shutdown(timeout=5)
@@ -230,6 +228,9 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         return shown
 
     run = LaunchedRun("acute", tmp_path, free_port(), overrides)
+    # a run started as `dialeval launch` starts it writes on the server's loop too: without it a loaded
+    # adaptive run got one registration twice and waited on an onboarding that was never served
+    watched = [WriteThreads(run.server)]
     try:
         planned = [u.get_assignment_data().shared["shown"] for u in run.units()]
         assert len(planned) == 3
@@ -240,6 +241,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
         run.kill()
 
     run = LaunchedRun("acute", tmp_path, free_port(), overrides)
+    watched.append(WriteThreads(run.server))
     try:
         assert "1 of 3 unit(s) finished; 2 unit(s) offered now" in run.launched.resume_note
         offered = [u.get_assignment_data().shared["shown"] for u in run.units()]
@@ -259,6 +261,7 @@ def test_acute_resume_offers_the_unfinished_units_once(tmp_path):
     comps = data.comparisons[~data.comparisons["onboarding"].eq(True)]
     assert sorted(comps["worker_id"]) == ["W1_sandbox"] * 2 + ["W2_sandbox"] * 2  # each finished unit once
     assert agent_status(run, "W2") == ["disconnect", "completed"]
+    assert all(w.writes for w in watched) and sum(w.off_the_loop() for w in watched) == 0
 
 
 def onboard_or_unit(run, worker, registration=None):
