@@ -13,8 +13,9 @@ seconds), ``malformed`` (invalid JSON), ``empty`` (no choices), ``notext`` (a ch
 ``context`` (400 context too long), ``disconnect`` (the connection closed without an answer),
 ``break`` (a streamed reply stops half-way, the connection closed); and ``max_context_chars``
 (longer conversations get that 400).
-A request with ``stream: true`` gets server-sent events, one word per event ``chunk_delay`` seconds
-apart, unless the script says ``stream: false`` (then one JSON body, as servers that do not stream).
+A request with ``stream: true`` gets server-sent events, one word per event, event i ``i x chunk_delay``
+seconds after the first, unless the script says ``stream: false`` (then one JSON body, as servers that do
+not stream).
 Endpoint quirks on demand: ``refuse`` (parameters answered with a 400 "unsupported parameter", e.g.
 ``["max_tokens"]`` as OpenAI's reasoning models, or ``["stream"]``), ``reasoning`` (text sent as
 ``reasoning_content`` before the reply) and ``finish_reason`` (e.g. ``content_filter``).
@@ -256,12 +257,15 @@ class FakeOpenAI:
                 self.send_header("Connection", "close")  # no length: the end of the body is the close
                 self.end_headers()
                 self.close_connection = True
+                start = time.monotonic()
                 try:
                     for i, event in enumerate(stream.events):
                         if stream.cut is not None and i >= stream.cut:
                             return  # closed mid-reply, without the final event or [DONE]
                         if i and stream.delay:
-                            time.sleep(stream.delay)
+                            # on a schedule from the first event, as a server generating at a steady rate: one sleep
+                            # after each write let a loaded machine's lag add up (0.1 s a word ran at 7.3 a second)
+                            time.sleep(max(0.0, start + i * stream.delay - time.monotonic()))
                         self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                         self.wfile.flush()
                     self.wfile.write(b"data: [DONE]\n\n")
