@@ -157,7 +157,9 @@ def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "con
     if prompt_column in votes:  # a vote without a prompt text is its own prompt, never dropped
         prompt = votes[prompt_column].where(votes[prompt_column].notna(), prompt)
     groups = [c for c in group_columns if c in votes and votes[c].notna().any()]
-    frame = pd.DataFrame({"prompt": prompt.astype(str).to_numpy(),
+    # prompts as codes in sorted order: grouping and sorting a million prompt texts took 10 s of 14 (issue 56)
+    codes, prompts = pd.factorize(prompt.astype(str).to_numpy(), sort=True)
+    frame = pd.DataFrame({"prompt": codes,
                           "group": (votes.groupby(groups, dropna=False).ngroup() if groups
                                     else pd.Series(0, index=votes.index)).to_numpy(),
                           "score": votes["choice"].astype(str).map(SCORE).to_numpy()})
@@ -171,13 +173,14 @@ def item_total_correlations(comparisons: pd.DataFrame, prompt_column: str = "con
     x, y = present["score"], present["rest"]
     sums = present.assign(xy=x * y, xx=x * x, yy=y * y).groupby("prompt").agg(
         n=("score", "size"), x=("score", "sum"), y=("rest", "sum"), xy=("xy", "sum"), xx=("xx", "sum"),
-        yy=("yy", "sum"), x_kinds=("score", "nunique"), y_kinds=("rest", "nunique"))
-    ok = (sums["n"] >= 3) & (sums["x_kinds"] > 1) & (sums["y_kinds"] > 1)
+        yy=("yy", "sum"), x_low=("score", "min"), x_high=("score", "max"), y_low=("rest", "min"),
+        y_high=("rest", "max"))
+    ok = (sums["n"] >= 3) & (sums["x_high"] > sums["x_low"]) & (sums["y_high"] > sums["y_low"])  # two values or more
     n = sums["n"]
     r = (n * sums["xy"] - sums["x"] * sums["y"]) / np.sqrt((n * sums["xx"] - sums["x"] ** 2)
                                                            * (n * sums["yy"] - sums["y"] ** 2))
-    out = pd.DataFrame({"prompt": cells["prompt"].drop_duplicates().sort_values()}).set_index("prompt")
+    out = pd.DataFrame({"prompt": prompts}, index=pd.RangeIndex(len(prompts)))
     out["comparisons"] = n.reindex(out.index).fillna(0).astype(int)
     out["mean_score"] = (sums["x"] / n).reindex(out.index)
     out["item_total_r"] = r.clip(-1, 1).where(ok).reindex(out.index)
-    return out.reset_index()[["prompt", "comparisons", "mean_score", "item_total_r"]]
+    return out[["prompt", "comparisons", "mean_score", "item_total_r"]]
