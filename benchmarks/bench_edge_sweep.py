@@ -79,10 +79,12 @@ def main():
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--memory-gb", type=float, default=6.0, help="data each process may hold")
     parser.add_argument("--study-seconds", type=int, default=300, help="wall seconds a study may take")
+    parser.add_argument("--commands", nargs="+", choices=COMMANDS, default=list(COMMANDS),
+                        help="the commands swept (default: all); --studies is split over these")
     args = parser.parse_args()
-    per_command = max(1, args.studies // len(COMMANDS))
+    per_command = max(1, args.studies // len(args.commands))
     jobs = [(command, number, min(CHUNK, per_command - start), args.study_seconds)
-            for command in COMMANDS for number, start in enumerate(range(0, per_command, CHUNK))]
+            for command in args.commands for number, start in enumerate(range(0, per_command, CHUNK))]
     with multiprocessing.get_context("spawn").Pool(args.processes, initializer=limit_process,
                                                    initargs=(args.memory_gb,)) as pool:
         results = pool.map(sweep_chunk, jobs, chunksize=1)
