@@ -47,14 +47,32 @@ class MockRun:
         self.live_run = list(self.operator.get_running_task_runs().values())[0]
         self.server = self.live_run.architect.server
         writes_on_the_server_loop(self.server)
+        self._count_handled_packets()
         self._record_agent_details()
+
+    def _count_handled_packets(self) -> None:
+        """Count the packets Mephisto's ClientIOHandler has handled (on its loop), for ``settle`` to match against
+        the packets the mock server wrote."""
+        client_io, self.handled = self.live_run.client_io, 0
+        handle = client_io._on_message
+
+        def counted(packet, channel_id):
+            try:
+                return handle(packet, channel_id)
+            finally:
+                self.handled += 1
+
+        client_io._on_message = counted
 
     def wait(self, condition, timeout: float = 10.0, what: str = "condition") -> None:
         assert self.operator._run_loop_until(condition, timeout), f"timed out waiting for {what}"
 
     def settle(self) -> None:
-        time.sleep(0.1)
-        self.wait(lambda: len(self.live_run.client_io.request_id_to_channel_id) == 0, 5, "channel requests")
+        """Until Mephisto has handled every packet the mock server wrote, and answered every registration. It
+        handles them only while a wait runs the operator's loop: a sleep, then a wait for the registrations alone,
+        returned with the packet unread."""
+        self.wait(lambda: self.handled >= self.server.packets_written
+                  and not self.live_run.client_io.request_id_to_channel_id, 30, "Mephisto to handle the packets sent")
 
     def register(self, worker: str, registration: str) -> None:
         self.server.register_mock_agent(worker, registration)
@@ -156,10 +174,13 @@ def writes_on_the_server_loop(server) -> None:
     from tornado.ioloop import IOLoop
 
     loop = server.running_instance
+    if not hasattr(server, "packets_written"):
+        server.packets_written = 0  # what MockRun.settle waits for Mephisto to have handled
 
     def write(text: str, done: concurrent.futures.Future) -> None:
         try:
             server._get_sub().write_message(text)
+            server.packets_written += 1
             done.set_result(None)
         except Exception as error:  # handed to the sending thread
             done.set_exception(error)

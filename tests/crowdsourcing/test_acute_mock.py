@@ -157,6 +157,14 @@ def test_the_harness_writes_every_packet_on_the_servers_own_thread(run):
     assert onboardings_of(run, "W1") == onboardings_of(run, "W2") == 1
 
 
+def test_settle_returns_once_mephisto_has_handled_what_was_sent(run):
+    """MockRun.settle slept 0.1 s, then waited for the registrations alone: Mephisto handles packets on the loop the
+    test's waits run, so after a sleep nothing had been handled and a registration not yet read counted as done."""
+    run.register("W1", "REG_W1")  # settles
+    assert onboardings_of(run, "W1") == 1  # no wait: the registration was handled and its onboarding made
+    assert run.handled == run.server.packets_written == 1
+
+
 def test_two_pages_of_a_new_participant_registering_at_once_both_get_an_answer(run):
     """Two tabs (or a double click) of one new participant: both registrations look for the worker before
     either has made it. Mephisto's second creation raised EntryAlreadyExistsException and that page never got

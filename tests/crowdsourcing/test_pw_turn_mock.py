@@ -26,12 +26,15 @@ def run(tmp_path):
     run.shutdown()
 
 
-def answer_onboarding(run, agent, correct: bool) -> None:
+def answer_onboarding(run, agent, correct: bool) -> int:
+    """Answer the onboarding the world last sent; returns the agent's message count before the answer."""
     data = run.last_task_data(agent)
     choices = [("left" if pair["left"] in GOOD else "right") for pair in data["pairs"]]
     if not correct:
         choices = [{"left": "right", "right": "left"}[c] for c in choices]
+    seen = run.message_count(agent)
     run.act(agent, {"action": "onboarding", "choices": choices})
+    return seen
 
 
 def pass_pw_turn_onboarding(run, worker: str):
@@ -48,8 +51,7 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
     # worker 1 fails both tries: Mephisto gives them the failed-onboarding qualification (soft block)
     run.register("W1", "REG_1")
     onboarding = run.onboarding_agent("W1")
-    answer_onboarding(run, onboarding, correct=False)
-    retry = run.last_task_data(onboarding, after=run.message_count(onboarding) - 1)
+    retry = run.last_task_data(onboarding, after=answer_onboarding(run, onboarding, correct=False))
     assert retry["try"] == 2 and "last try" in retry["warning"]
     answer_onboarding(run, onboarding, correct=False)
     assert run.last_task_data(onboarding, key="passed")["passed"] is False

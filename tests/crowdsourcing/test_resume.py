@@ -160,13 +160,16 @@ def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit
     overrides = ["mephisto.task.task_name=pw_resume", "mephisto.blueprint.num_conversations=2", "pw_turn.seed=4",
                  "pw_turn.num_turns=2", *ECHO_ONLY, "+pw_turn.models.parrot.opt.model=repeat_label"]
 
-    def chat_turn(run, agent, finish: bool):
+    def chat_turn(run, agent, finish: bool) -> int:
+        """A choice, then (unless ``finish``) a message; the agent's message count before the last act."""
         run.last_task_data(agent)
         seen = run.message_count(agent)
         run.act(agent, {"action": "choose", "choice": "left", "justification": "clearer"})
         if not finish:
             assert run.last_task_data(agent, after=seen)["phase"] == "chat"
+            seen = run.message_count(agent)
             run.act(agent, {"action": "message"}, "tell me more")
+        return seen
 
     def onboard(run, worker):
         run.register(worker, f"REG_{worker}")
@@ -180,8 +183,7 @@ def test_pw_turn_resume_offers_only_the_units_left_and_carries_on_the_killed_hit
         chat_turn(run, done, finish=True)
         submit_chat(run, done)
         half = onboard(run, "W2")
-        chat_turn(run, half, finish=False)
-        waiting = run.last_task_data(half, after=run.message_count(half) - 1)  # the two replies to choose from
+        waiting = run.last_task_data(half, after=chat_turn(run, half, finish=False))  # the two replies to choose
         assert waiting["phase"] == "choose"
     finally:
         run.kill()
