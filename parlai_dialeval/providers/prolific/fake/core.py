@@ -57,7 +57,7 @@ class FakeProlificBase:
         self.demographics: dict[str, dict] = {}  # participant id -> their demographic fields (tests set them)
         self.secrets: dict[str, dict] = {}  # workspace id -> its one webhook secret
         self.subscriptions: dict[str, dict] = {}
-        self.deliveries: list[dict] = []  # every webhook event sent: headers, body, answer
+        self.deliveries: list[dict] = []  # every webhook event sent: headers, body, answer (status, text)
         self.faults: list[dict] = []
         self.calls: list[dict] = []  # every API call: method, path, status, time
         self.payments: list[dict] = []  # every bonus actually paid: participant_id, amount, setup id

@@ -123,12 +123,14 @@ class HooksMixin:
                    "X-Prolific-Request-Timestamp": stamp,
                    "X-Prolific-Request-Signature": signature("not-" + secret if bad_signature else secret, stamp, body)}
         try:
-            status = httpx.post(url, content=body, headers=headers, timeout=10).status_code
+            answer = httpx.post(url, content=body, headers=headers, timeout=10)
+            status, text = answer.status_code, answer.text[:200]
         except httpx.HTTPError:
-            status = 0
+            status, text = 0, ""
         with self.lock:
             self.deliveries.append({"url": url, "headers": headers, "body": body.decode(errors="replace"),
-                                    "event": json.loads(body) if raw is None else None, "status": status})
+                                    "event": json.loads(body) if raw is None else None, "status": status,
+                                    "text": text})
         return status
 
     def replay(self, delivery: dict) -> int:
