@@ -125,6 +125,17 @@ class DialevalChatBlueprintArgs(RouterArgs, ParlAIChatBlueprintArgs):
                 "connects is given back (0: never)"})
 
 
+def check_router_times(blueprint) -> None:
+    """Refuse a reclaim time the ping time makes meaningless (``mephisto.blueprint`` as composed)."""
+    reclaim, ping = blueprint.get("router_reclaim_seconds") or 0, blueprint.router_ping_seconds
+    if reclaim > 0 and reclaim >= ping:
+        from parlai_dialeval.errors import DialevalError
+
+        raise DialevalError(f"mephisto.blueprint.router_reclaim_seconds ({reclaim:g}) must be shorter than "
+                            f"router_ping_seconds ({ping:g}): a page silent that long has lost its place, and "
+                            "another browser could only take back an ended session")
+
+
 @register_mephisto_abstraction()
 class DialevalChatBlueprint(ParlAIChatBlueprint):
     TaskBuilderClass = DialevalChatTaskBuilder
@@ -135,13 +146,7 @@ class DialevalChatBlueprint(ParlAIChatBlueprint):
     @classmethod
     def assert_task_args(cls, args, shared_state):
         super().assert_task_args(args, shared_state)
-        reclaim, ping = args.blueprint.get("router_reclaim_seconds") or 0, args.blueprint.router_ping_seconds
-        if reclaim > 0 and reclaim >= ping:
-            from parlai_dialeval.errors import DialevalError
-
-            raise DialevalError(f"mephisto.blueprint.router_reclaim_seconds ({reclaim:g}) must be shorter than "
-                                f"router_ping_seconds ({ping:g}): a page silent that long has lost its place, and "
-                                "another browser could only take back an ended session")
+        check_router_times(args.blueprint)
 
     def __init__(self, task_run, args, shared_state):
         super().__init__(task_run, args, shared_state)

@@ -49,3 +49,18 @@ def test_tiny_ramp_loses_nothing(tmp_path):
         assert row["units_twice"] == 0 and row["doubled"] == 0 and row["tracebacks"] == 0, row
         assert row["platform"] != "-", row
     assert set(pw["by_action"]) >= {"onboarding", "onboarded", "message", "choose"}, pw
+
+
+@pytest.mark.parametrize("task", ["live_chat_da", "pw_turn"])
+def test_every_scaling_preset_is_a_launch_the_blueprint_accepts(task):
+    """bench_load.py's baseline (``--settings before``, its default ``--baseline 50``) launched with Mephisto's 15 s
+    ping beside the later default reclaim time of 60 s, which the blueprint refuses: the default command failed at
+    its first step."""
+    from parlai_dialeval.crowdsourcing.platform import scaling
+    from parlai_dialeval.crowdsourcing.platform.blueprint import check_router_times
+    from parlai_dialeval.crowdsourcing.platform.config import compose
+    from parlai_dialeval.crowdsourcing.platform.registry import get_task
+
+    spec = get_task(task)
+    for preset in scaling.PRESETS:
+        check_router_times(compose(spec, ["conf=endpoints", *scaling.overrides(preset)]).mephisto.blueprint)
