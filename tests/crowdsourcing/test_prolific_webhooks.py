@@ -3,8 +3,8 @@ Against the fake Prolific, which subscribes, signs and sends events as Prolific'
 asked, a bad signature, a replay, an event older than one already sent): a launch with a webhook address
 subscribes and confirms; a return reaches the receiver and returns the agent before the receiver answers
 Prolific's request (polling would take up to 10 s), and its unit goes to the next participant; a badly signed,
-replayed or out-of-order event changes nothing; the run's stop unsubscribes. Every event the fake sent fits the contract (the
-``fake`` fixture)."""
+replayed or out-of-order event changes nothing; the run's stop unsubscribes. Every event the fake sent fits the
+contract (the ``fake`` fixture)."""
 from __future__ import annotations
 
 import time
