@@ -85,6 +85,7 @@ def test_every_runtime_patch_refuses_another_version(monkeypatch, tmp_path):
         "prompt_run_tracking": compat_mephisto.prompt_run_tracking,
         "prompt_unit_launching": compat_mephisto.prompt_unit_launching,
         "joined_force_shutdown": compat_mephisto.joined_force_shutdown,
+        "prompt_onboarding_end": compat_mephisto.require_onboarding_end,
         "arrivals_checked": mephisto_arrivals.arrivals_checked,
         "safe_unit_launching": lambda: mephisto_threads.safe_unit_launching().__enter__(),
         "downloads_refused": lambda: compat_parlai.downloads_refused().__enter__(),

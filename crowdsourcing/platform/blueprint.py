@@ -35,6 +35,7 @@ from mephisto.operations.registry import register_mephisto_abstraction
 from omegaconf import MISSING
 
 from parlai_dialeval.compat.mephisto_door import PROXY_HEADER, PROXY_HEADER_HELP, ROUTER_HOST_HELP, TRUSTED_PROXIES_HELP
+from parlai_dialeval.compat.mephisto import prompt_onboarding_end
 from parlai_dialeval.compat.mephisto_claims import (CLAIMS_MINIMUM, CLAIMS_SHARE, CLAIMS_WINDOW_SECONDS,
                                                      FIRST_SOCKET_SECONDS, RECLAIM_SECONDS)
 from parlai_dialeval.compat.mephisto_router import PING_SECONDS, RECONNECT_SECONDS
@@ -68,6 +69,12 @@ class DialevalChatTaskRunner(ParlAIChatTaskRunner):
         minute, about 25,000 failed reservations, each a file creation and a printed line)."""
         units = super().filter_units_for_worker(units, worker)
         return random.sample(units, len(units))
+
+    def run_onboarding(self, agent) -> None:
+        """Mephisto's, its end waiting for the participant's submit instead of looking every 0.3 s (PW-Turn's
+        step from onboarding to the unit's first state: p50 337 ms in bench_load, from the look's sleep)."""
+        with prompt_onboarding_end(agent):
+            super().run_onboarding(agent)
 
 
 @dataclass

@@ -30,6 +30,7 @@ def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     compat_mephisto.prompt_run_tracking()  # a finished or stopped run ends within a second, not 10-20
     compat_mephisto.prompt_unit_launching()  # nor does a stop wait out the unit launcher's 10 s sleep
     compat_mephisto.joined_force_shutdown()  # and a stop takes what its steps take, not at least 1.5 s
+    compat_mephisto.require_onboarding_end()  # the unit follows an onboarding's submit at once (blueprint.py)
     mephisto_door.bounded_logging()  # a stranger's text is never logged whole, nor through rich
     mephisto_threads.atomic_state_writes()  # agents' state files stay readable under load
     mephisto_threads.chat_states_written_behind()  # and are written beside a message's path, not in it

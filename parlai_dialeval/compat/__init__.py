@@ -2,8 +2,8 @@
 "Patches", lists them all):
 
 - ``compat/mephisto.py``: Mephisto 1.1.1 (a Python 3.11 source fix, detoxify left out, its data directory,
-  its metrics server, the pace of its run tracker, unit launcher and force_shutdown, onboarding tries, our crowd
-  providers registered on import);
+  its metrics server, the pace of its run tracker, unit launcher, force_shutdown and an onboarding's end,
+  onboarding tries, our crowd providers registered on import);
 - ``compat/mephisto_threads.py``: Mephisto where several threads meet (channels closed once, a thread-safe unit
   launcher for generated runs, atomic state writes);
 - ``compat/mephisto_arrivals.py``: a crowd provider vets who gets a place, and whose reloading page gets

@@ -23,6 +23,9 @@ is ``compat/mephisto_router.py``'s, the door's ``compat/mephisto_door.py``'s, wh
 - ``joined_force_shutdown``: ``Operator.force_shutdown`` (copied) joins each of its three steps' threads with
   its timeout instead of looking every 0.5 s whether they are done, so a stop takes what its steps take,
   not at least 1.5 s. Retire when Mephisto joins them.
+- ``prompt_onboarding_end``: ParlAI-chat's ``run_onboarding`` ends by looking every 0.3 s whether the onboarding
+  agent submitted, so a participant's "Continue" after a passed onboarding waited up to 0.3 s more for their unit.
+  For that call the agent waits for the submit itself. Retire when Mephisto waits on ``did_submit`` there.
 - ``share_unit``: a new agent of our provider is handed the ``Unit`` object its caller holds (whose
   ``worker_id`` was just set) through Mephisto's private ``_unit``, as Mephisto's own
   ``Agent.new_from_provider_data`` does; checked: ``Agent.get_unit`` still returns ``self._unit``. Retire
@@ -36,6 +39,7 @@ The arrival checks (a provider vetting who gets a place) are in ``compat/mephist
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -180,6 +184,37 @@ def joined_force_shutdown(operator=None) -> None:
     require_ours(operator.Operator, "force_shutdown", "joined_force_shutdown")
 
 
+def require_onboarding_end() -> None:
+    """ParlAI-chat's ``run_onboarding`` still ends with the loop ``prompt_onboarding_end`` relies on."""
+    from mephisto.abstractions.blueprints.parlai_chat.parlai_chat_task_runner import ParlAIChatTaskRunner
+
+    require_version("mephisto", WRITTEN_FOR, "prompt_onboarding_end")
+    for call in ("agent.await_submit(timeout=None)", "time.sleep(0.3)"):
+        require_call(ParlAIChatTaskRunner.run_onboarding, call, "prompt_onboarding_end")
+
+
+@contextlib.contextmanager
+def prompt_onboarding_end(agent):
+    """While the block runs, ``agent`` (an ``OnboardingAgent``) answers ``await_submit(timeout=None)`` by waiting
+    for its ``did_submit`` event instead of looking at it. ParlAI-chat's ``run_onboarding`` ends with
+    ``while not agent.await_submit(timeout=None): time.sleep(0.3)``, and the event that ends that loop is the same
+    one: set by the submit, a disconnect or a return (``update_status``) and a shutdown. Only this agent, only for
+    this call: elsewhere ``await_submit(timeout=None)`` is a look that must not block (task_runner.py). A launch
+    checks first that the loop is still Mephisto 1.1.1's (``require_onboarding_end``)."""
+    looked = agent.await_submit
+
+    def await_submit(timeout=None):
+        if timeout is None:
+            agent.did_submit.wait()
+        return looked(timeout)
+
+    agent.await_submit = await_submit
+    try:
+        yield
+    finally:
+        del agent.await_submit
+
+
 def require_onboarding_order() -> None:
     """The Mephisto 1.1.1 internals a static task's onboarding with several tries relies on
     (crowdsourcing/platform/onboarding_tries.py) are still there (CompatError otherwise): the
@@ -272,6 +307,8 @@ def check() -> list[str]:
     prompt_unit_launching()
     joined_force_shutdown()
     require_onboarding_order()
+    require_onboarding_end()
     require_providers()
     return [f"mephisto {WRITTEN_FOR}: hydra_config dataclass defaults, no detoxify, Prometheus off, run tracking and unit "
-            "launching every second, a joined force_shutdown, onboarding tries, our crowd providers"]
+            "launching every second, a joined force_shutdown, onboarding tries, an onboarding's end on its submit, our crowd "
+            "providers"]

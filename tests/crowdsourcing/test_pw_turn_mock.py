@@ -122,3 +122,34 @@ def test_onboarding_fail_twice_blocks_then_pass_and_chat(run):
         assert conv["turns"][row.turn_index]["text"] == chosen
         assert conv["turns"][row.turn_index]["speaker"] == (row.model_a if row.choice == "a" else row.model_b)
     assert set(comps["model_a"]) | set(comps["model_b"]) == {"echo", "parrot"}
+
+
+def test_the_onboarding_thread_ends_on_the_submit_without_looking_every_0_3_s(run, monkeypatch):
+    """ParlAI-chat's run_onboarding ends with ``while not agent.await_submit(timeout=None): time.sleep(0.3)``, so
+    the unit came up to 0.3 s after the participant's "Continue" (bench_load.py, PW-Turn's "onboarded" step: p50
+    337 ms, and 36 ms with compat/mephisto.py's prompt_onboarding_end). With it the onboarding thread waits for
+    the submit and never sleeps in that loop."""
+    import threading
+    import time
+
+    from mephisto.abstractions.blueprints.parlai_chat import parlai_chat_task_runner
+
+    slept, real_sleep = [], time.sleep
+
+    def sleep(seconds):
+        if threading.current_thread().name.startswith("Onboard-thread"):
+            slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(parlai_chat_task_runner.time, "sleep", sleep)
+    run.register("W1", "REG_1")
+    onboarding = run.onboarding_agent("W1")
+    answer_onboarding(run, onboarding, correct=True)
+    assert run.last_task_data(onboarding, key="passed")["passed"] is True
+    real_sleep(0.5)  # the onboarding thread is in its last loop before the participant reads and clicks
+    run.server.register_mock_agent_after_onboarding(onboarding.worker_id, onboarding.get_agent_id(), {})
+    run.settle()
+    run.unit_agent("W1")
+    assert slept == []
+    live = run.live_run.worker_pool.final_onboardings[onboarding.get_agent_id()]  # the object the thread used
+    assert "await_submit" not in vars(live) and live.await_submit(timeout=None)  # its own look again
