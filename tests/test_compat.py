@@ -266,22 +266,33 @@ def test_a_stopped_operator_does_not_wait_out_the_run_trackers_ten_second_sleep(
     assert seconds_to_stop(tmp_path, lambda operator: operator._run_loop_until(lambda: False, 0.3)) < 5
 
 
-def test_a_force_shutdown_takes_what_its_steps_take(tmp_path):
+def test_a_force_shutdown_takes_what_its_steps_take(tmp_path, monkeypatch):
     """joined_force_shutdown: Mephisto's force_shutdown slept 0.5 s whenever one of its three steps' threads was still
     alive at its first look, so a stop whose steps take 50 ms each took at least 1.5 s (every launch's and test run's
-    stop paid about that)."""
+    stop paid about that). Checked by its sleeps, which no load on the machine changes, and then by its time against
+    that 1.5 s."""
     import time
     from types import SimpleNamespace
 
+    slept, real_sleep = [], time.sleep
+
+    def sleep(seconds):
+        if sys._getframe(1).f_code.co_name == "force_shutdown":  # Mephisto's looks, in force_shutdown's own body
+            slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+
     def step():
-        time.sleep(0.05)
+        real_sleep(0.05)
 
     def track_a_run(operator):  # what force_shutdown's steps stop, 50 ms each
         operator._task_runs_tracked["run"] = SimpleNamespace(
             task_launcher=SimpleNamespace(shutdown=step, expire_units=step), architect=SimpleNamespace(shutdown=step),
             shutdown=step)
 
-    assert seconds_to_stop(tmp_path, track_a_run) < 1.0
+    seconds = seconds_to_stop(tmp_path, track_a_run)
+    assert slept == [] and seconds < 1.5, (slept, seconds)
 
 
 def test_state_writes_replace_the_file_with_the_whole_dict(tmp_path):
