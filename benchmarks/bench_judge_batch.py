@@ -9,6 +9,14 @@ the real-model fixture (SmolLM2-135M-Instruct, parlai_dialeval.testing.real_mode
 
     .venv/bin/python benchmarks/bench_judge_batch.py [--items 8] [--judge hf lm] [--max-tokens 20]
         [--batch-size N] [--rounds 3] [--chateval DIR [DIR ...]]
+        [--device cuda] [--shape small|large [--tiny]] [--save-questions Q.json | --questions Q.json] [--json OUT]
+
+On a GPU machine, which has neither the fixture nor ChatEval: ``--save-questions`` writes the prompts here and
+stops, ``--questions`` reads them there, and ``--shape`` builds a random-weight GPT-2 of DialoGPT-small's or
+-large's shape (50,257-token output layer, a byte-level BPE trained on the prompts, a plain chat template) in place
+of the fixture (its output layer the tokenizer's size, so that every reply decodes to text): its answers are noise,
+but batched and one-at-a-time runs must still give the same ones.
+``--json`` writes every run's answers and times (to set a GPU's answers beside a CPU's for the same weights).
 
 Where the judge takes fewer CPU threads than torch's default (``free_cpu_threads``: other processes
 hold cores), the one-at-a-time loop also runs on that many threads, so the ratio splits into what the
@@ -22,14 +30,19 @@ tokens that prompts sharing their start save.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared" / "data" / "chateval" / "amt_ab_2018" / "AMT_NCM_Test_Cakechat_NCM"
+# the built model's chat template (a random GPT-2 has none): each turn as <|role|>text<eos>
+TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 
 def questions(folder: Path, count: int) -> list[tuple[str, list[str]]]:
@@ -65,22 +78,64 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (medians compared)")
     parser.add_argument("--chateval", type=Path, nargs="+", default=[DEFAULT],
                         help="ChatEval amt_ab_2018 comparison folders")
+    parser.add_argument("--device", default="cpu", help="torch device of both judges (cuda on a GPU machine)")
+    parser.add_argument("--shape", choices=("small", "large"), default=None,
+                        help="a random-weight GPT-2 of DialoGPT-small's or -large's shape instead of the fixture")
+    parser.add_argument("--tiny", action="store_true", help="with --shape: 2 layers, 64 wide (to try it on a CPU)")
+    parser.add_argument("--save-questions", type=Path, help="write the prompts to this JSON and stop")
+    parser.add_argument("--questions", type=Path, help="the prompts from this JSON (--save-questions) instead of ChatEval")
+    parser.add_argument("--json", type=Path, help="write every run's answers and times here")
     args = parser.parse_args(argv)
 
+    if args.questions:
+        asked = [tuple(question) for question in json.loads(args.questions.read_text(encoding="utf-8"))]
+        source = args.questions.name
+    else:
+        asked = [question for folder in args.chateval for question in questions(folder, args.items)]
+        source = ", ".join(f.name for f in args.chateval)
+    if args.save_questions:
+        args.save_questions.write_text(json.dumps(asked), encoding="utf-8")
+        return 0
+    with tempfile.TemporaryDirectory() as folder:
+        return run(args, asked, source, Path(folder))
+
+
+def judge_model(args, asked, folder: Path) -> tuple[Path, str | None, str]:
+    """(the judges' model folder, its chat template where it needs one, what it is)."""
+    from parlai_dialeval.testing import real_model
+
+    if args.shape is None:
+        if real_model.missing():
+            sys.exit(real_model.missing())
+        return real_model.model_dir(), None, "the real-model fixture (SmolLM2-135M-Instruct)"
+    from bench_fed_gpu import SHAPES
+    from tiny_lm import build_gpt2
+    from transformers import AutoConfig
+
+    shape = dict(SHAPES[args.shape], **({"n_layer": 2, "n_embd": 64, "n_head": 2} if args.tiny else {}))
+    # the output layer the tokenizer's size: ids beyond it (most of a 50,257-token layer's) decode to nothing,
+    # and every reply would be the same empty text
+    path = build_gpt2(folder / args.shape, texts=[text for text, _ in asked], n_positions=1024, tokenizer_vocab=8000,
+                      **shape)
+    return path, TEMPLATE, f"a random-weight GPT-2 {shape} (vocabulary {AutoConfig.from_pretrained(path).vocab_size})"
+
+
+def run(args, asked, source: str, folder: Path) -> int:
     import torch
 
     from parlai_dialeval.judge.judges import make_judge
     from parlai_dialeval.metrics.lm_loading import torch_threads
-    from parlai_dialeval.testing import real_model
 
-    if real_model.missing():
-        sys.exit(real_model.missing())
-    asked = [question for folder in args.chateval for question in questions(folder, args.items)]
+    path, template, described = judge_model(args, asked, folder)
     default = torch.get_num_threads()
-    print(f"{len(asked)} prompts ({args.items} items x 2 orders) from {', '.join(f.name for f in args.chateval)}; "
-          f"{len(os.sched_getaffinity(0))} cores; torch's default threads {default}")
+    gpu = torch.cuda.get_device_name() if args.device.startswith("cuda") else None
+    print(f"{len(asked)} prompts from {source}; {described} on {args.device}{f' ({gpu})' if gpu else ''}, "
+          f"torch {torch.__version__}; {len(os.sched_getaffinity(0))} cores; torch's default threads {default}")
+    record: dict = {"device": args.device, "gpu": gpu, "torch": torch.__version__, "model": described,
+                    "prompts": len(asked), "judges": {}}
     for kind in args.judge:
-        judge = make_judge(f"{kind}:{real_model.model_dir()}", max_tokens=args.max_tokens, batch_size=args.batch_size)
+        judge = make_judge(f"{kind}:{path}", max_tokens=args.max_tokens, batch_size=args.batch_size,
+                           device=args.device, chat_template=template)
         threads, judge.threads = judge.threads or default, None  # the benchmark sets the threads of each run
         runs = {"original": (default, False)}
         if threads != default:
@@ -132,9 +187,18 @@ def main(argv=None) -> int:
         if kind == "hf":
             tokens = [r.completion_tokens for r in answers["original"]]
             print(f"{kind}: reply tokens min {min(tokens)} / mean {sum(tokens) / len(tokens):.1f} / max {max(tokens)}")
+        # answers that are all alike would agree whatever the batching did
+        print(f"{kind}: {len(set(reference))} distinct answers among {len(reference)}, {sum(map(bool, reference))} "
+              f"not empty; e.g. {reference[:2]}")
         differing = [(a, b.text) for a, b in zip(reference, answers[batched_name]) if a != b.text]
         if differing:
             print("  differing:", differing[:5])
+        record["judges"][kind] = {"seconds": times, "cpu_seconds": cpu,
+                                  "answers": {name: [r.text for r in replies] for name, replies in answers.items()}}
+        if kind == "lm":
+            record["judges"][kind]["largest_logprob_difference"] = worst
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1), encoding="utf-8")
     return 0
 
 
