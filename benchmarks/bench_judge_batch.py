@@ -40,9 +40,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared" / "data" / "chateval" / "amt_ab_2018" / "AMT_NCM_Test_Cakechat_NCM"
-# the built model's chat template (a random GPT-2 has none): each turn as <|role|>text<eos>
-TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 
 def questions(folder: Path, count: int) -> list[tuple[str, list[str]]]:
@@ -83,9 +80,12 @@ def main(argv=None) -> int:
                         help="a random-weight GPT-2 of DialoGPT-small's or -large's shape instead of the fixture")
     parser.add_argument("--tiny", action="store_true", help="with --shape: 2 layers, 64 wide (to try it on a CPU)")
     parser.add_argument("--save-questions", type=Path, help="write the prompts to this JSON and stop")
-    parser.add_argument("--questions", type=Path, help="the prompts from this JSON (--save-questions) instead of ChatEval")
+    parser.add_argument("--questions", type=Path,
+                        help="the prompts from this JSON (--save-questions) instead of ChatEval")
     parser.add_argument("--json", type=Path, help="write every run's answers and times here")
     args = parser.parse_args(argv)
+    if args.tiny and args.shape is None:
+        parser.error("--tiny shrinks the model --shape builds: give --shape too")
 
     if args.questions:
         asked = [tuple(question) for question in json.loads(args.questions.read_text(encoding="utf-8"))]
@@ -109,7 +109,7 @@ def judge_model(args, asked, folder: Path) -> tuple[Path, str | None, str]:
             sys.exit(real_model.missing())
         return real_model.model_dir(), None, "the real-model fixture (SmolLM2-135M-Instruct)"
     from bench_fed_gpu import SHAPES
-    from tiny_lm import build_gpt2
+    from tiny_lm import CHAT_TEMPLATE, build_gpt2
     from transformers import AutoConfig
 
     shape = dict(SHAPES[args.shape], **({"n_layer": 2, "n_embd": 64, "n_head": 2} if args.tiny else {}))
@@ -117,7 +117,8 @@ def judge_model(args, asked, folder: Path) -> tuple[Path, str | None, str]:
     # and every reply would be the same empty text
     path = build_gpt2(folder / args.shape, texts=[text for text, _ in asked], n_positions=1024, tokenizer_vocab=8000,
                       **shape)
-    return path, TEMPLATE, f"a random-weight GPT-2 {shape} (vocabulary {AutoConfig.from_pretrained(path).vocab_size})"
+    vocabulary = AutoConfig.from_pretrained(path).vocab_size
+    return path, CHAT_TEMPLATE, f"a random-weight GPT-2 {shape} (vocabulary {vocabulary})"
 
 
 def run(args, asked, source: str, folder: Path) -> int:

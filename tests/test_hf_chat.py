@@ -8,11 +8,7 @@ import parlai_dialeval  # noqa: F401  (registers dialeval:)
 from parlai_dialeval.agents.hf_chat.hf_chat import render_chat
 from parlai_dialeval.errors import DialevalError
 
-from tiny_lm import CORPUS, EOS, build_gpt2
-
-# ChatML-like, as many chat models ship it
-TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+from tiny_lm import CHAT_TEMPLATE, CORPUS, EOS, build_gpt2
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +17,7 @@ def chat_model(tmp_path_factory):
 
     path = build_gpt2(tmp_path_factory.mktemp("tiny_chat") / "model", texts=CORPUS, n_positions=128)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.chat_template = TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(path)
     return path
 
@@ -110,7 +106,7 @@ def test_no_template_no_model_and_unknown_hub_id_are_one_line_errors(chat_model,
     plain = build_gpt2(tmp_path / "plain", n_positions=64)
     with pytest.raises(DialevalError, match="has no chat template: give --chat-template"):
         make(plain)
-    agent = make(plain, chat_template=TEMPLATE)  # ... which --chat-template fixes
+    agent = make(plain, chat_template=CHAT_TEMPLATE)  # ... which --chat-template fixes
     agent.observe({"text": "Hi!", "episode_done": False})
     assert isinstance(agent.act()["text"], str)
     with pytest.raises(DialevalError, match="no local model 'nobody/no-such-chat-model'"):

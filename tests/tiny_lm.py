@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Iterable
 
 EOS = "<|endoftext|>"
+# a chat template for these models (a tokenizer trained here has none), ChatML-like as many chat models ship it
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 CORPUS = [
     "Hi! How are you doing today?", "I'm good, thanks. What about you?", "That's really interesting!",
