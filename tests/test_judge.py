@@ -100,6 +100,20 @@ def test_a_local_chat_model_judge_leaves_unreadable_replies_unanswered(tmp_path)
     assert summary["answered"] + sum(summary["bad_replies"].values()) == 4  # each item answered or counted
 
 
+def test_a_local_judge_on_a_device_torch_cannot_use_is_refused_in_one_line(tmp_path, capsys):
+    """--device for an lm: judge that this machine has not (a GPU index no machine has, a misspelt name): a
+    one-line error naming the device, as the hf: judge gives, not a traceback from torch."""
+    lm = build_gpt2(tmp_path / "lm")
+    _sm_dialog_data(tmp_path / "human.jsonl", distinct=True)
+    for device in ("cuda:99", "gpu"):
+        assert main(["judge", "--data", str(tmp_path / "human.jsonl"), "--protocol", "sm_dialog", "--judge", f"lm:{lm}",
+                     "--device", device, "--out", str(tmp_path / "j.jsonl")]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert error[-1].startswith(f"dialeval: error: device '{device}' is not usable here: "), error
+        assert not any("Traceback" in line for line in error)
+    assert not (tmp_path / "j.jsonl").exists()
+
+
 # ---- ChatEval A/B with a scripted judge -------------------------------------------------------------
 
 FOLDER = "AMT_NCM_Test_NCM_Cakechat"

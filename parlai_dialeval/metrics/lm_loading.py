@@ -34,7 +34,10 @@ def load_causal_lm(name: str, device=None, dtype: str | None = None, packing: bo
         model = AutoModelForCausalLM.from_pretrained(name, **kwargs)
     except OSError as error:
         raise DialevalError(f"cannot load the language model '{name}': {error}") from None
-    model.to(pick_device(device)).eval()
+    try:
+        model.to(pick_device(device)).eval()
+    except (RuntimeError, AssertionError) as error:  # a torch without CUDA, a GPU that is not there, a misspelt name
+        raise DialevalError(f"device {device!r} is not usable here: {str(error).splitlines()[0]}") from None
     fuse_gelu(model)
     pack_linear_layers(model, packing)
     return model, tokenizer
