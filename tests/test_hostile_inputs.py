@@ -338,6 +338,21 @@ def test_bad_options_are_one_line_naming_the_option(tmp_path, capsys, command, o
     assert_one_line_error(code, err, option)
 
 
+@pytest.mark.parametrize("command, option, value", [
+    ("judge", "--judge-batch-size", "-3"), ("judge", "--judge-batch-size", "0"), ("judge", "--max-reply-tokens", "-2"),
+    ("judge", "--concurrency", "0"), ("judge", "--request-timeout", "-1"), ("judge", "--price-prompt", "-0.5"),
+    ("judge", "--price-completion", "inf"), ("fed", "--batch-size", "0"), ("fed", "--max-tokens", "-1"),
+])
+def test_bad_model_options_are_one_line_before_any_model_loads(tmp_path, capsys, command, option, value):
+    """A judge's or FED's sizes and prices out of range (a negative batch size ran, and --max-reply-tokens -2
+    failed 128 prompts in, naming the agent's --max-new-tokens) are refused before anything loads or runs."""
+    path = write(tmp_path / "d.jsonl", pairwise())
+    needs = {"judge": ["--protocol", "ab", "--judge", f"lm:{tmp_path / 'no-model'}"], "fed": ["--lm", tmp_path / "no-model"]}
+    code, _, err = dialeval(capsys, command, "--data", path, "--out", tmp_path / "out.jsonl", *needs[command], option, value)
+    assert_one_line_error(code, err, option, value)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_out_pointing_at_a_file_is_one_line(tmp_path, capsys):
     path = write(tmp_path / "d.jsonl", pairwise())
     existing = tmp_path / "taken"

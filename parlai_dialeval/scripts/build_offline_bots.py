@@ -21,6 +21,7 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai_dialeval.agents.hf_lm.config import TrainConfig
 from parlai_dialeval.agents.qc_bot.corpus import DEFAULT_TASK, Corpus, load_corpus, save
 from parlai_dialeval.home import offline_bots_dir
+from parlai_dialeval.options import checked
 from parlai_dialeval.scripts.command_line import write_json
 
 TRAINING_VERSION = 2  # bump when training code changes, so cached models are rebuilt
@@ -102,12 +103,15 @@ class BuildOfflineBots(ParlaiScript):
         parser.add_argument("--corpus-task", default=DEFAULT_TASK,
                             help="ParlAI teacher whose train split is the bots' corpus and whose test split "
                                  "measures them")
-        parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="LM training epochs")
-        parser.add_argument("--max-steps", type=int, default=None, help="stop LM training after this many steps")
+        parser.add_argument("--epochs", type=checked("--epochs", "positive_int"), default=TrainConfig.epochs,
+                            help="LM training epochs")
+        parser.add_argument("--max-steps", type=checked("--max-steps", "positive_int"), default=None,
+                            help="stop LM training after this many steps")
         parser.add_argument("--force", type="bool", default=False, help="retrain even if a matching model is cached")
         parser.add_argument("--evaluate", type="bool", default=True,
                             help="score the bots on the test split (writes quality.json)")
-        parser.add_argument("--eval-limit", type=int, default=None, help="score on at most this many test pairs")
+        parser.add_argument("--eval-limit", type=checked("--eval-limit", "positive_int"), default=None,
+                            help="score on at most this many test pairs")
         return parser
 
     def run(self):

@@ -11,6 +11,7 @@ from parlai_dialeval.atomic import atomic_open
 from parlai_dialeval.distributed import add_shard_args, device_for, digest, init_world, run_parts, shard_folder
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.metrics.fed import DEFAULT_MODEL, MODES, FedScorer, ScoreCache, join_turns
+from parlai_dialeval.options import checked
 
 FED_TEXT = "fed-text"
 
@@ -74,11 +75,12 @@ class Fed(ParlaiScript):
                          help="score every model turn with the dialogue up to it (turn-level scoring)")
         fed.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
         fed.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
-        fed.add_argument("--batch-size", type=int, default=16, help="dialogues per forward pass")
+        fed.add_argument("--batch-size", type=checked("--batch-size", "positive_int"), default=16,
+                         help="dialogues per forward pass")
         fed.add_argument("--packing", type="bool", default=None,
                          help="oneDNN pre-packed linear layers on CPU (faster, same numbers to ~1e-6; any layer "
                               "shape failing its trial call stays plain); default: on unless $DIALEVAL_PACKING=0")
-        fed.add_argument("--max-tokens", type=int, default=2048,
+        fed.add_argument("--max-tokens", type=checked("--max-tokens", "positive_int"), default=2048,
                          help="bound on rows x tokens of one forward pass (memory)")
         fed.add_argument("--cache", default=None, metavar="FILE.jsonl",
                          help="persistent cache of scores keyed by model, mode and text")

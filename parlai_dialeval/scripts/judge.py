@@ -9,6 +9,7 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.distributed import add_shard_args, device_for, digest, init_world, run_parts, shard_folder
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import checked
 
 PROTOCOLS = ("ab", "acute", "pw_turn", "pw_dialog", "sm_turn", "sm_dialog", "likert", "live_chat_da")
 
@@ -37,18 +38,23 @@ class Judge(ParlaiScript):
         judge.add_argument("--base-url", default=None, help="endpoint address for openai: judges, e.g. http://host:8000/v1")
         judge.add_argument("--api-key-env", default="", metavar="VAR",
                            help="NAME of the environment variable holding the endpoint's key ('' = none)")
-        judge.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (endpoint judges)")
-        judge.add_argument("--max-reply-tokens", type=int, default=20, help="reply length limit (endpoint judges)")
-        judge.add_argument("--request-timeout", type=float, default=60.0,
+        judge.add_argument("--concurrency", type=checked("--concurrency", "positive_int"), default=4,
+                           help="requests in flight at once (endpoint judges)")
+        judge.add_argument("--max-reply-tokens", type=checked("--max-reply-tokens", "positive_int"), default=20,
+                           help="reply length limit (endpoint judges)")
+        judge.add_argument("--request-timeout", type=checked("--request-timeout", "positive"), default=60.0,
                            help="seconds to wait for one reply (endpoint judges; then retried, at most twice)")
         judge.add_argument("--cache", default=None, metavar="FILE.jsonl",
                            help="replies by (judge, prompt); a rerun asks only what is missing (default OUT.cache.jsonl)")
-        judge.add_argument("--price-prompt", type=float, default=0.0, metavar="USD",
+        judge.add_argument("--price-prompt", type=checked("--price-prompt", "non_negative"), default=0.0,
+                           metavar="USD",
                            help="price per million prompt tokens, for the cost in the summary")
-        judge.add_argument("--price-completion", type=float, default=0.0, metavar="USD",
+        judge.add_argument("--price-completion", type=checked("--price-completion", "non_negative"), default=0.0,
+                           metavar="USD",
                            help="price per million completion tokens")
         judge.add_argument("--device", default=None, help="torch device of an lm: or hf: judge")
-        judge.add_argument("--judge-batch-size", type=int, default=None, metavar="N",
+        judge.add_argument("--judge-batch-size", type=checked("--judge-batch-size", "positive_int"), default=None,
+                           metavar="N",
                            help="prompts at once for an lm: or hf: judge (default: as many as fit in a quarter "
                                 "of the free memory, at most 64; 1: one at a time)")
         judge.add_argument("--chat-template", default=None,
