@@ -25,13 +25,14 @@ def _number(flag: str, text, kind, what: str):
 
 
 def checked(flag: str, kind: str):
-    """An argparse ``type=`` for FLAG: kind is probability (0 < x < 1), positive_int (>= 1),
+    """An argparse ``type=`` for FLAG: kind is probability (0 < x < 1), fraction (0 < x <= 1), positive_int (>= 1),
     non_negative_int (>= 0), positive (> 0), non_negative (>= 0), int or float."""
     def parse(text):
-        if kind == "probability":
-            value = _number(flag, text, float, "a number strictly between 0 and 1")
-            if not 0 < value < 1:
-                raise DialevalError(f"{flag} {text}: expected a number strictly between 0 and 1")
+        if kind in ("probability", "fraction"):
+            what = "a number strictly between 0 and 1" if kind == "probability" else "a number > 0 and <= 1"
+            value = _number(flag, text, float, what)
+            if not (0 < value < 1 or (kind == "fraction" and value == 1)):
+                raise DialevalError(f"{flag} {text}: expected {what}")
         elif kind in ("positive_int", "non_negative_int", "int"):
             low = {"positive_int": 1, "non_negative_int": 0}.get(kind)
             what = "an integer" + (f" >= {low}" if low is not None else "")
@@ -47,6 +48,14 @@ def checked(flag: str, kind: str):
 
     parse.__name__ = kind  # argparse names the type in its own messages
     return parse
+
+
+def check_opt(opt, limits: dict, who: str) -> None:
+    """Each option of ``limits`` (opt key: ``checked``'s kind) that ``opt`` sets, from a command line or a task's
+    YAML (which reaches an agent without argparse's types): out of range, one line naming ``who`` and the option."""
+    for key, kind in limits.items():
+        if opt.get(key) is not None:
+            checked(f"{who}: --{key.replace('_', '-')}", kind)(opt[key])
 
 
 def turn_range(text: str | None, flag: str = "--turns") -> tuple[int, int] | None:

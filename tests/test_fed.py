@@ -89,6 +89,13 @@ def test_followup_sets_match_the_paper():
         select_qualities(followups, ["nope"])
 
 
+@pytest.mark.parametrize("size", [{"batch_size": 0}, {"max_tokens": -1}])
+def test_sizes_out_of_range_are_refused(tiny_path, size):
+    """The scorer's (dialeval fed, the fed agent's --fed-batch-size, a notebook): one line naming the size."""
+    with pytest.raises(DialevalError, match=f"^FED: --{next(iter(size)).replace('_', '-')} -?[0-9]+: expected an "):
+        FedScorer(tiny_path, **size)
+
+
 def test_reference_mode_equals_the_naive_loop(tiny, tiny_path):
     model, tokenizer = tiny
     scorer = FedScorer(tiny_path, mode="reference", qualities="all", batch_size=4)

@@ -93,6 +93,19 @@ def test_sampling_with_a_seed_is_reproducible(chat_model):
     assert replies[0] == replies[1]
 
 
+@pytest.mark.parametrize("key, value, expected", [
+    ("max_new_tokens", -5, "an integer >= 1"), ("temperature", -1.0, "a number >= 0"),
+    ("top_p", 2.0, "a number > 0 and <= 1"), ("repetition_penalty", 0.0, "a number > 0"),
+    ("cpu_threads", -2, "an integer >= 0"),
+])
+def test_generation_settings_out_of_range_are_refused_when_the_bot_is_made(chat_model, key, value, expected):
+    """From a command line or a task's YAML (which skips argparse's types): one line naming the option, not
+    transformers' or torch's error at the first reply (a live study's participant would meet that)."""
+    flag = "--" + key.replace("_", "-")
+    with pytest.raises(DialevalError, match=f"^hf_chat: {flag} {value}: expected {expected}$"):
+        make(chat_model, **{key: value})
+
+
 def test_dtype_and_device_options(chat_model):
     agent = make(chat_model, dtype="bfloat16", device="cpu")
     import torch

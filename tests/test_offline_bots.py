@@ -112,3 +112,13 @@ def test_retrieval_answers_the_last_message_of_a_dialogue_given_as_one(tmp_path)
                         "retrieval_match": "message"})
     assert reply(bot, "Hi!\nHi\nDo you like football?")["text"] == "I am not really into football."
     assert reply(bot, "Do you like football?\nI am not really into football.\nHi!")["text"] == "Hi"
+
+
+def test_an_hf_lm_bot_with_no_room_to_reply_is_refused_when_made():
+    """--hf-max-new-tokens below 1 (from a command line or a task's YAML): one line, before any model loads."""
+    from parlai.core.agents import create_agent
+
+    from parlai_dialeval.errors import DialevalError
+
+    with pytest.raises(DialevalError, match="^hf_lm: --hf-max-new-tokens 0: expected an integer >= 1$"):
+        create_agent({"model": "dialeval:hf_lm", "hf_max_new_tokens": 0})

@@ -182,6 +182,13 @@ def test_a_conversation_longer_than_the_context_gets_the_400():
             say(agent, "this message makes the conversation too long")
 
 
+@pytest.mark.parametrize("key, value", [("temperature", -0.5), ("max_tokens", 0), ("request_timeout", 0.0),
+                                        ("max_retries", -1), ("retry_backoff", -1.0)])
+def test_request_settings_out_of_range_are_refused_when_the_bot_is_made(key, value):
+    with FakeOpenAI() as fake, pytest.raises(DialevalError, match=f"^openai_chat: --{key.replace('_', '-')} {value}: "):
+        make_agent(fake, **{key: value})
+
+
 def test_unknown_model_and_unreachable_url():
     with FakeOpenAI() as fake:
         with pytest.raises(EndpointError, match="model 'nope' not found"):

@@ -143,9 +143,12 @@ class FedScorer:
         from parlai_dialeval.metrics.fed_lm import PrefixLM
         from parlai_dialeval.metrics.lm_loading import load_causal_lm
         from parlai_dialeval.metrics.lm_packing import PackedLinear
+        from parlai_dialeval.options import check_opt
 
         if mode not in MODES:
             raise DialevalError(f"unknown FED mode '{mode}'; choose {' or '.join(MODES)}")
+        check_opt({"batch_size": batch_size, "max_tokens": max_tokens},
+                  {"batch_size": "positive_int", "max_tokens": "positive_int"}, "FED")
         self.mode = mode
         if isinstance(model, (str, os.PathLike)):
             self.model_name = str(model)

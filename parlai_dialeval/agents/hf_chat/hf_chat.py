@@ -23,11 +23,14 @@ from parlai.core.opt import Opt
 from parlai_dialeval.agents import chat_history
 from parlai_dialeval.agents.chat_history import ChatHistoryAgent, Reply
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import check_opt
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DEFAULTS = {**chat_history.DEFAULTS, "hf_chat_model": None, "chat_template": None, "device": "cpu",
             "dtype": "auto", "max_new_tokens": 64, "temperature": 0.0, "top_p": 1.0,
             "repetition_penalty": 1.0, "generation_seed": None, "cpu_threads": 0}
+LIMITS = {"max_new_tokens": "positive_int", "temperature": "non_negative", "top_p": "fraction",
+          "repetition_penalty": "positive", "cpu_threads": "non_negative_int"}  # options.checked's kinds
 
 
 def render_chat(tokenizer, messages: list[dict], template: str | None = None) -> str:
@@ -115,6 +118,7 @@ class HfChatAgent(ChatHistoryAgent):
 
     def __init__(self, opt, shared=None):
         opt = Opt({**DEFAULTS, **opt})  # create_agent(dict) gets no parser defaults
+        check_opt(opt, LIMITS, "hf_chat")
         super().__init__(opt, shared)
         self.id = "HfChat"
         self.lm = shared["lm"] if shared else self._load(opt)

@@ -20,6 +20,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from parlai_dialeval.agents.hf_chat.hf_chat import generate_streamed
 from parlai_dialeval.agents.hf_lm.config import SEP
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import check_opt
 
 DEFAULTS = {"hf_model_path": None, "hf_max_new_tokens": 40}
 
@@ -38,6 +39,7 @@ class HfLmAgent(Agent):
 
     def __init__(self, opt, shared=None):
         opt = Opt({**DEFAULTS, **opt})  # create_agent(dict) gets no parser defaults
+        check_opt(opt, {"hf_max_new_tokens": "positive_int"}, "hf_lm")
         super().__init__(opt, shared)
         self.id = "HfLm"
         if shared is None:

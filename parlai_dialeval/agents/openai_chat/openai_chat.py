@@ -18,10 +18,13 @@ from parlai.core.opt import Opt
 from parlai_dialeval.agents import chat_history
 from parlai_dialeval.agents.chat_history import ChatHistoryAgent, Reply
 from parlai_dialeval.agents.openai_chat.client import ChatEndpoint, EndpointError, EndpointSettings, StreamBroken
+from parlai_dialeval.options import check_opt
 
 DEFAULTS = {**chat_history.DEFAULTS, "base_url": None, "endpoint_model": None, "api_key_env": "",
             "temperature": None, "max_tokens": None, "stop": None, "extra_body": "", "request_timeout": 60.0,
             "max_retries": 2, "retry_backoff": 1.0, "stream": True}
+LIMITS = {"temperature": "non_negative", "max_tokens": "positive_int", "request_timeout": "positive",
+          "max_retries": "non_negative_int", "retry_backoff": "non_negative"}  # options.checked's kinds
 
 
 def request_body(opt) -> dict:
@@ -84,6 +87,7 @@ class OpenaiChatAgent(ChatHistoryAgent):
 
     def __init__(self, opt, shared=None):
         opt = Opt({**DEFAULTS, **opt})  # create_agent(dict) gets no parser defaults
+        check_opt(opt, LIMITS, "openai_chat")
         super().__init__(opt, shared)
         self.id = "OpenAIChat"
         self.endpoint = shared["endpoint"] if shared else ChatEndpoint(settings_from_opt(opt))
