@@ -36,7 +36,8 @@ class AbArgs:
     max_items: Optional[int] = field(default=None, metadata={"help": "at most this many teacher prompts"})
     models: dict = field(default_factory=dict, metadata={
         "help": "exactly two models (name -> {opt: {ParlAI opt}}) answering the teacher's prompts"})
-    per_hit: int = field(default=protocol.PER_HIT, metadata={"help": "comparisons per HIT (ChatEval: 10)"})
+    per_hit: int = field(default=protocol.PER_HIT, metadata={
+        "kind": "positive_int", "help": "comparisons per HIT (ChatEval: 10)"})
     language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of HIT composition and A/B order"})
     checks: checks.ChecksArgs = checks.checks_field(

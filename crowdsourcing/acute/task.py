@@ -34,12 +34,14 @@ class AcuteArgs:
         "help": f"what the worker is asked: {' | '.join(protocol.QUESTIONS)} (Smith et al. 2022, 3.1.3)"})
     model_pairs: list = field(default_factory=list, metadata={
         "help": "model pairs to compare, as [a, b] lists; empty = every pair of models found"})
-    matchups_per_pair: int = field(default=10, metadata={"help": "conversation pairs per model pair"})
-    subtasks_per_unit: int = field(default=5, metadata={"help": "conversation pairs per unit (HIT)"})
+    matchups_per_pair: int = field(default=10, metadata={
+        "kind": "positive_int", "help": "conversation pairs per model pair"})
+    subtasks_per_unit: int = field(default=5, metadata={
+        "kind": "positive_int", "help": "conversation pairs per unit (HIT)"})
     onboarding_threshold: float = field(default=1.0, metadata={
         "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
                 "screens the worker out (onboarding qualification 0)"})
-    onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
+    onboarding_tries: int = field(default=2, metadata={"kind": "positive_int", "help": TRIES_HELP})
     language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={
         "help": "seed of pairing, unit split and sides; required with adaptive_judge (the pool that "
@@ -47,8 +49,10 @@ class AcuteArgs:
     self_chat_models: dict = field(default_factory=dict, metadata={
         "help": "fast path: model name -> {opt: {ParlAI opt}}; self-chats of these models are generated at "
                 "launch and compared (added to `conversations`)"})
-    self_chats_per_model: int = field(default=10, metadata={"help": "self-chats generated per model"})
-    self_chat_turns: int = field(default=6, metadata={"help": "messages per speaker in each self-chat"})
+    self_chats_per_model: int = field(default=10, metadata={
+        "kind": "positive_int", "help": "self-chats generated per model"})
+    self_chat_turns: int = field(default=6, metadata={
+        "kind": "positive_int", "help": "messages per speaker in each self-chat"})
     self_chat_openings: list = field(default_factory=lambda: list(SELF_CHAT_OPENINGS), metadata={
         "help": "opening lines the self-chats start from (cycled)"})
     self_chat_out: Optional[str] = field(default=None, metadata={

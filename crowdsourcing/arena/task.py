@@ -44,9 +44,12 @@ class ArenaArgs:
         "help": "model name -> {opt: {ParlAI opt}} (two or more); two are drawn for every battle"})
     display_names: dict = field(default_factory=dict, metadata={
         "help": "model name -> the name shown to the participant when a battle ends (default: the model name)"})
-    min_battles: int = field(default=3, metadata={"help": "battles a participant completes before they may finish"})
-    max_battles: int = field(default=10, metadata={"help": "battles one participant may do at most"})
-    max_turns: int = field(default=3, metadata={"help": "turns (prompt, two replies, vote) one battle may have"})
+    min_battles: int = field(default=3, metadata={
+        "kind": "positive_int", "help": "battles a participant completes before they may finish"})
+    max_battles: int = field(default=10, metadata={
+        "kind": "positive_int", "help": "battles one participant may do at most"})
+    max_turns: int = field(default=3, metadata={
+        "kind": "positive_int", "help": "turns (prompt, two replies, vote) one battle may have"})
     sampler: str = field(default="uniform", metadata={
         "help": "which pair the next battle compares: uniform | informative (mostly the pair whose order the target "
                 "ranking needs and is least certain; every battle's probability is exported, and its weight makes "

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,31 @@ def language_field():
 
 def turn_timeout_field(default: int = 1200):
     """The per-task idle limit, the only wait a chat world applies to a worker between their actions."""
-    return field(default=default, metadata={"help": TURN_TIMEOUT_HELP})
+    return field(default=default, metadata={"help": TURN_TIMEOUT_HELP, "kind": "positive"})
+
+
+def check_ranges(cfg) -> None:
+    """Every setting of the composed config whose dataclass field declares a range (``metadata["kind"]``: one of
+    options.checked's kinds), wherever it sits (the task's settings, its limits, Mephisto's blueprint args): out
+    of range, one line naming it. Hydra checks only types, and a negative turn_timeout or zero turns launched a
+    study no participant could do."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from parlai_dialeval.options import checked
+
+    def walk(node, path: str) -> None:
+        kinds = {f.name: f.metadata.get("kind") for f in dataclasses.fields(OmegaConf.get_type(node))} \
+            if dataclasses.is_dataclass(OmegaConf.get_type(node)) else {}
+        for key in node:
+            if OmegaConf.is_missing(node, key):
+                continue
+            value = node[key]
+            if isinstance(value, DictConfig):
+                walk(value, f"{path}{key}.")
+            elif kinds.get(key) and value is not None:
+                checked(f"{path}{key}", kinds[key])(value)
+
+    walk(cfg, "")
 
 
 # Mephisto's own TaskConfig defaults ask for a hydra/job_logging file its wheel omits; compose never
@@ -61,10 +86,12 @@ def compose(spec: TaskSpec, overrides: list[str] | None = None):
         warnings.filterwarnings("ignore", message=r"\s*version_base")
         with initialize_config_dir(config_dir=str(spec.task_dir), version_base="1.1"):
             try:
-                return hydra_compose(config_name=config_name,
-                                     overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
+                cfg = hydra_compose(config_name=config_name,
+                                    overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
             except Exception as error:
                 raise override_error(error, spec) from None
+    check_ranges(cfg)
+    return cfg
 
 
 def override_error(error: Exception, spec: TaskSpec) -> Exception:

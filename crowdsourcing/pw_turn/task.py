@@ -21,7 +21,8 @@ from parlai_dialeval.crowdsourcing.pw_turn.worlds import RECORD_FILE, onboarding
 class PwTurnArgs:
     question: str = field(default="preference", metadata={
         "help": f"what the worker is asked at every turn: {' | '.join(QUESTIONS)} (Smith et al. 2022, 3.1.2)"})
-    num_turns: int = field(default=6, metadata={"help": "bot turns per conversation (the worker's first "
+    num_turns: int = field(default=6, metadata={
+        "kind": "positive_int", "help": "bot turns per conversation (the worker's first "
                                                         "message is fixed to 'Hi!')"})
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT pairs two of them, balanced over HITs"})
@@ -30,7 +31,7 @@ class PwTurnArgs:
     limits: InputLimits = field(default_factory=InputLimits, metadata={
         "help": "what one participant may send: message, topic and free-text sizes, actions per minute"})
     seed: Optional[int] = field(default=None, metadata={"help": "seed of model pairing and left/right order"})
-    onboarding_tries: int = field(default=2, metadata={"help": TRIES_HELP})
+    onboarding_tries: int = field(default=2, metadata={"kind": "positive_int", "help": TRIES_HELP})
     block_on_worker_checks: bool = field(default=False, metadata={
         "help": "soft-block (mephisto.blueprint.block_qualification) workers whose conversation fails the "
                 "worker checks (docs/crowdsourcing_protocols.md)"})

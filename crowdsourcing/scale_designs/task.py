@@ -32,7 +32,8 @@ class ScaleDesignArgs:
                 "biased ME with the reference's automatic score, best-worst scaling)"})
     items_file: Optional[str] = field(default=None, metadata={
         "help": "JSONL of items: item_id, context, reference, responses {model: text}, reference_metrics (bme)"})
-    items_per_unit: int = field(default=10, metadata={"help": "items each worker rates in one unit"})
+    items_per_unit: int = field(default=10, metadata={
+        "kind": "positive_int", "help": "items each worker rates in one unit"})
     language: str = language_field()
     seed: Optional[int] = field(default=None, metadata={"help": "seed of unit composition and response order"})
     checks: checks.ChecksArgs = checks.checks_field(

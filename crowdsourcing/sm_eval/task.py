@@ -18,7 +18,8 @@ from parlai_dialeval.crowdsourcing.sm_eval.worlds import RECORD_FILE
 
 @dataclass
 class SmEvalArgs:
-    num_turns: int = field(default=6, metadata={"help": "bot turns per conversation (the worker's first "
+    num_turns: int = field(default=6, metadata={
+        "kind": "positive_int", "help": "bot turns per conversation (the worker's first "
                                                         "message is fixed to 'Hi!')"})
     models: dict = field(default_factory=dict, metadata={
         "help": "model name -> {opt: {ParlAI opt}}; each HIT chats with one, balanced over HITs"})

@@ -38,6 +38,36 @@ def test_override_typo_is_one_line_with_the_valid_keys(tmp_path, override, messa
         assert valid == message
 
 
+@pytest.mark.parametrize("task, override, message", [
+    ("live_chat_da", "live_chat.turn_timeout=-5", "live_chat.turn_timeout -5: expected a number > 0"),
+    ("live_chat_da", "live_chat.num_slots=0", "live_chat.num_slots 0: expected an integer >= 1"),
+    ("live_chat_da", "live_chat.limits.rate_per_minute=-1",
+     "live_chat.limits.rate_per_minute -1: expected an integer >= 1"),
+    ("live_chat_da", "mephisto.blueprint.router_reconnect_seconds=-1",
+     "mephisto.blueprint.router_reconnect_seconds -1.0: expected a number > 0"),
+    ("pw_turn", "pw_turn.num_turns=0", "pw_turn.num_turns 0: expected an integer >= 1"),
+    ("sm_eval", "sm_eval.num_turns=-1", "sm_eval.num_turns -1: expected an integer >= 1"),
+    ("arena", "arena.max_battles=0", "arena.max_battles 0: expected an integer >= 1"),
+    ("acute", "adaptive_alpha=1.5", "adaptive_alpha 1.5: expected a number strictly between 0 and 1"),
+])
+def test_a_setting_out_of_range_is_one_line(tmp_path, task, override, message):
+    """Hydra checks types only: each of these launched a study no participant could do (a negative idle limit,
+    no conversations or turns, every action over the rate limit) before the ranges were checked."""
+    prepare_mephisto(tmp_path)
+    with pytest.raises(DialevalError) as raised:
+        compose(get_task(task), [override])
+    assert str(raised.value) == message
+
+
+def test_every_shipped_conf_is_in_range(tmp_path):
+    from parlai_dialeval.crowdsourcing.platform.registry import available_tasks
+
+    prepare_mephisto(tmp_path)
+    composed = [compose(get_task(task), [f"conf={conf.stem}"]) for task in available_tasks()
+                for conf in sorted(get_task(task).conf_dir.glob("*.yaml"))]
+    assert len(composed) >= len(available_tasks())
+
+
 def test_conf_typo_lists_the_task_confs(tmp_path):
     prepare_mephisto(tmp_path)
     with pytest.raises(DialevalError) as raised:
