@@ -43,14 +43,11 @@ def check_ranges(cfg) -> None:
     def walk(node, path: str) -> None:
         kinds = {f.name: f.metadata.get("kind") for f in dataclasses.fields(OmegaConf.get_type(node))} \
             if dataclasses.is_dataclass(OmegaConf.get_type(node)) else {}
-        for key in node:
-            if OmegaConf.is_missing(node, key):
-                continue
-            value = node[key]
-            if isinstance(value, DictConfig):
-                walk(value, f"{path}{key}.")
-            elif kinds.get(key) and value is not None:
-                checked(f"{path}{key}", kinds[key])(value)
+        for key, raw in node.items_ex(resolve=False):  # only ranged values are resolved: others' ${...} stay as given
+            if isinstance(raw, DictConfig):
+                walk(raw, f"{path}{key}.")
+            elif kinds.get(key) and not OmegaConf.is_missing(node, key) and node[key] is not None:
+                checked(f"{path}{key}", kinds[key])(node[key])
 
     walk(cfg, "")
 
@@ -76,6 +73,7 @@ def compose(spec: TaskSpec, overrides: list[str] | None = None):
     from hydra.core.config_store import ConfigStore
     from hydra.core.global_hydra import GlobalHydra
     from mephisto.operations.hydra_config import initialize_named_configs
+    from omegaconf import OmegaConf
 
     initialize_named_configs()
     config_name = f"dialeval_{spec.name}"
@@ -88,6 +86,7 @@ def compose(spec: TaskSpec, overrides: list[str] | None = None):
             try:
                 cfg = hydra_compose(config_name=config_name,
                                     overrides=[f"task_dir={spec.task_dir}", *(overrides or [])])
+                OmegaConf.to_container(cfg, resolve=True)  # a ${...} that cannot resolve: one line now, not later
             except Exception as error:
                 raise override_error(error, spec) from None
     check_ranges(cfg)
@@ -100,7 +99,8 @@ def override_error(error: Exception, spec: TaskSpec) -> Exception:
     import dataclasses
 
     from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+    from omegaconf.errors import (ConfigAttributeError, ConfigKeyError, InterpolationResolutionError,
+                                  OmegaConfBaseException, ValidationError)
 
     from parlai_dialeval.errors import DialevalError
 
@@ -117,7 +117,7 @@ def override_error(error: Exception, spec: TaskSpec) -> Exception:
             group = cause.full_key.rpartition(".")[0] or "the config"
             return DialevalError(f"{cause.full_key}: no such setting in {group}"
                                  + (f"; valid keys: {', '.join(keys)}" if keys else ""))
-        if isinstance(cause, ValidationError) and getattr(cause, "full_key", None):
+        if isinstance(cause, (ValidationError, InterpolationResolutionError)) and getattr(cause, "full_key", None):
             return DialevalError(f"{cause.full_key}: {str(cause).splitlines()[0]}")
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, name = error.missing_cfg_file.rpartition("/")

@@ -3,6 +3,9 @@ base URL, a missing key variable or an unknown model name stops the launch with 
 time each (the slowest counts), and a bot too slow for people is warned of."""
 from __future__ import annotations
 
+import contextlib
+import socket
+
 import pytest
 
 from parlai_dialeval.crowdsourcing.platform import speed
@@ -20,8 +23,13 @@ def endpoint(base_url, model="model-a", **opt):
                     "retry_backoff": 0.01, **opt}}
 
 
-def dead_url() -> str:
-    return f"http://127.0.0.1:{free_port()}/v1"
+@contextlib.contextmanager
+def dead_url():
+    """An endpoint address whose port refuses connections for the whole block: bound, never listening, so no
+    server of a test beside this one can take it meanwhile (a free port is only free when it is chosen)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}/v1"
 
 
 def test_each_endpoint_is_pinged_once_at_load():
@@ -91,8 +99,8 @@ def test_a_bot_entry_sets_its_own_patience_and_bots_of_this_process_are_not_time
 ])
 def test_bad_endpoints_stop_the_load_with_one_line(case, expected, monkeypatch):
     monkeypatch.delenv("DIALEVAL_UNSET_KEY_VAR", raising=False)
-    with FakeOpenAI() as fake:
-        url = dead_url() if case == "unreachable" else fake.base_url
+    with FakeOpenAI() as fake, dead_url() as dead:
+        url = dead if case == "unreachable" else fake.base_url
         spec = {"unreachable": endpoint(url), "missing key": endpoint(url, api_key_env="DIALEVAL_UNSET_KEY_VAR"),
                 "unknown model": endpoint(url, "no-such-model")}[case]
         with pytest.raises(DialevalError) as error:
@@ -104,10 +112,10 @@ def test_bad_endpoints_stop_the_load_with_one_line(case, expected, monkeypatch):
 
 @pytest.mark.slow
 def test_dialeval_launch_with_an_unreachable_endpoint_exits_2_with_one_line(tmp_path, monkeypatch):
-    url, port = dead_url(), free_port()
-    monkeypatch.setenv("DIALEVAL_BASE_URL", url)
-    done = dialeval_run(["launch", "live_chat_da", "conf=endpoints", f"mephisto.architect.port={port}",
-                         "--mephisto-data", str(tmp_path / "mephisto")], 240)
+    with dead_url() as url:
+        monkeypatch.setenv("DIALEVAL_BASE_URL", url)
+        done = dialeval_run(["launch", "live_chat_da", "conf=endpoints", f"mephisto.architect.port={free_port()}",
+                             "--mephisto-data", str(tmp_path / "mephisto")], 240)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
         f"dialeval: error: bot 'model_a': {url}/chat/completions is unreachable: ConnectError: [Errno 111] "

@@ -25,6 +25,11 @@ from .zygote import dialeval_run
                                 "local, mock"),
     ("live_chat.num_slots", "Error parsing override 'live_chat.num_slots': expected KEY=VALUE "
                             "(e.g. mephisto.architect.port=3100)"),
+    # an interpolation that cannot resolve: said at once (it was a traceback from the launch's first read of it)
+    ("live_chat.seed=${oc.env:DIALEVAL_TEST_NOT_SET}",
+     "live_chat.seed: KeyError raised while resolving interpolation: \"Environment variable 'DIALEVAL_TEST_NOT_SET' "
+     "not found\""),
+    ("live_chat.num_slots=${nope.key}", "live_chat.num_slots: Interpolation key 'nope.key' not found"),
 ])
 def test_override_typo_is_one_line_with_the_valid_keys(tmp_path, override, message):
     prepare_mephisto(tmp_path)
