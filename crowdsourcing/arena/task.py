@@ -45,7 +45,8 @@ class ArenaArgs:
     display_names: dict = field(default_factory=dict, metadata={
         "help": "model name -> the name shown to the participant when a battle ends (default: the model name)"})
     min_battles: int = field(default=3, metadata={
-        "kind": "positive_int", "help": "battles a participant completes before they may finish"})
+        "kind": "positive_int", "at_most": "max_battles",
+        "help": "battles a participant completes before they may finish"})
     max_battles: int = field(default=10, metadata={
         "kind": "positive_int", "help": "battles one participant may do at most"})
     max_turns: int = field(default=3, metadata={

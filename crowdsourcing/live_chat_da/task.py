@@ -16,15 +16,15 @@ from parlai_dialeval.home import offline_bots_dir
 
 @dataclass
 class LiveChatArgs:
-    num_slots: int = field(default=6, metadata={"kind": "positive_int", 
+    num_slots: int = field(default=6, metadata={"kind": "positive_int",
         "help": "conversations per HIT: num_slots - 1 genuine models plus one QC bot (never first or last)"})
-    min_inputs: int = field(default=10, metadata={"kind": "non_negative_int", 
+    min_inputs: int = field(default=10, metadata={"kind": "non_negative_int", "at_most": "max_inputs",
         "help": "worker inputs required in each conversation before 'Next chatbot' is accepted"})
     ice_breaker: bool = field(default=False, metadata={
         "help": "show a persona statement of the model as the topic instead of letting the worker choose"})
     ice_breakers: List[str] = field(default_factory=list, metadata={
         "help": "fallback ice-breaker statements for models configured without a persona"})
-    max_inputs: int = field(default=MAX_INPUTS, metadata={"kind": "positive_int", 
+    max_inputs: int = field(default=MAX_INPUTS, metadata={"kind": "positive_int",
         "help": "most worker messages in one conversation; then the worker is asked to move on (bounds the "
                 "record rewritten after every message)"})
     turn_timeout: int = turn_timeout_field()

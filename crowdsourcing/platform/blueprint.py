@@ -87,15 +87,15 @@ class RouterArgs:
     router_claims_share: float = field(default=CLAIMS_SHARE, metadata={
         "help": f"share of the study's places one address (an IPv6 /64) may take per router_claims_window_seconds, "
                 f"at least {CLAIMS_MINIMUM} (a lab behind one address: name it in router_lab_addresses)"})
-    router_claims_per_source: Optional[int] = field(default=None, metadata={"kind": "non_negative_int", 
+    router_claims_per_source: Optional[int] = field(default=None, metadata={"kind": "non_negative_int",
         "help": "a fixed number of places per address and window instead of router_claims_share (0: no limit)"})
-    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={"kind": "positive", 
+    router_claims_window_seconds: float = field(default=CLAIMS_WINDOW_SECONDS, metadata={"kind": "positive",
         "help": "the window of the places per address, in seconds"})
     router_lab_addresses: List[str] = field(default_factory=list, metadata={
         "help": "the lab's own addresses or networks (its participants share one address): no per-address limit on "
                 "requests, sockets or places for them (places: router_lab_places); default: none, and this "
                 "machine (127.0.0.1, ::1) with the mock provider (a rehearsal)"})
-    router_lab_places: int = field(default=0, metadata={"kind": "non_negative_int", 
+    router_lab_places: int = field(default=0, metadata={"kind": "non_negative_int",
         "help": "places the lab's addresses may take per window (0: as many as the study has)"})
 
 
@@ -115,19 +115,19 @@ class DialevalChatBlueprintArgs(RouterArgs, ParlAIChatBlueprintArgs):
         "help": "keep Mephisto's objects in memory (its MephistoSingletonDB) instead of rereading SQLite at every "
                 "lookup: for hundreds of participants at once (docs/scaling.md)"})
     # the node router's patience with a page that reloads or whose heartbeats stop (compat/mephisto_router.py)
-    router_reconnect_seconds: float = field(default=RECONNECT_SECONDS, metadata={"kind": "positive", 
+    router_reconnect_seconds: float = field(default=RECONNECT_SECONDS, metadata={"kind": "positive",
         "help": "seconds a participant's page has to reconnect before the router marks them disconnected "
                 "(Mephisto's own: 10; a crowd arriving at once makes reloads slower, docs/scaling.md)"})
-    router_ping_seconds: float = field(default=PING_SECONDS, metadata={"kind": "positive", 
+    router_ping_seconds: float = field(default=PING_SECONDS, metadata={"kind": "positive",
         "help": "seconds without a heartbeat from a page before the router marks its participant disconnected "
                 "(Mephisto's own: 15): how long a participant whose browser died or whose phone slept keeps their "
                 "place"})
-    router_reclaim_seconds: float = field(default=RECLAIM_SECONDS, metadata={"kind": "non_negative", 
+    router_reclaim_seconds: float = field(default=RECLAIM_SECONDS, metadata={"kind": "non_negative",
         "help": "seconds a participant's page must have been silent before another browser may carry on their "
                 "session with the resume code the page showed (on Prolific: with the same Prolific identity); "
                 "shorter than router_ping_seconds; 0: never (docs/security.md)"})
     # who may take a place (crowdsourcing/router/dialeval_claims.js)
-    router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={"kind": "non_negative", 
+    router_first_socket_seconds: float = field(default=FIRST_SOCKET_SECONDS, metadata={"kind": "non_negative",
         "help": "seconds a participant's page has to connect after it was given a place; a place whose page never "
                 "connects is given back (0: never)"})
 

@@ -33,21 +33,30 @@ def turn_timeout_field(default: int = 1200):
 
 def check_ranges(cfg) -> None:
     """Every setting of the composed config whose dataclass field declares a range (``metadata["kind"]``: one of
-    options.checked's kinds), wherever it sits (the task's settings, its limits, Mephisto's blueprint args): out
-    of range, one line naming it. Hydra checks only types, and a negative turn_timeout or zero turns launched a
-    study no participant could do."""
+    options.checked's kinds; ``metadata["at_most"]``: a sibling setting it may not exceed), wherever it sits (the
+    task's settings, its limits, Mephisto's blueprint args): out of range, one line naming it. Hydra checks only
+    types, and a negative turn_timeout, zero turns or more inputs required than allowed launched a study no
+    participant could do."""
     from omegaconf import DictConfig, OmegaConf
 
+    from parlai_dialeval.errors import DialevalError
     from parlai_dialeval.options import checked
 
     def walk(node, path: str) -> None:
-        kinds = {f.name: f.metadata.get("kind") for f in dataclasses.fields(OmegaConf.get_type(node))} \
+        fields = {f.name: f.metadata for f in dataclasses.fields(OmegaConf.get_type(node))} \
             if dataclasses.is_dataclass(OmegaConf.get_type(node)) else {}
         for key, raw in node.items_ex(resolve=False):  # only ranged values are resolved: others' ${...} stay as given
+            meta = fields.get(key, {})
             if isinstance(raw, DictConfig):
                 walk(raw, f"{path}{key}.")
-            elif kinds.get(key) and not OmegaConf.is_missing(node, key) and node[key] is not None:
-                checked(f"{path}{key}", kinds[key])(node[key])
+            elif meta.get("kind") and not OmegaConf.is_missing(node, key) and node[key] is not None:
+                checked(f"{path}{key}", meta["kind"])(node[key])
+                bound = meta.get("at_most")
+                if bound and node[bound] is not None:
+                    if fields.get(bound, {}).get("kind"):  # the bound's own range said first
+                        checked(f"{path}{bound}", fields[bound]["kind"])(node[bound])
+                    if node[key] > node[bound]:
+                        raise DialevalError(f"{path}{key} {node[key]}: expected at most {path}{bound} ({node[bound]})")
 
     walk(cfg, "")
 

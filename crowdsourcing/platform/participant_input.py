@@ -22,17 +22,17 @@ LOGGER = logging.getLogger(__name__)
 class InputLimits:
     """A chat task's limits on what one participant may send (``<task>.limits.*=`` on the command line)."""
 
-    max_message_chars: int = field(default=2000, metadata={"kind": "positive_int", 
+    max_message_chars: int = field(default=2000, metadata={"kind": "positive_int",
         "help": "longest chat message a participant may send (characters); a longer one is refused with a "
                 "message on the page and never reaches the bots"})
     max_topic_chars: int = field(default=300, metadata={
         "kind": "positive_int", "help": "longest conversation topic (characters)"})
-    max_free_text_chars: int = field(default=5000, metadata={"kind": "positive_int", 
+    max_free_text_chars: int = field(default=5000, metadata={"kind": "positive_int",
         "help": "longest free-text answer: a justification or the final feedback (characters)"})
-    rate_per_minute: int = field(default=120, metadata={"kind": "positive_int", 
+    rate_per_minute: int = field(default=120, metadata={"kind": "positive_int",
         "help": "sustained number of actions (messages, clicks) a participant may send per minute; faster ones "
                 "are dropped with a message on the page, never sent to the bots"})
-    rate_burst: int = field(default=30, metadata={"kind": "positive_int", 
+    rate_burst: int = field(default=30, metadata={"kind": "positive_int",
         "help": "actions a participant may send in a quick burst above rate_per_minute"})
 
 

@@ -64,6 +64,21 @@ def test_a_setting_out_of_range_is_one_line(tmp_path, task, override, message):
     assert str(raised.value) == message
 
 
+@pytest.mark.parametrize("task, overrides, message", [
+    ("arena", ["arena.min_battles=5", "arena.max_battles=2"],
+     "arena.min_battles 5: expected at most arena.max_battles (2)"),
+    ("live_chat_da", ["live_chat.min_inputs=30", "live_chat.max_inputs=5"],
+     "live_chat.min_inputs 30: expected at most live_chat.max_inputs (5)"),
+])
+def test_a_setting_above_the_one_that_bounds_it_is_one_line(tmp_path, task, overrides, message):
+    """Each launched: an arena participant's session failed when made, a live chat asked for more messages than
+    it lets a participant send."""
+    prepare_mephisto(tmp_path)
+    with pytest.raises(DialevalError) as raised:
+        compose(get_task(task), overrides)
+    assert str(raised.value) == message
+
+
 def test_every_shipped_conf_is_in_range(tmp_path):
     from parlai_dialeval.crowdsourcing.platform.registry import available_tasks
 

@@ -45,15 +45,15 @@ class AdaptiveConfig(TaskConfig):
         "help": "emit HITs in batches, choosing each batch's model pairs from the answers so far, and stop "
                 "once the ranking is certified or adaptive_budget is spent (docs/adaptive_evaluation.md)"})
     adaptive_batch_size: int = field(default=4, metadata={"kind": "positive_int", "help": "HITs per batch"})
-    adaptive_budget: int = field(default=0, metadata={"kind": "non_negative_int", 
+    adaptive_budget: int = field(default=0, metadata={"kind": "non_negative_int",
         "help": "most HITs in all; 0 = as many as the fixed design has"})
-    adaptive_alpha: float = field(default=0.05, metadata={"kind": "probability", 
+    adaptive_alpha: float = field(default=0.05, metadata={"kind": "probability",
         "help": "level of the certified ranking (every claim at once, valid at every look)"})
     adaptive_allocator: str = field(default="greedy_adjacent", metadata={
         "help": f"how pairs are chosen: {' | '.join(ALLOCATORS)}"})
     adaptive_explore: float = field(default=0.1, metadata={
         "help": "share of each batch given to uniformly drawn pairs (greedy_adjacent)"})
-    adaptive_worker_cap: int = field(default=0, metadata={"kind": "non_negative_int", 
+    adaptive_worker_cap: int = field(default=0, metadata={"kind": "non_negative_int",
         "help": "most judgments of one worker counted as evidence (later ones are exported, not counted); 0 = no cap"})
     adaptive_exclude_flagged: bool = field(default=False, metadata={
         "help": "leave out the votes of workers the evidence table flags (the rule of --exclude-flagged: a voter test, "
@@ -64,7 +64,7 @@ class AdaptiveConfig(TaskConfig):
         "help": "a `dialeval judge` output on the design's items (static tasks): items for people are drawn with "
                 "probabilities growing with the judge's uncertainty, and claims are certified by the anytime-valid "
                 "PPI e-process with the judge (docs/ppi.md); empty = people only"})
-    adaptive_judge_floor: float = field(default=0.9, metadata={"kind": "fraction", 
+    adaptive_judge_floor: float = field(default=0.9, metadata={"kind": "fraction",
         "help": "with adaptive_judge: every item's draw probability is at least this share of uniform's (0 < floor <= "
                 "1; 1 = uniform draws; low floors make the safe bets small, docs/ppi.md)"})
     adaptive_state: str = field(default="", metadata={
