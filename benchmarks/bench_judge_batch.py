@@ -13,9 +13,9 @@ the real-model fixture (SmolLM2-135M-Instruct, parlai_dialeval.testing.real_mode
 
 On a GPU machine, which has neither the fixture nor ChatEval: ``--save-questions`` writes the prompts here and
 stops, ``--questions`` reads them there, and ``--shape`` builds a random-weight GPT-2 of DialoGPT-small's or
--large's shape (50,257-token output layer, a byte-level BPE trained on the prompts, a plain chat template) in place
-of the fixture (its output layer the tokenizer's size, so that every reply decodes to text): its answers are noise,
-but batched and one-at-a-time runs must still give the same ones.
+-large's layers in place of the fixture (a byte-level BPE trained on the prompts, the output layer its size so that
+every reply decodes to text, a plain chat template): its answers are noise, but batched and one-at-a-time runs must
+still give the same ones.
 ``--json`` writes every run's answers and times (to set a GPU's answers beside a CPU's for the same weights).
 
 Where the judge takes fewer CPU threads than torch's default (``free_cpu_threads``: other processes

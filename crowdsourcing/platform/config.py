@@ -45,7 +45,7 @@ def check_ranges(cfg) -> None:
     def walk(node, path: str) -> None:
         fields = {f.name: f.metadata for f in dataclasses.fields(OmegaConf.get_type(node))} \
             if dataclasses.is_dataclass(OmegaConf.get_type(node)) else {}
-        for key, raw in node.items_ex(resolve=False):  # only ranged values are resolved: others' ${...} stay as given
+        for key, raw in node.items_ex(resolve=False):  # unresolved: a value left ??? is skipped, not raised
             meta = fields.get(key, {})
             if isinstance(raw, DictConfig):
                 walk(raw, f"{path}{key}.")

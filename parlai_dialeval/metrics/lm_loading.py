@@ -21,6 +21,15 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def on_device(model, device, who: str = ""):
+    """``model`` moved to ``device`` (None: cuda when present) in eval mode; a device this torch cannot use (a
+    torch without CUDA, a GPU that is not there, a misspelt name) is one line, ``who`` (e.g. "hf_chat: ") first."""
+    try:
+        return model.to(pick_device(device)).eval()
+    except (RuntimeError, AssertionError) as error:
+        raise DialevalError(f"{who}device {device!r} is not usable here: {str(error).splitlines()[0]}") from None
+
+
 def load_causal_lm(name: str, device=None, dtype: str | None = None, packing: bool | None = None):
     """(model, tokenizer) for a Hugging Face causal LM name or local path, in eval mode on ``device``.
     ``packing``: pre-packed oneDNN linear layers on CPU; None = unless ``$DIALEVAL_PACKING`` is 0."""
@@ -34,10 +43,7 @@ def load_causal_lm(name: str, device=None, dtype: str | None = None, packing: bo
         model = AutoModelForCausalLM.from_pretrained(name, **kwargs)
     except OSError as error:
         raise DialevalError(f"cannot load the language model '{name}': {error}") from None
-    try:
-        model.to(pick_device(device)).eval()
-    except (RuntimeError, AssertionError) as error:  # a torch without CUDA, a GPU that is not there, a misspelt name
-        raise DialevalError(f"device {device!r} is not usable here: {str(error).splitlines()[0]}") from None
+    on_device(model, device)
     fuse_gelu(model)
     pack_linear_layers(model, packing)
     return model, tokenizer

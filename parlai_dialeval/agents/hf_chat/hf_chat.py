@@ -147,12 +147,9 @@ class HfChatAgent(ChatHistoryAgent):
         if not (template or tokenizer.chat_template):
             raise DialevalError(f"hf_chat: the tokenizer of {name!r} has no chat template: give --chat-template "
                                 "(or use dialeval:hf_lm for a plain language model)")
-        try:
-            model = model.to(opt["device"]).eval()
-        except (RuntimeError, AssertionError) as error:
-            raise DialevalError(f"hf_chat: device {opt['device']!r} is not usable here: {error}") from error
-        from parlai_dialeval.metrics.lm_loading import free_cpu_threads
+        from parlai_dialeval.metrics.lm_loading import free_cpu_threads, on_device
 
+        model = on_device(model, opt["device"], "hf_chat: ")
         threads = opt.get("cpu_threads") or free_cpu_threads(opt["device"])  # before its own work adds to the load
         return {"tokenizer": tokenizer, "model": model, "template": template, "threads": threads}
 
