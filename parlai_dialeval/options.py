@@ -25,13 +25,14 @@ def _number(flag: str, text, kind, what: str):
 
 
 def checked(flag: str, kind: str):
-    """An argparse ``type=`` for FLAG: kind is probability (0 < x < 1), fraction (0 < x <= 1), positive_int (>= 1),
-    non_negative_int (>= 0), positive (> 0), non_negative (>= 0), int or float."""
+    """An argparse ``type=`` for FLAG: kind is probability (0 < x < 1), fraction (0 < x <= 1), share (0 <= x <= 1),
+    positive_int (>= 1), non_negative_int (>= 0), positive (> 0), non_negative (>= 0), int or float."""
     def parse(text):
-        if kind in ("probability", "fraction"):
-            what = "a number strictly between 0 and 1" if kind == "probability" else "a number > 0 and <= 1"
+        if kind in ("probability", "fraction", "share"):
+            what = {"probability": "a number strictly between 0 and 1", "fraction": "a number > 0 and <= 1",
+                    "share": "a number between 0 and 1"}[kind]
             value = _number(flag, text, float, what)
-            if not (0 < value < 1 or (kind == "fraction" and value == 1)):
+            if not (0 < value < 1 or (kind != "probability" and value == 1) or (kind == "share" and value == 0)):
                 raise DialevalError(f"{flag} {text}: expected {what}")
         elif kind in ("positive_int", "non_negative_int", "int"):
             low = {"positive_int": 1, "non_negative_int": 0}.get(kind)

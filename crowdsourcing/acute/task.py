@@ -38,7 +38,7 @@ class AcuteArgs:
         "kind": "positive_int", "help": "conversation pairs per model pair"})
     subtasks_per_unit: int = field(default=5, metadata={
         "kind": "positive_int", "help": "conversation pairs per unit (HIT)"})
-    onboarding_threshold: float = field(default=1.0, metadata={
+    onboarding_threshold: float = field(default=1.0, metadata={"kind": "share",
         "help": "share of onboarding pairs a worker must get right (0..1) in one try; failing every try "
                 "screens the worker out (onboarding qualification 0)"})
     onboarding_tries: int = field(default=2, metadata={"kind": "positive_int", "help": TRIES_HELP})

@@ -33,7 +33,7 @@ class DedupArgs:
     across_study: str = field(default="void", metadata={
         "help": f"the same for a prompt another participant of the study asked already: {' | '.join(POLICIES)} "
                 "(refuse tells a participant that someone asked it)"})
-    near_threshold: float = field(default=0.8, metadata={
+    near_threshold: float = field(default=0.8, metadata={"kind": "fraction",
         "help": "Jaccard similarity of character 3-grams (after normalisation) at which two prompts are near "
                 "duplicates (1: exact duplicates only)"})
 
@@ -58,7 +58,7 @@ class ArenaArgs:
     target: str = field(default="top", metadata={
         "help": "the ranking the informative sampler and adaptive=true aim at: top (the best model beats every other) "
                 "| full (every adjacent pair of the ranking settled)"})
-    explore: float = field(default=0.2, metadata={
+    explore: float = field(default=0.2, metadata={"kind": "fraction",
         "help": "informative sampler: the share of battles drawn uniformly over every pair (0 < explore <= 1)"})
     identity_words: list = field(default_factory=list, metadata={
         "help": "words that name a model or its maker: a reply holding one voids its battle's votes from then on "

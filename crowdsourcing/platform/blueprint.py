@@ -84,7 +84,7 @@ class RouterArgs:
     router_host: Optional[str] = field(default=None, metadata={"help": ROUTER_HOST_HELP})
     router_trusted_proxies: List[str] = field(default_factory=list, metadata={"help": TRUSTED_PROXIES_HELP})
     router_proxy_header: str = field(default=PROXY_HEADER, metadata={"help": PROXY_HEADER_HELP})
-    router_claims_share: float = field(default=CLAIMS_SHARE, metadata={
+    router_claims_share: float = field(default=CLAIMS_SHARE, metadata={"kind": "fraction",
         "help": f"share of the study's places one address (an IPv6 /64) may take per router_claims_window_seconds, "
                 f"at least {CLAIMS_MINIMUM} (a lab behind one address: name it in router_lab_addresses)"})
     router_claims_per_source: Optional[int] = field(default=None, metadata={"kind": "non_negative_int",

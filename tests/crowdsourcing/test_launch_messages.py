@@ -54,10 +54,17 @@ def test_override_typo_is_one_line_with_the_valid_keys(tmp_path, override, messa
     ("sm_eval", "sm_eval.num_turns=-1", "sm_eval.num_turns -1: expected an integer >= 1"),
     ("arena", "arena.max_battles=0", "arena.max_battles 0: expected an integer >= 1"),
     ("acute", "adaptive_alpha=1.5", "adaptive_alpha 1.5: expected a number strictly between 0 and 1"),
+    ("acute", "acute.onboarding_threshold=1.5", "acute.onboarding_threshold 1.5: expected a number between 0 and 1"),
+    ("acute", "adaptive_explore=-0.1", "adaptive_explore -0.1: expected a number between 0 and 1"),
+    ("arena", "arena.explore=0", "arena.explore 0.0: expected a number > 0 and <= 1"),
+    ("arena", "arena.dedup.near_threshold=0", "arena.dedup.near_threshold 0.0: expected a number > 0 and <= 1"),
+    ("arena", "mephisto.blueprint.router_claims_share=5",
+     "mephisto.blueprint.router_claims_share 5.0: expected a number > 0 and <= 1"),
 ])
 def test_a_setting_out_of_range_is_one_line(tmp_path, task, override, message):
     """Hydra checks types only: each of these launched a study no participant could do (a negative idle limit,
-    no conversations or turns, every action over the rate limit) before the ranges were checked."""
+    no conversations or turns, every action over the rate limit, an onboarding no one can pass, every prompt a
+    duplicate of every other) or one that let one address take every place, before the ranges were checked."""
     prepare_mephisto(tmp_path)
     with pytest.raises(DialevalError) as raised:
         compose(get_task(task), [override])

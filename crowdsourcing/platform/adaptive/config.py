@@ -51,7 +51,7 @@ class AdaptiveConfig(TaskConfig):
         "help": "level of the certified ranking (every claim at once, valid at every look)"})
     adaptive_allocator: str = field(default="greedy_adjacent", metadata={
         "help": f"how pairs are chosen: {' | '.join(ALLOCATORS)}"})
-    adaptive_explore: float = field(default=0.1, metadata={
+    adaptive_explore: float = field(default=0.1, metadata={"kind": "share",
         "help": "share of each batch given to uniformly drawn pairs (greedy_adjacent)"})
     adaptive_worker_cap: int = field(default=0, metadata={"kind": "non_negative_int",
         "help": "most judgments of one worker counted as evidence (later ones are exported, not counted); 0 = no cap"})
