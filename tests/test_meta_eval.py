@@ -2,6 +2,7 @@
 system level on a per-model table; every expected correlation is computed here independently."""
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -85,6 +86,35 @@ def test_correlate_edge_cases():
     assert np.isnan(correlate([1, 1, 1], [1, 2, 3])["spearman"])
     a = correlate([1, 2, 3, 4, 5, 7], [2, 1, 4, 3, 6, 5], n_resamples=100, seed=3)
     assert a == correlate([1, 2, 3, 4, 5, 7], [2, 1, 4, 3, 6, 5], n_resamples=100, seed=3)
+
+
+def test_spearman_p_of_a_few_systems_is_the_exact_permutation_p():
+    """Ji et al. compare a handful of systems: scipy's t approximation gave p = 0 for four ranked alike. The exact
+    two-sided p counts the pairings of the ranks at least as extreme (itertools, not scipy)."""
+    human, metric = [0.65, 0.72, 0.20, 0.40, 0.55], [0.5, 0.7, 0.1, 0.3, 0.2]
+    for n in (4, 5):
+        rho = lambda order: np.corrcoef(np.argsort(np.argsort(human[:n])), order)[0, 1]  # noqa: E731
+        observed = rho(np.argsort(np.argsort(metric[:n])))
+        extreme = [abs(rho(p)) >= abs(observed) - 1e-12 for p in itertools.permutations(range(n))]
+        result = correlate(human[:n], metric[:n], n_resamples=0)
+        assert result["spearman"] == pytest.approx(observed)
+        assert result["spearman_p"] == pytest.approx(np.mean(extreme))
+    assert correlate(human[:4], metric[:4], n_resamples=0)["spearman_p"] == pytest.approx(1 / 12)
+
+
+def test_intervals_a_few_systems_cannot_have_are_empty_and_said_so(tmp_path, capsys):
+    human = tmp_path / "system_scores.csv"
+    human.write_text("model,n,overall\nbot0,36,0.65\nbot1,36,0.72\nbot2,36,0.20\nbot3,36,0.40\n")
+    metric = tmp_path / "metric.csv"
+    metric.write_text("model,metric1\nbot0,0.5\nbot1,0.7\nbot2,0.1\nbot3,0.3\n")
+    out = tmp_path / "corr.csv"
+    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out)]) == 0
+    printed, warned = capsys.readouterr()
+    assert "nan" not in printed.lower() and "Warning" not in warned
+    assert "no bootstrap interval for 1 of 1 rows (left empty): too few keys (n as low as 4)" in printed
+    row = pd.read_csv(out).iloc[0]
+    assert row[["pearson_lo", "spearman_hi", "kendall_lo"]].isna().all() and row["spearman_p"] == pytest.approx(1 / 12)
 
 
 def test_bad_inputs_are_reported(tmp_path, capsys):

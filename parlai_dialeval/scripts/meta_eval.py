@@ -201,7 +201,13 @@ class MetaEval(ParlaiScript):
         write_csv(table, opt["out"])
         shown = [c for c in ("group", "human", "metric", "n", "pearson", "spearman", "spearman_p",
                              "spearman_lo", "spearman_hi", "kendall") if c in table]
-        print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
+        if opt["bootstrap"]:
+            empty = table[[f"{m}_lo" for m in meta_eval.METHODS]].isna().to_numpy() & \
+                table[list(meta_eval.METHODS)].notna().to_numpy()
+            if empty.any():
+                print(f"no bootstrap interval for {int(empty.any(axis=1).sum())} of {len(table)} rows (left empty): "
+                      f"too few keys (n as low as {int(table['n'].min())}) for resamples to vary on both sides")
         print(f"wrote {len(table)} correlations to {opt['out']}")
         return table
 
