@@ -218,3 +218,63 @@ def test_plan_measures_the_judge_on_a_pilot(shared_data, tmp_path):
     gain = pilot["effective_human_judgments"] / pilot["human_judgments"]
     assert gain > 1 and f"with {gain:.2f} times the pilot" in report
     assert main(["plan", "--out", str(out), "--judge", str(judge_file)]) != 0  # a judge needs a pilot
+
+
+def test_people_who_recorded_no_question_meet_the_judge_dialeval_judge_wrote(tmp_path):
+    """ChatEval-style A/B votes record no question; `dialeval judge` answers each item under the protocol's wording.
+    PPI win rates, certify --judge and plan --judge matched on the wording and found no person on a judged item
+    (every figure empty, the plan refused). Votes: a seeded generator here; figures recomputed from the records."""
+    rng = np.random.default_rng(3)
+    strength = {"m1": 0.7, "m2": 0.4, "m3": 0.55}
+    pairs = [("m1", "m2"), ("m1", "m3"), ("m2", "m3")]
+    votes = []
+    for n in range(240):
+        a, b = pairs[n % 3]
+        item = n % 60
+        votes.append({"type": "comparison", "item_id": f"{a}-{b}/p{item}", "worker_id": f"w{n % 12}",
+                      "assignment_id": f"as{n}", "model_a": a, "model_b": b, "duration": 8.0,
+                      "choice": "a" if rng.random() < strength[a] / (strength[a] + strength[b]) else "b",
+                      "context": f"prompt {item}", "response_a": f"reply of {a} {item}",
+                      "response_b": f"reply of {b} {item}"})
+    human = tmp_path / "ab.jsonl"
+    write_jsonl(votes, human)
+    rules = tmp_path / "judge.json"
+    rules.write_text(json.dumps({"rules": [{"match": "Response A: reply of m1", "reply": "A"},
+                                           {"match": "Response B: reply of m1", "reply": "B"}], "default": "A"}))
+    judge = tmp_path / "judge.jsonl"
+    assert main(["judge", "--data", str(human), "--protocol", "ab", "--judge", f"script:{rules}",
+                 "--out", str(judge)]) == 0
+    out = tmp_path / "pairwise"
+    assert main(["analyze_pairwise", "--data", str(human), "--judge", str(judge), "--out", str(out),
+                 "--bootstrap-rounds", "20"]) == 0
+    rates = pd.read_csv(out / "ppi_win_rates.csv")
+    assert set(rates["question"]) == {"Which response is the better next utterance in this conversation?"}
+    frame = pd.DataFrame(votes)
+    for row in rates.itertuples():
+        mine = frame[((frame["model_a"] == row.model_a) & (frame["model_b"] == row.model_b))
+                     | ((frame["model_a"] == row.model_b) & (frame["model_b"] == row.model_a))]
+        share = np.where(mine["model_a"] == row.model_a, mine["choice"].map(SCORE), 1 - mine["choice"].map(SCORE))
+        assert (row.human_judgments, row.human_unjudged) == (len(mine), 0)
+        assert row.human == pytest.approx(share.mean())
+        assert np.isfinite(row.ppi)
+    certified = tmp_path / "certified"
+    assert main(["certify", "--data", str(human), "--judge", str(judge), "--out", str(certified)]) == 0
+    ppi_claims = pd.read_csv(certified / "ppi_certified.csv")
+    assert (ppi_claims["units"] == 20).all() and (ppi_claims["human_unjudged"] == 0).all()
+    assert main(["plan", "--out", str(tmp_path / "plan"), "--simulations", "10", "--pilot", str(human),
+                 "--judge", str(judge)]) == 0
+    assert pd.read_csv(tmp_path / "plan" / "judge_plan.csv")["judge_agreement"].notna().all()
+
+
+def test_a_recorded_wording_differing_in_case_and_spacing_is_the_judges_and_others_stay():
+    from parlai_dialeval.adaptive.ppi_pairwise import asked_as_the_judge
+
+    wording = "Which response is the better next utterance in this conversation?"
+    base = {"item_id": "p1", "model_a": "m1", "model_b": "m2", "choice": "a"}
+    human = pd.DataFrame([{**base, "question": "  which RESPONSE is the better  next utterance in this conversation?"},
+                          {**base, "question": "Which is more fun?"}, {**base, "model_a": "m2", "model_b": "m1"},
+                          {**base, "item_id": "p2"}])
+    judge = pd.DataFrame([{**base, "model_a": "m2", "model_b": "m1", "question": wording, "worker_id": "judge:j"}])
+    asked = asked_as_the_judge(human, judge)
+    assert asked["question"].tolist()[:3] == [wording, "Which is more fun?", wording]
+    assert pd.isna(asked["question"].iloc[3]) and asked["choice"].tolist() == ["a"] * 4

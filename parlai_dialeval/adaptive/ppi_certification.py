@@ -18,6 +18,7 @@ import pandas as pd
 
 from parlai_dialeval.adaptive.sequential import certification_threshold
 from parlai_dialeval.analysis.collection_order import cluster_outcomes, vote_clusters
+from parlai_dialeval.adaptive.ppi_pairwise import asked_as_the_judge
 from parlai_dialeval.adaptive.ppi_sequential import e_values
 
 COLUMNS = ["question", "unit", "model_a", "model_b", "units", "human_unjudged", "judge_pool", "judge_mean",
@@ -71,7 +72,7 @@ def certify_with_judge(human: pd.DataFrame, judge: pd.DataFrame, alpha: float = 
     out (``human_unjudged``), the judge's pool size and mean answer, people's mean, the last PPI++ weight,
     the largest e-value of each direction, the threshold and the verdict."""
     key = ["question", "unit", "model_a", "model_b", "cluster"]
-    people, answers = people_draws(human), pair_clusters(judge)
+    people, answers = people_draws(asked_as_the_judge(human, judge)), pair_clusters(judge)
     pool = answers.groupby(key, sort=False)["outcome"].mean().rename("judge")
     people = people.join(pool, on=key)
     pools = {k: part.to_numpy(float) for k, part in pool.groupby(level=key[:4], sort=False)}

@@ -2,7 +2,10 @@
 ones (parlai_dialeval.adaptive.ppi does the statistics). Pure functions: DataFrames in, DataFrames out.
 
 Matching: a judge record (``dialeval judge`` output, worker ``judge:...``) answers one item: the same
-(question, unit, model pair, item_id, turn_index) as human votes. Human votes on an item the judge
+(question, unit, model pair, item_id, turn_index) as human votes. A human vote with no recorded question
+stands for each question the judge was asked on its item (judge/items.py asks them all; ChatEval records
+none), and a recorded wording differing from the judge's only in case and spacing is the judge's
+(protocols.normalise), as judge/agreement.py matches them. Human votes on an item the judge
 answered are the labelled rows, each with the judge's answer; judge answers on items no person judged
 are the unlabelled rows; human votes on items the judge did not answer cannot enter PPI and are
 counted (``human_unjudged``). Outcomes for ``model_a``: 1 won, 0 lost, 1/2 tie (worker ties and
@@ -17,7 +20,8 @@ import pandas as pd
 
 from parlai_dialeval.adaptive import ppi
 from parlai_dialeval.analysis.cluster_robust import cluster_ids
-from parlai_dialeval.analysis.pairwise import SECTION, oriented, with_sections
+from parlai_dialeval.analysis.pairwise import NO_QUESTION, SECTION, oriented, with_sections
+from parlai_dialeval.protocols.base import normalise
 
 KEY = SECTION + ["first", "second", "item_id", "turn"]
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "human_judgments", "judge_only", "human_unjudged",
@@ -32,12 +36,41 @@ def matched(human: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
     """Human and judge comparisons in one frame, oriented together (``first``/``second`` per section),
     with ``outcome`` for ``first``, ``judged`` (True for judge rows), ``turn`` (turn_index or -1) and
     ``cluster``."""
-    both = pd.concat([human.assign(judged=False), judge.assign(judged=True)], ignore_index=True)
+    both = pd.concat([asked_as_the_judge(human, judge).assign(judged=False), judge.assign(judged=True)],
+                     ignore_index=True)
     frame = oriented(with_sections(both), by=SECTION)
     frame = frame[~frame["auto"]]
     turn = frame["turn_index"] if "turn_index" in frame else pd.Series(np.nan, index=frame.index)
     return frame.assign(outcome=(frame["score"] + 1) / 2, turn=pd.to_numeric(turn, errors="coerce").fillna(-1),
                         item_id=frame["item_id"].astype(str), cluster=cluster_ids(frame))
+
+
+def asked_as_the_judge(human: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """Human votes under the wording of the judge's question on the same item (see the module's matching): what
+    PPI win rates, certify --judge and plan --judge match on."""
+    if "question" not in judge or judge.empty or human.empty:
+        return human
+
+    def item(frame):
+        a, b = frame["model_a"].astype(str), frame["model_b"].astype(str)
+        turn = pd.to_numeric(frame["turn_index"], errors="coerce").fillna(-1).astype(int).astype(str) \
+            if "turn_index" in frame else "-1"
+        return frame["item_id"].astype(str) + "\x1f" + a.where(a < b, b) + "\x1f" + b.where(a < b, a) + "\x1f" + turn
+
+    def wording(question):
+        return question.map(lambda q: normalise(q) if isinstance(q, str) and q.strip() and q != NO_QUESTION else "")
+
+    asked = pd.DataFrame({"_item": item(judge), "_wording": wording(judge["question"]),
+                          "_judge_question": judge["question"]}).query("_wording != ''").drop_duplicates(
+        ["_item", "_wording"])
+    question = human["question"] if "question" in human else pd.Series(np.nan, index=human.index, dtype=object)
+    people = human.assign(_item=item(human), _wording=wording(question), _row=np.arange(len(human)))
+    blank = people["_wording"].eq("")
+    recorded = people[~blank].merge(asked, on=["_item", "_wording"], how="left")
+    unrecorded = people[blank].merge(asked.drop(columns="_wording"), on="_item", how="left")
+    out = pd.concat([recorded, unrecorded]).sort_values("_row", kind="stable")
+    out["question"] = out["_judge_question"].where(out["_judge_question"].notna(), out.get("question"))
+    return out.drop(columns=["_item", "_wording", "_row", "_judge_question"]).reset_index(drop=True)
 
 
 def _split(part: pd.DataFrame):

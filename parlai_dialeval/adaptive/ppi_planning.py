@@ -51,10 +51,11 @@ def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     itself: human-only variance over PPI variance, the median over pairs; 1 where the judge answered
     nothing beyond the people's items). Raises ValueError when fewer than 3 items match."""
     from parlai_dialeval.adaptive.ppi_certification import pair_clusters
+    from parlai_dialeval.adaptive.ppi_pairwise import asked_as_the_judge, win_rates
 
     key = ["question", "unit", "model_a", "model_b", "cluster"]
     answers = pair_clusters(judge).groupby(key, sort=False)["outcome"].mean().rename("judge")
-    items = pair_clusters(pilot).groupby(key, sort=False)["outcome"].mean().to_frame().join(answers, how="inner")
+    items = pair_clusters(asked_as_the_judge(pilot, judge)).groupby(key, sort=False)["outcome"].mean().to_frame().join(answers, how="inner")
     if len(items) < 3:
         raise ValueError(f"the judge answered {len(items)} of the pilot's items: at least 3 are needed to measure it")
     decided = items[items["outcome"] != 0.5]
@@ -63,8 +64,6 @@ def pilot_judge(pilot: pd.DataFrame, judge: pd.DataFrame) -> dict:
     centred = items - items.groupby(level=key[:4], sort=False).transform("mean")
     spread = centred.std()
     rho = float(centred["outcome"].corr(centred["judge"])) if (spread > 0).all() else 0.0
-    from parlai_dialeval.adaptive.ppi_pairwise import win_rates
-
     rates = win_rates(pilot, judge)
     gain = (rates["effective_human_judgments"] / rates["human_judgments"]).median()
     return {"items": len(items), "agreement": agreement, "correlation": rho,
