@@ -93,6 +93,22 @@ def read_marker(task_run) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def launch_state(db, task_name: str) -> tuple[str | None, float | None]:
+    """Whether a launch of the task serves it now, from its runs' markers: ("running", None), ("stopped", when
+    the last run ended cleanly), ("interrupted", None: a launch was killed), or (None, None) where no run left a
+    marker (an earlier release's launch). For the dashboard, which otherwise reads a finished study as running."""
+    tasks = db.find_tasks(task_name=task_name)
+    markers = [(run, read_marker(run)) for run in db.find_task_runs(task_id=tasks[0].db_id)] if tasks else []
+    markers = [(run, marker) for run, marker in markers if marker is not None]
+    if not markers:
+        return None, None
+    if any(not m.get("stopped") and _same_process(m["pid"], m.get("pid_started")) for _, m in markers):
+        return "running", None
+    if not all(m.get("stopped") for _, m in markers):
+        return "interrupted", None
+    return "stopped", max(_marker_path(run).stat().st_mtime for run, _ in markers)
+
+
 def _serving(marker: dict) -> bool:
     """Whether the marker's launch process still runs (this process's own earlier runs count as gone)."""
     return marker["pid"] != os.getpid() and _same_process(marker["pid"], marker["pid_started"])

@@ -53,6 +53,7 @@ class TaskSource:
         from parlai_dialeval.crowdsourcing.platform import progress as unit_progress
         from parlai_dialeval.crowdsourcing.platform.export import collect_from_db
         from parlai_dialeval.crowdsourcing.platform.places import idle_places
+        from parlai_dialeval.crowdsourcing.platform.resume import launch_state
 
         with self._lock:
             if self._snapshot and time.time() - self._snapshot[0] < self.ttl:
@@ -69,7 +70,7 @@ class TaskSource:
             else:
                 check_note = f"task {spec.name} has no worker check"
             now = time.time()
-            progress = summary.progress(records, units, started, now)
+            progress = summary.progress(records, units, started, now, launch_state(self._db, self.task_name))
             # the launch's record, and this reading as its last point
             history = [*unit_progress.read_log(unit_progress.log_path(self.data_dir, self.task_name)),
                        {"at": now, **{key: progress[key] for key in unit_progress.COUNTS}}]

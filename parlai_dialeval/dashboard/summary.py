@@ -33,9 +33,12 @@ def group_of(record: dict) -> str | None:
     return None
 
 
-def progress(records: list[dict], units: list[UnitRow], started: float | None, now: float) -> dict:
+def progress(records: list[dict], units: list[UnitRow], started: float | None, now: float,
+             state: tuple[str | None, float | None] = ("running", None)) -> dict:
     """Units done / in flight / left, participants working now, median time per unit, and an estimated
-    time to finish at the pace so far (units done per second since the run started)."""
+    time to finish at the pace so far (units done per second since the run started; none once no launch
+    serves the task). ``state``: platform/resume.launch_state's (running, stopped at, interrupted, unknown)."""
+    launch, stopped_at = state
     counts = unit_counts(units)
     done_units = {u.unit_id for u in units if u.status in UNIT_DONE}
     seconds = unit_seconds(records, done_units)
@@ -43,13 +46,13 @@ def progress(records: list[dict], units: list[UnitRow], started: float | None, n
     eta = None
     if counts["left"] + counts["in_flight"] == 0:
         eta = 0.0
-    elif counts["done"] and started is not None and now > started:
+    elif counts["done"] and started is not None and now > started and launch == "running":
         eta = (counts["left"] + counts["in_flight"]) / (counts["done"] / (now - started))
     return {"done": counts["done"], "in_flight": counts["in_flight"], "left": counts["left"],
             "withdrawn": counts["withdrawn"], "total": len(units),
             "active": sorted({u.worker for u in units if u.status in UNIT_IN_FLIGHT and u.worker}),
-            "median_unit_seconds": median, "eta_seconds": eta, "elapsed_seconds": None if started is None
-            else max(0.0, now - started)}
+            "median_unit_seconds": median, "eta_seconds": eta, "launch": launch, "stopped_at": stopped_at,
+            "elapsed_seconds": None if started is None else max(0.0, (stopped_at or now) - started)}
 
 
 def unit_seconds(records: list[dict], units: set[str]) -> list[float]:

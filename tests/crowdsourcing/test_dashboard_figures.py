@@ -229,3 +229,42 @@ def test_the_launchs_progress_log_is_read_back_without_a_half_written_line(tmp_p
     path.write_text('{"at": 1.0, "done": 0, "in_flight": 1, "left": 3}\n{"at": 2.0, "done": 1, "in_f')
     assert unit_progress.read_log(path) == [sample(1.0, 0, 1, 3)]
     assert unit_progress.read_log(tmp_path / "nothing.jsonl") == []
+
+
+def test_a_stopped_or_interrupted_launch_is_not_read_as_running():
+    """A finished study's dashboard said 'running for 3 h' and counted on: the runs' markers say otherwise."""
+    units = [UnitRow("1", "completed", "w1"), UnitRow("2", "launched")]
+    records = [conversation("a", "w1", "m", unit="1", assignment_duration=100.0)]
+    running = summary.progress(records, units, started=1000.0, now=1400.0)
+    assert (running["launch"], running["elapsed_seconds"], running["eta_seconds"]) == ("running", 400.0, 400.0)
+    stopped = summary.progress(records, units, 1000.0, 9000.0, ("stopped", 1300.0))
+    assert (stopped["launch"], stopped["elapsed_seconds"], stopped["eta_seconds"]) == ("stopped", 300.0, None)
+    interrupted = summary.progress(records, units, 1000.0, 9000.0, ("interrupted", None))
+    assert (interrupted["elapsed_seconds"], interrupted["eta_seconds"]) == (8000.0, None)
+
+
+def test_the_launch_state_comes_from_the_runs_markers(tmp_path):
+    import subprocess
+    import time
+
+    from mephisto.abstractions.databases.local_database import LocalMephistoDB
+    from mephisto.data_model.task_run import TaskRun
+
+    from parlai_dialeval.crowdsourcing.platform import resume
+
+    db = LocalMephistoDB(database_path=str(tmp_path / "database.db"))
+    assert resume.launch_state(db, "study") == (None, None)
+    task = db.new_task("study", "mock")
+    requester = db.new_requester("lab", "mock")
+    first = TaskRun.get(db, db.new_task_run(task, requester, "{}", "mock", "mock"))
+    assert resume.launch_state(db, "study") == (None, None)  # an earlier release's run: no marker
+    resume.write_marker(first)  # this process serves it
+    assert resume.launch_state(db, "study") == ("running", None)
+    resume.write_marker(first, stopped=True)
+    state, at = resume.launch_state(db, "study")
+    assert state == "stopped" and abs(at - time.time()) < 60
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    second = TaskRun.get(db, db.new_task_run(task, requester, "{}", "mock", "mock"))
+    resume.write_marker(second, pid=gone.pid, pid_started=time.time())  # killed: never marked stopped
+    assert resume.launch_state(db, "study") == ("interrupted", None)
