@@ -168,3 +168,23 @@ def test_bad_score_csv_is_one_line_naming_the_file(tmp_path, capsys, content, pl
     assert err.startswith(f"dialeval: error: {scores}{place}:") and "\n" not in err, err
     if field:
         assert f"field '{field}'" in err and "'high'" in err
+
+
+def test_models_left_out_averaged_or_written_with_a_decimal_comma_are_said(tmp_path, capsys):
+    human = tmp_path / "system_scores.csv"
+    human.write_text("model,n,overall\nbot0,36,0.65\nbot1,36,0.72\nbot2,36,0.20\nbot3,36,0.40\n")
+    metric = tmp_path / "metric.csv"
+    metric.write_text("model,metric1\nM1,0.9\nbot0,0.5\nbot0,0.1\nbot1,0.7\nbot2,0.1\n")
+    out = tmp_path / "corr.csv"
+    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out), "--bootstrap", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "metric scores: the rows of a model averaged, 1 of 4 models with several ('bot0': 2)" in printed
+    assert "models not in both, left out: 1 only in the human scores ('bot3'); 1 only in the metric scores ('M1')" \
+        in printed
+    assert pd.read_csv(out).iloc[0]["n"] == 3
+    metric.write_text('model,metric1\nbot0,"0,9"\nbot1,"0,5"\n')
+    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "row 2: field 'metric1': a decimal comma (expected a number with a decimal point, got '0,9')")

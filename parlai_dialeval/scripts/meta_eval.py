@@ -86,6 +86,11 @@ def read_csv(path: Path) -> pd.DataFrame:
             continue
         numbers = pd.to_numeric(frame[column], errors="coerce")
         bad = numbers.isna() & frame[column].notna()
+        comma = pd.to_numeric(frame[column].astype(str).str.replace(",", ".", regex=False), errors="coerce")
+        if numbers.isna().all() and frame[column].notna().any() and comma[frame[column].notna()].notna().all():
+            raise DataError(path, "a decimal comma", line=f"row {int(frame[column].notna().to_numpy().argmax()) + 2}",
+                            field=column, expected="a number with a decimal point",
+                            got=frame[column].dropna().iloc[0])
         if numbers.notna().any() and bad.any():
             row = int(bad.to_numpy().argmax())
             raise DataError(path, "not a number", line=f"row {row + 2}", field=column, expected="a number",
@@ -182,7 +187,8 @@ class MetaEval(ParlaiScript):
                              help="bootstrap resamples for CIs (0: none)")
         options.add_argument("--confidence", type=checked("--confidence", "probability"), default=0.95,
                              help="confidence level of the intervals (0 < c < 1)")
-        options.add_argument("--seed", type=checked("--seed", "int"), default=0, help="random seed of the bootstrap")
+        options.add_argument("--seed", type=checked("--seed", "non_negative_int"), default=0,
+                             help="random seed of the bootstrap (>= 0)")
         return parser
 
     def run(self):
@@ -198,6 +204,13 @@ class MetaEval(ParlaiScript):
                                   n_resamples=opt["bootstrap"], confidence=opt["confidence"], seed=opt["seed"])
         if table.empty:
             raise DialevalError("no keys (items or models) common to the human and metric scores")
+        unmatched = {side: sorted(set(frame.index.astype(str)) - set(other.index.astype(str)))
+                     for side, frame, other in (("human", human, metric), ("metric", metric, human))}
+        if any(unmatched.values()):  # a model named 'M1' on one side and 'm1' on the other is no key of either
+            keys = "models" if opt["human"] else "items"
+            print(f"{keys} not in both, left out: " + "; ".join(
+                f"{len(names)} only in the {side} scores ({', '.join(map(repr, names[:5]))}"
+                f"{', ...' if len(names) > 5 else ''})" for side, names in unmatched.items() if names))
         write_csv(table, opt["out"])
         shown = [c for c in ("group", "human", "metric", "n", "pearson", "spearman", "spearman_p",
                              "spearman_lo", "spearman_hi", "kendall") if c in table]
@@ -234,4 +247,8 @@ class MetaEval(ParlaiScript):
         scores = pd.concat([read_scores(Path(p)) for p in self.opt["scores"]], ignore_index=True)
         if "model" not in scores:
             raise DialevalError("system-level scores need a 'model' column")
+        rows = scores["model"].value_counts()
+        if "id" not in scores and (rows > 1).any():  # per-dialogue scores carry ids; a table of models should not
+            print(f"metric scores: the rows of a model averaged, {int((rows > 1).sum())} of {len(rows)} models "
+                  f"with several ({', '.join(f'{m!r}: {n}' for m, n in rows[rows > 1].items())})")
         return human, scores.groupby("model")[metric_columns(scores)].mean(), None
