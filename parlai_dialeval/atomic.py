@@ -10,6 +10,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from parlai_dialeval.errors import DialevalError
+
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
 _FOLDERS_MADE: set[str] = set()  # folders replace_text made or found (made again if removed since)
 
@@ -29,6 +31,8 @@ def make_folder(path: str | os.PathLike) -> Path:
     while not folder.exists() and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
+    if not folder.is_dir():  # one line, not NotADirectoryError, for a path whose --out check missed this
+        raise DialevalError(f"{target}: cannot make this folder, {folder} is an existing file")
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process
             folder.mkdir(mode=FOLDER_MODE)

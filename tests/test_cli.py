@@ -146,6 +146,9 @@ def _pairwise_file(tmp_path) -> Path:
     ("analyze_pairwise", "--turns", "6-2", "--turns '6-2': expected 1 <= FIRST <= LAST"),
     ("analyze_single_model", "--n-boot", "x", "--n-boot 'x': expected an integer >= 1"),
     ("analyze_single_model", "--alpha", "-0.1", "--alpha -0.1: expected a number strictly between 0 and 1"),
+    # a negative seed passed the parser and failed in numpy's generator after loading (a traceback)
+    ("analyze_pairwise", "--seed", "-1", "--seed -1: expected an integer >= 0"),
+    ("analyze_live_chat", "--seed", "-3", "--seed -3: expected an integer >= 0"),
 ])
 def test_bad_option_values_are_one_line_and_exit_2(tmp_path, capsys, command, option, value, expected):
     # Issue 18 item 12: --alpha 1.5 gave inverted intervals with exit 0, negative rounds were accepted.
@@ -173,6 +176,10 @@ def test_out_pointing_at_an_existing_file_is_refused(tmp_path, capsys):
      "--bootstrap -1: expected an integer >= 0"),
     (["replicate", "--runs", "a", "b", "--out", "o", "--levels", "0.05,0"],
      "--levels 0: expected a number strictly between 0 and 1"),
+    (["meta_eval", "--scores", "s.csv", "--human", "h.csv", "--out", "o.csv", "--seed", "-1"],
+     "--seed -1: expected an integer >= 0"),
+    (["judge_agreement", "--judge", "j.jsonl", "--human", "h.jsonl", "--out", "o", "--seed", "-2"],
+     "--seed -2: expected an integer >= 0"),
 ])
 def test_other_commands_check_their_numbers(tmp_path, capsys, args, expected):
     from parlai_dialeval.cli import main

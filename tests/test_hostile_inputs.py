@@ -381,3 +381,107 @@ def test_annotations_with_out_of_range_label_name_the_item(tmp_path, capsys):
                                 "annotations": {"Interesting": [1, 7, 2]}}]))
     code, _, err = dialeval(capsys, "analyze_annotations", "--data", fed, "--out", tmp_path / "out")
     assert_one_line_error(code, err, f"{fed}, item 1:", "field 'Interesting'")
+
+
+@pytest.mark.parametrize("command, out", [("analyze_pairwise", "sub"), ("convert", "x.jsonl")])
+def test_out_below_a_file_is_one_line_before_any_work(tmp_path, capsys, command, out):
+    """--out afile/sub raised NotADirectoryError, and only once the whole analysis had run."""
+    path = write(tmp_path / "d.jsonl", pairwise())
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    code, printed, err = dialeval(capsys, command, "--data", path, "--out", afile / out)
+    assert code == 2 and printed == ""
+    assert err == f"dialeval: error: --out {afile / out}: {afile} is an existing file (expected a folder above the " \
+                  "outputs)\n"
+    assert afile.read_text() == "mine"
+
+
+def test_writing_below_a_file_is_a_dialeval_error(tmp_path):
+    from parlai_dialeval.atomic import atomic_open
+    from parlai_dialeval.errors import DialevalError
+
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    with pytest.raises(DialevalError) as refused, atomic_open(afile / "sub" / "x.txt") as handle:
+        handle.write("never")
+    assert str(refused.value) == f"{afile / 'sub'}: cannot make this folder, {afile} is an existing file"
+
+
+SELF_CHATS = [{"type": "study", "name": "sc"}] + [
+    {"type": "conversation", "study": "sc", "id": f"c{i}", "models": ["m1", "m2"],
+     "turns": [{"speaker": "m1", "text": "hi"}, {"speaker": "m2", "text": "hello"}]} for i in range(3)]
+
+
+@pytest.mark.parametrize("records", [pairwise()[:1], SELF_CHATS], ids=["study_only", "self_chats_no_workers"])
+@pytest.mark.parametrize("command, message", [
+    ("analyze_pairwise", "no comparison records in the data (analyze_pairwise needs pairwise votes)"),
+    ("analyze_single_model", "no SM-Turn (binary, per-turn) or SM-Dialog (Likert) ratings of engaging / humanlike / "
+                             "interesting in the data; see docs/single_model_analysis.md for the conventions"),
+    ("analyze_scales", "no likert, magnitude or best_worst ratings in the data (see docs/single_model_analysis.md)"),
+    ("certify", "no comparisons in the data: certify needs pairwise (A/B, PW-Turn, ACUTE) votes"),
+])
+def test_data_without_workers_is_the_nothing_to_analyse_line(tmp_path, capsys, records, command, message):
+    """No worker id anywhere: the evidence table's .str on an empty float column raised AttributeError."""
+    path = write(tmp_path / "d.jsonl", records)
+    code, _, err = dialeval(capsys, command, "--data", path, "--out", tmp_path / "out")
+    assert code == 2 and err == f"dialeval: error: {message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_evidence_table_of_no_workers_is_empty(tmp_path):
+    import pandas as pd
+
+    from parlai_dialeval.analysis.evidence import COLUMNS, evidence_table
+
+    empty = pd.DataFrame()
+    table = evidence_table(empty, empty, empty).table
+    assert table.empty and list(table.columns[:len(COLUMNS)]) == COLUMNS
+
+
+def test_annotations_whose_labels_never_vary_say_the_correlation_is_undefined(tmp_path, capsys):
+    """Constant labels for every quality made each Spearman NaN, and idxmax over them raised ValueError."""
+    fed = tmp_path / "fed_data.json"
+    fed.write_text(json.dumps([{"context": "User: hi", "response": f"System: r{i}",
+                                "system": ["Meena", "Human", "Mitsuku"][i % 3],
+                                "annotations": {"Interesting": [1] * 5, "Overall": [2] * 5}} for i in range(12)]))
+    out = tmp_path / "out"
+    code, _, err = dialeval(capsys, "analyze_annotations", "--data", fed, "--out", out)
+    assert code == 0, err[-3000:]
+    report = report_text(out)
+    for criterion, label in (("interesting", 1), ("overall", 2)):
+        assert (f"{criterion} (turn): the Spearman correlation is undefined (every label is {label}, so the labels "
+                "never vary); its cells are left empty and it is not compared with the paper.") in report
+    assert "Largest absolute difference" not in report and not re.search(r"\bnan\b", report, re.IGNORECASE)
+    with open(out / "agreement.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["criterion"], r["spearman"], r["difference"]) for r in rows] == [("interesting", "", ""),
+                                                                                ("overall", "", "")]
+
+
+def test_convert_counts_in_proper_plurals(tmp_path, capsys):
+    one = write(tmp_path / "one.jsonl", pairwise())
+    two = write(tmp_path / "two.jsonl", live_chat())
+    code, printed, _ = dialeval(capsys, "convert", "--data", one, "--out", tmp_path / "a.jsonl")
+    assert code == 0 and printed == f"wrote 73 records (1 study, 72 comparisons) to {tmp_path / 'a.jsonl'}\n"
+    code, printed, _ = dialeval(capsys, "convert", "--data", one, two, "--out", tmp_path / "b.jsonl")
+    assert code == 0 and printed == (f"wrote 128 records (2 studies, 18 conversations, 36 ratings, 72 comparisons) "
+                                     f"to {tmp_path / 'b.jsonl'}\n")
+
+
+def test_a_numeric_format_version_is_told_to_be_a_string(tmp_path, capsys):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"format_version": 1.1, **r}) + "\n" for r in pairwise()))
+    code, _, err = dialeval(capsys, "validate", "--data", path)
+    assert code == 2 and err == (f"dialeval: error: {path}:1: field 'format_version': format version is not a string "
+                                 "(expected a quoted string, one of \"1.0\", \"1.1\", got 1.1)\n")
+
+
+def test_replicate_refuses_one_run_given_twice(tmp_path, capsys):
+    """A run against itself reported a perfect replication."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "other").mkdir()
+    for second in (run, tmp_path / "other" / ".." / "run"):
+        code, _, err = dialeval(capsys, "replicate", "--runs", run, second, "--out", tmp_path / "rep")
+        assert code == 2 and err == f"dialeval: error: {second}: given twice (also as {run}) (expected each input once)\n"
+    assert not (tmp_path / "rep").exists()

@@ -114,7 +114,8 @@ def evidence_table(conversations: pd.DataFrame, ratings: pd.DataFrame, compariso
     if not attention.shape[0]:
         notes.append("attention checks: none in these data")
     rows = [_judge(row, rule, voter_rows, verified) for row in table.to_dict("records")]
-    out = pd.DataFrame(rows)
+    # no workers (a study record alone, self-chats): an empty table of text columns, which .str takes
+    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=COLUMNS, dtype=object)
     out = out.reindex(columns=COLUMNS + [c for c in out.columns if c not in COLUMNS and not c.startswith(("why_", "_"))
                                          and not c.endswith("_dup")])
     order = out["flagged"].astype(int) * 100 + out["signals"].str.count(",") + (out["signals"] != "")

@@ -238,6 +238,10 @@ class _Builder:
                                     expected=f'"{schema.FORMAT_VERSION}" on every record of a canonical file '
                                     "(write_jsonl and dialeval convert stamp it)")
         version = record.get("format_version")
+        if version is not None and not isinstance(version, str):  # 1.1 unquoted: not a newer release's version
+            raise DataError(path, "format version is not a string", line=line, field="format_version",
+                            expected="a quoted string, one of " + ", ".join(f'"{v}"' for v in versions.VERSIONS),
+                            got=version)
         if version is not None and not versions.known(version):
             raise DataError(path, "unsupported format version", line=line, field="format_version",
                             expected=versions.EXPECTED, got=version)

@@ -38,7 +38,9 @@ def analyze(data, out: Path, remove_outliers: bool = True) -> dict:
         means = fed.system_means(ratings, remove_outliers)
         table4 = fed.compare_table4(means)
     report.heading("Agreement per quality (Table 3)")
-    compared = agreement.dropna(subset=["paper"])
+    for sentence in _undefined(agreement, ratings):
+        report.text(sentence)
+    compared = agreement.dropna(subset=["paper", "difference"])
     if len(compared):
         worst = compared.loc[compared["difference"].abs().idxmax()]
         report.text(f"Largest absolute difference from the paper {abs(worst['difference']):.3f} "
@@ -49,6 +51,19 @@ def analyze(data, out: Path, remove_outliers: bool = True) -> dict:
     tables = {"agreement": agreement, "system_means": means, "system_means_vs_paper": table4}
     written = Outputs(tables, {}, report).write(out)
     return {"agreement": agreement, "means": means, "table4": table4, "written": written}
+
+
+def _undefined(agreement, ratings) -> list[str]:
+    """Why a quality's correlation is empty: a rank correlation needs labels (and items' mean labels) that vary;
+    said in words, where the table can only leave the cell blank."""
+    sentences = []
+    for row in agreement[agreement["spearman"].isna()].itertuples(index=False):
+        labels = ratings.loc[(ratings["level"] == row.level) & (ratings["criterion"] == row.criterion), "value"]
+        why = (f"every label is {labels.iloc[0]:g}, so the labels never vary" if labels.nunique() == 1
+               else "the items' mean labels never vary")
+        sentences.append(f"{row.criterion} ({row.level}): the Spearman correlation is undefined ({why}); its cells "
+                         f"are left empty and it is not compared with the paper.")
+    return sentences
 
 
 @register_script("analyze_annotations")

@@ -101,17 +101,26 @@ def json_safe(value):
     return value
 
 
+def _folders_above_can_be_made(text: str) -> None:
+    """The missing folders above --out can be made only under a folder: refused now, not after the analysis."""
+    above = next(p for p in Path(text).parents if p.exists())  # the last, '.' or '/', always does
+    if not above.is_dir():
+        raise DialevalError(f"--out {text}: {above} is an existing file (expected a folder above the outputs)")
+
+
 def output_folder(text: str) -> str:
-    """--out DIR: a folder (created when missing); an existing file there is refused."""
+    """--out DIR: a folder (created when missing); an existing file there or above it is refused."""
     if Path(text).exists() and not Path(text).is_dir():
         raise DialevalError(f"--out {text}: is an existing file (expected a folder for the outputs)")
+    _folders_above_can_be_made(text)
     return text
 
 
 def output_file(text: str) -> str:
-    """--out FILE: an existing folder there is refused."""
+    """--out FILE: an existing folder there, or a file where a folder above it must be, is refused."""
     if Path(text).is_dir():
         raise DialevalError(f"--out {text}: is a folder (expected a file name)")
+    _folders_above_can_be_made(text)
     return text
 
 

@@ -6,6 +6,8 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.scripts.command_line import add_data_args, load_data
 
+IRREGULAR_PLURALS = {"study": "studies"}  # the other record types take an s
+
 
 @register_script("convert")
 class Convert(ParlaiScript):
@@ -18,6 +20,7 @@ class Convert(ParlaiScript):
     def run(self):
         data = load_data(self.opt, set_aside_checks=False)
         written = data.save(self.opt["out"])
-        counts = ", ".join(f"{n} {t}s" for t, n in data.counts().items() if n)
+        counts = ", ".join(f"{n} {t if n == 1 else IRREGULAR_PLURALS.get(t, t + 's')}"
+                           for t, n in data.counts().items() if n)
         print(f"wrote {written} records ({counts}) to {self.opt['out']}")
         return data

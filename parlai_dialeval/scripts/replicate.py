@@ -15,6 +15,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.csv_safe import restore
+from parlai_dialeval.data.dataset import refuse_repeated_files
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.lazy import lazy_module
 from parlai_dialeval.options import checked
@@ -79,6 +80,7 @@ def scatter(a: pd.DataFrame, b: pd.DataFrame, columns: list[str], labels: dict, 
 
 def replicate(dir_a, dir_b, out, levels=None, column: str = "p_value", log=print) -> dict:
     levels = replication.LEVELS if levels is None else levels
+    refuse_repeated_files([Path(dir_a), Path(dir_b)])  # a run against itself would report a perfect replication
     a, b = read_run(dir_a), read_run(dir_b)
     scores_a, scores_b = a["system_scores"], b["system_scores"]
     statements = [c for c in scores_a.columns if c not in ("model", "n", "overall") and c in scores_b.columns]

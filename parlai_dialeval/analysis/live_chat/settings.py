@@ -55,7 +55,7 @@ class LiveChatConfig:
     agreement_max_pairs: int = option(2_000_000, "rater agreement: above this many candidate pairs among passing "
                                                  "(or failing) workers, use a seeded random sample of this many",
                                       kind="positive_int")
-    seed: int = option(0, "random seed (pair sampling)", kind="int")
+    seed: int = option(0, "random seed (pair sampling, >= 0)", kind="non_negative_int")
 
     def check(self) -> None:
         for name, value, allowed in (("qc_test", self.qc_test, QC_TESTS), ("sig_test", self.sig_test, SIG_TESTS),

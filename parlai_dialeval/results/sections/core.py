@@ -65,7 +65,7 @@ SECTION = Section(
                   "Speaker turns, e.g. 2-6 (PW-Turn data); default all", parse=turn_range, metavar="FIRST-LAST")),
         ("bootstrap_rounds", int, option(1000, "bootstrap rounds for Bradley-Terry intervals (>= 1)",
                                          kind="positive_int")),
-        ("seed", int, option(0, "random seed of the bootstrap", kind="int")),
+        ("seed", int, option(0, "random seed of the bootstrap (>= 0)", kind="non_negative_int")),
         ("alpha", float, option(0.05, "significance level; intervals are 1 - alpha (0 < alpha < 1)",
                                 kind="probability")),
         ("correction", str, option(DEFAULT_CORRECTION, HELP, choices=CORRECTIONS)),
