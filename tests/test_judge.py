@@ -51,14 +51,15 @@ def test_a_tiny_lm_judge_answers_from_the_cache_on_a_rerun(tmp_path, capsys):
             "--out", str(tmp_path / "judge.jsonl")]
     assert main(args) == 0
     summary = json.loads((tmp_path / "judge.summary.json").read_text())
-    # the four conversations are the same text: one prompt asked, three answered by the cache
-    assert (summary["items"], summary["answered"], summary["prompts_asked"], summary["prompts_cached"]) == (4, 4, 1, 3)
+    # the four conversations are the same text: one prompt asked, three repeats of it, none from a cache
+    assert (summary["items"], summary["answered"], summary["prompts_asked"], summary["prompts_cached"],
+            summary["prompts_repeated"]) == (4, 4, 1, 0, 3)
     assert summary["items_without_context"] == {"conversation not in the data": 1}
     judged = read_jsonl([tmp_path / "judge.jsonl"]).ratings
     assert set(judged["worker_id"]) == {"judge:lm:lm"} and judged["value"].between(1, 5).all()
     assert main(args) == 0
     again = json.loads((tmp_path / "judge.summary.json").read_text())
-    assert (again["prompts_asked"], again["prompts_cached"]) == (0, 4)
+    assert (again["prompts_asked"], again["prompts_cached"], again["prompts_repeated"]) == (0, 4, 0)
 
 
 @pytest.mark.slow

@@ -54,6 +54,15 @@ def test_position_bias_and_too_few_readable_answers_come_first():
     assert verdict_of(simulate(300, "person"), no_bias(300), {"ab": (1000, 300)}) == "too few readable answers"
 
 
+def test_a_judge_matching_no_human_item_is_told_so_not_called_unreadable():
+    unmatched = [m | {"humans": []} for m in simulate(300, "person")]
+    table = ag.verdicts(ag.pairwise_agreement(unmatched), ag.pairwise_intervals(unmatched), no_bias(300),
+                        {"ab": (300, 300)})
+    assert table.iloc[0][["verdict", "because"]].tolist() == [
+        "no item in common with the humans",
+        "none of the judge's 300 items matches a human item on item_id, the two models, turn_index and question"]
+
+
 def test_the_intervals_cover_the_agreement_and_narrow_with_more_items():
     small, large = (ag.pairwise_intervals(simulate(n, "person", seed=3)).iloc[0] for n in (60, 960))
     point = ag.pairwise_agreement(simulate(960, "person", seed=3)).iloc[0]

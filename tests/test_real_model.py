@@ -6,7 +6,6 @@ and streams work, not what the model says."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -117,10 +116,10 @@ def test_judge_on_chateval_then_judge_agreement_states_its_verdict(judge, chatev
     assert summary["items"] == 2 and summary["prompts_asked"] == 4
     assert summary["answered"] + summary["unanswered"] == 2
     if judge == "hf":  # batched gives the one-at-a-time answers
-        cache = [json.loads(line) for line in Path(f"{out}.cache.jsonl").read_text().splitlines()]
+        cache = [json.loads(line) for line in out.with_suffix(".cache.jsonl").read_text().splitlines()]
         single = tmp_path / "single.jsonl"
         assert main(args + ["--out", str(single), "--judge-batch-size", "1"]) == 0
-        again = [json.loads(line) for line in Path(f"{single}.cache.jsonl").read_text().splitlines()]
+        again = [json.loads(line) for line in single.with_suffix(".cache.jsonl").read_text().splitlines()]
         assert {e["key"]: e["reply"] for e in cache} == {e["key"]: e["reply"] for e in again}
     print("judge summary:", summary["answered"], summary["bad_replies"], summary["order"])
     capsys.readouterr()

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.errors import DataError, DialevalError, record_line
 from parlai_dialeval.protocols.base import normalise
 
 SWAP = {"a": "b", "b": "a", "tie": "tie"}
@@ -32,6 +32,28 @@ def is_judge(worker: pd.Series) -> pd.Series:
 
 def _meta(frame: pd.DataFrame, key: str) -> pd.Series:
     return frame["meta"].map(lambda m: m.get(key) if isinstance(m, dict) else None)
+
+
+def require_meta(data, source: str) -> None:
+    """Refuse, in one line naming the file (``_file``, else ``source``) and the first record, judge records
+    without what every table is grouped by: the protocol (``meta.protocol``) and, for comparisons, the
+    criterion (``meta.criterion``), which their own fields do not give (``dialeval judge`` writes both)."""
+    for kind, frame, keys in (("comparisons", data.comparisons, ("protocol", "criterion")),
+                              ("ratings", data.ratings, ("protocol",))):
+        if frame.empty:
+            continue
+        lacking = pd.Series(False, index=frame.index)
+        for key in keys:
+            lacking |= _meta(frame, key).map(lambda v: not (isinstance(v, str) and v.strip()))
+        if lacking.any():
+            first = frame[lacking].iloc[0]
+            path, line = first.get("_file", source), record_line(first.get("_line"))
+            mine = frame["_file"] == path if "_file" in frame else pd.Series(True, index=frame.index)
+            wanted = " and ".join(f"meta.{key}" for key in keys)
+            raise DataError(path, f"{int((lacking & mine).sum())} of {int(mine.sum())} judge {kind} have no {wanted}, "
+                                  "which the agreement is grouped by", line=line,
+                            expected='"meta": {' + ", ".join(f'"{key}": ...' for key in keys)
+                            + "} on each, as dialeval judge writes")
 
 
 def _turn(value) -> int:
@@ -84,7 +106,7 @@ def pairwise_agreement(matched: list[dict]) -> pd.DataFrame:
         jh = [(m["judge"], h) for m in judged for h in m["humans"]]
         hh = [pair for m in judged for pair in combinations(m["humans"], 2)]
         both = hh + [(b, a) for a, b in hh]
-        rows.append({"protocol": protocol, "criterion": criterion, "items": len(judged),
+        rows.append({"protocol": protocol, "criterion": criterion, "judge_items": len(group), "items": len(judged),
                      "items_2plus_votes": sum(len(m["humans"]) >= 2 for m in judged), "human_votes": len(jh),
                      "judge_human": _share(jh), "human_human": _share(hh),
                      "judge_human_no_ties": _share(_no_ties(jh)), "human_human_no_ties": _share(_no_ties(hh)),
@@ -183,7 +205,7 @@ def rating_agreement(units: pd.DataFrame) -> pd.DataFrame:
         jh = [(int(j), int(h)) for j, hs in zip(judged["judge"], judged["humans"]) for h in hs] if discrete else []
         hh = [p for hs in multi["humans"] for p in combinations([int(h) for h in hs], 2)] if discrete else []
         both = hh + [(b, a) for a, b in hh]
-        rows.append({"protocol": protocol, "criterion": criterion, "items": len(judged),
+        rows.append({"protocol": protocol, "criterion": criterion, "judge_items": len(group), "items": len(judged),
                      "items_2plus_ratings": len(multi), "systems": len(systems),
                      "judge_human_spearman_item": _spearman(judged["judge"], mean),
                      "judge_others_spearman_item": _spearman(multi["judge"], others),
@@ -212,36 +234,46 @@ RULE = (f"Rule: too few readable answers when fewer than {MIN_READABLE_ITEMS} it
         f"picks the first position in more than {0.5 + BIASED_FIRST_SHARE:.0%} or fewer than "
         f"{0.5 - BIASED_FIRST_SHARE:.0%} of its non-tie answers (binomial p < 0.01) or its answer flips with the "
         "order on at least half of the items; else clearly less than people when the 95% bootstrap interval "
-        "(items resampled) of judge-human minus human-human agreement lies below 0; else about as well as people.")
+        "(items resampled) of judge-human minus human-human agreement lies below 0; else about as well as people. "
+        "Before the rule: no item in common with the humans when none of the judge's items matches a human item.")
 
 
 class ScaleMismatch(DialevalError):
     """The judge rated on another scale than the humans (and no rescaling was asked for)."""
 
 
-def check_scales(judge: pd.DataFrame, human: pd.DataFrame, rescale: str | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The judge's ratings on the humans' scale, per criterion, and a warning for each criterion changed.
+def _unit(frame: pd.DataFrame) -> pd.Series:
+    """"turn" for ratings of one turn (with a turn_index), "dialog" for ratings of a whole conversation."""
+    return frame["turn_index"].isna().map({True: "dialog", False: "turn"})
 
-    A judge whose scale (scale_min, scale_max) differs from the humans' is refused, naming both, unless
-    ``rescale == "linear"``: then its values are mapped linearly onto the humans' range (the judge's
-    lowest point to theirs, its highest to theirs), which is the one rule that keeps order and spacing.
+
+def check_scales(judge: pd.DataFrame, human: pd.DataFrame, rescale: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The judge's ratings on the humans' scale, per criterion and unit, and a warning for each changed.
+
+    Per unit (ratings of one turn, of a whole conversation) because one study may rate a criterion both
+    ways on different scales (SM-Eval: a 0-1 tick per turn, 1-5 per dialog); the judge's ratings are
+    compared with the humans' ratings they are matched with. A judge whose scale (scale_min, scale_max)
+    differs from the humans' is refused, naming both, unless ``rescale == "linear"``: then its values
+    are mapped linearly onto the humans' range (the judge's lowest point to theirs, its highest to
+    theirs), which is the one rule that keeps order and spacing.
     """
     human = human[~is_judge(human["worker_id"])]
     warnings, judge = [], judge.copy()
-    for criterion, group in judge.groupby("criterion", sort=True):
-        people = human[human["criterion"] == criterion]
+    human_units, judge_units = _unit(human), _unit(judge)
+    for (criterion, unit), group in judge.groupby([judge["criterion"], judge_units], sort=True):
+        people = human[(human["criterion"] == criterion) & (human_units == unit)]
         if people.empty or "scale_min" not in people or "scale_min" not in group:
             continue
         theirs = (people["scale_min"].min(), people["scale_max"].max())
         ours = (group["scale_min"].min(), group["scale_max"].max())
         if any(pd.isna(v) for v in theirs + ours) or tuple(map(float, theirs)) == tuple(map(float, ours)):
             continue
-        where = f"criterion {criterion!r}: the judge rated on {ours[0]:g}-{ours[1]:g}, the humans on " \
-                f"{theirs[0]:g}-{theirs[1]:g}"
+        where = f"criterion {criterion!r} ({'per turn' if unit == 'turn' else 'per dialog'}): the judge rated on " \
+                f"{ours[0]:g}-{ours[1]:g}, the humans on {theirs[0]:g}-{theirs[1]:g}"
         if rescale != "linear":
             raise ScaleMismatch(f"{where}; agreement on different scales means nothing. Ask the judge on the "
                                 "humans' scale, or pass --rescale linear to map its values linearly")
-        rows = judge["criterion"] == criterion
+        rows = group.index
         span = (float(theirs[1]) - float(theirs[0])) / (float(ours[1]) - float(ours[0]))
         judge.loc[rows, "value"] = float(theirs[0]) + (judge.loc[rows, "value"] - float(ours[0])) * span
         judge.loc[rows, "scale_min"], judge.loc[rows, "scale_max"] = theirs
@@ -334,7 +366,13 @@ def verdicts(agreement: pd.DataFrame, intervals: pd.DataFrame, bias: pd.DataFram
         asked, readable = (answered or {}).get(row["protocol"], (None, None))
         share = readable / asked if asked else None
         first, p, flips = row.get("first_share"), row.get("binomial_p"), row.get("flips")
-        if row["items"] < MIN_READABLE_ITEMS or (share is not None and share < MIN_READABLE_SHARE):
+        if not row["items"]:
+            # Not a judge that could not answer: its records name items the humans' records do not.
+            keys = ("item_id, the two models, turn_index and question" if "human_votes" in row
+                    else "conversation_id, turn_index, criterion and model")
+            verdict, why = "no item in common with the humans", (
+                f"none of the judge's {row['judge_items']} items matches a human item on {keys}")
+        elif row["items"] < MIN_READABLE_ITEMS or (share is not None and share < MIN_READABLE_SHARE):
             verdict, why = "too few readable answers", (
                 f"{row['items']} items judged" + (f"; {readable} of {asked} items asked got a readable answer"
                                                   if asked else ""))
@@ -348,8 +386,8 @@ def verdicts(agreement: pd.DataFrame, intervals: pd.DataFrame, bias: pd.DataFram
                 f"difference {row['difference_low']:+.3f} to {row['difference_high']:+.3f}")
         else:
             verdict, why = "agrees with people about as well as people agree with each other", (
-                "difference interval " + (f"{row['difference_low']:+.3f} to {row['difference_high']:+.3f}"
-                                          if not pd.isna(row["difference_high"]) else "not computable") + " includes 0"
+                "difference interval not computable" if pd.isna(row["difference_high"]) else
+                f"difference interval {row['difference_low']:+.3f} to {row['difference_high']:+.3f} includes 0"
                 + (" or lies above it" if row["difference_low"] > 0 else ""))
         rows.append({"protocol": row["protocol"], "criterion": row["criterion"], "verdict": verdict, "because": why})
     return pd.DataFrame(rows)

@@ -2,8 +2,9 @@
 shows, rendered as a prompt, and the judge's reply read back as an option or a value.
 
 Items come from the human data: a pairwise protocol's items are its comparisons' (item, model pair,
-turn, question), a rating protocol's its ratings' (conversation, turn, criterion, model). Items that
-lack what the protocol shows (responses, the conversation) are returned apart, with the reason.
+turn, question), a rating protocol's its ratings' (conversation, turn, criterion, model) of its unit (a
+per-turn protocol's ratings have a turn_index, a per-dialog one's none). Items that lack what the
+protocol shows (responses, the conversation) are returned apart, with the reason.
 """
 from __future__ import annotations
 
@@ -121,6 +122,8 @@ def _rating_items(protocol, ratings: pd.DataFrame, conversations):
         if question is None:
             continue  # another protocol's criterion
         turn = _none(row.turn_index)
+        if (protocol.turns.unit == "turn" and turn is None) or (protocol.turns.unit == "dialog" and turn is not None):
+            continue  # another unit's rating of the same criterion (SM-Eval rates each turn and the dialog)
         key = (row.conversation_id, turn, row.criterion, row.model)
         if key in seen:
             continue

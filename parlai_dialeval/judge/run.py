@@ -38,6 +38,9 @@ class AnswerCache:
                     self.entries[entry["key"]] = entry
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # the last line of a killed run
+        # Replies from before this run: only these are "from the cache"; a reply given earlier in this
+        # run to an identical prompt is a repeat.
+        self.loaded = frozenset(self.entries)
         if self.path:
             make_folder(self.path.parent)
 
@@ -72,8 +75,10 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
         store(index, judge.ask(*questions[index]))
 
     todo = list({key: i for i, key in reversed(list(enumerate(keys))) if cache.get(key) is None}.values())
-    usage["cached"] += len(keys) - len(todo)
+    cached = sum(key in cache.loaded for key in keys)
+    usage["cached"] += cached
     usage["asked"] += len(todo)
+    usage["repeated"] += len(keys) - cached - len(todo)
     with tqdm(total=len(todo), desc=f"judge {judge.name}", unit="prompt", disable=not todo) as bar:
         if hasattr(judge, "ask_batch") and len(todo) > 1:
             # Local judges: chunks of prompts batched on one model; each chunk cached as it ends. In text
@@ -111,7 +116,7 @@ def judge_part(items: list[dict], judge, cache: AnswerCache) -> list[dict]:
         orders = (0, 1) if item["pairwise"] else (0,)
         questions += [(prompt(item, first), options(item)) for first in orders]
         spans.append((start, len(questions)))
-    usage = {"asked": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    usage = {"asked": 0, "cached": 0, "repeated": 0, "prompt_tokens": 0, "completion_tokens": 0}
     replies = _ask_all(judge, questions, cache, usage)
     rows = []
     for item, (start, end) in zip(items, spans):

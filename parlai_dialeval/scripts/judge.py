@@ -45,7 +45,9 @@ class Judge(ParlaiScript):
         judge.add_argument("--request-timeout", type=checked("--request-timeout", "positive"), default=60.0,
                            help="seconds to wait for one reply (endpoint judges; then retried, at most twice)")
         judge.add_argument("--cache", default=None, metavar="FILE.jsonl",
-                           help="replies by (judge, prompt); a rerun asks only what is missing (default OUT.cache.jsonl)")
+                           help="replies by (judge, prompt); a rerun asks only what is missing (default: judge.cache.jsonl "
+                                "for --out judge.jsonl, or judge.jsonl.cache.jsonl, earlier versions' name, if only it "
+                                "exists)")
         judge.add_argument("--price-prompt", type=checked("--price-prompt", "non_negative"), default=0.0,
                            metavar="USD",
                            help="price per million prompt tokens, for the cost in the summary")
@@ -85,7 +87,7 @@ class Judge(ParlaiScript):
                            timeout=opt["request_timeout"],
                            device=device_for(world, opt["device"]), chat_template=opt["chat_template"],
                            batch_size=opt["judge_batch_size"])
-        cache = AnswerCache(opt["cache"] or f"{opt['out']}.cache.jsonl")
+        cache = AnswerCache(opt["cache"] or default_cache(opt["out"], log=print if world.main else None))
         identity = {"command": "judge", "judge": judge.name, "protocol": opt["protocol"],
                     "input": digest([item["key"] for item in items])}
         rows = run_parts(items, lambda part: judge_part(part, judge, cache), identity=identity,
@@ -101,6 +103,17 @@ class Judge(ParlaiScript):
         return summary
 
 
+def default_cache(out: str, log=None) -> Path:
+    """F.cache.jsonl next to F.jsonl, as F.summary.json; a cache written under the name earlier versions
+    gave it (F.jsonl.cache.jsonl) is used while the new one does not exist, so a rerun asks nothing again."""
+    cache, old = Path(out).with_suffix(".cache.jsonl"), Path(f"{out}.cache.jsonl")
+    if not cache.exists() and old.exists():
+        if log:
+            log(f"cache: {old}, the name earlier versions gave it (a run without it writes {cache})")
+        return old
+    return cache
+
+
 def summarise(rows, bad_items: Counter, examples, name: str, opt) -> dict:
     usage = Counter()
     for row in rows:
@@ -113,13 +126,15 @@ def summarise(rows, bad_items: Counter, examples, name: str, opt) -> dict:
             "bad_replies": dict(bad), "bad_reply_examples": [b | {"key": r["key"]} for r in rows for b in r["bad"]][:20],
             "items_without_context": dict(bad_items), "item_examples": examples,
             "order": dict(orders), "prompts_asked": usage["asked"], "prompts_cached": usage["cached"],
+            "prompts_repeated": usage["repeated"],
             "prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
             "cost_usd": cost}
 
 
 def format_summary(s: dict, out: str) -> str:
     lines = [f"judge {s['judge']} on {s['protocol']}: {s['answered']} of {s['items']} items answered -> {out}",
-             f"prompts asked {s['prompts_asked']}, from the cache {s['prompts_cached']}; tokens "
+             f"prompts asked {s['prompts_asked']}, from the cache {s['prompts_cached']}, repeats of a prompt asked in "
+             f"this run {s['prompts_repeated']}; tokens "
              f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion; cost ${s['cost_usd']:.4f}"]
     if s["order"]:
         lines.append("pairwise orders: " + ", ".join(f"{k} {v}" for k, v in sorted(s["order"].items()))

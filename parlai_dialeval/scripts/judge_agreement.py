@@ -7,6 +7,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import checked
 
 
 @register_script("judge_agreement")
@@ -28,7 +29,8 @@ class JudgeAgreement(ParlaiScript):
         group.add_argument("--rescale", choices=("linear",), default=None,
                            help="a judge that rated on another scale than the humans is refused unless this says "
                                 "how to map its values (linear: its lowest and highest points onto theirs)")
-        group.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+        group.add_argument("--seed", type=checked("--seed", "non_negative_int"), default=0,
+                           help="seed of the bootstrap intervals (>= 0)")
         return parser
 
     def run(self):
@@ -40,6 +42,7 @@ class JudgeAgreement(ParlaiScript):
 
         opt = self.opt
         judge = read_jsonl(opt["judge"])
+        ag.require_meta(judge, ", ".join(opt["judge"]))
         human = load_data(opt, key="human")
         out = Path(opt["out"])
         runs = judge_summaries(opt["judge"])
@@ -108,7 +111,7 @@ def _report(tables: dict, runs: list[dict], warnings: list[str], out: Path, opt)
     report = Report("Judge against humans", out)
     report.heading("Verdict")
     for row in tables["verdicts"].itertuples():
-        report.text(f"{row.protocol} / {row.criterion}: the judge {row.verdict} ({row.because}).")
+        report.text(f"{row.protocol} / {row.criterion}: {row.verdict} ({row.because}).")
     report.text(RULE, note=True)
     for warning in warnings:
         report.warn(warning)
