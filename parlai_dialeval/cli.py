@@ -73,14 +73,55 @@ def run_through_parlai(args: list[str]):
 
     register_plugin_scripts()
     let_help_skip_required_options()
-    return superscript_main(args)
+    with plugin_commands_summarised():
+        return superscript_main(args)
+
+
+def summary(description: str) -> str:
+    """The command list's entry for a description: its first line, up to the end of its first sentence (a full stop
+    before a capital: "et al. 2022" goes on), without the full stop or the colon that introduces what follows."""
+    first = description.strip().splitlines()[0]
+    return re.split(r"(?<=\.)\s+(?=[A-Z`])", first, maxsplit=1)[0].rstrip(".:")
+
+
+@contextlib.contextmanager
+def plugin_commands_summarised():
+    """ParlAI lists each command with its whole description, which argparse runs together into one paragraph
+    (prolific's table of actions became one block of text); while ParlAI builds its parsers, each plugin command's
+    description is its ``summary``. Only the list sees it: a plugin command never runs through the superscript
+    (``dispatch``), so ``dialeval COMMAND --help`` keeps the whole description."""
+    from parlai.core.script import SCRIPT_REGISTRY
+
+    plugin = set(plugin_script_modules())
+    classes = {registration.klass for name, registration in SCRIPT_REGISTRY.items() if name in plugin}
+    own = {klass: klass.__dict__.get("setup_args") for klass in classes}
+
+    def summarised(setup):
+        def setup_args():
+            parser = setup()
+            if parser is not None and parser.description:
+                parser.description = summary(parser.description)
+            return parser
+        return setup_args
+
+    for klass in classes:
+        klass.setup_args = summarised(klass.setup_args)  # a plain function: ParlAI calls klass.setup_args()
+    try:
+        yield
+    finally:
+        for klass, setup in own.items():
+            if setup is None:
+                del klass.setup_args
+            else:
+                klass.setup_args = setup
 
 
 def _command_list_cache(args: list[str]) -> Path:
     import parlai
 
     stamp = [parlai.__version__, parlai_dialeval.__version__, sys.executable, *args]
-    stamp += [f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(SCRIPTS_DIR.glob("*.py"))]
+    # this module shapes the list too (``summary``)
+    stamp += [f"{p.name}:{p.stat().st_mtime_ns}" for p in [Path(__file__), *sorted(SCRIPTS_DIR.glob("*.py"))]]
     key = hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:16]
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "parlai_dialeval" / f"commands-{key}.txt"
@@ -131,10 +172,30 @@ def dispatch(args: list[str]):
     return run_through_parlai(args)
 
 
+@contextlib.contextmanager
+def own_warnings_in_one_line():
+    """Warnings of this plugin's own categories (such as data/validate.py's DataWarning) are about the user's data,
+    so they read as one line, like the errors, not as Python's file, line and source."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("parlai_dialeval."):
+            print(f"dialeval: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def main(args=None) -> int:
     args = sys.argv[1:] if args is None else list(args)
     try:
-        dispatch(args)
+        with own_warnings_in_one_line():
+            dispatch(args)
     except DialevalError as error:
         print(f"dialeval: error: {error}", file=sys.stderr)
         return 2

@@ -68,7 +68,7 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
     largest; ``rank`` is within it), each vote weighted by its ``weight`` where the comparisons carry one
     (bradley_terry.encode; TrueSkill and ``votes`` count votes). Where the bootstrap cannot vary (a part whose votes are all of one
-    kind, e.g. a single vote or a one-sided pair) no interval is given and ``bt_note`` says why."""
+    kind, e.g. a single vote or a one-sided pair, or a single round) no interval is given and ``bt_note`` says why."""
     votes = bt.encode(comparisons)
     models, a, b, outcome = votes.models, votes.first, votes.second, votes.outcome
     if len(models) < 2:
@@ -91,6 +91,9 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         if len(bt.kinds(within.first, within.second, within.outcome)[1]) == 1:
             frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "
                                              "same pair, so the bootstrap cannot vary")
+        elif rounds == 1:
+            frame.loc[members, "bt_note"] = ("no interval: a single bootstrap round has no spread; an "
+                                             "interval takes 2 or more rounds")
         elif rounds > 0:
             fixed = np.isclose(low, high, rtol=0, atol=1e-9)
             frame.loc[members, "bt_ci_low"] = np.where(fixed, np.nan, low)

@@ -6,6 +6,8 @@ dominate the analysis time. Every error still names the file and line of the fir
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -341,8 +343,14 @@ def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
 
 
 
+class DataWarning(UserWarning):
+    """Data the analysis runs on as they are but a reader of its reports may misread; the ``dialeval`` command
+    shows it as one line (cli.py)."""
+
+
 def check_unique(frames: dict[str, pd.DataFrame]) -> None:
-    """No conversation id and no comparison (schema.UNIQUE_KEYS) twice: the error names both places."""
+    """No conversation id and no comparison (schema.UNIQUE_KEYS) twice: the error names both places. Then a
+    warning for model names that look alike (``lookalike_models``)."""
     for record_type, key in schema.UNIQUE_KEYS.items():
         frame = frames.get(record_type)
         if frame is None or frame.empty:
@@ -362,6 +370,28 @@ def check_unique(frames: dict[str, pd.DataFrame]) -> None:
                         f"{location(first['_file'], record_line(first['_line']))})", line=record_line(second["_line"]),
                         field=key[0] if len(key) == 1 else None,
                         expected="each record once: the same work counted twice changes every count and test")
+    groups = lookalike_models(frames)
+    if groups:
+        warnings.warn("model names that differ only in case or white space are analysed as different models but "
+                      "look alike in reports: " + "; ".join(", ".join(map(repr, g)) for g in groups)
+                      + " (rename them in the data if each group is one model).", DataWarning, stacklevel=2)
+
+
+def lookalike_models(frames: dict[str, pd.DataFrame]) -> list[list[str]]:
+    """Groups of two or more model names (conversations' models, ratings' model, comparisons' model_a and model_b)
+    equal once white space is collapsed and case ignored: " x", "x\t" and "X" all read as x in a report."""
+    columns = {"conversation": ["models"], "rating": ["model"], "comparison": ["model_a", "model_b"]}
+    names = set()
+    for record_type, fields in columns.items():
+        frame = frames.get(record_type)
+        for field in fields if frame is not None else ():
+            if field in frame.columns:
+                values = frame[field].explode() if field == "models" else frame[field]
+                names.update(v for v in values.dropna().unique() if isinstance(v, str))
+    alike: dict[str, list[str]] = {}
+    for name in sorted(names):
+        alike.setdefault(" ".join(name.split()).casefold(), []).append(name)
+    return [group for group in alike.values() if len(group) > 1]
 
 
 def _key(row, columns) -> tuple:

@@ -167,7 +167,9 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     left = summary.get("assignments_not_submitted") or {}
     report.text(
         f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
-        f"{summary['n_dialogues']:,} rated conversations with {len(models)} genuine models and "
+        # the models in the data: system_scores holds only those with a passing conversation
+        f"{summary['n_dialogues']:,} rated conversations with {len(summary['models'])} genuine "
+        f"model{'' if len(summary['models']) == 1 else 's'} and "
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
         + ("Quality control is off (--qc-test none): no worker was checked, and system scores use every "
            "worker's " if qc_off else

@@ -79,8 +79,10 @@ def analyze(comparisons, out: Path, config: CertifyConfig = CertifyConfig(), jud
     for (question, unit), part in pairs.groupby(["question", "unit"], sort=False):
         order = certified_order(part)
         settled, open_pairs = part[part["certified_winner"].notna()], part[part["certified_winner"].isna()]
-        sections.append({"question": question, "unit": unit, "tiers": order,
-                         "settled": settled["verdict"].tolist(), "needs_more_data": open_pairs["verdict"].tolist()})
+        # an open verdict names only the favoured model, so the pair is named here as the report does
+        sections.append({"question": question, "unit": unit, "tiers": order, "settled": settled["verdict"].tolist(),
+                         "needs_more_data": [f"{row.model_a} vs {row.model_b}: {row.verdict}"
+                                             for row in open_pairs.itertuples(index=False)]})
         report.heading(f"{question} ({unit})")
         report.text(f"{len(settled)} of {len(part)} pairs settled. Tiers, best first (each tier separated from the "
                     "next by at least one settled claim): " + " > ".join("{" + ", ".join(t) + "}" for t in order))

@@ -14,8 +14,8 @@ class Dashboard(ParlaiScript):
     def setup_args(cls):
         from parlai_dialeval.dashboard.server import add_server_args
 
-        parser = ParlaiParser(False, False, "Serve a dashboard of TASK_NAME: units done, in flight and left, per "
-                              "model or pair; each participant's quality check and conversations; on Prolific the "
+        parser = ParlaiParser(False, False, "Serve a dashboard of TASK_NAME's progress, quality and standings. "
+                              "It shows the units done, in flight and left, per model or pair; each participant's quality check and conversations; on Prolific the "
                               "money spent and committed and the review actions of `dialeval review`; each bot's mean "
                               "rating per criterion or each pair's win rate so far, with charts; bot latency "
                               "(warned when too slow for people) and failures; the certified ranking of adaptive runs. It reads what `dialeval export` "

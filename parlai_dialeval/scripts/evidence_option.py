@@ -48,8 +48,10 @@ def build(data, opt, config=None, quality: pd.DataFrame | None = None, log=print
                                     data.studies, voters, quality, llm=llm, texts=texts)
     found.voters, found.llm = voters, llm
     if log is not None:
-        log(f"evidence about participants: {len(found.flagged)} of {len(found.table)} workers flagged "
-            f"({evidence.RULE.split(';')[0]}; evidence.csv)")
+        # the rule is too long for one line, so the line points to where it is written out
+        log(f"evidence about participants: {len(found.flagged)} of {len(found.table)} "
+            f"worker{'' if len(found.table) == 1 else 's'} flagged (rule: docs/data_model.md, "
+            "\"Evidence about participants\"; evidence.csv)")
     return found
 
 

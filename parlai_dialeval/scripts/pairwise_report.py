@@ -107,9 +107,10 @@ def _rankings(report: Report, tables: dict, config) -> None:
             report.warn(f"'{question}' ({unit}): the comparison graph has {parts} disconnected parts; models are "
                         "ranked within each part (column component), never across parts.")
         unvaried = section[section["bt_note"].str.startswith("no interval")]
-        if len(unvaried):
-            report.warn(f"'{question}' ({unit}): no Bradley-Terry interval for {', '.join(unvaried['model'])}: "
-                        "the bootstrap cannot vary (a single vote or a one-sided pair).")
+        # each part has its own reason (one-sided votes, a single round, ...): say the one bt_note gives
+        for note, models in unvaried.groupby("bt_note", sort=False)["model"]:
+            report.warn(f"'{question}' ({unit}): no Bradley-Terry interval for {', '.join(models)}: "
+                        f"{note.removeprefix('no interval: ')}.")
         report.table(section.drop(columns=["question", "unit"]), caption=f"Bradley-Terry log-strengths (mean 0 "
                      f"within each connected part) with bootstrap {100 * (1 - config.alpha):g}% intervals; models "
                      "whose strengths differ by less than 1e-6 share a rank; TrueSkill mu/sigma; system win count "
