@@ -330,3 +330,26 @@ def test_pilot_with_constant_likert_scores_is_refused():
     dialog = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "value": [4.0] * 3 + [3.0] * 3})
     with pytest.raises(ValueError, match="SD 0"):
         planner.assumptions_from_pilot(pd.DataFrame(), pd.DataFrame(), dialog)
+
+
+def test_sequential_percentiles_beyond_the_cap_are_bounds_not_estimates():
+    # a 0.51 win rate at certify's threshold 40 settles almost no run within 200 items: every percentile
+    # reads runs left open at the cap, so it is a lower bound; at 0.95 every run settles long before
+    open_runs = planner.sequential_items(planner.Votes(0.51), threshold=40, simulations=20, cap=200)
+    assert open_runs == {q: (200.0, True) for q in planner.PERCENTILES}
+    settled = planner.sequential_items(planner.Votes(0.95), threshold=40, simulations=20, cap=200)
+    assert all(items < 200 and not above for items, above in settled.values())
+
+
+def test_plan_gives_no_cost_for_a_capped_sequential_percentile(tmp_path, capsys):
+    # it printed 20,000 items ($5,954) for p50, p80 and p90: the simulation cap, cheaper than the fixed design
+    from parlai_dialeval.cli import main
+
+    assert main(["plan", "--out", str(tmp_path), "--win-rates", "0.51", "--simulations", "10"]) == 0
+    table = pd.read_csv(tmp_path / "pairwise_plan.csv")
+    sequential = table[table["design"] == "sequential"]
+    assert sequential["items_is"].tolist() == [f"above {planner.SEQUENTIAL_CAP}"] * 3
+    assert sequential[["items", "judgments", "worker_hours", "money"]].isna().all().all()
+    fixed = table[table["design"] == "fixed"].iloc[0]
+    assert fixed["items_is"] == "exact" and fixed["items"] > planner.SEQUENTIAL_CAP and fixed["money"] > 0
+    assert "3 sequential percentile(s) depend on simulated studies still open" in (tmp_path / "report.html").read_text()

@@ -248,3 +248,77 @@ def test_pw_dialog_hours_are_the_distinct_conversations_durations():
     judging = 10.0 * (len(records) - len(durations))
     # the judging time plus 2,100 s of conversations, not twice that
     assert sum(float(s.a.cost.sum()) for s in samples) == pytest.approx(judging + sum(durations.values()))
+
+
+def _acute_and_ab_records():
+    """Two models judged by ACUTE (conversation pairs) and by A/B next utterance (responses, no conversation)."""
+    records = [{"type": "conversation", "id": f"{m}{i}", "models": [m], "worker_id": f"c{i}", "duration": 100.0,
+                "turns": [{"speaker": "human", "text": "hi"}, {"speaker": m, "text": "hello"}]}
+               for m in "xy" for i in range(3)]
+    for k in range(12):
+        records.append({"type": "comparison", "item_id": f"acute{k}", "worker_id": f"a{k % 3}", "model_a": "x",
+                        "model_b": "y", "choice": "ab"[k % 3 == 0], "conversation_a": f"x{k % 3}",
+                        "conversation_b": f"y{k % 3}", "duration": 40.0})
+    for k in range(9):
+        records.append({"type": "comparison", "item_id": f"prompt{k}", "worker_id": f"b{k % 3}", "model_a": "x",
+                        "model_b": "y", "choice": "ab"[k % 2], "context": f"prompt {k}", "response_a": "r1",
+                        "response_b": "r2", "duration": 8.0})
+    return records
+
+
+def test_ab_next_utterance_votes_are_their_own_technique():
+    # A/B votes were pooled into pw_dialog with the ACUTE votes, while worker agreement called them ab
+    from parlai_dialeval.analysis.protocol_comparison import worker_agreement
+    from parlai_dialeval.analysis.significance_time import pairwise_samples
+    from parlai_dialeval.data import from_records
+
+    data = from_records(_acute_and_ab_records())
+    samples = {s.technique: s for s in pairwise_samples(data)}
+    assert set(samples) == {"pw_dialog", "ab"} == set(worker_agreement(data.comparisons)["technique"])
+    ab = samples["ab"]
+    # the 9 A/B votes, x winning the 5 with k even; each costs its own 8 s (no conversation to pay for)
+    assert len(ab.a) == 9 and np.nansum(ab.a.values) == 5 and set(ab.a.cost) == {8.0}
+    assert len(samples["pw_dialog"].a) == 12
+
+
+def test_report_writes_turn_ranges_as_the_options_do(tmp_path):
+    from parlai_dialeval.scripts.significance_time import analyze
+
+    analyze(_synthetic_data(), tmp_path, pw_turns=(2, 5), sm_turns=None, trials=5, weights=[(1, 1)])
+    html = (tmp_path / "report.html").read_text()
+    assert "PW-Turn 2-5, SM-Turn all" in html and "(2, 5)" not in html and "None" not in html
+
+
+@pytest.mark.parametrize("args", [
+    ["significance_time", "--sm-turns", "20-30"],
+    ["significance_time", "--pw-turns", "20-30"],
+    ["compare_protocols", "--sm-turns", "20-30"],
+    ["analyze_single_model", "--sm-turns", "20-30"],
+])
+def test_turn_range_beyond_every_conversation_is_one_line(tmp_path, capsys, args):
+    # it used to drop every SM-Turn (PW-Turn) result and exit 0; synthetic_records has 6 bot turns per conversation
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import write_jsonl
+
+    write_jsonl(synthetic_records(), tmp_path / "study.jsonl")
+    status = main([args[0], "--data", str(tmp_path / "study.jsonl"), "--out", str(tmp_path / "out"), *args[1:]])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert f"{args[1]} 20-30: no conversation has Bot Speaker turns 20-30 (at most 6)" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["significance_time", "compare_protocols", "analyze_single_model"])
+def test_negative_seed_is_one_line(tmp_path, capsys, command):
+    # numpy refused it with a traceback
+    from test_single_model import synthetic_records
+
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import write_jsonl
+
+    write_jsonl(synthetic_records(), tmp_path / "study.jsonl")
+    status = main([command, "--data", str(tmp_path / "study.jsonl"), "--out", str(tmp_path / "out"), "--seed", "-1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == ["dialeval: error: --seed -1: expected an integer >= 0"], err

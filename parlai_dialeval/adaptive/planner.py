@@ -25,6 +25,7 @@ from parlai_dialeval.analysis.cluster_robust import design_effect
 
 PROTOCOLS = ("pairwise", "sm_turn", "sm_dialog")
 PERCENTILES = (50, 80, 90)  # p50 is the median
+SEQUENTIAL_CAP = 20000  # items after which a simulated sequential study is left open
 
 
 @dataclass(frozen=True)
@@ -169,30 +170,37 @@ def sm_dialog_per_model(mean_a: float, mean_b: float, sd: float, alpha: float = 
     return TTestIndPower().solve_power(effect_size=abs(mean_a - mean_b) / sd, alpha=alpha, power=power)
 
 
-def sequential_items(votes: Votes, threshold: float, simulations: int = 400, cap: int = 20000,
-                     seed: int = 0) -> dict[int, float]:
+def sequential_items(votes: Votes, threshold: float, simulations: int = 400, cap: int = SEQUENTIAL_CAP,
+                     seed: int = 0) -> dict[int, tuple[float, bool]]:
     """Percentiles of the items ``certify``'s rule needs to settle a pair: one outcome per item (the mean
     of its votes), the betting e-process looked at after every item, settled at ``threshold``
-    (K(K-1)/alpha); runs still open at ``cap`` items count as ``cap`` (the figure is then a bound)."""
+    (K(K-1)/alpha). Each percentile is (items, above): runs still open at ``cap`` items count as ``cap``,
+    so a percentile that reads one of them is only a lower bound (``above`` True), not an estimate."""
     rng = np.random.default_rng(seed)
     stops = np.full(simulations, float(cap))
+    settled = np.zeros(simulations, bool)
     for run in range(simulations):
         outcomes, block = np.empty(0), 250
         while len(outcomes) < cap:
             outcomes = np.concatenate([outcomes, votes.simulate_items(rng, min(block, cap - len(outcomes)))])
             hits = np.flatnonzero(wealth_paths(outcomes) >= threshold)
             if hits.size:
-                stops[run] = hits[0] + 1
+                stops[run], settled[run] = hits[0] + 1, True
                 break
             block *= 2
-    return {q: float(np.percentile(stops, q)) for q in PERCENTILES}
+    # open runs would settle later: a percentile that moves when they do depends on them
+    later = np.where(settled, stops, 2.0 * cap)
+    return {q: (float(np.percentile(stops, q)), bool(np.percentile(later, q) > np.percentile(stops, q)))
+            for q in PERCENTILES}
 
 
 def plan_pairwise(win_rates: list[float], tie_rate: float, costs: Costs, alpha: float = 0.05, power: float = 0.8,
                   models: int = 2, simulations: int = 400, votes_per_item: int = 1, icc: float = 0.0) -> pd.DataFrame:
     """Per assumed win rate, per model pair of a study of ``models`` models: the fixed design (exact sign
     test over items at alpha / (K(K-1)/2), Bonferroni over the pairs) and the sequential design
-    (certify's threshold K(K-1)/alpha), each as items, votes, expected decisive votes and their cost."""
+    (certify's threshold K(K-1)/alpha), each as items, votes, expected decisive votes and their cost.
+    ``items_is``: "exact" (fixed), "simulated" (a sequential percentile) or "above N" where the simulations
+    hit their cap first; those rows give no items or cost, as there is no estimate."""
     if not 0 <= tie_rate < 1:
         raise ValueError(f"tie rate must be in [0, 1), got {tie_rate}")
     if not 0 <= icc < 1:
@@ -205,14 +213,16 @@ def plan_pairwise(win_rates: list[float], tie_rate: float, costs: Costs, alpha: 
         if not 0.5 < rate < 1:
             raise ValueError(f"win rate must be above 0.5 and below 1, got {rate}")
         votes = Votes(rate, tie_rate, votes_per_item, icc)
-        designs = {"fixed": {"n": fixed_items(votes, alpha / pairs, power)},
-                   "sequential": {f"p{q}": items for q, items in
-                                  sequential_items(votes, certification_threshold(models, alpha), simulations).items()}}
+        designs = {"fixed": {"n": (fixed_items(votes, alpha / pairs, power), "exact")},
+                   "sequential": {f"p{q}": (np.nan, f"above {math.floor(items)}") if above else (items, "simulated")
+                                  for q, (items, above) in sequential_items(
+                                      votes, certification_threshold(models, alpha), simulations).items()}}
         for design, statistics in designs.items():
-            for statistic, items in statistics.items():
+            for statistic, (items, items_is) in statistics.items():
                 judged = items * votes_per_item
                 rows.append({"protocol": "pairwise", "assumption": f"win rate {rate:.2f}", "design": design,
-                             "statistic": statistic, "items": items, "votes_per_item": votes_per_item, "icc": icc,
+                             "statistic": statistic, "items": items, "items_is": items_is,
+                             "votes_per_item": votes_per_item, "icc": icc,
                              "decisive_votes": judged * (1 - tie_rate), **costs.table(judged)})
     return pd.DataFrame(rows)
 

@@ -26,23 +26,33 @@ def costs(times: pd.DataFrame, hourly_pay: float, fee: float) -> pd.DataFrame:
 
 
 def rankings(times: pd.DataFrame) -> pd.DataFrame:
-    """Per protocol, each model's mean win rate over its pairs (Borda score) and its rank (1 = best)."""
+    """Per protocol, each model's score and its rank (1 = best; equal scores share the better rank).
+    Pairwise protocols: the model's mean win rate over its pairs (Borda score); single-model ones (rows
+    with ``mean_a``/``mean_b``): its mean score, a point estimate, where the resampled effective win rate
+    would split two equal models by bootstrap noise."""
+    single = times["mean_a"].notna()
     sides = pd.concat([
-        times[[*PROTOCOL, "model_a", "win_rate_a"]].rename(columns={"model_a": "model", "win_rate_a": "score"}),
-        times[[*PROTOCOL, "model_b", "win_rate_a"]].rename(columns={"model_b": "model"}).assign(
-            score=lambda f: 1 - f["win_rate_a"]).drop(columns="win_rate_a")])
+        times[[*PROTOCOL, "model_a"]].rename(columns={"model_a": "model"}).assign(
+            score=times["mean_a"].where(single, times["win_rate_a"])),
+        times[[*PROTOCOL, "model_b"]].rename(columns={"model_b": "model"}).assign(
+            score=times["mean_b"].where(single, 1 - times["win_rate_a"]))])
     table = sides.groupby([*PROTOCOL, "model"], sort=False)["score"].mean().reset_index()
-    table["rank"] = table.groupby(PROTOCOL)["score"].rank(ascending=False, method="min").astype(int)
-    return table.sort_values([*PROTOCOL, "rank"]).reset_index(drop=True)
+    # scores equal but for float rounding (sums of the same win rates in another order) are ties
+    table["rank"] = (table["score"].round(12).groupby([table[c] for c in PROTOCOL])
+                     .rank(ascending=False, method="min").astype(int))
+    return table.sort_values([*PROTOCOL, "rank", "model"]).reset_index(drop=True)
 
 
 def ranking_agreement(ranked: pd.DataFrame) -> pd.DataFrame:
-    """Kendall's tau between the rankings of every two protocols, over the models both ranked."""
-    scores = {key: part.set_index("model")["score"] for key, part in ranked.groupby(PROTOCOL, sort=False)}
+    """Kendall's tau (tau-b, ties allowed) between the rankings of every two protocols, over the models both
+    ranked; blank where either ranks them all equal (no order to agree with)."""
+    # ranks, not scores: the tau then agrees with the rankings table, ties included
+    scores = {key: part.set_index("model")["rank"] for key, part in ranked.groupby(PROTOCOL, sort=False)}
     rows = []
     for (first, x), (second, y) in itertools.combinations(scores.items(), 2):
         common = x.index.intersection(y.index)
-        tau = kendalltau(x[common], y[common]).statistic if len(common) >= 2 else np.nan
+        ordered = len(common) >= 2 and x[common].nunique() > 1 and y[common].nunique() > 1
+        tau = kendalltau(x[common], y[common]).statistic if ordered else np.nan
         rows.append({"protocol_1": " / ".join(first), "protocol_2": " / ".join(second), "models": len(common),
                      "kendall_tau": tau})
     return pd.DataFrame(rows, columns=["protocol_1", "protocol_2", "models", "kendall_tau"])

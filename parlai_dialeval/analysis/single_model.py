@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.intervals import t_interval
+from parlai_dialeval.errors import DialevalError
 
 SM_CRITERIA = ("engaging", "humanlike", "interesting")
 DEFAULT_SM_TURNS = (3, 6)  # Smith 4.4.1: Bot Speaker turns 3 to 6 for SM-Turn
@@ -38,11 +39,16 @@ def sm_dialog_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def select_turns(turn_ratings: pd.DataFrame, turns: tuple[int, int] | None) -> pd.DataFrame:
-    """Keep Bot Speaker turns first..last (inclusive); None keeps all."""
+    """Keep Bot Speaker turns first..last (inclusive); None keeps all. A range that no conversation
+    reaches is an error: it would drop every SM-Turn result without a word."""
     if turns is None:
         return turn_ratings
     first, last = turns
-    return turn_ratings[turn_ratings["bot_turn"].between(first, last)]
+    subset = turn_ratings[turn_ratings["bot_turn"].between(first, last)]
+    if subset.empty and len(turn_ratings):
+        raise DialevalError(f"--sm-turns {first}-{last}: no conversation has Bot Speaker turns {first}-{last} "
+                            f"(at most {int(turn_ratings['bot_turn'].max())}); give a range within them or 'all'")
+    return subset
 
 
 def per_conversation_success(turn_ratings: pd.DataFrame) -> pd.DataFrame:

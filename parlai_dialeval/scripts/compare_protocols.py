@@ -12,7 +12,7 @@ from pathlib import Path
 
 from parlai.core.script import register_script
 
-from parlai_dialeval.options import option
+from parlai_dialeval.options import option, turn_range
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
 
 
@@ -23,7 +23,11 @@ class CompareConfig:
     trials: int = option(200, "resamples per sample size", kind="positive_int")
     hourly_pay: float = option(12.0, "pay per worker-hour, in your currency", kind="non_negative")
     fee: float = option(0.333, "platform fee as a share of pay (Prolific: 0.333)", kind="non_negative")
-    seed: int = option(0, "random seed of the resampling", kind="int")
+    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)",
+                                              parse=turn_range, metavar="FIRST-LAST")
+    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)",
+                                              parse=turn_range, metavar="FIRST-LAST")
+    seed: int = option(0, "random seed of the resampling (>= 0)", kind="non_negative_int")
 
 
 def analyze(data, out: Path, config: CompareConfig = CompareConfig()) -> dict:
@@ -32,7 +36,8 @@ def analyze(data, out: Path, config: CompareConfig = CompareConfig()) -> dict:
     from parlai_dialeval.report import Report
     from parlai_dialeval.scripts import significance_time
 
-    times = significance_time.analyze(data, out / "significance_time", power=config.power, alpha=config.alpha,
+    times = significance_time.analyze(data, out / "significance_time", pw_turns=config.pw_turns,
+                                      sm_turns=config.sm_turns, power=config.power, alpha=config.alpha,
                                       trials=config.trials, seed=config.seed)["time_to_significance"]
     times = times[~times["technique"].str.contains("combo")]
     if times["technique"].nunique() < 2:
@@ -45,10 +50,13 @@ def analyze(data, out: Path, config: CompareConfig = CompareConfig()) -> dict:
     report = Report("Protocols compared", out)
     report.text(f"Time to significance: each protocol's judgments resampled at growing sizes until {config.power:.0%} "
                 f"of resamples are significant at p < {config.alpha} (details in significance_time/report.html). "
-                f"Money = worker-hours x {config.hourly_pay:g} x (1 + fee {config.fee:g}). Rankings: each model's "
-                "mean win rate over its pairs within one protocol.")
+                f"Money = worker-hours x {config.hourly_pay:g} x (1 + fee {config.fee:g}). Rankings, within one "
+                "protocol: pairwise, each model's mean win rate over its pairs; single-model, its mean score (mean "
+                "A / mean B), not the effective win rate (win rate A, from 200 bootstrap resamples, which splits "
+                "equal models by chance). Equal scores share a rank.")
     report.heading("What significance costs, per model pair")
-    report.table(priced[["technique", "metric", "model_a", "model_b", "win_rate_a", "n_needed", "n_needed_is",
+    report.table(priced[["technique", "metric", "model_a", "model_b", "win_rate_a", "mean_a", "mean_b",
+                         "n_needed", "n_needed_is",
                          "hours_needed", "money_needed", "reached", "extrapolated"]], floatfmt="{:,.2f}")
     if priced["hours_needed"].notna().any():
         report.figure(_hours_plot(priced), "hours_to_significance", "Worker-hours to significance per protocol")
@@ -60,7 +68,8 @@ def analyze(data, out: Path, config: CompareConfig = CompareConfig()) -> dict:
     report.heading("Rankings, side by side")
     report.table(ranked.pivot_table(index="model", columns=pc.PROTOCOL, values="rank").reset_index(),
                  floatfmt="{:.0f}")
-    report.table(tables["ranking_agreement"], caption="Kendall's tau between protocols")
+    report.table(tables["ranking_agreement"], caption="Kendall's tau between protocols (blank: one of the two "
+                                                      "ranks every model equal)")
     report.heading("Worker agreement (pairwise protocols)")
     report.table(tables["worker_agreement"], empty="no pairwise judgments")
     return {**tables, "written": Outputs(tables=tables, report=report).write(out)}

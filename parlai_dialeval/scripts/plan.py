@@ -136,6 +136,11 @@ def plan(config: PlanConfig, out: Path, pilot=None) -> dict:
         report.text("Measured on the pilot: " + "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in measured.items())
                     + ".", note=True)
     report.heading("Pairwise protocols (per model pair)")
+    capped = pairwise[pairwise["items_is"].str.startswith("above")]
+    if len(capped):
+        report.warn(f"{len(capped)} sequential percentile(s) depend on simulated studies still open at "
+                    f"{planner.SEQUENTIAL_CAP:,} items, where a simulation stops: items_is says 'above N' (a lower "
+                    "bound) and no items, votes or money are given, as there is no estimate.")
     report.table(pairwise, floatfmt="{:,.1f}")
     report.figure(_plot(pairwise), "pairwise_plan", "Worker-hours per model pair: fixed design vs sequential")
     report.heading("Single-model protocols (per model)")

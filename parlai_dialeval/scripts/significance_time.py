@@ -17,7 +17,7 @@ from tqdm import tqdm
 from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.lazy import lazy_module
-from parlai_dialeval.options import option, turn_range, weightings, weightings_text
+from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.protocols import PROTOCOLS
 from parlai_dialeval.report import Report
 from parlai_dialeval.scripts.analysis_command import AnalysisCommand, Outputs
@@ -57,7 +57,7 @@ class SignificanceTimeConfig:
     weights: list = option(list(sm.DEFAULT_WEIGHTS), "SM-Turn:SM-Dialog weightings for the App. G combination",
                            parse=weightings, metavar="T:D,...")
     reference: str | None = option(None, "only pairs involving this model")
-    seed: int = option(0, "random seed", kind="int")
+    seed: int = option(0, "random seed (>= 0)", kind="non_negative_int")
 
 
 def _win_rate(sample: st.Sample, n_boot: int = 200, seed: int = 0) -> float:
@@ -65,6 +65,15 @@ def _win_rate(sample: st.Sample, n_boot: int = 200, seed: int = 0) -> float:
         decided = sample.a.values[~np.isnan(sample.a.values)]
         return float(decided.mean()) if len(decided) else np.nan
     return sm.effective_win_rate(sample.a.values, sample.b.values, n_boot, seed)
+
+
+def _means(sample: st.Sample) -> tuple[float, float]:
+    """Each model's mean score in a t-test sample (NaN for binomial ones): the point estimates a ranking
+    reads, where the effective win rate is resampled and splits equal models. Sorted first so that equal
+    scores in another order give the same mean to the last bit, and equal models tie."""
+    if sample.b is None:
+        return np.nan, np.nan
+    return float(np.sort(sample.a.values).mean()), float(np.sort(sample.b.values).mean())
 
 
 def _chunk_rate(sample: st.Sample):
@@ -107,7 +116,9 @@ def analyze(data, out: Path, pw_turns=(2, 6), sm_turns=(3, 6), power=0.8, alpha=
         key = {"technique": sample.technique, "metric": sample.metric, "model_a": sample.model_a,
                "model_b": sample.model_b}
         available = len(sample.a) if sample.b is None else min(len(sample.a), len(sample.b))
-        rows.append({**key, "test": sample.test, "win_rate_a": _win_rate(sample, seed=seed), "n_available": available,
+        mean_a, mean_b = _means(sample)
+        rows.append({**key, "test": sample.test, "win_rate_a": _win_rate(sample, seed=seed), "mean_a": mean_a,
+                     "mean_b": mean_b, "n_available": available,
                      "n_needed": estimate["n"], "n_needed_is": estimate["bound"],
                      "hours_needed": estimate["time_s"] / 3600,
                      "reached": estimate["reached"], "extrapolated": estimate["extrapolated"],
@@ -137,7 +148,8 @@ def _report(results, out, power, alpha, trials, chunk_minutes, onboarding, pw_tu
     report.text(f"Each technique's ratings are resampled ({trials} resamples per size) at growing sizes; the time "
                 f"needed is the worker time at which {power:.0%} of resamples are significant at p < {alpha} "
                 "(two-sided binomial test for pairwise techniques, ties excluded; two-sided independent t-test for "
-                f"single-model ones). PW-Turn uses Bot Speaker turns {pw_turns}, SM-Turn {sm_turns} (Smith App. F). "
+                f"single-model ones). Bot Speaker turns used: PW-Turn "
+                f"{turns_text(pw_turns)}, SM-Turn {turns_text(sm_turns)} (Smith App. F). "
                 f"Onboarding is charged once per distinct worker (default {onboarding:g} s when records do not say). "
                 "'extrapolated' marks sizes beyond the collected data (bootstrap). Every size between the last "
                 "one below the target and the first reaching it is evaluated too, so n_needed is the first size "

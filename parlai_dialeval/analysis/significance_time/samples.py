@@ -1,6 +1,6 @@
 """From canonical data to resampling units: each technique of Smith et al. (2022) (PW-Turn, PW-Dialog,
-self-chat PW-Dialog, SM-Turn, SM-Dialog, the App. G combination) per metric and model pair, with the
-worker time each unit cost."""
+self-chat PW-Dialog, SM-Turn, SM-Dialog, the App. G combination) and A/B next-utterance comparisons
+(Lee et al. 2020), per metric and model pair, with the worker time each unit cost."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.significance_time.resampling import Units
+from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.protocols import criterion_of
 
 SMITH_PAIRWISE = ("pw_turn", "pw_dialog")  # protocols whose wordings name a metric
-TECHNIQUES = ("pw_turn", "pw_dialog", "pw_dialog_self", "sm_turn", "sm_dialog")
+TECHNIQUES = ("pw_turn", "pw_dialog", "pw_dialog_self", "ab", "sm_turn", "sm_dialog")
 
 
 @dataclass
@@ -73,8 +74,9 @@ def _spread(frame: pd.DataFrame, conversation_seconds: pd.Series, key: str, grou
 
 
 def pairwise_samples(data, turns: tuple[int, int] | None = (2, 6), onboarding_default: float = 0.0) -> list[Sample]:
-    """PW-Turn (Bot Speaker turns ``turns``), PW-Dialog and self-chat PW-Dialog, per metric and model pair:
-    outcome 1 when the pair's first model (sorted by name) wins, 0 when it loses, NaN for worker ties.
+    """PW-Turn (Bot Speaker turns ``turns``), PW-Dialog, self-chat PW-Dialog and A/B next utterance
+    (``ab``: responses, neither ``turn_index`` nor ``conversation_a``), per metric and model pair: outcome 1
+    when the pair's first model (sorted by name) wins, 0 when it loses, NaN for worker ties.
     Automatic ties and onboarding items are left out (no worker time bought a judgement)."""
     from parlai_dialeval.analysis.pairwise import split_onboarding, turn_numbers
 
@@ -90,10 +92,22 @@ def pairwise_samples(data, turns: tuple[int, int] | None = (2, 6), onboarding_de
     if len(per_turn):
         per_turn["turn_number"] = turn_numbers(per_turn)
         if turns is not None:
-            per_turn = per_turn[per_turn["turn_number"].between(*turns)]
+            kept = per_turn["turn_number"].between(*turns)
+            if not kept.any():  # else every PW-Turn result would be dropped without a word
+                raise DialevalError(f"--pw-turns {turns[0]}-{turns[1]}: no conversation has Bot Speaker turns "
+                                    f"{turns[0]}-{turns[1]} (at most {int(per_turn['turn_number'].max())}); give a "
+                                    "range within them or 'all'")
+            per_turn = per_turn[kept]
         per_turn["cost"] = _spread(per_turn, seconds, "item_id", ["item_id", "metric"])
         per_turn["technique"] = "pw_turn"
-    dialog = comparisons[comparisons["turn_index"].isna()].copy()
+    whole = comparisons["turn_index"].isna()
+    shown = comparisons["conversation_a"].notna()
+    # A/B votes judge one response, not a conversation: a protocol of their own (as worker agreement has it)
+    ab = comparisons[whole & ~shown].copy()
+    if len(ab):
+        ab["technique"] = "ab"
+        ab["cost"] = pd.to_numeric(ab["duration"], errors="coerce").to_numpy(float)
+    dialog = comparisons[whole & shown].copy()
     if len(dialog):
         flagged = dialog["meta"].map(lambda m: bool(_meta(m, "self_chat"))).to_numpy(bool)
         both_self = np.zeros(len(dialog), bool)
@@ -113,7 +127,7 @@ def pairwise_samples(data, turns: tuple[int, int] | None = (2, 6), onboarding_de
             collect += np.nan_to_num(shown.map(seconds).to_numpy(float) / shown.map(uses).to_numpy(float))
         dialog["cost"] = own + np.where(self_chat, 0.0, collect)
     samples = []
-    for frame in (f for f in (per_turn, dialog) if len(f)):
+    for frame in (f for f in (per_turn, dialog, ab) if len(f)):
         for (technique, metric), group in frame.groupby(["technique", "metric"], sort=True):
             onboarding = onboarding_seconds(data, technique, onboarding_default)
             pairs = group.apply(lambda r: tuple(sorted((r["model_a"], r["model_b"]))), axis=1)

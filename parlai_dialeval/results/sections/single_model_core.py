@@ -61,7 +61,7 @@ SECTION = Section(
             metavar="FIRST-LAST")),
         ("reference", str | None, option(None, "compare this model with each other model (default: every pair)")),
         ("n_boot", int, option(1000, "bootstrap resamples for effective win rates (>= 1)", kind="positive_int")),
-        ("seed", int, option(0, "random seed", kind="int")),
+        ("seed", int, option(0, "random seed (>= 0)", kind="non_negative_int")),
         ("weights", list, option(list(sm.DEFAULT_WEIGHTS), "SM-Turn:SM-Dialog weightings for the App. G "
                                  "combination, comma separated", parse=weightings, metavar="T:D,...")),
         ("alpha", float, option(0.05, "significance level; intervals are 1 - alpha (0 < alpha < 1)",
