@@ -485,3 +485,23 @@ def test_replicate_refuses_one_run_given_twice(tmp_path, capsys):
         code, _, err = dialeval(capsys, "replicate", "--runs", run, second, "--out", tmp_path / "rep")
         assert code == 2 and err == f"dialeval: error: {second}: given twice (also as {run}) (expected each input once)\n"
     assert not (tmp_path / "rep").exists()
+
+
+def test_a_study_declared_again_differently_is_refused_and_the_same_again_is_not(tmp_path, capsys):
+    """The first declaration won silently: the same records in another order named another QC bot, reversed another
+    criterion and turned 'Best overall: m1' into 'no worker passed quality control'."""
+    records = live_chat()
+    study = records[0]
+    other_qc = {**study, "qc_models": ["m2"]}
+    reversed_criterion = {**study, "criteria": [{**c, "positive": not c.get("positive", True)} if i == 0 else c
+                                                for i, c in enumerate(study["criteria"])]}
+    for name, again, field in (("qc", other_qc, "qc_models"), ("criterion", reversed_criterion, "criteria")):
+        path = write(tmp_path / f"{name}.jsonl", records + [again])
+        code, _, err = dialeval(capsys, "analyze_live_chat", "--data", path, "--out", tmp_path / name)
+        assert code == 2 and err == (f"dialeval: error: {path}:{len(records) + 1}: field '{field}': study "
+                                     f"{study['name']!r} declared again with other {field} (first at {path}:1) "
+                                     "(expected one declaration of a study, or the same one again)\n")
+    relabelled = {**study, "criteria": [{**c, "label": "reworded"} for c in study["criteria"]]}
+    for again in (dict(study), relabelled):
+        code, _, err = dialeval(capsys, "validate", "--data", write(tmp_path / "again.jsonl", records + [again]))
+        assert code == 0, err

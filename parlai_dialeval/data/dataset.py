@@ -17,7 +17,7 @@ import pandas as pd
 
 from parlai_dialeval.data import schema, versions
 from parlai_dialeval.data.turns import TurnColumns, turn_table
-from parlai_dialeval.data.validate import check_criteria, check_unique, is_missing, validate_frame
+from parlai_dialeval.data.validate import check_criteria, check_studies, check_unique, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.atomic import atomic_open
 
@@ -269,6 +269,7 @@ def assemble(studies: list[dict], frames: dict[str, pd.DataFrame], turns: TurnCo
         done[record_type] = _schema_order(record_type, frame, ("turns",) if turns is not None else ())
     if validate:
         validate_frame("study", pd.DataFrame.from_records(studies) if studies else _empty("study"))
+        check_studies(studies)
     studies = [{k: v for k, v in study.items() if k not in ("type", "_file", "_line", "format_version")}
                for study in studies]
     if validate:

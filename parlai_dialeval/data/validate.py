@@ -343,6 +343,28 @@ def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
 
 
 
+def check_studies(studies: list[dict]) -> None:
+    """A study declared twice (two exports of one run, say) must declare the same criteria and QC models where
+    both declare them: the first declaration won silently, so the order of the files changed the results."""
+    first: dict[str, dict] = {}
+    for study in studies:
+        earlier = first.setdefault(study.get("name"), study)
+        for field, normal in (("criteria", _criteria_as_analysed), ("qc_models", sorted)):
+            if earlier is not study and earlier.get(field) and study.get(field) \
+                    and normal(earlier[field]) != normal(study[field]):
+                raise DataError(study.get("_file"), f"study {study.get('name')!r} declared again with other {field} "
+                                f"(first at {location(earlier.get('_file'), record_line(earlier.get('_line')))})",
+                                line=record_line(study.get("_line")), field=field,
+                                expected="one declaration of a study, or the same one again")
+
+
+def _criteria_as_analysed(criteria: list) -> list:
+    """What an analysis reads of a study's criteria (a label or question reworded by a later release is no
+    conflict)."""
+    return sorted(repr([c.get(k) for k in ("name", "positive", "scale", "min", "max")]) for c in criteria
+                  if isinstance(c, dict))
+
+
 class DataWarning(UserWarning):
     """Data the analysis runs on as they are but a reader of its reports may misread; the ``dialeval`` command
     shows it as one line (cli.py)."""
