@@ -106,12 +106,14 @@ def names(text) -> list[str] | None:
 
 
 def option(default, help: str, kind: str | None = None, choices=None, parse=None, metavar: str | None = None,
-           cli: bool = True):
+           cli: bool = True, shown: str | None = None):
     """A config dataclass field that is also a command-line option ``--field-name``.
 
     kind: a checked() kind for numbers; parse: text -> value for structured options (turn ranges,
-    comma-separated names); choices: allowed values; cli=False keeps a field off the command line."""
-    meta = {"help": help, "kind": kind, "choices": choices, "parse": parse, "metavar": metavar, "cli": cli}
+    comma-separated names); shown: the default as one would type it (a parsed option's help then says
+    "default: 2-6", not "(2, 6)"); choices: allowed values; cli=False keeps a field off the command line."""
+    meta = {"help": help, "kind": kind, "choices": choices, "parse": parse, "metavar": metavar, "cli": cli,
+            "shown": shown}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

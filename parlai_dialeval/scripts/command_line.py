@@ -145,6 +145,8 @@ def add_config_args(group, config_class, skip: tuple[str, ...] = ()) -> None:
         kwargs = {"default": default, "help": meta["help"], "dest": f.name}
         if meta.get("parse"):
             kwargs["type"] = _flagged(meta["parse"], flag)
+            if meta.get("shown") is not None:  # argparse parses a text default with the option's type
+                kwargs["default"] = meta["shown"]
         elif base is bool:
             kwargs["type"] = "bool"
         elif meta.get("kind") or base in (int, float):

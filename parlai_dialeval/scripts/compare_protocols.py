@@ -23,10 +23,10 @@ class CompareConfig:
     trials: int = option(200, "resamples per sample size", kind="positive_int")
     hourly_pay: float = option(12.0, "pay per worker-hour, in your currency", kind="non_negative")
     fee: float = option(0.333, "platform fee as a share of pay (Prolific: 0.333)", kind="non_negative")
-    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)",
-                                              parse=turn_range, metavar="FIRST-LAST")
-    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)",
-                                              parse=turn_range, metavar="FIRST-LAST")
+    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all'",
+                                              parse=turn_range, metavar="FIRST-LAST", shown="2-6")
+    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all'",
+                                              parse=turn_range, metavar="FIRST-LAST", shown="3-6")
     seed: int = option(0, "random seed of the resampling (>= 0)", kind="non_negative_int")
 
 

@@ -22,7 +22,8 @@ def _rates(text, flag):
 @dataclass
 class PlanConfig:
     win_rates: list = option([0.55, 0.6, 0.65], "pairwise protocols (A/B, ACUTE, PW-Dialog): assumed win rates of "
-                             "the better model, comma-separated", parse=_rates, metavar="P,P,...")
+                             "the better model, comma-separated", parse=_rates, metavar="P,P,...",
+                             shown="0.55,0.6,0.65")
     tie_rate: float = option(0.22, "share of pairwise votes that are ties (ChatEval's median: 0.22)",
                              kind="non_negative")
     models: int = option(2, "models the study compares (K >= 2): the sequential design settles a pair at "
@@ -35,7 +36,7 @@ class PlanConfig:
     sm_turn_icc: float = option(0.0, "SM-Turn: intraclass correlation of turn ratings within a conversation",
                                 kind="non_negative")
     sm_turn_rates: list = option([0.70, 0.65], "SM-Turn: the two models' assumed success rates", parse=_rates,
-                                 metavar="P,P")
+                                 metavar="P,P", shown="0.7,0.65")
     sm_dialog_means: list = option([4.19, 3.97], "SM-Dialog: the two models' assumed Likert means (Smith et al.)",
                                    metavar="M,M")
     sm_dialog_sd: float = option(1.0, "SM-Dialog: standard deviation of a dialogue's Likert score", kind="positive")

@@ -40,10 +40,10 @@ def _ratio(text, flag: str = "--combo-ratio") -> tuple[int, int]:
 
 @dataclass
 class SignificanceTimeConfig:
-    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all' (2-6)",
-                                              parse=turn_range, metavar="FIRST-LAST")
-    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all' (3-6)",
-                                              parse=turn_range, metavar="FIRST-LAST")
+    pw_turns: tuple[int, int] | None = option((2, 6), "PW-Turn Bot Speaker turns FIRST-LAST or 'all'",
+                                              parse=turn_range, metavar="FIRST-LAST", shown="2-6")
+    sm_turns: tuple[int, int] | None = option((3, 6), "SM-Turn Bot Speaker turns FIRST-LAST or 'all'",
+                                              parse=turn_range, metavar="FIRST-LAST", shown="3-6")
     power: float = option(0.8, "fraction of resamples that must be significant (0 < power < 1)", kind="probability")
     alpha: float = option(0.05, "significance level (0 < alpha < 1)", kind="probability")
     trials: int = option(400, "resamples per sample size (>= 1)", kind="positive_int")
@@ -53,9 +53,9 @@ class SignificanceTimeConfig:
     onboarding_seconds: float = option(0.0, "onboarding time per worker when neither records nor the study say",
                                        kind="non_negative")
     combo_ratio: tuple[int, int] = option((1, 5), "PW-Turn:PW-Dialog(self-chat) ratio of PW combo", parse=_ratio,
-                                          metavar="TURN:DIALOG")
+                                          metavar="TURN:DIALOG", shown="1:5")
     weights: list = option(list(sm.DEFAULT_WEIGHTS), "SM-Turn:SM-Dialog weightings for the App. G combination",
-                           parse=weightings, metavar="T:D,...")
+                           parse=weightings, metavar="T:D,...", shown=weightings_text(sm.DEFAULT_WEIGHTS))
     reference: str | None = option(None, "only pairs involving this model")
     seed: int = option(0, "random seed (>= 0)", kind="non_negative_int")
 

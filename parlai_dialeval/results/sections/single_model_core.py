@@ -9,7 +9,7 @@ import pandas as pd
 
 from parlai_dialeval.analysis import single_model as sm
 from parlai_dialeval.analysis.multiple_testing import CORRECTIONS, DEFAULT_CORRECTION, HELP
-from parlai_dialeval.options import option, turn_range, weightings
+from parlai_dialeval.options import option, turn_range, turns_text, weightings, weightings_text
 from parlai_dialeval.results.section import Section
 
 # Fewer conversations than this per model in a test: the report warns that the test is weak.
@@ -57,13 +57,14 @@ SECTION = Section(
     config=(
         ("sm_turns", tuple[int, int] | None, option(
             sm.DEFAULT_SM_TURNS, "Bot Speaker turns FIRST-LAST for the subset (WTA, t-tests, win rates, "
-                                 "combination), or 'all' (default: 3-6, Smith 4.4.1)", parse=turn_range,
-            metavar="FIRST-LAST")),
+                                 "combination), or 'all' (Smith 4.4.1)", parse=turn_range,
+            metavar="FIRST-LAST", shown=turns_text(sm.DEFAULT_SM_TURNS))),
         ("reference", str | None, option(None, "compare this model with each other model (default: every pair)")),
         ("n_boot", int, option(1000, "bootstrap resamples for effective win rates (>= 1)", kind="positive_int")),
         ("seed", int, option(0, "random seed (>= 0)", kind="non_negative_int")),
         ("weights", list, option(list(sm.DEFAULT_WEIGHTS), "SM-Turn:SM-Dialog weightings for the App. G "
-                                 "combination, comma separated", parse=weightings, metavar="T:D,...")),
+                                 "combination, comma separated", parse=weightings, metavar="T:D,...",
+                                 shown=weightings_text(sm.DEFAULT_WEIGHTS))),
         ("alpha", float, option(0.05, "significance level; intervals are 1 - alpha (0 < alpha < 1)",
                                 kind="probability")),
         ("correction", str, option(DEFAULT_CORRECTION, HELP, choices=CORRECTIONS)),
