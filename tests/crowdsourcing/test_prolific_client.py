@@ -78,3 +78,23 @@ def test_clients_share_one_load_of_the_certificates(monkeypatch):
     assert len(loads) == 1
     for client in clients:
         client.close()
+
+
+def test_a_silent_api_is_given_up_on_saying_how_often_and_how_long_it_was_tried():
+    """A server that takes the connection and never answers held `prolific register` 3.5 minutes and then said only
+    'no answer (ReadTimeout)'. Here a real socket that never answers, 0.2 s a try, three tries."""
+    import re
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        client = ProlificClient(url, TOKEN, timeout=0.2, max_retries=2, sleep=lambda seconds: None)
+        with pytest.raises(DialevalError) as refused:
+            client.call("me")
+        client.close()
+    message = str(refused.value)
+    assert re.fullmatch(rf"Prolific GET users/me/: no answer from {re.escape(url)} \(ReadTimeout; tried 3 times over "
+                        r"[01] s, waiting up to 0\.2 s for each\)", message), message
+    assert TOKEN not in message

@@ -127,7 +127,7 @@ class ProlificClient:
         import httpx
 
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
-        self.base_url = base_url.rstrip("/") + "/"
+        self.base_url, self.timeout = base_url.rstrip("/") + "/", timeout
         self.max_retries, self.sleep = max_retries, sleep
         self.retry = RetryPolicy(backoff=backoff, max_backoff=60.0, max_retry_after=MAX_RETRY_AFTER)
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, verify=_certificates(),
@@ -148,13 +148,17 @@ class ProlificClient:
         path = endpoint.url(*ids)
         retry = endpoint.retry if retry is None else endpoint.retry & retry
         what = f"Prolific {endpoint.method} {path}"
+        started = time.monotonic()
         for attempt in range(self.max_retries + 1):
             try:
                 response = self._http.request(endpoint.method, path, json=json, params=params)
             except httpx.TransportError as error:
                 if 503 not in retry or attempt == self.max_retries:
+                    # the tries and the time they took: a silent API held `prolific register` 3.5 minutes
                     raise ProlificServerError(
-                        f"{what}: no answer from {self.base_url} ({type(error).__name__})") from None
+                        f"{what}: no answer from {self.base_url} ({type(error).__name__}; tried {attempt + 1} "
+                        f"time{'s' if attempt else ''} over {time.monotonic() - started:.0f} s, waiting up to "
+                        f"{self.timeout:g} s for each)") from None
                 self.sleep(self.retry.wait(attempt + 1))
                 continue
             if response.status_code < 400:
