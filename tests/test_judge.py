@@ -73,6 +73,7 @@ def test_an_endpoint_judge_counts_tokens_cost_and_bad_replies(tmp_path):
                 "--out", str(tmp_path / "judge.jsonl")]
         assert main(args) == 0
         asked = len(fake.requests)
+        first_run = json.loads((tmp_path / "judge.summary.json").read_text())
         assert main(args) == 0  # everything from the cache
         assert len(fake.requests) == asked == 4
     summary = json.loads((tmp_path / "judge.summary.json").read_text())
@@ -86,6 +87,9 @@ def test_an_endpoint_judge_counts_tokens_cost_and_bad_replies(tmp_path):
     replies = ["4", "nine", "I give it a 7", "4"]
     assert summary["completion_tokens"] == sum(len(r.split()) for r in replies)
     assert summary["cost_usd"] == pytest.approx((words * 2 + summary["completion_tokens"] * 10) / 1e6)
+    # the first run paid for every reply; the rerun, every reply from the cache, for none
+    assert (first_run["asked_prompt_tokens"], first_run["cost_usd_this_run"]) == (words, summary["cost_usd"])
+    assert (summary["asked_prompt_tokens"], summary["asked_completion_tokens"], summary["cost_usd_this_run"]) == (0, 0, 0)
     assert set(read_jsonl([tmp_path / "judge.jsonl"]).ratings["value"]) == {4.0}
 
 

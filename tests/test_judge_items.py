@@ -107,8 +107,8 @@ def test_the_cache_is_named_after_the_output_stem_and_an_earlier_name_is_still_r
     lines = capsys.readouterr().out.splitlines()
     assert f"cache: {old}, the name earlier versions gave it (a run without it writes " \
            f"{out.parent / 'judge.cache.jsonl'})" in lines
-    assert f"prompts asked 0, from the cache {items}, repeats of a prompt asked in this run 0; tokens 0 prompt + " \
-           "0 completion; cost $0.0000" in lines
+    assert f"prompts asked 0, from the cache {items}, repeats of a prompt asked in this run 0; the replies took 0 " \
+           "prompt + 0 completion tokens, $0.0000, of which this run asked for 0 + 0, $0.0000" in lines
     assert not (out.parent / "judge.cache.jsonl").exists()
 
 

@@ -98,13 +98,14 @@ def _ask_all(judge, questions: list[tuple[str, list[str]]], cache: AnswerCache, 
             for i in todo:
                 one(i)
                 bar.update()
-    replies = []
-    for key in keys:
-        entry = cache.get(key)
-        usage["prompt_tokens"] += entry.get("prompt_tokens") or 0
-        usage["completion_tokens"] += entry.get("completion_tokens") or 0
-        replies.append(entry["reply"])
-    return replies
+    # what the replies cost, each distinct prompt once, and what this run paid (the prompts it asked)
+    for key in dict.fromkeys(keys):
+        for kind in ("prompt_tokens", "completion_tokens"):
+            usage[kind] += cache.get(key).get(kind) or 0
+    for i in todo:
+        for kind in ("prompt_tokens", "completion_tokens"):
+            usage[f"asked_{kind}"] += cache.get(keys[i]).get(kind) or 0
+    return [cache.get(key)["reply"] for key in keys]
 
 
 def judge_part(items: list[dict], judge, cache: AnswerCache) -> list[dict]:
@@ -116,7 +117,8 @@ def judge_part(items: list[dict], judge, cache: AnswerCache) -> list[dict]:
         orders = (0, 1) if item["pairwise"] else (0,)
         questions += [(prompt(item, first), options(item)) for first in orders]
         spans.append((start, len(questions)))
-    usage = {"asked": 0, "cached": 0, "repeated": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    usage = {"asked": 0, "cached": 0, "repeated": 0, "prompt_tokens": 0, "completion_tokens": 0,
+             "asked_prompt_tokens": 0, "asked_completion_tokens": 0}
     replies = _ask_all(judge, questions, cache, usage)
     rows = []
     for item, (start, end) in zip(items, spans):

@@ -120,7 +120,10 @@ def summarise(rows, bad_items: Counter, examples, name: str, opt) -> dict:
         usage.update(row.get("usage") or {})
     bad = Counter(b["reason"] for row in rows for b in row["bad"])
     orders = Counter(row["order"] for row in rows if row.get("order"))
-    cost = (usage["prompt_tokens"] * opt["price_prompt"] + usage["completion_tokens"] * opt["price_completion"]) / 1e6
+    def cost(prefix: str = "") -> float:
+        return (usage[f"{prefix}prompt_tokens"] * opt["price_prompt"]
+                + usage[f"{prefix}completion_tokens"] * opt["price_completion"]) / 1e6
+
     return {"judge": name, "worker_id": f"judge:{name}", "protocol": opt["protocol"], "items": len(rows),
             "answered": sum(1 for r in rows if r["record"]), "unanswered": sum(1 for r in rows if not r["record"]),
             "bad_replies": dict(bad), "bad_reply_examples": [b | {"key": r["key"]} for r in rows for b in r["bad"]][:20],
@@ -128,14 +131,16 @@ def summarise(rows, bad_items: Counter, examples, name: str, opt) -> dict:
             "order": dict(orders), "prompts_asked": usage["asked"], "prompts_cached": usage["cached"],
             "prompts_repeated": usage["repeated"],
             "prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
-            "cost_usd": cost}
+            "cost_usd": cost(), "asked_prompt_tokens": usage["asked_prompt_tokens"],
+            "asked_completion_tokens": usage["asked_completion_tokens"], "cost_usd_this_run": cost("asked_")}
 
 
 def format_summary(s: dict, out: str) -> str:
     lines = [f"judge {s['judge']} on {s['protocol']}: {s['answered']} of {s['items']} items answered -> {out}",
              f"prompts asked {s['prompts_asked']}, from the cache {s['prompts_cached']}, repeats of a prompt asked in "
-             f"this run {s['prompts_repeated']}; tokens "
-             f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion; cost ${s['cost_usd']:.4f}"]
+             f"this run {s['prompts_repeated']}; the replies took {s['prompt_tokens']} prompt + "
+             f"{s['completion_tokens']} completion tokens, ${s['cost_usd']:.4f}, of which this run asked for "
+             f"{s['asked_prompt_tokens']} + {s['asked_completion_tokens']}, ${s['cost_usd_this_run']:.4f}"]
     if s["order"]:
         lines.append("pairwise orders: " + ", ".join(f"{k} {v}" for k, v in sorted(s["order"].items()))
                      + " (flip and one tie count as ties)")
