@@ -230,3 +230,122 @@ def test_real_dialogue_keeps_its_words_and_loses_what_identifies(shared_data):
     results = [Scrubber().scrub(t) for t in set(texts)]
     assert sum(len(r.kinds) for r in results) == 0
     assert Counter(k for r in results for k in r.left) == Counter({"digit run": 1})  # FED's "1 2 3 4 5 6 7 8 9 ten."
+
+
+# Names: speakers, models, persona keys, meta keys and record ids are published as names (fields.py REFERENCE).
+def _rows(out, config):
+    return pq.read_table(next((out / "data" / config).glob("*.parquet"))).to_pylist()
+
+
+def _nothing_of(out, secrets):
+    for name, (raw, decoded) in _every_text(out).items():
+        folded = canonical(decoded).casefold()
+        for secret in secrets:
+            assert secret.encode() not in raw and canonical(secret).casefold() not in folded, (name, secret)
+
+
+def test_a_speaker_model_or_persona_that_is_a_worker_id_or_a_listed_name_becomes_one_pseudonym(tmp_path):
+    records = [
+        {"type": "study", "name": "s1"},
+        {"type": "conversation", "study": "s1", "id": "c1", "models": ["m"], "worker_id": "WKR12345",
+         "turns": [{"speaker": "WKR12345", "text": "hi"}, {"speaker": "m", "text": "hello"}]},
+        {"type": "conversation", "study": "s1", "id": "c2", "models": ["m", "Alice Walker"], "worker_id": "W2XY9",
+         "turns": [{"speaker": "Alice Walker", "text": "I'm Alice Walker"}, {"speaker": "m", "text": "hi"}],
+         "personas": {"Alice Walker": ["I live in Paris"], "wkr12345": ["I am the worker, in lower case"]}},
+        {"type": "rating", "study": "s1", "conversation_id": "c2", "worker_id": "W2XY9", "model": "Alice Walker",
+         "criterion": "engaging", "scale": "likert", "scale_min": 1, "scale_max": 5, "value": 4},
+        *({"type": "comparison", "study": "s1", "item_id": f"i{n}", "worker_id": "W2XY9", "model_a": "WKR12345",
+           "model_b": "m", "choice": "a", "context": [{"speaker": "WKR12345", "text": "hi"}],
+           "response_a": "yes", "response_b": "no"} for n in range(3)),
+    ]
+    _, out = _publish(tmp_path, records)
+    _nothing_of(out, ["WKR12345", "Alice Walker", "AliceWalker"])  # README's model list and headline included
+    c1, c2 = _rows(out, "conversations")
+    worker, alice = c1["worker_id"], c2["models"][1]
+    assert worker.startswith("worker-") and alice.startswith("name-")
+    # the same value, the same replacement in every field: the speaker IS the worker's pseudonym
+    assert [t["speaker"] for t in c1["turns"]] == [worker, "m"] and c1["models"] == ["m"]
+    assert [t["speaker"] for t in c2["turns"]] == [alice, "m"] and c2["turns"][0]["text"] == "I'm {{NAME}}"
+    assert json.loads(c2["personas"]) == {alice: ["I live in Paris"], worker: ["I am the worker, in lower case"]}
+    assert _rows(out, "ratings")[0]["model"] == alice
+    comparisons = _rows(out, "comparisons")
+    assert {(r["model_a"], r["model_b"]) for r in comparisons} == {(worker, "m")}
+    assert json.loads(comparisons[0]["context"]) == [{"speaker": worker, "text": "hi"}]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"Models evaluated: 3 (m, {alice}, {worker})" in card and f"{worker} over m" in card
+    report = list(csv.DictReader((out / "scrub_report.csv").open(encoding="utf-8")))
+    assert {(r["config"], r["field"], r["kind"]) for r in report} >= {
+        ("conversations", "models[1]", "name"), ("conversations", "turns[0].speaker", "name"),
+        ("conversations", "personas (key)", "name"), ("ratings", "model", "name")}
+
+
+def test_a_parlai_speaker_that_is_an_mturk_worker_id_is_not_published(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "pc.jsonl").write_text('{"dialog": [[{"id": "A3MTURKWORKER7", "text": "hello bot"}, '
+                                  '{"id": "blender_90M", "text": "hi there"}]]}\n')
+    run(_opt([raw / "pc.jsonl"], tmp_path / "out", key_file=str(tmp_path / "keys" / "k.key")), log=None)
+    out = tmp_path / "out"
+    _nothing_of(out, ["A3MTURKWORKER7"])
+    (conversation,) = _rows(out, "conversations")
+    pseudonym = conversation["turns"][0]["speaker"]
+    assert pseudonym.startswith("id-") and conversation["models"] == [pseudonym, "blender_90M"]
+    assert conversation["turns"][1]["speaker"] == "blender_90M"
+    assert f"Models evaluated: 2 (blender_90M, {pseudonym})" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_meta_keys_and_record_ids_are_scrubbed_and_still_join(tmp_path):
+    records = [
+        {"type": "conversation", "id": "conv-carol@example.org", "models": ["bot"], "worker_id": "W55555",
+         "turns": [{"speaker": "human", "text": "hi", "meta": {"+1 202-555-0143": "x"}}]},
+        {"type": "rating", "conversation_id": "conv-carol@example.org", "worker_id": "W55555", "model": "bot",
+         "criterion": "engaging", "scale": "likert", "scale_min": 1, "scale_max": 5, "value": 4,
+         "meta": {"bob@example.com": "x", "note for W55555": "y"}},
+        {"type": "comparison", "item_id": "item-bob@example.com", "worker_id": "W55555", "model_a": "x",
+         "model_b": "y", "choice": "a", "meta": {"Alice Walker": 1}},
+    ]
+    _, out = _publish(tmp_path, records)
+    _nothing_of(out, ["bob@example.com", "carol@example.org", "202-555-0143", "W55555", "Alice Walker"])
+    (conversation,), (rating,), (comparison,) = (_rows(out, c) for c in ("conversations", "ratings", "comparisons"))
+    assert conversation["id"] == rating["conversation_id"] and conversation["id"].startswith("email-")
+    (key,) = json.loads(conversation["turns"][0]["meta"])
+    assert key.startswith("phone-")
+    meta = json.loads(rating["meta"])
+    assert list(meta.values()) == ["x", "y"] and next(iter(meta)).startswith("email-")
+    assert list(meta)[1] == f"note for {rating['worker_id']}"  # the worker's own pseudonym
+    assert comparison["item_id"].startswith("email-") and next(iter(json.loads(comparison["meta"]))).startswith("name-")
+    report = list(csv.DictReader((out / "scrub_report.csv").open(encoding="utf-8")))
+    assert {(r["config"], r["field"], r["kind"]) for r in report} == {
+        ("conversations", "id", "email"), ("conversations", "turns[0].meta (key)", "phone"),
+        ("ratings", "conversation_id", "email"), ("ratings", "meta (key)", "email"),
+        ("comparisons", "item_id", "email"), ("comparisons", "meta (key)", "name")}
+
+
+MODEL_NAMES = ["blender_90M", "blender_2.7B", "gpt-4o", "gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18",
+               "claude-3-5-sonnet-20241022", "claude-sonnet-4-20250514", "o1-preview-2024-09-12", "gpt-4-0613",
+               "gpt-3.5-turbo-0125", "meta-llama/Llama-3.1-8B-Instruct", "Qwen2.5-72B-Instruct", "gemini-1.5-pro-002",
+               "Mistral-7B-Instruct-v0.2", "seq2seq_2019", "kvmemnn", "DialoGPT-medium", "human", "bot",
+               "hf.co/org/model-123", "ft:gpt-4o-mini-2024-07-18:org::9AbCdEfG", "llama3.1:405b"]
+
+
+@pytest.mark.parametrize("region", ["US", "GB", "DE", "FR", "NL", "JP"])
+def test_real_model_names_are_published_as_they_are(tmp_path, region):
+    """The phone detector finds a model's date (claude-3-5-sonnet-20241022) in some regions, and a URL
+    detector hf.co/org/model: in names a number joined to a word is no phone number, and no URL is searched."""
+    pairs = list(zip(MODEL_NAMES, MODEL_NAMES[1:] + MODEL_NAMES[:1]))
+    records = [{"type": "study", "name": "models", "qc_models": ["gpt-4-0613"]},
+               {"type": "conversation", "study": "models", "id": "c1", "models": MODEL_NAMES, "worker_id": "W12345",
+                "turns": [{"speaker": m, "text": "hi"} for m in MODEL_NAMES], "personas": {m: ["x"] for m in MODEL_NAMES}},
+               *({"type": "comparison", "study": "models", "item_id": f"{a}-vs-{b}", "worker_id": "W12345",
+                  "model_a": a, "model_b": b, "choice": "a"} for a, b in pairs)]
+    published, out = _publish(tmp_path, records, phone_region=region)
+    (conversation,) = _rows(out, "conversations")
+    assert conversation["models"] == MODEL_NAMES and [t["speaker"] for t in conversation["turns"]] == MODEL_NAMES
+    assert sorted(json.loads(conversation["personas"])) == sorted(MODEL_NAMES)
+    assert [(r["model_a"], r["model_b"], r["item_id"]) for r in _rows(out, "comparisons")] == [
+        (a, b, f"{a}-vs-{b}") for a, b in pairs]
+    assert _rows(out, "studies")[0]["qc_models"] == ["gpt-4-0613"]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    evaluated = sorted(set(MODEL_NAMES) - {"gpt-4-0613"})
+    assert f"Models evaluated: {len(evaluated)} ({', '.join(evaluated)}); quality-control bots: gpt-4-0613." in card
+    assert published.pseudonymised == {"worker_id": 1} and not published.scrubbed and not list(csv.DictReader((out / "scrub_report.csv").open(encoding="utf-8")))

@@ -5,6 +5,7 @@ configs with their data_files) and a body saying what was collected and how. Fac
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +29,8 @@ def _judgments(data: EvalData) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def describe(data: EvalData) -> dict:
-    """Counts and names the card states: studies, protocols, questions, models, workers, judgments."""
+    """Counts and names the card states: studies, protocols, questions, models, workers, judgments (of the
+    published records: models and speakers that were ids or listed names are their pseudonyms there)."""
     ratings, comparisons = _judgments(data)
     conversations = data.conversation_fields()
     workers = set(ratings["worker_id"]) | set(comparisons["worker_id"]) | set(conversations["worker_id"].dropna())
@@ -46,6 +48,16 @@ def describe(data: EvalData) -> dict:
             "automatic_ties": int(data.comparisons["automatic"].eq(True).sum()),
             "onboarding": int(data.comparisons["onboarding"].eq(True).sum()),
             "conversations": len(conversations)}
+
+
+def renamed_in(paragraphs: list[str], renamed: dict[str, str]) -> list[str]:
+    """The caller's paragraphs (the headline, written from the raw data) with each name the publication
+    renamed (a model that was a worker id or a listed name: publish/fields.py) as it was published."""
+    if not renamed or not paragraphs:
+        return list(paragraphs or [])
+    names = sorted(renamed, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)")
+    return [pattern.sub(lambda m: renamed[m.group()], paragraph) for paragraph in paragraphs]
 
 
 def size_category(rows: int) -> str:

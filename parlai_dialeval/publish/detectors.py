@@ -165,6 +165,7 @@ class KnownIds:
 
     def __init__(self, ids: dict[str, str]):
         self.owner: dict[str, tuple[str, str]] = {}
+        self.fields = dict(ids)  # every id, searched for or not: a name that IS one becomes its pseudonym
         self.too_short = 0
         for raw, field in ids.items():
             key = canonical(raw).casefold()

@@ -5,10 +5,14 @@ has one form:
 
 - ``KEEP``: published as it is (numbers, flags, model and scale names: nothing a participant wrote);
 - ``PSEUDONYM``: worker, assignment and HIT ids become keyed pseudonyms (publish/privacy.py);
-- ``REFERENCE``: names other records point at (conversation and item ids, study names): any of the study's
-  ids inside become their pseudonyms, so the references still join;
-- ``TEXT``: free text, scrubbed (a string; in a list or dict every string, a key naming an id
-  pseudonymising its value, ``id_field``);
+- ``REFERENCE``: names, published as names: those other records point at (conversation and item ids, study
+  names), speakers, models, and the keys of free-text dicts (a persona's speaker, a meta key). A name that is
+  one of the study's ids becomes that id's pseudonym (the very one its ``worker_id`` column holds); inside a
+  name, the study's ids, unknown Prolific- and MTurk-style ids, listed names, e-mail addresses and phone
+  numbers standing alone become keyed pseudonyms of their kind (``Publication.reference``), so names stay
+  distinct, the same value reads the same in every field and the references still join;
+- ``TEXT``: free text, scrubbed (a string; in a list or dict every string, a key published as a name, a key
+  naming an id pseudonymising its value, ``id_field``, a ``speaker`` key's value a name);
 - ``TURNS`` and ``CRITERIA``: lists of dicts whose keys have their own forms;
 - or a function of the value, for a field published only in a coarse form: declare it here, and the folder, the
   card and the round trip follow.
@@ -24,12 +28,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from parlai_dialeval.data.parquet import CONFIGS
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.publish.detectors import KnownIds
-from parlai_dialeval.publish.privacy import Pseudonymiser, ScrubReport, Scrubber
+from parlai_dialeval.publish.privacy import Pseudonymiser, ScrubReport, Scrubbed, Scrubber
 from parlai_dialeval.publish.textview import view
 
 KEEP, PSEUDONYM, REFERENCE, TEXT, TURNS, CRITERIA = "keep", "pseudonym", "reference", "text", "turns", "criteria"
@@ -38,22 +43,22 @@ COARSE = KEEP  # already in the coarse form publish/coarse.py gives it
 _COMMON = {"type": KEEP, "format_version": KEEP, "study": REFERENCE, "meta": TEXT}
 _PEOPLE = {"worker_id": PSEUDONYM, "assignment_id": PSEUDONYM, "unverified": KEEP, "duration": KEEP}
 FORMS = {
-    "study": {**_COMMON, "name": REFERENCE, "criteria": CRITERIA, "qc_models": KEEP, "description": TEXT},
-    "conversation": {**_COMMON, **_PEOPLE, "id": REFERENCE, "models": KEEP, "hit_id": PSEUDONYM, "slot": KEEP,
+    "study": {**_COMMON, "name": REFERENCE, "criteria": CRITERIA, "qc_models": REFERENCE, "description": TEXT},
+    "conversation": {**_COMMON, **_PEOPLE, "id": REFERENCE, "models": REFERENCE, "hit_id": PSEUDONYM, "slot": KEEP,
                      "task": KEEP, "turns": TURNS, "topic": TEXT, "topic_attitude": KEEP, "personas": TEXT,
                      "assignment_duration": KEEP, "status": KEEP, "submission": KEEP, "feedback": TEXT,
                      "provenance": COARSE},
-    "rating": {**_COMMON, **_PEOPLE, "conversation_id": REFERENCE, "model": KEEP, "criterion": KEEP, "scale": KEEP,
+    "rating": {**_COMMON, **_PEOPLE, "conversation_id": REFERENCE, "model": REFERENCE, "criterion": KEEP, "scale": KEEP,
                "scale_min": KEEP, "scale_max": KEEP, "value": KEEP, "turn_index": KEEP, "reference_value": KEEP,
                "provenance": COARSE, "check": COARSE},
-    "comparison": {**_COMMON, **_PEOPLE, "item_id": REFERENCE, "model_a": KEEP, "model_b": KEEP, "choice": KEEP,
+    "comparison": {**_COMMON, **_PEOPLE, "item_id": REFERENCE, "model_a": REFERENCE, "model_b": REFERENCE, "choice": KEEP,
                    "turn_index": KEEP, "question": TEXT, "justification": TEXT, "context": TEXT, "response_a": TEXT,
                    "response_b": TEXT, "conversation_a": REFERENCE, "conversation_b": REFERENCE, "automatic": KEEP,
                    "onboarding": KEEP, "draw_probability": KEEP, "draw_pool_size": KEEP, "draw_floor": KEEP,
                    "weight": KEEP, "sampling_probability": KEEP, "tie_kind": KEEP, "anonymity_leak": KEEP,
                    "duplicate_prompt": KEEP, "provenance": COARSE, "check": COARSE},
 }
-TURN_FORMS = {"speaker": KEEP, "text": TEXT, "time": KEEP, "meta": TEXT, "provenance": COARSE}
+TURN_FORMS = {"speaker": REFERENCE, "text": TEXT, "time": KEEP, "meta": TEXT, "provenance": COARSE}
 CRITERION_FORMS = {"name": KEEP, "positive": KEEP, "scale": KEEP, "min": KEEP, "max": KEEP, "question": TEXT,
                    "label": TEXT}
 RECORD_KEY = {"study": "name", "conversation": "id", "rating": "conversation_id", "comparison": "item_id"}
@@ -63,6 +68,7 @@ RECORD_KEY = {"study": "name", "conversation": "id", "rating": "conversation_id"
 _ID_WORDS = {"worker": "worker_id", "participant": "worker_id", "pid": "worker_id", "assignment": "assignment_id",
              "submission": "assignment_id", "session": "assignment_id", "hit": "hit_id"}
 _KEY_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SPACING = re.compile(r"[\s._'’-]+")  # between a name's parts (publish/detectors.py, Names)
 
 
 def fields_with(form: str) -> dict[str, list[str]]:
@@ -118,20 +124,45 @@ class Publication:
 
     def __init__(self, pseudonymise: Pseudonymiser, scrubber: Scrubber, known: KnownIds):
         self.pseudonymise, self.scrubber, self.known, self.report = pseudonymise, scrubber, known, ScrubReport()
-        self._references: dict[str, str] = {}
+        self._references: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.renamed: dict[str, str] = {}  # every name published otherwise (the card's headline follows it)
+
+    def _name(self, value: str) -> tuple[str, tuple[str, ...]]:
+        """A name's published form, and the kinds found in it that are not the study's own ids (reported)."""
+        out = self._references.get(value)
+        if out is not None:
+            return out
+        field = self.known.fields.get(value)
+        if field is not None:  # the name IS one of the study's ids (a worker as a speaker), however short
+            out = (self.pseudonymise(field, value), ())
+        else:
+            seen, pieces, kinds, end = view(value), [], [], 0
+            for start, stop, kind, view_start, view_end in self.scrubber.name_findings(seen):
+                found = seen.text[view_start:view_end]
+                owner = self.known.owner.get(found.casefold()) if kind == "id" else None
+                if owner:
+                    replacement = self.pseudonymise(*owner)
+                else:  # unknown ids keyed as written; names, addresses and numbers whatever their spacing and case
+                    replacement = self.pseudonymise(kind, found if kind == "id" else _SPACING.sub("", found.casefold()))
+                    kinds.append(kind)
+                pieces += [value[end:start], replacement]
+                end = stop
+            out = ("".join(pieces) + value[end:], tuple(kinds))
+        self._references[value] = out
+        if out[0] != value:
+            self.renamed[value] = out[0]
+        return out
 
     def reference(self, value: str) -> str:
-        """``value`` with the study's ids inside replaced by their pseudonyms."""
-        out = self._references.get(value)
-        if out is None and not self.known.owner:
-            return value
-        if out is None:
-            seen, pieces, end = view(value), [], 0
-            for start, stop, field, raw in self.known.find(seen.text):
-                start, stop = seen.span(start, stop)
-                pieces += [value[end:start], self.pseudonymise(field, raw)]
-                end = stop
-            out = self._references[value] = "".join(pieces) + value[end:]
+        """The name ``value`` published: the study's ids as their pseudonyms, other ids, listed names, e-mail
+        addresses and phone numbers as keyed pseudonyms of their kind (``id-``, ``name-``, ``email-``, ``phone-``)."""
+        return self._name(value)[0]
+
+    def _reference(self, value: str, place: tuple, field: str) -> str:
+        """A name at ``place`` (configuration, row, record id), field path ``field``: what was found in it reported."""
+        out, kinds = self._name(value)
+        if kinds:
+            self.report.add({"config": place[0], "row": place[1], "id": place[2], "field": field}, Scrubbed(out, kinds))
         return out
 
     def _text(self, value, place: tuple, field: str):
@@ -144,14 +175,17 @@ class Publication:
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                named = id_field(key)
+                published = self._reference(key, place, f"{field} (key)") if isinstance(key, str) else key
+                path, named = f"{field}.{published}", id_field(key)  # the path names the key as published
                 if named and isinstance(item, str):
                     item = self.pseudonymise(named, item)
                 elif named and isinstance(item, list):
                     item = [self.pseudonymise(named, i) if isinstance(i, str) else i for i in item]
+                elif key == "speaker" and isinstance(item, str):  # a context's turns: the speaker as in turns
+                    item = self._reference(item, place, path)
                 else:
-                    item = self._text(item, place, f"{field}.{key}")
-                out[self.reference(key) if isinstance(key, str) else key] = item
+                    item = self._text(item, place, path)
+                out[published] = item
             return out
         if isinstance(value, list):
             return [self._text(item, place, f"{field}[{i}]") for i, item in enumerate(value)]
@@ -172,7 +206,12 @@ class Publication:
         if form == PSEUDONYM:
             return self.pseudonymise(field, value) if isinstance(value, str) else value
         if form == REFERENCE:
-            return self.reference(value) if isinstance(value, str) else value
+            if isinstance(value, str):
+                return self._reference(value, place, field)
+            if isinstance(value, (list, tuple, np.ndarray)):  # models, qc_models
+                return [self._reference(v, place, f"{field}[{i}]") if isinstance(v, str) else v
+                        for i, v in enumerate(value)]
+            return value
         if form == TEXT:
             return self._text(value, place, field)
         if form in (TURNS, CRITERIA):

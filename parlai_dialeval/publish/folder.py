@@ -21,7 +21,7 @@ from parlai_dialeval.data import EvalData, schema
 from parlai_dialeval.data.dataset import FRAME_TYPES
 from parlai_dialeval.data.parquet import CONFIGS, MANIFEST, table_of
 from parlai_dialeval.errors import DialevalError
-from parlai_dialeval.publish.card import describe, write_card
+from parlai_dialeval.publish.card import describe, renamed_in, write_card
 from parlai_dialeval.publish.coarse import coarse_integrity
 from parlai_dialeval.publish.detectors import DETECTORS, MIN_ID_LENGTH, KnownIds
 from parlai_dialeval.publish.fields import PSEUDONYM, TEXT, TURNS, Publication, fields_with, study_ids
@@ -153,6 +153,7 @@ def publish(data: EvalData, out: Path, key: bytes, options: PublishOptions, card
                     "scrubbed_counts": dict(privacy.report.counts), "left_counts": dict(privacy.report.left),
                     "pairs": vars(options.pairs)}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        card = {**card, "headline": renamed_in(card.get("headline"), privacy.renamed)} if "headline" in card else card
         write_card(staging / "README.md", {**card, **describe(public), "counts": counts, "files": files,
                                              "options": options, "scrub": scrub,
                                              "pseudonymised": privacy.pseudonymise.mapped(),

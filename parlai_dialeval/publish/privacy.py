@@ -26,7 +26,10 @@ from parlai_dialeval.publish.detectors import KnownIds, Names, Phones, emails, h
 from parlai_dialeval.publish.textview import TextView, view
 
 KEY_BYTES = 32
-PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-", "hit_id": "hit-"}
+# Ids' fields, and what the detectors find in names (speakers, models, record ids, dict keys): publish/fields.py
+# replaces a finding there by a pseudonym of its kind, so that names stay distinct and references still join.
+PSEUDONYM_PREFIX = {"worker_id": "worker-", "assignment_id": "assignment-", "hit_id": "hit-", "name": "name-",
+                    "email": "email-", "phone": "phone-"}
 
 
 def read_or_create_key(path: Path, log=print) -> bytes:
@@ -99,21 +102,32 @@ class Scrubber:
 
     def __init__(self, names=(), region: str = "US", ids: KnownIds | None = None):
         self.names, self.ids = Names(names), ids or KnownIds({})
-        self._detectors = (("email", emails), ("url", urls), ("phone", Phones(region)), ("name", self.names),
+        phones = Phones(region)
+        self._detectors = (("email", emails), ("url", urls), ("phone", phones), ("name", self.names),
                            ("id", self.ids))
+        # In a name (speaker, model, record id, dict key): no URL detector, and a phone number only where it
+        # stands alone (a model's date, claude-3-5-sonnet-20241022, is a valid number in some regions)
+        self._name_detectors = (("email", emails), ("phone", lambda text: _standalone(text, phones(text))),
+                                ("name", self.names), ("id", self.ids))
         self._memo: dict[str, Scrubbed] = {}
 
-    def _findings(self, seen: TextView) -> list[tuple[int, int, str]]:
-        """Original spans and kinds, overlaps merged into the earliest-starting (then longest) finding."""
-        spans = sorted(((*seen.span(start, end), kind) for kind, detect in self._detectors
+    def _findings(self, seen: TextView, detectors=None) -> list[tuple[int, int, str, int, int]]:
+        """Original spans and kinds (with the view's span), overlaps merged into the earliest-starting (then
+        longest) finding."""
+        spans = sorted(((*seen.span(start, end), kind, start, end) for kind, detect in detectors or self._detectors
                         for start, end in detect(seen.text)), key=lambda s: (s[0], -s[1]))
         merged: list[list] = []
-        for start, end, kind in spans:
+        for start, end, kind, view_start, view_end in spans:
             if merged and start < merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], end)
+                merged[-1][1], merged[-1][4] = max(merged[-1][1], end), max(merged[-1][4], view_end)
             else:
-                merged.append([start, end, kind])
+                merged.append([start, end, kind, view_start, view_end])
         return [tuple(m) for m in merged]
+
+    def name_findings(self, seen: TextView) -> list[tuple[int, int, str, int, int]]:
+        """What the e-mail, phone, name and id detectors find in a name (publish/fields.py pseudonymises it):
+        (original start, end, kind, view start, view end)."""
+        return self._findings(seen, self._name_detectors)
 
     def scrub(self, text: str) -> Scrubbed:
         """``text`` with each finding replaced, what was replaced, and what high-risk pattern is left; the
@@ -127,10 +141,25 @@ class Scrubber:
             result = Scrubbed(text, (), tuple(high_risk(seen.text)))
         else:
             pieces, end = [], 0
-            for start, stop, kind in findings:
+            for start, stop, kind, *_ in findings:
                 pieces += [text[end:start], "{{" + kind.upper() + "}}"]
                 end = stop
             clean = "".join(pieces) + text[end:]
-            result = Scrubbed(clean, tuple(kind for *_, kind in findings), tuple(high_risk(view(clean).text)))
+            result = Scrubbed(clean, tuple(kind for _, _, kind, *_ in findings), tuple(high_risk(view(clean).text)))
         self._memo[text] = result
         return result
+
+
+_GLUE = "-_:./"
+
+
+def _standalone(text: str, spans):
+    """The phone numbers of ``spans`` that begin with + or are not joined to a word by - _ : . / (a model's date
+    or a conversation id's time stamp, not a number someone typed)."""
+    for start, end in spans:
+        before = text[start - 2:start] if start >= 2 else ""
+        after = text[end:end + 2]
+        joined = (len(before) == 2 and before[1] in _GLUE and before[0].isalnum()) or before[-1:].isalnum() or \
+            (len(after) == 2 and after[0] in _GLUE and after[1].isalnum()) or after[:1].isalnum()
+        if text[start] == "+" or not joined:
+            yield start, end
