@@ -85,8 +85,9 @@ def test_a_run_whose_models_all_scored_the_same_has_no_correlation_and_no_librar
 
 def test_missing_run_output_is_named(tmp_path):
     (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
     with pytest.raises(DataError, match="system_scores.csv"):
-        replicate(tmp_path / "a", tmp_path / "a", tmp_path / "out")
+        replicate(tmp_path / "a", tmp_path / "b", tmp_path / "out")
 
 
 @pytest.mark.slow
