@@ -199,6 +199,26 @@ def test_cli_reports_a_blank_line(tmp_path, tiny_path, capsys):
     assert "convs.txt:2: empty line" in capsys.readouterr().err
 
 
+def test_cli_skips_a_conversation_without_turns(tmp_path, tiny_path, capsys):
+    # it was scored as the empty text; now it is left out with its reason, and alone it is nothing to score
+    from parlai_dialeval.cli import main
+    from parlai_dialeval.data import write_jsonl
+
+    canonical = tmp_path / "data.jsonl"
+    write_jsonl([{"type": "conversation", "id": "empty", "models": ["bot"], "turns": []},
+                 {"type": "conversation", "id": "c1", "models": ["bot"], "turns": [
+                     {"speaker": "human", "text": "Hi!"}, {"speaker": "bot", "text": "Hello there."}]}], canonical)
+    out = tmp_path / "out.jsonl"
+    assert main(["fed", "--data", str(canonical), "--out", str(out), "--lm", str(tiny_path), "--device", "cpu",
+                 "--qualities", "fluent"]) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["c1"]
+    assert "skipped conversation empty: no turns to score" in capsys.readouterr().out
+    write_jsonl([{"type": "conversation", "id": "empty", "models": ["bot"], "turns": []}], canonical)
+    assert main(["fed", "--data", str(canonical), "--out", str(tmp_path / "none.jsonl"), "--lm", str(tiny_path),
+                 "--device", "cpu"]) == 2
+    assert "no conversations to score" in capsys.readouterr().err
+
+
 def test_agent_scores_observed_episodes(tiny_path):
     from parlai.core.loader import load_agent_module
     from parlai.core.params import ParlaiParser

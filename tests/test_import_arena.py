@@ -127,6 +127,39 @@ def test_hostile_battles_stop_with_one_line_naming_file_battle_and_field(tmp_pat
     assert message.startswith(f"{source}, {named}") and "\n" not in message and len(message) < 400
 
 
+@pytest.mark.parametrize("tstamp", [1e20, float("inf"), float("-inf"), float("nan"), -1e13])
+def test_tstamp_outside_what_a_time_can_be_stops_with_one_line_on_tstamp(tmp_path, tstamp):
+    source = write_json(tmp_path / "bad.json", [{**RELEASED[0], "tstamp": tstamp}])
+    with pytest.raises(DataError) as error:
+        load([source], log=None)
+    assert str(error.value).startswith(f"{source}, battle 1: field 'tstamp': not a usable time")
+
+
+def test_empty_conversation_or_blank_message_is_skipped_with_its_reason(tmp_path):
+    source = write_json(tmp_path / "battles.json", [
+        {**RELEASED[0], "conversation_a": []},
+        {**RELEASED[2], "conversation_b": conversation("Hi", "")},
+        {**RELEASED[3], "conversation_a": conversation("Capital of Peru?", "  \n")},
+        RELEASED[1]])
+    report = import_paths([source], fmt="arena")
+    assert (report.read, report.kept) == (4, 1)
+    assert [why for _, why in report.skipped] == ["an empty conversation (no messages to judge)"] + [
+        "a message without text (a failed reply)"] * 2
+    assert [r["id"] for r in report.records if r["type"] == "conversation"] == ["q2/a", "q2/b"]
+
+
+def test_two_judges_of_one_question_keep_both_votes_and_conversations(tmp_path):
+    second = {**RELEASED[0], "judge": "arena_user_9", "winner": "model_b",
+              "conversation_b": conversation("What is 2+2?", "Four.")}
+    data = load([write_json(tmp_path / "battles.json", [RELEASED[0], second])], log=None)
+    comparisons = data.comparisons.set_index("worker_id")
+    assert list(comparisons["choice"]) == ["a", "b"] and set(comparisons["item_id"]) == {"q1"}
+    assert comparisons.loc["arena_user_9", "conversation_b"] == "q1/arena_user_9/b"
+    conversations = data.conversations.set_index("id")
+    assert conversations.loc["q1/arena_user_9/b", "turns"][1]["text"] == "Four."
+    assert conversations.loc["q1/b", "turns"][1]["text"] == "Five."
+
+
 def clear_winner(count=40):
     """vicuna beats alpaca in every battle; koala and alpaca split theirs."""
     out = []

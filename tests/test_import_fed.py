@@ -83,3 +83,31 @@ def test_convert_cli(fed_file, tmp_path):
     kinds = [json.loads(line)["type"] for line in out.read_text().splitlines()]
     assert kinds.count("conversation") == 500 and kinds.count("study") == 1
     assert "skipped 167" in result.stdout
+
+
+def _item(context, labels, response=None):
+    item = {"context": context, "system": "Meena", "annotations": {"Overall": labels}}
+    if response is not None:
+        item["response"] = response
+    return item
+
+
+def test_items_with_nothing_to_rate_and_labels_that_are_not_integers(tmp_path):
+    path = tmp_path / "fed_data.json"
+    path.write_text(json.dumps([
+        _item("", [1, 2]),                                          # dialog level, empty context
+        _item("User: Hi!", [3, 4], response=""),                   # turn level, empty response
+        _item("User: Hi!", [1.0, "3", 1.5, "N/A (none)", 2], response="System: Hello."),
+    ]))
+    report = import_paths([path], "fed")
+    assert report.skipped == [
+        (f"{path} item 0", "no dialogue to rate (empty context)"),
+        (f"{path} item 1", "no response to rate (empty response)"),
+        (f"{path} item 2 Overall annotator 1", "label '3' is not an integer"),
+        (f"{path} item 2 Overall annotator 2", "label 1.5 is not an integer"),
+        (f"{path} item 2 Overall annotator 3", "non-numeric label 'N/A (none)'")]
+    data = load([path], log=None)
+    assert list(data.conversations["id"]) == ["fed-turn-2"]
+    assert list(data.ratings["value"]) == [1, 2] and list(data.ratings["worker_id"]) == [
+        "fed-annotator-0", "fed-annotator-4"]
+    assert report.read == report.kept + len(report.skipped)

@@ -225,11 +225,27 @@ def test_bad_mturk_scores_name_csv_file_row_and_field(tmp_path, score, words):
 
 
 def test_mturk_records_that_fail_validation_name_the_csv_row(tmp_path):
+    # the same assignment twice passes the importer and is refused by the data model's checks
+    path = _write_csv(tmp_path / "Combined_Batches_m.csv", HEADER, [_row(), _row()])
+    with pytest.raises(DataError, match=rf"^{path}, row 3: field 'id': conversation id 'A1_0' given twice"):
+        load([path], fmt=ji2022.MTURK, log=None)
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"task3": "", "seed3": ""}, r"Answer.taskAnswers\[task3\]", "not a model name"),
+    ({"task3": ""}, r"Answer.taskAnswers\[task3\]", "not a model name"),  # once model "_p"
+    ({"task3": ["seq2seq"]}, r"Answer.taskAnswers\[task3\]", "not a model name"),  # once "['seq2seq']_p"
+    ({"dialogue2": ["u: hi", "b: hello"]}, r"Answer.taskAnswers\[dialogue2\]", "not a dialogue text"),
+    ({"work_time": "-50"}, "WorkTimeInSeconds", "negative work time"),  # once assignment_duration -50
+])
+def test_mturk_model_name_dialogue_and_work_time_are_checked_naming_row_and_field(tmp_path, change, field, words):
     bad = json.loads(GOOD_ANSWER)
-    bad[0]["task3"], bad[0]["seed3"] = "", ""  # an empty model name reaches the data model's checks
-    path = _write_csv(tmp_path / "Combined_Batches_m.csv", HEADER, [_row(), _row(answer=json.dumps(bad),
-                                                                                assignment="A2")])
-    with pytest.raises(DataError, match=rf"^{path}, row 3: field 'models': models must name"):
+    work_time = change.pop("work_time", "600")
+    bad[0].update(change)
+    row = _row(answer=json.dumps(bad), assignment="A2")
+    row[HEADER.index("WorkTimeInSeconds")] = work_time
+    path = _write_csv(tmp_path / "Combined_Batches_m.csv", HEADER, [_row(), row])
+    with pytest.raises(DataError, match=rf"^{path}, row 3: field '{field}': {words}"):
         load([path], fmt=ji2022.MTURK, log=None)
 
 

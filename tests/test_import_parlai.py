@@ -200,3 +200,68 @@ def test_model_chat_bad_messages_name_file_and_message(tmp_path):
     path = _model_chat(tmp_path, [{"agent_idx": 0, "text": "hi"}, {"agent_idx": 1, "text": "yo", "final_rating": "9"}])
     with pytest.raises(DataError, match=rf"^{path}, message 1: field 'value': value is above the scale's scale_max"):
         load([path], fmt="parlai-model-chat", log=None)
+
+
+def _acute_row(number, worker_name, worker="", winner_dialogue=None):
+    dialogue = winner_dialogue or [{"id": "alpha_as_human", "text": "Hi"}, {"id": "alpha", "text": "Hello"}]
+    pair = {"speakers_to_eval": ["alpha", "beta"], "dialogue_ids": [10 + number, 20 + number]}
+    return {"run_id": "r", "worker": worker, "worker_name": worker_name, "question": "Who is better?",
+            "unit_id": str(number), "winner": "alpha", "loser": "beta", "eval_choice_0": "alpha",
+            "eval_choice_1": "beta", "reason": "", "is_onboarding": "False", "pairing_id": str(number),
+            "pairs_to_eval": repr(pair), "winner_dialogue": repr({"dialogue": dialogue}),
+            "loser_dialogue": repr({"dialogue": [{"id": "beta_as_human", "text": "Hi"},
+                                                 {"id": "beta", "text": "Hey"}]})}
+
+
+def _write_acute_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_acute_results_row_without_worker_is_skipped_not_worker_none(tmp_path):
+    # two such rows were both worker "None" and then refused as one worker's duplicate vote
+    path = _write_acute_csv(tmp_path / "results_full.csv", [
+        _acute_row(1, "W1"), _acute_row(2, ""), _acute_row(3, "", worker=""), _acute_row(4, "", worker="7")])
+    report = import_paths([path], "parlai-acute")
+    assert (report.read, report.kept) == (4, 2)
+    assert report.skipped == [(f"{path}:3", "no worker: worker_name and worker are empty"),
+                              (f"{path}:4", "no worker: worker_name and worker are empty")]
+    data = load([path], log=None)
+    assert list(data.comparisons["worker_id"]) == ["W1", "7"]
+
+
+def test_acute_results_dialogue_without_speaker_ids_is_not_kept(tmp_path):
+    path = _write_acute_csv(tmp_path / "results_full.csv", [
+        _acute_row(1, "W1", winner_dialogue=[{"text": "Hi"}, {"id": "alpha", "text": "Hello"}])])
+    report = import_paths([path], "parlai-acute")
+    assert report.skipped == [(f"{path}:2", "winner_dialogue: message 0 has no speaker id (conversation not kept)")]
+    data = load([path], log=None)
+    assert list(data.conversations["id"]) == ["beta-21"]
+    assert len(data.comparisons) == 1 and data.comparisons["conversation_a"].isna().all()
+
+
+def test_acute_pairings_with_an_empty_dialogue_or_a_message_without_id_are_skipped(tmp_path):
+    def dialogue(conv_id, model, messages):
+        return {"id": conv_id, "speakers": [model, "human_evaluator"], "dialogue": messages}
+
+    good = [{"id": "human_evaluator", "text": "Hi"}, {"id": "modela", "text": "Hello"}]
+    pairings = [
+        {"speakers_to_eval": ["modela", "modelb"],
+         "dialogue_dicts": [dialogue("A1", "modela", good), dialogue("B1", "modelb", [])]},
+        {"speakers_to_eval": ["modela", "modelb"],
+         "dialogue_dicts": [dialogue("A2", "modela", good),
+                            dialogue("B2", "modelb", [{"text": "Hi"}, {"id": "modelb", "text": "Yo"}])]},
+        {"speakers_to_eval": ["modela", "modelb"],
+         "dialogue_dicts": [dialogue("A3", "modela", good), dialogue("B3", "modelb", [
+             {"id": "human_evaluator", "text": "Hi"}, {"id": "modelb", "text": "Yo"}])]},
+    ]
+    path = tmp_path / "pairings.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairings))
+    report = import_paths([path], "parlai-acute")
+    assert (report.read, report.kept) == (3, 1)
+    assert report.skipped == [(f"{path}:1", "dialogue_dicts[1]: an empty dialogue"),
+                              (f"{path}:2", "dialogue_dicts[1]: message 0 has no speaker id")]
+    assert [r["id"] for r in report.records if r["type"] == "conversation"] == ["A3", "B3"]

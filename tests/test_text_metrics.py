@@ -98,3 +98,16 @@ def test_reference_for_an_unknown_turn_is_an_error(tmp_path, data, capsys):
     refs.write_text('{"id": "c1", "turn_index": 1}\n')
     assert main(["text_metrics", "--data", str(data), "--out", str(out), "--references", str(refs)]) == 2
     assert "refs.jsonl:1: reference entry needs id, turn_index and reference" in capsys.readouterr().err
+
+
+def test_a_model_with_no_word_in_its_texts_gets_a_row_without_coherence(tmp_path, data):
+    # emoji and punctuation hold no token for TF-IDF: scikit-learn refused to fit ("empty vocabulary")
+    # and no model got a CSV; now that model's coherence is empty, as for responses without context
+    emoji = tmp_path / "emoji.jsonl"
+    write_jsonl([{"type": "conversation", "id": "e1", "models": ["gamma"], "turns": [
+        {"speaker": "human", "text": "👍"}, {"speaker": "gamma", "text": "🙂"},
+        {"speaker": "human", "text": "?!"}, {"speaker": "gamma", "text": "..."}]}], emoji)
+    rows = _run(tmp_path, "--data", str(data), str(emoji))
+    assert set(rows) == {"alpha", "beta", "gamma"}
+    assert int(rows["gamma"]["responses"]) == 2 and rows["gamma"]["coherence"] == ""
+    assert float(rows["alpha"]["coherence"]) == pytest.approx(0.5, abs=1e-9)

@@ -19,9 +19,14 @@ def default_data_dir() -> Path:
     return mephisto_dir()
 
 
+def data_dir_path(data_dir: str | Path | None = None) -> Path:
+    """The data directory ``prepare_mephisto`` would use, without making it (readers check it first)."""
+    return Path(data_dir).resolve() if data_dir else default_data_dir()
+
+
 def prepare_mephisto(data_dir: str | Path | None = None) -> Path:
     """Point Mephisto at ``data_dir`` (created if needed, its owner's alone) and register our abstractions."""
-    path = Path(data_dir).resolve() if data_dir else default_data_dir()
+    path = data_dir_path(data_dir)
     path.mkdir(parents=True, exist_ok=True)
     keep_private(path)
     compat_mephisto.use_data_dir(path)

@@ -347,13 +347,15 @@ def task_type_of(db, task_name: str) -> str | None:
 
 def collect(task_name: str, data_dir: str | Path | None = None, task_type: str | None = None):
     """(ExportReport, MephistoDB, TaskSpec) for a task, read but not written anywhere."""
-    from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
+    from parlai_dialeval.crowdsourcing.platform.env import data_dir_path, database_path, prepare_mephisto
 
-    data_dir = prepare_mephisto(data_dir)
+    # Checked before prepare_mephisto, which makes the folder: a mistyped --mephisto-data leaves nothing behind.
+    data_dir = data_dir_path(data_dir)
     db_file = database_path(data_dir)
     if not db_file.is_file():
         raise DialevalError(f"no task named {task_name!r}: nothing was ever launched with data directory {data_dir} "
                             f"(no {db_file.name}); give the launch's --mephisto-data")
+    data_dir = prepare_mephisto(data_dir)
     from mephisto.abstractions.databases.local_database import LocalMephistoDB
 
     db = LocalMephistoDB(database_path=str(db_file))

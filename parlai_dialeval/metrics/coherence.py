@@ -26,12 +26,17 @@ WORD = re.compile(r"[a-z0-9']+")
 
 
 class TfidfEncoder:
-    """TF-IDF vectors fitted on the texts of each call (context and responses together)."""
+    """TF-IDF vectors fitted on the texts of each call (context and responses together); no columns
+    when no text holds a word (emoji or punctuation only), where scikit-learn refuses to fit."""
+
+    TOKEN = r"(?u)\b\w+\b"
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        return TfidfVectorizer(token_pattern=r"(?u)\b\w+\b").fit_transform(texts).toarray()
+        if not any(re.search(self.TOKEN, text) for text in texts):
+            return np.zeros((len(texts), 0))
+        return TfidfVectorizer(token_pattern=self.TOKEN).fit_transform(texts).toarray()
 
 
 class HFMeanPoolEncoder:
@@ -85,7 +90,8 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def semantic_similarity(dialogues: Sequence[tuple[Sequence[str], str]], encoder: Encoder | None = None,
                         dull_phrases: Iterable[str] = DULL_PHRASES) -> list[float]:
-    """SS of each (context utterances, response) pair, averaged over its context (nan if empty)."""
+    """SS of each (context utterances, response) pair, averaged over its context (nan if empty, or if
+    the encoder found nothing to encode in any text: no distance can be measured then)."""
     encoder = encoder or TfidfEncoder()
     texts, spans = [], []
     for context, response in dialogues:
@@ -95,7 +101,7 @@ def semantic_similarity(dialogues: Sequence[tuple[Sequence[str], str]], encoder:
     vectors = np.asarray(encoder(texts), dtype=float) if texts else np.zeros((0, 0))
     scores = []
     for (start, end), (_, response) in zip(spans, dialogues):
-        if end == start:
+        if end == start or vectors.shape[1] == 0:
             scores.append(float("nan"))
             continue
         distance = 1 - _cosine(vectors[start:end], np.repeat(vectors[end][None], end - start, axis=0))

@@ -31,11 +31,13 @@ class Export(ParlaiScript):
 
         owner_only()  # the export holds participants' ids and words
         folder = Path(self.opt["out"]).parent
-        if not folder.exists():
-            folder.mkdir(parents=True)
-            print(f"created folder {folder}")
+        missing = not folder.exists()
+        # The writer makes the folder once there is something to write: a task that was never launched
+        # leaves nothing behind.
         report = export_task(self.opt["task_name"], self.opt["out"], data_dir=self.opt["mephisto_data"],
                              task_type=self.opt["task_type"])
+        if missing:
+            print(f"created folder {folder}")
         print(report.summary())
         print(f"wrote {self.opt['out']}")
         if report.questions:

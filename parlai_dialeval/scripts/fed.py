@@ -29,14 +29,19 @@ def read_fed_text(path: Path) -> list[dict]:
     return items
 
 
-def items_from_data(data, per_turn: bool) -> list[dict]:
+def items_from_data(data, per_turn: bool, skipped: list | None = None) -> list[dict]:
     """One item per conversation (its turns joined), or with ``per_turn`` one per model turn (the
-    conversation up to and including that turn: turn-level scoring of live chats)."""
+    conversation up to and including that turn: turn-level scoring of live chats). A conversation
+    without turns is left out, with (id, reason) added to ``skipped``: an empty text would be scored."""
     items = []
     for row in data.conversations.itertuples(index=False):
         meta = row.meta if isinstance(row.meta, dict) else {}
         texts = [turn["text"] for turn in row.turns]
         model = row.models[0] if len(row.models) else None
+        if not texts:
+            if skipped is not None:
+                skipped.append((row.id, "no turns to score"))
+            continue
         if not per_turn:
             items.append({"id": row.id, "model": model, "level": meta.get("level"), "input": join_turns(texts)})
             continue
@@ -130,7 +135,10 @@ class Fed(ParlaiScript):
         else:
             from parlai_dialeval.scripts.command_line import load_data
 
-            items = items_from_data(load_data(opt), opt["per_turn"])
+            skipped: list = []
+            items = items_from_data(load_data(opt), opt["per_turn"], skipped)
+            for conversation_id, why in skipped:
+                print(f"skipped conversation {conversation_id}: {why}")
         if not items:
             raise DialevalError("no conversations to score in " + ", ".join(opt["data"]))
         return items

@@ -73,7 +73,8 @@ def model_metrics(responses: list[dict]) -> dict:
     texts = [r["text"] for r in responses]
     flesch = [f for f in map(flesch_reading_ease, texts) if not math.isnan(f)]
     with_context = [(r["context"], r["text"]) for r in responses if r["context"]]
-    coherence = semantic_similarity(with_context) if with_context else []
+    # nan where nothing in the texts could be encoded (emoji only): left out like responses without context
+    coherence = [c for c in semantic_similarity(with_context) if not math.isnan(c)] if with_context else []
     row = {"responses": len(texts), "distinct1": distinct_n(texts, 1), "distinct2": distinct_n(texts, 2),
            "mean_length": fmean(len(tokenize(t)) for t in texts),
            "flesch": fmean(flesch) if flesch else math.nan,

@@ -115,6 +115,22 @@ def test_export_creates_a_missing_out_folder_and_says_so(tmp_path, capsys):
     assert f"created folder {out.parent}" in capsys.readouterr().out and out.is_file()
 
 
+def test_export_of_a_task_never_launched_creates_nothing(tmp_path, monkeypatch, capsys):
+    # the --out folder and a mistyped --mephisto-data (or the default one in the dialeval home) were made
+    # before the "no task named" error and left behind
+    from parlai_dialeval.scripts.export import Export
+
+    out, typo = tmp_path / "rex" / "out.jsonl", tmp_path / "rtypo"
+    with pytest.raises(DialevalError, match="no task named 'never_launched'"):
+        Export.main("never_launched", "--out", str(out), "--mephisto-data", str(typo))
+    monkeypatch.delenv("DIALEVAL_MEPHISTO_DATA", raising=False)
+    monkeypatch.setenv("DIALEVAL_HOME", str(tmp_path / "home"))
+    with pytest.raises(DialevalError, match="no task named 'never_launched'"):
+        Export.main("never_launched", "--out", str(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "created folder" not in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_cli_errors_are_one_line_without_traceback(tmp_path):
     data = str(tmp_path / "mephisto")

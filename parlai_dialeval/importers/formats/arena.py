@@ -12,12 +12,14 @@ Mapping (docs/pairwise_analysis.md, "Importer `arena`"): one ``comparison`` per 
 ``tstamp`` (certify bets in that order). ``winner`` model_a / model_b / tie -> a / b / tie; ``tie (bothbad)``
 is kept as a tie (as FastChat's own Bradley-Terry and Elo count it) with ``meta.bothbad`` true, so it can
 be told apart. Where the conversations are kept, each side becomes a ``conversation`` record (id
-``<question_id>/a`` and ``/b``, speakers ``human`` and the model) that the comparison points at, so the unit
-of judgement is the whole dialogue; a one-turn battle also carries its prompt and both replies as
+``<question_id>/a`` and ``/b``, or ``<question_id>/<judge>/a`` and ``/b`` for a later judge of the same
+question; speakers ``human`` and the model) that the comparison points at, so the unit of judgement is the
+whole dialogue; a one-turn battle also carries its prompt and both replies as
 ``context``/``response_a``/``response_b``. Without conversations the unit is the response.
 Skipped with a reason: a battle missing a model, the winner or the judge, a model against itself, a
-message without text, the same judge's second vote on one question. Anything of the wrong type or too large
-stops with one line naming the file, the record and the field.
+message without text (null or blank), an empty conversation, the same judge's second vote on one
+question. Anything of the wrong type or too large stops with one line naming the file, the record and
+the field.
 """
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ def _text(path, where, field: str, value, limit: int = MAX_NAME) -> str:
 
 def turns(path, where, field: str, messages, model: str) -> list[dict] | None:
     """A conversation's role/content messages as canonical turns; None when a message has no text
-    (a failed reply in Arena's logs), which the caller skips with a reason."""
+    (a failed reply in Arena's logs: null, or blank), which the caller skips with a reason."""
     if not isinstance(messages, list):
         raise DataError(path, "not a list of messages", line=where, field=field, expected="[{role, content}, ...]",
                         got=messages)
@@ -123,11 +125,14 @@ def turns(path, where, field: str, messages, model: str) -> list[dict] | None:
             raise DataError(path, "unreadable message text", line=where, field=f"{field}[{number}].content",
                             expected=f"a string of at most {MAX_TEXT:,} characters",
                             got=text if not isinstance(text, str) else f"{len(text):,} characters")
+        if not text.strip():
+            return None
         out.append({"speaker": SPEAKERS.get(message["role"], model), "text": text})
     return out
 
 
-def convert(path: Path, where, battle, study: str, report: ImportReport, seen: set) -> None:
+def convert(path: Path, where, battle, study: str, report: ImportReport, seen: set,
+            conversation_ids: set) -> None:
     if not isinstance(battle, dict):
         raise DataError(path, "a battle is not an object", line=where, expected="{model_a, model_b, winner, judge, ...}",
                         got=battle)
@@ -152,7 +157,11 @@ def convert(path: Path, where, battle, study: str, report: ImportReport, seen: s
     if tstamp is not None:
         if type(tstamp) not in (int, float):
             raise DataError(path, "not a number", line=where, field="tstamp", expected="seconds since 1970", got=tstamp)
-        meta["submit_time"] = datetime.datetime.fromtimestamp(tstamp, datetime.timezone.utc).isoformat()
+        try:
+            meta["submit_time"] = datetime.datetime.fromtimestamp(tstamp, datetime.timezone.utc).isoformat()
+        except (ValueError, OverflowError, OSError):  # NaN, infinity, or outside the years datetime holds
+            raise DataError(path, "not a usable time", line=where, field="tstamp",
+                            expected="seconds since 1970 within years 1-9999", got=tstamp) from None
     if winner == "tie (bothbad)":
         meta["bothbad"] = True
     comparison = {"type": "comparison", "study": study, "item_id": item, "worker_id": judge, "model_a": model_a,
@@ -164,10 +173,18 @@ def convert(path: Path, where, battle, study: str, report: ImportReport, seen: s
         if None in sides:
             report.skip(f"{path} {where}", "a message without text (a failed reply)")
             return
+        if not sides[0] or not sides[1]:
+            report.skip(f"{path} {where}", "an empty conversation (no messages to judge)")
+            return
+        # Each judge chatted on their own, so a question two judges voted on holds two pairs of
+        # conversations: the later ones are named after their judge to keep ids unique.
+        prefix = f"{item}/{judge}" if f"{item}/a" in conversation_ids else item
         for side, model, side_turns in (("a", model_a, sides[0]), ("b", model_b, sides[1])):
-            conversations.append({"type": "conversation", "study": study, "id": f"{item}/{side}", "models": [model],
-                                  "worker_id": judge, "task": "chatbot_arena", "turns": side_turns})
-            comparison[f"conversation_{side}"] = f"{item}/{side}"
+            conversations.append({"type": "conversation", "study": study, "id": f"{prefix}/{side}",
+                                  "models": [model], "worker_id": judge, "task": "chatbot_arena",
+                                  "turns": side_turns})
+            comparison[f"conversation_{side}"] = f"{prefix}/{side}"
+            conversation_ids.add(f"{prefix}/{side}")
         if _one_turn(sides[0]) and _one_turn(sides[1]) and sides[0][0]["text"] == sides[1][0]["text"]:
             comparison.update(context=sides[0][0]["text"], response_a=sides[0][1]["text"],
                               response_b=sides[1][1]["text"])
@@ -194,8 +211,9 @@ def import_arena(paths) -> ImportReport:
                                              "Arena user on two anonymous models' answers; 'tie (bothbad)' kept as a "
                                              "tie with meta.bothbad"})
         seen: set = set()
+        conversation_ids: set = set()
         for where, battle in battles(path):
             report.read += 1
             with report.reading(path, where):
-                convert(path, where, battle, study, report, seen)
+                convert(path, where, battle, study, report, seen, conversation_ids)
     return report

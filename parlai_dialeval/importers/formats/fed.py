@@ -4,7 +4,9 @@ Mapping (docs/pairwise_analysis.md): one ``conversation`` per item, id ``fed-tur
 ``fed-dialog-<i>`` (i = 0-based position in the file), turns parsed from the ``User:``/``System:``
 lines (speaker ``human`` / the system name), the turn-level ``response`` appended as the last turn;
 one ``rating`` per numeric annotator label, worker ``fed-annotator-<k>`` (k = position, annotators
-are anonymous), criterion = the quality lower-cased. "N/A (...)" labels are skipped with a reason.
+are anonymous), criterion = the quality lower-cased; an integral float (1.0) counts as its integer.
+Skipped with a reason: "N/A (...)" labels, other labels that are not integers ("3", 1.5), a dialog-level
+item with an empty context and a turn-level item with an empty response (nothing was rated).
 """
 from __future__ import annotations
 
@@ -97,8 +99,18 @@ def _convert_item(path: Path, i: int, item, report: ImportReport) -> None:
     level, system = _level(item), item["system"]
     cid = f"fed-{level}-{i}"
     turns = parse_context(item["context"], system, where)
+    # Ratings of nothing are not judgements: counted as one item read and skipped, its labels unread.
+    if level == "dialog" and not any(turn["text"].strip() for turn in turns):
+        report.read += 1
+        report.skip(where, "no dialogue to rate (empty context)")
+        return
     if level == "turn":
-        turns += parse_context(item["response"], system, where)
+        response = parse_context(item["response"], system, where)
+        if not any(turn["text"].strip() for turn in response):
+            report.read += 1
+            report.skip(where, "no response to rate (empty response)")
+            return
+        turns += response
     report.records.append({"type": "conversation", "id": cid, "study": STUDY, "task": "fed",
                            "models": [system], "turns": turns, "meta": {"level": level, "index": i}})
     for quality, labels in item["annotations"].items():
@@ -106,8 +118,14 @@ def _convert_item(path: Path, i: int, item, report: ImportReport) -> None:
         top = scale_max(level, criterion)
         for k, label in enumerate(labels):
             report.read += 1
+            if isinstance(label, float) and label.is_integer():
+                label = int(label)  # 1.0 as another JSON writer may put FED's 1
             if isinstance(label, bool) or not isinstance(label, int):
-                report.skip(f"{where} {quality} annotator {k}", f"non-numeric label {str(label)[:40]!r}")
+                # FED's "N/A (...)" answers are not ratings; anything else is not a label of the scale
+                shown = repr(label[:40]) if isinstance(label, str) else repr(label)[:40]
+                why = (f"non-numeric label {shown}" if isinstance(label, str) and label.startswith("N/A")
+                       else f"label {shown} is not an integer")
+                report.skip(f"{where} {quality} annotator {k}", why)
                 continue
             if not 0 <= label <= top:
                 raise DataError(path, "label outside the quality's range", line=f"item {i}", field=quality,

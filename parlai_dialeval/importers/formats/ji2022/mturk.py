@@ -189,6 +189,9 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
     answer = answers[0]
     duration = _int(row["WorkTimeInSeconds"], path, row_number, "WorkTimeInSeconds") \
         if (row.get("WorkTimeInSeconds") or "").strip() else None
+    if duration is not None and duration < 0:  # MTurk counts up from accepting: a negative time is corrupt
+        raise DataError(path, "negative work time", line=f"row {row_number}", field="WorkTimeInSeconds",
+                        expected="seconds, 0 or more", got=row["WorkTimeInSeconds"])
     planned = [row.get(f"Input.u{i}") for i in range(SLOTS)]
     slots = [i for i in range(SLOTS) if f"task{i}" in answer]
     feedback = (answer.get("feedback") or "").strip() or None
@@ -207,12 +210,20 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
     records = []
     for i in slots:
         column = f"Answer.taskAnswers[task{i}]"
-        task = str(answer[f"task{i}"])
+        task = answer[f"task{i}"]
+        # The model's name: str() of a list or an empty name would become a model ("['x']_p", "_p")
+        if not isinstance(task, str) or not task.strip():
+            raise DataError(path, "not a model name", line=f"row {row_number}", field=column,
+                            expected="the ParlAI model's name, a non-empty string", got=task)
         seed = _int(answer[f"seed{i}"], path, row_number, f"Answer.taskAnswers[seed{i}]") \
             if answer.get(f"seed{i}") not in (None, "") else None
         if f"score{i}" not in answer or f"dialogue{i}" not in answer:
             raise DataError(path, f"slot {i} lacks its score or dialogue", line=f"row {row_number}",
                             field=column, expected=f"score{i} and dialogue{i}")
+        if not isinstance(answer[f"dialogue{i}"], str):
+            raise DataError(path, "not a dialogue text", line=f"row {row_number}",
+                            field=f"Answer.taskAnswers[dialogue{i}]", expected="'u: ...###b: ...###'",
+                            got=answer[f"dialogue{i}"])
         values = _scores(answer[f"score{i}"], path, row_number, f"Answer.taskAnswers[score{i}]")
         model = _model_name(task, seed)
         cid = f"{assignment}_{i}"
@@ -229,7 +240,7 @@ def _read_mturk_row(path: Path, row_number: int, row: dict, study: str, state: d
             meta["model_errors"] = errors[i]
         conversation = {"type": "conversation", "study": study, "id": cid, "models": [model],
                         "worker_id": worker, "assignment_id": assignment, "hit_id": hit, "slot": i,
-                        "task": TASK, "turns": _mturk_turns(str(answer[f"dialogue{i}"]), model),
+                        "task": TASK, "turns": _mturk_turns(answer[f"dialogue{i}"], model),
                         "status": "complete", "meta": meta}
         if opening.get("topic") is not None:
             conversation["topic"] = opening["topic"]

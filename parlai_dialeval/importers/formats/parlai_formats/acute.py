@@ -35,6 +35,20 @@ def _acute_files(path: Path) -> list[Path]:
     return files_matching(path, "*.csv", _is_acute_results) + files_matching(path, "*.jsonl", _is_acute_pairings)
 
 
+def _dialogue_problem(dialogue: dict) -> str | None:
+    """Why a dialogue cannot become a conversation: nothing to judge, or a message whose speaker is
+    unknown (it would become a speaker named "")."""
+    messages = dialogue.get("dialogue") or []
+    if not isinstance(messages, list):
+        return "'dialogue' is not a list of messages"
+    if not messages:
+        return "an empty dialogue"
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict) or not str(message.get("id") or "").strip():
+            return f"message {number} has no speaker id"
+    return None
+
+
 def _acute_conversation(conv_id: str, model: str, dialogue: dict, status: str | None = None) -> dict:
     turns = []
     for message in dialogue.get("dialogue") or []:
@@ -76,6 +90,11 @@ def _acute_pairing(where: str, line_number: int, pairing, report: ImportReport, 
         return
     ids = pairing.get("dialogue_ids") or [None, None]
     status = "onboarding" if pairing.get("is_onboarding") else None
+    for index, dialogue in enumerate(dialogues):
+        problem = _dialogue_problem(dialogue)
+        if problem:  # a pairing is judged as a whole: without one side there is nothing to compare
+            report.skip(where, f"dialogue_dicts[{index}]: {problem}")
+            return
     for model, dialogue, index in zip(models, dialogues, ids):
         conv_id = str(dialogue.get("id") or f"{model}-{index}")
         if conv_id in seen:
@@ -95,6 +114,10 @@ def _acute_result(path: Path, row_number: int, row: dict, report: ImportReport, 
     if winner not in (a, b):
         report.skip(where, f"winner '{winner}' is neither eval_choice_0 '{a}' nor eval_choice_1 '{b}'")
         return
+    worker = str(row.get("worker_name") or row.get("worker") or "").strip()
+    if not worker:  # str(None) made them all worker "None", then refused as duplicates of each other
+        report.skip(where, "no worker: worker_name and worker are empty")
+        return
     try:
         pair = ast.literal_eval(row.get("pairs_to_eval") or "{}")  # Python repr, not JSON
     except (ValueError, SyntaxError):
@@ -102,6 +125,7 @@ def _acute_result(path: Path, row_number: int, row: dict, report: ImportReport, 
         return
     ids = dict(zip(pair.get("speakers_to_eval") or [], pair.get("dialogue_ids") or []))
     conv = {m: f"{m}-{ids[m]}" for m in (a, b) if m in ids}
+    refused = set()  # models whose dialogue was refused: the comparison does not point at it
     for model, column in ((winner, "winner_dialogue"), (row["loser"], "loser_dialogue")):
         if model in conv and conv[model] not in seen and row.get(column):
             try:
@@ -109,10 +133,15 @@ def _acute_result(path: Path, row_number: int, row: dict, report: ImportReport, 
             except (ValueError, SyntaxError):
                 report.skip(where, f"{column} is not a readable Python literal (conversation not kept)")
                 continue
+            problem = _dialogue_problem(dialogue)
+            if problem:
+                report.skip(where, f"{column}: {problem} (conversation not kept)")
+                refused.add(model)
+                continue
             seen.add(conv[model])
             report.records.append(_acute_conversation(conv[model], model, dialogue))
     record = {"type": "comparison", "item_id": str(row["pairing_id"]),
-              "worker_id": str(row.get("worker_name") or row.get("worker")),
+              "worker_id": worker,
               "model_a": a, "model_b": b, "choice": "a" if winner == a else "b",
               "question": row["question"], "onboarding": str(row.get("is_onboarding")) == "True",
               "meta": {"run_id": row.get("run_id"), "matchup": row.get("matchup"),
@@ -121,7 +150,7 @@ def _acute_result(path: Path, row_number: int, row: dict, report: ImportReport, 
         record["justification"] = row["reason"]
     if row.get("unit_id"):
         record["assignment_id"] = str(row["unit_id"])
-    if a in conv and b in conv:
+    if a in conv and b in conv and not refused:
         record["conversation_a"], record["conversation_b"] = conv[a], conv[b]
     report.records.append(record)
     report.kept += 1
