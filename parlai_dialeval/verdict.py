@@ -26,7 +26,8 @@ def more_items_needed(win_rate: float, tie_rate: float, votes_per_item: float, i
                       alpha: float, power: float = 0.8) -> int | None:
     """Items (prompts, conversations) beyond ``items`` for the sign test to reach ``power`` if the true win
     rate is the one seen (adaptive/planner.py's exact power on clustered votes); None where the models look
-    equal (nothing to detect), or more than ITEMS_LIMIT items would be needed (as good as equal)."""
+    equal (nothing to detect), more than ITEMS_LIMIT items would be needed (as good as equal), or one model won
+    every decided vote (no power curve: the caller says so)."""
     from parlai_dialeval.adaptive.planner import Votes, fixed_items
 
     rate = max(win_rate, 1 - win_rate)
@@ -79,6 +80,9 @@ def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = No
                 open_.append(said)
             else:
                 decided = row.wins_a + row.wins_b
+                if rate == 1:  # no plan from a win rate of 1, nor a sign of equal models: the items are too few
+                    open_.append(said + f"; {best} won every decided vote, too few items yet to settle it")
+                    continue
                 more = more_items_needed(row.win_rate_a, row.ties / max(decided + row.ties, 1),
                                          row.votes_per_cluster, row.icc, row.clusters_won_a + row.clusters_won_b,
                                          alpha)

@@ -29,6 +29,7 @@ from scipy.special import expit
 from parlai_dialeval.analysis import bradley_terry as bt
 from parlai_dialeval.analysis.keys import first_seen_codes
 from parlai_dialeval.analysis.pairwise import SECTION, oriented
+from parlai_dialeval.analysis.rankings import RANK_TOLERANCE
 
 PAIR_COLUMNS = SECTION + ["leader", "trailer", "wins_leader", "wins_trailer", "votes", "votes_to_reverse",
                           "share", "workers", "workers_to_reverse", "sentence"]
@@ -271,19 +272,27 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
         total, n_workers = int(section.counts.sum()), section.by_worker.shape[0]
         top = order[0]
         nearest = order[1:1 + CHALLENGERS]
-        checks = [("top", top, min(nearest, key=lambda c: _first_guess(section, top, c)))]
+        top_level = [section.models[k] for k in order if _level(section.theta, top, k)]
+        # a shared first place (rankings.py's shared rank) has no top model, so no challenger to look for
+        challenger = order[1] if len(top_level) > 1 else min(nearest, key=lambda c: _first_guess(section, top, c))
+        checks = [("top", top, challenger)]
         checks += [("adjacent", order[i], order[i + 1]) for i in range(min(pairs, len(order) - 1))]
         for kind, x, y in checks:
-            votes, estimate = _reverse(section, x, y, workers=False)
-            votes, votes_exact = _exact(votes, exact_bt_votes(section, x, y, votes))
-            workers, _ = _reverse(section, x, y, workers=True)
-            workers, workers_exact = _exact(workers, exact_bt_workers(section, x, y, workers))
+            if _level(section.theta, x, y):  # level models have no order a removal could reverse: none searched
+                votes = estimate = workers = np.nan
+                votes_exact = workers_exact = False
+            else:
+                votes, estimate = _reverse(section, x, y, workers=False)
+                votes, votes_exact = _exact(votes, exact_bt_votes(section, x, y, votes))
+                workers, _ = _reverse(section, x, y, workers=True)
+                workers, workers_exact = _exact(workers, exact_bt_workers(section, x, y, workers))
             row = {"question": question, "unit": unit, "order": kind, "model": section.models[x],
                    "over": section.models[y], "gap": float(section.theta[x] - section.theta[y]), "votes": total,
                    "votes_to_reverse": votes, "votes_exact": votes_exact, "first_order_estimate": estimate,
                    "share": votes / total, "workers": n_workers, "workers_to_reverse": workers,
                    "workers_exact": workers_exact}
-            row["sentence"] = _bt_sentence(row)
+            row["sentence"] = _bt_sentence(row, top_level if kind == "top" else
+                                           [row["model"], row["over"]] if _level(section.theta, x, y) else [])
             rows.append(row)
     return pd.DataFrame(rows, columns=BT_COLUMNS)
 
@@ -294,10 +303,20 @@ def _first_guess(section: _Section, x: int, y: int) -> float:
     return _greedy(section.theta[x] - section.theta[y], delta, section.counts)[2]
 
 
-def _bt_sentence(row: dict) -> str:
+def _level(theta: np.ndarray, x: int, y: int) -> bool:
+    """Whether two models' strengths are equal as the rankings read them (they share a rank there)."""
+    return bool(abs(theta[x] - theta[y]) <= RANK_TOLERANCE)
+
+
+def _bt_sentence(row: dict, level: list[str]) -> str:
+    """``level``: the models level with one another (at the top for the top row), where more than one."""
+    if len(level) > 1:
+        names = ", ".join(level[:-1]) + f" and {level[-1]}"
+        return (f"{names} share the top place (equal Bradley-Terry strengths): no model is top, so none to overtake"
+                if row["order"] == "top" else f"{names} are level in Bradley-Terry strength: no order to reverse")
     subject = (f"{row['model']} is top; {row['over']} overtakes it" if row["order"] == "top"
                else f"{row['model']} over {row['over']} (Bradley-Terry) reverses")
-    head = subject.split(";")[0]
+    head = subject.split(";")[0] if row["order"] == "top" else f"{row['model']} over {row['over']} (Bradley-Terry)"
     if np.isnan(row["votes_to_reverse"]):
         return (f"{head}: no removal of votes reverses it (every removal tried)" if row["votes_exact"] else
                 f"{head}: no removal of votes found that reverses it (an approximate search: trying every "

@@ -100,21 +100,38 @@ def section_fit(comparisons: pd.DataFrame, alpha: float = 0.05) -> tuple[pd.Data
                           "strength_plain": result.plain, "position_effect": result.effects,
                           "effect_low": result.effect_low, "effect_high": result.effect_high,
                           "shown_first_share": result.first_share})
-    table = table.sort_values("strength_net_of_position", ascending=False, ignore_index=True)
+    shared = result.shared
+    if result.fit.separated:  # the fit ran off to infinity: its effects and net strengths are artefacts, not estimates
+        table.loc[:, "strength_net_of_position":"net_high"] = np.nan
+        table.loc[:, "position_effect":"effect_high"] = np.nan
+        shared = (np.nan, np.nan, np.nan)
+    table = table.sort_values("strength_plain" if result.fit.separated else "strength_net_of_position",
+                              ascending=False, ignore_index=True)
     order = list(table["model"])
     plain_order = [part.models[i] for i in np.argsort(-np.round(result.plain, 6), kind="stable")]
-    figures = {"votes": int(len(part)), "shared": result.shared[0], "shared_low": result.shared[1],
-               "shared_high": result.shared[2], "per_model": per_model(len(part), len(part.models)),
+    decided = part.outcome[np.rint(2 * part.outcome) != 1]  # outcome 1: the model shown first won
+    figures = {"votes": int(len(part)), "shared": shared[0], "shared_low": shared[1],
+               "shared_high": shared[2], "per_model": per_model(len(part), len(part.models)),
                "models": len(part.models), "confounded": ", ".join(result.confounded),
-               "order_changes": order != plain_order,
-               "top_changes": order[0] != plain_order[0], "plain_top": plain_order[0],
-               "separated": bool(result.fit.separated)}
+               "order_changes": not result.fit.separated and order != plain_order,
+               "top_changes": not result.fit.separated and order[0] != plain_order[0], "plain_top": plain_order[0],
+               "separated": bool(result.fit.separated),
+               "side_won_all": ("A" if (decided == 1).all() else "B" if (decided == 0).all() else "") if len(decided)
+               else ""}
     return table, figures
 
 
 def sentences(question: str, unit: str, figures: dict, table: pd.DataFrame) -> list[str]:
     """What one question's position fit says, in words."""
     where = f"'{question}' ({unit})"
+    if figures["separated"]:
+        if figures["side_won_all"]:
+            said = (f"{where}: the effect of the side a reply is shown on has no finite estimate: side "
+                    f"{figures['side_won_all']} won every decided vote, so no strength net of it exists either.")
+        else:
+            said = (f"{where}: some model never lost or never won, so the fit has no finite estimate: neither a "
+                    "position effect nor a strength net of it is given.")
+        return [said] + _confounded(where, figures)
     words = (f"{where}: the reply shown first (side A) gains {figures['shared']:+.2f} log-odds "
              f"[{figures['shared_low']:+.2f}, {figures['shared_high']:+.2f}] for every model")
     if figures["per_model"]:
@@ -127,12 +144,16 @@ def sentences(question: str, unit: str, figures: dict, table: pd.DataFrame) -> l
         out.append(f"{where}: holding position out of the strengths changes the order from the plain fit's"
                    + (f" (top: {table['model'].iloc[0]}, not {figures['plain_top']})." if figures["top_changes"]
                       else "."))
-    if figures["confounded"]:
-        out.append(f"{where}: {figures['confounded']} always appeared on one side: the design leaves position "
-                   "confounded with that model's strength (only their sum is estimated); show each model on both "
-                   "sides, at random.")
+    out += _confounded(where, figures)
     if not figures["per_model"]:
         out.append(f"{where}: only the shared position effect is estimated: " + (
             "with two models a per-model effect would be the strength difference in disguise." if figures["models"] < 3
             else f"{figures['votes']} votes of {figures['models']} models are too many for the per-model design."))
     return out
+
+
+def _confounded(where: str, figures: dict) -> list[str]:
+    if not figures["confounded"]:
+        return []
+    return [f"{where}: {figures['confounded']} always appeared on one side: the design leaves position confounded "
+            "with that model's strength (only their sum is estimated); show each model on both sides, at random."]

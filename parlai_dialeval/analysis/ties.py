@@ -128,8 +128,13 @@ def section_fit(comparisons: pd.DataFrame, alpha: float = 0.05) -> tuple[pd.Data
     if len(votes) == 0 or len(votes.models) < 2:
         return pd.DataFrame(), {}
     part, members, keep = votes.largest_part()
-    davidson_fit, plain = davidson(part, alpha=alpha), bt.fit(part)
+    plain = bt.fit(part)
     plain_low, plain_high = plain.intervals(alpha)
+    if np.any(np.rint(2 * part.outcome) == 1):
+        davidson_fit = davidson(part, alpha=alpha)
+    else:  # nu's estimate is 0 (log nu runs off to minus infinity, not a separation): Davidson's fit is the plain one
+        none = np.full(1, np.nan)
+        davidson_fit = DavidsonFit(part.models, plain.strengths, plain_low, plain_high, np.zeros(1), none, none, plain)
     worker = comparisons[~comparisons["automatic"].eq(True)] if "automatic" in comparisons else comparisons
     rates = model_rates(worker).set_index("model")
     table = pd.DataFrame({"model": part.models, "strength_davidson": davidson_fit.strengths,
@@ -163,14 +168,27 @@ def sentence(question: str, unit: str, figures: dict, table: pd.DataFrame) -> st
     both_bad = f" ({100 * figures['both_bad_rate']:.0f}% 'both bad')" if figures["both_bad_rate"] > 0 else ""
     words = (f"'{question}' ({unit}): {100 * figures['tie_rate']:.0f}% of {figures['votes']} worker votes are "
              f"ties{both_bad}")
+    no_ties = figures["nu"] == 0  # no tie among the votes fitted: nu's estimate is 0, at its boundary
+    if no_ties:  # (every vote fitted is then a worker's: automatic votes are ties)
+        words = f"'{question}' ({unit}): " + (
+            f"no ties were recorded among its {figures['votes']} worker votes" if figures["tie_rate"] == 0 else
+            f"none of the {figures['votes']} votes fitted is a tie ({100 * figures['tie_rate']:.0f}% of its worker "
+            "votes, outside the models fitted together, are)") + ": the tie parameter is 0"
+    elif figures["tie_rate"] == 1:  # every vote fitted a tie (automatic votes are ties too)
+        return words + (": the tie parameter has no finite estimate (it grows without bound) and the question "
+                        "tells no two models apart.")
     if figures["separated"]:
         # under separation the fit runs off to infinity: its nu and span are artefacts, not estimates
-        return words + ("; some model never lost or never won, so neither the tie parameter nor the strengths "
-                        "have a finite estimate: more votes are needed before this question can say how well it "
-                        "separates the models.")
-    upper = f"{figures['nu_high']:.2f}" if np.isfinite(figures["nu_high"]) else "no finite upper bound"
-    words += (f", tie parameter nu = {figures['nu']:.2f} [{figures['nu_low']:.2f}, {upper}]; Davidson's "
-              f"log-strengths span {figures['spread']:.2f} ({table['model'].iloc[0]} to {table['model'].iloc[-1]}), "
+        return words + ("; some model never lost or never won, so " + ("the strengths have no finite estimate"
+                        if no_ties else "neither the tie parameter nor the strengths have a finite estimate")
+                        + ": more votes are needed before this question can say how well it separates the models.")
+    if no_ties:
+        words += ", so Davidson's log-strengths are the plain fit's; they span"
+    else:
+        upper = f"{figures['nu_high']:.2f}" if np.isfinite(figures["nu_high"]) else "no finite upper bound"
+        words += (f", tie parameter nu = {figures['nu']:.2f} [{figures['nu_low']:.2f}, {upper}]; Davidson's "
+                  "log-strengths span")
+    words += (f" {figures['spread']:.2f} ({table['model'].iloc[0]} to {table['model'].iloc[-1]}), "
               f"and {figures['separated_pairs']} of {figures['pairs']} model pairs have intervals apart")
     if figures["separated_pairs"] == 0:
         words += ": the question does not tell any two models apart"

@@ -33,7 +33,7 @@ SECTIONS = [
     evidence.SECTION,
 ]
 # the core options first in --help, then each section's in order
-PairwiseConfig = sections_api.config_class("PairwiseConfig", core.SECTION.config, SECTIONS, __name__)
+PairwiseConfig = sections_api.config_class("PairwiseConfig", core.SECTION.config, SECTIONS, __name__, check=True)
 
 
 @dataclass
@@ -77,6 +77,7 @@ def prepare(comparisons: pd.DataFrame, **inputs) -> PairwiseInputs:
 
     if comparisons.empty:
         raise DialevalError("no comparison records in the data (analyze_pairwise needs pairwise votes)")
+    required(comparisons)
     comparisons, onboarding = pairwise.split_onboarding(comparisons)
     comparisons, voided = pairwise.split_voided(comparisons)
     automatic = int(comparisons["automatic"].eq(True).sum()) if "automatic" in comparisons else 0
@@ -86,6 +87,22 @@ def prepare(comparisons: pd.DataFrame, **inputs) -> PairwiseInputs:
         reasons = ([f"{onboarding} onboarding items"] if onboarding else []) + [f"{n} {why}" for why, n in voided.items()]
         raise DialevalError(f"every comparison is left out ({'; '.join(reasons)}); nothing to analyse")
     return PairwiseInputs(pairwise.with_sections(comparisons), automatic, onboarding, voided=voided, **inputs)
+
+
+def required(comparisons: pd.DataFrame) -> None:
+    """The importer's schema check (data/validate.py) of the fields every comparison needs, on a caller's frame as
+    on a file: a missing column or value, a wrong type or choice is one line naming the field and the row (its file
+    and line where the frame holds them), not a KeyError sections later."""
+    from parlai_dialeval.data import schema
+    from parlai_dialeval.data.validate import validate_frame
+
+    fields = [f.name for f in schema.fields_of("comparison") if f.required and f.name != "type"]
+    frame = comparisons[[name for name in fields if name in comparisons]].assign(type="comparison")
+    given = "the comparisons given"
+    frame["_file"] = comparisons["_file"].fillna(given) if "_file" in comparisons else given
+    rows = [f"row {label!r}" for label in comparisons.index] if "_line" not in comparisons else None
+    frame["_line"] = comparisons["_line"] if rows is None else pd.Series(rows, comparisons.index, dtype=object)
+    validate_frame("comparison", frame)
 
 
 def analyse(inputs: PairwiseInputs, config, sections: list | None = None) -> PairwiseResult:

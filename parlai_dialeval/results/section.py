@@ -12,10 +12,18 @@ docs/architecture.md, "A new statistic".
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import re
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from parlai_dialeval.errors import DialevalError
+from parlai_dialeval.options import checked, names
 from parlai_dialeval.report import caught_warnings
+
+INTEGER_KINDS = ("positive_int", "non_negative_int", "int")
 
 
 def _no_tables(part) -> dict:
@@ -44,13 +52,60 @@ class Section:
     filters: bool = False
 
 
-def config_class(name: str, fields: tuple, sections: list[Section], module: str, bases: tuple = ()) -> type:
+def config_class(name: str, fields: tuple, sections: list[Section], module: str, bases: tuple = (),
+                 check: bool = False) -> type:
     """A config dataclass of ``fields`` ((name, type, options.option(...)) each) and every section's own (a
-    field two sections share, such as the live chat's style options, once), on ``bases``."""
+    field two sections share, such as the live chat's style options, once), on ``bases``; with ``check`` each
+    instance's fields are checked as the command line checks them (``check_options``)."""
     every = {}
     for entry in (*fields, *(f for section in sections for f in section.config)):
         every.setdefault(entry[0], entry)
-    return dataclasses.make_dataclass(name, list(every.values()), bases=bases, namespace={"__module__": module})
+    namespace = {"__module__": module, **({"__post_init__": check_options} if check else {})}
+    return dataclasses.make_dataclass(name, list(every.values()), bases=bases, namespace=namespace)
+
+
+def _hint_parts(hint) -> tuple[type, bool]:
+    """(the type a value of ``hint`` has, whether None is allowed): (str, True) for ``str | None``."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        base = next(a for a in args if a is not type(None))
+        return typing.get_origin(base) or base, type(None) in args
+    return typing.get_origin(hint) or hint, False
+
+
+def check_options(config) -> None:
+    """Every option field of ``config`` checked as the command line checks its option, from the field's metadata
+    (options.option), so a library call fails as the command does, in one line naming the option, not in a
+    statistics library sections later: a number of its ``kind`` (a real int or float: no text, no bool), one of
+    its ``choices``, a value its ``parse`` takes (text or its parsed form: stored parsed), a real bool, text; a
+    file's option (its metavar a file name) may hold what the file holds, checked where it is read
+    (results/user_files.py)."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        meta, value, flag = f.metadata, getattr(config, f.name), "--" + f.name.replace("_", "-")
+        if "help" not in meta:  # not an option (a base class's own field)
+            continue
+        base, optional = _hint_parts(hints[f.name])
+        if value is None and optional:
+            continue
+        if meta.get("parse"):
+            value = meta["parse"](value, flag)
+        elif meta.get("kind") or base in (int, float):
+            kind = meta.get("kind") or base.__name__
+            whole = kind in INTEGER_KINDS
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral if whole else numbers.Real):
+                raise DialevalError(f"{flag} {value!r}: expected {'an integer' if whole else 'a number'}, not "
+                                    f"{type(value).__name__}")
+            value = checked(flag, kind)(value)
+        elif base is bool and not isinstance(value, bool):
+            raise DialevalError(f"{flag} {value!r}: expected True or False")
+        elif base in (list, tuple):
+            value = names(value)
+        elif base is str and not isinstance(value, str) and not re.search(r"\.\w+$", meta.get("metavar") or ""):
+            raise DialevalError(f"{flag} {value!r}: expected text, not {type(value).__name__}")
+        if meta.get("choices") and value not in meta["choices"]:
+            raise DialevalError(f"{flag} {value!r}: expected one of {', '.join(map(str, meta['choices']))}")
+        setattr(config, f.name, value)
 
 
 @dataclass

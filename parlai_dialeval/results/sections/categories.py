@@ -25,10 +25,10 @@ class Categories:
 
 
 def rules(given) -> dict[str, list[str]]:
-    """Category rules from a YAML file's path or a mapping as it is."""
+    """Category rules from a YAML file's path or a mapping (checked alike)."""
     from parlai_dialeval.results.user_files import read_rules
 
-    return read_rules(given) if isinstance(given, str) else dict(given)
+    return read_rules(given)
 
 
 def described(rankings: pd.DataFrame, membership: pd.DataFrame, source: str, alpha: float) -> Categories:

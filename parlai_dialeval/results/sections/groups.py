@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from parlai_dialeval.errors import DataError, DialevalError
+from parlai_dialeval.errors import DataError, DialevalError, record_line
 from parlai_dialeval.options import option
 from parlai_dialeval.results.section import Section
 from parlai_dialeval.results.sections.style import given
@@ -52,9 +52,21 @@ class Groups:
 
 
 def participants_of(value) -> pd.DataFrame:
+    """The participants from a CSV's path or a DataFrame with a worker_id per row (checked as the file is)."""
     from parlai_dialeval.data.participants import read_participants
+    from parlai_dialeval.results.user_files import is_path
 
-    return read_participants(value) if isinstance(value, str) else value.assign(worker_id=value["worker_id"].astype(str))
+    if is_path(value):
+        return read_participants(value)
+    if not isinstance(value, pd.DataFrame):
+        raise DialevalError(f"--participants {type(value).__name__}: expected a file's path or a DataFrame")
+    if "worker_id" not in value.columns:
+        raise DialevalError("--participants (the DataFrame given): no worker_id column (columns: "
+                            f"{', '.join(map(str, value.columns[:8])) or 'none'})")
+    if value["worker_id"].isna().any():
+        raise DialevalError(f"--participants (the DataFrame given), row {value.index[value['worker_id'].isna()][0]!r}: "
+                            "no worker_id")
+    return value.assign(worker_id=value["worker_id"].astype(str))
 
 
 def described(workers, participants: pd.DataFrame) -> int:
@@ -81,14 +93,14 @@ def spec(text: str, participants: pd.DataFrame, where: str = "--by"):
 
 def weighting(path, participants: pd.DataFrame, comparisons: pd.DataFrame, alpha: float) -> Weighting:
     from parlai_dialeval.analysis import groups, raking
-    from parlai_dialeval.results.user_files import read_targets
+    from parlai_dialeval.results.user_files import is_path, read_targets
 
-    targets = read_targets(path) if isinstance(path, str) else path.assign(line=np.arange(len(path)) + 2)
-    source = path if isinstance(path, str) else "the targets"
+    targets = read_targets(path)  # a path or a DataFrame, checked alike
+    source = str(path) if is_path(path) else "--weights (the DataFrame given)"
     workers = pd.unique(comparisons["worker_id"].astype(str))
     levels = {}
     for attribute, rows in targets.groupby("attribute", sort=False):
-        line = int(rows["line"].iloc[0])
+        line = record_line(rows["line"].iloc[0])
         try:
             by = spec(attribute, participants, "targets' attribute")
         except DialevalError as error:

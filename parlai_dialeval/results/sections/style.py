@@ -19,10 +19,10 @@ def given(value) -> bool:
 
 
 def user_covariates(given, keys: tuple[str, ...]):
-    """The researcher's covariates from a CSV's path (checked, one line on bad input) or a DataFrame as it is."""
+    """The researcher's covariates from a CSV's path or a DataFrame (checked alike, one line on bad input)."""
     from parlai_dialeval.results.user_files import read_covariates
 
-    return read_covariates(given, keys) if isinstance(given, str) else given
+    return read_covariates(given, keys)
 
 
 def compute(inputs, config, done: dict):
