@@ -207,11 +207,13 @@ SCALES = {
 SCALE_TYPES = tuple(SCALES)
 
 # Records that must not repeat: a second copy is the same work counted twice (a file given twice, an
-# id reused by a task). Onboarding comparisons are exempt: a worker may retry the same known-answer items.
+# id reused by a task). Exempt: onboarding comparisons (a worker may retry the same known-answer items),
+# attention-check ratings and best-worst ratings (one per item per tuple: an item comes back in other tuples).
 UNIQUE_KEYS = {
     "conversation": ("id",),
     "comparison": ("study", "item_id", "worker_id", "assignment_id", "turn_index", "question", "model_a",
                    "model_b"),
+    "rating": ("study", "conversation_id", "worker_id", "assignment_id", "criterion", "turn_index", "model"),
 }
 # Pairs of fields that must differ in one record: a model compared with itself says nothing.
 DISTINCT = {"comparison": (("model_a", "model_b"),)}

@@ -371,7 +371,7 @@ class DataWarning(UserWarning):
 
 
 def check_unique(frames: dict[str, pd.DataFrame]) -> None:
-    """No conversation id and no comparison (schema.UNIQUE_KEYS) twice: the error names both places. Then a
+    """No conversation id, comparison or rating (schema.UNIQUE_KEYS) twice: the error names both places. Then a
     warning for model names that look alike (``lookalike_models``)."""
     for record_type, key in schema.UNIQUE_KEYS.items():
         frame = frames.get(record_type)
@@ -379,6 +379,11 @@ def check_unique(frames: dict[str, pd.DataFrame]) -> None:
             continue
         if record_type == "comparison" and "onboarding" in frame.columns:
             frame = frame[~frame["onboarding"].eq(True).to_numpy()]
+        if record_type == "rating":
+            exempt = frame["scale"].eq("best_worst") if "scale" in frame.columns else pd.Series(False, index=frame.index)
+            if "check" in frame.columns:
+                exempt |= frame["check"].notna()
+            frame = frame[~exempt.to_numpy()]
         columns = [c for c in key if c in frame.columns]
         later = frame.duplicated(subset=columns, keep="first").to_numpy()
         if not later.any():
@@ -387,7 +392,7 @@ def check_unique(frames: dict[str, pd.DataFrame]) -> None:
         target = _key(second, columns)
         first = next(row for _, row in frame.iterrows() if _key(row, columns) == target)
         what = (f"conversation id {first['id']!r}" if record_type == "conversation" else
-                "comparison " + ", ".join(f"{c}={first[c]!r}" for c in columns if not is_missing(first[c])))
+                f"{record_type} " + ", ".join(f"{c}={first[c]!r}" for c in columns if not is_missing(first[c])))
         raise DataError(second["_file"], f"{what} given twice (first at "
                         f"{location(first['_file'], record_line(first['_line']))})", line=record_line(second["_line"]),
                         field=key[0] if len(key) == 1 else None,
