@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 
 from parlai_dialeval.errors import DialevalError
@@ -59,17 +60,24 @@ def check_opt(opt, limits: dict, who: str) -> None:
             checked(f"{who}: --{key.replace('_', '-')}", kind)(opt[key])
 
 
-def turn_range(text: str | None, flag: str = "--turns") -> tuple[int, int] | None:
-    """Bot Speaker turns: 'FIRST-LAST' (1-based, inclusive), 'N' (= N-N); 'all' or empty: every turn."""
-    if text is None or isinstance(text, tuple):
-        return text
-    text = str(text).strip()
-    if not text or text == "all":
+def turn_range(text, flag: str = "--turns") -> tuple[int, int] | None:
+    """Bot Speaker turns: 'FIRST-LAST' (1-based, inclusive), 'N' (= N-N); 'all' or empty: every turn. A library
+    call's (FIRST, LAST) (a tuple or list of two integers) is checked as its text is: (5, 2) as '5-2'."""
+    if text is None:
         return None
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
-    if match is None:
-        raise DialevalError(f"{flag} {text!r}: expected FIRST-LAST (e.g. 2-6), N or 'all'")
-    turns = (int(match[1]), int(match[2] or match[1]))
+    if isinstance(text, (tuple, list)):
+        if len(text) != 2 or any(isinstance(t, bool) or not isinstance(t, numbers.Integral) for t in text):
+            raise DialevalError(f"{flag} {text!r}: expected (FIRST, LAST), two integers (or the text FIRST-LAST, "
+                                "e.g. 2-6)")
+        turns = (int(text[0]), int(text[1]))
+    else:
+        text = str(text).strip()
+        if not text or text == "all":
+            return None
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+        if match is None:
+            raise DialevalError(f"{flag} {text!r}: expected FIRST-LAST (e.g. 2-6), N or 'all'")
+        turns = (int(match[1]), int(match[2] or match[1]))
     if turns[0] < 1 or turns[1] < turns[0]:
         raise DialevalError(f"{flag} {text!r}: expected 1 <= FIRST <= LAST")
     return turns
@@ -80,13 +88,20 @@ def turns_text(turns: tuple[int, int] | None) -> str:
 
 
 def weightings(text, flag: str = "--weights") -> list[tuple[float, float]]:
-    """'1:0,1:5' -> [(1, 0), (1, 5)] (SM-Turn : SM-Dialog)."""
-    if not isinstance(text, str):
-        return [tuple(map(float, w)) for w in text]
-    try:
-        weights = [tuple(float(x) for x in part.split(":")) for part in text.split(",")]
-    except ValueError:
-        raise DialevalError(f"{flag} {text!r}: expected TURN:DIALOG pairs separated by commas") from None
+    """'1:0,1:5' -> [(1, 0), (1, 5)] (SM-Turn : SM-Dialog); a library call's list of (TURN, DIALOG) pairs is
+    checked as the text is (two real numbers each, not text, non-negative, not both 0)."""
+    if isinstance(text, str):
+        try:
+            weights = [tuple(float(x) for x in part.split(":")) for part in text.split(",")]
+        except ValueError:
+            raise DialevalError(f"{flag} {text!r}: expected TURN:DIALOG pairs separated by commas") from None
+    else:
+        pairs = list(text) if isinstance(text, (list, tuple)) else None
+        if not pairs or not all(isinstance(w, (list, tuple)) and all(
+                isinstance(x, numbers.Real) and not isinstance(x, bool) for x in w) for w in pairs):
+            raise DialevalError(f"{flag} {text!r}: expected TURN:DIALOG pairs separated by commas, or a list of "
+                                "(TURN, DIALOG) number pairs")
+        weights = [tuple(float(x) for x in w) for w in pairs]
     if any(len(w) != 2 or not all(map(math.isfinite, w)) or min(w) < 0 or sum(w) == 0 for w in weights):
         raise DialevalError(f"{flag} {text!r}: each pair needs two non-negative numbers, not both 0")
     return weights

@@ -87,7 +87,11 @@ def pairwise(rates: pd.DataFrame, alpha: float, losses: pd.DataFrame | None = No
                                          row.votes_per_cluster, row.icc, row.clusters_won_a + row.clusters_won_b,
                                          alpha)
                 open_.append(said + ("; the models look equal so far" if more is None else
-                                     f"; about {more:,} more items would settle it if that rate holds"))
+                                     f"; about {more:,} more items would settle it if that rate holds" if more else
+                                     # the items it has would reach alpha at that rate 8 times in 10 (the planner,
+                                     # uncorrected), yet p (corrected) has not: chance or the correction, no count
+                                     "; it already has the items that would settle it 8 times in 10 if that rate "
+                                     "holds, yet has not settled: a few more items may"))
         head = f"{question} ({unit}): "
         if settled:
             beats = pd.Series([b for b, _ in settled]).value_counts()

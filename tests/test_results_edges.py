@@ -1,6 +1,7 @@
 """The pairwise analysis at its edges, through the library call: what each section says where an estimate does not
 exist (a model that won every vote, no ties, a side that won every vote, level models), and options and files
-checked as the command line checks them, one line naming the option or field."""
+checked as the command line checks them, one line naming the option or field (the live-chat and single-model
+calls' options too)."""
 from __future__ import annotations
 
 import json
@@ -240,3 +241,152 @@ def test_missing_worker_ids_and_unknown_choices_are_named_with_their_row(votes):
         results.pairwise(bare)
     assert str(caught.value) == ("the comparisons given, row 5: field 'choice': unknown value (expected one of a, b, "
                                  "tie, got 'maybe')")
+
+
+# --- the live-chat and single-model calls check their options alike -----------------------------------------------
+
+@pytest.mark.parametrize("call, options, message", [
+    ("live_chat", {"qc_alpha": 2}, "--qc-alpha 2: expected a number strictly between 0 and 1"),
+    ("live_chat", {"sig_plot_threshold": 0}, "--sig-plot-threshold 0: expected a number strictly between 0 and 1"),
+    ("live_chat", {"sig_test": "bogus"}, "--sig-test 'bogus': expected one of"),
+    ("live_chat", {"ddof": 1.5}, "--ddof 1.5: expected an integer, not float"),
+    ("live_chat", {"reverse": "yes"}, "--reverse 'yes': expected True or False"),
+    ("live_chat", {"scale_min": "1"}, "--scale-min '1': expected a number, not str"),
+    ("live_chat", {"min_group_workers": 0}, "--min-group-workers 0: expected an integer >= 1"),
+    ("live_chat", {"style_control": "bogus"}, "--style-control 'bogus': expected one of auto, off"),
+    ("live_chat", {"criteria": [1, 2]}, "--criteria [1, 2]: expected comma-separated names or a list of names"),
+    ("live_chat", {"categories": 5}, None),  # a file's option: checked where it is read, with the data
+    ("single_model", {"alpha": 2}, "--alpha 2: expected a number strictly between 0 and 1"),
+    ("single_model", {"n_boot": 0}, "--n-boot 0: expected an integer >= 1"),
+    ("single_model", {"correction": "bogus"}, "--correction 'bogus': expected one of"),
+    ("single_model", {"reference": 3}, "--reference 3: expected text, not int"),
+    ("single_model", {"sm_turns": (5, 2)}, "--sm-turns (5, 2): expected 1 <= FIRST <= LAST"),
+    ("single_model", {"sm_turns": "5-2"}, "--sm-turns '5-2': expected 1 <= FIRST <= LAST"),
+    ("single_model", {"sm_turns": (2.5, 4)}, "--sm-turns (2.5, 4): expected (FIRST, LAST), two integers"),
+    ("single_model", {"sm_turns": (2, 4, 6)}, "--sm-turns (2, 4, 6): expected (FIRST, LAST), two integers"),
+    ("single_model", {"weights": [(1, -1)]}, "--weights [(1, -1)]: each pair needs two non-negative numbers"),
+    ("single_model", {"weights": "1:-1"}, "--weights '1:-1': each pair needs two non-negative numbers"),
+    ("single_model", {"weights": [(0, 0)]}, "--weights [(0, 0)]: each pair needs two non-negative numbers"),
+    ("single_model", {"weights": [(1, 2, 3)]}, "--weights [(1, 2, 3)]: each pair needs two non-negative numbers"),
+    ("single_model", {"weights": [("a", 1)]}, "--weights [('a', 1)]: expected TURN:DIALOG pairs"),
+    ("single_model", {"weights": [(True, 1)]}, "--weights [(True, 1)]: expected TURN:DIALOG pairs"),
+    ("single_model", {"weights": 5}, "--weights 5: expected TURN:DIALOG pairs"),
+    ("single_model", {"weights": []}, "--weights []: expected TURN:DIALOG pairs"),
+])
+def test_live_chat_and_single_model_options_are_checked_as_the_command_line_does(call, options, message):
+    from parlai_dialeval.results.live_chat_result import LiveChatOptions
+    from parlai_dialeval.results.single_model_result import SingleModelConfig
+
+    if message is None:  # accepted when the config is made (no data is touched before): nothing to raise here
+        config = {"live_chat": LiveChatOptions, "single_model": SingleModelConfig}[call](**options)
+        assert all(getattr(config, name) == value for name, value in options.items())
+        return
+    with pytest.raises(DialevalError) as caught:  # refused before the data are read: none are needed
+        getattr(results, call)(None, **options)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_live_chat_and_single_model_good_options_are_kept_parsed():
+    from parlai_dialeval.results.live_chat_result import LiveChatOptions
+    from parlai_dialeval.results.single_model_result import SingleModelConfig
+
+    config = SingleModelConfig(sm_turns=[2, 4], weights=[(1, 2), [3, np.int64(0)]], alpha=0.1, n_boot=np.int64(5))
+    assert (config.sm_turns, config.weights, config.alpha, config.n_boot) == ((2, 4), [(1.0, 2.0), (3.0, 0.0)], 0.1, 5)
+    assert SingleModelConfig(weights="1:0,1:5").weights == [(1.0, 0.0), (1.0, 5.0)]
+    assert SingleModelConfig(sm_turns=None).sm_turns is None and SingleModelConfig(sm_turns="all").sm_turns is None
+    options = LiveChatOptions(criteria=["a", "b"], negative="", scale_min=1, order="x, y", qc_alpha=0.1)
+    assert (options.criteria, options.negative, options.scale_min, options.order) == (["a", "b"], [], 1.0, ["x", "y"])
+    assert LiveChatOptions() == LiveChatOptions(**{f: getattr(LiveChatOptions(), f) for f in ("criteria", "seed")})
+
+
+def test_turns_as_a_tuple_are_checked_as_their_text():
+    from parlai_dialeval.options import turn_range
+
+    assert turn_range((2, 6)) == turn_range([2, 6]) == turn_range("2-6") == (2, 6)
+    assert turn_range((np.int64(3), 3)) == turn_range("3") == (3, 3)
+    for bad in ((5, 2), (0, 3), (-1, 3), (True, 2), ("2", "6"), (2,)):
+        with pytest.raises(DialevalError, match=r"^--turns \("):
+            turn_range(bad)
+
+
+def test_weightings_as_a_list_are_checked_as_their_text():
+    from parlai_dialeval.options import weightings
+
+    assert weightings([(1, 0), (1, 5)]) == weightings("1:0,1:5") == [(1.0, 0.0), (1.0, 5.0)]
+    for text, pairs in (("1:-1", [(1, -1)]), ("0:0", [(0, 0)]), ("1:inf", [(1, float("inf"))]), ("1:2:3", [(1, 2, 3)])):
+        with pytest.raises(DialevalError) as from_text:
+            weightings(text)
+        with pytest.raises(DialevalError) as from_list:
+            weightings(pairs)
+        assert str(from_text.value).split(": ", 1)[1] == str(from_list.value).split(": ", 1)[1]
+
+
+# --- variants given as what the file holds ------------------------------------------------------------------------
+
+def _variant_votes(tmp_path) -> pd.DataFrame:
+    return _frame(tmp_path, [(a, b, c, f"w{i % 4}", f"i{i}") for i, (a, b, c) in enumerate(
+        [("lab-exp-1", "base", "a"), ("lab-exp-2", "base", "b"), ("base", "lab-exp-1", "a")] * 4)])
+
+
+@pytest.mark.parametrize("variants, message", [
+    (5, "--variants int: expected a file's path or a mapping"),
+    (["lab-exp-1"], "--variants list: expected a file's path or a mapping"),
+    ({"lab": "lab-exp-1"}, "--variants (the mapping given): field 'lab': not a list of model names"),
+    ({"lab": ["lab-exp-1", 3]}, "--variants (the mapping given): field 'lab': not a list of model names"),
+])
+def test_variants_are_checked_as_the_file_is(tmp_path, variants, message):
+    with pytest.raises(DialevalError) as caught:
+        results.pairwise(_variant_votes(tmp_path), bootstrap_rounds=5, variants=variants)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    if isinstance(variants, dict):  # the file holding it says the same
+        path = tmp_path / "variants.json"
+        path.write_text(json.dumps(variants), encoding="utf-8")
+        with pytest.raises(DataError) as from_file:
+            results.pairwise(_variant_votes(tmp_path), bootstrap_rounds=5, variants=str(path))
+        assert str(from_file.value).split(": ", 1)[1] == str(caught.value).split(": ", 1)[1]
+
+
+def test_variants_as_a_mapping_mark_as_the_file_does(tmp_path):
+    families = {"lab": ["lab-exp-1", "lab-exp-2"]}
+    path = tmp_path / "variants.json"
+    path.write_text(json.dumps(families), encoding="utf-8")
+    from_file = results.pairwise(_variant_votes(tmp_path), bootstrap_rounds=5, variants=str(path)).provisional
+    from_mapping = results.pairwise(_variant_votes(tmp_path), bootstrap_rounds=5, variants=families).provisional
+    pd.testing.assert_frame_equal(from_mapping, from_file)
+    assert set(from_mapping.loc[from_mapping["family"] == "lab", "model"]) == {"lab-exp-1", "lab-exp-2"}
+
+
+# --- position and verdict where there is nothing to estimate --------------------------------------------------------
+
+def test_every_vote_a_tie_has_no_position_effect_not_one_of_zero_width(tmp_path):
+    result = results.pairwise(_frame(tmp_path, [("x", "y", "tie", f"w{i % 3}", f"i{i}") for i in range(10)]),
+                              bootstrap_rounds=20)
+    said = result.sentences()["position"]
+    assert said[0] == ("'Q?' (response): every one of its 10 votes is a tie: there is no decided vote to estimate the "
+                       "effect of the side a reply is shown on from, so neither a position effect nor a strength net "
+                       "of it is given.")
+    assert not any("log-odds" in line for line in said)
+    figures = result.tables["position_questions"].iloc[0]
+    assert figures["decided_votes"] == 0 and not figures["order_changes"]
+    assert figures[["shared", "shared_low", "shared_high"]].isna().all()
+    table = result.tables["position"]
+    assert table[["position_effect", "effect_low", "effect_high", "net_low", "net_high"]].isna().all().all()
+    assert (table["strength_plain"] == 0).all()
+
+
+def test_a_plan_of_no_more_items_is_not_said_as_about_0():
+    from parlai_dialeval import verdict
+
+    # 150 of 250 items won (60%): the planner's sign test reaches 80% power at 0.05 with about 200 items, so it
+    # plans 0 more; the corrected p (Holm over the other pairs) has not reached 0.05
+    assert verdict.more_items_needed(0.6, 0.0, 1, 0.0, 250, 0.05) == 0
+    rates = pd.DataFrame([{"question": "Q?", "unit": "response", "model_a": "x", "model_b": "y", "wins_a": 150,
+                           "wins_b": 100, "ties": 0, "win_rate_a": 0.6, "ci_low": 0.54, "ci_high": 0.66,
+                           "p_adjusted": 0.06, "votes_per_cluster": 1.0, "icc": 0.0, "clusters_won_a": 150,
+                           "clusters_won_b": 100}])
+    said = verdict.pairwise(rates, 0.05)[0]
+    assert "about 0 more" not in said and "0 more items" not in said
+    assert ("x over y: 60% of decided votes (95% interval 54%-66%, p = 0.06); it already has the items that would "
+            "settle it 8 times in 10 if that rate holds, yet has not settled: a few more items may") in said
+    fewer = verdict.pairwise(rates.assign(wins_a=90, wins_b=60, clusters_won_a=90, clusters_won_b=60), 0.05)[0]
+    assert "; about 49 more items would settle it if that rate holds." in fewer  # 150 items: a count is planned

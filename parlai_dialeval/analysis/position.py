@@ -101,21 +101,24 @@ def section_fit(comparisons: pd.DataFrame, alpha: float = 0.05) -> tuple[pd.Data
                           "effect_low": result.effect_low, "effect_high": result.effect_high,
                           "shown_first_share": result.first_share})
     shared = result.shared
-    if result.fit.separated:  # the fit ran off to infinity: its effects and net strengths are artefacts, not estimates
+    decided = part.outcome[np.rint(2 * part.outcome) != 1]  # outcome 1: the model shown first won
+    # the fit ran off to infinity, or every vote is a tie (no side ever won: the fit's 0 with an interval of zero
+    # width is no estimate either): its effects and net strengths are artefacts, not estimates
+    empty = bool(result.fit.separated) or not len(decided)
+    if empty:
         table.loc[:, "strength_net_of_position":"net_high"] = np.nan
         table.loc[:, "position_effect":"effect_high"] = np.nan
         shared = (np.nan, np.nan, np.nan)
-    table = table.sort_values("strength_plain" if result.fit.separated else "strength_net_of_position",
+    table = table.sort_values("strength_plain" if empty else "strength_net_of_position",
                               ascending=False, ignore_index=True)
     order = list(table["model"])
     plain_order = [part.models[i] for i in np.argsort(-np.round(result.plain, 6), kind="stable")]
-    decided = part.outcome[np.rint(2 * part.outcome) != 1]  # outcome 1: the model shown first won
     figures = {"votes": int(len(part)), "shared": shared[0], "shared_low": shared[1],
                "shared_high": shared[2], "per_model": per_model(len(part), len(part.models)),
                "models": len(part.models), "confounded": ", ".join(result.confounded),
-               "order_changes": not result.fit.separated and order != plain_order,
-               "top_changes": not result.fit.separated and order[0] != plain_order[0], "plain_top": plain_order[0],
-               "separated": bool(result.fit.separated),
+               "order_changes": not empty and order != plain_order,
+               "top_changes": not empty and order[0] != plain_order[0], "plain_top": plain_order[0],
+               "separated": bool(result.fit.separated), "decided_votes": int(len(decided)),
                "side_won_all": ("A" if (decided == 1).all() else "B" if (decided == 0).all() else "") if len(decided)
                else ""}
     return table, figures
@@ -124,6 +127,10 @@ def section_fit(comparisons: pd.DataFrame, alpha: float = 0.05) -> tuple[pd.Data
 def sentences(question: str, unit: str, figures: dict, table: pd.DataFrame) -> list[str]:
     """What one question's position fit says, in words."""
     where = f"'{question}' ({unit})"
+    if not figures.get("decided_votes", 1):
+        return [f"{where}: every one of its {figures['votes']} votes is a tie: there is no decided vote to estimate "
+                "the effect of the side a reply is shown on from, so neither a position effect nor a strength net "
+                "of it is given."] + _confounded(where, figures)
     if figures["separated"]:
         if figures["side_won_all"]:
             said = (f"{where}: the effect of the side a reply is shown on has no finite estimate: side "

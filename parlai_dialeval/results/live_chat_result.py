@@ -22,7 +22,8 @@ def _options() -> type:
 
     report = (("sig_plot_threshold", float, option(0.1, "heatmap colours cells with p below this (the paper's "
                                                         "Figure 3: 0.1)", kind="probability")),)
-    return sections_api.config_class("LiveChatOptions", report, SECTIONS, __name__, bases=(LiveChatConfig,))
+    return sections_api.config_class("LiveChatOptions", report, SECTIONS, __name__, bases=(LiveChatConfig,),
+                                     check=True)  # every option checked, the analysis's own (LiveChatConfig's) too
 
 
 LiveChatOptions = _options()  # the analysis's settings (Ji et al.'s defaults), the report's and every section's

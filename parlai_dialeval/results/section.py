@@ -100,6 +100,9 @@ def check_options(config) -> None:
         elif base is bool and not isinstance(value, bool):
             raise DialevalError(f"{flag} {value!r}: expected True or False")
         elif base in (list, tuple):
+            if not (isinstance(value, str) or isinstance(value, (list, tuple))
+                    and all(isinstance(v, str) for v in value)):
+                raise DialevalError(f"{flag} {value!r}: expected comma-separated names or a list of names (text)")
             value = names(value)
         elif base is str and not isinstance(value, str) and not re.search(r"\.\w+$", meta.get("metavar") or ""):
             raise DialevalError(f"{flag} {value!r}: expected text, not {type(value).__name__}")

@@ -13,7 +13,7 @@ from parlai_dialeval.results import section as sections_api
 from parlai_dialeval.results.sections import evidence, single_model_core, single_model_ppi, single_model_verdict
 
 SECTIONS = [single_model_core.SECTION, single_model_verdict.SECTION, single_model_ppi.SECTION, evidence.SECTION]
-SingleModelConfig = sections_api.config_class("SingleModelConfig", (), SECTIONS, __name__)
+SingleModelConfig = sections_api.config_class("SingleModelConfig", (), SECTIONS, __name__, check=True)
 
 
 @dataclass

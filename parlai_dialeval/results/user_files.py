@@ -96,12 +96,17 @@ def read_rules(given, flag: str = "--categories") -> dict[str, list[str]]:
     return out
 
 
-def read_variants(path: str | Path) -> dict[str, str]:
-    """--variants: {family: [model, ...]} -> {model: family}."""
-    try:
-        families = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(path, f"unreadable ({error})", expected='a JSON object {"family": ["model", ...]}') from None
+def read_variants(given, flag: str = "--variants") -> dict[str, str]:
+    """--variants: {family: [model, ...]} -> {model: family}, from a JSON file's path or the mapping it holds
+    (checked alike: a mapping of {model: family} is refused as the file holding it is, not read the other way)."""
+    path = _given(given, flag, dict, "mapping")
+    if is_path(given):
+        try:
+            families = json.loads(Path(given).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise DataError(path, f"unreadable ({error})", expected='a JSON object {"family": ["model", ...]}') from None
+    else:
+        families = given
     if not isinstance(families, dict):
         raise DataError(path, "not an object", expected='{"family": ["model", ...]}', got=families)
     out = {}

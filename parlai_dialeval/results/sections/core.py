@@ -56,18 +56,13 @@ def _warnings(rates: pd.DataFrame, alpha: float) -> list[str]:
     return out
 
 
-def turns(value, flag: str = "--turns"):
-    """options.turn_range, also for a library call's (FIRST, LAST): checked as its text FIRST-LAST is."""
-    return turn_range("-".join(map(str, value)) if isinstance(value, (tuple, list)) else value, flag)
-
-
 SECTION = Section(
     "core", compute, tables=lambda part: part.tables, summary=lambda part: part.summary,
     sentences=lambda part: part.warnings, title="Win rates, rankings and agreement",
     config=(
         ("turns", tuple[int, int] | None, option(
             None, "restrict per-conversation win rates (linear, squared, winner-takes-all) to these 1-based Bot "
-                  "Speaker turns, e.g. 2-6 (PW-Turn data); default all", parse=turns, metavar="FIRST-LAST")),
+                  "Speaker turns, e.g. 2-6 (PW-Turn data); default all", parse=turn_range, metavar="FIRST-LAST")),
         ("bootstrap_rounds", int, option(1000, "bootstrap rounds for Bradley-Terry intervals (>= 1)",
                                          kind="positive_int")),
         ("seed", int, option(0, "random seed of the bootstrap (>= 0)", kind="non_negative_int")),

@@ -9,12 +9,13 @@ from parlai_dialeval.results.section import Section
 
 
 def compute(inputs, config, done: dict) -> pd.DataFrame:
-    """analysis.provisional per question and unit, with the variants (a file's path, or {model: family})."""
+    """analysis.provisional per question and unit, with the variants (a JSON file's path, or what it holds:
+    {family: [model, ...]}; checked alike, results/user_files.py)."""
     from parlai_dialeval.analysis import provisional
     from parlai_dialeval.analysis.pairwise_tables import keyed, sections
     from parlai_dialeval.results.user_files import read_variants
 
-    variants = read_variants(config.variants) if isinstance(config.variants, str) else config.variants
+    variants = read_variants(config.variants) if config.variants is not None else None
     parts = [keyed(provisional.from_comparisons(part, config.provisional_votes, variants, config.variant_pattern),
                    question, unit) for question, unit, part in sections(inputs.comparisons)]
     return pd.concat(parts, ignore_index=True)
