@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -102,14 +103,21 @@ def test_spearman_p_of_a_few_systems_is_the_exact_permutation_p():
     assert correlate(human[:4], metric[:4], n_resamples=0)["spearman_p"] == pytest.approx(1 / 12)
 
 
+FOUR_SYSTEMS = "model,n,overall\nbot0,36,0.65\nbot1,36,0.72\nbot2,36,0.20\nbot3,36,0.40\n"
+
+
+def _system_level(tmp_path, metric_csv: str, *options: str) -> tuple[int, Path]:
+    """meta_eval of four systems' scores against ``metric_csv``: (exit code, the output CSV)."""
+    human, metric, out = tmp_path / "system_scores.csv", tmp_path / "metric.csv", tmp_path / "corr.csv"
+    human.write_text(FOUR_SYSTEMS)
+    metric.write_text(metric_csv)
+    return main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out), *options]), out
+
+
 def test_intervals_a_few_systems_cannot_have_are_empty_and_said_so(tmp_path, capsys):
-    human = tmp_path / "system_scores.csv"
-    human.write_text("model,n,overall\nbot0,36,0.65\nbot1,36,0.72\nbot2,36,0.20\nbot3,36,0.40\n")
-    metric = tmp_path / "metric.csv"
-    metric.write_text("model,metric1\nbot0,0.5\nbot1,0.7\nbot2,0.1\nbot3,0.3\n")
-    out = tmp_path / "corr.csv"
-    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
-                 "--out", str(out)]) == 0
+    code, out = _system_level(tmp_path, "model,metric1\nbot0,0.5\nbot1,0.7\nbot2,0.1\nbot3,0.3\n")
+    assert code == 0
     printed, warned = capsys.readouterr()
     assert "nan" not in printed.lower() and "Warning" not in warned
     assert "no bootstrap interval for 1 of 1 rows (left empty): too few keys (n as low as 4)" in printed
@@ -171,20 +179,14 @@ def test_bad_score_csv_is_one_line_naming_the_file(tmp_path, capsys, content, pl
 
 
 def test_models_left_out_averaged_or_written_with_a_decimal_comma_are_said(tmp_path, capsys):
-    human = tmp_path / "system_scores.csv"
-    human.write_text("model,n,overall\nbot0,36,0.65\nbot1,36,0.72\nbot2,36,0.20\nbot3,36,0.40\n")
-    metric = tmp_path / "metric.csv"
-    metric.write_text("model,metric1\nM1,0.9\nbot0,0.5\nbot0,0.1\nbot1,0.7\nbot2,0.1\n")
-    out = tmp_path / "corr.csv"
-    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
-                 "--out", str(out), "--bootstrap", "0"]) == 0
+    code, out = _system_level(tmp_path, "model,metric1\nM1,0.9\nbot0,0.5\nbot0,0.1\nbot1,0.7\nbot2,0.1\n",
+                              "--bootstrap", "0")
+    assert code == 0
     printed = capsys.readouterr().out
     assert "metric scores: the rows of a model averaged, 1 of 4 models with several ('bot0': 2)" in printed
     assert "models not in both, left out: 1 only in the human scores ('bot3'); 1 only in the metric scores ('M1')" \
         in printed
     assert pd.read_csv(out).iloc[0]["n"] == 3
-    metric.write_text('model,metric1\nbot0,"0,9"\nbot1,"0,5"\n')
-    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
-                 "--out", str(out)]) == 2
+    assert _system_level(tmp_path, 'model,metric1\nbot0,"0,9"\nbot1,"0,5"\n')[0] == 2
     assert capsys.readouterr().err.strip().endswith(
         "row 2: field 'metric1': a decimal comma (expected a number with a decimal point, got '0,9')")
