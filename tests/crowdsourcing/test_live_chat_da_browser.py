@@ -63,7 +63,8 @@ def test_live_chat_hit_in_chromium_then_export_and_analyze(tmp_path):
                     assert "at least 10 inputs" in page.locator("[data-testid=warning]").inner_text()
                     page.click("[data-testid=topic-button]")
                     page.fill("[data-testid=topic-change-form] input", "films")
-                    page.click("[data-testid=topic-change-form] button")
+                    # Enter, as a person sends what they typed (the box had no form: Enter lost the change)
+                    page.press("[data-testid=topic-change-form] input", "Enter")
                     page.wait_for_function("document.querySelector('[data-testid=current-topic]').textContent === 'films'")
                 _chat(page, slot, 1, start=9)
                 if slot == 0:

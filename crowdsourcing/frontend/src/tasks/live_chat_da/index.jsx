@@ -129,20 +129,24 @@ function ChatPanel({ state, messages, sendAction }) {
         </button>
       </div>
       {changingTopic ? (
-        <div className="dialeval-input-row" style={{ marginTop: 8 }} data-testid="topic-change-form">
+        // a form, so Enter in the box sends the new topic as the button does (it did nothing: the change was lost)
+        <form
+          className="dialeval-input-row"
+          style={{ marginTop: 8 }}
+          data-testid="topic-change-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (!newTopic.trim()) return;
+            sendAction({ action: "topic_change", topic: newTopic.trim() });
+            setNewTopic("");
+            setChangingTopic(false);
+          }}
+        >
           <input className="form-control" aria-label={t("live_chat.new_topic")} placeholder={t("live_chat.new_topic")} value={newTopic} onChange={(e) => setNewTopic(e.target.value)} />
-          <button
-            className="btn btn-secondary"
-            disabled={!newTopic.trim()}
-            onClick={() => {
-              sendAction({ action: "topic_change", topic: newTopic.trim() });
-              setNewTopic("");
-              setChangingTopic(false);
-            }}
-          >
+          <button type="submit" className="btn btn-secondary" disabled={!newTopic.trim()}>
             {t("live_chat.update_topic")}
           </button>
-        </div>
+        </form>
       ) : null}
     </div>
   );
