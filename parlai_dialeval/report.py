@@ -137,7 +137,7 @@ class Report:
         unit, named in its caption, rather than the question repeated in every row. Past MAX_ROWS rows, the first
         ones, and a note of how many there are."""
         if frame is None or frame.empty:
-            self.sections.append({"kind": "text", "text": (caption + ": " if caption else "") + empty})
+            self.sections.append({"kind": "text", "text": (caption.rstrip(".") + ": " if caption else "") + empty})
             return
         if not isinstance(frame.columns, pd.MultiIndex) and {"question", "unit"} <= set(frame.columns) \
                 and frame.duplicated(["question", "unit"]).any():

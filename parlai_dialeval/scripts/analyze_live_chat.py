@@ -165,11 +165,15 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.warn(message)
     _warn(report, result, sig_threshold)
     left = summary.get("assignments_not_submitted") or {}
+
+    def count(n: int, noun: str) -> str:  # a one-person pilot is the README's first run
+        return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
     report.text(
-        f"{summary['n_workers']:,} workers submitted {summary['n_assignments']:,} assignments (HITs) holding "
+        f"{count(summary['n_workers'], 'worker')} submitted {count(summary['n_assignments'], 'assignment')} (HITs) "
         # the models in the data: system_scores holds only those with a passing conversation
-        f"{summary['n_dialogues']:,} rated conversations with {len(summary['models'])} genuine "
-        f"model{'' if len(summary['models']) == 1 else 's'} and "
+        f"holding {count(summary['n_dialogues'], 'rated conversation')} with "
+        f"{count(len(summary['models']), 'genuine model')} and "
         f"{summary['n_qc_dialogues']:,} with the quality-control bot ({', '.join(s.qc_models) or 'none'}). "
         + ("Quality control is off (--qc-test none): no worker was checked, and system scores use every "
            "worker's " if qc_off else

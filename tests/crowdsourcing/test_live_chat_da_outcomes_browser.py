@@ -68,5 +68,5 @@ def test_a_participant_who_finished_and_one_who_closed_the_tab(tmp_path):
         outcomes = {row["worker_id"].removesuffix("_sandbox"): row["outcome"] for row in csv.DictReader(handle)}
     assert outcomes["finisher"].endswith("quality control") and outcomes["leaver"].startswith("did not submit")
     html = (report / "report.html").read_text()
-    assert "1 workers submitted 1 assignments" in html and "started and not submitted" in html
+    assert "1 worker submitted 1 assignment (HITs)" in html and "started and not submitted" in html
     assert "failed quality control" not in outcomes["leaver"]

@@ -286,7 +286,7 @@ def test_a_worker_who_disconnects_is_counted_as_not_finishing_not_as_failing(tmp
     assert got["assignments_not_submitted"] == {"disconnected": 1} and got["n_workers_not_submitted"] == 1
     workers = pd.read_csv(out / "workers.csv", keep_default_na=False).set_index("worker_id")["outcome"].to_dict()
     assert workers == {"W1_sandbox": "passed quality control", "W2_sandbox": "did not submit: disconnected"}
-    assert "1 workers submitted 1 assignments" in (out / "report.html").read_text()
+    assert "1 worker submitted 1 assignment (HITs)" in (out / "report.html").read_text()
     rows = {r["worker"]: r for r in summary.quality(worker_checks(lines), lines)}
     assert (rows["W1_sandbox"]["state"], rows["W1_sandbox"]["check"]) == ("done", "pass")
     assert (rows["W2_sandbox"]["state"], rows["W2_sandbox"]["check"]) == ("did not finish: disconnected",
