@@ -61,8 +61,13 @@ def test_live_chat_counts_the_genuine_models_in_the_data_when_none_passes(tmp_pa
     data = write(tmp_path / "lc.jsonl", live_chat())
     code, out, err = dialeval(capsys, "analyze_live_chat", "--data", data, "--out", tmp_path / "o")
     assert code == 0, err
+    text = report_text(tmp_path / "o")
     assert ("6 workers submitted 6 assignments (HITs) holding 12 rated conversations with 2 genuine models and 6 "
-            "with the quality-control bot (qc).") in report_text(tmp_path / "o")
+            "with the quality-control bot (qc).") in text
+    # no chart of empty axes, no blank 8x8 tables of Table 8: a sentence says why
+    assert not (tmp_path / "o" / "overall_scores.png").exists()
+    assert ("No correlation between statements: across systems it needs the scores of three models or more, and 0 "
+            "have scores.") in text
 
 
 def test_a_single_bootstrap_round_is_named_as_the_reason_for_no_interval(tmp_path, capsys):

@@ -210,8 +210,9 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
     report.table(_with_labels(result.intervals, labels), caption="Unit of analysis: the conversation. Mean "
                  "per-conversation overall z per model with its 95% t interval (valid for the n at hand); the "
                  "pairwise tests use the same conversations.")
-    report.figure(live_chat_plots.overall_scores(result.intervals, labels), "overall_scores",
-                  "Overall z per model: mean of per-conversation overall z with its 95% t interval.")
+    if not result.intervals.empty:  # no scored model (nobody passed QC): no chart of empty axes
+        report.figure(live_chat_plots.overall_scores(result.intervals, labels), "overall_scores",
+                      "Overall z per model: mean of per-conversation overall z with its 95% t interval.")
     report.table(_with_labels(result.system_scores_raw, labels).rename(columns=reversed_names), floatfmt="{:.2f}",
                  caption="Average raw scores (0-100, negatives reversed) over the same ratings (Table 10).")
 
@@ -238,9 +239,15 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
         report.table(shown.reset_index(names="row beats column"), caption=f"p-values ({column})", floatfmt="{:.4f}")
 
     report.heading("Correlation between statements (Table 8)")
-    for frame, caption in ((result.correlations_raw, "Across systems on raw (reversed) system scores, as the "
-                                                     "paper's Table 8: Pearson above the diagonal, Spearman below."),
-                           (result.correlations, "The same on standardised (z) system scores.")):
+    tables = ((result.correlations_raw, "Across systems on raw (reversed) system scores, as the paper's Table 8: "
+                                        "Pearson above the diagonal, Spearman below."),
+              (result.correlations, "The same on standardised (z) system scores."))
+    scored = len(result.system_scores)
+    if scored < 3:  # criteria_correlations' minimum: blank tables said nothing
+        report.text(f"No correlation between statements: across systems it needs the scores of three models or "
+                    f"more, and {scored:,} {'has' if scored == 1 else 'have'} scores.")
+        tables = ()
+    for frame, caption in tables:
         shown = frame.copy()
         shown.index = [c.capitalize() for c in shown.index]
         shown.columns = [c.capitalize() for c in shown.columns]
