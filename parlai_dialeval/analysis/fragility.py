@@ -278,7 +278,8 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
         checks = [("top", top, challenger)]
         checks += [("adjacent", order[i], order[i + 1]) for i in range(min(pairs, len(order) - 1))]
         for kind, x, y in checks:
-            if _level(section.theta, x, y):  # level models have no order a removal could reverse: none searched
+            level = _level(section.theta, x, y)
+            if level:  # level models have no order a removal could reverse: none searched
                 votes = estimate = workers = np.nan
                 votes_exact = workers_exact = False
             else:
@@ -292,7 +293,7 @@ def bt_fragility(comparisons: pd.DataFrame, pairs: int = 10) -> pd.DataFrame:
                    "share": votes / total, "workers": n_workers, "workers_to_reverse": workers,
                    "workers_exact": workers_exact}
             row["sentence"] = _bt_sentence(row, top_level if kind == "top" else
-                                           [row["model"], row["over"]] if _level(section.theta, x, y) else [])
+                                           [row["model"], row["over"]] if level else [])
             rows.append(row)
     return pd.DataFrame(rows, columns=BT_COLUMNS)
 
