@@ -112,11 +112,12 @@ def weightings_text(weights) -> str:
 
 
 def names(text) -> list[str] | None:
-    """Comma-separated names; None when not given; an empty list for ``""``."""
+    """Comma-separated names; None when not given; an empty list for ``""``. A list or tuple of names keeps each
+    name whole, as given (a model may be called "a,b"), leaving out only blank ones."""
     if text is None:
         return None
     if isinstance(text, (list, tuple)):
-        text = ",".join(text)
+        return [name for name in text if str(name).strip()]
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 

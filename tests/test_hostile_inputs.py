@@ -476,6 +476,27 @@ def test_a_numeric_format_version_is_told_to_be_a_string(tmp_path, capsys):
                                  "(expected a quoted string, one of \"1.0\", \"1.1\", got 1.1)\n")
 
 
+def test_validate_names_an_empty_speaker_and_a_complete_conversation_without_turns(tmp_path, capsys):
+    """The importers and analyses leave such conversations out, yet validate called the file valid."""
+    records = live_chat(workers=1)
+    blank = [dict(r, turns=[r["turns"][0], {"speaker": " ", "text": "hello"}]) if r.get("id") == "w0-1" else r
+             for r in records]
+    path = write(tmp_path / "blank.jsonl", blank)
+    code, _, err = dialeval(capsys, "validate", "--data", path)
+    line = next(i for i, r in enumerate(records, 1) if r.get("id") == "w0-1")
+    assert code == 2 and err == (f"dialeval: error: {path}:{line}: field 'turns[1].speaker': turn 1 of conversation "
+                                 "'w0-1' has an empty speaker (expected 'human' for the worker, else the model's "
+                                 "name, got ' ')\n")
+    path = write(tmp_path / "empty.jsonl", [dict(r, turns=[]) if r.get("id") == "w0-1" else r for r in records])
+    code, _, err = dialeval(capsys, "validate", "--data", path)
+    assert code == 2 and err == (f"dialeval: error: {path}:{line}: field 'turns': conversation 'w0-1' has no turns "
+                                 "(expected at least one turn, or status incomplete for a conversation never begun)\n")
+    # a chat never begun (a worker who left before it) is a record of that, no defect
+    path = write(tmp_path / "left.jsonl", [dict(r, turns=[], status="incomplete") if r.get("id") == "w0-1" else r
+                                           for r in records])
+    assert dialeval(capsys, "validate", "--data", path)[0] == 0
+
+
 def test_replicate_refuses_one_run_given_twice(tmp_path, capsys):
     """A run against itself reported a perfect replication."""
     run = tmp_path / "run"

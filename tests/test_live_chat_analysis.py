@@ -135,9 +135,25 @@ def test_table2_topic_attitudes(run1):
     """Table 2, Free run 1: passed like 83.9, ambivalent 7.4, dislike 8.7; failed 88.6, 3.8, 7.7. The
     failing workers' ambivalent share computes to 3.745% (20 of 534 conversations), printed as 3.8."""
     table = run1.topics.set_index("attitude")
-    assert table["passed"].round(1).loc[["like", "ambivalent", "dislike"]].tolist() == [83.9, 7.4, 8.7]
-    assert table["failed"].round(1).loc[["like", "dislike"]].tolist() == [88.6, 7.7]
-    assert table.loc["ambivalent", "failed"] == pytest.approx(3.8, abs=0.06)
+    assert table["passed_pct"].round(1).loc[["like", "ambivalent", "dislike"]].tolist() == [83.9, 7.4, 8.7]
+    assert table["failed_pct"].round(1).loc[["like", "dislike"]].tolist() == [88.6, 7.7]
+    assert table.loc["ambivalent", "failed_pct"] == pytest.approx(3.8, abs=0.06)
+    assert (table.loc["ambivalent", "n_failed"], table.loc["all", "n_failed"]) == (20, 534)
+
+
+def test_topic_attitude_counts_stay_counts():
+    """The number of conversations is a count column of its own (an integer in summary.json and the report),
+    never a row of the percentage columns, where it read as 3.0 per cent."""
+    from parlai_dialeval.analysis.live_chat.descriptive import topic_attitudes
+
+    conversations = pd.DataFrame({"worker_id": ["p", "p", "f"], "topic_attitude": ["like", "dislike", "like"]})
+    table = topic_attitudes(conversations, {"p"})
+    assert table.columns.tolist() == ["attitude", "passed_pct", "n_passed", "failed_pct", "n_failed"]
+    assert table.to_dict(orient="records") == [
+        {"attitude": "like", "passed_pct": 50.0, "n_passed": 1, "failed_pct": 100.0, "n_failed": 1},
+        {"attitude": "dislike", "passed_pct": 50.0, "n_passed": 1, "failed_pct": 0.0, "n_failed": 0},
+        {"attitude": "all", "passed_pct": 100.0, "n_passed": 2, "failed_pct": 100.0, "n_failed": 1}]
+    assert all(pd.api.types.is_integer_dtype(table[c]) for c in ("n_passed", "n_failed"))
 
 
 def test_released_z_scores_and_pass_fail_split_are_reproduced(shared_data, run1):

@@ -61,7 +61,7 @@ def test_item_level_fed_reproduces_independent_spearman(shared_data, tmp_path):
     assert table.loc[("turn", "interesting"), "n"] == 375
 
 
-def test_system_level_correlations(tmp_path):
+def test_system_level_correlations(tmp_path, capsys):
     models = ["a", "b", "c", "d", "e", "f"]
     overall = [60.0, 55.0, 40.0, 35.0, 70.0, 20.0]
     human = tmp_path / "system_scores.csv"
@@ -79,6 +79,12 @@ def test_system_level_correlations(tmp_path):
     ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731  (no ties here)
     assert row["spearman"] == pytest.approx(np.corrcoef(ranks(overall), ranks(bleu))[0, 1])
     assert row["pearson_lo"] <= row["pearson"] <= row["pearson_hi"]
+    assert "not to be read as intervals" not in capsys.readouterr().out
+    # two resamples give two draws, no interval: kept for a quick look, but said
+    assert main(["meta_eval", "--human", str(human), "--scores", str(metric), "--against", "overall",
+                 "--out", str(out), "--bootstrap", "2"]) == 0
+    assert ("the intervals (*_lo, *_hi) are not to be read as intervals: only 2 bootstrap rounds: a percentile "
+            "interval needs 100 or more") in capsys.readouterr().out
 
 
 def test_correlate_edge_cases():

@@ -77,7 +77,7 @@ def test_chateval_folder_reads_with_datasets_and_card_states_the_numbers(chateva
     assert f"{automatic} automatic ties" in card
     assert f"Workers: {len(workers)}." in card  # every vote of these two folders has its worker in the JSON
     assert "Models evaluated: 4 (Cakechat, Human1, Human2, NCM)" in card
-    assert STATEMENT in card and "Quality-control rule" in card and "0 of 0 checked worker(s)" in card
+    assert STATEMENT in card and "Quality-control rule" in card and "0 of 0 checked workers" in card
     assert "Questions asked:\n- (the data record no question wording)" in card  # ChatEval stored none
     assert re.search(r"pair\(s\) settled at 0.05|no model is significantly better", card)
     assert not any(w in card for w in workers)
@@ -174,7 +174,7 @@ def test_scrub_report_counts_kinds_and_never_holds_the_values(tmp_path):
     assert ids[0] == ids[1] != ids[2]
     # two short messages fail Smith et al.'s checks: the default leaves the worker out of the training views
     assert published.left_out == {"rated_dialogues": {"ratings of workers failing quality control": 1}}
-    assert "1 of 1 checked worker(s) failed it; their\n2 record(s)" in (published.folder / "README.md").read_text()
+    assert "1 of 1 checked worker failed it; their\n2 records stay" in (published.folder / "README.md").read_text()
     rows = pq.read_table(again.folder / "data/rated_dialogues/train-00000-of-00001.parquet").to_pylist()
     assert [(r["score"], r["criterion"], r["scale_max"]) for r in rows] == [(4, "engaging", 5)]
     assert [m["role"] for m in rows[0]["messages"]] == ["user", "assistant", "user"]
@@ -186,7 +186,8 @@ def test_refuses_input_folder_existing_output_and_missing_statement(tmp_path):
     key = str(tmp_path / "keys" / "k.key")
     with pytest.raises(DialevalError, match="inside or around the input's folder"):
         run(_opt([path], path.parent / "published", key_file=key), log=None)
-    assert not (path.parent / "published").exists()
+    # a refused run leaves nothing behind: no folder, and no pseudonym key made for a publication that never was
+    assert not (path.parent / "published").exists() and not (tmp_path / "keys").exists()
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "x").write_text("x")
     with pytest.raises(DialevalError, match="already exists and is not empty"):
@@ -199,9 +200,12 @@ def test_refuses_input_folder_existing_output_and_missing_statement(tmp_path):
         run(_opt([path], tmp_path / "out", key_file=key, names="nowhere.txt"), log=None)
     statement = tmp_path / "consent.txt"
     statement.write_text("Consented via the information sheet v2.\nIds pseudonymised.")
-    card = (run(_opt([path], tmp_path / "out", key_file=key, statement=f"@{statement}"), log=None).folder
-            / "README.md").read_text()
+    one_name = tmp_path / "one_name.txt"
+    one_name.write_text("Bob Stone\n")
+    card = (run(_opt([path], tmp_path / "out", key_file=key, statement=f"@{statement}", names=str(one_name)),
+                log=None).folder / "README.md").read_text()
     assert "> Consented via the information sheet v2.\n> Ids pseudonymised." in card
+    assert "Names: 1 listed name." in card and "1 worker_id)" in card  # counted in words, never "1 name(s)"
 
 
 class _HubStandIn(__import__("http.server").server.BaseHTTPRequestHandler):

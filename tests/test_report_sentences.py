@@ -101,3 +101,6 @@ def test_model_names_alike_but_for_white_space_or_case_are_warned_of_once(tmp_pa
     # the analysis ran as the data say: four models beside y
     ranked = pd.read_csv(tmp_path / "o" / "rankings.csv", keep_default_na=False)
     assert sorted(ranked["model"]) == sorted([" x", "X", "x", "x\t", "y"])
+    # 20 bootstrap rounds (for speed here): the report says once that its intervals are rough
+    assert report_text(tmp_path / "o").count("The Bradley-Terry intervals are not to be read as intervals: only 20 "
+                                             "bootstrap rounds") == 1

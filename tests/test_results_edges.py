@@ -296,6 +296,9 @@ def test_live_chat_and_single_model_good_options_are_kept_parsed():
     assert SingleModelConfig(sm_turns=None).sm_turns is None and SingleModelConfig(sm_turns="all").sm_turns is None
     options = LiveChatOptions(criteria=["a", "b"], negative="", scale_min=1, order="x, y", qc_alpha=0.1)
     assert (options.criteria, options.negative, options.scale_min, options.order) == (["a", "b"], [], 1.0, ["x", "y"])
+    # names given as a list stay whole (a model may be called "bot,v2"); a text of them is split at commas
+    options = LiveChatOptions(qc_models=["bot,v2", "qc"], order=("x,y", " z", ""), criteria="a, b")
+    assert (options.qc_models, options.order, options.criteria) == (["bot,v2", "qc"], ["x,y", " z"], ["a", "b"])
     assert LiveChatOptions() == LiveChatOptions(**{f: getattr(LiveChatOptions(), f) for f in ("criteria", "seed")})
 
 

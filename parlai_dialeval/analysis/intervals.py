@@ -5,6 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# Fewer rounds (resamples) than this make a percentile bootstrap interval noise: its ends are single draws
+# from the tails, which need not even bracket the estimate (with 2 rounds they often do not).
+MIN_BOOTSTRAP_ROUNDS = 100
+
+
+def few_rounds(rounds: int) -> str:
+    """Why percentile bootstrap intervals from ``rounds`` rounds are not to be read as intervals; "" from
+    MIN_BOOTSTRAP_ROUNDS up, and for 0 (no bootstrap)."""
+    if 0 < rounds < MIN_BOOTSTRAP_ROUNDS:
+        return (f"only {rounds} bootstrap rounds: a percentile interval needs {MIN_BOOTSTRAP_ROUNDS} or more, and "
+                "from fewer its ends are noise that need not bracket the estimate")
+    return ""
+
 
 def t_interval(values, alpha: float = 0.05) -> tuple[float, float]:
     """Student t interval of the mean (valid for small n, unlike mean +- 1.96 SE) of the values present

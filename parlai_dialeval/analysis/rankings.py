@@ -18,6 +18,7 @@ import trueskill
 from tqdm import tqdm
 
 from parlai_dialeval.analysis import bradley_terry as bt
+from parlai_dialeval.analysis.intervals import few_rounds
 
 # Strengths closer than this (log-strength; the fits converge to about 1e-8) are equal: their models share a rank.
 RANK_TOLERANCE = 1e-6
@@ -68,7 +69,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
     largest; ``rank`` is within it), each vote weighted by its ``weight`` where the comparisons carry one
     (bradley_terry.encode; TrueSkill and ``votes`` count votes). Where the bootstrap cannot vary (a part whose votes are all of one
-    kind, e.g. a single vote or a one-sided pair, or a single round) no interval is given and ``bt_note`` says why."""
+    kind, e.g. a single vote or a one-sided pair, or a single round) no interval is given and ``bt_note`` says why;
+    with fewer than intervals.MIN_BOOTSTRAP_ROUNDS rounds it says that the interval given is rough."""
     votes = bt.encode(comparisons)
     models, a, b, outcome = votes.models, votes.first, votes.second, votes.outcome
     if len(models) < 2:
@@ -99,6 +101,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
             frame.loc[members, "bt_ci_low"] = np.where(fixed, np.nan, low)
             frame.loc[members, "bt_ci_high"] = np.where(fixed, np.nan, high)
             frame.loc[members[fixed], "bt_note"] = "no interval: the bootstrap did not vary"
+            if rough := few_rounds(rounds):
+                frame.loc[members[~fixed], "bt_note"] = f"rough interval: {rough}"
     mu, sigma = trueskill_ratings(a, b, outcome, len(models), progress=progress)
     frame["trueskill_mu"], frame["trueskill_sigma"] = mu, sigma
     counts = win_counts if win_counts is not None else pd.Series(dtype=int)

@@ -326,6 +326,36 @@ def _explain_turns(turns: list, path, line) -> None:
                             field="turns", expected="speaker, text, time, meta, provenance")
 
 
+def check_turns_usable(data) -> None:
+    """``dialeval validate``'s check of what the importers and analyses leave out (a loaded file is still read
+    without them): a turn whose speaker is empty, and a complete conversation without turns (one never begun is
+    ``incomplete``). ``data``: an EvalData; the error names the first such conversation's file and line."""
+    conversations = data.conversation_fields()
+    if conversations.empty:
+        return
+    turns = data.turns()
+    # turn -> its conversation's row (the ids are unique once loaded: check_unique)
+    owner = pd.Index(conversations["id"]).get_indexer(turns["conversation_id"].astype(object))
+    blank = _blank(turns["speaker"])
+    has_blank = np.zeros(len(conversations), bool)
+    has_blank[owner[blank]] = True
+    status = conversations.get("status", pd.Series(None, index=conversations.index))
+    empty = (np.bincount(owner, minlength=len(conversations)) == 0) & (status.isna() | status.eq("complete")).to_numpy()
+    bad = has_blank | empty
+    if not bad.any():
+        return
+    i = int(np.argmax(bad))
+    row = conversations.iloc[i]
+    path, line = row.get("_file", "the data"), record_line(row.get("_line"))
+    if has_blank[i]:
+        turn = turns[blank & (owner == i)].iloc[0]
+        raise DataError(path, f"turn {turn['turn_index']} of conversation {row['id']!r} has an empty speaker",
+                        line=line, field=f"turns[{turn['turn_index']}].speaker",
+                        expected="'human' for the worker, else the model's name", got=turn["speaker"])
+    raise DataError(path, f"conversation {row['id']!r} has no turns", line=line, field="turns",
+                    expected="at least one turn, or status incomplete for a conversation never begun")
+
+
 def check_criteria(ratings: pd.DataFrame, studies: list[dict]) -> None:
     """Ratings must use a criterion their study declares, when the study declares any."""
     declared = {s["name"]: {c["name"] for c in s.get("criteria") or []} for s in studies}

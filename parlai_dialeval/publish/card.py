@@ -88,6 +88,7 @@ def write_card(path: Path, facts: dict) -> None:
     pairs_left_out, rated_left_out, qc (rule, flagged, records_excluded) and headline (paragraphs)."""
     environment = Environment(loader=FileSystemLoader(Path(__file__).parents[1] / "templates"), undefined=StrictUndefined,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    environment.filters["counted"] = lambda n, noun: f"{n} {noun}{'' if n == 1 else 's'}"  # 1 name, 2 names
     head = header(facts)
     body = environment.get_template(TEMPLATE).render(**facts, title=head["pretty_name"])
     with atomic_open(path, encoding="utf-8") as handle:

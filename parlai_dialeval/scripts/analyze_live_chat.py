@@ -280,8 +280,8 @@ def build_report(result: live_chat.LiveChatResult, out: Path, sig_threshold: flo
 
     if result.topics is not None:
         report.heading("Topic attitudes (Table 2)")
-        report.table(result.topics, caption="% of conversations whose opening topic the worker liked, was "
-                     "ambivalent about or disliked (all conversations of each HIT)", floatfmt="{:.1f}")
+        report.table(result.topics, caption="% and number (n) of conversations whose opening topic the worker "
+                     "liked, was ambivalent about or disliked (all conversations of each HIT)", floatfmt="{:.1f}")
     if result.inputs is not None:
         report.heading("Worker inputs (Table 12)")
         report.table(result.inputs, caption="Median characters and words (whitespace tokens) of the worker's "

@@ -15,6 +15,7 @@ import pandas as pd
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.analysis.intervals import few_rounds
 from parlai_dialeval.csv_safe import restore
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.lazy import lazy_module
@@ -184,7 +185,8 @@ class MetaEval(ParlaiScript):
         options.add_argument("--against", default=None, metavar="CRITERION",
                              help="correlate every metric column with this human criterion (e.g. overall)")
         options.add_argument("--bootstrap", type=checked("--bootstrap", "non_negative_int"), default=1000,
-                             help="bootstrap resamples for CIs (0: none)")
+                             help="bootstrap resamples for CIs (0: none; with fewer than 100 the output says the "
+                                  "intervals are noise)")
         options.add_argument("--confidence", type=checked("--confidence", "probability"), default=0.95,
                              help="confidence level of the intervals (0 < c < 1)")
         options.add_argument("--seed", type=checked("--seed", "non_negative_int"), default=0,
@@ -216,11 +218,13 @@ class MetaEval(ParlaiScript):
                              "spearman_lo", "spearman_hi", "kendall") if c in table]
         print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
         if opt["bootstrap"]:
-            empty = table[[f"{m}_lo" for m in meta_eval.METHODS]].isna().to_numpy() & \
-                table[list(meta_eval.METHODS)].notna().to_numpy()
+            lows = table[[f"{m}_lo" for m in meta_eval.METHODS]]
+            empty = lows.isna().to_numpy() & table[list(meta_eval.METHODS)].notna().to_numpy()
             if empty.any():
                 print(f"no bootstrap interval for {int(empty.any(axis=1).sum())} of {len(table)} rows (left empty): "
                       f"too few keys (n as low as {int(table['n'].min())}) for resamples to vary on both sides")
+            if (rough := few_rounds(opt["bootstrap"])) and lows.notna().any(axis=None):
+                print(f"the intervals (*_lo, *_hi) are not to be read as intervals: {rough} (--bootstrap)")
         print(f"wrote {len(table)} correlations to {opt['out']}")
         return table
 

@@ -100,6 +100,10 @@ def _agreement(report: Report, tables: dict) -> None:
 
 
 def _rankings(report: Report, tables: dict, config) -> None:
+    rough = tables["rankings"]["bt_note"].loc[lambda notes: notes.str.startswith("rough interval: ")]
+    if len(rough):  # too few --bootstrap-rounds: every interval of the report is rough alike, said once
+        report.warn(f"The Bradley-Terry intervals are not to be read as intervals: "
+                    f"{rough.iloc[0].removeprefix('rough interval: ')} (--bootstrap-rounds).")
     for question, unit, section in sections(tables["rankings"]):
         report.heading(f"Rankings: {question} ({unit})")
         parts = section["component"].nunique()

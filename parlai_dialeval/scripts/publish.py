@@ -121,7 +121,7 @@ def run(opt, log=print):
     log = log or (lambda *_: None)
     from parlai_dialeval.atomic import owner_only
     from parlai_dialeval.home import dialeval_home
-    from parlai_dialeval.publish.folder import PublishOptions, publish
+    from parlai_dialeval.publish.folder import PublishOptions, publish, refuse_unsafe_target
     from parlai_dialeval.publish.preferences import PairOptions
     from parlai_dialeval.publish.privacy import read_or_create_key
     from parlai_dialeval.scripts.command_line import load_data
@@ -150,8 +150,9 @@ def run(opt, log=print):
     owner_only()  # the key file, and the folder until it is published
     study = data.studies[0]["name"] if data.studies else "default"
     key_file = Path(opt.get("key_file") or dialeval_home() / "publish_keys" / f"{_file_name(study)}.key")
-    key = read_or_create_key(key_file, log=log)
     inputs = [Path(p) for p in opt["data"]] + [key_file]
+    refuse_unsafe_target(Path(opt["out"]), inputs)  # before the key is made: a refused run leaves nothing behind
+    key = read_or_create_key(key_file, log=log)
     published = publish(data, Path(opt["out"]), key, options, facts, flagged, inputs)
     log(published.summary())
     if opt.get("push"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_dialeval.data.validate import check_turns_usable
 from parlai_dialeval.scripts.command_line import add_data_args, load_data
 
 
@@ -17,6 +18,7 @@ class Validate(ParlaiScript):
 
     def run(self):
         data = load_data(self.opt, set_aside_checks=False)
+        check_turns_usable(data)  # what an analysis would leave out is a defect of the file
         for record_type, count in data.counts().items():
             print(f"{record_type}: {count}")
         print("valid")

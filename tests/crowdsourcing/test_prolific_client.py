@@ -80,9 +80,10 @@ def test_clients_share_one_load_of_the_certificates(monkeypatch):
         client.close()
 
 
-def test_a_silent_api_is_given_up_on_saying_how_often_and_how_long_it_was_tried():
-    """A server that takes the connection and never answers held `prolific register` 3.5 minutes and then said only
-    'no answer (ReadTimeout)'. Here a real socket that never answers, 0.2 s a try, three tries."""
+def test_a_silent_api_is_given_up_on_saying_how_often_and_how_long_it_was_tried(capsys):
+    """A server that takes the connection and never answers held `prolific register` 3.5 minutes, silent, and then
+    said only 'no answer (ReadTimeout)'. Here a real socket that never answers, 0.2 s a try, three tries: each retry
+    is said on stderr as it begins, so a person sees the command is not hung."""
     import re
     import socket
 
@@ -91,10 +92,16 @@ def test_a_silent_api_is_given_up_on_saying_how_often_and_how_long_it_was_tried(
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
         client = ProlificClient(url, TOKEN, timeout=0.2, max_retries=2, sleep=lambda seconds: None)
+        capsys.readouterr()
         with pytest.raises(DialevalError) as refused:
             client.call("me")
         client.close()
     message = str(refused.value)
     assert re.fullmatch(rf"Prolific GET users/me/: no answer from {re.escape(url)} \(ReadTimeout; tried 3 times over "
                         r"[01] s, waiting up to 0\.2 s for each\)", message), message
-    assert TOKEN not in message
+    said = capsys.readouterr()
+    assert said.out == "" and len(said.err.splitlines()) == 2, said.err  # the two retries; the error is the third try
+    for k, line in enumerate(said.err.splitlines(), 1):
+        assert re.fullmatch(rf"Prolific GET users/me/: no answer from {re.escape(url)} \(ReadTimeout\): try {k} of 3; "
+                            r"trying again in \d+\.\d s", line), line
+    assert TOKEN not in message + said.err

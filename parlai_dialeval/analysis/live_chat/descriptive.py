@@ -92,20 +92,22 @@ def durations(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame:
 
 def topic_attitudes(conversations: pd.DataFrame, passed_workers: set) -> pd.DataFrame | None:
     """Table 2: % of conversations whose opening topic the worker liked / was ambivalent about / disliked,
-    for passing and failing workers (all conversations of the HIT, QC included, as the paper's numbers)."""
+    for passing and failing workers (all conversations of the HIT, QC included, as the paper's numbers):
+    ``passed_pct`` and ``failed_pct`` beside the counts ``n_passed`` and ``n_failed``, then an ``all`` row."""
     if "topic_attitude" not in conversations.columns or conversations["topic_attitude"].isna().all():
         return None
     frame = conversations.dropna(subset=["topic_attitude"])
-    outcome = np.where(is_in(frame["worker_id"], passed_workers), "passed", "failed")
-    table = pd.crosstab(frame["topic_attitude"], pd.Series(outcome, index=frame.index, name="workers"),
-                        normalize="columns") * 100
-    wanted = [a for a in ("like", "ambivalent", "dislike") if a in table.index]
-    table = table.reindex(wanted + [a for a in table.index if a not in wanted])
-    table = table.reindex(columns=[c for c in ("passed", "failed") if c in table.columns])
-    counts = pd.Series(outcome).value_counts()
-    table.loc["conversations"] = [counts.get(c, 0) for c in table.columns]
+    outcome = pd.Series(np.where(is_in(frame["worker_id"], passed_workers), "passed", "failed"), index=frame.index,
+                        name="workers")
+    counts = pd.crosstab(frame["topic_attitude"], outcome, margins=True, margins_name="all")
+    wanted = [a for a in ("like", "ambivalent", "dislike") if a in counts.index]
+    counts = counts.reindex(wanted + [a for a in counts.index if a not in wanted and a != "all"] + ["all"])
+    table = pd.DataFrame(index=counts.index)
+    for column in ("passed", "failed"):
+        if column in counts.columns:  # percentages and counts in columns of their own: a count never reads as a %
+            table[f"{column}_pct"] = 100 * counts[column] / counts.loc["all", column]
+            table[f"n_{column}"] = counts[column].astype(int)
     table.index.name = "attitude"
-    table.columns.name = None  # else the report shows the crosstab's column label as a stray header
     return table.reset_index()
 
 

@@ -7,12 +7,14 @@ creating a study, paying bonuses and sending a message only on 429 (refused unpr
 the work may have been done: the caller checks (an orphan study is looked up and deleted; a bonus or a message
 is left "unsure" in the ledger and never sent again by itself, bonus.py, review.py). Lists are read whole, page
 after page, each as its row pages (``results``). The token is sent in a header only, only to ``base_url``, and
-never appears in an error message or in ``repr``.
+never appears in an error message or in ``repr``. Each retry is said in one line on stderr (what failed, the try,
+the wait): a silent API is retried for minutes, and a person waiting should see it is not hung.
 """
 from __future__ import annotations
 
 import functools
 import logging
+import sys
 import time
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -159,14 +161,15 @@ class ProlificClient:
                         f"{what}: no answer from {self.base_url} ({type(error).__name__}; tried {attempt + 1} "
                         f"time{'s' if attempt else ''} over {time.monotonic() - started:.0f} s, waiting up to "
                         f"{self.timeout:g} s for each)") from None
-                self.sleep(self.retry.wait(attempt + 1))
+                self._wait(f"{what}: no answer from {self.base_url} ({type(error).__name__})", attempt,
+                           self.retry.wait(attempt + 1))
                 continue
             if response.status_code < 400:
                 return response
             status = response.status_code
             wait = self.retry.wait(attempt + 1, response.headers.get("Retry-After"))
             if status in retry and attempt < self.max_retries and wait is not None:
-                self.sleep(wait)
+                self._wait(f"{what}: HTTP {status}", attempt, wait)
                 continue
             cls = _error_class(status)
             hint = {ProlificAuthError: " (the API token was refused: register a valid one with "
@@ -178,6 +181,12 @@ class ProlificClient:
             error.retry_after = response.headers.get("Retry-After")
             raise error
         raise AssertionError("unreachable")
+
+    def _wait(self, failed: str, attempt: int, seconds: float) -> None:
+        """Say the retry as it begins (stderr: the command's output stays its own), then wait."""
+        print(f"{failed}: try {attempt + 1} of {self.max_retries + 1}; trying again in {seconds:.1f} s",
+              file=sys.stderr, flush=True)
+        self.sleep(seconds)
 
     def call(self, name: str, *ids: str, json=None, params=None, retry: frozenset | None = None):
         """Endpoint ``name``'s JSON answer (None for an empty one)."""

@@ -63,7 +63,8 @@ SECTION = Section(
         ("turns", tuple[int, int] | None, option(
             None, "restrict per-conversation win rates (linear, squared, winner-takes-all) to these 1-based Bot "
                   "Speaker turns, e.g. 2-6 (PW-Turn data); default all", parse=turn_range, metavar="FIRST-LAST")),
-        ("bootstrap_rounds", int, option(1000, "bootstrap rounds for Bradley-Terry intervals (>= 1)",
+        ("bootstrap_rounds", int, option(1000, "bootstrap rounds for Bradley-Terry intervals (>= 1; with fewer "
+                                               "than 100, bt_note and the report say they are rough)",
                                          kind="positive_int")),
         ("seed", int, option(0, "random seed of the bootstrap (>= 0)", kind="non_negative_int")),
         ("alpha", float, option(0.05, "significance level; intervals are 1 - alpha (0 < alpha < 1)",
