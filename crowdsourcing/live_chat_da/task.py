@@ -16,7 +16,8 @@ from parlai_dialeval.home import offline_bots_dir
 
 @dataclass
 class LiveChatArgs:
-    num_slots: int = field(default=6, metadata={"kind": "positive_int",
+    num_slots: int = field(default=6, metadata={"kind": "positive_int", "at_least": 3,
+        "why_at_least": "the QC bot is never first or last",
         "help": "conversations per HIT: num_slots - 1 genuine models plus one QC bot (never first or last)"})
     min_inputs: int = field(default=10, metadata={"kind": "non_negative_int", "at_most": "max_inputs",
         "help": "worker inputs required in each conversation before 'Next chatbot' is accepted"})

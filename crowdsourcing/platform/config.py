@@ -33,7 +33,8 @@ def turn_timeout_field(default: int = 1200):
 
 def check_ranges(cfg) -> None:
     """Every setting of the composed config whose dataclass field declares a range (``metadata["kind"]``: one of
-    options.checked's kinds; ``metadata["at_most"]``: a sibling setting it may not exceed), wherever it sits (the
+    options.checked's kinds; ``metadata["at_least"]``: a floor above the kind's; ``metadata["at_most"]``: a sibling
+    setting it may not exceed), wherever it sits (the
     task's settings, its limits, Mephisto's blueprint args): out of range, one line naming it. Hydra checks only
     types, and a negative turn_timeout, zero turns or more inputs required than allowed launched a study no
     participant could do."""
@@ -51,6 +52,9 @@ def check_ranges(cfg) -> None:
                 walk(raw, f"{path}{key}.")
             elif meta.get("kind") and not OmegaConf.is_missing(node, key) and node[key] is not None:
                 checked(f"{path}{key}", meta["kind"])(node[key])
+                if meta.get("at_least") is not None and node[key] < meta["at_least"]:
+                    raise DialevalError(f"{path}{key} {node[key]}: expected at least {meta['at_least']}"
+                                        f" ({meta['why_at_least']})")
                 bound = meta.get("at_most")
                 if bound and node[bound] is not None:
                     if fields.get(bound, {}).get("kind"):  # the bound's own range said first

@@ -53,6 +53,9 @@ def test_override_typo_is_one_line_with_the_valid_keys(tmp_path, override, messa
     ("pw_turn", "pw_turn.num_turns=0", "pw_turn.num_turns 0: expected an integer >= 1"),
     ("sm_eval", "sm_eval.num_turns=-1", "sm_eval.num_turns -1: expected an integer >= 1"),
     ("arena", "arena.max_battles=0", "arena.max_battles 0: expected an integer >= 1"),
+    # the world raised at the participant's first step and the page said "Connecting to the chatbots..." for ever
+    ("live_chat_da", "live_chat.num_slots=2",
+     "live_chat.num_slots 2: expected at least 3 (the QC bot is never first or last)"),
     ("acute", "adaptive_alpha=1.5", "adaptive_alpha 1.5: expected a number strictly between 0 and 1"),
     ("acute", "acute.onboarding_threshold=1.5", "acute.onboarding_threshold 1.5: expected a number between 0 and 1"),
     ("acute", "adaptive_explore=-0.1", "adaptive_explore -0.1: expected a number between 0 and 1"),
