@@ -57,6 +57,9 @@ const RECLAIM_WAIT = "This study was open for you in another browser a moment ag
 const RECLAIM_WRONG = "That code is not the one this study showed you. Please check it and try again.";
 const CODE_FIELD = "dialeval_resume_code"; // page -> router, in provider_data; router -> page, in agent_details
 const RECLAIM_FIELD = "dialeval_reclaim"; // router -> a refused page: the way back is open to it (the code form)
+// router -> a page refused as too soon (RECLAIM_WAIT): the seconds it waits before asking again by itself, its code
+// kept (frontend/src/components/Resume.jsx ReclaimWait); asking again then costs none of the registration's code tries
+const WAIT_FIELD = "dialeval_reclaim_wait";
 const MAX_CODE_TRIES = 10; // wrong codes a registration takes; then only the page holding its secret gets in
 const CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"; // no 0/O, 1/I: read off a screen and typed back
 const BUSY = "Too many people have just started this study from your network. Please try again in a few minutes.";
@@ -167,7 +170,7 @@ function silent_seconds(claim, now) {
 }
 
 // The way back (see the top of this file): null when ``data`` may take over ``claim`` of ``registration`` now (it is
-// then bound to the secret the request brings), else [HTTP status, reason, what to log].
+// then bound to the secret the request brings), else [HTTP status, reason, what to log, seconds to wait (too soon)].
 function reclaim_refusal(registration, claim, data, now) {
   if (!(CONFIG.reclaim_seconds > 0)) {
     return [403, HELD, "registration held by another page (no or wrong secret)"];
@@ -178,7 +181,8 @@ function reclaim_refusal(registration, claim, data, now) {
     const wait = Math.ceil(CONFIG.reclaim_seconds - silent);
     return code === undefined && !CONFIG.reclaim_by_identity
       ? [403, HELD_RECLAIMABLE, "registration held by another page (no or wrong secret)"]
-      : [403, RECLAIM_WAIT.replace("{seconds}", String(wait)), `way back asked while its page was heard ${Math.floor(silent)} s ago`];
+      : [403, RECLAIM_WAIT.replace("{seconds}", String(wait)), `way back asked while its page was heard ${Math.floor(silent)} s ago`,
+        wait];
   }
   if (CONFIG.reclaim_by_identity) {
     return null;
@@ -210,7 +214,7 @@ function rebind(registration, worker, claim, secret, now) {
               `after ${CONFIG.reclaim_by_identity ? "its identity was verified" : "its resume code"}`);
 }
 
-function refuse(res, status, reason, why, subject) {
+function refuse(res, status, reason, why, subject, wait) {
   const n = ++counter.refused;
   if (n <= 50 || n % LOG_EVERY === 0) {
     console.log(`[dialeval-router] refused POST /request_agent: ${why} (registration ${JSON.stringify(subject).slice(0, 80)}, refusal ${n})`);
@@ -219,6 +223,9 @@ function refuse(res, status, reason, why, subject) {
   const answer = door.agent_refusal(reason);
   if (CONFIG.reclaim_seconds > 0 && reason !== HELD && !CONFIG.reclaim_by_identity && status === 403) {
     answer.data[RECLAIM_FIELD] = "code"; // the page offers the form for the code
+  }
+  if (wait !== undefined) {
+    answer.data[WAIT_FIELD] = wait;
   }
   return res.status(status).json(answer);
 }
@@ -254,7 +261,7 @@ function request_check(req, res, next) {
       : reclaim_refusal(registration, claim, data, at);
     if (refusal !== null) {
       delete data[CODE_FIELD];
-      return refuse(res, refusal[0], refusal[1], refusal[2], registration);
+      return refuse(res, refusal[0], refusal[1], refusal[2], registration, refusal[3]);
     }
     if (typeof secret !== "string" || !SECRET_FORM.test(secret)) {
       issued = crypto.randomBytes(32).toString("hex");

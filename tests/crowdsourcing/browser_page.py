@@ -18,13 +18,14 @@ def require_chromium() -> None:
 
 
 @contextlib.contextmanager
-def chromium_page(tmp_path: Path, phone: bool | dict = False):
+def chromium_page(tmp_path: Path, phone: bool | dict = False, pw=None):
     """A headless Debian Chromium page (fresh profile) that accepts the mock provider's alert(); ``phone``:
-    390x844, touch, mobile (an iPhone 12-14's CSS size), or another phone's screen (SMALL_PHONE)."""
+    390x844, touch, mobile (an iPhone 12-14's CSS size), or another phone's screen (SMALL_PHONE). ``pw``: a running
+    sync_playwright() to launch it with, for two browsers open at once (else one of its own)."""
     from playwright.sync_api import sync_playwright
 
     screen = phone if isinstance(phone, dict) else PHONE if phone else {}
-    with sync_playwright() as pw:
+    with contextlib.nullcontext(pw) if pw is not None else sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True, **screen, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

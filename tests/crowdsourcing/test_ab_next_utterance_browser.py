@@ -1,6 +1,7 @@
 """A/B next-utterance end to end in a real browser: `dialeval launch ab_next_utterance` with a file of
 12 response pairs (2 identical), a scripted worker in headless Chromium answers the HIT of 10,
-`dialeval export` writes a valid file with the automatic ties, `dialeval analyze_pairwise` reports. Again in
+`dialeval export` writes a valid file with the automatic ties, `dialeval analyze_pairwise` reports. The first
+submission is lost on the way: the page says the answers were not sent and sends them again at a press. Again in
 Hebrew (ab.language=he, a static task's language) on a small phone (360x740): right to left, the page's words and
 the server's question from the catalogue (issue 41)."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from parlai_dialeval.testing.ports import free_port
 
 from .browser_page import SMALL_PHONE, chromium_page, look_at, require_chromium
 from .protocol_harness import CliRun, dialeval
+from .test_page_catalogues import EN
 from .test_sm_eval_browser import HEBREW
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -50,7 +52,11 @@ def test_ab_in_chromium_then_export_and_analyze(tmp_path, language):
                 a_text = shown.nth(i).locator("[data-testid=response-a]").inner_text()
                 choice = "tie" if i == 0 else ("a" if a_text.startswith("the answer") else "b")
                 page.check(f"[data-testid=ab-{i}-{choice}]")
+            page.route("**/submit_task", lambda route: route.abort(), times=1)  # lost on the way to the server
             page.click("[data-testid=submit-ab]")
+            failed = page.wait_for_selector("[data-testid=not-sent]", timeout=30000).inner_text()
+            assert (HEBREW if hebrew else EN)["submit.not_sent"] in failed
+            page.click("[data-testid=send-again]")
             page.wait_for_selector("[data-testid=done]", timeout=30000)
             look_at(page, "ab_done_hebrew" if hebrew else "ab_done")
             page.wait_for_timeout(1500)

@@ -113,6 +113,8 @@ def test_arena_with_a_real_streaming_model_against_an_offline_bot(real_server, t
                     page.wait_for_selector(f"[data-testid={then}]", timeout=30000)
                 if then == "revealed":
                     look_at(page, "arena_revealed")
+                if then == "submit-hit":  # the end page is headed as one, not with the vote's question
+                    assert page.inner_text("h1") == "All your battles are done"
             pause(page, 1.5)
         run.proc.wait(120)  # both units submitted: the run ends by itself
     finally:

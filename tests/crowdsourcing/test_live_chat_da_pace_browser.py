@@ -2,7 +2,8 @@
 `dialeval launch live_chat_da conf=offline_small` (LocalArchitect + node router + MockProvider) and a
 worker who reads and thinks for 2-4 s between actions. After the reopening the page must show the
 server's state (who said what, the server's input count) and accept "Next chatbot" once the server has
-the inputs; the HIT completes and exports with nothing lost or doubled. (The SM-Eval and PW-Turn browser
+the inputs; the HIT completes and exports with nothing lost or doubled. Answers typed but not sent yet (the topic and
+attitude, the sliders, the feedback) are still there after a reload or Back and Forward. (The SM-Eval and PW-Turn browser
 tests act at a person's pace too; the SM-Eval one has the pause longer than 30 s.)
 """
 from __future__ import annotations
@@ -19,6 +20,9 @@ from .browser_page import chromium_page, require_chromium
 from .protocol_harness import CliRun, pause, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+FEEDBACK = "I took my time with every chatbot and read each reply twice."  # longer than the record's slack
 
 
 def server_inputs(data_dir: Path, slot: int) -> int:
@@ -39,21 +43,33 @@ def chat(page, texts) -> None:
         pause(page, 2)  # reading the reply
 
 
-def rate(page, value: int) -> None:
+def rate(page, value: int, reload: bool = False) -> None:
+    """Every slider at ``value``; with ``reload``, the page is reloaded before the answer is sent: it keeps them."""
     page.wait_for_selector("[data-testid=rating-form]", timeout=30000)
     sliders = page.locator("[data-testid=rating-form] input[type=range]")
     for k in range(sliders.count()):
         set_slider(sliders.nth(k), value)
-    pause(page, 2)
+    if reload:  # in place of the pause before sending
+        page.reload()
+        page.wait_for_selector("[data-testid=rating-form]", timeout=60000)
+        states = page.locator("[data-testid=rating-form] [data-testid^=slider-state-]").all_inner_texts()
+        assert states == [f"Your answer: {value} of 100"] * 7
+    else:
+        pause(page, 2)
     page.click("[data-testid=submit-ratings]")
 
 
-def start_topic(page, topic: str) -> None:
+def start_topic(page, topic: str, reload: bool = False) -> None:
     page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
     pause(page, 2)
     page.fill("#topic-input", topic)
     page.check("#attitude-like")
-    pause(page, 2)
+    if reload:  # the topic and attitude typed are kept across a reload (in place of the pause before starting)
+        page.reload()
+        page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
+        assert page.input_value("#topic-input") == topic and page.is_checked("#attitude-like")
+    else:
+        pause(page, 2)
     page.click("[data-testid=start-chat]")
     page.wait_for_selector("[data-testid=chat-panel]")
 
@@ -68,7 +84,7 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
         with chromium_page(tmp_path) as page:
             url = run.worker_url("pace_worker")
             page.goto(url)
-            start_topic(page, "books")
+            start_topic(page, "books", reload=True)
             chat(page, first)
             tab = page.context.new_page()  # the worker closes the tab by mistake and opens the link again
             tab.on("dialog", lambda dialog: dialog.accept())
@@ -91,15 +107,18 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
             assert tab.inner_text("[data-testid=input-count]") == "Your inputs: 3 (minimum 3)"
             assert tab.locator("[data-testid=warning]").count() == 0  # the old refusal is gone
             tab.click("[data-testid=next-chatbot]")
-            rate(tab, 70)
+            rate(tab, 70, reload=True)
             for slot, topic in ((1, "football"), (2, "cooking")):
                 start_topic(tab, topic)
                 chat(tab, [f"{topic} is great {i}" for i in range(3)])
                 tab.click("[data-testid=next-chatbot]")
                 rate(tab, 40 + slot)
             tab.wait_for_selector("[data-testid=feedback-form]")
-            pause(tab, 3)
-            tab.fill("#feedback", "took my time")
+            pause(tab, 1)
+            tab.fill("#feedback", FEEDBACK)
+            tab.go_back()  # away from the study and back to it: the feedback typed is still there
+            tab.go_forward()
+            assert tab.wait_for_selector("#feedback", timeout=60000).input_value() == FEEDBACK
             tab.click("[data-testid=send-feedback]")
             submit_hit(tab)
         run.proc.wait(120)
@@ -115,3 +134,8 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
     human = [t["text"] for t in convs.iloc[0]["turns"] if t["speaker"] == "human"]
     assert human == first + ["What else would you recommend?"]  # nothing lost or doubled by the reopening
     assert len(data.ratings) == 21
+    # the feedback brought back by Back and Forward is accounted for as typed (its record was kept with it), not a
+    # text the page never saw written: that doubt would count against an honest participant's integrity
+    feedback = convs.iloc[0]
+    assert feedback["feedback"] == FEEDBACK
+    assert feedback["provenance"]["feedback"]["typed"] == len(FEEDBACK) and "doubts" not in feedback["provenance"]["feedback"]

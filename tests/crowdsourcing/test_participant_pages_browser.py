@@ -115,8 +115,10 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
     words come from it, the page runs right to left (text aligned to the right, each attitude radio beside its
     answer rather than on its first letter: issue 50, item 12; the participant's bubbles on the left, the chatbot's
     on the right), an English message keeps its own direction, and a participant completes the HIT, every screen
-    looked at on a desktop and a phone (look_at). A second participant is mid-chat when the researcher stops the
-    study: their page says so in Hebrew, in the catalogue's words, not Mephisto's English (issue 50, item 11)."""
+    looked at on a desktop and a phone (look_at). Their first press of Submit is lost on the way: the page says the
+    work was not sent and they press again; reloaded, the finished page says the work was sent already (also when
+    it has forgotten it and the router refuses the second submission). A second participant is mid-chat when the
+    researcher stops the study: their page says so in Hebrew, in the catalogue's words, not Mephisto's English (issue 50, item 11)."""
     require_chromium()
     he = json.loads((FRONTEND / "src" / "i18n" / "he.json").read_text())
     run = CliRun("live_chat_da", tmp_path, [
@@ -163,9 +165,29 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
             page.click("[data-testid=send-feedback]")
             page.wait_for_selector("[data-testid=submit-panel]", timeout=30000)
             look_at(page, "live_chat_done_hebrew")
+            assert page.locator("[data-testid=resume-code]").count() == 1  # the way back, while the work is not sent
+            # the first submission never reaches the server (the network dropped it): the page says it was not sent
+            # and the same button sends it again
+            page.route("**/submit_task", lambda route: route.abort(), times=1)
+            page.click("[data-testid=submit-hit]")
+            assert page.wait_for_selector("[data-testid=not-sent]").inner_text().strip() == he["submit.not_sent"]
+            assert page.locator("[data-testid=after-submit]").count() == 0
             submit_hit(page)
             panel = page.inner_text("[data-testid=submit-panel]")
             assert he["submit.sent"] in panel and he["submit.press"] not in panel  # issue 50, item 14
+            assert page.locator("[data-testid=resume-code]").count() == 0  # nothing left to come back to
+            # the finished page reloaded: it says the work went, and offers no button to send it again
+            page.reload()
+            assert page.wait_for_selector("[data-testid=after-submit]", timeout=60000).inner_text() == he["submit.already_sent"]
+            assert page.locator("[data-testid=submit-hit]").count() == 0
+            # the same without what the page kept (another tab, storage cleared): the button, and the router's
+            # refusal of a second submission is said as the work having been sent already
+            page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('dialeval_kept:sent:'))"
+                          ".forEach((k) => localStorage.removeItem(k))")
+            page.reload()
+            page.click("[data-testid=submit-hit]", timeout=60000)
+            assert page.wait_for_selector("[data-testid=after-submit]").inner_text() == he["submit.already_sent"]
+            assert page.locator("[data-testid=submit-hit]").count() == 0
         with chromium_page(tmp_path / "second") as page:
             page.goto(run.worker_url("stopped_worker"))
             start_live_chat(page, "גינון")
@@ -183,6 +205,8 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
     convs = [r for line in out.read_text().splitlines() for r in [json.loads(line)] if r["type"] == "conversation"]
     done = [c for c in convs if c["worker_id"] == "hebrew_worker_sandbox"]
     assert [c["status"] for c in done] == ["complete"] * 3 and {c["topic"] for c in done} == {"גינון"}
+    assert {c["submission"] for c in done} == {"submitted"} and len({c["assignment_id"] for c in done}) == 1
+    assert run.log().count("unit already submitted (replay)") == 1  # the second press, refused by the router
     stopped = [c for c in convs if c["worker_id"] == "stopped_worker_sandbox"]
     assert [t["text"] for c in stopped for t in c["turns"] if t["speaker"] == "human"] == ["שלום"]  # kept
 

@@ -28,6 +28,7 @@ from .test_router_hostile import require_router, run_router
 
 pytestmark = pytest.mark.slow  # each test starts a node router and waits out the reclaim time
 RECLAIM = 2.0  # seconds, as a test sets mephisto.blueprint.router_reclaim_seconds
+MAX_CODE_TRIES = 10  # wrong codes a registration takes (dialeval_claims.js, docs/security.md)
 VICTIM = {"worker_name": "victim", "agent_registration_id": "a1-victim", "assignment_id": "a1", "provider_type": "mock"}
 
 
@@ -122,19 +123,31 @@ def test_the_way_back_needs_the_code_and_the_pages_silence(tmp_path):
             # the same link in another browser, while the page is there: nothing, with or without a code
             before = len(server.requests)
             held = refused(await ask(port, second))
-            early = refused(await ask(port, second, dialeval_resume_code=code))
+            early = await ask(port, second, dialeval_resume_code=code)
+            # the new page asks again by itself when told, as often as it is told: no such try counts as a wrong code
+            # (each while the first page is still heard, however slowly a loaded machine answers)
+            again = []
+            for _ in range(MAX_CODE_TRIES):
+                await heartbeat(page)
+                again.append(await ask(port, second, dialeval_resume_code=code))
             await page.close()  # the participant's browser dies
             await asyncio.sleep(RECLAIM + 0.5)
-            wrong = refused(await ask(port, second, dialeval_resume_code="ABCD-EFGH"))
+            wrong_answer = await ask(port, second, dialeval_resume_code="ABCD-EFGH")
+            wrong = refused(wrong_answer)
             assert len(server.requests) == before  # none of these reached the server
             back = await ask(port, second, dialeval_resume_code=code.lower().replace("-", " "))
             after = refused(await ask(port, first))  # the dead browser's secret opens it no more
-            return held, early, wrong, back.json()["data"], after, server.requests
+            return held, early, again, wrong_answer, back.json()["data"], after, server.requests
 
-    (held, early, wrong, back, after, requests), log = run_router(router_with(tmp_path), scenario)
+    (held, early, again, wrong_answer, back, after, requests), log = run_router(router_with(tmp_path), scenario)
     assert held.startswith("This study is already open for you in another browser")
-    assert early.startswith("This study was open for you in another browser a moment ago")
-    assert wrong.startswith("That code is not the one")
+    # too soon: the page is told the seconds to wait (Resume.jsx ReclaimWait), as the text says them
+    for answer in (early, *again):
+        assert refused(answer).startswith("This study was open for you in another browser a moment ago")
+        wait = answer.json()["data"]["dialeval_reclaim_wait"]
+        assert 1 <= wait <= RECLAIM and f"try again in {wait} seconds" in refused(answer)
+    wrong = refused(wrong_answer)
+    assert wrong.startswith("That code is not the one") and "dialeval_reclaim_wait" not in wrong_answer.json()["data"]
     assert back["agent_id"] == "7" and back["agent_token"] == compat_router.token("7")
     assert back["dialeval_resume_code"] != ""  # the new page shows its own code
     assert after.startswith("This study is already open")

@@ -1,13 +1,16 @@
 // The way back for a participant whose browser died (crowdsourcing/router/dialeval_claims.js, docs/security.md): the
-// page shows its session's resume code; a page refused because that session is held by another browser offers a
-// field for the code, which the router accepts once the other page has been silent long enough.
+// page shows its session's resume code until its work is sent; a page refused because that session is held by
+// another browser offers a field for the code, which the router accepts once the other page has been silent long
+// enough. Given sooner, the code is kept and the page asks again by itself when the router said it may (ReclaimWait).
 import React from "react";
 import { t } from "./i18n";
-import { offerResumeCode, reclaimOffered, resumeCode } from "./transport";
+import { useWorkSent } from "./Submit";
+import { offerResumeCode, reclaimOffered, reclaimWait, resumeCode, triedCode } from "./transport";
 
 export function ResumeCode() {
   const code = resumeCode();
-  if (!code) {
+  const sent = useWorkSent(); // nothing left to come back to
+  if (!code || sent) {
     return null;
   }
   return (
@@ -18,7 +21,7 @@ export function ResumeCode() {
 }
 
 export function ResumeForm() {
-  const [code, setCode] = React.useState("");
+  const [code, setCode] = React.useState(() => triedCode() || ""); // a wrong one is shown to be checked
   if (!reclaimOffered()) {
     return null;
   }
@@ -47,5 +50,36 @@ export function ResumeForm() {
         </button>
       </div>
     </form>
+  );
+}
+
+// m:ss, which needs no plural in any language
+function clock(seconds) {
+  return Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0");
+}
+
+// The router takes this page's request only once the first page has been silent long enough: the page says so, keeps
+// the code, and loads again by itself a second after the time the router named (the code goes with it).
+export function ReclaimWait() {
+  const { seconds, code } = reclaimWait();
+  const [until] = React.useState(() => Date.now() + (seconds + 1) * 1000);
+  const [left, setLeft] = React.useState(seconds + 1);
+  React.useEffect(() => {
+    if (left <= 0) {
+      window.location.reload();
+      return undefined;
+    }
+    const timer = window.setTimeout(() => setLeft(Math.max(0, Math.ceil((until - Date.now()) / 1000))), 1000);
+    return () => window.clearTimeout(timer);
+  }, [left]);
+  return (
+    <div className="alert alert-warning" data-testid="reclaim-wait">
+      <p role="status">
+        {code ? t("resume.waiting", { code }) : t("resume.waiting_no_code")}
+      </p>
+      <p className="mb-0">
+        {t("resume.next_try")} <b dir="ltr" data-testid="reclaim-countdown">{clock(left)}</b>
+      </p>
+    </div>
   );
 }

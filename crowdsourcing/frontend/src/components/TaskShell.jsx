@@ -3,9 +3,11 @@
 import React from "react";
 import { serverText, t } from "./i18n";
 import { RecordingNotice } from "./Checks";
-import { ResumeCode, ResumeForm } from "./Resume";
+import { ReclaimWait, ResumeCode, ResumeForm } from "./Resume";
+import { reclaimWait } from "./transport";
 import { Questionnaire, questionnaireSubmission } from "./Questionnaire";
 import { questionnaireAsked } from "./pageOptions";
+import { SubmitOutcome, useSubmitWork } from "./Submit";
 
 export function TaskShell({ mephisto, title, instructions, children }) {
   const { isLoading, isPreview, blockedReason, blockedExplanation, inactiveText } = mephisto;
@@ -15,7 +17,10 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   if (blockedReason) {
     // the router's refusals are catalogued server texts (translated); a task's own explanation is an element
     const why = blockedExplanation || blockedReason;
-    body = (
+    // asked for the way back too soon: one message, the page's own, in place of the router's "try again in N seconds"
+    body = reclaimWait() ? (
+      <ReclaimWait />
+    ) : (
       <div>
         <div className="alert alert-danger" data-testid="blocked">{typeof why === "string" ? serverText(why) : why}</div>
         <ResumeForm />
@@ -48,7 +53,7 @@ export function TaskShell({ mephisto, title, instructions, children }) {
   );
 }
 
-// A button that submits to Mephisto once: it stays disabled after the click (Mephisto then moves the
+// A button that submits an onboarding to Mephisto once: it stays disabled after the click (Mephisto then moves the
 // worker on, which takes a moment), so a second click cannot submit twice.
 export function SubmitOnceButton({ onSubmit, testid, label, pendingLabel }) {
   const [submitted, setSubmitted] = React.useState(false);
@@ -68,10 +73,12 @@ export function SubmitOnceButton({ onSubmit, testid, label, pendingLabel }) {
 }
 
 // The last screen: the optional questionnaire when the task asks it (sent with the submit, apart from the task's
-// own record), what to press, then what happens next. On Prolific (PROLIFIC_PID in the address) the provider's
-// wrapper takes the participant back to Prolific with the completion code after the submit.
-export function SubmitPanel({ handleSubmit, data = {} }) {
-  const [sent, setSent] = React.useState(false);
+// own record), what to press, then what came of it (Submit.jsx): sent, sent before, or not sent with the button to
+// press again. On Prolific (PROLIFIC_PID in the address) the provider's wrapper takes the participant back to
+// Prolific with the completion code once the server took the work.
+export function SubmitPanel({ mephisto, data = {} }) {
+  const [outcome, submit] = useSubmitWork(mephisto);
+  const done = outcome === "sent" || outcome === "already_sent";
   const questions = questionnaireAsked();
   const [about, setAbout] = React.useState({ consent: false, answers: {} });
   const onProlific = typeof window !== "undefined" && /[?&]PROLIFIC_PID=/.test(window.location.search);
@@ -79,23 +86,20 @@ export function SubmitPanel({ handleSubmit, data = {} }) {
     <div className="dialeval-submit dialeval-done" data-testid="submit-panel">
       <p>
         {/* once sent, the box no longer asks for the press */}
-        <b>{t("submit.complete")}</b> {sent ? null : t("submit.press")}
+        <b>{t("submit.complete")}</b> {done ? null : t("submit.press")}
       </p>
-      {questions.length > 0 && !sent ? <Questionnaire questions={questions} value={about} onChange={setAbout} /> : null}
-      <SubmitOnceButton
-        onSubmit={() => {
-          setSent(true);
-          handleSubmit(questions.length > 0 ? { ...data, questionnaire: questionnaireSubmission(questions, about) } : data);
-        }}
-        testid="submit-hit"
-        label={t("submit.button")}
-        pendingLabel={t("submit.pending")}
-      />
-      {sent ? (
-        <p role="status" data-testid="after-submit" style={{ marginTop: 12 }}>
-          {t(onProlific ? "submit.sent_prolific" : "submit.sent")}
-        </p>
-      ) : null}
+      {questions.length > 0 && !done ? <Questionnaire questions={questions} value={about} onChange={setAbout} /> : null}
+      {done ? null : (
+        <button
+          className="btn btn-success"
+          data-testid="submit-hit"
+          disabled={outcome === "sending"}
+          onClick={() => submit(questions.length > 0 ? { ...data, questionnaire: questionnaireSubmission(questions, about) } : data)}
+        >
+          {outcome === "sending" ? t("submit.pending") : t("submit.button")}
+        </button>
+      )}
+      <SubmitOutcome outcome={outcome} sentText={t(onProlific ? "submit.sent_prolific" : "submit.sent")} />
     </div>
   );
 }

@@ -7,9 +7,11 @@
 // the mouse. The server checks what it receives (crowdsourcing/platform/answer_record.py); the instructions
 // say what is recorded (RecordingNotice).
 import React from "react";
+import { readKept, writeKept } from "./pageStore";
 
 const PAUSE_MS = 2000; // a gap between typed insertions this long counts as a pause
 const MAX_SIZES = 20; // paste and drop sizes kept per text (the server keeps no more)
+const MAX_INTERVALS = 5000; // gaps between typed insertions kept per text: a median's worth, and a kept record stays small
 
 // ------------------------------------------------------------------ the page being away (tabs, windows)
 const spans = []; // [start, end] of each time away, in ms; end null while away
@@ -63,10 +65,25 @@ function freshText() {
   return { since: Date.now(), first: null, lastKey: null, typed: 0, pasted: 0, dropped: 0, deleted: 0, pastes: [], drops: [], intervals: [], before: null };
 }
 
+// A kept record (pageStore.js) has the fields freshText makes, of their types: else the page starts afresh.
+function isTextRecord(value) {
+  const fresh = freshText();
+  return value !== null && typeof value === "object" && Object.keys(fresh).every((key) =>
+    Array.isArray(fresh[key]) ? Array.isArray(value[key]) && value[key].every((n) => typeof n === "number")
+      : key in value && (value[key] === null || typeof value[key] === "number" || typeof value[key] === "object"));
+}
+
 // The record of one text box: attach `ref` to an <input> or <textarea>; `take()` returns the record of the text
-// written since the last take (or since the box appeared) and starts a new one.
-export function useTextRecord() {
-  const state = React.useRef(freshText());
+// written since the last take (or since the box appeared) and starts a new one. `keep`: the name of the box's draft
+// (useDraft) when its text outlives a reload: the record is kept with it, so that a text brought back by a reload is
+// still accounted for (typed or pasted before it), not a text the page never saw written.
+export function useTextRecord(keep = null) {
+  const state = React.useRef(null);
+  if (state.current === null) {
+    const kept = keep === null ? undefined : readKept(keep + ":record", isTextRecord);
+    state.current = kept === undefined ? freshText() : { ...kept, before: null };
+  }
+  const save = () => keep !== null && writeKept(keep + ":record", state.current);
   const element = React.useRef(null);
   const listeners = React.useRef(null);
   const ref = React.useCallback((node) => {
@@ -97,9 +114,10 @@ export function useTextRecord() {
         if (s.drops.length < MAX_SIZES) s.drops.push(inserted);
       } else if (inserted > 0) {
         s.typed += inserted;
-        if (s.lastKey !== null) s.intervals.push(now - s.lastKey);
+        if (s.lastKey !== null && s.intervals.length < MAX_INTERVALS) s.intervals.push(now - s.lastKey);
         s.lastKey = now;
       }
+      save();
     };
     listeners.current = [
       ["beforeinput", beforeinput],
@@ -111,6 +129,7 @@ export function useTextRecord() {
     const s = state.current;
     const now = Date.now();
     state.current = freshText();
+    if (keep !== null) writeKept(keep + ":record", undefined);
     const pauses = s.intervals.filter((ms) => ms >= PAUSE_MS);
     const record = {
       typed: s.typed,
@@ -128,7 +147,7 @@ export function useTextRecord() {
     const interval = median(s.intervals);
     if (interval !== undefined) record.key_interval_ms = Math.round(interval);
     return record;
-  }, []);
+  }, [keep]);
   return { ref, take };
 }
 

@@ -8,6 +8,8 @@ export { useLiveTask, useSendOnce } from "./useLiveTask";
 export { ChatLog, StreamingReply } from "./ChatLog";
 export { ContinuousSlider } from "./ContinuousSlider";
 export { TaskShell, SubmitPanel, SubmitOnceButton } from "./TaskShell";
+export { SubmitOutcome, useSubmitWork } from "./Submit";
+export { useDraft, isPercent, isText } from "./pageStore";
 export { MessageInput } from "./MessageInput";
 export { t, tList, useLanguage, serverText } from "./i18n";
 export { usePageOptions } from "./pageOptions";

@@ -74,10 +74,15 @@ function secretKey(config) {
 
 // The way back after a browser died (dialeval_claims.js): the page of a session shows its resume code (the router
 // gives it with the agent); a page refused because the session is held elsewhere may offer the code the participant
-// noted (ResumeForm in Resume.jsx), kept for this page address until the router has given the session back.
+// noted (ResumeForm in Resume.jsx), kept for this page address until the router has given the session back. Asked
+// while the first page was heard too recently, the router names the seconds until it may be (WAIT_FIELD): the code is
+// kept and the page asks again by itself then (ReclaimWait); a code refused for good is forgotten, the form asks anew.
 const CODE_FIELD = "dialeval_resume_code";
 const CODE_KEY = CODE_FIELD + window.location.search;
-const way = { code: null, offered: false };
+const WAIT_FIELD = "dialeval_reclaim_wait";
+// code: this page's own resume code; offered: the code form is open to it; tried: the code its refused request
+// carried; wait: the seconds the router named before it may take the session
+const way = { code: null, offered: false, tried: null, wait: null };
 
 export function resumeCode() {
   return way.code;
@@ -85,6 +90,15 @@ export function resumeCode() {
 
 export function reclaimOffered() {
   return way.offered;
+}
+
+export function triedCode() {
+  return way.tried;
+}
+
+// {seconds, code}: the router takes this page's request (with its code, if one) only after that many seconds; else null
+export function reclaimWait() {
+  return way.wait === null ? null : { seconds: way.wait, code: way.tried };
 }
 
 export function offerResumeCode(code) {
@@ -99,9 +113,18 @@ export function offerResumeCode(code) {
 
 function offeredCode() {
   try {
-    return window.sessionStorage.getItem(CODE_KEY);
+    const code = window.sessionStorage.getItem(CODE_KEY);
+    return typeof code === "string" && code ? code : null;
   } catch (error) {
     return null;
+  }
+}
+
+function forgetOfferedCode() {
+  try {
+    window.sessionStorage.removeItem(CODE_KEY);
+  } catch (error) {
+    // storage refused: nothing was kept
   }
 }
 
@@ -138,7 +161,13 @@ function busyRetry(error) {
   const refused = response && (response.status === 403 || response.status === 429) && response.data &&
     response.data.data && typeof response.data.data.failure_reason === "string";
   if (refused && secretKey(config) !== null) {
-    way.offered = response.data.data.dialeval_reclaim === "code"; // the way back, when it is open
+    const details = response.data.data;
+    way.offered = details.dialeval_reclaim === "code"; // the way back, when it is open
+    way.tried = offeredCode();
+    way.wait = Number.isInteger(details[WAIT_FIELD]) && details[WAIT_FIELD] > 0 ? details[WAIT_FIELD] : null;
+    if (way.wait === null && response.status === 403) {
+      forgetOfferedCode(); // a wrong code, or the way back closed: not sent again with the next load
+    }
     return Promise.resolve(response);
   }
   const busy = response && response.status === 503 && response.data && response.data.status === "busy";
@@ -166,11 +195,7 @@ axiosInstance.interceptors.response.use((response) => {
     way.offered = details.dialeval_reclaim === "code";
     if (typeof details[CODE_FIELD] === "string") {
       way.code = details[CODE_FIELD];
-      try {
-        window.sessionStorage.removeItem(CODE_KEY); // the session is this page's now
-      } catch (error) {
-        // storage refused: nothing was kept
-      }
+      forgetOfferedCode(); // the session is this page's now
     }
   }
   return response;

@@ -6,7 +6,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { BotText, TaskShell, t, useLanguage, serverText, AttentionInstruction } from "../../components";
+import { BotText, SubmitOutcome, TaskShell, t, useLanguage, serverText, useSubmitWork, AttentionInstruction } from "../../components";
 import { awayBetween } from "../../components/answerRecord";
 
 const OPTIONS = [
@@ -53,10 +53,10 @@ function Item({ item, index, answer, onChange }) {
 
 function AbApp() {
   const mephisto = useMephistoTask();
-  const { initialTaskData, handleSubmit, taskConfig } = mephisto;
+  const { initialTaskData, taskConfig } = mephisto;
   useLanguage(taskConfig);
   const [answers, setAnswers] = React.useState({});
-  const [submitted, setSubmitted] = React.useState(false);
+  const [submitted, submit, submitAgain] = useSubmitWork(mephisto);
   const items = (initialTaskData && initialTaskData.shown) || [];
   // every item is on one page: an item's time is from the previous first answer (or the page) to its own
   // first answer; changing an answer later counts as a change (answerRecord.js's record, built here)
@@ -72,7 +72,7 @@ function AbApp() {
   };
   let body;
   if (submitted) {
-    body = <div className="alert alert-success" data-testid="done">{t("common.answers_sent")}</div>;
+    body = <SubmitOutcome outcome={submitted} sentText={t("common.answers_sent")} onRetry={submitAgain} testid="done" />;
   } else if (!initialTaskData) {
     body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else {
@@ -95,10 +95,7 @@ function AbApp() {
           className="btn btn-primary"
           data-testid="submit-ab"
           disabled={!complete}
-          onClick={() => {
-            setSubmitted(true);
-            handleSubmit({ answers });
-          }}
+          onClick={() => submit({ answers })}
         >
           {t("common.submit")}
         </button>

@@ -6,7 +6,19 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { BotText, ScreenedOut, TaskShell, t, useLanguage, serverText, useScreenRecord, useTextRecord, AttentionInstruction } from "../../components";
+import {
+  BotText,
+  ScreenedOut,
+  SubmitOutcome,
+  TaskShell,
+  t,
+  useLanguage,
+  serverText,
+  useScreenRecord,
+  useSubmitWork,
+  useTextRecord,
+  AttentionInstruction,
+} from "../../components";
 
 function Conversation({ turns, label, testid }) {
   return (
@@ -114,7 +126,8 @@ function AcuteApp() {
   const { initialTaskData, handleSubmit, taskConfig } = mephisto;
   useLanguage(taskConfig);
   const [answers, setAnswers] = React.useState([]);
-  const [submitted, setSubmitted] = React.useState(false);
+  const [submitted, setSubmitted] = React.useState(false); // the onboarding (mephisto-task's handleSubmit)
+  const [sent, submit, submitAgain] = useSubmitWork(mephisto); // the unit's answers
   const [tried, setTried] = React.useState(null); // the onboarding try last submitted
   // after onboarding is submitted the same page receives the unit's data: start afresh
   React.useEffect(() => {
@@ -123,7 +136,9 @@ function AcuteApp() {
   }, [initialTaskData]);
   const shown = (initialTaskData && initialTaskData.shown) || [];
   let body;
-  if (submitted) {
+  if (sent) {
+    body = <SubmitOutcome outcome={sent} sentText={t("common.answers_sent")} onRetry={submitAgain} testid="done" />;
+  } else if (submitted) {
     body = <div className="alert alert-success" data-testid="done">{t("common.answers_sent")}</div>;
   } else if (!initialTaskData) {
     body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
@@ -138,9 +153,11 @@ function AcuteApp() {
         total={shown.length}
         onAnswer={(answer) => {
           const all = [...answers, answer];
-          if (all.length === shown.length) {
+          if (all.length === shown.length && !mephisto.isOnboarding) {
+            submit({ answers: all });
+          } else if (all.length === shown.length) {
             setSubmitted(true);
-            if (initialTaskData.onboarding && initialTaskData.max_tries) {
+            if (initialTaskData.max_tries) {
               setTried({ try: initialTaskData.try, max_tries: initialTaskData.max_tries });
             }
             handleSubmit({ answers: all });
@@ -153,7 +170,7 @@ function AcuteApp() {
   }
   // with the task, not the folded instructions: a phone shows it too
   const practice =
-    initialTaskData && initialTaskData.onboarding && !submitted ? (
+    initialTaskData && initialTaskData.onboarding && !submitted && !sent ? (
       <p className="dialeval-note" data-testid="practice">
         {t("acute.practice")}
         {initialTaskData.max_tries > 1 ? " " + t("acute.practice_try", { try: initialTaskData.try, tries: initialTaskData.max_tries }) : ""}

@@ -123,7 +123,7 @@ function VotePanel({ state, sendAction, screen }) {
 
 function ArenaApp() {
   const live = useLiveTask();
-  const { state, sendAction, handleSubmit, taskConfig, messages } = live;
+  const { state, sendAction, taskConfig, messages } = live;
   usePageOptions(taskConfig);
   const [pendingEnd, sendOnce] = useSendOnce(state);
   const phase = state.phase;
@@ -133,8 +133,8 @@ function ArenaApp() {
   }, [phase, state.battle, (state.turns || []).length]);
   if (state.task_done || phase === "done") {
     return (
-      <TaskShell mephisto={live} title={t("arena.title")} instructions={<Instructions state={state} />}>
-        <SubmitPanel handleSubmit={handleSubmit} />
+      <TaskShell mephisto={live} title={t("arena.done_title")} instructions={<Instructions state={state} />}>
+        <SubmitPanel mephisto={live} />
       </TaskShell>
     );
   }

@@ -16,14 +16,19 @@ import {
   serverText,
   useScreenRecord,
   useTextRecord,
+  useDraft,
+  isPercent,
+  isText,
 } from "../../components";
 import { Instructions } from "./Instructions.jsx";
 
 const ATTITUDES = ["like", "ambivalent", "dislike"];
 
+// The answers of the topic, rating and feedback screens are drafts kept for the page (useDraft) until they are sent:
+// a reload, Back or Forward finds them again.
 function TopicForm({ state, sendAction }) {
-  const [topic, setTopic] = React.useState("");
-  const [attitude, setAttitude] = React.useState(null);
+  const [topic, setTopic, forgetTopic] = useDraft("topic:" + state.slot, "", isText);
+  const [attitude, setAttitude, forgetAttitude] = useDraft("attitude:" + state.slot, null, (v) => ATTITUDES.includes(v));
   const [pending, sendOnce] = useSendOnce(state);
   const fixedTopic = state.ice_breaker ? state.persona : null;
   const ready = (fixedTopic || topic.trim()) && attitude;
@@ -69,7 +74,13 @@ function TopicForm({ state, sendAction }) {
         className="btn btn-primary"
         data-testid="start-chat"
         disabled={pending || !ready}
-        onClick={() => sendOnce(() => sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude }))}
+        onClick={() =>
+          sendOnce(() => {
+            sendAction({ action: "topic", topic: fixedTopic || topic.trim(), attitude });
+            forgetTopic();
+            forgetAttitude();
+          })
+        }
       >
         {t("live_chat.start")}
       </button>
@@ -156,9 +167,10 @@ function ChatPanel({ state, messages, sendAction }) {
 // them asks for a stated value instead (crowdsourcing/platform/checks.py).
 function RatingForm({ state, messages, sendAction }) {
   const statements = state.statements || [];
-  const [values, setValues] = React.useState(statements.map(() => null));
+  const [values, setValues, forgetValues] = useDraft("rating:" + state.slot, statements.map(() => null),
+    (v) => Array.isArray(v) && v.length === statements.length && v.every((x) => x === null || isPercent(x)));
   const attention = state.attention || null;
-  const [checked, setChecked] = React.useState(null);
+  const [checked, setChecked, forgetChecked] = useDraft("attention:" + state.slot, null, isPercent);
   const done = values.every((v) => v !== null) && (!attention || checked !== null);
   const [pending, sendOnce] = useSendOnce(state);
   const screen = useScreenRecord();
@@ -200,7 +212,13 @@ function RatingForm({ state, messages, sendAction }) {
         className="btn btn-primary"
         data-testid="submit-ratings"
         disabled={pending || !done}
-        onClick={() => sendOnce(() => sendAction({ action: "rating", values, provenance: screen.take(), ...(attention ? { attention: checked } : {}) }))}
+        onClick={() =>
+          sendOnce(() => {
+            sendAction({ action: "rating", values, provenance: screen.take(), ...(attention ? { attention: checked } : {}) });
+            forgetValues();
+            forgetChecked();
+          })
+        }
       >
         {t("live_chat.rate_next")}
       </button>
@@ -221,9 +239,9 @@ function FailedPanel({ state, sendAction }) {
 }
 
 function FeedbackForm({ state, sendAction }) {
-  const [feedback, setFeedback] = React.useState("");
+  const [feedback, setFeedback, forgetFeedback] = useDraft("feedback", "", isText);
   const [pending, sendOnce] = useSendOnce(state);
-  const record = useTextRecord();
+  const record = useTextRecord("feedback"); // kept with the draft: a text brought back by a reload stays accounted for
   return (
     <div data-testid="feedback-form">
       <label htmlFor="feedback">{t("live_chat.feedback")}</label>
@@ -233,7 +251,12 @@ function FeedbackForm({ state, sendAction }) {
         style={{ marginTop: 8 }}
         data-testid="send-feedback"
         disabled={pending}
-        onClick={() => sendOnce(() => sendAction({ action: "feedback", feedback, provenance: record.take() }))}
+        onClick={() =>
+          sendOnce(() => {
+            sendAction({ action: "feedback", feedback, provenance: record.take() });
+            forgetFeedback();
+          })
+        }
       >
         {t("live_chat.finish")}
       </button>
@@ -243,11 +266,11 @@ function FeedbackForm({ state, sendAction }) {
 
 function LiveChatApp() {
   const live = useLiveTask();
-  const { state, messages, sendAction, handleSubmit, taskConfig } = live;
+  const { state, messages, sendAction, taskConfig } = live;
   usePageOptions(taskConfig);
   let body;
   if (state.task_done) {
-    body = <SubmitPanel handleSubmit={handleSubmit} />;
+    body = <SubmitPanel mephisto={live} />;
   } else if (state.phase === "topic") {
     body = <TopicForm key={state.slot} state={state} sendAction={sendAction} />;
   } else if (state.phase === "chat") {

@@ -142,7 +142,7 @@ function PairwiseTurnApp() {
       </div>
     );
   } else if (state.task_done) {
-    body = <SubmitPanel handleSubmit={handleSubmit} />;
+    body = <SubmitPanel mephisto={live} />;
   } else if (state.phase === "onboarding") {
     body = <Onboarding key={state.try} state={state} sendAction={sendAction} />;
   } else if (state.phase === "choose") {

@@ -7,7 +7,7 @@
 import React from "react";
 import ReactDOM from "react-dom";
 import { useMephistoTask } from "mephisto-task";
-import { BotText, TaskShell, t, useLanguage, serverText, useScreenRecord, AttentionInstruction } from "../../components";
+import { BotText, SubmitOutcome, TaskShell, t, useLanguage, serverText, useScreenRecord, useSubmitWork, AttentionInstruction } from "../../components";
 
 function ValueInput({ kind, min, max, value, onChange, testid, label }) {
   if (kind === "likert") {
@@ -162,16 +162,16 @@ function PriorQuestions({ questions, onDone }) {
 
 function ScaleApp() {
   const mephisto = useMephistoTask();
-  const { initialTaskData: data, handleSubmit, taskConfig } = mephisto;
+  const { initialTaskData: data, taskConfig } = mephisto;
   useLanguage(taskConfig);
   const started = React.useRef(Date.now());
   const [ratings, setRatings] = React.useState({});
   const [durations, setDurations] = React.useState({});
   const [records, setRecords] = React.useState({});
-  const [submitted, setSubmitted] = React.useState(false);
+  const [submitted, submit, submitAgain] = useSubmitWork(mephisto);
   let body;
   if (submitted) {
-    body = <div className="alert alert-success" data-testid="done">{t("common.ratings_sent")}</div>;
+    body = <SubmitOutcome outcome={submitted} sentText={t("common.ratings_sent")} onRetry={submitAgain} testid="done" />;
   } else if (!data) {
     body = <div className="alert alert-secondary">{t("shell.loading")}</div>;
   } else {
@@ -193,16 +193,15 @@ function ScaleApp() {
       ) : (
         <PriorQuestions
           questions={data.prior_questions}
-          onDone={(prior) => {
-            setSubmitted(true);
-            handleSubmit({
+          onDone={(prior) =>
+            submit({
               ratings,
               prior_experience: prior,
               duration: (Date.now() - started.current) / 1000,
               item_durations: durations,
               item_provenance: records,
-            });
-          }}
+            })
+          }
         />
       );
   }

@@ -115,14 +115,14 @@ function Rate({ state, sendAction, screen }) {
 
 function SingleModelApp() {
   const live = useLiveTask();
-  const { state, sendAction, handleSubmit, taskConfig } = live;
+  const { state, sendAction, taskConfig } = live;
   usePageOptions(taskConfig);
   // one judgment screen's record per annotation or rating screen (answerRecord.js), the history's scrolls in it
   const screen = useScreenRecord();
   React.useEffect(screen.restart, [state.phase, state.turn_index]);
   let body;
   if (state.task_done) {
-    body = <SubmitPanel handleSubmit={handleSubmit} />;
+    body = <SubmitPanel mephisto={live} />;
   } else if (state.phase === "annotate") {
     body = <Annotate key={state.turn_index} state={state} sendAction={sendAction} screen={screen} />;
   } else if (state.phase === "chat") {
