@@ -188,6 +188,14 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
             page.click("[data-testid=submit-hit]", timeout=60000)
             assert page.wait_for_selector("[data-testid=after-submit]").inner_text() == he["submit.already_sent"]
             assert page.locator("[data-testid=submit-hit]").count() == 0
+            # on Prolific (its wrapper names the way back) the finished page links back there: a tab closed before
+            # the redirect would otherwise leave the participant without the way to their completion
+            back = "https://app.prolific.com/submissions/complete?cc=ABC"
+            page.add_init_script(f"window.DIALEVAL_PROLIFIC = {{completionUrl: {json.dumps(back)}}};")
+            page.reload()
+            link = page.wait_for_selector("[data-testid=back-to-prolific]", timeout=60000)
+            assert link.get_attribute("href") == back and link.inner_text() == he["submit.back_to_prolific"]
+            assert he["submit.already_sent_prolific"] in page.inner_text("[data-testid=after-submit]")
         with chromium_page(tmp_path / "second") as page:
             page.goto(run.worker_url("stopped_worker"))
             start_live_chat(page, "גינון")

@@ -40,6 +40,12 @@ function outcomeOf(error) {
   return refused ? "already_sent" : "not_sent";
 }
 
+// The address a Prolific participant goes back to (the Prolific provider's wrap_crowd_source.js sets it), else null.
+function prolificReturn() {
+  const given = typeof window !== "undefined" && window.DIALEVAL_PROLIFIC ? window.DIALEVAL_PROLIFIC.completionUrl : null;
+  return typeof given === "string" && /^https?:\/\//.test(given) ? given : null;
+}
+
 // [outcome, submit(data), again()]: outcome null (not sent yet), "sending", "sent", "already_sent" or "not_sent";
 // again() sends the last data once more.
 export function useSubmitWork(mephisto) {
@@ -66,10 +72,26 @@ export function useSubmitWork(mephisto) {
 // screen (`onRetry`) is this alone: it says so in a box, shows that it is sending, and a submission that failed offers
 // its own button to send the answers again (the live tasks' SubmitPanel has its button already).
 export function SubmitOutcome({ outcome, sentText, onRetry, testid = "after-submit" }) {
-  if (outcome === "sent" || outcome === "already_sent") {
+  if (outcome === "sent") {
     return (
       <p role="status" data-testid={testid} className={onRetry ? "alert alert-success" : "mb-0"}>
-        {outcome === "sent" ? sentText : t("submit.already_sent")}
+        {sentText}
+      </p>
+    );
+  }
+  if (outcome === "already_sent") {
+    // sent before (and the provider's hand-over with it): on Prolific the way back is a link, in case that page
+    // never reached Prolific (a tab closed before the redirect), where the submission is recorded
+    const back = prolificReturn();
+    return (
+      <p role="status" data-testid={testid} className={onRetry ? "alert alert-success" : "mb-0"}>
+        {back ? t("submit.already_sent_prolific") : t("submit.already_sent")}
+        {back ? (
+          <>
+            {" "}
+            <a href={back} data-testid="back-to-prolific">{t("submit.back_to_prolific")}</a>
+          </>
+        ) : null}
       </p>
     );
   }
