@@ -59,7 +59,8 @@ def commands(shared: Path, out: Path) -> dict[str, list[str]]:
         for path, records in zip((scales, human, judge), small_ratings()):
             write_jsonl(records, path)
     return {
-        "analyze_pairwise": ["analyze_pairwise", "--data", *chateval, "--bootstrap-rounds", "20"],
+        # 100 rounds: fewer would put the rough-interval warning in the gallery's picture
+        "analyze_pairwise": ["analyze_pairwise", "--data", *chateval, "--bootstrap-rounds", "100"],
         "certify": ["certify", "--data", *chateval],
         "analyze_live_chat": ["analyze_live_chat", "--data",
                               str(shared / "ji2022" / "raw_mturk_csv" / "FreeTopicRound1")],
