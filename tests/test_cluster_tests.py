@@ -161,7 +161,8 @@ def test_clustering_summaries_of_every_group_at_once_equal_a_loop_per_group():
             continue
         assert row["votes_per_cluster"] == pytest.approx(sizes.mean())
         assert (np.isnan(row["icc"]) and np.isnan(icc)) or row["icc"] == pytest.approx(icc, rel=1e-12), g
-        expected = 1.0 if sizes.max() == 1 else max(1.0, 1 + (sizes.mean() - 1) * icc) if np.isfinite(icc) else None
+        kish = (sizes ** 2).sum() / sizes.sum()  # the size-weighted cluster size (Kish), by hand
+        expected = 1.0 if sizes.max() == 1 else max(1.0, 1 + (kish - 1) * icc) if np.isfinite(icc) else None
         assert (expected is None and np.isnan(row["design_effect"])) or row["design_effect"] == pytest.approx(expected)
     assert got.iloc[5]["design_effect"] == 1.0 and got.iloc[4]["clusters"] == 1
 

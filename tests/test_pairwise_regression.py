@@ -31,6 +31,11 @@ Changed on purpose by issue 50, and checked here in their new form (``_issue50``
   significance is new (``fragility_significance.csv``, the summary's ``fragility.significance``: its sentences),
   checked against brute force in tests/test_fragility.py.
 
+Changed on purpose, and checked here in their new form (``_kish_design_effect``): the design effect of a win rate
+and of a PW-Turn pair's turns is over Kish's size-weighted cluster size (sum m^2 / sum m) where d138b2d took the plain
+mean, which with unequal clusters gave intervals that covered 0.79-0.82 instead of 0.95
+(tests/test_calibration_clustered.py); the design effect may only move away from 1, the Wilson intervals only widen.
+
 Added since, and checked here in its new form (``_rough_notes``): a Bradley-Terry interval from fewer than 100
 bootstrap rounds is said to be rough in ``bt_note`` (the small study has 50 rounds); every other number is d138b2d's.
 
@@ -126,6 +131,28 @@ def _rough_notes(table: pd.DataFrame, rounds: int, where: str) -> tuple[list[str
     return problems, table
 
 
+def _kish_design_effect(got: pd.DataFrame, want: pd.DataFrame, table: str,
+                        where: str) -> tuple[list[str], pd.DataFrame]:
+    """The design effect over Kish's size-weighted cluster size, not the plain mean (the docstring): it can only
+    move away from 1 in the direction of the ICC (sum m^2 / sum m >= mean m), so a win rate's Wilson interval can
+    only widen (its design effect is floored at 1); checked so, then d138b2d's values put back to compare the rest."""
+    if table not in ("win_rates", "conversation_tests") or len(got) != len(want) or "design_effect" not in got:
+        return [], got
+    new, old = got["design_effect"].astype(float), want["design_effect"].astype(float)
+    both = new.notna() & old.notna()
+    problems = [f"{where}.design_effect[{row}]: {new[row]!r} nearer 1 than d138b2d's {old[row]!r}"
+                for row in np.flatnonzero((both & ((new - 1) * (old - 1) < 0) | (abs(new - 1) < abs(old - 1) - 1e-12)
+                                           & both).to_numpy())]
+    got = got.copy()
+    if table == "win_rates":
+        wider = (got["ci_low"] <= want["ci_low"] + 1e-12) & (got["ci_high"] >= want["ci_high"] - 1e-12)
+        problems += [f"{where}.ci[{row}]: [{got['ci_low'][row]!r}, {got['ci_high'][row]!r}] narrower than d138b2d's"
+                     for row in np.flatnonzero((~wider & got["ci_low"].notna()).to_numpy())]
+        got[["ci_low", "ci_high"]] = want[["ci_low", "ci_high"]]
+    got["design_effect"] = want["design_effect"]
+    return problems, got
+
+
 def _fragility_sentences(summary: dict, tables: dict) -> dict:
     """The summary's fragility sentences as the (normalised) tables say them."""
     if "fragility" in summary:
@@ -217,6 +244,8 @@ def test_pairwise_outputs_equal_those_of_d138b2d(name):
             rounds = settings.get("bootstrap_rounds", 1000)
             found, tables[table] = _rough_notes(tables[table], rounds, f"{name}/{table}")
             problems += found
+        found, tables[table] = _kish_design_effect(tables[table], golden_tables[table], table, f"{name}/{table}")
+        problems += found
         if table == "fragility_rankings":
             found, tables[table] = _issue50_fragility(tables[table], golden_tables[table], f"{name}/{table}")
             problems += found

@@ -57,11 +57,21 @@ def icc_oneways(group, values, clusters, groups: int) -> np.ndarray:
     return np.where((k >= 2) & (n > k) & (denominator > 0), icc, np.nan)
 
 
-def design_effect(icc, mean_cluster_size):
+def design_effect(icc, cluster_size):
     """How many times the variance of a mean grows because clusters hold correlated judgments (Kish); NaN
-    where the ICC is. Arrays give one per element."""
-    effect = np.where(np.isfinite(icc), 1 + (np.asarray(mean_cluster_size, dtype=float) - 1) * icc, np.nan)
+    where the ICC is. ``cluster_size``: the size-weighted mean size of the clusters (``weighted_size``), which is
+    their plain mean only where they are all alike. Arrays give one per element."""
+    effect = np.where(np.isfinite(icc), 1 + (np.asarray(cluster_size, dtype=float) - 1) * icc, np.nan)
     return float(effect) if effect.ndim == 0 else effect
+
+
+def weighted_size(sizes) -> float:
+    """Kish's cluster size for the design effect of unequal clusters, sum m^2 / sum m: the size of the cluster a
+    judgment sits in, on average over judgments. With the plain mean, 85% of items judged once and 15% fifteen
+    times (mean 3.1, weighted 11.6) gave a "95%" win-rate interval that covered 0.82 (/tmp probe, 400 studies)."""
+    sizes = np.asarray(sizes, dtype=float)
+    total = sizes.sum()
+    return float((sizes ** 2).sum() / total) if total > 0 else float("nan")
 
 
 # --- The one rule for what a cluster of pairwise votes is (certify, adaptive collection, the planner and
@@ -94,8 +104,8 @@ def cluster_ids(frame: pd.DataFrame) -> pd.Series:
 
 def clustering_summary(values: np.ndarray, clusters: np.ndarray) -> dict:
     """How much votes cluster: ``clusters``, mean ``votes_per_cluster``, the ``icc`` of the vote values
-    within clusters and the ``design_effect`` (floored at 1: a negative ICC estimate is not taken as a gain;
-    1 where every cluster is one vote)."""
+    within clusters and the ``design_effect`` over the size-weighted cluster size (``weighted_size``; floored at
+    1: a negative ICC estimate is not taken as a gain; 1 where every cluster is one vote)."""
     row = clustering_summaries(np.zeros(len(values), dtype=np.int64), values, clusters, 1).iloc[0]
     return {"clusters": int(row["clusters"]), **{key: float(row[key]) for key in SUMMARY_COLUMNS[1:]}}
 
@@ -107,12 +117,15 @@ def clustering_summaries(group, values, clusters, groups: int) -> pd.DataFrame:
     """``clustering_summary`` of every group at once (``group``: codes 0..groups-1, one per value), one
     row per group (SUMMARY_COLUMNS)."""
     group = np.asarray(group, dtype=np.int64)
-    _, owner = cluster_cells(group, clusters)
+    cell, owner = cluster_cells(group, clusters)
     k = np.bincount(owner, minlength=groups)
+    votes = np.bincount(group, minlength=groups)
+    cell_sizes = np.bincount(cell).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):  # a group without values: NaN
-        size = np.bincount(group, minlength=groups) / k
+        size = votes / k
+        weighted = np.bincount(owner, cell_sizes ** 2, groups) / votes  # weighted_size of each group
     icc = icc_oneways(group, values, clusters, groups)
-    deff = design_effect(icc, size)
+    deff = design_effect(icc, weighted)
     floored = np.where(np.isfinite(deff), np.maximum(deff, 1.0), np.where(size == 1, 1.0, np.nan))
     return pd.DataFrame({"clusters": k, "votes_per_cluster": size, "icc": icc, "design_effect": floored})
 

@@ -284,7 +284,7 @@ def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None 
     (sign) test over the decided conversations, the per-turn test on the same turns, the intraclass
     correlation of turn outcomes within conversations, the design effect, and whether the per-turn
     test's independence assumption is doubtful."""
-    from parlai_dialeval.analysis.cluster_robust import DOUBTFUL_ICC, design_effect, icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import DOUBTFUL_ICC, design_effect, icc_oneway, weighted_size
 
     frame = _select_turns(oriented(comparisons), turns)
     frame = frame[~frame["auto"]]  # worker ties stay: a conversation of tied turns is a tied conversation
@@ -305,7 +305,7 @@ def conversation_tests(comparisons: pd.DataFrame, turns: tuple[int, int] | None 
                      "turns_decided": len(decided),
                      "p_turns": binomial_p(int(won.sum()), int(len(won) - won.sum())),
                      "icc_within_conversation": icc,
-                     "design_effect": design_effect(icc, decided_per_conv.mean()) if len(decided_per_conv) else np.nan,
+                     "design_effect": design_effect(icc, weighted_size(decided_per_conv)) if len(decided_per_conv) else np.nan,
                      "per_turn_test_doubtful": bool(np.isfinite(icc) and icc > DOUBTFUL_ICC)})
     return pd.DataFrame(rows, columns=CONVERSATION_TEST_COLUMNS)
 

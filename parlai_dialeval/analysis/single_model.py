@@ -102,7 +102,7 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
     ``icc_within_worker`` the same for the conversations of one worker."""
     from statsmodels.stats.proportion import proportion_confint  # here: commands' --help stays fast
 
-    from parlai_dialeval.analysis.cluster_robust import design_effect, icc_oneway
+    from parlai_dialeval.analysis.cluster_robust import design_effect, icc_oneway, weighted_size
 
     linear = turn_ratings.groupby(["model", "criterion"])["value"].agg(lin="mean", n_ratings="size")
     per_conv = per_conversation_success(turn_ratings)
@@ -120,7 +120,7 @@ def success_rates(turn_ratings: pd.DataFrame, alpha: float = 0.05) -> pd.DataFra
                      "wta": part["wta"].mean(), "wta_ci_low": wta_low, "wta_ci_high": wta_high,
                      "n_conversations": len(part), "unit_of_independence": unit,
                      "workers": part["worker_id"].nunique(), "icc_within_conversation": icc,
-                     "design_effect": design_effect(max(icc, 0.0), part["n_turns"].mean()),
+                     "design_effect": design_effect(max(icc, 0.0), weighted_size(part["n_turns"])),
                      "icc_within_worker": icc_oneway(part["success"].to_numpy(), part["worker_id"].to_numpy())
                      if unit == "worker" else np.nan})
     columns = ["model", "criterion", "lin", "lin_ci_low", "lin_ci_high", "n_ratings", "wta", "wta_ci_low",

@@ -64,7 +64,9 @@ def _core(report: Report, core, result, section) -> None:
                          "(clusters_won_a vs clusters_won_b), ties excluded")
     report.text("Unit of independence: votes on the same item (an A/B prompt, an ACUTE / PW-Dialog conversation "
                 "pair, a PW-Turn conversation) move together, so they form one cluster. icc is the intraclass "
-                "correlation of decided votes within clusters, design_effect = 1 + (votes_per_cluster - 1) x icc "
+                "correlation of decided votes within clusters, design_effect = 1 + (m - 1) x icc with m the "
+                "size-weighted votes per cluster (sum of squared cluster sizes / votes, Kish: votes_per_cluster "
+                "where clusters are alike) "
                 "(at least 1) how many times clustering inflates the variance of a win rate; the interval is "
                 "widened by it, the test counts clusters, and the Bradley-Terry bootstrap resamples whole "
                 "clusters. Where every cluster is one vote these are the plain per-vote statistics. "

@@ -26,12 +26,12 @@ def item_win_probabilities(rng: np.random.Generator, win_rate: np.ndarray, icc: 
     return rng.beta(win_rate * concentration, (1 - win_rate) * concentration)
 
 
-def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: int = 200, votes_per_item: int = 3,
+def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: int = 200, votes_per_item=3,
                     icc: float = 0.3, tie_rate: float = 0.2, win_rates: dict | None = None,
                     per_turn: bool = False, workers: int = 50, worker_sd: float = 0.0) -> pd.DataFrame:
     """Canonical comparison records of one study: every pair of ``models`` models (m0, m1, ...) judged on
-    its own ``items_per_pair`` items, ``votes_per_item`` votes each, in a random collection order (file
-    order; no submit times). ``win_rates`` maps (i, j) to model i's win rate over model j (0.5 where not
+    its own ``items_per_pair`` items, ``votes_per_item`` votes each (or an array: each item's own number), in a
+    random collection order (file order; no submit times). ``win_rates`` maps (i, j) to model i's win rate over model j (0.5 where not
     given: equal models). Sides are shown in random order. ``per_turn``: an item is a PW-Turn
     conversation and its votes are turns (``turn_index`` set) by the conversation's one worker, with
     the same sides throughout. Otherwise every vote comes from one of ``workers`` workers drawn at
