@@ -142,6 +142,21 @@ def win_matrix(rows: np.ndarray, counts: np.ndarray, n_models: int) -> np.ndarra
     return matrix
 
 
+def unlinked(matrix: np.ndarray) -> tuple[list[int], list[int]] | None:
+    """None where the plain model has a finite maximum-likelihood fit on the win matrix (``win_matrix``: one
+    connected part): where every model can be reached from every other through wins (a tie counts both ways),
+    Zermelo's and Ford's condition. Else (the models that never lost, the models that never won), either list
+    possibly empty where a group of models, not one, never lost to the rest: the fit's strengths are then set by
+    its regularisation, and so are their bootstrap intervals (an unbeaten model stays unbeaten in every resample)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    parts, _ = connected_components(csr_matrix(matrix > 0), directed=True, connection="strong")
+    if parts <= 1:
+        return None
+    return list(np.flatnonzero(matrix.sum(axis=0) == 0)), list(np.flatnonzero(matrix.sum(axis=1) == 0))
+
+
 def centring(n_models: int, reference: int = 0) -> np.ndarray:
     """The map from the fit's parameters (every model's log-strength but the reference's, which is 0) to
     log-strengths with mean 0."""

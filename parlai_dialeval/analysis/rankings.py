@@ -60,6 +60,15 @@ def trueskill_ratings(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_model
     return np.array(mu), np.sqrt(np.array(var))
 
 
+def _no_finite_fit(names: list[str], never_lost: list[int], never_won: list[int]) -> str:
+    """bt_note of a part whose votes do not link every model both ways (bradley_terry.unlinked)."""
+    who = [f"{', '.join(names[i] for i in found)} never {what}" for found, what in ((never_lost, "lost"),
+                                                                                 (never_won, "won")) if found]
+    return ("no interval: " + ("; ".join(who) if who else "a group of models never lost to the others")
+            + " in this part, so its strengths have no finite estimate (the scores are set by the fit's "
+            "regularisation, and so would be intervals from resamples)")
+
+
 def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_counts: pd.Series | None = None,
              progress: bool = False, ci: float = 0.95) -> pd.DataFrame:
     """model, votes (worker votes the model took part in: the unit of analysis), component, rank,
@@ -69,7 +78,8 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
     Bradley-Terry is fitted within each connected part of the comparison graph (``component``, 1 =
     largest; ``rank`` is within it), each vote weighted by its ``weight`` where the comparisons carry one
     (bradley_terry.encode; TrueSkill and ``votes`` count votes). Where the bootstrap cannot vary (a part whose votes are all of one
-    kind, e.g. a single vote or a one-sided pair, or a single round) no interval is given and ``bt_note`` says why;
+    kind, e.g. a single vote or a one-sided pair, or a single round), or where the part has no finite fit (a model
+    that never lost or never won: bradley_terry.unlinked), no interval is given and ``bt_note`` says why;
     with fewer than intervals.MIN_BOOTSTRAP_ROUNDS rounds it says that the interval given is rough."""
     votes = bt.encode(comparisons)
     models, a, b, outcome = votes.models, votes.first, votes.second, votes.outcome
@@ -96,6 +106,9 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         elif rounds == 1:
             frame.loc[members, "bt_note"] = ("no interval: a single bootstrap round has no spread; an "
                                              "interval takes 2 or more rounds")
+        elif (separated := bt.unlinked(bt.win_matrix(*bt.kinds(within.first, within.second, within.outcome,
+                                                                 within.weights), len(members)))) is not None:
+            frame.loc[members, "bt_note"] = _no_finite_fit([models[i] for i in members], *separated)
         elif rounds > 0:
             fixed = np.isclose(low, high, rtol=0, atol=1e-9)
             frame.loc[members, "bt_ci_low"] = np.where(fixed, np.nan, low)
