@@ -163,22 +163,26 @@ def planner_check(studies: int, seed: int) -> None:
         print(line, flush=True)
 
 
-WORKER_TASTES = ((20, 1.0), (50, 0.5))  # (workers, SD of a worker's taste on the logit scale)
+# (workers, SD of a worker's taste on the logit scale, Zipf exponent of their loads: 0 = equal; 1.5 = 3 of 30 give 57%)
+WORKER_TASTES = ((20, 1.0, 0.0), (50, 0.5, 0.0), (30, 1.0, 1.5))
 
 
 def worker_taste(studies: int, seed: int) -> None:
     """Equal models, 3 votes per prompt at ICC 0.13, every vote from one of a few workers, each with a
     personal taste for one model: certify and analyze_pairwise's by-prompt test hold for the workers who
     judged, not for the worker population; p_two_way (clustered by prompt and worker) is meant to."""
-    for step, (workers, sd) in enumerate(WORKER_TASTES):
+    for step, (workers, sd, zipf) in enumerate(WORKER_TASTES):
         rng, claims, by_prompt, two_way = np.random.default_rng(seed + step), 0, 0, 0
+        loads = 1 / np.arange(1, workers + 1) ** zipf if zipf else None  # None: equal loads, drawn as before
         for _ in tqdm(range(studies), desc=f"worker taste {workers} x {sd}", mininterval=30):
-            study = clustered_study(rng, models=2, icc=0.13, tie_rate=0.2, workers=workers, worker_sd=sd)
+            study = clustered_study(rng, models=2, icc=0.13, tie_rate=0.2, workers=workers, worker_sd=sd,
+                                    worker_loads=loads)
             claims += certify(study, ALPHA, intervals=False)["certified_winner"].notna().any()
             rates = pairwise.win_rates(study).iloc[0]
             by_prompt += rates["p_value"] < ALPHA
             two_way += rates["p_two_way"] < ALPHA
-        where = f"equal models, ICC 0.13, {workers} workers with taste SD {sd}"
+        where = f"equal models, ICC 0.13, {workers} workers with taste SD {sd}" + (
+            f", loads Zipf {zipf} ({loads.sum() ** 2 / (loads ** 2).sum():.1f} effective)" if zipf else "")
         row(f"analyze_pairwise p_two_way (prompt x worker), {where}: p < 0.05", studies, two_way / studies,
             "false claims", seed + step)
         row("  analyze_pairwise p_value (sign test by prompt), same studies", studies, by_prompt / studies,

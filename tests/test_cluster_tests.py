@@ -88,10 +88,39 @@ def test_sm_turn_success_rates_report_the_within_conversation_correlation():
     assert row.icc_within_conversation > 0.5
 
 
-def test_two_way_p_of_every_pair_at_once_equals_statsmodels_fit_per_pair():
+def _cr2_two_way_p(won: np.ndarray, items: np.ndarray, workers: np.ndarray | None) -> float:
+    """The reference, cluster by cluster with pandas: the intercept-only OLS's two-way sandwich (item + worker -
+    item x worker, Cameron, Gelbach & Miller 2011), each term CR2 (a mean's cluster score over the square root of 1 -
+    its share of the votes, Bell & McCaffrey 2002), and t on Kish's effective number of clusters, (sum n)^2 / sum n^2,
+    the smaller of items and workers, less 1."""
+    from scipy import stats
+
+    residual = pd.Series(won - won.mean())
+    n = len(won)
+
+    def term(keys):
+        by = residual.groupby(keys)
+        return float(sum(total ** 2 / (1 - count / n) for total, count in zip(by.sum(), by.size()))) / n ** 2
+
+    def kish(keys):
+        sizes = pd.Series(keys).value_counts().to_numpy(float)
+        return sizes.sum() ** 2 / (sizes ** 2).sum()
+
+    if workers is None:
+        variance, effective = term(items), kish(items)
+    else:
+        both = [f"{i}|{w}" for i, w in zip(items, workers)]
+        variance = term(items) + term(workers) - term(np.array(both))
+        effective = min(kish(items), kish(workers))
+    t = (won.mean() - 0.5) / np.sqrt(variance)
+    return float(2 * stats.t.sf(abs(t), effective - 1))
+
+
+def test_two_way_p_of_every_pair_at_once_equals_a_cluster_by_cluster_computation():
     # Issue 43: cluster_counts fitted one statsmodels OLS per model pair (minutes for 20,000 pairs); the
-    # vectorised CRV1 sandwich must give statsmodels' p-values, pair by pair: two-way, item-only where a
-    # worker is missing, NaN for one-sided, single-vote and single-item pairs.
+    # vectorised sandwich must give, pair by pair, what the cluster-by-cluster reference gives: two-way,
+    # item-only where a worker is missing, NaN for one-sided, single-vote and single-item pairs. With equal loads
+    # the CR2 terms differ from statsmodels' CR1 only by their scale, which is checked against statsmodels too.
     import statsmodels.api as sm_api
 
     from parlai_dialeval.analysis.cluster_robust import two_way_ps
@@ -110,15 +139,21 @@ def test_two_way_p_of_every_pair_at_once_equals_statsmodels_fit_per_pair():
     for k in range(pairs + 2):
         mine = group == k
         clusters = [pd.factorize(items[mine])[0]]
-        if pd.Series(workers[mine]).notna().all():
+        named = pd.Series(workers[mine]).notna().all()
+        if named:
             clusters.append(pd.factorize(pd.Series(workers[mine]))[0])
         if mine.sum() < 2 or np.ptp(won[mine]) == 0 or min(len(np.unique(c)) for c in clusters) < 2:
             assert np.isnan(got[k]), k
             continue
-        fit = sm_api.OLS(won[mine] - 0.5, np.ones((mine.sum(), 1))).fit(
-            cov_type="cluster", cov_kwds={"groups": np.column_stack(clusters) if len(clusters) > 1 else clusters[0]},
-            use_t=True)
-        assert got[k] == pytest.approx(fit.pvalues[0], rel=1e-9), k
+        want = _cr2_two_way_p(won[mine], items[mine], workers[mine] if named else None)
+        assert got[k] == pytest.approx(want, rel=1e-9), k
+    # one-way, clusters of equal size m out of G: CR2's 1 / (1 - m/N) = G / (G - 1), CR1's factor; t on G - 1
+    balanced = np.repeat(np.arange(12), 5).astype(str)
+    votes = (rng.random(60) < 0.6).astype(float)
+    fit = sm_api.OLS(votes - 0.5, np.ones((60, 1))).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(balanced)[0]},
+                                                       use_t=True)
+    assert two_way_ps(np.zeros(60, dtype=np.int64), votes, balanced, np.full(60, None, object))[0] == \
+        pytest.approx(fit.pvalues[0], rel=1e-9)
 
 
 def _anova_icc(values, clusters) -> float:

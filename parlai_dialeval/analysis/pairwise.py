@@ -188,7 +188,7 @@ def add_rates(counts: pd.DataFrame, alpha: float = 0.05, clusters: pd.DataFrame 
 
 
 CLUSTER_COLUMNS = ["clusters", "clusters_won_a", "clusters_won_b", "votes_per_cluster", "icc", "design_effect",
-                   "workers", "p_two_way"]
+                   "workers", "effective_workers", "p_two_way"]
 
 
 def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -196,8 +196,10 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     order): the clusters of decided votes (parlai_dialeval.analysis.cluster_robust's rule: the votes on one
     item), those won and lost by model_a (more decided votes one way), the mean decided votes per
     cluster, the ICC of decided votes within clusters, the design effect (floored at 1), the workers of
-    the decided votes and ``p_two_way``, the test clustered by item and by worker (cluster_robust.two_way_p)."""
-    from parlai_dialeval.analysis.cluster_robust import cluster_cells, cluster_ids, clustering_summaries, two_way_ps
+    the decided votes, how many equal workers they count as (``effective_workers``, Kish: a few who gave most
+    votes count as few) and ``p_two_way``, the test clustered by item and by worker (cluster_robust.two_way_p)."""
+    from parlai_dialeval.analysis.cluster_robust import (cluster_cells, cluster_ids, clustering_summaries,
+                                                         effective_clusters, two_way_ps)
 
     group = first_seen_codes([frame[key] for key in keys])  # _count_table's row order
     groups = int(group.max()) + 1 if len(group) else 0
@@ -217,7 +219,8 @@ def cluster_counts(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out = clustering_summaries(number, won, cluster, groups).assign(
         clusters_won_a=np.bincount(owner, margin > 0, groups).astype(int),
         clusters_won_b=np.bincount(owner, margin < 0, groups).astype(int),
-        workers=np.bincount(pairs // max(span, 1), minlength=groups), p_two_way=np.nan)
+        workers=np.bincount(pairs // max(span, 1), minlength=groups),
+        effective_workers=effective_clusters(number, workers.to_numpy(dtype=object), groups), p_two_way=np.nan)
     if len(number):
         p_two_way = two_way_ps(number, won, cluster, workers)
         out.loc[:len(p_two_way) - 1, "p_two_way"] = p_two_way

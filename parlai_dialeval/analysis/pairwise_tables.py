@@ -12,7 +12,7 @@ from parlai_dialeval.analysis.multiple_testing import adjust
 SECTION = pairwise.SECTION
 WIN_RATE_COLUMNS = SECTION + ["model_a", "model_b", "wins_a", "wins_b", "ties", "win_rate_a", "ci_low", "ci_high",
                               "p_value", "p_adjusted", "clusters", "clusters_won_a", "clusters_won_b",
-                              "votes_per_cluster", "icc", "design_effect", "workers", "p_two_way"]
+                              "votes_per_cluster", "icc", "design_effect", "workers", "effective_workers", "p_two_way"]
 
 
 def summary(comparisons: pd.DataFrame, tables: dict, config, automatic: int, onboarding: int) -> dict:

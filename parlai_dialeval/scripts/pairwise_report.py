@@ -72,8 +72,10 @@ def _core(report: Report, core, result, section) -> None:
                 "clusters. Where every cluster is one vote these are the plain per-vote statistics. "
                 "Workers: p_value holds for the items, given the workers who judged (their personal tastes are "
                 "taken as they are); p_two_way, clustered by item and by worker, holds for the population of "
-                "workers too, where one worker's taste for a model moves their votes on many items together "
-                "(approximate with fewer than about 20 workers). docs/pairwise_analysis.md, \"Workers\".")
+                "workers too, where one worker's taste for a model moves their votes on many items together; "
+                "effective_workers is the number of equal workers the votes count as (a few who gave most votes "
+                "count as few), and p_two_way is approximate where it is below about 5. "
+                "docs/pairwise_analysis.md, \"Workers\".")
     _agreement(report, tables)
     _rankings(report, tables, config)
     if tables["conversation_win_rates"] is not None:
