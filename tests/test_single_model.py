@@ -236,8 +236,10 @@ def test_ttest_clusters_by_worker_where_a_worker_rated_several_conversations():
     se = np.sqrt((bread @ meat @ bread)[1, 1] * 3 / 2 * 7 / 6)
     assert row["unit_of_independence"] == "worker" and row["workers"] == 3
     assert row["diff"] == pytest.approx(beta[1]) and row["t"] == pytest.approx(beta[1] / se)
-    assert row["p"] == pytest.approx(2 * stats.t.sf(abs(beta[1] / se), 2))
-    assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * stats.t.isf(0.025, 2) * se)
+    # t on Kish's effective number of workers less 1: loads 3, 3, 2 -> 64 / 22 = 2.91 workers, 1.91 degrees of freedom
+    df = 8 ** 2 / (3 ** 2 + 3 ** 2 + 2 ** 2) - 1
+    assert row["p"] == pytest.approx(2 * stats.t.sf(abs(beta[1] / se), df))
+    assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * stats.t.isf(0.025, df) * se)
     # one conversation per worker: the Student t-test over conversations, as before
     alone = ttests(scores.assign(worker_id=[f"w{i}" for i in range(8)]), [("X", "Y")]).iloc[0]
     assert alone["unit_of_independence"] == "conversation"

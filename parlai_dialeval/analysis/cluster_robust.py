@@ -147,22 +147,43 @@ def worker_robust_fit(values, design: np.ndarray, workers):
     clusters of their own."""
     import statsmodels.api as sm_api  # here: commands' --help stays fast
 
+    return sm_api.OLS(np.asarray(values, float), design).fit(
+        cov_type="cluster", cov_kwds={"groups": _worker_codes(workers)}, use_t=True)
+
+
+def _worker_codes(workers) -> np.ndarray:
     groups = pd.Series(np.asarray(workers, dtype=object))
     alone = groups.isna()
     groups[alone] = [f"(row {i})" for i in np.flatnonzero(alone)]
-    return sm_api.OLS(np.asarray(values, float), design).fit(
-        cov_type="cluster", cov_kwds={"groups": pd.factorize(groups)[0]}, use_t=True)
+    return pd.factorize(groups)[0]
+
+
+def effective_worker_inference(fit, workers, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p-values, interval lows, interval highs) of ``worker_robust_fit``'s coefficients with t on Kish's effective
+    number of workers less 1 degrees of freedom, where statsmodels counts them (the single-model tests): where a
+    few workers rated most conversations, t on the count told equal models apart in 0.08-0.13 of simulated
+    studies at alpha 0.05 (30 workers, Zipf 1.5 loads: 4.2 effective). With equal loads the two are the same."""
+    from scipy import stats
+
+    loads = np.bincount(_worker_codes(workers)).astype(float)
+    df = loads.sum() ** 2 / (loads ** 2).sum() - 1
+    t, se = np.asarray(fit.tvalues, float), np.asarray(fit.bse, float)
+    half = stats.t.isf(alpha / 2, df) * se
+    params = np.asarray(fit.params, float)
+    return 2 * stats.t.sf(np.abs(t), df), params - half, params + half
 
 
 def worker_robust_mean_interval(values, workers, alpha: float = 0.05) -> tuple[float, float]:
-    """Interval of a mean over conversations clustered by worker; nan below two workers."""
+    """Interval of a mean over conversations clustered by worker (t on the effective number of workers less 1:
+    effective_worker_inference); nan below two workers."""
     values = np.asarray(values, float)
     if pd.Series(np.asarray(workers, dtype=object)).nunique(dropna=False) < 2:
         return np.nan, np.nan
     if np.ptp(values) == 0:
         return float(values[0]), float(values[0])
-    low, high = worker_robust_fit(values, np.ones((len(values), 1)), workers).conf_int(alpha)[0]
-    return float(low), float(high)
+    _, low, high = effective_worker_inference(worker_robust_fit(values, np.ones((len(values), 1)), workers), workers,
+                                              alpha)
+    return float(low[0]), float(high[0])
 
 
 def effective_clusters(group: np.ndarray, keys, groups: int | None = None) -> np.ndarray:

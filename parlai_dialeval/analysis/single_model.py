@@ -178,7 +178,8 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
     have zero variance (t would be infinite)."""
     from scipy import stats  # here: commands' --help stays fast
 
-    from parlai_dialeval.analysis.cluster_robust import icc_oneway, worker_robust_fit, workers_repeat
+    from parlai_dialeval.analysis.cluster_robust import (effective_worker_inference, icc_oneway, worker_robust_fit,
+                                                         workers_repeat)
 
     if "worker_id" not in scores:
         scores = scores.assign(worker_id=None)
@@ -205,8 +206,8 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
         elif by_worker:
             design = np.column_stack([np.ones(len(both)), (both["model"] == a).to_numpy(float)])
             fit = worker_robust_fit(both[value].to_numpy(float), design, both["worker_id"])
-            low, high = fit.conf_int(alpha)[1]
-            row.update(t=fit.tvalues[1], p=fit.pvalues[1], ci_low=low, ci_high=high)
+            p, low, high = effective_worker_inference(fit, both["worker_id"], alpha)
+            row.update(t=fit.tvalues[1], p=p[1], ci_low=low[1], ci_high=high[1])
         else:
             result = stats.ttest_ind(x, y)
             ci = result.confidence_interval(1 - alpha)

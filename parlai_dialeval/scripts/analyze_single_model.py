@@ -94,8 +94,9 @@ def _report(report: Report, result, turn, config, worker_checks) -> None:
     if by_worker.any():
         report.text(f"{int(by_worker.sum())} test(s) are clustered by worker: a worker rated several of the "
                     "conversations compared, and one worker's ratings share a personal bias (icc_within_worker), so "
-                    "conversations are not independent there. The worker-level test needs many workers: with "
-                    "fewer than about 20 its p-values are approximate.", note=True)
+                    "conversations are not independent there. The worker-level test needs many workers, and a few who "
+                    "rated most conversations count as few (its t takes Kish's effective number of workers): with "
+                    "fewer than about 20 effective workers its p-values are approximate.", note=True)
     report.text(describe(config.correction, int(results["ttests"]["p"].notna().sum())))
     report.table(results["ttests"])
     report.heading(f"Effective win rates (Smith 4.4.1; {config.n_boot} bootstrap resamples)")

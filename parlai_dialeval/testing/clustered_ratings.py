@@ -36,10 +36,11 @@ def wta_rate(rate: float, icc: float, turns: int) -> float:
 
 def sm_study(rng: np.random.Generator, rates=(0.6, 0.6), likert_means=(3.5, 3.5), conversations: int = 60,
              turns: int = 4, icc: float = 0.2, likert_sd: float = 1.0, workers: int = 0, worker_sd: float = 0.0,
-             worker_per_model: bool = False) -> pd.DataFrame:
+             worker_per_model: bool = False, worker_loads=None) -> pd.DataFrame:
     """Canonical rating records of one study: model m<i> has ``conversations`` conversations with tick
     rate ``rates[i]`` and Likert mean ``likert_means[i]``; ``turns`` bot turns each (turn_index 1, 3,
-    ...). ``workers`` workers (0: one per conversation) with bias SD ``worker_sd``."""
+    ...). ``workers`` workers (0: one per conversation) with bias SD ``worker_sd``, each conversation's drawn in
+    proportion to ``worker_loads`` where given (a few workers rating most conversations)."""
     models = len(rates)
     model = np.repeat(np.arange(models), conversations)
     n = model.size
@@ -49,7 +50,8 @@ def sm_study(rng: np.random.Generator, rates=(0.6, 0.6), likert_means=(3.5, 3.5)
         per = max(1, workers // models)
         worker = model * per + rng.integers(0, per, n)
     else:
-        worker = rng.integers(0, workers, n)
+        worker = rng.integers(0, workers, n) if worker_loads is None else \
+            rng.choice(workers, n, p=np.asarray(worker_loads, float) / np.sum(worker_loads))
     bias = rng.normal(0, worker_sd, worker.max() + 1)[worker] if worker_sd > 0 else np.zeros(n)
     rate = np.asarray(rates, float)[model]
     if icc > 0:
