@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from parlai_dialeval.analysis.keys import first_seen_codes
+from parlai_dialeval.analysis.raking import kish
 
 # Above this intraclass correlation the per-turn test's independence assumption is called doubtful.
 DOUBTFUL_ICC = 0.05
@@ -166,8 +167,7 @@ def effective_worker_inference(fit, workers, alpha: float = 0.05) -> tuple[np.nd
     studies at alpha 0.05 (30 workers, Zipf 1.5 loads: 4.2 effective). With equal loads the two are the same."""
     from scipy import stats
 
-    loads = np.bincount(_worker_codes(workers)).astype(float)
-    df = loads.sum() ** 2 / (loads ** 2).sum() - 1
+    df = kish(np.bincount(_worker_codes(workers))) - 1
     t, se = np.asarray(fit.tvalues, float), np.asarray(fit.bse, float)
     half = stats.t.isf(alpha / 2, df) * se
     params = np.asarray(fit.params, float)

@@ -100,14 +100,14 @@ def rankings(comparisons: pd.DataFrame, rounds: int = 1000, seed: int = 0, win_c
         within = votes.subset(rows, local, [models[i] for i in members])
         strength, low, high = bt.bootstrap(within, rounds=rounds, ci=ci, seed=seed, progress=progress)
         frame.loc[members, "bt_score"] = strength
-        if len(bt.kinds(within.first, within.second, within.outcome)[1]) == 1:
+        kinds, counts = bt.kinds(within.first, within.second, within.outcome, within.weights)
+        if len(counts) == 1:
             frame.loc[members, "bt_note"] = ("no interval: every vote in this part is the same outcome of the "
                                              "same pair, so the bootstrap cannot vary")
         elif rounds == 1:
             frame.loc[members, "bt_note"] = ("no interval: a single bootstrap round has no spread; an "
                                              "interval takes 2 or more rounds")
-        elif (separated := bt.unlinked(bt.win_matrix(*bt.kinds(within.first, within.second, within.outcome,
-                                                                 within.weights), len(members)))) is not None:
+        elif (separated := bt.unlinked(bt.win_matrix(kinds, counts, len(members)))) is not None:
             frame.loc[members, "bt_note"] = _no_finite_fit([models[i] for i in members], *separated)
         elif rounds > 0:
             fixed = np.isclose(low, high, rtol=0, atol=1e-9)

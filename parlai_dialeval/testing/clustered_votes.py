@@ -32,8 +32,8 @@ def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: i
                     worker_loads=None) -> pd.DataFrame:
     """Canonical comparison records of one study: every pair of ``models`` models (m0, m1, ...) judged on
     its own ``items_per_pair`` items, ``votes_per_item`` votes each (or an array: each item's own number), in a
-    random collection order (file order; no submit times). ``win_rates`` maps (i, j) to model i's win rate over model j (0.5 where not
-    given: equal models). Sides are shown in random order. ``per_turn``: an item is a PW-Turn
+    random collection order (file order; no submit times). ``win_rates`` maps (i, j) to model i's win rate over
+    model j (0.5 where not given: equal models). Sides are shown in random order. ``per_turn``: an item is a PW-Turn
     conversation and its votes are turns (``turn_index`` set) by the conversation's one worker, with
     the same sides throughout. Otherwise every vote comes from one of ``workers`` workers drawn at
     random (in proportion to ``worker_loads`` where given: a few workers giving most votes), with bias SD
@@ -48,8 +48,8 @@ def clustered_study(rng: np.random.Generator, models: int = 2, items_per_pair: i
     first = np.array([f"m{i}" for i, _ in pairs], dtype=object)[vote_item // items_per_pair]
     second = np.array([f"m{j}" for _, j in pairs], dtype=object)[vote_item // items_per_pair]
     if worker_sd > 0 and not per_turn:
-        loads = None if worker_loads is None else np.asarray(worker_loads, float) / np.sum(worker_loads)
-        worker = rng.choice(workers, size=p.size, p=loads) if loads is not None else rng.integers(0, workers, size=p.size)
+        worker = rng.integers(0, workers, size=p.size) if worker_loads is None else \
+            rng.choice(workers, size=p.size, p=np.asarray(worker_loads, float) / np.sum(worker_loads))
         shift = rng.normal(0, worker_sd, workers)[worker]
         p = 1 / (1 + (1 / np.clip(p, 1e-12, 1 - 1e-12) - 1) * np.exp(-shift))  # logit(p) + shift
     tie = rng.random(p.size) < tie_rate

@@ -72,20 +72,13 @@ export function useSubmitWork(mephisto) {
 // screen (`onRetry`) is this alone: it says so in a box, shows that it is sending, and a submission that failed offers
 // its own button to send the answers again (the live tasks' SubmitPanel has its button already).
 export function SubmitOutcome({ outcome, sentText, onRetry, testid = "after-submit" }) {
-  if (outcome === "sent") {
-    return (
-      <p role="status" data-testid={testid} className={onRetry ? "alert alert-success" : "mb-0"}>
-        {sentText}
-      </p>
-    );
-  }
-  if (outcome === "already_sent") {
+  if (outcome === "sent" || outcome === "already_sent") {
     // sent before (and the provider's hand-over with it): on Prolific the way back is a link, in case that page
     // never reached Prolific (a tab closed before the redirect), where the submission is recorded
-    const back = prolificReturn();
+    const back = outcome === "already_sent" ? prolificReturn() : null;
     return (
       <p role="status" data-testid={testid} className={onRetry ? "alert alert-success" : "mb-0"}>
-        {back ? t("submit.already_sent_prolific") : t("submit.already_sent")}
+        {outcome === "sent" ? sentText : t(back ? "submit.already_sent_prolific" : "submit.already_sent")}
         {back ? (
           <>
             {" "}
