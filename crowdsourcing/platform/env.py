@@ -5,6 +5,7 @@ code instead (``compat/mephisto.py``, ``use_data_dir``), so nothing ever prompts
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import parlai_dialeval  # noqa: F401  (installs the Python 3.11 dataclass fix before mephisto loads)
@@ -53,7 +54,9 @@ def keep_private(data_dir: Path) -> None:
         if folder.is_dir():
             folder.chmod(0o700)
     for database in (*data_dir.glob("database.db*"), *data_dir.glob("prolific/prolific.db*")):
-        database.chmod(0o600)
+        # a running task's SQLite journal may be gone by now (a launch's dashboard calls this mid-write)
+        with contextlib.suppress(FileNotFoundError):
+            database.chmod(0o600)
 
 
 def database_path(data_dir: str | Path) -> Path:

@@ -91,6 +91,31 @@ def test_an_older_data_folder_is_closed_by_the_next_command(tmp_path):
     assert [oct(mode(p)) for p in opened] == ["0o600"] * 3
 
 
+def test_a_journal_sqlite_removes_while_the_folder_is_closed_is_no_error(tmp_path, monkeypatch):
+    # A Prolific launch with --dashboard died with "prolific.db-journal: no such file or folder": the dashboard
+    # closes the data folder while the running task commits, and SQLite deletes its journal between the listing
+    # and the chmod. Here the journal goes exactly there.
+    from parlai_dialeval.crowdsourcing.platform import env
+
+    data = tmp_path / "mephisto"
+    (data / "prolific").mkdir(parents=True)
+    database, journal = data / "prolific" / "prolific.db", data / "prolific" / "prolific.db-journal"
+    for path in (database, journal):
+        path.write_bytes(b"")
+        path.chmod(0o644)
+    listed = Path.glob
+
+    def listing_then_commit(self, pattern):
+        found = list(listed(self, pattern))
+        if journal in found:
+            journal.unlink()
+        return iter(found)
+
+    monkeypatch.setattr(Path, "glob", listing_then_commit)
+    env.keep_private(data)
+    assert oct(mode(database)) == "0o600" and not journal.exists()
+
+
 def test_the_token_goes_to_a_terminal_or_to_its_file(tmp_path, monkeypatch):
     from parlai_dialeval.dashboard.server import PASSWORD_ENV, start
 
