@@ -79,8 +79,9 @@ def pairwise_rankings(comparisons: pd.DataFrame, membership: pd.DataFrame, alpha
 
 def live_chat_rankings(conversations: pd.DataFrame, membership: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per category: each model's mean score (``conversations``: conversation_id, worker_id, model, score;
-    ``membership`` on the same rows) with an interval clustered by worker at the Bonferroni level."""
-    from parlai_dialeval.analysis.cluster_robust import worker_robust_fit
+    ``membership`` on the same rows) with an interval clustered by worker at the Bonferroni level, t on the
+    category's effective number of workers less 1 (cluster_robust.effective_worker_inference)."""
+    from parlai_dialeval.analysis.cluster_robust import effective_worker_inference, worker_robust_fit
 
     level = category_alpha(alpha, membership.shape[1])
     rows = []
@@ -91,9 +92,9 @@ def live_chat_rankings(conversations: pd.DataFrame, membership: pd.DataFrame, al
             continue
         dummies = (part["model"].astype(str).to_numpy()[:, None] == np.array(models)[None, :]).astype(float)
         fit = worker_robust_fit(part["score"].to_numpy(float), dummies, part["worker_id"])
-        bounds = fit.conf_int(level)
+        _, low, high = effective_worker_inference(fit, part["worker_id"], level)
         table = pd.DataFrame({"category": name, "model": models, "conversations": dummies.sum(axis=0).astype(int),
-                              "score": fit.params, "ci_low": bounds[:, 0], "ci_high": bounds[:, 1],
+                              "score": fit.params, "ci_low": low, "ci_high": high,
                               "confidence": 1 - level})
         table["rank"] = table["score"].rank(ascending=False, method="min")
         rows.append(table.sort_values("score", ascending=False))

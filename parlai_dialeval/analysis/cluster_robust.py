@@ -162,9 +162,11 @@ def _worker_codes(workers) -> np.ndarray:
 
 def effective_worker_inference(fit, workers, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p-values, interval lows, interval highs) of ``worker_robust_fit``'s coefficients with t on Kish's effective
-    number of workers less 1 degrees of freedom, where statsmodels counts them (the single-model tests): where a
-    few workers rated most conversations, t on the count told equal models apart in 0.08-0.13 of simulated
-    studies at alpha 0.05 (30 workers, Zipf 1.5 loads: 4.2 effective). With equal loads the two are the same."""
+    number of workers less 1 degrees of freedom, where statsmodels counts them (the single-model tests, live-chat
+    style control and rankings per category): where a few workers rated most conversations, t on the count told
+    equal models apart in 0.08-0.13 of simulated studies at alpha 0.05 (30 workers, Zipf 1.5 loads: 4.2
+    effective; tests/test_calibration_style_categories.py for the other two). With equal loads the two are the
+    same."""
     from scipy import stats
 
     df = kish(np.bincount(_worker_codes(workers))) - 1

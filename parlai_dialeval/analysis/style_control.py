@@ -262,9 +262,10 @@ def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame, al
     effect), from ``conversations`` (one row each: ``conversation_id``, ``worker_id``, ``model``, ``score``)
     and ``style`` (``style_features.conversation_features``, indexed by conversation id). A regression with
     model fixed effects, clustered by the ``cluster`` column (cluster_robust.worker_robust_fit; the worker who
-    chatted, or the conversation itself where a panel rated every conversation): without covariates each
-    model's effect is its mean; with them, its mean at the average style of all conversations."""
-    from parlai_dialeval.analysis.cluster_robust import worker_robust_fit
+    chatted, or the conversation itself where a panel rated every conversation), intervals and p-values with t on
+    Kish's effective number of clusters less 1 (cluster_robust.effective_worker_inference): without covariates
+    each model's effect is its mean; with them, its mean at the average style of all conversations."""
+    from parlai_dialeval.analysis.cluster_robust import effective_worker_inference, worker_robust_fit
 
     frame = conversations.join(style, on="conversation_id", how="inner")
     models = sorted(pd.unique(frame["model"].astype(str)))
@@ -275,15 +276,15 @@ def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame, al
     styled = worker_robust_fit(scores, np.column_stack([dummies, covariates.to_numpy()]), frame[cluster])
     table = pd.DataFrame({"model": models, "conversations": dummies.sum(axis=0).astype(int)})
     for fit, name in ((raw, "raw"), (styled, "style")):
-        bounds = fit.conf_int(alpha)
+        _, low, high = effective_worker_inference(fit, frame[cluster], alpha)
         table[f"score_{name}"] = fit.params[:len(models)]
-        table[f"{name}_ci_low"], table[f"{name}_ci_high"] = bounds[:len(models), 0], bounds[:len(models), 1]
+        table[f"{name}_ci_low"], table[f"{name}_ci_high"] = low[:len(models)], high[:len(models)]
         table[f"rank_{name}"] = _ranks(table[f"score_{name}"].to_numpy())
     table["rank_change"] = table["rank_raw"] - table["rank_style"]
-    bounds = styled.conf_int(alpha)[len(models):]
+    p_values, low, high = effective_worker_inference(styled, frame[cluster], alpha)
     effects = pd.DataFrame({"covariate": covariates.columns, "per_sd": sd.to_numpy(),
-                            "coefficient": styled.params[len(models):], "ci_low": bounds[:, 0],
-                            "ci_high": bounds[:, 1], "p_value": styled.pvalues[len(models):]})
+                            "coefficient": styled.params[len(models):], "ci_low": low[len(models):],
+                            "ci_high": high[len(models):], "p_value": p_values[len(models):]})
     unit = {name: PATTERNS[name][1].split(" (")[0] for name in FEATURES}
     effects["sentence"] = [
         f"At equal model, a conversation whose bot turns carry {row.per_sd:.2g} more {unit.get(row.covariate, row.covariate)}"
