@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from .browser_page import chromium_page, require_chromium
+from .browser_page import chromium_page, look_at, require_chromium
 from .protocol_harness import live_chat_conversation, pause, rate_this_chatbot, start_live_chat, submit_hit
 from .test_hostile_identity import INPUTS, launch
 from .test_live_chat_da_pace_browser import chat
@@ -71,6 +71,7 @@ def test_the_victims_address_in_another_browser_gets_nothing_and_the_victim_gets
                 waiting = page.wait_for_selector("[data-testid=reclaim-wait]", timeout=60000).inner_text()
                 assert code in waiting and "tries it again by itself" in waiting and "try again in" not in waiting
                 assert page.locator("[data-testid=resume-form]").count() == 0  # nothing to type again
+                look_at(page, "live_chat_reclaim_wait")
                 first.close()  # the victim's first browser dies; the new page gets in by itself once it is silent
                 page.wait_for_selector(f".dialeval-msg-self:has-text('{AFTER}')", timeout=60000)
                 assert page.locator(".dialeval-msg-self").count() == 2  # their chat so far, once

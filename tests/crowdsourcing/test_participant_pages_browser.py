@@ -172,6 +172,7 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
             page.click("[data-testid=submit-hit]")
             assert page.wait_for_selector("[data-testid=not-sent]").inner_text().strip() == he["submit.not_sent"]
             assert page.locator("[data-testid=after-submit]").count() == 0
+            look_at(page, "live_chat_not_sent_hebrew")
             submit_hit(page)
             panel = page.inner_text("[data-testid=submit-panel]")
             assert he["submit.sent"] in panel and he["submit.press"] not in panel  # issue 50, item 14
@@ -180,6 +181,7 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
             page.reload()
             assert page.wait_for_selector("[data-testid=after-submit]", timeout=60000).inner_text() == he["submit.already_sent"]
             assert page.locator("[data-testid=submit-hit]").count() == 0
+            look_at(page, "live_chat_already_sent_hebrew")
             # the same without what the page kept (another tab, storage cleared): the button, and the router's
             # refusal of a second submission is said as the work having been sent already
             page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('dialeval_kept:sent:'))"
@@ -196,6 +198,7 @@ def test_live_chat_in_hebrew_reads_right_to_left(tmp_path):
             link = page.wait_for_selector("[data-testid=back-to-prolific]", timeout=60000)
             assert link.get_attribute("href") == back and link.inner_text() == he["submit.back_to_prolific"]
             assert he["submit.already_sent_prolific"] in page.inner_text("[data-testid=after-submit]")
+            look_at(page, "live_chat_back_to_prolific_hebrew")
         with chromium_page(tmp_path / "second") as page:
             page.goto(run.worker_url("stopped_worker"))
             start_live_chat(page, "גינון")
