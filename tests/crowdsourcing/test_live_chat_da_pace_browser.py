@@ -65,9 +65,14 @@ def start_topic(page, topic: str, reload: bool = False) -> None:
     page.fill("#topic-input", topic)
     page.check("#attitude-like")
     if reload:  # the topic and attitude typed are kept across a reload (in place of the pause before starting)
+        # beside them, what another participant's page left on this computer two days ago (a shared computer)
+        page.evaluate("""localStorage.setItem('dialeval_kept:topic:0?worker_id=someone_else',
+                                              JSON.stringify({value: 'their topic', at: Date.now() - 2 * 86400000}))""")
         page.reload()
         page.wait_for_selector("[data-testid=topic-form]", timeout=60000)
         assert page.input_value("#topic-input") == topic and page.is_checked("#attitude-like")
+        kept = page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('dialeval_kept:'))")
+        assert kept and not [k for k in kept if "someone_else" in k], kept  # forgotten when a page loads
     else:
         pause(page, 2)
     page.click("[data-testid=start-chat]")
