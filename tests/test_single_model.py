@@ -225,15 +225,19 @@ def test_ttest_clusters_by_worker_where_a_worker_rated_several_conversations():
                            "value": [4.0, 5, 4, 2, 3, 2, 1, 3],
                            "worker_id": ["w1", "w1", "w1", "w2", "w2", "w2", "w3", "w3"]})
     row = ttests(scores, [("X", "Y")]).iloc[0]
-    # CR1 sandwich written out: OLS of value on [1, is X], clusters = workers, G/(G-1) (N-1)/(N-K) scaling
+    # CR2 sandwich written out: OLS of value on [1, is X], clusters = workers, each worker's residuals times
+    # (I - H_gg)^(-1/2) from the eigendecomposition of their own n_g x n_g block of the hat matrix
     design = np.column_stack([np.ones(8), (scores["model"] == "X").to_numpy(float)])
     y = scores["value"].to_numpy()
     bread = np.linalg.inv(design.T @ design)
     beta = bread @ design.T @ y
     residual = y - design @ beta
-    meat = sum(np.outer(design[g].T @ residual[g], design[g].T @ residual[g])
-               for g in [scores["worker_id"].eq(w).to_numpy() for w in ("w1", "w2", "w3")])
-    se = np.sqrt((bread @ meat @ bread)[1, 1] * 3 / 2 * 7 / 6)
+    meat = np.zeros((2, 2))
+    for g in [scores["worker_id"].eq(w).to_numpy() for w in ("w1", "w2", "w3")]:
+        room, vectors = np.linalg.eigh(np.eye(g.sum()) - design[g] @ bread @ design[g].T)
+        score = design[g].T @ (vectors @ np.diag(room ** -0.5) @ vectors.T @ residual[g])
+        meat += np.outer(score, score)
+    se = np.sqrt((bread @ meat @ bread)[1, 1])
     assert row["unit_of_independence"] == "worker" and row["workers"] == 3
     assert row["diff"] == pytest.approx(beta[1]) and row["t"] == pytest.approx(beta[1] / se)
     # t on Kish's effective number of workers less 1: loads 3, 3, 2 -> 64 / 22 = 2.91 workers, 1.91 degrees of freedom

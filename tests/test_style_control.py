@@ -161,7 +161,7 @@ def test_fed_dialogues_are_adjusted_with_each_conversation_its_own_cluster(share
     """FED (Mehri & Eskenazi 2020): a panel of five annotators rated every conversation, so the conversation,
     not its first rater, is the independent unit (before: 'No style adjustment: 500 conversations of 1 worker').
     The adjusted order keeps Table 4's dialog-level Overall order (Human 4.60 > Meena 4.11 > Mitsuku 3.10), and the
-    raw interval is the mean's CR1 interval with one cluster per conversation, computed here by hand."""
+    raw interval is the mean's CR2 interval with one cluster per conversation, computed here by hand."""
     out = tmp_path / "fed"
     summary = run_analysis({"data": [str(shared_data / "fed" / "fed_data.json")], "out": str(out),
                             "qc_test": "none"}, log=lambda *_: None)
@@ -170,12 +170,13 @@ def test_fed_dialogues_are_adjusted_with_each_conversation_its_own_cluster(share
     assert "lists" in style["left_out"] and "length" in style["covariates"]  # lists: 2 of 500 conversations
     table = pd.read_csv(out / "style_control.csv").set_index("model")
     assert table.sort_values("score_style", ascending=False).index.tolist() == ["Human", "Meena", "Mitsuku"]
-    # the raw fit is model means; CR1 with G = N clusters: var = G/(G-1) (N-1)/(N-K) sum(e^2) / n_m^2
+    # the raw fit is model means; CR2 with a cluster per conversation: each squared residual over 1 - its leverage
+    # 1/n_m, var = sum(e^2 / (1 - 1/n_m)) / n_m^2
     conv = analyze(load([shared_data / "fed" / "fed_data.json"], log=None), LiveChatConfig(qc_test="none")).conversations
-    n, k = len(conv), conv["model"].nunique()
+    n = len(conv)
     residual = conv["overall_z"] - conv.groupby("model")["overall_z"].transform("mean")
     human = conv["model"].eq("Human")
-    se = np.sqrt(n / (n - 1) * (n - 1) / (n - k) * (residual[human] ** 2).sum() / human.sum() ** 2)
+    se = np.sqrt((residual[human] ** 2 / (1 - 1 / human.sum())).sum()) / human.sum()
     mean = conv.loc[human, "overall_z"].mean()
     t = stats.t.ppf(0.975, n - 1)
     assert table.loc["Human", ["raw_ci_low", "raw_ci_high"]].tolist() == pytest.approx([mean - t * se, mean + t * se])
