@@ -30,5 +30,25 @@ def test_cr2_equals_the_sandwich_written_out_worker_by_worker():
         score = design[rows].T @ (vectors @ np.diag(root) @ vectors.T @ residual[rows])
         meat += np.outer(score, score)
     assert fit.params == pytest.approx(bread @ design.T @ values)
-    assert fit.bse == pytest.approx(np.sqrt(np.diag(bread @ meat @ bread)), rel=1e-9)
-    assert fit.tvalues == pytest.approx(fit.params / fit.bse)
+    assert fit.bse[:2] == pytest.approx(np.sqrt(np.diag(bread @ meat @ bread))[:2], rel=1e-9)
+    assert np.isnan(fit.bse[2:]).all()  # the model only worker a rated: no measured spread (the test below)
+    assert fit.tvalues[:2] == pytest.approx(fit.params[:2] / fit.bse[:2])
+
+
+def test_a_model_one_worker_rated_alone_has_no_interval_rather_than_one_of_width_zero():
+    # worker w0 rated every conversation of model c (and nothing else): CR1 and CR2 both give c's mean a standard
+    # error of 0, an interval of width 0; nothing measures how another worker would have rated c
+    from parlai_dialeval.analysis.single_model import ttests
+
+    workers = np.array([f"w{i % 6}" for i in range(60)], dtype=object)
+    model = np.where(workers == "w0", "c", np.array(["a", "b"] * 30))
+    values = np.random.default_rng(0).normal(size=60)
+    dummies = (model[:, None] == np.array(["a", "b", "c"])[None, :]).astype(float)
+    fit = worker_robust_fit(values, dummies, workers)
+    assert np.isfinite(fit.bse[:2]).all() and np.isnan(fit.bse[2])
+    scores = pd.DataFrame({"model": model, "worker_id": workers, "value": values, "criterion": "overall"})
+    table = ttests(scores, [("a", "b"), ("a", "c"), ("c", "b")]).set_index(["model_a", "model_b"])
+    assert table.loc[("a", "b"), "note"] == "" and np.isfinite(table.loc[("a", "b"), "p"])
+    for pair in (("a", "c"), ("c", "b")):
+        assert table.loc[pair, "note"].startswith("no test: one worker rated every conversation of a model")
+        assert np.isnan(table.loc[pair, ["p", "ci_low", "ci_high", "t"]].astype(float)).all()

@@ -183,7 +183,9 @@ def worker_robust_fit(values, design: np.ndarray, workers) -> WorkerRobustFit:
     residual = y - z @ on_z
     alone = np.bincount(codes)[codes] == 1
     # a worker of one row: Z_g'Z_g = z z', its one eigenvalue the row's leverage, the score z e along z
-    scores = [z[alone] * (residual[alone] * _inverse_root(1 - (z[alone] ** 2).sum(axis=1)))[:, None]]
+    room_alone = 1 - (z[alone] ** 2).sum(axis=1)
+    scores = [z[alone] * (residual[alone] * _inverse_root(room_alone))[:, None]]
+    decided = [z[alone][room_alone <= FULL_LEVERAGE]]  # directions one worker alone decides
     cluster = pd.factorize(codes[~alone])[0]
     clusters, rank = cluster.max(initial=-1) + 1, z.shape[1]
     rows, errors = z[~alone], residual[~alone]
@@ -195,13 +197,22 @@ def worker_robust_fit(values, design: np.ndarray, workers) -> WorkerRobustFit:
     eigenvalues, vectors = np.linalg.eigh(gram)
     rotated = _inverse_root(1 - eigenvalues) * np.einsum("gji,gj->gi", vectors, score)
     scores.append(np.einsum("gij,gj->gi", vectors, rotated))
+    decided.append(np.swapaxes(vectors, 1, 2)[1 - eigenvalues <= FULL_LEVERAGE])
     # each worker's adjusted score on the coefficients: the variance is their sum of squares, never below 0
-    return WorkerRobustFit(to_params @ on_z, np.linalg.norm(np.vstack(scores) @ to_params.T, axis=0))
+    bse = np.linalg.norm(np.vstack(scores) @ to_params.T, axis=0)
+    # a coefficient that moves along a direction one worker decides has no measured spread there (a model only one
+    # worker rated: an interval of width 0, not an exact mean): none
+    reach = np.abs(np.vstack(decided) @ to_params.T).max(axis=0, initial=0)
+    bse[reach > 1e-8 * np.linalg.norm(to_params, axis=1)] = np.nan
+    return WorkerRobustFit(to_params @ on_z, bse)
+
+
+FULL_LEVERAGE = 1e-10  # 1 - leverage at or below this: leverage 1
 
 
 def _inverse_root(room: np.ndarray) -> np.ndarray:
     """1 / sqrt(1 - leverage), 0 at leverage 1 (worker_robust_fit)."""
-    return np.where(room > 1e-10, 1 / np.sqrt(np.maximum(room, 1e-10)), 0.0)
+    return np.where(room > FULL_LEVERAGE, 1 / np.sqrt(np.maximum(room, FULL_LEVERAGE)), 0.0)
 
 
 def _worker_codes(workers) -> np.ndarray:
