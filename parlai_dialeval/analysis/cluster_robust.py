@@ -172,7 +172,7 @@ def worker_robust_fit(values, design: np.ndarray, workers) -> WorkerRobustFit:
     (I - Z_g'Z_g)^(-1/2) Z_g'e_g. Where one worker alone decides a direction of the fit (leverage 1: the only worker
     who rated a model) their residuals are exactly 0 along it and the factor is taken as 0 (the Moore-Penrose inverse,
     as Pustejovsky & Tipton), not 1 / sqrt(rounding error); as with CR1, nothing there measures that direction's
-    variance."""
+    variance, so a coefficient that moves along it gets no standard error (NaN), not 0."""
     y = np.asarray(values, float)
     x = np.asarray(design, float)
     codes = _worker_codes(workers)
