@@ -206,11 +206,11 @@ def ttests(scores: pd.DataFrame, pairs, value: str = "value", group: str = "crit
         elif by_worker:
             design = np.column_stack([np.ones(len(both)), (both["model"] == a).to_numpy(float)])
             fit = worker_robust_fit(both[value].to_numpy(float), design, both["worker_id"])
-            p, low, high = effective_worker_inference(fit, both["worker_id"], alpha)
             if np.isnan(fit.bse[1]):
                 row["note"] = ("no test: one worker rated every conversation of a model (nothing measures how "
                                "workers differ)")
             else:
+                p, low, high = effective_worker_inference(fit, both["worker_id"], alpha)
                 row.update(t=fit.tvalues[1], p=p[1], ci_low=low[1], ci_high=high[1])
         else:
             result = stats.ttest_ind(x, y)

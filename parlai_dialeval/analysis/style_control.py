@@ -275,13 +275,15 @@ def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame, al
     raw = worker_robust_fit(scores, dummies, frame[cluster])
     styled = worker_robust_fit(scores, np.column_stack([dummies, covariates.to_numpy()]), frame[cluster])
     table = pd.DataFrame({"model": models, "conversations": dummies.sum(axis=0).astype(int)})
+    inference = {name: effective_worker_inference(fit, frame[cluster], alpha) for fit, name in ((raw, "raw"),
+                                                                                               (styled, "style"))}
     for fit, name in ((raw, "raw"), (styled, "style")):
-        _, low, high = effective_worker_inference(fit, frame[cluster], alpha)
+        _, low, high = inference[name]
         table[f"score_{name}"] = fit.params[:len(models)]
         table[f"{name}_ci_low"], table[f"{name}_ci_high"] = low[:len(models)], high[:len(models)]
         table[f"rank_{name}"] = _ranks(table[f"score_{name}"].to_numpy())
     table["rank_change"] = table["rank_raw"] - table["rank_style"]
-    p_values, low, high = effective_worker_inference(styled, frame[cluster], alpha)
+    p_values, low, high = inference["style"]
     effects = pd.DataFrame({"covariate": covariates.columns, "per_sd": sd.to_numpy(),
                             "coefficient": styled.params[len(models):], "ci_low": low[len(models):],
                             "ci_high": high[len(models):], "p_value": p_values[len(models):]})
