@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parlai_dialeval.analysis import fed_annotations as fed
 from parlai_dialeval.importers import load
@@ -75,6 +77,22 @@ def test_binary_qualities_are_exempt_from_the_outlier_rule():
                           "scale": "likert", "scale_min": 0, "scale_max": [1] * 5 + [2] * 5})
     kept = fed.apply_outlier_rule(frame).groupby("criterion")["kept"].sum()
     assert kept.to_dict() == {"b": 5, "g": 4}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("xyz"), st.sampled_from("ab"), st.one_of(st.integers(0, 4), st.none()),
+                          st.sampled_from([1, 4])), max_size=40), st.randoms(use_true_random=False))
+def test_the_rule_on_a_frame_is_the_rule_on_each_item_and_question(rows, rng):
+    """apply_outlier_rule (all groups at once) against outlier_mask, the rule as the paper states it, group by
+    group, on any frame: missing labels, single labels, binary questions, an index in any order."""
+    frame = pd.DataFrame(rows, columns=["conversation_id", "criterion", "value", "scale_max"], dtype=object)
+    frame["value"] = frame["value"].astype(float)
+    frame.index = rng.sample(range(1000), len(frame))
+    kept = fed.apply_outlier_rule(frame)["kept"]
+    expected = pd.Series(True, index=frame.index)
+    for _, group in frame[frame["scale_max"] != 1].groupby(["conversation_id", "criterion"]):
+        expected[group.index] = fed.outlier_mask(group["value"].to_numpy())
+    assert kept.tolist() == expected.tolist()
 
 
 def test_cli_writes_tables_and_report(fed_data, tmp_path):

@@ -27,25 +27,32 @@ def port_is_free(port: int) -> bool:
 
 
 def port_holder(port: int) -> str:
-    """What listens on ``port``: 'pid 123 (node server.js)', or a phrase saying it cannot be told."""
+    """What holds ``port``: 'pid 123 (node server.js)' for a server listening on it, else a process whose connection
+    uses it as its own end, else a phrase saying it cannot be told."""
     import psutil
 
     try:
-        connections = psutil.net_connections(kind="tcp")
+        connections = [c for c in psutil.net_connections(kind="tcp") if c.laddr and c.laddr.port == port]
     except psutil.AccessDenied:
         return "a process this user cannot see"
-    pids = sorted({c.pid for c in connections
-                   if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid})
-    if not pids:
-        return "a process this user cannot see"
-    described = []
-    for pid in pids:
-        try:
-            command = " ".join(psutil.Process(pid).cmdline()[:3]) or psutil.Process(pid).name()
-        except psutil.Error:
-            command = "exited"
-        described.append(f"pid {pid} ({command})")
-    return ", ".join(described)
+    listening = sorted({c.pid for c in connections if c.status == psutil.CONN_LISTEN and c.pid})
+    if listening:
+        return ", ".join(map(_described, listening))
+    # a socket bound without listening: a client's end, or a server's connection that outlived its listener
+    holding = sorted({c.pid for c in connections if c.pid})
+    if holding:
+        return ", ".join(map(_described, holding)) + " (a connection of theirs uses it; nothing listens there)"
+    return "a process this user cannot see"
+
+
+def _described(pid: int) -> str:
+    import psutil
+
+    try:
+        command = " ".join(psutil.Process(pid).cmdline()[:3]) or psutil.Process(pid).name()
+    except psutil.Error:
+        command = "exited"
+    return f"pid {pid} ({command})"
 
 
 class PortInUseError(DialevalError):

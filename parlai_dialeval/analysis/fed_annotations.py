@@ -54,16 +54,26 @@ def is_binary(ratings: pd.DataFrame) -> pd.Series:
 
 
 def apply_outlier_rule(ratings: pd.DataFrame) -> pd.DataFrame:
-    """Add a boolean ``kept`` column: False for the one outlier label per (item, criterion).
+    """Add a boolean ``kept`` column: False for the one outlier label per (item, criterion): ``outlier_mask``
+    for every group at once (a loop over the groups took most of a FED analysis).
 
     Binary qualities are exempt: with two values "furthest from the mean" only flips the minority label
     away, and Table 3's Understandable (0.522) and Consistent (0.562) are reproduced only without the
     rule (0.520, 0.5615; with it 0.655, 0.649), as is Table 4's Consistent row."""
     ratings = ratings.copy()
-    ratings["kept"] = True
-    graded = ratings[~is_binary(ratings)]
-    for _, index in graded.groupby(["conversation_id", "criterion"]).groups.items():
-        ratings.loc[index, "kept"] = outlier_mask(ratings.loc[index, "value"].to_numpy())
+    kept = np.ones(len(ratings), dtype=bool)
+    rows = np.flatnonzero(~is_binary(ratings).to_numpy())
+    groups = ratings.groupby(["conversation_id", "criterion"], sort=False).ngroup().to_numpy()[rows]
+    labels = pd.Series(ratings["value"].to_numpy(dtype=float)[rows])
+    by = labels.groupby(groups, sort=False)
+    distance = (labels - by.transform("mean")).abs()
+    spread = by.transform("std", ddof=0)
+    # a group holding a missing label keeps all (outlier_mask's NaN mean decides nothing)
+    whole = ~labels.isna().groupby(groups, sort=False).transform("any").to_numpy()
+    furthest = distance[whole].groupby(groups[whole], sort=False).idxmax().to_numpy()  # first of the largest
+    dropped = furthest[distance.to_numpy()[furthest] > spread.to_numpy()[furthest] / 2]
+    kept[rows[dropped]] = False
+    ratings["kept"] = kept
     return ratings
 
 

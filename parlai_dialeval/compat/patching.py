@@ -4,6 +4,7 @@ Mephisto and ParlAI)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import inspect
@@ -54,6 +55,7 @@ def is_ours(value) -> bool:
     return getattr(value, OURS, False) is True
 
 
+@functools.cache  # read once a process: every export, launch and review checks the same upstream code again
 def source_text(code) -> str:
     """The source of a module, class or function, read without ``ast``. Python 3.11's inspect finds a class
     by ``ast.parse`` of its module, and the AST constructor's depth counter is shared by the interpreter's

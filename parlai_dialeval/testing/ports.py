@@ -4,25 +4,55 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import socket
 import tempfile
 import time
 from pathlib import Path
 
-# A port is bound seconds after it is chosen (a launch starts its router first), and meanwhile the kernel may
-# give the same port to another process's bind(0): two test workers' launches met on one port (EADDRINUSE, the
-# launch refused it). Every port handed out is kept in a ledger shared by this user's processes and not handed
-# out again for this long.
+# A port is bound seconds after it is chosen (a launch starts its router first). Meanwhile another program may be
+# given it: two test workers' launches met on one port (EADDRINUSE, the launch refused it), and a port the kernel
+# had chosen for bind(0) was bound by some other socket before the router ("in use by a process this user cannot
+# see": no listener). So ports come from outside the kernel's ephemeral range, which it never hands out by itself
+# (bind(0), connect()), and every port handed out is kept in a ledger shared by this user's processes and not
+# handed out again for this long.
 KEPT_SECONDS = 600
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_CHOOSER = random.Random()  # its own generator: a test seeding the global one neither steers nor is steered
 
 
 def ledger_path() -> Path:
     return Path(tempfile.gettempdir()) / f"dialeval-free-ports-{os.getuid()}"
 
 
-def kernel_port() -> int:
-    """A port nothing is bound to now: the kernel's choice for port 0, on every interface, as the node router and
-    Mephisto's servers bind."""
+def ports_the_kernel_never_picks() -> range:
+    """The larger block below (from 10000) or above the kernel's ephemeral range (the ports bind(0) and connect()
+    are given); empty where that range cannot be read (not Linux)."""
+    try:
+        low, high = map(int, EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return range(0)
+    return max(range(max(10000, low - 16384), low), range(high + 1, 65536), key=len)
+
+
+def bindable(port: int) -> bool:
+    """Whether a socket can bind ``port`` on every interface now (as the node router and Mephisto's servers bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def unbound_port() -> int:
+    """A port nothing is bound to now, outside the kernel's ephemeral range where it can be read, else the
+    kernel's own choice for port 0."""
+    pool = ports_the_kernel_never_picks()
+    for _ in range(100 if pool else 0):
+        port = _CHOOSER.choice(pool)
+        if bindable(port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("", 0))
         return sock.getsockname()[1]
@@ -40,11 +70,11 @@ def free_port() -> int:
             fields = line.split()  # "port seconds"; a line cut by a crash is skipped
             if len(fields) == 2 and all(f.isdigit() for f in fields) and now - int(fields[1]) < KEPT_SECONDS:
                 given[int(fields[0])] = int(fields[1])
-        port = kernel_port()
+        port = unbound_port()
         for _ in range(100):
             if port not in given:
                 break
-            port = kernel_port()
+            port = unbound_port()
         given[port] = now
         ledger.seek(0)
         ledger.truncate()

@@ -18,6 +18,8 @@ import uuid
 import httpx
 import websockets
 
+from parlai_dialeval.tls import shared_tls_context
+
 RATING = [50, 60, 70, 80, 90, 40, 30]
 NORMAL = {"none", "waiting", "onboarding", "in task", "completed"}  # statuses of a worker doing fine
 ACK_KEY = "dialeval_ack"  # the server's acknowledgement of stored acts (parlai_dialeval/compat/mephisto_router.py)
@@ -110,8 +112,9 @@ class PageClient:
 
     def http_client(self, **options) -> httpx.AsyncClient:
         """An HTTP client whose connections come from this page's address (pass it to ``run``)."""
-        transport = httpx.AsyncHTTPTransport(local_address=self.address) if self.address else None
-        return httpx.AsyncClient(transport=transport, **options)
+        transport = (httpx.AsyncHTTPTransport(local_address=self.address, verify=shared_tls_context())
+                     if self.address else None)
+        return httpx.AsyncClient(transport=transport, verify=shared_tls_context(), **options)
 
     async def _resend(self) -> None:
         """transport.js on a new socket: the acts never acknowledged, again, to this page's agent now, naming

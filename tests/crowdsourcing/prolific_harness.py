@@ -14,6 +14,7 @@ import pytest
 
 from parlai_dialeval.crowdsourcing.platform.env import prepare_mephisto
 from parlai_dialeval.providers.prolific.fake import FakeProlific
+from parlai_dialeval.tls import shared_tls_context
 
 from .prolific_contract import violations
 from .protocol_harness import CliRun, MockRun, start_in_session
@@ -61,7 +62,7 @@ def provider_overrides(fake: FakeProlific, reward: str = "2.50", minutes: int = 
 
 def arrive(fake: FakeProlific, study_id: str, pid: str) -> dict:
     """A participant opens the study on (fake) Prolific; returns the task URL's query parameters."""
-    answer = httpx.get(fake.study_url(study_id, pid), follow_redirects=False)
+    answer = httpx.get(fake.study_url(study_id, pid), follow_redirects=False, verify=shared_tls_context())
     assert answer.status_code == 302, answer.text
     return {k: v[0] for k, v in parse_qs(urlparse(answer.headers["location"]).query).items()}
 
@@ -93,7 +94,7 @@ def lookups(fake: FakeProlific, session: str) -> list[int]:
 def back_to_prolific(fake: FakeProlific, pid: str) -> httpx.Response:
     """What the page's wrapper does on submit: back to Prolific's completion page (no code: the server
     completes the submission)."""
-    return httpx.get(fake.completion_url, params={"participant": pid})
+    return httpx.get(fake.completion_url, params={"participant": pid}, verify=shared_tls_context())
 
 
 def scale_items(path: Path, n: int = 3) -> Path:

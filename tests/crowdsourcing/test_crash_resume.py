@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from parlai_dialeval.testing.ports import free_port
+from parlai_dialeval.tls import shared_tls_context
 
 from .page_client import PageClient
 from .protocol_harness import CliRun
@@ -54,7 +55,7 @@ async def crowd_across_a_crash(runs: list[CliRun], clients: list[PageClient]) ->
         for client in clients:  # bounded: the relaunch's start-up varies with the machine's load
             client.deadline = time.time() + 300
 
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=len(clients) + 5)) as http:
+    async with httpx.AsyncClient(verify=shared_tls_context(), limits=httpx.Limits(max_connections=len(clients) + 5)) as http:
         await asyncio.gather(*(c.run(http) for c in clients), crash_when_everyone_is_chatting())
 
 

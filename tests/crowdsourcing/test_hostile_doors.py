@@ -23,6 +23,8 @@ from collections import Counter
 import httpx
 import pytest
 
+from parlai_dialeval.tls import shared_tls_context
+
 from .page_client import PageClient
 from .protocol_harness import CliRun
 from .test_page_catalogues import server_key
@@ -162,7 +164,7 @@ def test_item_6_oversized_messages_and_names_are_refused_with_a_reason_the_page_
 
 
 async def ask(port: int, address: str, name: str) -> tuple[int, dict]:
-    async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address), timeout=60) as http:
+    async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address, verify=shared_tls_context()), timeout=60) as http:
         reply = await http.post(f"http://127.0.0.1:{port}/request_agent", json={"provider_data": {
             "worker_name": name, "agent_registration_id": f"{name}-{name}", "assignment_id": name,
             "provider_type": "mock"}, "client_timestamp": time.time()})

@@ -20,6 +20,7 @@ import secrets
 import pytest
 
 from parlai_dialeval.testing.ports import free_port
+from parlai_dialeval.tls import shared_tls_context
 
 from .prolific_harness import fake  # noqa: F401,F811  (the fixture)
 from .prolific_harness import (ProlificMockRun, arrive, knock, lookups, register, scale_items, scale_overrides,
@@ -211,7 +212,7 @@ async def _registration_seen_by_the_server(port: int) -> dict:
     async with websockets.connect(f"ws://127.0.0.1:{port}") as server:
         await server.send(json.dumps({"packet_type": "alive", "subject_id": compat_router.SYSTEM_ID,
                                       "data": {"agent_token": compat_router.token(compat_router.SYSTEM_ID)}}))
-        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2")) as http:
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2", verify=shared_tls_context())) as http:
             request = asyncio.create_task(http.post(f"http://127.0.0.1:{port}/request_agent", timeout=20, json={
                 "provider_data": data, "client_timestamp": time.time()}))
             while True:
@@ -268,7 +269,7 @@ async def _registrations_a_refusing_server_sees(port: int) -> dict:
                                           "data": details}))
 
     async def ask(address: str, worker: str) -> httpx.Response:
-        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address)) as http:
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address, verify=shared_tls_context())) as http:
             return await http.post(f"http://127.0.0.1:{port}/request_agent", timeout=20, json={
                 "client_timestamp": time.time(), "provider_data": {
                     "worker_name": worker, "agent_registration_id": f"S{worker}-{worker}", "assignment_id": f"S{worker}",

@@ -65,19 +65,24 @@ def test_errors_name_the_call_never_the_token(fake):  # noqa: F811
 
 def test_clients_share_one_load_of_the_certificates(monkeypatch):
     """A client is made for every arrival check and unit status poll; httpx loaded the certificate bundle for
-    each (38 ms of CPU), half the launch's time under a flood of made-up Prolific arrivals (issue 52)."""
+    each (38 ms of CPU), half the launch's time under a flood of made-up Prolific arrivals (issue 52). A chatbot
+    conversation's endpoint client did the same for every conversation."""
     import ssl
 
-    from parlai_dialeval.providers.prolific import api
+    from parlai_dialeval.agents.openai_chat.client import ChatEndpoint, EndpointSettings
+    from parlai_dialeval.tls import shared_tls_context
 
-    api._certificates.cache_clear()
+    shared_tls_context.cache_clear()
     loads = []
     load = ssl.SSLContext.load_verify_locations
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", lambda self, *a, **k: loads.append(1) or load(self, *a, **k))
     clients = [ProlificClient("https://api.prolific.com/api/v1/", TOKEN) for _ in range(5)]
+    endpoints = [ChatEndpoint(EndpointSettings(base_url="https://api.example.org/v1", model="m")) for _ in range(5)]
     assert len(loads) == 1
     for client in clients:
         client.close()
+    for endpoint in endpoints:
+        endpoint.client.close()
 
 
 def test_a_silent_api_is_given_up_on_saying_how_often_and_how_long_it_was_tried(capsys):

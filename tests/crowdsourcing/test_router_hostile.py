@@ -26,6 +26,7 @@ import websockets
 
 from parlai_dialeval.compat import mephisto_router as compat_router
 from parlai_dialeval.testing.ports import free_port
+from parlai_dialeval.tls import shared_tls_context
 
 from .page_client import PageClient
 from .protocol_harness import CliRun, dialeval
@@ -66,7 +67,7 @@ class Mallory:
     async def open(self, http: httpx.AsyncClient) -> None:
         registration = {"worker_name": "mallory", "agent_registration_id": "mallory-mallory",
                         "assignment_id": "mallory", "provider_type": "mock"}
-        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=self.ADDRESS)) as own:
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=self.ADDRESS, verify=shared_tls_context())) as own:
             reply = await own.post(f"http://127.0.0.1:{self.port}/request_agent", timeout=60,
                                    json={"provider_data": registration, "client_timestamp": time.time()})
         details = reply.json()["data"]
@@ -109,7 +110,7 @@ async def assert_up(http: httpx.AsyncClient, honest: list[PageClient], after: st
 async def attack(port: int, honest: list[PageClient], log: list[str]) -> None:
     """Every attack, each followed by a check that the router is up and the honest workers carry on."""
     url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(verify=shared_tls_context()) as http:
         mallory = Mallory(port)
         await mallory.open(http)
         while not all(getattr(c, "agent_id", None) for c in honest):
@@ -215,7 +216,7 @@ async def attack(port: int, honest: list[PageClient], log: list[str]) -> None:
 async def scenario(port: int, log: list[str]) -> list[PageClient]:
     deadline = time.time() + 400
     honest = [PageClient(name, port, inputs=2, think=0.3, deadline=deadline) for name in ("alice", "bob")]
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(verify=shared_tls_context()) as http:
         await asyncio.gather(*(c.run(http) for c in honest), attack(port, honest, log))
     return honest
 
@@ -323,7 +324,7 @@ def start_router(router: Path, port: int) -> subprocess.Popen:
     end = time.time() + 30
     while time.time() < end:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/is_alive", timeout=2).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/is_alive", timeout=2, verify=shared_tls_context()).status_code == 200:
                 break
         except httpx.HTTPError:
             time.sleep(0.3)

@@ -22,6 +22,7 @@ import websockets
 
 from parlai_dialeval.compat import mephisto_claims
 from parlai_dialeval.compat import mephisto_router as compat_router
+from parlai_dialeval.tls import shared_tls_context
 
 from .test_resume_router import built_router
 from .test_router_hostile import require_router, run_router
@@ -71,7 +72,7 @@ class Server:
 
 
 async def ask(port: int, secret: str, **extra) -> httpx.Response:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(verify=shared_tls_context()) as http:
         return await http.post(f"http://127.0.0.1:{port}/request_agent", timeout=10, json={
             "provider_data": {**VICTIM, "dialeval_secret": secret, **extra}, "client_timestamp": 0})
 

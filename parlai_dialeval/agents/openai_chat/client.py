@@ -29,6 +29,7 @@ import httpx
 
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.retry import RetryPolicy, retry_after_seconds
+from parlai_dialeval.tls import shared_tls_context
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class ChatEndpoint:
             headers["Authorization"] = f"Bearer {key}"
         # pool sized for many simultaneous conversations; httpx.Client is safe to share between threads
         self.client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", headers=headers,
-                                   timeout=settings.timeout,
+                                   timeout=settings.timeout, verify=shared_tls_context(),
                                    limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
 
     @property

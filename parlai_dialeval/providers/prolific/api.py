@@ -12,7 +12,6 @@ the wait): a silent API is retried for minutes, and a person waiting should see 
 """
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
@@ -21,6 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from parlai_dialeval.errors import DialevalError
 from parlai_dialeval.providers.prolific.endpoints import ENDPOINTS, Endpoint
 from parlai_dialeval.retry import RetryPolicy
+from parlai_dialeval.tls import shared_tls_context
 
 DEFAULT_API_BASE_URL = "https://api.prolific.com/api/v1/"
 DEFAULT_COMPLETION_URL = "https://app.prolific.com/submissions/complete"
@@ -108,16 +108,6 @@ def _more_pages(body: dict, read: int, batch: int) -> bool:
     return batch >= PAGE_SIZE  # no links, no count: a full page may have a successor
 
 
-@functools.lru_cache(maxsize=1)
-def _certificates():
-    """The TLS context every client shares: httpx loads the certificate bundle for each new client (38 ms of
-    CPU), and a client is made for each arrival check and unit status poll: half the server's time under a flood of
-    made-up arrivals (issue 52). SSL contexts are safe to share between threads."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
 class ProlificClient:
     """``ProlificClient(base_url, token)``: one method per Prolific endpoint this project uses
     (``endpoints.TABLE``), each answering Prolific's JSON (lists: every item, all pages read)."""
@@ -132,7 +122,7 @@ class ProlificClient:
         self.base_url, self.timeout = base_url.rstrip("/") + "/", timeout
         self.max_retries, self.sleep = max_retries, sleep
         self.retry = RetryPolicy(backoff=backoff, max_backoff=60.0, max_retry_after=MAX_RETRY_AFTER)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, verify=_certificates(),
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, verify=shared_tls_context(),
                                   headers={"Authorization": f"Token {token}", "Accept": "application/json"})
 
     def __repr__(self) -> str:
