@@ -24,8 +24,9 @@ from parlai_dialeval.shared_data import shared_data_dir  # noqa: E402
 def group_by_group(ratings) -> np.ndarray:
     kept = np.ones(len(ratings), dtype=bool)
     graded = np.flatnonzero(~fed.is_binary(ratings).to_numpy())
+    labels = ratings["value"].to_numpy(dtype=float)
     for rows in ratings.iloc[graded].reset_index(drop=True).groupby(["conversation_id", "criterion"]).indices.values():
-        kept[graded[rows]] = fed.outlier_mask(ratings["value"].to_numpy(dtype=float)[graded[rows]])
+        kept[graded[rows]] = fed.outlier_mask(labels[graded[rows]])
     return kept
 
 

@@ -275,9 +275,9 @@ def live_chat_style_control(conversations: pd.DataFrame, style: pd.DataFrame, al
     raw = worker_robust_fit(scores, dummies, frame[cluster])
     styled = worker_robust_fit(scores, np.column_stack([dummies, covariates.to_numpy()]), frame[cluster])
     table = pd.DataFrame({"model": models, "conversations": dummies.sum(axis=0).astype(int)})
-    inference = {name: effective_worker_inference(fit, frame[cluster], alpha) for fit, name in ((raw, "raw"),
-                                                                                               (styled, "style"))}
-    for fit, name in ((raw, "raw"), (styled, "style")):
+    fits = {"raw": raw, "style": styled}
+    inference = {name: effective_worker_inference(fit, frame[cluster], alpha) for name, fit in fits.items()}
+    for name, fit in fits.items():
         _, low, high = inference[name]
         table[f"score_{name}"] = fit.params[:len(models)]
         table[f"{name}_ci_low"], table[f"{name}_ci_high"] = low[:len(models)], high[:len(models)]

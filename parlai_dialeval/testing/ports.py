@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from parlai_dialeval.crowdsourcing.platform.ports import port_is_free
+
 # A port is bound seconds after it is chosen (a launch starts its router first). Meanwhile another program may be
 # given it: two test workers' launches met on one port (EADDRINUSE, the launch refused it), and a port the kernel
 # had chosen for bind(0) was bound by some other socket before the router ("in use by a process this user cannot
@@ -35,23 +37,13 @@ def ports_the_kernel_never_picks() -> range:
     return max(range(max(10000, low - 16384), low), range(high + 1, 65536), key=len)
 
 
-def bindable(port: int) -> bool:
-    """Whether a socket can bind ``port`` on every interface now (as the node router and Mephisto's servers bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("", port))
-        except OSError:
-            return False
-    return True
-
-
 def unbound_port() -> int:
     """A port nothing is bound to now, outside the kernel's ephemeral range where it can be read, else the
     kernel's own choice for port 0."""
     pool = ports_the_kernel_never_picks()
     for _ in range(100 if pool else 0):
         port = _CHOOSER.choice(pool)
-        if bindable(port):
+        if port_is_free(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("", 0))
