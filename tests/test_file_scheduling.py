@@ -107,7 +107,7 @@ def test_once_only_computing_files_are_left_the_workers_beyond_the_cores_stop():
 
 def test_the_committed_timings_name_files_that_exist():
     """A renamed or deleted file's figures would linger unread; a file missing from them still runs (as
-    computing). Refresh: ``pytest tests -n 5 --dist loadfile --record-file-timings tests/file_timings.json``."""
+    computing). Refresh: ``pytest tests -n 7 --dist loadfile --record-file-timings tests/file_timings.json``."""
     from conftest import REPO
 
     timings = read_timings()
