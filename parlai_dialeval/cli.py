@@ -174,7 +174,7 @@ def dispatch(args: list[str]):
 
 @contextlib.contextmanager
 def own_warnings_in_one_line():
-    """Warnings of this plugin's own categories (such as data/validate.py's DataWarning) are about the user's data,
+    """Warnings of this plugin's own categories (such as data/repeats.py's DataWarning) are about the user's data,
     so they read as one line, like the errors, not as Python's file, line and source."""
     shown = warnings.showwarning
 

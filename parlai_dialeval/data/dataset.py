@@ -16,8 +16,9 @@ import orjson
 import pandas as pd
 
 from parlai_dialeval.data import schema, versions
+from parlai_dialeval.data.repeats import check_studies, check_unique
 from parlai_dialeval.data.turns import TurnColumns, turn_table
-from parlai_dialeval.data.validate import check_criteria, check_studies, check_unique, is_missing, validate_frame
+from parlai_dialeval.data.validate import check_criteria, is_missing, validate_frame
 from parlai_dialeval.errors import DataError
 from parlai_dialeval.atomic import atomic_open
 

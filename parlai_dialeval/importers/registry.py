@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 from parlai_dialeval.data import EvalData, from_records, read_jsonl
 from parlai_dialeval.data.dataset import FRAME_TYPES, refuse_repeated_files
-from parlai_dialeval.data.validate import check_unique
+from parlai_dialeval.data.repeats import check_unique
 from parlai_dialeval.data.schema import RECORD_TYPES
 from parlai_dialeval.errors import DataError, DialevalError
 
