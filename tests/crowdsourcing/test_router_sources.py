@@ -43,6 +43,22 @@ def client(address: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address), timeout=30)
 
 
+async def answered(ask, count: int = 3 * BURST) -> tuple[int, int, float]:
+    """``count`` requests one after another (``ask(i)`` sends the i-th and returns its status): how many were
+    answered 200, how many 429, and in how many seconds."""
+    start = time.monotonic()
+    codes = [await ask(i) for i in range(count)]
+    return codes.count(200), codes.count(429), time.monotonic() - start
+
+
+def within_one_budget(counts: tuple[int, int, float]) -> bool:
+    """What one source's budget allows: some requests refused, and no more answered than its burst and what
+    refilled while they were sent (a slower machine refills more, so the bound is the time they took, not a fixed
+    count: 24 requests in 1.5 s on a loaded CI got 18 answers). A budget per forged header refuses none."""
+    ok, refused, seconds = counts
+    return refused >= 1 and ok <= BURST + RATE * seconds + 1
+
+
 def test_the_client_address_is_the_peer_unless_a_named_proxy_names_another(tmp_path):
     """dialeval_sources.js's client_address on requests as node gives them: the peer; from a named proxy, the first
     address right to left that is no named proxy; never a header from anyone else."""
@@ -108,10 +124,7 @@ async def rotating_headers(port: int) -> dict:
     sockets, each with a new X-Forwarded-For; another client (127.0.0.3) asks once afterwards."""
     seen = {}
     async with client("127.0.0.1") as http:
-        codes = [(await http.get(f"http://127.0.0.1:{port}/is_alive",
-                                 headers={"X-Forwarded-For": f"198.51.{i // 250}.{i % 250 + 1}"})).status_code
-                 for i in range(3 * BURST)]
-    seen["requests"] = (codes.count(200), codes.count(429))
+        seen["requests"] = await answered(lambda i: status(http, port, f"198.51.{i // 250}.{i % 250 + 1}"))
     await asyncio.sleep(BURST / RATE + 0.5)  # the budget refills
     seen["sockets"] = await rotating_sockets(port, 3 * SOCKETS)
     async with client("127.0.0.3") as http:
@@ -124,18 +137,17 @@ async def through_a_proxy(port: int) -> dict:
     into the header, left of the proxy's entry."""
     seen = {}
     async with client("127.0.0.4") as proxy:
-        async def ask(forwarded: str) -> int:
-            return (await proxy.get(f"http://127.0.0.1:{port}/is_alive", headers={"X-Forwarded-For": forwarded})).status_code
-
-        spoofing = [await ask(f"10.9.{i}.1, 203.0.113.20") for i in range(2 * BURST)]
-        seen["spoofing client"] = (spoofing.count(200), spoofing.count(429))
-        seen["other client"] = await ask("203.0.113.21")
+        seen["spoofing client"] = await answered(lambda i: status(proxy, port, f"10.9.{i}.1, 203.0.113.20"))
+        seen["other client"] = await status(proxy, port, "203.0.113.21")
     async with client("127.0.0.5") as stranger:  # not the named proxy: its header is its own
-        forged = [(await stranger.get(f"http://127.0.0.1:{port}/is_alive",
-                                      headers={"X-Forwarded-For": f"203.0.113.{30 + i}"})).status_code
-                  for i in range(2 * BURST)]
-    seen["not the proxy"] = (forged.count(200), forged.count(429))
+        seen["not the proxy"] = await answered(lambda i: status(stranger, port, f"203.0.113.{30 + i}"))
     return seen
+
+
+async def status(http: httpx.AsyncClient, port: int, forwarded: str | None = None) -> int:
+    """The router's answer to a page load (one that says it was forwarded for ``forwarded``, where given)."""
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    return (await http.get(f"http://127.0.0.1:{port}/is_alive", headers=headers)).status_code
 
 
 @pytest.mark.slow  # a router started, budgets refilled at their rate
@@ -145,16 +157,16 @@ def test_a_forwarding_header_buys_no_budget_unless_a_named_proxy_sends_it(tmp_pa
     configure(router, source_requests_burst=BURST, source_requests_per_second=RATE, source_sockets=SOCKETS)
     seen, output = run_router(router, rotating_headers)
     # before: every new X-Forwarded-For from a loopback peer was a new source with a full budget
-    assert seen["requests"][0] <= BURST + RATE * 3 and seen["requests"][1] >= BURST, seen
+    assert within_one_budget(seen["requests"]), seen
     assert seen["sockets"] == (SOCKETS, 2 * SOCKETS), seen
     assert seen["another client"] == 200
     assert "more than 3 open sockets from one source" in output
 
     configure(router, trusted_proxies=["127.0.0.4"])
     seen, _ = run_router(router, through_a_proxy)
-    assert seen["spoofing client"][1] >= BURST - RATE, seen  # its own budget, whatever it wrote on the left
+    assert within_one_budget(seen["spoofing client"]), seen  # its own budget, whatever it wrote on the left
     assert seen["other client"] == 200  # another client behind the same proxy keeps its own
-    assert seen["not the proxy"][1] >= BURST - RATE, seen
+    assert within_one_budget(seen["not the proxy"]), seen
 
 
 async def flooded_then_submitting(port: int) -> dict:
@@ -163,8 +175,7 @@ async def flooded_then_submitting(port: int) -> dict:
     seen, got = {}, []
     async with as_mephisto_server(port, got):
         async with client("127.0.0.2") as lab:
-            flood = [(await lab.get(f"http://127.0.0.1:{port}/is_alive")).status_code for _ in range(2 * BURST)]
-            seen["flood"] = flood.count(429)
+            seen["flood"] = await answered(lambda i: status(lab, port))
             start = time.monotonic()
 
             async def submit(agent: str, token: str) -> int:
@@ -191,7 +202,7 @@ def test_finished_work_waits_for_the_budget_and_is_never_refused_for_rate(tmp_pa
     router = built_router(tmp_path)
     configure(router, source_requests_burst=BURST, source_requests_per_second=RATE)
     seen, output = run_router(router, flooded_then_submitting)
-    assert seen["flood"] >= BURST - RATE, seen
+    assert within_one_budget(seen["flood"]), seen
     assert seen["submits"] == [200] * SUBMITS, seen  # before: 429 for each past the budget
     assert seen["forged"] == 403  # waited its turn like the others, then refused for its token
     assert seen["page load meanwhile"] == 429  # the submissions waiting are served first
