@@ -94,7 +94,7 @@ def test_ab_and_acute_runs_are_two_protocols(tmp_path):
 def test_equal_models_share_a_rank(tmp_path):
     # m1 and m2 have the same SM-Turn ticks; the resampled effective win rate ranked them 1 and 2 and
     # the two SM protocols then "disagreed" with a tau of -1
-    from test_hostile_inputs import single_model
+    from hostile_corpora import single_model
 
     from parlai_dialeval.data import from_records
     from parlai_dialeval.scripts.compare_protocols import CompareConfig, analyze

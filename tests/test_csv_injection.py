@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hostile_corpora import dialeval, live_chat, pairwise, scales, single_model, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hostile_inputs import dialeval, live_chat, pairwise, scales, single_model, write
 
 from parlai_dialeval.csv_safe import neutralise, restore, unneutralise
 

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_hostile_inputs import dialeval, live_chat, pairwise, scales, single_model, write
+from hostile_corpora import dialeval, live_chat, pairwise, scales, single_model, write
 
 from parlai_dialeval.data import write_jsonl
 

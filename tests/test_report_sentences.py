@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from test_hostile_inputs import dialeval, live_chat, pairwise, report_text
+from hostile_corpora import dialeval, live_chat, pairwise, report_text
 
 from parlai_dialeval.analysis import rankings
 

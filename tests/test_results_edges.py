@@ -9,12 +9,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hostile_corpora import pairwise as hostile_pairwise
 from scipy import optimize
 
 from parlai_dialeval import importers, results
 from parlai_dialeval.errors import DataError, DialevalError
 from parlai_dialeval.options import checked
-from test_hostile_inputs import pairwise as hostile_pairwise
 
 
 def _load(tmp_path, records) -> pd.DataFrame:
