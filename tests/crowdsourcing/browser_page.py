@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -39,6 +40,18 @@ def chromium_page(tmp_path: Path, phone: bool | dict = False, pw=None):
             raise
         finally:
             browser.close()
+
+
+def held(page, seconds: float) -> None:
+    """The page's JavaScript held for ``seconds`` and then let go, timers overdue, as a phone's browser holds a page
+    in the background or behind a locked screen (CDP's Debugger.pause: Page.setWebLifecycleState's "frozen" holds
+    no timer in headless Chromium)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Debugger.enable")
+    cdp.send("Debugger.pause")
+    time.sleep(seconds)
+    cdp.send("Debugger.resume")
+    cdp.detach()
 
 
 def showing(page) -> str:

@@ -3,12 +3,15 @@
 worker who reads and thinks for 2-4 s between actions. After the reopening the page must show the
 server's state (who said what, the server's input count) and accept "Next chatbot" once the server has
 the inputs; the HIT completes and exports with nothing lost or doubled. Answers typed but not sent yet (the topic and
-attitude, the sliders, the feedback) are still there after a reload or Back and Forward. (The SM-Eval and PW-Turn browser
-tests act at a person's pace too; the SM-Eval one has the pause longer than 30 s.)
+attitude, the sliders, the feedback) are still there after a reload or Back and Forward. A page held 30 s (a phone's
+browser in the background) carries on without telling the participant that the server is not answering. (The SM-Eval
+and PW-Turn browser tests act at a person's pace too; the SM-Eval one has the pause longer than 30 s.)
 """
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from parlai_dialeval.data import read_jsonl
 from parlai_dialeval.testing.ports import free_port
 
-from .browser_page import chromium_page, require_chromium
+from .browser_page import chromium_page, held, require_chromium, showing
 from .protocol_harness import CliRun, pause, set_slider, submit_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -115,6 +118,10 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
             rate(tab, 70, reload=True)
             for slot, topic in ((1, "football"), (2, "cooking")):
                 start_topic(tab, topic)
+                if slot == 1:  # the participant looks at another app for 30 s: the phone holds the page meanwhile
+                    held(tab, 30)
+                    pause(tab, 2)  # the page's overdue heartbeat check has run (mephisto-task: "server not answering")
+                    assert "not answering" not in tab.inner_text("body"), showing(tab)
                 chat(tab, [f"{topic} is great {i}" for i in range(3)])
                 tab.click("[data-testid=next-chatbot]")
                 rate(tab, 40 + slot)
@@ -144,3 +151,23 @@ def test_live_chat_at_human_pace_with_the_tab_reopened(tmp_path):
     feedback = convs.iloc[0]
     assert feedback["feedback"] == FEEDBACK
     assert feedback["provenance"]["feedback"]["typed"] == len(FEEDBACK) and "doubts" not in feedback["provenance"]["feedback"]
+
+
+def test_a_page_held_while_its_server_stopped_answering_says_so_once_let_go(tmp_path):
+    # the other side of the held page above: the patience after a pause has an end (mephisto-task's 20 s, then 13 s)
+    require_chromium()
+    run = CliRun("live_chat_da", tmp_path, [
+        "conf=offline_small", f"mephisto.architect.port={free_port()}", "mephisto.task.task_name=lcda_held",
+        "mephisto.blueprint.num_conversations=1", "live_chat.seed=0", "live_chat.min_inputs=3"])
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(run.worker_url("held_worker"))
+            start_topic(page, "books")
+            os.killpg(run.proc.pid, signal.SIGSTOP)  # the launch (not its router, a process group of its own) stops
+            try:
+                held(page, 25)
+                page.wait_for_function("document.body.innerText.includes('not answering')", timeout=30000)
+            finally:
+                os.killpg(run.proc.pid, signal.SIGCONT)
+    finally:
+        run.stop()

@@ -4,6 +4,7 @@
 import React from "react";
 import { useMephistoLiveTask, AGENT_STATUS } from "mephisto-task";
 import { t } from "./i18n";
+import { usePatientSocket } from "./serverSilence";
 import { onAcknowledged, onEnded, onRefused } from "./transport";
 
 // Mephisto's statuses that end the task for this page -> our own words (the catalogue's, in the study's language),
@@ -41,6 +42,7 @@ export function useLiveTask() {
   React.useEffect(() => onEnded(() => setStopped(true)), []);
 
   const mephisto = useMephistoLiveTask({
+    customConnectionHook: usePatientSocket,
     onStatusUpdate: ({ status }) => {
       if (status in ENDED) {
         setInactiveText(t(ENDED[status]));
