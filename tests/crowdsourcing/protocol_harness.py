@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
 from parlai_dialeval.crowdsourcing.platform.env import database_path, prepare_mephisto
 
 from .zygote import DIALEVAL, dialeval_run, zygote
@@ -236,6 +238,8 @@ class CliRun:
     ``command``, ``env`` and ``cwd`` start another installation's dialeval (tests/test_packaging.py), always as a
     real process; ``own_data=False`` leaves out --mephisto-data, so the launch uses its default data folder."""
 
+    _router: psutil.Process | None = None  # the node router the launch printed (``router_pid``)
+
     def __init__(self, task: str, tmp_path: Path, overrides: list[str], data_dir: Path | None = None, *,
                  command: list[str] = DIALEVAL, env: dict | None = None, cwd: Path | None = None,
                  own_data: bool = True, real_process: bool = False):
@@ -281,17 +285,13 @@ class CliRun:
         (in a group of its own, it would outlive the launch and keep the port)."""
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(30)
-        if self.router_pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.router_pid, signal.SIGKILL)
+        self.signal_router(signal.SIGKILL)
 
     def freeze(self, frozen: bool) -> None:
         """SIGSTOP (or SIGCONT) for the whole server side: while frozen it confirms nothing more, so a test
         can see which messages are still unconfirmed when it kills it."""
         os.killpg(self.proc.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
-        if self.router_pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.router_pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        self.signal_router(signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def relaunch(self) -> "CliRun":
         """The same `dialeval launch` again on the same data (after ``crash``): it resumes the crashed run
@@ -313,11 +313,27 @@ class CliRun:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.router_pid:  # the node router runs in its own process group and outlives the task
-            try:
-                os.kill(self.router_pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        self.signal_router(signal.SIGTERM)  # in a process group of its own, it outlives a killed launch
+
+    @property
+    def router_pid(self) -> int | None:
+        return self._router.pid if self._router else None
+
+    @router_pid.setter
+    def router_pid(self, pid: int | None) -> None:
+        # psutil keeps the process's start time, so a signal is never sent to another process given the pid after
+        # the router ended (a launch stops its router; pids wrap at 32,768 on CI-sized VMs, and a suite starts
+        # thousands of processes and threads)
+        self._router = None
+        if pid:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                self._router = psutil.Process(pid)
+
+    def signal_router(self, sig: int) -> None:
+        """``sig`` to the run's node router, if that process still runs."""
+        if self._router:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                self._router.send_signal(sig)
 
 
 def start_in_session(args: list[str], log_path: Path, *, command: list[str] = DIALEVAL, env: dict | None = None,
