@@ -287,11 +287,13 @@ class CliRun:
         self.proc.wait(30)
         self.signal_router(signal.SIGKILL)
 
-    def freeze(self, frozen: bool) -> None:
+    def freeze(self, frozen: bool, router: bool = True) -> None:
         """SIGSTOP (or SIGCONT) for the whole server side: while frozen it confirms nothing more, so a test
-        can see which messages are still unconfirmed when it kills it."""
+        can see which messages are still unconfirmed when it kills it. ``router=False``: the launch alone, its
+        router still answering pages (a server that stopped answering behind a live router)."""
         os.killpg(self.proc.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
-        self.signal_router(signal.SIGSTOP if frozen else signal.SIGCONT)
+        if router:
+            self.signal_router(signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def relaunch(self) -> "CliRun":
         """The same `dialeval launch` again on the same data (after ``crash``): it resumes the crashed run

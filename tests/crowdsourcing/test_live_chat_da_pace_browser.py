@@ -10,8 +10,6 @@ and PW-Turn browser tests act at a person's pace too; the SM-Eval one has the pa
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -163,11 +161,11 @@ def test_a_page_held_while_its_server_stopped_answering_says_so_once_let_go(tmp_
         with chromium_page(tmp_path) as page:
             page.goto(run.worker_url("held_worker"))
             start_topic(page, "books")
-            os.killpg(run.proc.pid, signal.SIGSTOP)  # the launch (not its router, a process group of its own) stops
+            run.freeze(True, router=False)
             try:
                 held(page, 25)
                 page.wait_for_function("document.body.innerText.includes('not answering')", timeout=30000)
             finally:
-                os.killpg(run.proc.pid, signal.SIGCONT)
+                run.freeze(False, router=False)
     finally:
         run.stop()

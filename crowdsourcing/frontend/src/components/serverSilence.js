@@ -23,7 +23,8 @@ function tick(now) {
 
 // The limit at this moment; read by mephisto-task at each check, which may run before this page's own tick after
 // a pause (both timers overdue), so the check notices the pause itself.
-export function silenceLimit(now = Date.now()) {
+function silenceLimit() {
+  const now = Date.now();
   tick(now);
   return now < patientUntil ? Infinity : SILENCE_LIMIT_MS;
 }
